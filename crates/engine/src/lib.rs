@@ -1,0 +1,18 @@
+//! The deterministic discrete-event engine of fctlab.
+//!
+//! This crate knows nothing of networks or TCP. It provides:
+//! - [`units`]: integer simulated time ([`Nanos`]) and unit newtypes ([`Bytes`], [`BitsPerSec`]);
+//! - [`queue`]: the event queue, ordered by (time, insertion sequence) so that events at the
+//!   same instant run in the order they were scheduled and every run repeats exactly;
+//! - [`rng`]: seeded random-number streams, one per component, derived from the scenario seed.
+//!
+//! There is no global state: a simulation owns its queue and streams, so many simulations can
+//! run in one process.
+
+pub mod queue;
+pub mod rng;
+pub mod units;
+
+pub use queue::EventQueue;
+pub use rng::Rng;
+pub use units::{BitsPerSec, Bytes, Nanos};

@@ -1,0 +1,141 @@
+//! Units of the simulator. Time is an integer count of nanoseconds; nothing else means time.
+
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub};
+
+/// Simulated time or duration in integer nanoseconds.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Nanos(pub u64);
+
+impl Nanos {
+    pub const ZERO: Nanos = Nanos(0);
+    pub const MAX: Nanos = Nanos(u64::MAX);
+
+    pub const fn from_micros(us: u64) -> Nanos {
+        Nanos(us * 1_000)
+    }
+    pub const fn from_millis(ms: u64) -> Nanos {
+        Nanos(ms * 1_000_000)
+    }
+    pub const fn from_secs(s: u64) -> Nanos {
+        Nanos(s * 1_000_000_000)
+    }
+    /// Rounds to the nearest nanosecond; negative or NaN inputs give zero.
+    pub fn from_secs_f64(s: f64) -> Nanos {
+        if s.is_nan() || s <= 0.0 {
+            Nanos(0)
+        } else {
+            Nanos((s * 1e9).round() as u64)
+        }
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 * 1e-9
+    }
+    pub const fn saturating_sub(self, o: Nanos) -> Nanos {
+        Nanos(self.0.saturating_sub(o.0))
+    }
+    pub const fn saturating_add(self, o: Nanos) -> Nanos {
+        Nanos(self.0.saturating_add(o.0))
+    }
+    pub const fn mul(self, k: u64) -> Nanos {
+        Nanos(self.0.saturating_mul(k))
+    }
+}
+
+impl Add for Nanos {
+    type Output = Nanos;
+    #[inline]
+    fn add(self, o: Nanos) -> Nanos {
+        Nanos(self.0 + o.0)
+    }
+}
+impl AddAssign for Nanos {
+    #[inline]
+    fn add_assign(&mut self, o: Nanos) {
+        self.0 += o.0
+    }
+}
+impl Sub for Nanos {
+    type Output = Nanos;
+    #[inline]
+    fn sub(self, o: Nanos) -> Nanos {
+        Nanos(self.0 - o.0)
+    }
+}
+impl fmt::Display for Nanos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0;
+        if ns >= 1_000_000_000 && ns % 1_000_000 == 0 {
+            write!(f, "{}s", ns as f64 / 1e9)
+        } else if ns >= 1_000_000 && ns % 1_000 == 0 {
+            write!(f, "{}ms", ns as f64 / 1e6)
+        } else if ns >= 1_000 {
+            write!(f, "{}us", ns as f64 / 1e3)
+        } else {
+            write!(f, "{}ns", ns)
+        }
+    }
+}
+
+/// A quantity of data in bytes.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Bytes(pub u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}B", self.0)
+    }
+}
+
+/// A link or sending rate in bits per second.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BitsPerSec(pub u64);
+
+impl BitsPerSec {
+    /// Serialization time of `bytes` at this rate, rounded up to a whole nanosecond.
+    /// This is the one place where bytes and rates become time.
+    #[inline]
+    pub fn tx_time(self, bytes: u64) -> Nanos {
+        let bits = bytes as u128 * 8 * 1_000_000_000;
+        let r = self.0.max(1) as u128;
+        Nanos(bits.div_ceil(r) as u64)
+    }
+    pub fn as_f64(self) -> f64 {
+        self.0 as f64
+    }
+}
+
+impl fmt::Display for BitsPerSec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0 as f64;
+        if b >= 1e9 {
+            write!(f, "{}Gbps", b / 1e9)
+        } else if b >= 1e6 {
+            write!(f, "{}Mbps", b / 1e6)
+        } else if b >= 1e3 {
+            write!(f, "{}Kbps", b / 1e3)
+        } else {
+            write!(f, "{}bps", b)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tx_time_rounds_up() {
+        assert_eq!(BitsPerSec(10_000_000_000).tx_time(1500), Nanos(1200));
+        assert_eq!(BitsPerSec(1_000_000_000).tx_time(1500), Nanos(12_000));
+        // 1 byte at 3 bps = 2.666..s -> rounded up
+        assert_eq!(BitsPerSec(3).tx_time(1), Nanos(2_666_666_667));
+    }
+
+    #[test]
+    fn display() {
+        assert_eq!(Nanos::from_micros(25).to_string(), "25us");
+        assert_eq!(Nanos::from_millis(10).to_string(), "10ms");
+        assert_eq!(BitsPerSec(10_000_000_000).to_string(), "10Gbps");
+    }
+}

@@ -1,0 +1,267 @@
+//! An output port: FIFO buffer, transmitter and propagation pipe of one directional link.
+//!
+//! Because the port is FIFO at a fixed rate, a packet's transmission start and its arrival at
+//! the far end are known the moment it is accepted. The port keeps accepted packets in one
+//! ring (`ring`), oldest first, each with those two times. The simulation schedules a single
+//! event per port: the arrival of the ring's head. Queue occupancy at time `t` counts the
+//! packets whose transmission has not started by `t` (the packet being serialized is on the
+//! wire, not in the buffer); it is brought up to date lazily by [`Port::advance`].
+
+use crate::packet::{NodeId, Packet, PacketId, flags};
+use crate::queue::{QueueConfig, QueueState, Verdict};
+use fctlab_engine::{BitsPerSec, Nanos, Rng};
+use std::collections::VecDeque;
+
+/// A buffer size (or threshold) in packets or bytes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BufferLimit {
+    Packets(u32),
+    Bytes(u64),
+    Unlimited,
+}
+
+impl BufferLimit {
+    /// True when a queue of `pkts`/`bytes` has reached this limit.
+    #[inline]
+    pub fn reached(&self, pkts: u32, bytes: u64) -> bool {
+        match *self {
+            BufferLimit::Packets(n) => pkts >= n,
+            BufferLimit::Bytes(b) => bytes >= b,
+            BufferLimit::Unlimited => false,
+        }
+    }
+    /// True when adding a packet of `add_bytes` would exceed this limit.
+    #[inline]
+    fn would_overflow(&self, pkts: u32, bytes: u64, add_bytes: u64) -> bool {
+        match *self {
+            BufferLimit::Packets(n) => pkts + 1 > n,
+            BufferLimit::Bytes(b) => bytes + add_bytes > b,
+            BufferLimit::Unlimited => false,
+        }
+    }
+}
+
+/// Counters of a port, reported in `links.parquet`.
+#[derive(Clone, Debug, Default)]
+pub struct PortStats {
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub drops: u64,
+    pub ecn_marks: u64,
+    pub max_queue_pkts: u32,
+    pub max_queue_bytes: u64,
+    /// Integral of the queue length in packets over time (packet-nanoseconds).
+    pub queue_area_pkt_ns: u128,
+}
+
+#[derive(Copy, Clone, Debug)]
+struct InFlight {
+    pkt: PacketId,
+    wire_bytes: u32,
+    tx_start: Nanos,
+    arrive: Nanos,
+}
+
+/// What happened to a packet offered to a port.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EnqueueOutcome {
+    /// Accepted. `schedule_arrival` is the arrival time of the new ring head when the ring was
+    /// empty before (the caller must schedule an arrival event at that time); `None` otherwise.
+    Accepted { schedule_arrival: Option<Nanos> },
+    /// Dropped (buffer full or early drop). The caller still owns and must free the packet.
+    Dropped,
+}
+
+/// The output port of one directional link.
+pub struct Port {
+    pub from: NodeId,
+    pub to: NodeId,
+    pub rate: BitsPerSec,
+    pub delay: Nanos,
+    pub limit: BufferLimit,
+    pub stats: PortStats,
+    disc: QueueState,
+    ring: VecDeque<InFlight>,
+    /// Packets/bytes at the tail of the ring whose transmission has not started yet.
+    waiting_pkts: u32,
+    waiting_bytes: u64,
+    /// Time the transmitter becomes free.
+    busy_until: Nanos,
+    /// Time up to which the queue-length integral has been accumulated.
+    area_time: Nanos,
+}
+
+impl Port {
+    pub fn new(from: NodeId, to: NodeId, rate: BitsPerSec, delay: Nanos, limit: BufferLimit, queue: &QueueConfig, rng: Rng) -> Port {
+        Port {
+            from,
+            to,
+            rate,
+            delay,
+            limit,
+            stats: PortStats::default(),
+            disc: QueueState::new(queue, rng, rate.tx_time(1500)),
+            ring: VecDeque::with_capacity(64),
+            waiting_pkts: 0,
+            waiting_bytes: 0,
+            busy_until: Nanos::ZERO,
+            area_time: Nanos::ZERO,
+        }
+    }
+
+    /// Brings the queue occupancy up to time `now`: packets whose transmission has started
+    /// leave the buffer, and the time-weighted occupancy integral is accumulated.
+    #[inline]
+    pub fn advance(&mut self, now: Nanos) {
+        while self.waiting_pkts > 0 {
+            let idx = self.ring.len() - self.waiting_pkts as usize;
+            let e = self.ring[idx];
+            if e.tx_start > now {
+                break;
+            }
+            self.stats.queue_area_pkt_ns += self.waiting_pkts as u128 * (e.tx_start.0 - self.area_time.0) as u128;
+            self.area_time = e.tx_start;
+            self.waiting_pkts -= 1;
+            self.waiting_bytes -= e.wire_bytes as u64;
+        }
+        if now > self.area_time {
+            self.stats.queue_area_pkt_ns += self.waiting_pkts as u128 * (now.0 - self.area_time.0) as u128;
+            self.area_time = now;
+        }
+    }
+
+    /// Offers `pkt` (stored at `id`) to the port at time `now`.
+    #[inline]
+    pub fn enqueue(&mut self, now: Nanos, id: PacketId, pkt: &mut Packet) -> EnqueueOutcome {
+        self.advance(now);
+        let wire = pkt.wire_bytes as u64;
+        if self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
+            self.stats.drops += 1;
+            return EnqueueOutcome::Dropped;
+        }
+        let idle_for = if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
+        match self.disc.on_arrival(self.waiting_pkts, self.waiting_bytes, idle_for) {
+            Verdict::Accept => {}
+            Verdict::Mark => {
+                if pkt.has(flags::ECT) {
+                    if !pkt.has(flags::CE) {
+                        pkt.flags |= flags::CE;
+                        self.stats.ecn_marks += 1;
+                    }
+                } else if matches!(self.disc, QueueState::Red(_)) {
+                    // RED in ECN mode drops what it cannot mark.
+                    self.stats.drops += 1;
+                    return EnqueueOutcome::Dropped;
+                }
+            }
+            Verdict::Drop => {
+                self.stats.drops += 1;
+                return EnqueueOutcome::Dropped;
+            }
+        }
+        let tx_start = if self.busy_until > now { self.busy_until } else { now };
+        self.busy_until = tx_start + self.rate.tx_time(wire);
+        let arrive = self.busy_until + self.delay;
+        let was_empty = self.ring.is_empty();
+        self.ring.push_back(InFlight { pkt: id, wire_bytes: pkt.wire_bytes, tx_start, arrive });
+        if tx_start > now {
+            self.waiting_pkts += 1;
+            self.waiting_bytes += wire;
+            if self.waiting_pkts > self.stats.max_queue_pkts {
+                self.stats.max_queue_pkts = self.waiting_pkts;
+            }
+            if self.waiting_bytes > self.stats.max_queue_bytes {
+                self.stats.max_queue_bytes = self.waiting_bytes;
+            }
+        }
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += wire;
+        EnqueueOutcome::Accepted { schedule_arrival: if was_empty { Some(arrive) } else { None } }
+    }
+
+    /// Removes the ring head, which arrives at the far end now. Returns it and the arrival
+    /// time of the next head, if any (the caller schedules the next arrival event then).
+    #[inline]
+    pub fn pop_arrival(&mut self) -> (PacketId, Option<Nanos>) {
+        let head = self.ring.pop_front().expect("arrival event on an empty port");
+        (head.pkt, self.ring.front().map(|e| e.arrive))
+    }
+
+    /// Queue occupancy (packets, bytes) at `now`.
+    pub fn queue_at(&mut self, now: Nanos) -> (u32, u64) {
+        self.advance(now);
+        (self.waiting_pkts, self.waiting_bytes)
+    }
+
+    /// Packets accepted but not yet arrived at the far end (queued or on the wire).
+    pub fn in_ring(&self) -> usize {
+        self.ring.len()
+    }
+
+    /// Ids of all packets still held (for accounting at the end of a run).
+    pub fn held_packets(&self) -> impl Iterator<Item = PacketId> + '_ {
+        self.ring.iter().map(|e| e.pkt)
+    }
+
+    /// Time-weighted mean queue length in packets over [0, until].
+    pub fn mean_queue_pkts(&mut self, until: Nanos) -> f64 {
+        self.advance(until);
+        if until.0 == 0 {
+            0.0
+        } else {
+            self.stats.queue_area_pkt_ns as f64 / until.0 as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::PacketPool;
+
+    fn port(limit: BufferLimit) -> Port {
+        Port::new(NodeId(0), NodeId(1), BitsPerSec(1_000_000_000), Nanos::from_micros(10), limit, &QueueConfig::DropTail, Rng::stream(0, 0))
+    }
+
+    fn pkt(pool: &mut PacketPool) -> (PacketId, Packet) {
+        let p = Packet { wire_bytes: 1500, ..Default::default() };
+        (pool.alloc(p.clone()), p)
+    }
+
+    #[test]
+    fn serializes_back_to_back_and_counts_waiting() {
+        let mut pool = PacketPool::new();
+        let mut p = port(BufferLimit::Packets(2));
+        let (a, mut pa) = pkt(&mut pool);
+        let (b, mut pb) = pkt(&mut pool);
+        let (c, mut pc) = pkt(&mut pool);
+        let (d, mut pd) = pkt(&mut pool);
+        // First packet starts at once: 12 us serialization + 10 us delay.
+        assert_eq!(p.enqueue(Nanos(0), a, &mut pa), EnqueueOutcome::Accepted { schedule_arrival: Some(Nanos(22_000)) });
+        assert_eq!(p.enqueue(Nanos(0), b, &mut pb), EnqueueOutcome::Accepted { schedule_arrival: None });
+        assert_eq!(p.enqueue(Nanos(0), c, &mut pc), EnqueueOutcome::Accepted { schedule_arrival: None });
+        assert_eq!(p.queue_at(Nanos(0)), (2, 3000));
+        // Buffer of 2 is full: the fourth is dropped and counted.
+        assert_eq!(p.enqueue(Nanos(0), d, &mut pd), EnqueueOutcome::Dropped);
+        assert_eq!(p.stats.drops, 1);
+        // At 12 us the second packet starts transmitting.
+        assert_eq!(p.queue_at(Nanos(12_000)), (1, 1500));
+        assert_eq!(p.pop_arrival(), (a, Some(Nanos(34_000))));
+        assert_eq!(p.pop_arrival(), (b, Some(Nanos(46_000))));
+        assert_eq!(p.stats.max_queue_pkts, 2);
+        // Integral: 2 pkts for 12us, 1 pkt for 12us = 36 pkt-us; mean over 48us = 0.75
+        assert!((p.mean_queue_pkts(Nanos(48_000)) - 0.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn byte_limit() {
+        let mut pool = PacketPool::new();
+        let mut p = port(BufferLimit::Bytes(3000));
+        for i in 0..4 {
+            let (id, mut pk) = pkt(&mut pool);
+            let r = p.enqueue(Nanos(0), id, &mut pk);
+            // first goes on the wire, two wait (3000 bytes), the fourth overflows
+            assert_eq!(matches!(r, EnqueueOutcome::Dropped), i == 3);
+        }
+    }
+}

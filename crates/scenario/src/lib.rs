@@ -1,0 +1,91 @@
+//! Scenario files: the TOML (or JSON) schema, units, overrides and validation.
+//!
+//! [`load`] turns the text of a scenario plus `key=value` overrides into a validated
+//! [`Scenario`]: a built topology, the TCP configuration, one congestion-control
+//! configuration per flow, and the flows themselves. Every error names the file, the key and
+//! what was expected; nothing here panics on bad input.
+
+pub mod schema;
+pub mod units;
+
+use fctlab_engine::Nanos;
+use fctlab_net::{BufferLimit, NodeKind, QueueConfig, Topology};
+use fctlab_transport::{CcConfig, TcpConfig};
+use std::fmt;
+
+pub use schema::load;
+
+/// A scenario error: where (file and key) and what was expected.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioError {
+    pub file: String,
+    /// Dotted key path, e.g. `network.link_rate` or `flows[3].dst` (empty: the whole file).
+    pub key: String,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.key, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// One flow of the scenario.
+#[derive(Clone, Debug)]
+pub struct FlowSpec {
+    /// Node indices into the topology.
+    pub src: usize,
+    pub dst: usize,
+    /// Bytes to transfer; None for a long-lived flow.
+    pub size_bytes: Option<u64>,
+    pub start: Nanos,
+    /// Relative deadline (met if the flow completes within it).
+    pub deadline: Option<Nanos>,
+    pub tag: String,
+    pub group: String,
+    pub cc: CcConfig,
+    /// Data packets carry ECT.
+    pub ecn: bool,
+}
+
+/// Queue sampling requested by `[monitor]`.
+#[derive(Clone, Debug, Default)]
+pub struct MonitorConfig {
+    pub queue_interval: Option<Nanos>,
+    /// Link names "a->b"; empty means every switch port.
+    pub queues: Vec<String>,
+}
+
+/// A validated scenario, ready to simulate.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub file: String,
+    pub name: String,
+    pub seed: u64,
+    pub stop_time: Option<Nanos>,
+    pub topology: Topology,
+    /// Discipline of switch output ports.
+    pub switch_queue: QueueConfig,
+    /// Buffer of host NIC output queues.
+    pub nic_buffer: BufferLimit,
+    pub tcp: TcpConfig,
+    pub flows: Vec<FlowSpec>,
+    pub monitor: MonitorConfig,
+    /// SHA-256 of the scenario text and the overrides applied to it.
+    pub sha256: String,
+}
+
+impl Scenario {
+    pub fn host_names(&self) -> Vec<&str> {
+        self.topology.nodes.iter().filter(|n| n.kind == NodeKind::Host).map(|n| n.name.as_str()).collect()
+    }
+    pub fn error(&self, key: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError { file: self.file.clone(), key: key.to_string(), message: message.into() }
+    }
+}

@@ -1,0 +1,172 @@
+//! The TCP receiver: cumulative ACKs with SACK blocks, optional delayed ACKs, ECN echo and
+//! the echo of router header fields.
+//!
+//! ECN: every ACK sets ECE when a data segment it acknowledges arrived with CE, and reports
+//! the number of CE-marked payload bytes it covers, so that the sender sees the marking
+//! fraction exactly (the information DCTCP needs). With delayed ACKs, an ACK is sent at once
+//! when the CE state of arriving segments changes, so each ACK covers segments of one state.
+
+use crate::config::TcpConfig;
+use crate::scoreboard::RangeSet;
+use fctlab_engine::Nanos;
+use fctlab_net::packet::flags;
+use fctlab_net::{FlowId, NodeId, Packet, PacketKind, RouterHeader, SackBlock};
+
+pub struct TcpReceiver {
+    flow: FlowId,
+    node: NodeId,
+    peer: NodeId,
+    cfg: TcpConfig,
+    rcv_nxt: u64,
+    ooo: RangeSet,
+    /// Unacknowledged in-order segments (delayed ACK).
+    pending_segments: u32,
+    pending_ce_bytes: u64,
+    last_ce: bool,
+    pending_ts: u64,
+    pending_router: RouterHeader,
+    delack_deadline: Option<Nanos>,
+    /// Data packets that arrived (including duplicates).
+    pub data_packets: u64,
+    pub duplicate_packets: u64,
+}
+
+impl TcpReceiver {
+    pub fn new(flow: FlowId, node: NodeId, peer: NodeId, cfg: &TcpConfig) -> Self {
+        TcpReceiver {
+            flow,
+            node,
+            peer,
+            cfg: *cfg,
+            rcv_nxt: 0,
+            ooo: RangeSet::new(),
+            pending_segments: 0,
+            pending_ce_bytes: 0,
+            last_ce: false,
+            pending_ts: 0,
+            pending_router: RouterHeader::default(),
+            delack_deadline: None,
+            data_packets: 0,
+            duplicate_packets: 0,
+        }
+    }
+
+    /// In-order bytes received (delivered to the application).
+    pub fn bytes_delivered(&self) -> u64 {
+        self.rcv_nxt
+    }
+    pub fn delack_deadline(&self) -> Option<Nanos> {
+        self.delack_deadline
+    }
+
+    pub fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
+        match p.kind {
+            PacketKind::Syn => {
+                out.push(Packet {
+                    flow: self.flow,
+                    src: self.node,
+                    dst: self.peer,
+                    kind: PacketKind::SynAck,
+                    wire_bytes: self.cfg.header_bytes,
+                    ts_echo_ns: p.ts_sent_ns,
+                    ..Default::default()
+                });
+            }
+            PacketKind::Data => self.on_data(now, p, out),
+            _ => {}
+        }
+    }
+
+    fn on_data(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
+        self.data_packets += 1;
+        let (s, e) = (p.seq, p.seq + p.payload_bytes as u64);
+        let ce = p.has(flags::CE);
+        // A change of CE state flushes the pending (delayed) ACK first.
+        if self.cfg.delayed_ack && self.pending_segments > 0 && ce != self.last_ce {
+            self.send_ack(out);
+        }
+        self.last_ce = ce;
+        if ce {
+            self.pending_ce_bytes += p.payload_bytes as u64;
+        }
+        self.pending_ts = p.ts_sent_ns;
+        self.pending_router = p.router;
+        let mut immediate = !self.cfg.delayed_ack;
+        let mut recent = None;
+        if e <= self.rcv_nxt {
+            self.duplicate_packets += 1;
+            immediate = true;
+        } else if s <= self.rcv_nxt {
+            self.rcv_nxt = e;
+            if !self.ooo.is_empty() {
+                immediate = true; // filled (part of) a hole
+                if let Some((fs, fe)) = self.ooo.first() {
+                    if fs <= self.rcv_nxt {
+                        self.rcv_nxt = self.rcv_nxt.max(fe);
+                    }
+                }
+                self.ooo.remove_below(self.rcv_nxt);
+            }
+        } else {
+            recent = Some(self.ooo.insert(s, e));
+            immediate = true;
+        }
+        self.pending_segments += 1;
+        if immediate || self.pending_segments >= 2 {
+            self.send_ack_with(out, recent);
+        } else if self.delack_deadline.is_none() {
+            self.delack_deadline = Some(now + self.cfg.delayed_ack_timeout);
+        }
+    }
+
+    /// The delayed-ACK timer fired.
+    pub fn on_delack_timer(&mut self, _now: Nanos, out: &mut Vec<Packet>) {
+        self.delack_deadline = None;
+        if self.pending_segments > 0 {
+            self.send_ack(out);
+        }
+    }
+
+    fn send_ack(&mut self, out: &mut Vec<Packet>) {
+        self.send_ack_with(out, None)
+    }
+
+    fn send_ack_with(&mut self, out: &mut Vec<Packet>, recent: Option<(u64, u64)>) {
+        let mut sack = [SackBlock::default(); 3];
+        let mut n = 0;
+        if self.cfg.sack {
+            if let Some((s, e)) = recent {
+                sack[0] = SackBlock { start: s, end: e };
+                n = 1;
+            }
+            for &(s, e) in self.ooo.ranges().iter().rev() {
+                if n == 3 {
+                    break;
+                }
+                if Some((s, e)) != recent {
+                    sack[n] = SackBlock { start: s, end: e };
+                    n += 1;
+                }
+            }
+        }
+        let ce_bytes = self.pending_ce_bytes;
+        out.push(Packet {
+            flow: self.flow,
+            src: self.node,
+            dst: self.peer,
+            kind: PacketKind::Ack,
+            flags: if ce_bytes > 0 { flags::ECE } else { 0 },
+            sack_len: n as u8,
+            wire_bytes: self.cfg.header_bytes,
+            ack: self.rcv_nxt,
+            sack,
+            ts_echo_ns: self.pending_ts,
+            router: self.pending_router,
+            ce_bytes_echo: ce_bytes.min(u32::MAX as u64) as u32,
+            ..Default::default()
+        });
+        self.pending_segments = 0;
+        self.pending_ce_bytes = 0;
+        self.delack_deadline = None;
+    }
+}

@@ -1,0 +1,387 @@
+//! The TCP sender: NewReno with SACK-based loss recovery (RFC 5681, RFC 6582, RFC 6675),
+//! RTO with exponential backoff (RFC 6298), ECN reaction (RFC 3168), optional handshake.
+//!
+//! Sequence numbers are byte offsets from zero (the handshake consumes none). The sender is
+//! a pure state machine: calls take `now` and append packets to `out`.
+//!
+//! Loss recovery. Recovery starts on `dupthresh` duplicate ACKs or when that many segments are
+//! SACKed above the cumulative ACK, and only for losses above `recover` (RFC 6582). The window
+//! becomes ssthresh and sending is governed by the pipe estimate of RFC 6675: bytes sent and
+//! not yet acknowledged, minus bytes SACKed, minus holes judged lost and not yet retransmitted.
+//! A hole is judged lost when it lies below the highest SACKed byte, or when it is the first
+//! unacknowledged segment at the start of recovery or after a partial ACK (NewReno's rule,
+//! which is all there is when SACK is off). Holes are retransmitted in order, each once per
+//! recovery; a lost retransmission is repaired by the timeout.
+
+use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent};
+use crate::config::TcpConfig;
+use crate::rtt::RttEstimator;
+use crate::scoreboard::RangeSet;
+use fctlab_engine::Nanos;
+use fctlab_net::packet::flags;
+use fctlab_net::{FlowId, NodeId, Packet, PacketKind};
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum State {
+    SynSent,
+    Established,
+    Done,
+}
+
+pub struct TcpSender {
+    pub flow: FlowId,
+    src: NodeId,
+    dst: NodeId,
+    cfg: TcpConfig,
+    /// Bytes to send; u64::MAX for a long-lived flow.
+    size: u64,
+    state: State,
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    pub cc: AnyCc,
+    pub st: CcState,
+    dupacks: u32,
+    in_recovery: bool,
+    recover: u64,
+    /// Next byte from which lost holes still need retransmitting (in recovery).
+    rxt_next: u64,
+    /// Bytes below this count as lost in recovery even without SACK evidence.
+    lost_hint: u64,
+    sacked: RangeSet,
+    rtt: RttEstimator,
+    rto_deadline: Option<Nanos>,
+    backoff: u32,
+    ecn_recover: u64,
+    ect: bool,
+    /// Segments sent again (fast retransmit, recovery, or after a timeout).
+    pub retransmits: u64,
+    pub timeouts: u64,
+    /// Data packets sent, first transmissions and retransmissions.
+    pub packets_sent: u64,
+    pub completed_at: Option<Nanos>,
+}
+
+impl TcpSender {
+    /// A sender of `size` bytes (None: long-lived) from `src` to `dst`.
+    pub fn new(flow: FlowId, src: NodeId, dst: NodeId, size: Option<u64>, cfg: &TcpConfig, cc: AnyCc, ecn: bool) -> Self {
+        let mss = cfg.mss_bytes as u64;
+        TcpSender {
+            flow,
+            src,
+            dst,
+            cfg: *cfg,
+            size: size.unwrap_or(u64::MAX),
+            state: State::SynSent,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            cc,
+            st: CcState { cwnd_bytes: cfg.initial_cwnd_segments.max(1) as u64 * mss, ssthresh_bytes: u64::MAX / 2, mss_bytes: mss },
+            dupacks: 0,
+            in_recovery: false,
+            recover: 0,
+            rxt_next: 0,
+            lost_hint: 0,
+            sacked: RangeSet::new(),
+            rtt: RttEstimator::new(cfg),
+            rto_deadline: None,
+            backoff: 0,
+            ecn_recover: 0,
+            ect: ecn,
+            retransmits: 0,
+            timeouts: 0,
+            packets_sent: 0,
+            completed_at: None,
+        }
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.state == State::Done
+    }
+    /// Bytes acknowledged so far.
+    pub fn bytes_acked(&self) -> u64 {
+        self.snd_una
+    }
+    /// When the retransmission timer expires, if it runs.
+    pub fn rto_deadline(&self) -> Option<Nanos> {
+        self.rto_deadline
+    }
+    pub fn srtt(&self) -> Option<Nanos> {
+        self.rtt.srtt()
+    }
+    pub fn in_recovery(&self) -> bool {
+        self.in_recovery
+    }
+
+    /// Opens the connection (SYN) or, without handshake, starts sending.
+    pub fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        if self.cfg.handshake {
+            self.send_syn(now, out);
+        } else {
+            self.state = State::Established;
+            self.send_what_fits(now, out);
+            self.arm_if_outstanding(now, false);
+        }
+        if self.size == 0 && self.state == State::Established {
+            self.state = State::Done;
+            self.completed_at = Some(now);
+            self.rto_deadline = None;
+        }
+    }
+
+    fn send_syn(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        out.push(Packet {
+            flow: self.flow,
+            src: self.src,
+            dst: self.dst,
+            kind: PacketKind::Syn,
+            wire_bytes: self.cfg.header_bytes,
+            ts_sent_ns: now.0,
+            ..Default::default()
+        });
+        self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
+    }
+
+    /// Handles a packet from the receiver (ACK or SYN-ACK).
+    pub fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
+        match (self.state, p.kind) {
+            (State::SynSent, PacketKind::SynAck) => {
+                self.rtt.sample(Nanos(now.0.saturating_sub(p.ts_echo_ns)));
+                self.backoff = 0;
+                self.state = State::Established;
+                self.rto_deadline = None;
+                if self.size == 0 {
+                    self.finish(now);
+                    return;
+                }
+                self.send_what_fits(now, out);
+                self.arm_if_outstanding(now, true);
+            }
+            (State::Established, PacketKind::Ack) => self.on_ack(now, p, out),
+            _ => {} // stale or duplicate control packets
+        }
+    }
+
+    fn finish(&mut self, now: Nanos) {
+        self.state = State::Done;
+        self.completed_at = Some(now);
+        self.rto_deadline = None;
+    }
+
+    fn on_ack(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
+        let ack = p.ack.min(self.snd_max);
+        let mss = self.st.mss_bytes;
+        if self.cfg.sack {
+            for b in &p.sack[..p.sack_len as usize] {
+                let (s, e) = (b.start.max(ack), b.end.min(self.snd_max));
+                if s < e {
+                    self.sacked.insert(s, e);
+                }
+            }
+        }
+        let ece = self.ect && p.has(flags::ECE);
+        self.cc.on_feedback(&mut self.st, &p.router);
+        if ack > self.snd_una {
+            let acked = ack - self.snd_una;
+            // Timestamp echo gives a sample even for retransmitted data (RFC 7323).
+            let r = Nanos(now.0.saturating_sub(p.ts_echo_ns));
+            self.rtt.sample(r);
+            let rtt = Some(r);
+            self.snd_una = ack;
+            if self.snd_nxt < ack {
+                self.snd_nxt = ack;
+            }
+            self.sacked.remove_below(ack);
+            self.dupacks = 0;
+            self.backoff = 0;
+            if self.in_recovery {
+                if ack >= self.recover {
+                    self.in_recovery = false;
+                    self.st.cwnd_bytes = self.st.ssthresh_bytes.max(mss);
+                } else {
+                    // Partial ACK: the next unacknowledged segment is lost too.
+                    self.lost_hint = self.lost_hint.max(ack + mss);
+                    self.rxt_next = self.rxt_next.max(ack);
+                }
+            } else {
+                let sample = AckSample {
+                    now,
+                    acked_bytes: acked,
+                    ce_bytes: if ece { (p.ce_bytes_echo as u64).min(acked).max(1) } else { 0 },
+                    ece,
+                    rtt,
+                    snd_una: self.snd_una,
+                    snd_nxt: self.snd_nxt,
+                    bytes_sent: self.snd_max,
+                };
+                self.cc.on_ack(&mut self.st, &sample);
+            }
+            if self.snd_una >= self.size {
+                self.finish(now);
+                return;
+            }
+            self.arm_if_outstanding(now, true);
+        } else if ack == self.snd_una && self.snd_una < self.snd_max {
+            self.dupacks += 1;
+        }
+        if ece && !self.in_recovery && self.snd_una >= self.ecn_recover && self.snd_una > 0 {
+            let flight = self.snd_max - self.snd_una;
+            self.cc.on_congestion(&mut self.st, CongestionEvent::Ecn { flight_bytes: flight });
+            self.ecn_recover = self.snd_nxt;
+        }
+        if !self.in_recovery && self.snd_una >= self.recover && self.snd_una < self.snd_max {
+            let dupthresh = self.cfg.dupthresh as u64;
+            let sack_says = self.cfg.sack && self.sacked.total() >= dupthresh * mss;
+            if self.dupacks as u64 >= dupthresh || sack_says {
+                self.enter_recovery();
+            }
+        }
+        self.send_what_fits(now, out);
+        if self.rto_deadline.is_none() {
+            self.arm_if_outstanding(now, false);
+        }
+    }
+
+    fn enter_recovery(&mut self) {
+        let flight = self.snd_max - self.snd_una;
+        self.cc.on_congestion(&mut self.st, CongestionEvent::Loss { flight_bytes: flight });
+        self.in_recovery = true;
+        self.recover = self.snd_max;
+        self.ecn_recover = self.snd_max;
+        self.rxt_next = self.snd_una;
+        self.lost_hint = self.snd_una + self.st.mss_bytes;
+    }
+
+    /// Upper end of the region whose unSACKed bytes count as lost.
+    fn lost_limit(&self) -> u64 {
+        self.sacked.highest().unwrap_or(0).max(self.lost_hint).min(self.snd_max)
+    }
+
+    /// RFC 6675 pipe: outstanding bytes minus SACKed bytes minus lost, unretransmitted holes.
+    fn pipe(&self) -> u64 {
+        let outstanding = self.snd_nxt - self.snd_una - self.sacked.covered_in(self.snd_una, self.snd_nxt);
+        if !self.in_recovery {
+            return outstanding;
+        }
+        let from = self.rxt_next.max(self.snd_una);
+        let to = self.lost_limit();
+        let lost = if to > from { (to - from) - self.sacked.covered_in(from, to) } else { 0 };
+        outstanding.saturating_sub(lost)
+    }
+
+    /// The next lost hole to retransmit: (seq, len).
+    fn next_hole(&self) -> Option<(u64, u64)> {
+        let limit = self.lost_limit();
+        let (s, gap_end) = self.sacked.next_gap(self.rxt_next.max(self.snd_una));
+        if s >= limit {
+            return None;
+        }
+        let len = (gap_end.min(limit) - s).min(self.st.mss_bytes);
+        Some((s, len))
+    }
+
+    fn send_what_fits(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        if self.state != State::Established {
+            return;
+        }
+        let mss = self.st.mss_bytes;
+        loop {
+            let pipe = self.pipe();
+            if self.in_recovery {
+                if pipe + mss > self.st.cwnd_bytes.max(mss) {
+                    break;
+                }
+                if let Some((seq, len)) = self.next_hole() {
+                    self.emit(now, seq, len, out);
+                    self.rxt_next = seq + len;
+                    continue;
+                }
+            }
+            // New data (or, after a timeout, data again from snd_nxt).
+            let remaining = self.size - self.snd_nxt;
+            if remaining == 0 {
+                break;
+            }
+            let len = remaining.min(mss);
+            if pipe + len > self.st.cwnd_bytes.max(mss) {
+                break;
+            }
+            if self.snd_nxt + len > self.snd_una + self.cfg.rwnd_bytes {
+                break;
+            }
+            let seq = self.snd_nxt;
+            self.emit(now, seq, len, out);
+            self.snd_nxt += len;
+            if self.snd_nxt > self.snd_max {
+                self.snd_max = self.snd_nxt;
+            }
+        }
+    }
+
+    fn emit(&mut self, now: Nanos, seq: u64, len: u64, out: &mut Vec<Packet>) {
+        let retx = seq < self.snd_max;
+        if retx {
+            self.retransmits += 1;
+        }
+        self.packets_sent += 1;
+        let mut f = if self.ect { flags::ECT } else { 0 };
+        if retx {
+            f |= flags::RETX;
+        }
+        out.push(Packet {
+            flow: self.flow,
+            src: self.src,
+            dst: self.dst,
+            kind: PacketKind::Data,
+            flags: f,
+            wire_bytes: len as u32 + self.cfg.header_bytes,
+            payload_bytes: len as u32,
+            seq,
+            ts_sent_ns: now.0,
+            ..Default::default()
+        });
+    }
+
+    fn arm_if_outstanding(&mut self, now: Nanos, restart: bool) {
+        if self.snd_una < self.snd_max {
+            if restart || self.rto_deadline.is_none() {
+                self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
+            }
+        } else {
+            self.rto_deadline = None;
+        }
+    }
+
+    /// The retransmission timer fired at `now` (the caller checked the deadline).
+    pub fn on_rto(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        match self.state {
+            State::Done => {
+                self.rto_deadline = None;
+            }
+            State::SynSent => {
+                self.timeouts += 1;
+                self.backoff += 1;
+                self.send_syn(now, out);
+            }
+            State::Established => {
+                if self.snd_una >= self.snd_max {
+                    self.rto_deadline = None;
+                    return;
+                }
+                self.timeouts += 1;
+                let flight = self.snd_max - self.snd_una;
+                self.cc.on_congestion(&mut self.st, CongestionEvent::Timeout { flight_bytes: flight });
+                self.in_recovery = false;
+                self.recover = self.snd_max;
+                self.ecn_recover = self.snd_max;
+                self.sacked.clear();
+                self.dupacks = 0;
+                self.snd_nxt = self.snd_una;
+                self.backoff += 1;
+                self.send_what_fits(now, out);
+                self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+"""Number formatting shared by reports and comparisons."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["is_number", "seconds", "number", "count", "percent", "signed_percent", "signed_seconds", "one_line", "NA"]
+
+NA = "n/a"
+"""Placeholder for a value that does not exist (e.g. a statistic over no flows)."""
+
+
+def is_number(x: Any) -> bool:
+    """Whether `x` is a finite real number (bools excluded)."""
+    if isinstance(x, bool) or x is None:
+        return False
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def seconds(x: Any) -> str:
+    """A duration with a readable unit: ``"2.50 s"``, ``"1.23 ms"``, ``"456 us"``."""
+    if not is_number(x):
+        return NA
+    v = float(x)
+    a = abs(v)
+    if a == 0:
+        return "0 s"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if a >= scale:
+            return f"{v / scale:.3g} {unit}" if a / scale < 1000 else f"{v / scale:,.0f} {unit}"
+    return f"{v * 1e9:.3g} ns"
+
+
+def signed_seconds(x: Any) -> str:
+    """A duration with an explicit sign: ``"+28 ms"``, ``"-1.11 s"``."""
+    if not is_number(x):
+        return NA
+    s = seconds(x)
+    return s if s.startswith("-") else "+" + s
+
+
+def number(x: Any, digits: int = 3) -> str:
+    """A real number with `digits` significant digits."""
+    if not is_number(x):
+        return NA
+    return f"{float(x):.{digits}g}"
+
+
+def count(x: Any) -> str:
+    """An integer count with thousands separators."""
+    if not is_number(x):
+        return NA
+    return f"{int(x):,}"
+
+
+def percent(x: Any, digits: int = 1) -> str:
+    """A fraction as a percentage: ``0.256`` -> ``"25.6%"``."""
+    if not is_number(x):
+        return NA
+    return f"{float(x) * 100:.{digits}f}%"
+
+
+def signed_percent(x: Any, digits: int = 1) -> str:
+    """A fractional change as a signed percentage: ``-0.1`` -> ``"-10.0%"``."""
+    if not is_number(x):
+        return NA
+    return f"{float(x) * 100:+.{digits}f}%"
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (for command-line errors)."""
+    return " ".join(str(exc).split()) or type(exc).__name__

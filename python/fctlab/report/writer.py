@@ -1,0 +1,413 @@
+"""Building a report over one or more run directories."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import metrics
+from . import numfmt
+from .render import Block, Heading, Image, Paragraph, Table, render_html, render_markdown
+from .runs import Run, load_run
+
+__all__ = ["write_report", "SECTION_TITLES"]
+
+SECTION_TITLES = {
+    "runs": "Runs",
+    "fct": "Flow completion times",
+    "deadlines": "Deadlines",
+    "jobs": "Jobs",
+    "links": "Links",
+    "queues": "Queues",
+    "cwnd": "Congestion windows",
+}
+"""Headings of the report's sections. Deadlines and Jobs appear only when some
+run has flows with a deadline or a group; the others always appear."""
+
+_FORMATS = ("html", "md")
+_TOP_LINKS = 10
+_TOP_QUEUE_LINES = 8
+_TOP_CWND_FLOWS = 8
+_ACTIVE_POINTS = 2000
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        k = seen.get(n, 0)
+        seen[n] = k + 1
+        out.append(n if k == 0 else f"{n}-{k + 1}")
+    # a renamed label could collide with a given one; rename until unique
+    while len(set(out)) != len(out):
+        out = _unique(out)
+    return out
+
+
+def _slug(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_.") or "run"
+
+
+class _Report:
+    def __init__(self, runs: list[Run], out_dir: Path, buckets: Sequence[Sequence[Any]]):
+        self.runs = runs
+        self.out_dir = out_dir
+        self.buckets = buckets
+        self.blocks: list[Block] = []
+        self.slugs = dict(zip((r.label for r in runs), _unique([_slug(r.label) for r in runs])))
+        self.files: list[Path] = []
+
+    # -- building blocks -------------------------------------------------
+
+    def heading(self, key_or_text: str, level: int = 2) -> None:
+        self.blocks.append(Heading(SECTION_TITLES.get(key_or_text, key_or_text), level))
+
+    def para(self, text: str, note: bool = False) -> None:
+        self.blocks.append(Paragraph(text, note))
+
+    def table(self, columns: list[str], rows: list[list[str]], caption: str | None = None) -> None:
+        self.blocks.append(Table(columns, rows, caption))
+
+    def image(self, name: str, png: bytes | None, alt: str) -> bool:
+        if png is None:
+            return False
+        filename = f"{name}.png"
+        path = self.out_dir / filename
+        path.write_bytes(png)
+        self.files.append(path)
+        self.blocks.append(Image(filename, png, alt))
+        return True
+
+    # -- sections --------------------------------------------------------
+
+    def runs_section(self) -> None:
+        self.heading("runs")
+        rows = []
+        for r in self.runs:
+            s = r.summary
+            flows = s.get("flows_total", len(r.flows))
+            completed = s.get("flows_completed", int(_completed_mask(r.flows).sum()))
+            rows.append([
+                r.label, str(r.path), str(s.get("scenario_name", numfmt.NA)),
+                numfmt.count(flows), numfmt.count(completed),
+                numfmt.seconds(s.get("sim_time_s")), numfmt.seconds(s.get("wall_time_s")),
+                numfmt.count(s.get("events_per_s")), numfmt.count(s.get("drops")),
+                numfmt.count(s.get("ecn_marks")), str(s.get("seed", numfmt.NA)),
+            ])
+        self.table(["Run", "Directory", "Scenario", "Flows", "Completed", "Sim time", "Wall time",
+                    "Events/s", "Drops", "ECN marks", "Seed"], rows)
+
+    def fct_section(self) -> None:
+        self.heading("fct")
+        self.para("Size buckets: " + "; ".join(metrics.describe_buckets(self.buckets))
+                  + " (1 KB = 1000 bytes). FCT and slowdown statistics are over completed flows;"
+                  " flows that did not complete are counted under \"Incomplete\" and excluded."
+                  " Slowdown is FCT divided by the ideal FCT of the flow on an empty network.")
+        by_bucket: dict[str, pd.DataFrame] = {}
+        completed_fcts: dict[str, np.ndarray] = {}
+        for r in self.runs:
+            overall = metrics.fct_stats(r.flows, buckets=self.buckets)
+            buckets = metrics.fct_stats(r.flows, by="bucket", buckets=self.buckets)
+            n, done = int(overall.at[0, "count"]), int(overall.at[0, "completed"])
+            if n == 0:
+                self.para(f"{r.label}: no flows.", note=True)
+                continue
+            if done == 0:
+                self.para(f"{r.label}: no completed flows ({n:,} flows, none completed).", note=True)
+                continue
+            by_bucket[r.label] = buckets
+            fct = r.flows["fct_s"].to_numpy(dtype="float64", na_value=np.nan)
+            completed_fcts[r.label] = fct[_completed_mask(r.flows)]
+            overall.insert(0, "bucket", "all")
+            rows = [_fct_row(row) for _, row in pd.concat([overall, buckets]).iterrows()
+                    if row["count"] > 0 or row["bucket"] in {b[0] for b in self.buckets}]
+            self.table(["Bucket", "Flows", "Completed", "Incomplete", "Mean FCT", "Median FCT",
+                        "p95 FCT", "p99 FCT", "Max FCT", "Median slowdown", "p99 slowdown"],
+                       rows, caption=r.label)
+        if not completed_fcts:
+            self.para("No completed flows in any run: no FCT plots.", note=True)
+        else:
+            self.image("fct_cdf", _plots().fct_cdf(completed_fcts), "CDF of flow completion times per run")
+            self.image("fct_by_bucket",
+                       _plots().bucket_bars(by_bucket, "fct_s", "Flow completion time (s)",
+                                            "FCT by flow size: median and 99th percentile"),
+                       "Median and p99 FCT per size bucket")
+            self.image("slowdown_by_bucket",
+                       _plots().bucket_bars(by_bucket, "slowdown", "Slowdown (FCT / ideal FCT)",
+                                            "Slowdown by flow size: median and 99th percentile"),
+                       "Median and p99 slowdown per size bucket")
+        self.grouped_tables("protocol", "By protocol", lambda v: v.nunique(dropna=False) > 1)
+        self.grouped_tables("tag", "By tag",
+                            lambda v: bool((v.notna() & (v.astype(str) != "")).any()))
+        self.active_flows()
+
+    def grouped_tables(self, column: str, title: str, show) -> None:
+        runs = [r for r in self.runs if column in r.flows.columns and show(r.flows[column])]
+        if not runs:
+            return
+        self.heading(title, level=3)
+        rows = []
+        for r in runs:
+            st = metrics.fct_stats(r.flows, by=column, buckets=self.buckets)
+            for _, row in st.iterrows():
+                key = row[column]
+                rows.append([r.label, numfmt.NA if key is None else (str(key) or "(empty)"),
+                             numfmt.count(row["count"]), numfmt.count(row["completed"]),
+                             numfmt.seconds(row["median_fct_s"]), numfmt.seconds(row["p99_fct_s"]),
+                             numfmt.number(row["median_slowdown"]), numfmt.number(row["p99_slowdown"])])
+        self.table(["Run", column.capitalize(), "Flows", "Completed", "Median FCT", "p99 FCT",
+                    "Median slowdown", "p99 slowdown"], rows)
+
+    def active_flows(self) -> None:
+        series = {}
+        for r in self.runs:
+            if len(r.flows) == 0:
+                continue
+            start = r.flows["start_s"].to_numpy(dtype="float64", na_value=np.nan)
+            finish = r.flows["finish_s"].to_numpy(dtype="float64", na_value=np.nan)
+            points = np.concatenate([start, finish])
+            points = points[np.isfinite(points)]
+            end = r.sim_time_s
+            if end is not None:
+                points = np.append(points, end)
+            if points.size == 0:
+                continue
+            times = np.unique(points)
+            if times.size > _ACTIVE_POINTS:
+                times = np.linspace(times[0], times[-1], _ACTIVE_POINTS)
+            series[r.label] = metrics.active_flows_over_time(r.flows, times)
+        if series:
+            self.image("active_flows", _plots().active_flows(series), "Number of active flows over time")
+
+    def deadlines_section(self) -> None:
+        runs = [r for r in self.runs if "deadline_s" in r.flows.columns and r.flows["deadline_s"].notna().any()]
+        if not runs:
+            return
+        self.heading("deadlines")
+        self.para("A flow meets its deadline when it completes within deadline_s of its start;"
+                  " a flow that did not complete missed it.")
+        rows = []
+        for r in runs:
+            d = metrics.deadline_meet_ratio(r.flows).iloc[0]
+            rows.append([r.label, numfmt.count(d["with_deadline"]), numfmt.count(d["met"]),
+                         numfmt.count(d["missed"]), numfmt.count(d["missed_incomplete"]),
+                         numfmt.percent(d["meet_ratio"])])
+        self.table(["Run", "With deadline", "Met", "Missed", "Missed (incomplete)", "Meet ratio"], rows)
+
+    def jobs_section(self) -> None:
+        jobs = {}
+        for r in self.runs:
+            if "group" in r.flows.columns:
+                j = metrics.job_completion_times(r.flows)
+                if len(j):
+                    jobs[r.label] = j
+        if not jobs:
+            return
+        self.heading("jobs")
+        self.para("A job is the set of flows sharing a group id (an incast round, a shuffle)."
+                  " Its completion time (JCT) runs from its first flow's start to its last flow's"
+                  " finish; a job with an incomplete flow is incomplete and has no JCT.")
+        rows = []
+        for label, j in jobs.items():
+            jct = j["jct_s"].to_numpy(dtype=float)
+            jct = jct[np.isfinite(jct)]
+            stats = [numfmt.NA] * 4
+            if jct.size:
+                p50, p99 = np.percentile(jct, [50, 99])
+                stats = [numfmt.seconds(jct.mean()), numfmt.seconds(p50), numfmt.seconds(p99), numfmt.seconds(jct.max())]
+            rows.append([label, numfmt.count(len(j)), numfmt.count(int(j["completed"].sum())), *stats])
+        self.table(["Run", "Jobs", "Completed jobs", "Mean JCT", "Median JCT", "p99 JCT", "Max JCT"], rows)
+
+    def links_section(self) -> None:
+        self.heading("links")
+        runs = [r for r in self.runs if r.links is not None]
+        if not runs:
+            self.para("No link statistics (links.parquet) in any run.", note=True)
+            return
+        rows = []
+        utils = {}
+        for r in runs:
+            links = r.links
+            loss = metrics.loss_rate(links)
+            util = metrics.link_utilization(links)
+            busiest = (f"{util.at[0, 'link']} ({numfmt.percent(util.at[0, 'utilization'])})"
+                       if len(util) else numfmt.NA)
+            ecn = int(links["ecn_marks"].sum()) if "ecn_marks" in links.columns else None
+            rows.append([r.label, numfmt.count(len(links)), numfmt.count(links["tx_packets"].sum()),
+                         numfmt.count(links["drops"].sum()), numfmt.percent(loss.overall, 3), numfmt.count(ecn),
+                         numfmt.percent(util["utilization"].mean()), busiest])
+            utils[r.label] = util.head(_TOP_LINKS)
+        self.para("Loss rate is drops / (packets sent + drops) summed over all output ports;"
+                  " utilization is the fraction of the simulated time a link spent sending.")
+        self.table(["Run", "Links", "Packets sent", "Drops", "Loss rate", "ECN marks",
+                    "Mean utilization", "Busiest link"], rows)
+        for r in self.runs:
+            if r.links is None:
+                self.para(f"{r.label}: no links.parquet.", note=True)
+        self.image("link_utilization", _plots().utilization_bars(utils),
+                   f"Utilization of the {_TOP_LINKS} most utilized links per run")
+
+    def queues_section(self) -> None:
+        self.heading("queues")
+        if all(r.queues is None for r in self.runs):
+            self.para("No queue samples (queues.parquet) in any run.", note=True)
+            return
+        self.para("Queue samples are piecewise constant: each holds until the link's next sample"
+                  " (the last one until the end of the run). Mean and percentiles are weighted by"
+                  " that time.")
+        for r in self.runs:
+            if r.queues is None:
+                self.para(f"{r.label}: no queues.parquet.", note=True)
+                continue
+            if len(r.queues) == 0:
+                self.para(f"{r.label}: queues.parquet has no samples.", note=True)
+                continue
+            end = r.sim_time_s
+            latest = float(r.queues["time_s"].max())
+            st = metrics.queue_stats(r.queues, end_time_s=end if end is not None and end >= latest else None)
+            st = st.sort_values(["mean_queue_pkts", "link_id"], ascending=[False, True], kind="stable")
+            top = st.head(_TOP_LINKS)
+            rows = [[str(row["link"]), numfmt.count(row["samples"]), numfmt.number(row["mean_queue_pkts"]),
+                     numfmt.number(row["p50_queue_pkts"]), numfmt.number(row["p90_queue_pkts"]),
+                     numfmt.number(row["p99_queue_pkts"]), numfmt.number(row["max_queue_pkts"])]
+                    for _, row in top.iterrows()]
+            caption = (f"{r.label}: {len(top)} of {len(st)} sampled links, by time-weighted mean"
+                       if len(st) > len(top) else f"{r.label}")
+            self.table(["Link", "Samples", "Mean (pkts)", "p50 (pkts)", "p90 (pkts)", "p99 (pkts)",
+                        "Max (pkts)"], rows, caption=caption)
+            lines = top.head(_TOP_QUEUE_LINES)
+            names = dict(zip(st["link_id"], st["link"]))
+            self.image(f"queues_{self.slugs[r.label]}",
+                       _plots().queue_lengths(r.queues, r.label, list(lines["link_id"]), names),
+                       f"Queue length over time, {r.label}")
+
+    def cwnd_section(self) -> None:
+        self.heading("cwnd")
+        if all(r.cwnd is None for r in self.runs):
+            self.para("No congestion window traces (cwnd.parquet) in any run.", note=True)
+            return
+        for r in self.runs:
+            if r.cwnd is None:
+                self.para(f"{r.label}: no cwnd.parquet.", note=True)
+                continue
+            ids = sorted(pd.unique(r.cwnd["flow_id"].dropna()).tolist())
+            if not ids:
+                self.para(f"{r.label}: cwnd.parquet has no samples.", note=True)
+                continue
+            shown = ids[:_TOP_CWND_FLOWS]
+            if len(ids) > len(shown):
+                self.para(f"{r.label}: showing the {len(shown)} lowest flow ids of {len(ids)} traced flows.")
+            self.image(f"cwnd_{self.slugs[r.label]}", _plots().cwnd_traces(r.cwnd, r.label, shown),
+                       f"Congestion window over time, {r.label}")
+
+    def build(self) -> list[Block]:
+        self.runs_section()
+        self.fct_section()
+        self.deadlines_section()
+        self.jobs_section()
+        self.links_section()
+        self.queues_section()
+        self.cwnd_section()
+        return self.blocks
+
+
+def _plots():
+    # matplotlib is imported only when a report is drawn
+    from . import plots
+
+    return plots
+
+
+def _completed_mask(flows: pd.DataFrame) -> np.ndarray:
+    fct = flows["fct_s"].to_numpy(dtype="float64", na_value=np.nan)
+    done = flows["completed"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+    return done & ~np.isnan(fct)
+
+
+def _fct_row(row: pd.Series) -> list[str]:
+    if row["completed"] == 0:
+        stats = [numfmt.NA] * 7
+    else:
+        stats = [numfmt.seconds(row[c]) for c in ("mean_fct_s", "median_fct_s", "p95_fct_s", "p99_fct_s",
+                                                "max_fct_s")]
+        stats += [numfmt.number(row["median_slowdown"]), numfmt.number(row["p99_slowdown"])]
+    return [str(row["bucket"]), numfmt.count(row["count"]), numfmt.count(row["completed"]),
+            numfmt.count(row["excluded_incomplete"]), *stats]
+
+
+def write_report(
+    run_dirs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    title: str | None = None,
+    fmt: str = "html",
+    *,
+    buckets: Sequence[Sequence[Any]] = metrics.DEFAULT_BUCKETS,
+) -> Path:
+    """Write a report over one or more run directories.
+
+    The report has a summary table per run (from ``summary.json``), FCT and
+    slowdown statistics overall and per size bucket (and per protocol and
+    tag when there are several), deadline and job completion tables when the
+    runs have deadlines or groups, link loss and utilization, queue lengths
+    (from ``queues.parquet``) and congestion windows (from ``cwnd.parquet``).
+    Every plot is saved as a PNG file in `out_dir`; the HTML report also
+    embeds them, so ``report.html`` is self-contained. A run without
+    completed flows is reported as such, without FCT statistics or plots.
+
+    Parameters
+    ----------
+    run_dirs : path or sequence of paths
+        Run directories written by ``fctlab run``; each needs
+        ``flows.parquet`` and ``summary.json``.
+    out_dir : path
+        Output directory, created if needed. Existing files of the same
+        names are overwritten.
+    title : str, optional
+        Report title; default ``"fctlab report: <run labels>"``.
+    fmt : {"html", "md"}, default "html"
+        ``"html"`` writes ``report.html``; ``"md"`` writes ``report.md``
+        linking to the PNG files beside it.
+    buckets : sequence of (name, lo_bytes, hi_bytes), optional
+        Size buckets, see :func:`fctlab.metrics.fct_stats`.
+
+    Returns
+    -------
+    pathlib.Path
+        Path of the report file.
+
+    Raises
+    ------
+    RunLoadError
+        If a run directory, its ``flows.parquet`` or its ``summary.json`` is
+        missing or unreadable (nothing is written then).
+    ValueError
+        If `fmt` is not ``"html"`` or ``"md"`` or no run directory is given.
+    """
+    if fmt not in _FORMATS:
+        raise ValueError(f"fmt must be one of {', '.join(_FORMATS)}, got {fmt!r}")
+    if isinstance(run_dirs, (str, os.PathLike)):
+        run_dirs = [run_dirs]
+    run_dirs = list(run_dirs)
+    if not run_dirs:
+        raise ValueError("write_report needs at least one run directory")
+    runs = [load_run(d) for d in run_dirs]
+    for run, label in zip(runs, _unique([r.label for r in runs])):
+        run.label = label
+    if title is None:
+        title = "fctlab report: " + ", ".join(r.label for r in runs)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    blocks = _Report(runs, out, buckets).build()
+    if fmt == "html":
+        path = out / "report.html"
+        path.write_text(render_html(title, blocks), encoding="utf-8")
+    else:
+        path = out / "report.md"
+        path.write_text(render_markdown(title, blocks), encoding="utf-8")
+    return path
