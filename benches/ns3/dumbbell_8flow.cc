@@ -27,6 +27,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -222,9 +223,15 @@ main(int argc, char* argv[])
 
     uint64_t dataPkts = rxBytes / mss;
     double goodputGbps = rxBytes * 8.0 / simSeconds / 1e9;
-    std::printf("ns3 dumbbell8_10g: sim_s=%g wall_s=%.3f data_pkts=%llu pkts_per_wall_s=%.0f "
+    // "1.0" for whole seconds (the documented format), shortest form otherwise.
+    char simStr[32];
+    std::snprintf(simStr,
+                  sizeof(simStr),
+                  simSeconds == std::floor(simSeconds) ? "%.1f" : "%g",
+                  simSeconds);
+    std::printf("ns3 dumbbell8_10g: sim_s=%s wall_s=%.3f data_pkts=%llu pkts_per_wall_s=%.0f "
                 "goodput_gbps=%.3f peak_rss_mb=%.1f\n",
-                simSeconds,
+                simStr,
                 wall,
                 static_cast<unsigned long long>(dataPkts),
                 wall > 0 ? dataPkts / wall : 0.0,

@@ -190,7 +190,7 @@ def format_comparison(result: dict[str, Any]) -> str:
             rows += [(label, f(a[col]), f(b[col]), _change(a[col], b[col])) for label, col, f in metrics_rows]
         for i, (label, va, vb, ch) in enumerate(rows):
             first = name if i == 0 else ""
-            lines.append(f"{first:<{w_bucket}}{label:<{w_metric}}{va:>{w_val}}{vb:>{w_val}}{ch:>{w_val}}")
+            lines.append(f"{first:<{w_bucket}}{label:<{w_metric}}{va:>{w_val}}{vb:>{w_val}}{ch:>{w_val}}".rstrip())
     lines.append("")
     paired = result.get("paired")
     if paired is None:

@@ -366,8 +366,9 @@ def fct_stats(
     --------
     >>> flows = pd.DataFrame({"fct_s": [1.0, 3.0, None], "slowdown": [1.0, 1.5, None],
     ...                       "completed": [True, True, False]})
-    >>> fct_stats(flows)[["count", "completed", "mean_fct_s"]].iloc[0].tolist()
-    [3, 2, 2.0]
+    >>> row = fct_stats(flows).iloc[0]
+    >>> int(row["count"]), int(row["completed"]), float(row["mean_fct_s"])
+    (3, 2, 2.0)
     """
     func = "fct_stats"
     keys = _normalize_by(by)

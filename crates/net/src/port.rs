@@ -182,7 +182,8 @@ impl Port {
     /// Removes the ring head, which arrives at the far end now. Returns it and the arrival
     /// time of the next head, if any (the caller schedules the next arrival event then).
     #[inline]
-    pub fn pop_arrival(&mut self) -> (PacketId, Option<Nanos>) {
+    pub fn pop_arrival(&mut self, now: Nanos) -> (PacketId, Option<Nanos>) {
+        self.advance(now);
         let head = self.ring.pop_front().expect("arrival event on an empty port");
         (head.pkt, self.ring.front().map(|e| e.arrive))
     }
@@ -246,8 +247,8 @@ mod tests {
         assert_eq!(p.stats.drops, 1);
         // At 12 us the second packet starts transmitting.
         assert_eq!(p.queue_at(Nanos(12_000)), (1, 1500));
-        assert_eq!(p.pop_arrival(), (a, Some(Nanos(34_000))));
-        assert_eq!(p.pop_arrival(), (b, Some(Nanos(46_000))));
+        assert_eq!(p.pop_arrival(Nanos(22_000)), (a, Some(Nanos(34_000))));
+        assert_eq!(p.pop_arrival(Nanos(34_000)), (b, Some(Nanos(46_000))));
         assert_eq!(p.stats.max_queue_pkts, 2);
         // Integral: 2 pkts for 12us, 1 pkt for 12us = 36 pkt-us; mean over 48us = 0.75
         assert!((p.mean_queue_pkts(Nanos(48_000)) - 0.75).abs() < 1e-9);

@@ -467,7 +467,12 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
         header_bytes: header as u32,
         initial_cwnd_segments: t.initial_cwnd.unwrap_or(d.initial_cwnd_segments),
         min_rto: t.min_rto.map(|x| x.0).unwrap_or(d.min_rto),
-        initial_rto: t.initial_rto.map(|x| x.0).unwrap_or(d.initial_rto),
+        // Default initial RTO: five times the minimum (1 s with the 200 ms default, as in
+        // RFC 6298 and Linux), so data-center settings of min_rto scale it too.
+        initial_rto: t.initial_rto.map(|x| x.0).unwrap_or_else(|| match t.min_rto {
+            Some(m) => m.0.mul(5),
+            None => d.initial_rto,
+        }),
         max_rto: t.max_rto.map(|x| x.0).unwrap_or(d.max_rto),
         delayed_ack: t.delayed_ack.unwrap_or(d.delayed_ack),
         delayed_ack_timeout: t.delayed_ack_timeout.map(|x| x.0).unwrap_or(d.delayed_ack_timeout),
@@ -604,7 +609,7 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
         stop_time,
         topology,
         switch_queue,
-        nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(BufferLimit::Unlimited),
+        nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(buffer),
         tcp,
         flows,
         monitor,

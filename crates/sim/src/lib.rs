@@ -1,0 +1,19 @@
+//! The simulation: builds ports, routes and hosts from a [`Scenario`], runs the event loop and
+//! collects per-flow and per-link results.
+//!
+//! Event kinds are few and small: the arrival of a port's head packet at the far end, the
+//! next flow start, and per-flow timers (retransmission, delayed ACK). Timers are cancelled
+//! lazily: a flow keeps the time of its one scheduled timer event, and an event that no longer
+//! matches is ignored when it pops; a deadline that moved later is re-armed then. So a flow
+//! has at most one pending event per timer however many ACKs move its deadline.
+//!
+//! A [`Simulation`] owns everything it uses; any number can exist in one process.
+
+mod results;
+mod sim;
+
+pub use results::{FlowResult, LinkResult, QueueSamples, Results, Summary};
+pub use sim::{RunStatus, Simulation};
+
+/// Version of the simulator, reported in every summary.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,1 +1,49 @@
-fn main(){}
+//! `fctlab-sim SCENARIO.toml [--set key=value ...]`: runs a scenario with the Rust core alone
+//! and prints its summary (used for profiling; the `fctlab` command is the user interface).
+
+use fctlab_scenario::schema::Format;
+use fctlab_sim::Simulation;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(path) = args.first() else {
+        eprintln!("usage: fctlab-sim SCENARIO.toml [--set key=value ...]");
+        return ExitCode::from(2);
+    };
+    let mut overrides = Vec::new();
+    let mut it = args[1..].iter();
+    while let Some(a) = it.next() {
+        match (a.as_str(), it.next()) {
+            ("--set", Some(kv)) => overrides.push(kv.clone()),
+            _ => {
+                eprintln!("error: unexpected argument {a}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {path}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let sim = fctlab_scenario::load(&text, path, Format::Toml, &overrides).and_then(Simulation::new);
+    let mut sim = match sim {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    sim.run();
+    let r = sim.results(false);
+    let s = &r.summary;
+    println!(
+        "sim_time_s={:.6} wall_time_s={:.3} events={} events_per_s={:.0} data_packets_delivered={} data_pkts_per_wall_s={:.0} flows={}/{} drops={} ecn_marks={}",
+        s.sim_time_s, s.wall_time_s, s.events, s.events_per_s, s.data_packets_delivered, s.data_packets_delivered_per_wall_s,
+        s.flows_completed, s.flows_total, s.drops, s.ecn_marks
+    );
+    ExitCode::SUCCESS
+}

@@ -49,6 +49,8 @@ pub struct TcpSender {
     /// Bytes below this count as lost in recovery even without SACK evidence.
     lost_hint: u64,
     sacked: RangeSet,
+    /// Retransmissions of this recovery still unacknowledged: (seq, snd_nxt when sent).
+    rexmits: std::collections::VecDeque<(u64, u64)>,
     rtt: RttEstimator,
     rto_deadline: Option<Nanos>,
     backoff: u32,
@@ -84,6 +86,7 @@ impl TcpSender {
             rxt_next: 0,
             lost_hint: 0,
             sacked: RangeSet::new(),
+            rexmits: std::collections::VecDeque::new(),
             rtt: RttEstimator::new(cfg),
             rto_deadline: None,
             backoff: 0,
@@ -112,6 +115,15 @@ impl TcpSender {
     }
     pub fn in_recovery(&self) -> bool {
         self.in_recovery
+    }
+
+    /// A one-line description of the sender's state, for diagnostics.
+    pub fn describe(&self) -> String {
+        format!(
+            "state={:?} una={} nxt={} max={} cwnd={} ssthresh={} pipe={} recovery={} recover={} rxt_next={} lost_hint={} sacked={:?} dupacks={} rto_at={:?} backoff={} rto={:?}",
+            self.state, self.snd_una, self.snd_nxt, self.snd_max, self.st.cwnd_bytes, self.st.ssthresh_bytes, self.pipe(),
+            self.in_recovery, self.recover, self.rxt_next, self.lost_hint, self.sacked.ranges(), self.dupacks, self.rto_deadline, self.backoff, self.rtt.rto()
+        )
     }
 
     /// Opens the connection (SYN) or, without handshake, starts sending.
@@ -230,6 +242,9 @@ impl TcpSender {
             self.cc.on_congestion(&mut self.st, CongestionEvent::Ecn { flight_bytes: flight });
             self.ecn_recover = self.snd_nxt;
         }
+        if self.in_recovery {
+            self.detect_lost_retransmissions();
+        }
         if !self.in_recovery && self.snd_una >= self.recover && self.snd_una < self.snd_max {
             let dupthresh = self.cfg.dupthresh as u64;
             let sack_says = self.cfg.sack && self.sacked.total() >= dupthresh * mss;
@@ -243,6 +258,24 @@ impl TcpSender {
         }
     }
 
+    /// A retransmission is lost when data first sent after it has been SACKed `dupthresh`
+    /// segments beyond while it is still missing (the rule Linux applies to retransmissions);
+    /// its hole becomes eligible again instead of waiting for the timeout.
+    fn detect_lost_retransmissions(&mut self) {
+        let beyond = self.cfg.dupthresh as u64 * self.st.mss_bytes;
+        let highest = self.sacked.highest().unwrap_or(0);
+        while let Some(&(seq, mark)) = self.rexmits.front() {
+            if seq < self.snd_una || self.sacked.covered_in(seq, seq + 1) == 1 {
+                self.rexmits.pop_front();
+            } else if highest >= mark + beyond {
+                self.rexmits.pop_front();
+                self.rxt_next = self.rxt_next.min(seq);
+            } else {
+                break;
+            }
+        }
+    }
+
     fn enter_recovery(&mut self) {
         let flight = self.snd_max - self.snd_una;
         self.cc.on_congestion(&mut self.st, CongestionEvent::Loss { flight_bytes: flight });
@@ -251,6 +284,7 @@ impl TcpSender {
         self.ecn_recover = self.snd_max;
         self.rxt_next = self.snd_una;
         self.lost_hint = self.snd_una + self.st.mss_bytes;
+        self.rexmits.clear();
     }
 
     /// Upper end of the region whose unSACKed bytes count as lost.
@@ -295,6 +329,9 @@ impl TcpSender {
                 if let Some((seq, len)) = self.next_hole() {
                     self.emit(now, seq, len, out);
                     self.rxt_next = seq + len;
+                    if self.cfg.sack && self.rexmits.len() < 4096 {
+                        self.rexmits.push_back((seq, self.snd_nxt));
+                    }
                     continue;
                 }
             }
@@ -376,6 +413,7 @@ impl TcpSender {
                 self.recover = self.snd_max;
                 self.ecn_recover = self.snd_max;
                 self.sacked.clear();
+                self.rexmits.clear();
                 self.dupacks = 0;
                 self.snd_nxt = self.snd_una;
                 self.backoff += 1;

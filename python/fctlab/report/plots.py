@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 __all__ = ["fct_cdf", "bucket_bars", "active_flows", "queue_lengths", "cwnd_traces", "utilization_bars"]
 
@@ -59,14 +60,17 @@ def fct_cdf(fcts: Mapping[str, np.ndarray]) -> bytes | None:
     return _png(fig)
 
 
-def bucket_bars(stats: Mapping[str, pd.DataFrame], metric: str, ylabel: str, title: str) -> bytes | None:
+def bucket_bars(
+    stats: Mapping[str, pd.DataFrame], metric: str, ylabel: str, title: str, *, plain_ticks: bool = False
+) -> bytes | None:
     """Grouped bars of the median and p99 of `metric` per size bucket.
 
     `stats` maps a run label to :func:`fctlab.metrics.fct_stats` output grouped
     by ``"bucket"``; `metric` is ``"fct_s"`` or ``"slowdown"``. Two panels
-    (median, p99), buckets on the x axis, one bar per run; log y axis.
-    Buckets without completed flows get no bar. ``None`` when no run has a
-    value.
+    (median, p99), buckets on the x axis, one bar per run; log y axis, with
+    tick labels as plain numbers (1, 10, 100) when `plain_ticks` is set.
+    A run's bucket without completed flows gets no bar, and buckets without
+    a value in any run are left out. ``None`` when no run has a value.
     """
     buckets: list[str] = []
     for df in stats.values():
@@ -79,8 +83,14 @@ def bucket_bars(stats: Mapping[str, pd.DataFrame], metric: str, ylabel: str, tit
                for label, df in stats.items()}
         for stat, _ in panels
     }
-    if not any(np.any(np.isfinite(v) & (v > 0)) for per_run in values.values() for v in per_run.values()):
+    has_value = np.zeros(len(buckets), dtype=bool)
+    for per_run in values.values():
+        for v in per_run.values():
+            has_value |= np.isfinite(v) & (v > 0)
+    if not has_value.any():
         return None
+    buckets = [b for b, keep in zip(buckets, has_value) if keep]
+    values = {stat: {label: v[has_value] for label, v in per_run.items()} for stat, per_run in values.items()}
     fig = _new(width=max(8.0, 1.6 * len(buckets) * 2), height=4.5)
     axes = fig.subplots(1, 2, sharey=True)
     n = len(stats)
@@ -96,6 +106,8 @@ def bucket_bars(stats: Mapping[str, pd.DataFrame], metric: str, ylabel: str, tit
                 drawn = True
         if drawn:
             ax.set_yscale("log")
+            if plain_ticks:
+                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
         ax.set_xticks(x, buckets)
         ax.set_xlabel("Flow size bucket")
         ax.set_title(name)
@@ -108,7 +120,7 @@ def bucket_bars(stats: Mapping[str, pd.DataFrame], metric: str, ylabel: str, tit
             handles.append(h)
             labels.append(lab)
     if handles:
-        axes[1].legend(handles, labels, title="Run", loc="upper left")
+        fig.legend(handles, labels, title="Run", loc="outside right upper")
     fig.suptitle(title)
     return _png(fig)
 
@@ -131,8 +143,9 @@ def active_flows(series: Mapping[str, pd.DataFrame]) -> bytes | None:
     ax.set_ylabel("Active flows")
     ax.set_title("Active flows over time")
     ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(True, alpha=0.3)
-    ax.legend(title="Run", loc="upper right")
+    ax.legend(title="Run", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _png(fig)
 
 
@@ -153,8 +166,9 @@ def queue_lengths(queues: pd.DataFrame, label: str, links: list, names: Mapping)
     ax.set_ylabel("Queue length (packets)")
     ax.set_title(f"Queue length over time: {label}")
     ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(True, alpha=0.3)
-    ax.legend(title="Link", fontsize="small", loc="upper right")
+    ax.legend(title="Link", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _png(fig)
 
 
@@ -173,7 +187,7 @@ def cwnd_traces(cwnd: pd.DataFrame, label: str, flow_ids: list) -> bytes | None:
     ax.set_title(f"Congestion window over time: {label}")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
-    ax.legend(title="Flow", fontsize="small", loc="upper right")
+    ax.legend(title="Flow", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _png(fig)
 
 
@@ -195,10 +209,11 @@ def utilization_bars(utils: Mapping[str, pd.DataFrame]) -> bytes | None:
     for ax, (label, df) in zip(axes, utils.items()):
         pct = np.nan_to_num(df["utilization"].to_numpy(dtype=float) * 100.0)
         y = np.arange(len(df))
-        ax.barh(y, pct, color="C0")
+        bars = ax.barh(y, pct, color="C0")
+        ax.bar_label(bars, labels=[f"{p:.1f}%" for p in pct], padding=3, fontsize="small")
         ax.set_yticks(y, df["link"].astype(str).tolist(), fontsize="small")
         ax.invert_yaxis()
-        ax.set_xlim(0, top * 1.02)
+        ax.set_xlim(0, top * 1.08)
         ax.set_xlabel("Utilization (%)")
         ax.set_title(f"Most utilized links: {label}")
         ax.grid(True, axis="x", alpha=0.3)

@@ -108,7 +108,7 @@ class _Report:
         self.para("Size buckets: " + "; ".join(metrics.describe_buckets(self.buckets))
                   + " (1 KB = 1000 bytes). FCT and slowdown statistics are over completed flows;"
                   " flows that did not complete are counted under \"Incomplete\" and excluded."
-                  " Slowdown is FCT divided by the ideal FCT of the flow on an empty network.")
+                  " Slowdown is a flow's FCT divided by its ideal FCT (fct_s / ideal_fct_s).")
         by_bucket: dict[str, pd.DataFrame] = {}
         completed_fcts: dict[str, np.ndarray] = {}
         for r in self.runs:
@@ -140,7 +140,8 @@ class _Report:
                        "Median and p99 FCT per size bucket")
             self.image("slowdown_by_bucket",
                        _plots().bucket_bars(by_bucket, "slowdown", "Slowdown (FCT / ideal FCT)",
-                                            "Slowdown by flow size: median and 99th percentile"),
+                                            "Slowdown by flow size: median and 99th percentile",
+                                            plain_ticks=True),
                        "Median and p99 slowdown per size bucket")
         self.grouped_tables("protocol", "By protocol", lambda v: v.nunique(dropna=False) > 1)
         self.grouped_tables("tag", "By tag",

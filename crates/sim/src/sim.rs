@@ -1,0 +1,601 @@
+//! The event loop.
+
+use crate::results::{FlowResult, LinkResult, QueueSamples, Results, Summary};
+use crate::VERSION;
+use fctlab_engine::{EventQueue, Nanos, Rng};
+use fctlab_net::{BufferLimit, EnqueueOutcome, FlowId, NodeId, NodeKind, Packet, PacketId, PacketKind, PacketPool, Port, PortId, QueueConfig, Routes};
+use fctlab_scenario::{Scenario, ScenarioError};
+use fctlab_transport::{TcpConfig, TcpReceiver, TcpSender};
+use std::time::Instant;
+
+#[derive(Copy, Clone, Debug)]
+enum Event {
+    /// The head packet of a port's ring arrives at the far end.
+    Arrival(u32),
+    /// One or more flows start now.
+    FlowStart,
+    Rto(u32),
+    DelAck(u32),
+    QueueSample,
+}
+
+/// A connection: both ends of one flow.
+struct Conn {
+    snd: TcpSender,
+    rcv: TcpReceiver,
+}
+
+struct FlowRecord {
+    src: NodeId,
+    dst: NodeId,
+    size: Option<u64>,
+    start: Nanos,
+    deadline: Option<Nanos>,
+    protocol: &'static str,
+    ideal: Option<Nanos>,
+    finish: Option<Nanos>,
+    started: bool,
+    bytes_delivered: u64,
+    retransmits: u64,
+    timeouts: u64,
+    packets_sent: u64,
+}
+
+const NONE: u64 = u64::MAX;
+
+#[derive(Copy, Clone)]
+struct FlowTimers {
+    rto_at: u64,
+    delack_at: u64,
+}
+
+/// Where a run stands after [`Simulation::advance`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RunStatus {
+    /// Stopped at the requested limit; more to do.
+    Paused,
+    /// The run is over: stop time reached, or every flow done and nothing left to happen.
+    Finished,
+}
+
+pub struct Simulation {
+    scenario: Scenario,
+    now: Nanos,
+    events: EventQueue<Event>,
+    pool: PacketPool,
+    ports: Vec<Port>,
+    port_level: Vec<&'static str>,
+    node_is_host: Vec<bool>,
+    routes: Routes,
+    tcp: TcpConfig,
+    flows: Vec<FlowRecord>,
+    conns: Vec<Option<Box<Conn>>>,
+    timers: Vec<FlowTimers>,
+    start_order: Vec<u32>,
+    next_start: usize,
+    out: Vec<Packet>,
+    open_flows: usize,
+    long_lived_running: usize,
+    sampled_ports: Vec<u32>,
+    samples: Option<QueueSamples>,
+    // counters
+    data_packets_delivered: u64,
+    payload_bytes_delivered: u64,
+    packets_created: u64,
+    packets_consumed: u64,
+    no_route_drops: u64,
+    late_packets: u64,
+    flows_started: u64,
+    loop_wall: std::time::Duration,
+    finished: bool,
+}
+
+impl Simulation {
+    /// Builds the network and flow table of a validated scenario. Fails (never panics) when a
+    /// flow has no route or the topology is disconnected.
+    pub fn new(scenario: Scenario) -> Result<Simulation, ScenarioError> {
+        let topo = &scenario.topology;
+        let n = topo.nodes.len();
+        let node_is_host: Vec<bool> = topo.nodes.iter().map(|x| x.kind == NodeKind::Host).collect();
+        let mut ports = Vec::with_capacity(topo.links.len() * 2);
+        let mut port_level = Vec::with_capacity(topo.links.len() * 2);
+        for l in &topo.links {
+            for (from, to) in [(l.a, l.b), (l.b, l.a)] {
+                let pid = ports.len() as u64;
+                let (limit, queue) = if node_is_host[from] {
+                    (scenario.nic_buffer, QueueConfig::DropTail)
+                } else {
+                    (l.params.buffer, scenario.switch_queue.clone())
+                };
+                ports.push(Port::new(
+                    NodeId(from as u32),
+                    NodeId(to as u32),
+                    l.params.rate,
+                    l.params.delay,
+                    limit,
+                    &queue,
+                    Rng::stream(scenario.seed, 0x1_0000_0000 + pid),
+                ));
+                port_level.push(l.level);
+            }
+        }
+        let host_nodes: Vec<NodeId> = (0..n).filter(|&i| node_is_host[i]).map(|i| NodeId(i as u32)).collect();
+        let routes = Routes::build(n, &host_nodes, &ports, fctlab_engine::rng::splitmix64(scenario.seed ^ 0xEC3F));
+        // Connectivity: every host reaches every other host.
+        if let Some(&first) = host_nodes.first() {
+            for &h in &host_nodes[1..] {
+                if !routes.reachable(first, h) || !routes.reachable(h, first) {
+                    return Err(scenario.error(
+                        "network",
+                        format!(
+                            "the topology is disconnected: no path between hosts \"{}\" and \"{}\"",
+                            topo.nodes[first.0 as usize].name, topo.nodes[h.0 as usize].name
+                        ),
+                    ));
+                }
+            }
+        }
+        let tcp = scenario.tcp;
+        let mut flows = Vec::with_capacity(scenario.flows.len());
+        for (i, f) in scenario.flows.iter().enumerate() {
+            let (src, dst) = (NodeId(f.src as u32), NodeId(f.dst as u32));
+            let fwd = routes.path(src, dst, FlowId(i as u32), &ports);
+            let rev = routes.path(dst, src, FlowId(i as u32), &ports);
+            let (Some(fwd), Some(rev)) = (fwd, rev) else {
+                return Err(scenario.error(&format!("flows[{i}]"), "no route between its hosts (the topology is disconnected)"));
+            };
+            let ideal = f.size_bytes.map(|size| ideal_fct(size, &fwd, &rev, &ports, &tcp));
+            flows.push(FlowRecord {
+                src,
+                dst,
+                size: f.size_bytes,
+                start: f.start,
+                deadline: f.deadline,
+                protocol: f.cc.name(),
+                ideal,
+                finish: None,
+                started: false,
+                bytes_delivered: 0,
+                retransmits: 0,
+                timeouts: 0,
+                packets_sent: 0,
+            });
+        }
+        let mut start_order: Vec<u32> = (0..flows.len() as u32).collect();
+        start_order.sort_by_key(|&i| (flows[i as usize].start, i));
+        let mut sampled_ports = Vec::new();
+        if scenario.monitor.queue_interval.is_some() {
+            let all = scenario.monitor.queues.is_empty() || scenario.monitor.queues.iter().any(|q| q == "all");
+            for (pi, p) in ports.iter().enumerate() {
+                let name = format!("{}->{}", topo.nodes[p.from.0 as usize].name, topo.nodes[p.to.0 as usize].name);
+                let wanted = if all {
+                    !node_is_host[p.from.0 as usize]
+                } else {
+                    scenario.monitor.queues.iter().any(|q| q.replace(' ', "") == name)
+                };
+                if wanted {
+                    sampled_ports.push(pi as u32);
+                }
+            }
+        }
+        let nflows = flows.len();
+        let mut sim = Simulation {
+            now: Nanos::ZERO,
+            events: EventQueue::new(),
+            pool: PacketPool::new(),
+            ports,
+            port_level,
+            node_is_host,
+            routes,
+            tcp,
+            conns: (0..nflows).map(|_| None).collect(),
+            timers: vec![FlowTimers { rto_at: NONE, delack_at: NONE }; nflows],
+            flows,
+            start_order,
+            next_start: 0,
+            out: Vec::with_capacity(64),
+            open_flows: 0,
+            long_lived_running: 0,
+            samples: scenario.monitor.queue_interval.map(|_| QueueSamples::default()),
+            sampled_ports,
+            scenario,
+            data_packets_delivered: 0,
+            payload_bytes_delivered: 0,
+            packets_created: 0,
+            packets_consumed: 0,
+            no_route_drops: 0,
+            late_packets: 0,
+            flows_started: 0,
+            loop_wall: std::time::Duration::ZERO,
+            finished: false,
+        };
+        if let Some(&first) = sim.start_order.first() {
+            let t = sim.flows[first as usize].start;
+            sim.events.push(t, Event::FlowStart);
+        }
+        if sim.samples.is_some() {
+            sim.events.push(Nanos::ZERO, Event::QueueSample);
+        }
+        Ok(sim)
+    }
+
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+    pub fn flows_completed(&self) -> usize {
+        self.flows.iter().filter(|f| f.finish.is_some()).count()
+    }
+    /// Diagnostic description of flow `f`'s connection state.
+    pub fn describe_flow(&self, f: usize) -> String {
+        match self.conns.get(f).and_then(|c| c.as_deref()) {
+            Some(c) => format!("sender: {} | receiver delivered={} | timers rto_at={} delack_at={}", c.snd.describe(), c.rcv.bytes_delivered(), self.timers[f].rto_at, self.timers[f].delack_at),
+            None => "not active".to_string(),
+        }
+    }
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Runs until simulated time `until` (inclusive), the stop time, or the end of the run.
+    pub fn advance(&mut self, until: Nanos) -> RunStatus {
+        if self.finished {
+            return RunStatus::Finished;
+        }
+        let wall = Instant::now();
+        let stop = self.scenario.stop_time.unwrap_or(Nanos::MAX);
+        let status = loop {
+            let Some(t) = self.events.peek_time() else {
+                self.finished = true;
+                break RunStatus::Finished;
+            };
+            if t > stop {
+                self.now = stop;
+                self.finished = true;
+                break RunStatus::Finished;
+            }
+            if t > until {
+                self.now = until;
+                break RunStatus::Paused;
+            }
+            let (t, ev) = self.events.pop().expect("peeked");
+            self.now = t;
+            self.dispatch(ev);
+            if self.open_flows == 0 && self.long_lived_running == 0 && self.next_start >= self.start_order.len() {
+                self.finished = true;
+                break RunStatus::Finished;
+            }
+        };
+        self.loop_wall += wall.elapsed();
+        status
+    }
+
+    /// Runs to the end.
+    pub fn run(&mut self) -> RunStatus {
+        self.advance(Nanos::MAX)
+    }
+
+    #[inline]
+    fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::Arrival(p) => {
+                let (pid, next) = self.ports[p as usize].pop_arrival(self.now);
+                if let Some(t) = next {
+                    self.events.push(t, Event::Arrival(p));
+                }
+                let to = self.ports[p as usize].to;
+                self.receive(to, pid);
+            }
+            Event::FlowStart => self.start_due_flows(),
+            Event::Rto(f) => self.on_timer(f, true),
+            Event::DelAck(f) => self.on_timer(f, false),
+            Event::QueueSample => self.sample_queues(),
+        }
+    }
+
+    #[inline]
+    fn receive(&mut self, node: NodeId, pid: PacketId) {
+        if !self.node_is_host[node.0 as usize] {
+            let p = self.pool.get(pid);
+            match self.routes.next_hop(node, p.dst, p.flow) {
+                Some(port) => self.enqueue(port, pid),
+                None => {
+                    self.no_route_drops += 1;
+                    self.pool.free(pid);
+                }
+            }
+            return;
+        }
+        let p = self.pool.get(pid);
+        let f = p.flow.0 as usize;
+        self.packets_consumed += 1;
+        if p.kind == PacketKind::Data {
+            self.data_packets_delivered += 1;
+            self.payload_bytes_delivered += p.payload_bytes as u64;
+        }
+        let Some(conn) = self.conns[f].as_deref_mut() else {
+            self.late_packets += 1;
+            self.pool.free(pid);
+            return;
+        };
+        match p.kind {
+            PacketKind::Data | PacketKind::Syn => conn.rcv.on_packet(self.now, p, &mut self.out),
+            PacketKind::Ack | PacketKind::SynAck => conn.snd.on_packet(self.now, p, &mut self.out),
+        }
+        self.pool.free(pid);
+        self.after_flow_activity(f);
+    }
+
+    /// Sends what a flow produced, completes it if done, and re-arms its timers.
+    #[inline]
+    fn after_flow_activity(&mut self, f: usize) {
+        self.flush_out();
+        let conn = self.conns[f].as_deref().expect("active flow");
+        if conn.snd.is_complete() {
+            self.complete(f);
+            return;
+        }
+        let rto = conn.snd.rto_deadline();
+        let delack = conn.rcv.delack_deadline();
+        let timers = &mut self.timers[f];
+        if let Some(d) = rto {
+            if d.0 < timers.rto_at {
+                timers.rto_at = d.0;
+                self.events.push(d, Event::Rto(f as u32));
+            }
+        }
+        if let Some(d) = delack {
+            if d.0 < timers.delack_at {
+                timers.delack_at = d.0;
+                self.events.push(d, Event::DelAck(f as u32));
+            }
+        }
+    }
+
+    fn on_timer(&mut self, f: u32, rto: bool) {
+        let f = f as usize;
+        let at = if rto { &mut self.timers[f].rto_at } else { &mut self.timers[f].delack_at };
+        if *at != self.now.0 {
+            return; // superseded
+        }
+        *at = NONE;
+        let now = self.now;
+        let Some(conn) = self.conns[f].as_deref_mut() else { return };
+        if rto {
+            match conn.snd.rto_deadline() {
+                Some(d) if d <= now => conn.snd.on_rto(now, &mut self.out),
+                _ => {}
+            }
+        } else {
+            match conn.rcv.delack_deadline() {
+                Some(d) if d <= now => conn.rcv.on_delack_timer(now, &mut self.out),
+                _ => {}
+            }
+        }
+        self.after_flow_activity(f);
+    }
+
+    #[inline]
+    fn flush_out(&mut self) {
+        let mut out = std::mem::take(&mut self.out);
+        for p in out.drain(..) {
+            let src = p.src;
+            let (dst, flow) = (p.dst, p.flow);
+            let pid = self.pool.alloc(p);
+            self.packets_created += 1;
+            match self.routes.next_hop(src, dst, flow) {
+                Some(port) => self.enqueue(port, pid),
+                None => {
+                    self.no_route_drops += 1;
+                    self.pool.free(pid);
+                }
+            }
+        }
+        self.out = out;
+    }
+
+    #[inline]
+    fn enqueue(&mut self, port: PortId, pid: PacketId) {
+        let pkt = self.pool.get_mut(pid);
+        match self.ports[port.0 as usize].enqueue(self.now, pid, pkt) {
+            EnqueueOutcome::Accepted { schedule_arrival: Some(t) } => self.events.push(t, Event::Arrival(port.0)),
+            EnqueueOutcome::Accepted { schedule_arrival: None } => {}
+            EnqueueOutcome::Dropped => self.pool.free(pid),
+        }
+    }
+
+    fn start_due_flows(&mut self) {
+        while self.next_start < self.start_order.len() {
+            let f = self.start_order[self.next_start] as usize;
+            if self.flows[f].start > self.now {
+                self.events.push(self.flows[f].start, Event::FlowStart);
+                return;
+            }
+            self.next_start += 1;
+            self.start_flow(f);
+        }
+    }
+
+    fn start_flow(&mut self, f: usize) {
+        let spec = &self.scenario.flows[f];
+        let rec = &mut self.flows[f];
+        rec.started = true;
+        self.flows_started += 1;
+        let id = FlowId(f as u32);
+        let snd = TcpSender::new(id, rec.src, rec.dst, rec.size, &self.tcp, spec.cc.build(), spec.ecn);
+        let rcv = TcpReceiver::new(id, rec.dst, rec.src, &self.tcp);
+        if rec.size.is_some() {
+            self.open_flows += 1;
+        } else {
+            self.long_lived_running += 1;
+        }
+        let mut conn = Box::new(Conn { snd, rcv });
+        conn.snd.start(self.now, &mut self.out);
+        self.conns[f] = Some(conn);
+        self.after_flow_activity(f);
+    }
+
+    fn complete(&mut self, f: usize) {
+        let conn = self.conns[f].take().expect("active flow");
+        let rec = &mut self.flows[f];
+        rec.finish = Some(self.now);
+        rec.bytes_delivered = conn.rcv.bytes_delivered();
+        rec.retransmits = conn.snd.retransmits;
+        rec.timeouts = conn.snd.timeouts;
+        rec.packets_sent = conn.snd.packets_sent;
+        self.timers[f] = FlowTimers { rto_at: NONE, delack_at: NONE };
+        self.open_flows -= 1;
+    }
+
+    fn sample_queues(&mut self) {
+        let Some(interval) = self.scenario.monitor.queue_interval else { return };
+        let now = self.now;
+        let topo = &self.scenario.topology;
+        if let Some(s) = self.samples.as_mut() {
+            for &pi in &self.sampled_ports {
+                let port = &mut self.ports[pi as usize];
+                let (pk, by) = port.queue_at(now);
+                s.time_s.push(now.as_secs_f64());
+                s.link_id.push(pi as u64);
+                s.link.push(format!("{}->{}", topo.nodes[port.from.0 as usize].name, topo.nodes[port.to.0 as usize].name));
+                s.queue_pkts.push(pk as u64);
+                s.queue_bytes.push(by);
+            }
+        }
+        // Keep sampling only while something else can still happen.
+        if self.events.len() > 0 || self.next_start < self.start_order.len() {
+            self.events.push(now + interval, Event::QueueSample);
+        }
+    }
+
+    /// Collects the results (callable at any point; unfinished flows are marked so).
+    pub fn results(&mut self, interrupted: bool) -> Results {
+        let now = self.now;
+        let topo = &self.scenario.topology;
+        let name = |n: NodeId| topo.nodes[n.0 as usize].name.clone();
+        let mut flows = Vec::with_capacity(self.flows.len());
+        for (i, rec) in self.flows.iter().enumerate() {
+            let spec = &self.scenario.flows[i];
+            let (delivered, retx, tos, sent) = match self.conns[i].as_deref() {
+                Some(c) => (c.rcv.bytes_delivered(), c.snd.retransmits, c.snd.timeouts, c.snd.packets_sent),
+                None => (rec.bytes_delivered, rec.retransmits, rec.timeouts, rec.packets_sent),
+            };
+            let fct = rec.finish.map(|t| (t - rec.start).as_secs_f64());
+            let ideal = rec.ideal.map(|d| d.as_secs_f64());
+            flows.push(FlowResult {
+                flow_id: i as u64,
+                src: name(rec.src),
+                dst: name(rec.dst),
+                size_bytes: rec.size,
+                bytes_delivered: delivered,
+                start_s: rec.start.as_secs_f64(),
+                finish_s: rec.finish.map(|t| t.as_secs_f64()),
+                fct_s: fct,
+                ideal_fct_s: ideal,
+                slowdown: match (fct, ideal) {
+                    (Some(f), Some(i)) if i > 0.0 => Some(f / i),
+                    _ => None,
+                },
+                completed: rec.finish.is_some(),
+                protocol: rec.protocol.to_string(),
+                retransmits: retx,
+                timeouts: tos,
+                deadline_s: rec.deadline.map(|d| d.as_secs_f64()),
+                tag: spec.tag.clone(),
+                group: spec.group.clone(),
+                packets_sent: sent,
+            });
+        }
+        let sim_s = now.as_secs_f64();
+        let mut links = Vec::with_capacity(self.ports.len());
+        let (mut drops, mut marks) = (0, 0);
+        for (i, p) in self.ports.iter_mut().enumerate() {
+            let mean_q = p.mean_queue_pkts(now);
+            drops += p.stats.drops;
+            marks += p.stats.ecn_marks;
+            let (bp, bb) = match p.limit {
+                BufferLimit::Packets(n) => (Some(n as u64), None),
+                BufferLimit::Bytes(b) => (None, Some(b)),
+                BufferLimit::Unlimited => (None, None),
+            };
+            links.push(LinkResult {
+                link_id: i as u64,
+                src: name(p.from),
+                dst: name(p.to),
+                level: if self.node_is_host[p.from.0 as usize] { "nic".to_string() } else { self.port_level[i].to_string() },
+                rate_bps: p.rate.as_f64(),
+                delay_s: p.delay.as_secs_f64(),
+                buffer_pkts: bp,
+                buffer_bytes: bb,
+                tx_packets: p.stats.tx_packets,
+                tx_bytes: p.stats.tx_bytes,
+                drops: p.stats.drops,
+                ecn_marks: p.stats.ecn_marks,
+                utilization: if sim_s > 0.0 { p.stats.tx_bytes as f64 * 8.0 / (p.rate.as_f64() * sim_s) } else { 0.0 },
+                max_queue_pkts: p.stats.max_queue_pkts as u64,
+                max_queue_bytes: p.stats.max_queue_bytes,
+                mean_queue_pkts: mean_q,
+            });
+        }
+        let wall = self.loop_wall.as_secs_f64();
+        let events = self.events.events_processed();
+        let summary = Summary {
+            scenario_name: self.scenario.name.clone(),
+            scenario_sha256: self.scenario.sha256.clone(),
+            seed: self.scenario.seed,
+            version: VERSION.to_string(),
+            sim_time_s: sim_s,
+            wall_time_s: wall,
+            events,
+            events_per_s: if wall > 0.0 { events as f64 / wall } else { 0.0 },
+            data_packets_delivered: self.data_packets_delivered,
+            data_packets_delivered_per_wall_s: if wall > 0.0 { self.data_packets_delivered as f64 / wall } else { 0.0 },
+            payload_bytes_delivered: self.payload_bytes_delivered,
+            flows_total: self.flows.len() as u64,
+            flows_completed: self.flows.iter().filter(|f| f.finish.is_some()).count() as u64,
+            flows_started: self.flows_started,
+            drops: drops + self.no_route_drops,
+            ecn_marks: marks,
+            packets_created: self.packets_created,
+            packets_consumed: self.packets_consumed,
+            packets_in_network: self.pool.live() as u64,
+            peak_packets_in_network: self.pool.peak_live() as u64,
+            late_packets: self.late_packets,
+            interrupted,
+        };
+        Results { flows, links, queues: self.samples.clone(), summary }
+    }
+}
+
+/// Best-case completion time of `size` bytes over the path `fwd` (ACKs back over `rev`):
+/// the first packet crosses every hop (serialization plus propagation), the remaining bytes
+/// follow at the bottleneck rate, and the last ACK returns. A handshake adds one round trip
+/// of header-only packets. Windows and slow start are ignored.
+fn ideal_fct(size: u64, fwd: &[PortId], rev: &[PortId], ports: &[Port], tcp: &TcpConfig) -> Nanos {
+    let mss = tcp.mss_bytes as u64;
+    let hdr = tcp.header_bytes as u64;
+    let segments = size.div_ceil(mss).max(1);
+    let total_wire = size + segments * hdr;
+    let first_wire = size.min(mss) + hdr;
+    let mut t = Nanos::ZERO;
+    let mut min_rate = u64::MAX;
+    for p in fwd {
+        let port = &ports[p.0 as usize];
+        t += port.rate.tx_time(first_wire) + port.delay;
+        min_rate = min_rate.min(port.rate.0);
+    }
+    t += fctlab_engine::BitsPerSec(min_rate).tx_time(total_wire - first_wire);
+    for p in rev {
+        let port = &ports[p.0 as usize];
+        t += port.rate.tx_time(hdr) + port.delay;
+    }
+    if tcp.handshake {
+        for p in fwd.iter().chain(rev) {
+            let port = &ports[p.0 as usize];
+            t += port.rate.tx_time(hdr) + port.delay;
+        }
+    }
+    t
+}
