@@ -1,0 +1,164 @@
+//! `fctlab._core`: the Python bindings of the simulator. Only conversion lives here; the
+//! Python package (`python/fctlab`) is the user interface.
+
+use fctlab_engine::Nanos;
+use fctlab_scenario::schema::Format;
+use fctlab_sim::{Results, RunStatus, Simulation};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::time::Instant;
+
+create_exception!(_core, ScenarioError, PyException, "A scenario file or override is invalid.");
+
+fn parse_format(format: &str) -> PyResult<Format> {
+    match format {
+        "toml" => Ok(Format::Toml),
+        "json" => Ok(Format::Json),
+        other => Err(pyo3::exceptions::PyValueError::new_err(format!("unknown scenario format {other:?}"))),
+    }
+}
+
+fn load(text: &str, file: &str, format: &str, overrides: Vec<String>) -> PyResult<Simulation> {
+    let sc = fctlab_scenario::load(text, file, parse_format(format)?, &overrides).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    Simulation::new(sc).map_err(|e| ScenarioError::new_err(e.to_string()))
+}
+
+/// Validates a scenario and describes it.
+#[pyfunction]
+#[pyo3(signature = (text, file, format="toml", overrides=vec![]))]
+fn validate(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>) -> PyResult<PyObject> {
+    let sim = load(text, file, format, overrides)?;
+    let sc = sim.scenario();
+    let d = PyDict::new_bound(py);
+    d.set_item("name", &sc.name)?;
+    d.set_item("topology", &sc.topology.kind)?;
+    d.set_item("hosts", sc.host_names())?;
+    d.set_item("switches", sc.topology.nodes.len() - sc.host_names().len())?;
+    d.set_item("links", sc.topology.links.len())?;
+    d.set_item("flows", sc.flows.len())?;
+    d.set_item("long_lived_flows", sc.flows.iter().filter(|f| f.size_bytes.is_none()).count())?;
+    d.set_item("stop_time_s", sc.stop_time.map(|t| t.as_secs_f64()))?;
+    d.set_item("seed", sc.seed)?;
+    d.set_item("scenario_sha256", &sc.sha256)?;
+    Ok(d.into())
+}
+
+/// Runs a scenario. `progress(sim_time_s, flows_completed, flows_total)` is called about
+/// every `progress_interval_s` wall seconds. Ctrl-C stops the run and returns what was
+/// measured so far, with `summary["interrupted"] = True`.
+#[pyfunction]
+#[pyo3(signature = (text, file, format="toml", overrides=vec![], progress=None, progress_interval_s=0.5))]
+fn run(
+    py: Python<'_>,
+    text: &str,
+    file: &str,
+    format: &str,
+    overrides: Vec<String>,
+    progress: Option<PyObject>,
+    progress_interval_s: f64,
+) -> PyResult<PyObject> {
+    let mut sim = load(text, file, format, overrides)?;
+    let total = sim.scenario().flows.len();
+    let stop = sim.scenario().stop_time;
+    // Advance in slices of simulated time so signals and progress are handled between them.
+    let slice = match stop {
+        Some(s) => Nanos((s.0 / 200).max(100_000)),
+        None => Nanos::from_millis(1),
+    };
+    let mut interrupted = false;
+    let mut last_report = Instant::now();
+    let mut until = Nanos::ZERO;
+    loop {
+        until = until.saturating_add(slice);
+        let status = py.allow_threads(|| sim.advance(until));
+        if status == RunStatus::Finished {
+            break;
+        }
+        if py.check_signals().is_err() {
+            interrupted = true;
+            break;
+        }
+        if let Some(cb) = progress.as_ref() {
+            if last_report.elapsed().as_secs_f64() >= progress_interval_s {
+                last_report = Instant::now();
+                cb.call1(py, (sim.now().as_secs_f64(), sim.flows_completed(), total))?;
+            }
+        }
+    }
+    let results = sim.results(interrupted);
+    to_py(py, &results)
+}
+
+macro_rules! columns {
+    ($py:expr, $rows:expr, { $($col:ident),* $(,)? }) => {{
+        let d = PyDict::new_bound($py);
+        $(
+            let v: Vec<_> = $rows.iter().map(|r| r.$col.clone()).collect();
+            d.set_item(stringify!($col), PyList::new_bound($py, v))?;
+        )*
+        d
+    }};
+}
+
+fn to_py(py: Python<'_>, r: &Results) -> PyResult<PyObject> {
+    let out = PyDict::new_bound(py);
+    let flows = columns!(py, r.flows, {
+        flow_id, src, dst, size_bytes, bytes_delivered, start_s, finish_s, fct_s, ideal_fct_s, slowdown, completed,
+        protocol, retransmits, timeouts, deadline_s, tag, group, packets_sent,
+    });
+    out.set_item("flows", flows)?;
+    let links = columns!(py, r.links, {
+        link_id, src, dst, level, rate_bps, delay_s, buffer_pkts, buffer_bytes, tx_packets, tx_bytes, drops, ecn_marks,
+        utilization, max_queue_pkts, max_queue_bytes, mean_queue_pkts,
+    });
+    out.set_item("links", links)?;
+    match &r.queues {
+        Some(q) => {
+            let d = PyDict::new_bound(py);
+            d.set_item("time_s", PyList::new_bound(py, &q.time_s))?;
+            d.set_item("link_id", PyList::new_bound(py, &q.link_id))?;
+            d.set_item("link", PyList::new_bound(py, &q.link))?;
+            d.set_item("queue_pkts", PyList::new_bound(py, &q.queue_pkts))?;
+            d.set_item("queue_bytes", PyList::new_bound(py, &q.queue_bytes))?;
+            out.set_item("queues", d)?;
+        }
+        None => out.set_item("queues", py.None())?,
+    }
+    let s = &r.summary;
+    let d = PyDict::new_bound(py);
+    d.set_item("scenario_name", &s.scenario_name)?;
+    d.set_item("scenario_sha256", &s.scenario_sha256)?;
+    d.set_item("seed", s.seed)?;
+    d.set_item("version", &s.version)?;
+    d.set_item("sim_time_s", s.sim_time_s)?;
+    d.set_item("wall_time_s", s.wall_time_s)?;
+    d.set_item("events", s.events)?;
+    d.set_item("events_per_s", s.events_per_s)?;
+    d.set_item("data_packets_delivered", s.data_packets_delivered)?;
+    d.set_item("data_packets_delivered_per_wall_s", s.data_packets_delivered_per_wall_s)?;
+    d.set_item("payload_bytes_delivered", s.payload_bytes_delivered)?;
+    d.set_item("flows_total", s.flows_total)?;
+    d.set_item("flows_started", s.flows_started)?;
+    d.set_item("flows_completed", s.flows_completed)?;
+    d.set_item("drops", s.drops)?;
+    d.set_item("ecn_marks", s.ecn_marks)?;
+    d.set_item("packets_created", s.packets_created)?;
+    d.set_item("packets_consumed", s.packets_consumed)?;
+    d.set_item("packets_in_network", s.packets_in_network)?;
+    d.set_item("peak_packets_in_network", s.peak_packets_in_network)?;
+    d.set_item("late_packets", s.late_packets)?;
+    d.set_item("interrupted", s.interrupted)?;
+    out.set_item("summary", d)?;
+    Ok(out.into())
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add("ScenarioError", m.py().get_type_bound::<ScenarioError>())?;
+    m.add("VERSION", fctlab_sim::VERSION)?;
+    Ok(())
+}

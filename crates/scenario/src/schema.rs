@@ -205,7 +205,8 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 fn clean_serde_message(m: &str) -> String {
-    let m = m.trim();
+    // The TOML value deserializer appends "in `key`"; the key is reported separately.
+    let m = m.split("\nin `").next().unwrap_or(m).trim();
     if let Some(rest) = m.strip_prefix("unknown field ") {
         return format!("unknown key {rest}");
     }

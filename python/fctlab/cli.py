@@ -1,0 +1,185 @@
+"""The ``fctlab`` command.
+
+    fctlab run SCENARIO.toml --out DIR [--set key=value ...] [--sample-queues 100us]
+    fctlab validate SCENARIO.toml [--set key=value ...]
+    fctlab report DIR [DIR ...] --out OUTDIR
+    fctlab compare DIR_A DIR_B
+    fctlab bench [--quick]
+
+Bad input exits with status 2 and one line naming the file, the key and what was expected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from typing import Optional, Sequence
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2, no usage dump
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+
+def _fmt_s(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if x >= 1:
+        return f"{x:.3f}s"
+    if x >= 1e-3:
+        return f"{x * 1e3:.3f}ms"
+    return f"{x * 1e6:.1f}us"
+
+
+def _fmt_rate(x: float) -> str:
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= div:
+            return f"{x / div:.2f}{unit}"
+    return f"{x:.0f}"
+
+
+def summary_table(res) -> str:
+    """A short human-readable summary of a run."""
+    s = res.summary
+    flows = res.flows
+    lines = []
+    state = "interrupted" if s.get("interrupted") else "done"
+    lines.append(
+        f"{s['scenario_name']} (seed {s['seed']}): {state} at {_fmt_s(s['sim_time_s'])} simulated "
+        f"in {s['wall_time_s']:.3f}s wall, {_fmt_rate(s['events_per_s'])} events/s, "
+        f"{_fmt_rate(s['data_packets_delivered_per_wall_s'])} data pkts/s"
+    )
+    lines.append(f"  flows      {s['flows_completed']} of {s['flows_total']} completed")
+    done = flows[flows["completed"]]
+    if len(done):
+        fct = done["fct_s"]
+        sd = done["slowdown"]
+        lines.append(
+            f"  FCT        mean {_fmt_s(fct.mean())}  median {_fmt_s(fct.median())}  "
+            f"p99 {_fmt_s(fct.quantile(0.99))}  max {_fmt_s(fct.max())}"
+        )
+        lines.append(
+            f"  slowdown   mean {sd.mean():.2f}  median {sd.median():.2f}  p99 {sd.quantile(0.99):.2f}"
+        )
+    ll = flows[flows["size_bytes"].isna()]
+    if len(ll) and s["sim_time_s"] > 0:
+        gp = ll["bytes_delivered"] * 8 / (s["sim_time_s"] - ll["start_s"]).clip(lower=1e-12)
+        lines.append(f"  long-lived {len(ll)} flows, goodput mean {_fmt_rate(gp.mean())}bps, total {_fmt_rate(gp.sum())}bps")
+    lines.append(
+        f"  network    {s['data_packets_delivered']} data packets delivered, {s['drops']} drops, "
+        f"{s['ecn_marks']} ECN marks, retransmits {int(flows['retransmits'].sum())}, timeouts {int(flows['timeouts'].sum())}"
+    )
+    return "\n".join(lines)
+
+
+def _progress_printer(stream):
+    start = time.monotonic()
+
+    def cb(sim_s: float, done: int, total: int) -> None:
+        stream.write(f"\r  simulated {_fmt_s(sim_s)}, {done}/{total} flows done, {time.monotonic() - start:.0f}s wall   ")
+        stream.flush()
+
+    return cb
+
+
+def cmd_run(args) -> int:
+    from .api import ScenarioError, run
+
+    sets = list(args.set or [])
+    if args.sample_queues:
+        sets.append(f'monitor.queue_interval="{args.sample_queues}"')
+    progress = _progress_printer(sys.stderr) if sys.stderr.isatty() and not args.quiet else None
+    try:
+        res = run(args.scenario, set=sets, progress=progress)
+    except ScenarioError as e:
+        if progress:
+            sys.stderr.write("\n")
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if progress:
+        sys.stderr.write("\r" + " " * 70 + "\r")
+    try:
+        out = res.write(args.out)
+    except OSError as e:
+        print(f"error: cannot write results to {args.out}: {e}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(summary_table(res))
+        files = "flows.parquet, links.parquet, summary.json" + (", queues.parquet" if res.queues_table is not None else "")
+        print(f"  wrote      {out}/ ({files})")
+    if res.summary.get("interrupted"):
+        print("interrupted: results cover the simulated time reached; unfinished flows have completed=false", file=sys.stderr)
+        return 130
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from .api import ScenarioError, validate
+
+    try:
+        info = validate(args.scenario, set=list(args.set or []))
+    except ScenarioError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    hosts = info["hosts"]
+    shown = ", ".join(hosts) if len(hosts) <= 8 else f"{', '.join(hosts[:4])}, ..., {hosts[-1]}"
+    stop = f"{info['stop_time_s']}s" if info["stop_time_s"] is not None else "when all flows finish"
+    print(
+        f"{args.scenario}: ok: {info['topology']} with {len(hosts)} hosts ({shown}), {info['switches']} switches, "
+        f"{info['links']} links; {info['flows']} flows ({info['long_lived_flows']} long-lived); stops {stop}"
+    )
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "report":
+        from .report import main_report
+
+        return main_report(argv[1:])
+    if argv and argv[0] == "compare":
+        from .compare import main_compare
+
+        return main_compare(argv[1:])
+    if argv and argv[0] == "bench":
+        from .bench import main_bench
+
+        return main_bench(argv[1:])
+
+    p = _Parser(prog="fctlab", description="Flow completion time lab: packet-level data-center simulation.")
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    r = sub.add_parser("run", help="run a scenario and write its results")
+    r.add_argument("scenario", help="scenario file (.toml, or .json)")
+    r.add_argument("--out", required=True, help="directory for flows.parquet, links.parquet, summary.json")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    r.add_argument("--sample-queues", metavar="INTERVAL", help='sample switch queues every INTERVAL (e.g. "100us")')
+    r.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    v = sub.add_parser("validate", help="check a scenario without running it")
+    v.add_argument("scenario")
+    v.add_argument("--set", action="append", metavar="KEY=VALUE")
+    sub.add_parser("report", help="write an HTML report of result directories (fctlab report -h)")
+    sub.add_parser("compare", help="compare two result directories (fctlab compare -h)")
+    sub.add_parser("bench", help="run the benchmark scenarios (fctlab bench -h)")
+    args = p.parse_args(argv)
+    if args.version:
+        from . import __version__
+
+        print(f"fctlab {__version__}")
+        return 0
+    try:
+        if args.command == "run":
+            return cmd_run(args)
+        if args.command == "validate":
+            return cmd_validate(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    p.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
