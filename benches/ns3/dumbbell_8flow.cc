@@ -1,6 +1,7 @@
 // ns-3 reference benchmark: 8-flow dumbbell, 10 Gbps links, long-lived TCP.
 //
-// Mirrors fctlab's benches/scenarios/dumbbell8_10g.toml:
+// Mirrors fctlab's benchmark scenario dumbbell8_10g
+// (python/fctlab/benchmarks/dumbbell8_10g.toml):
 //
 //   s0..s7 --10G/10us--> L ==10G/10us==> R --10G/10us--> r0..r7
 //

@@ -1,0 +1,30 @@
+# fctlab: every target sets itself up (scripts/setup.sh) on a fresh machine.
+.PHONY: setup demo test test-rust test-python bench clean
+
+VENV := .venv
+FCTLAB := $(VENV)/bin/fctlab
+
+setup:
+	@scripts/setup.sh
+
+## Run the demo scenario, print its summary and write an HTML report with plots.
+demo: setup
+	$(FCTLAB) run scenarios/examples/demo.toml --out out/demo
+	$(FCTLAB) report out/demo --out out/demo/report
+	@echo "report: out/demo/report/report.html"
+
+## Run every test: Rust (cargo) and Python (pytest).
+test: setup test-rust test-python
+
+test-rust:
+	cargo test --release --workspace --exclude fctlab-py
+
+test-python:
+	$(VENV)/bin/python -m pytest -q
+
+## Benchmarks: events/s, data packets delivered per wall-second, peak memory.
+bench: setup
+	$(FCTLAB) bench
+
+clean:
+	rm -rf target out .venv

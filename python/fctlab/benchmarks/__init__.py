@@ -1,0 +1,1 @@
+"""Fixed benchmark scenarios shipped with the package (see ``fctlab bench``)."""

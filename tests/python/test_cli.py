@@ -1,0 +1,128 @@
+"""The fctlab command: exit codes, messages, files."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "scenarios" / "examples" / "demo.toml"
+FCTLAB = [sys.executable, "-m", "fctlab.cli"]
+
+GOOD = """
+name = "t"
+[network]
+topology = "dumbbell"
+senders = 2
+receivers = 2
+link_rate = "1Gbps"
+link_delay = "10us"
+[[flows]]
+src = "s0"
+dst = "r1"
+size = "100KB"
+"""
+
+
+def fctlab(*args, **kw):
+    return subprocess.run(FCTLAB + [str(a) for a in args], capture_output=True, text=True, cwd=ROOT, **kw)
+
+
+def test_run_writes_files_and_prints_summary(tmp_path):
+    p = fctlab("run", DEMO, "--out", tmp_path / "o")
+    assert p.returncode == 0, p.stderr
+    for f in ("flows.parquet", "links.parquet", "summary.json", "queues.parquet"):
+        assert (tmp_path / "o" / f).exists(), f
+    assert "completed" in p.stdout and "FCT" in p.stdout
+
+
+def test_validate_ok():
+    p = fctlab("validate", DEMO)
+    assert p.returncode == 0, p.stderr
+    assert "ok" in p.stdout
+
+
+@pytest.mark.parametrize(
+    "change, key, expected",
+    [
+        (("link_rate", "link_rat"), "network.link_rat", "unknown key"),
+        (('"1Gbps"', '"1Gbs"'), "network.link_rate", "expected a rate"),
+        (('"100KB"', '"-100KB"'), "flows[0].size", "negative"),
+        (('dst = "r1"', 'dst = "r7"'), "flows[0].dst", 'unknown host "r7"'),
+        (('"10us"', "10"), "network.link_delay", "bare number"),
+        (('topology = "dumbbell"', 'topology = "dumbell"'), "network.topology", "unknown topology"),
+    ],
+)
+def test_bad_input_exits_2_with_one_clear_line(tmp_path, change, key, expected):
+    f = tmp_path / "bad.toml"
+    f.write_text(GOOD.replace(*change))
+    for cmd in (("validate", f), ("run", f, "--out", tmp_path / "o")):
+        p = fctlab(*cmd)
+        assert p.returncode == 2, (p.stdout, p.stderr)
+        err = p.stderr.strip()
+        assert "Traceback" not in err and "panicked" not in err
+        assert len(err.splitlines()) == 1, err
+        assert str(f) in err and key in err and expected in err, err
+
+
+def test_disconnected_topology(tmp_path):
+    f = tmp_path / "islands.toml"
+    f.write_text(
+        """
+[network]
+topology = "custom"
+nodes = [{name = "a", kind = "host"}, {name = "x", kind = "switch"}, {name = "b", kind = "host"}, {name = "y", kind = "switch"}]
+links = [{a = "a", b = "x"}, {a = "b", b = "y"}]
+[[flows]]
+src = "a"
+dst = "b"
+size = "1KB"
+"""
+    )
+    p = fctlab("validate", f)
+    assert p.returncode == 2
+    assert "disconnected" in p.stderr and "network" in p.stderr
+
+
+def test_missing_file_and_bad_override(tmp_path):
+    p = fctlab("run", tmp_path / "nope.toml", "--out", tmp_path / "o")
+    assert p.returncode == 2 and "no such scenario file" in p.stderr
+    p = fctlab("run", DEMO, "--out", tmp_path / "o", "--set", "flows.99.size=1")
+    assert p.returncode == 2 and "out of range" in p.stderr
+    p = fctlab("run", DEMO)
+    assert p.returncode == 2 and "--out" in p.stderr
+
+
+def test_sample_queues_flag(tmp_path):
+    f = tmp_path / "g.toml"
+    f.write_text(GOOD)
+    p = fctlab("run", f, "--out", tmp_path / "o", "--sample-queues", "50us")
+    assert p.returncode == 0, p.stderr
+    q = pq.read_table(tmp_path / "o" / "queues.parquet").to_pandas()
+    assert len(q) > 0 and set(q["link"]) >= {"left->right"}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery needs POSIX")
+def test_ctrl_c_writes_partial_results(tmp_path):
+    f = tmp_path / "long.toml"
+    flows = "".join(f'[[flows]]\nsrc = "s{i}"\ndst = "r{i}"\n' for i in range(8))
+    f.write_text(
+        'stop_time = "100s"\n[network]\ntopology = "dumbbell"\nsenders = 8\nreceivers = 8\nlink_rate = "10Gbps"\n'
+        '[[flows]]\nsrc = "s0"\ndst = "r1"\nsize = "100GB"\n' + flows
+    )
+    proc = subprocess.Popen(FCTLAB + ["run", str(f), "--out", str(tmp_path / "o")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err
+    t = pq.read_table(tmp_path / "o" / "flows.parquet").to_pandas()
+    assert len(t) == 9
+    assert not t["completed"].any()
+    assert t["finish_s"].isna().all()
+    assert t["bytes_delivered"].sum() > 0
