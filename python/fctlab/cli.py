@@ -181,5 +181,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 2
 
 
+def entry() -> None:
+    """Console entry point: exit status from :func:`main`, quiet on a closed pipe."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # e.g. `fctlab run ... | head`: stop quietly, as other command-line tools do
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = 0
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -44,6 +44,7 @@ impl BufferLimit {
 /// Counters of a port, reported in `links.parquet`.
 #[derive(Clone, Debug, Default)]
 pub struct PortStats {
+    /// Packets (and their wire bytes) that crossed the link completely.
     pub tx_packets: u64,
     pub tx_bytes: u64,
     pub drops: u64,
@@ -135,7 +136,9 @@ impl Port {
     pub fn enqueue(&mut self, now: Nanos, id: PacketId, pkt: &mut Packet) -> EnqueueOutcome {
         self.advance(now);
         let wire = pkt.wire_bytes as u64;
-        if self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
+        // Only a packet that has to wait occupies the buffer; an idle transmitter takes it at once.
+        let must_wait = self.busy_until > now;
+        if must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
             self.stats.drops += 1;
             return EnqueueOutcome::Dropped;
         }
@@ -174,8 +177,6 @@ impl Port {
                 self.stats.max_queue_bytes = self.waiting_bytes;
             }
         }
-        self.stats.tx_packets += 1;
-        self.stats.tx_bytes += wire;
         EnqueueOutcome::Accepted { schedule_arrival: if was_empty { Some(arrive) } else { None } }
     }
 
@@ -185,6 +186,8 @@ impl Port {
     pub fn pop_arrival(&mut self, now: Nanos) -> (PacketId, Option<Nanos>) {
         self.advance(now);
         let head = self.ring.pop_front().expect("arrival event on an empty port");
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += head.wire_bytes as u64;
         (head.pkt, self.ring.front().map(|e| e.arrive))
     }
 
@@ -252,6 +255,18 @@ mod tests {
         assert_eq!(p.stats.max_queue_pkts, 2);
         // Integral: 2 pkts for 12us, 1 pkt for 12us = 36 pkt-us; mean over 48us = 0.75
         assert!((p.mean_queue_pkts(Nanos(48_000)) - 0.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn zero_buffer_still_passes_packets_to_an_idle_link() {
+        let mut pool = PacketPool::new();
+        let mut p = port(BufferLimit::Packets(0));
+        let (a, mut pa) = pkt(&mut pool);
+        let (b, mut pb) = pkt(&mut pool);
+        assert!(matches!(p.enqueue(Nanos(0), a, &mut pa), EnqueueOutcome::Accepted { .. }));
+        assert_eq!(p.enqueue(Nanos(0), b, &mut pb), EnqueueOutcome::Dropped);
+        let (c, mut pc) = pkt(&mut pool);
+        assert!(matches!(p.enqueue(Nanos(12_000), c, &mut pc), EnqueueOutcome::Accepted { .. }));
     }
 
     #[test]

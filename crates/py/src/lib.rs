@@ -62,9 +62,10 @@ fn run(
     let mut sim = load(text, file, format, overrides)?;
     let total = sim.scenario().flows.len();
     let stop = sim.scenario().stop_time;
-    // Advance in slices of simulated time so signals and progress are handled between them.
-    let slice = match stop {
-        Some(s) => Nanos((s.0 / 200).max(100_000)),
+    // Advance in slices of simulated time so signals and progress are handled between them;
+    // the slice adapts so that each takes roughly 20-200 ms of wall time.
+    let mut slice = match stop {
+        Some(s) => Nanos((s.0 / 200).max(1_000)),
         None => Nanos::from_millis(1),
     };
     let mut interrupted = false;
@@ -72,7 +73,14 @@ fn run(
     let mut until = Nanos::ZERO;
     loop {
         until = until.saturating_add(slice);
+        let t0 = Instant::now();
         let status = py.allow_threads(|| sim.advance(until));
+        let took = t0.elapsed().as_secs_f64();
+        if took < 0.02 && slice.0 < 10_000_000_000 {
+            slice = Nanos(slice.0 * 2);
+        } else if took > 0.2 && slice.0 > 1_000 {
+            slice = Nanos(slice.0 / 2);
+        }
         if status == RunStatus::Finished {
             break;
         }

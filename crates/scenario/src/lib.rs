@@ -26,10 +26,11 @@ pub struct ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = self.message.replace('\n', " ");
         if self.key.is_empty() {
-            write!(f, "{}: {}", self.file, self.message)
+            write!(f, "{}: {}", self.file, message)
         } else {
-            write!(f, "{}: {}: {}", self.file, self.key, self.message)
+            write!(f, "{}: {}: {}", self.file, self.key, message)
         }
     }
 }

@@ -172,7 +172,7 @@ pub fn load(text: &str, file: &str, format: Format, overrides: &[String]) -> Res
             let msg = e.message().to_string();
             let at = e.span().map(|s| line_col(text, s.start));
             match at {
-                Some((l, c)) => err("", format!("invalid TOML at line {l}, column {c}: {msg}")),
+                Some((l, c)) => err("", format!("invalid TOML at line {l}, column {c}: {}", msg.replace('\n', " "))),
                 None => err("", format!("invalid TOML: {msg}")),
             }
         })?,
@@ -213,7 +213,19 @@ fn clean_serde_message(m: &str) -> String {
     if let Some(rest) = m.strip_prefix("missing field ") {
         return format!("missing required key {rest}");
     }
-    m.replace("invalid type: ", "wrong type: ")
+    let m = m.replace("invalid type: ", "wrong type: ").replace('\n', " ");
+    // serde names internal structs ("expected struct RawNetwork"); say what the user writes.
+    let mut out = String::new();
+    let mut rest = m.as_str();
+    while let Some(i) = rest.find("struct Raw") {
+        out.push_str(&rest[..i]);
+        out.push_str("a table");
+        let tail = &rest[i + "struct Raw".len()..];
+        let skip = tail.find(|c: char| !c.is_alphanumeric()).unwrap_or(tail.len());
+        rest = &tail[skip..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), String> {
@@ -226,6 +238,7 @@ fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), String> {
     let parsed = toml::from_str::<toml::Table>(&format!("v = {value}"))
         .ok()
         .and_then(|mut t| t.remove("v"))
+        .filter(|v| !matches!(v, toml::Value::Float(f) if !f.is_finite()))
         .unwrap_or_else(|| toml::Value::String(value.to_string()));
     let parts: Vec<&str> = key.split('.').collect();
     let mut cur = root;
@@ -236,6 +249,9 @@ fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), String> {
                 if last {
                     t.insert(part.to_string(), parsed);
                     return Ok(());
+                }
+                if !t.contains_key(*part) && parts[i + 1].parse::<usize>().is_ok() {
+                    return Err(format!("`{}` has no entry {} (the list is empty or missing)", parts[..=i].join("."), parts[i + 1]));
                 }
                 t.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()))
             }
@@ -335,7 +351,10 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
         },
         "chain" => TopologyKind::Chain {
             switches: need(net.switches, "switches", 1)?,
-            hosts_per_switch: net.hosts_per_switch.unwrap_or(1).max(1),
+            hosts_per_switch: match net.hosts_per_switch {
+                None => 1,
+                Some(_) => need(net.hosts_per_switch, "hosts_per_switch", 1)?,
+            },
             fabric,
         },
         "tree" => TopologyKind::Tree {
@@ -368,9 +387,18 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
                 };
                 nodes.push(NodeSpec { name: n.name.clone(), kind });
             }
+            // Links that touch a host default to the host-link rate and delay.
+            let is_host = |name: &str| nodes.iter().any(|n| n.name == name && n.kind == NodeKind::Host);
             let links = links_raw
                 .iter()
-                .map(|l| (l.a.clone(), l.b.clone(), level(l.rate, l.delay, l.buffer)))
+                .map(|l| {
+                    let mut p = level(l.rate, l.delay, l.buffer);
+                    if is_host(&l.a) || is_host(&l.b) {
+                        p.rate = l.rate.map(|r| r.0).unwrap_or(host.rate);
+                        p.delay = l.delay.map(|d| d.0).unwrap_or(host.delay);
+                    }
+                    (l.a.clone(), l.b.clone(), p)
+                })
                 .collect();
             TopologyKind::Custom { nodes, links }
         }
@@ -489,6 +517,9 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
     if tcp.min_rto == Nanos::ZERO {
         return Err(err("transport.min_rto", "must be positive".into()));
     }
+    if tcp.initial_rto < tcp.min_rto {
+        return Err(err("transport.initial_rto", format!("must not be below min_rto ({})", tcp.min_rto)));
+    }
     if tcp.max_rto < tcp.min_rto {
         return Err(err("transport.max_rto", "must not be below min_rto".into()));
     }
@@ -605,7 +636,10 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
     let _ = &raw.description;
     Ok(Scenario {
         file: file.to_string(),
-        name: raw.name.clone().unwrap_or_else(|| file.rsplit('/').next().unwrap_or(file).trim_end_matches(".toml").to_string()),
+        name: raw.name.clone().unwrap_or_else(|| {
+            let base = file.rsplit('/').next().unwrap_or(file);
+            base.strip_suffix(".toml").or_else(|| base.strip_suffix(".json")).unwrap_or(base).to_string()
+        }),
         seed: raw.seed.unwrap_or(1),
         stop_time,
         topology,

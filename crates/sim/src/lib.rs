@@ -13,7 +13,7 @@ mod results;
 mod sim;
 
 pub use results::{FlowResult, LinkResult, QueueSamples, Results, Summary};
-pub use sim::{RunStatus, Simulation};
+pub use sim::{RunStatus, Simulation, DEFAULT_HORIZON};
 
 /// Version of the simulator, reported in every summary.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

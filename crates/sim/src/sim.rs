@@ -43,6 +43,11 @@ struct FlowRecord {
 
 const NONE: u64 = u64::MAX;
 
+/// Without a `stop_time`, a run ends when every flow has completed, or at this simulated
+/// time at the latest (flows that cannot complete, e.g. behind a dead link, are then reported
+/// unfinished instead of running forever).
+pub const DEFAULT_HORIZON: Nanos = Nanos::from_secs(3600);
+
 #[derive(Copy, Clone)]
 struct FlowTimers {
     rto_at: u64,
@@ -167,11 +172,14 @@ impl Simulation {
         if scenario.monitor.queue_interval.is_some() {
             let all = scenario.monitor.queues.is_empty() || scenario.monitor.queues.iter().any(|q| q == "all");
             for (pi, p) in ports.iter().enumerate() {
-                let name = format!("{}->{}", topo.nodes[p.from.0 as usize].name, topo.nodes[p.to.0 as usize].name);
                 let wanted = if all {
                     !node_is_host[p.from.0 as usize]
                 } else {
-                    scenario.monitor.queues.iter().any(|q| q.replace(' ', "") == name)
+                    scenario.monitor.queues.iter().any(|q| {
+                        q.split_once("->").is_some_and(|(a, b)| {
+                            a.trim() == topo.nodes[p.from.0 as usize].name && b.trim() == topo.nodes[p.to.0 as usize].name
+                        })
+                    })
                 };
                 if wanted {
                     sampled_ports.push(pi as u32);
@@ -245,7 +253,7 @@ impl Simulation {
             return RunStatus::Finished;
         }
         let wall = Instant::now();
-        let stop = self.scenario.stop_time.unwrap_or(Nanos::MAX);
+        let stop = self.scenario.stop_time.unwrap_or(DEFAULT_HORIZON);
         let status = loop {
             let Some(t) = self.events.peek_time() else {
                 self.finished = true;
@@ -569,28 +577,54 @@ impl Simulation {
     }
 }
 
-/// Best-case completion time of `size` bytes over the path `fwd` (ACKs back over `rev`):
-/// the first packet crosses every hop (serialization plus propagation), the remaining bytes
-/// follow at the bottleneck rate, and the last ACK returns. A handshake adds one round trip
-/// of header-only packets. Windows and slow start are ignored.
+/// Best-case completion time of `size` bytes over the path `fwd` (ACKs back over `rev`): all
+/// segments leave the sender back to back at time zero and cross the store-and-forward path
+/// with no other traffic and no window limit; the flow completes when the ACK of the last
+/// segment is back. The pipeline is computed packet by packet (a packet starts on a hop when
+/// it has arrived there and the previous packet has left); once it is in steady state, the
+/// remaining full-size segments advance every hop by the largest per-hop serialization time,
+/// so long flows cost no more than short ones. A handshake adds one round trip of
+/// header-only packets.
 fn ideal_fct(size: u64, fwd: &[PortId], rev: &[PortId], ports: &[Port], tcp: &TcpConfig) -> Nanos {
     let mss = tcp.mss_bytes as u64;
     let hdr = tcp.header_bytes as u64;
     let segments = size.div_ceil(mss).max(1);
-    let total_wire = size + segments * hdr;
     let first_wire = size.min(mss) + hdr;
-    let mut t = Nanos::ZERO;
-    let mut min_rate = u64::MAX;
-    for p in fwd {
-        let port = &ports[p.0 as usize];
-        t += port.rate.tx_time(first_wire) + port.delay;
-        min_rate = min_rate.min(port.rate.0);
+    let full_wire = mss + hdr;
+    let last_wire = size.saturating_sub((segments - 1) * mss) + hdr;
+    let hops: Vec<(fctlab_engine::BitsPerSec, Nanos)> = fwd.iter().map(|p| (ports[p.0 as usize].rate, ports[p.0 as usize].delay)).collect();
+    let mut fin = vec![Nanos::ZERO; hops.len()];
+    let send = |bytes: u64, fin: &mut [Nanos]| -> Nanos {
+        pipeline(&hops, Nanos::ZERO, bytes, fin)
+    };
+    let mut arrival = send(first_wire, &mut fin);
+    let mut prev_arrival = None;
+    if segments >= 2 {
+        let middle = segments - 2;
+        let direct = middle.min(hops.len() as u64 + 2);
+        let mut a = arrival;
+        for _ in 0..direct {
+            a = send(full_wire, &mut fin);
+        }
+        let rest = middle - direct;
+        if rest > 0 {
+            let step = hops.iter().map(|(r, _)| r.tx_time(full_wire)).max().unwrap_or(Nanos::ZERO);
+            for f in fin.iter_mut() {
+                *f += step.mul(rest);
+            }
+            a += step.mul(rest);
+        }
+        prev_arrival = Some(a);
+        arrival = send(last_wire, &mut fin);
     }
-    t += fctlab_engine::BitsPerSec(min_rate).tx_time(total_wire - first_wire);
-    for p in rev {
-        let port = &ports[p.0 as usize];
-        t += port.rate.tx_time(hdr) + port.delay;
+    // The last ACK may queue behind the one before it (a short last segment follows its
+    // predecessor closely); earlier ACKs are spaced by full-size data and cannot interfere.
+    let rhops: Vec<(fctlab_engine::BitsPerSec, Nanos)> = rev.iter().map(|p| (ports[p.0 as usize].rate, ports[p.0 as usize].delay)).collect();
+    let mut rfin = vec![Nanos::ZERO; rhops.len()];
+    if let Some(a) = prev_arrival {
+        pipeline(&rhops, a, hdr, &mut rfin);
     }
+    let mut t = pipeline(&rhops, arrival, hdr, &mut rfin);
     if tcp.handshake {
         for p in fwd.iter().chain(rev) {
             let port = &ports[p.0 as usize];
@@ -598,4 +632,16 @@ fn ideal_fct(size: u64, fwd: &[PortId], rev: &[PortId], ports: &[Port], tcp: &Tc
         }
     }
     t
+}
+
+/// Sends one packet of `bytes` into a store-and-forward path at time `at`; `fin` holds each
+/// hop's finish time of the previous packet and is updated. Returns the arrival time.
+fn pipeline(hops: &[(fctlab_engine::BitsPerSec, Nanos)], at: Nanos, bytes: u64, fin: &mut [Nanos]) -> Nanos {
+    let mut arrive = at;
+    for (i, &(rate, delay)) in hops.iter().enumerate() {
+        let start = arrive.max(fin[i]);
+        fin[i] = start + rate.tx_time(bytes);
+        arrive = fin[i] + delay;
+    }
+    arrive
 }

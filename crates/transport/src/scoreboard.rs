@@ -34,6 +34,34 @@ impl RangeSet {
         (s, e)
     }
 
+    /// Removes [start, end) from the set.
+    pub fn remove(&mut self, start: u64, end: u64) {
+        if start >= end {
+            return;
+        }
+        let i = self.ranges.partition_point(|r| r.1 <= start);
+        let mut j = i;
+        let mut keep: [(u64, u64); 2] = [(0, 0); 2];
+        let mut n = 0;
+        while j < self.ranges.len() && self.ranges[j].0 < end {
+            let (rs, re) = self.ranges[j];
+            self.total -= re - rs;
+            if rs < start {
+                keep[n] = (rs, start);
+                n += 1;
+            }
+            if re > end {
+                keep[n] = (end, re);
+                n += 1;
+            }
+            j += 1;
+        }
+        for k in &keep[..n] {
+            self.total += k.1 - k.0;
+        }
+        self.ranges.splice(i..j, keep[..n].iter().copied());
+    }
+
     /// Forgets everything below `seq`.
     pub fn remove_below(&mut self, seq: u64) {
         let mut k = 0;
@@ -126,5 +154,19 @@ mod tests {
         assert_eq!(s.next_gap(36), (40, 50));
         assert_eq!(s.next_gap(45), (45, 50));
         assert_eq!(s.next_gap(70), (70, u64::MAX));
+    }
+
+    #[test]
+    fn remove_splits_and_trims() {
+        let mut s = RangeSet::new();
+        s.insert(10, 50);
+        s.insert(60, 80);
+        s.remove(20, 30);
+        assert_eq!(s.ranges(), &[(10, 20), (30, 50), (60, 80)]);
+        s.remove(45, 65);
+        assert_eq!(s.ranges(), &[(10, 20), (30, 45), (65, 80)]);
+        assert_eq!(s.total(), 10 + 15 + 15);
+        s.remove(0, 100);
+        assert!(s.is_empty() && s.total() == 0);
     }
 }

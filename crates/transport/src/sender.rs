@@ -11,7 +11,8 @@
 //! A hole is judged lost when it lies below the highest SACKed byte, or when it is the first
 //! unacknowledged segment at the start of recovery or after a partial ACK (NewReno's rule,
 //! which is all there is when SACK is off). Holes are retransmitted in order, each once per
-//! recovery; a lost retransmission is repaired by the timeout.
+//! recovery; a retransmission is judged lost again when data sent after it is SACKed
+//! `dupthresh` segments beyond (as Linux does), and the timeout repairs the rest.
 
 use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent};
 use crate::config::TcpConfig;
@@ -44,13 +45,13 @@ pub struct TcpSender {
     dupacks: u32,
     in_recovery: bool,
     recover: u64,
-    /// Next byte from which lost holes still need retransmitting (in recovery).
-    rxt_next: u64,
+    /// Bytes retransmitted in this recovery, not yet SACKed or acknowledged.
+    retx: RangeSet,
     /// Bytes below this count as lost in recovery even without SACK evidence.
     lost_hint: u64,
     sacked: RangeSet,
-    /// Retransmissions of this recovery still unacknowledged: (seq, snd_nxt when sent).
-    rexmits: std::collections::VecDeque<(u64, u64)>,
+    /// Retransmissions of this recovery in sending order: (seq, end, snd_nxt when sent).
+    rexmits: std::collections::VecDeque<(u64, u64, u64)>,
     rtt: RttEstimator,
     rto_deadline: Option<Nanos>,
     backoff: u32,
@@ -83,7 +84,7 @@ impl TcpSender {
             dupacks: 0,
             in_recovery: false,
             recover: 0,
-            rxt_next: 0,
+            retx: RangeSet::new(),
             lost_hint: 0,
             sacked: RangeSet::new(),
             rexmits: std::collections::VecDeque::new(),
@@ -120,9 +121,9 @@ impl TcpSender {
     /// A one-line description of the sender's state, for diagnostics.
     pub fn describe(&self) -> String {
         format!(
-            "state={:?} una={} nxt={} max={} cwnd={} ssthresh={} pipe={} recovery={} recover={} rxt_next={} lost_hint={} sacked={:?} dupacks={} rto_at={:?} backoff={} rto={:?}",
+            "state={:?} una={} nxt={} max={} cwnd={} ssthresh={} pipe={} recovery={} recover={} retx={:?} lost_hint={} sacked={:?} dupacks={} rto_at={:?} backoff={} rto={:?}",
             self.state, self.snd_una, self.snd_nxt, self.snd_max, self.st.cwnd_bytes, self.st.ssthresh_bytes, self.pipe(),
-            self.in_recovery, self.recover, self.rxt_next, self.lost_hint, self.sacked.ranges(), self.dupacks, self.rto_deadline, self.backoff, self.rtt.rto()
+            self.in_recovery, self.recover, self.retx.ranges(), self.lost_hint, self.sacked.ranges(), self.dupacks, self.rto_deadline, self.backoff, self.rtt.rto()
         )
     }
 
@@ -189,6 +190,7 @@ impl TcpSender {
                 let (s, e) = (b.start.max(ack), b.end.min(self.snd_max));
                 if s < e {
                     self.sacked.insert(s, e);
+                    self.retx.remove(s, e);
                 }
             }
         }
@@ -205,16 +207,18 @@ impl TcpSender {
                 self.snd_nxt = ack;
             }
             self.sacked.remove_below(ack);
+            self.retx.remove_below(ack);
             self.dupacks = 0;
             self.backoff = 0;
             if self.in_recovery {
                 if ack >= self.recover {
                     self.in_recovery = false;
+                    self.retx.clear();
+                    self.rexmits.clear();
                     self.st.cwnd_bytes = self.st.ssthresh_bytes.max(mss);
                 } else {
                     // Partial ACK: the next unacknowledged segment is lost too.
                     self.lost_hint = self.lost_hint.max(ack + mss);
-                    self.rxt_next = self.rxt_next.max(ack);
                 }
             } else {
                 let sample = AckSample {
@@ -250,6 +254,10 @@ impl TcpSender {
             let sack_says = self.cfg.sack && self.sacked.total() >= dupthresh * mss;
             if self.dupacks as u64 >= dupthresh || sack_says {
                 self.enter_recovery();
+                // Fast retransmit: the first hole goes out at once, whatever the pipe.
+                if let Some((seq, len)) = self.next_hole() {
+                    self.retransmit(now, seq, len, out);
+                }
             }
         }
         self.send_what_fits(now, out);
@@ -264,12 +272,12 @@ impl TcpSender {
     fn detect_lost_retransmissions(&mut self) {
         let beyond = self.cfg.dupthresh as u64 * self.st.mss_bytes;
         let highest = self.sacked.highest().unwrap_or(0);
-        while let Some(&(seq, mark)) = self.rexmits.front() {
-            if seq < self.snd_una || self.sacked.covered_in(seq, seq + 1) == 1 {
-                self.rexmits.pop_front();
+        while let Some(&(seq, end, mark)) = self.rexmits.front() {
+            if self.retx.covered_in(seq, end) == 0 {
+                self.rexmits.pop_front(); // acknowledged or SACKed meanwhile
             } else if highest >= mark + beyond {
                 self.rexmits.pop_front();
-                self.rxt_next = self.rxt_next.min(seq);
+                self.retx.remove(seq, end);
             } else {
                 break;
             }
@@ -277,12 +285,14 @@ impl TcpSender {
     }
 
     fn enter_recovery(&mut self) {
-        let flight = self.snd_max - self.snd_una;
+        // FlightSize, but not above the window: with many holes, snd_max - snd_una overstates
+        // what is really in the network.
+        let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
         self.cc.on_congestion(&mut self.st, CongestionEvent::Loss { flight_bytes: flight });
         self.in_recovery = true;
         self.recover = self.snd_max;
         self.ecn_recover = self.snd_max;
-        self.rxt_next = self.snd_una;
+        self.retx.clear();
         self.lost_hint = self.snd_una + self.st.mss_bytes;
         self.rexmits.clear();
     }
@@ -292,27 +302,35 @@ impl TcpSender {
         self.sacked.highest().unwrap_or(0).max(self.lost_hint).min(self.snd_max)
     }
 
-    /// RFC 6675 pipe: outstanding bytes minus SACKed bytes minus lost, unretransmitted holes.
+    /// RFC 6675 pipe: outstanding bytes minus SACKed bytes minus lost holes not retransmitted.
     fn pipe(&self) -> u64 {
         let outstanding = self.snd_nxt - self.snd_una - self.sacked.covered_in(self.snd_una, self.snd_nxt);
         if !self.in_recovery {
             return outstanding;
         }
-        let from = self.rxt_next.max(self.snd_una);
-        let to = self.lost_limit();
-        let lost = if to > from { (to - from) - self.sacked.covered_in(from, to) } else { 0 };
+        let (from, to) = (self.snd_una, self.lost_limit());
+        let lost = if to > from { (to - from) - self.sacked.covered_in(from, to) - self.retx.covered_in(from, to) } else { 0 };
         outstanding.saturating_sub(lost)
     }
 
-    /// The next lost hole to retransmit: (seq, len).
+    /// The next lost hole to retransmit: (seq, len), neither SACKed nor retransmitted yet.
     fn next_hole(&self) -> Option<(u64, u64)> {
         let limit = self.lost_limit();
-        let (s, gap_end) = self.sacked.next_gap(self.rxt_next.max(self.snd_una));
-        if s >= limit {
-            return None;
+        let mut s = self.snd_una;
+        while s < limit {
+            let (g, gap_end) = self.sacked.next_gap(s);
+            if g >= limit {
+                return None;
+            }
+            let (r, r_end) = self.retx.next_gap(g);
+            if r != g {
+                s = r; // g lies in a retransmitted range; continue after it
+                continue;
+            }
+            let end = gap_end.min(r_end).min(limit).min(g + self.st.mss_bytes);
+            return Some((g, end - g));
         }
-        let len = (gap_end.min(limit) - s).min(self.st.mss_bytes);
-        Some((s, len))
+        None
     }
 
     fn send_what_fits(&mut self, now: Nanos, out: &mut Vec<Packet>) {
@@ -327,11 +345,7 @@ impl TcpSender {
                     break;
                 }
                 if let Some((seq, len)) = self.next_hole() {
-                    self.emit(now, seq, len, out);
-                    self.rxt_next = seq + len;
-                    if self.cfg.sack && self.rexmits.len() < 4096 {
-                        self.rexmits.push_back((seq, self.snd_nxt));
-                    }
+                    self.retransmit(now, seq, len, out);
                     continue;
                 }
             }
@@ -353,6 +367,14 @@ impl TcpSender {
             if self.snd_nxt > self.snd_max {
                 self.snd_max = self.snd_nxt;
             }
+        }
+    }
+
+    fn retransmit(&mut self, now: Nanos, seq: u64, len: u64, out: &mut Vec<Packet>) {
+        self.emit(now, seq, len, out);
+        self.retx.insert(seq, seq + len);
+        if self.cfg.sack && self.rexmits.len() < 4096 {
+            self.rexmits.push_back((seq, seq + len, self.snd_nxt));
         }
     }
 
@@ -407,12 +429,13 @@ impl TcpSender {
                     return;
                 }
                 self.timeouts += 1;
-                let flight = self.snd_max - self.snd_una;
+                let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
                 self.cc.on_congestion(&mut self.st, CongestionEvent::Timeout { flight_bytes: flight });
                 self.in_recovery = false;
                 self.recover = self.snd_max;
                 self.ecn_recover = self.snd_max;
                 self.sacked.clear();
+                self.retx.clear();
                 self.rexmits.clear();
                 self.dupacks = 0;
                 self.snd_nxt = self.snd_una;
@@ -421,5 +444,100 @@ impl TcpSender {
                 self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::{CcConfig, NewRenoConfig};
+    use fctlab_net::SackBlock;
+
+    const MSS: u64 = 1000;
+
+    fn sender(cwnd_segments: u32) -> TcpSender {
+        let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: cwnd_segments, min_rto: Nanos::from_millis(10), ..Default::default() };
+        TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(), false)
+    }
+
+    /// An ACK for `ack` carrying SACK blocks given in segments.
+    fn ack(s: &mut TcpSender, t_us: u64, ack_seg: u64, blocks: &[(u64, u64)], out: &mut Vec<Packet>) {
+        let mut p = Packet { kind: PacketKind::Ack, ack: ack_seg * MSS, ts_echo_ns: 0, ..Default::default() };
+        for (i, &(a, b)) in blocks.iter().take(3).enumerate() {
+            p.sack[i] = SackBlock { start: a * MSS, end: b * MSS };
+        }
+        p.sack_len = blocks.len().min(3) as u8;
+        s.on_packet(Nanos::from_micros(t_us), &p, out);
+    }
+
+    fn seqs(out: &[Packet]) -> Vec<u64> {
+        out.iter().map(|p| p.seq / MSS).collect()
+    }
+
+    #[test]
+    fn initial_window_then_one_segment_per_ack_in_avoidance() {
+        let mut s = sender(4);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out);
+        assert_eq!(seqs(&out), vec![0, 1, 2, 3]);
+        assert!(s.rto_deadline().is_some());
+    }
+
+    #[test]
+    fn sack_recovery_retransmits_each_hole_once_and_detects_lost_retransmissions() {
+        let mut s = sender(20);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out);
+        assert_eq!(out.len(), 20);
+        out.clear();
+        // Segments 0 and 5 are lost; 1..5 and 6..9 arrive, each producing a dup ACK for 0.
+        ack(&mut s, 100, 0, &[(1, 2)], &mut out);
+        ack(&mut s, 101, 0, &[(1, 3)], &mut out);
+        ack(&mut s, 102, 0, &[(1, 4)], &mut out);
+        assert!(s.in_recovery(), "{}", s.describe());
+        // cwnd halves to 10 segments; the first hole (segment 0) is retransmitted at once
+        let rx: Vec<&Packet> = out.iter().filter(|p| p.has(flags::RETX)).collect();
+        assert_eq!(rx.len(), 1);
+        assert_eq!(rx[0].seq, 0);
+        out.clear();
+        ack(&mut s, 103, 0, &[(6, 10), (1, 5)], &mut out);
+        // pipe (13 segments) is above cwnd (10): nothing may be sent yet
+        assert!(out.is_empty(), "{:?}", seqs(&out));
+        ack(&mut s, 103, 0, &[(6, 18), (1, 5)], &mut out);
+        // segment 5 is now below the highest SACK: retransmitted once, segment 0 not again
+        assert_eq!(seqs(&out).iter().filter(|&&q| q == 5).count(), 1, "{:?}", seqs(&out));
+        assert!(!seqs(&out).contains(&0));
+        out.clear();
+        // More SACKs for data sent after the retransmissions, but not beyond 3 segments past
+        // the new-data mark: no retransmission is judged lost yet.
+        ack(&mut s, 104, 0, &[(6, 21), (1, 5)], &mut out);
+        assert!(!seqs(&out).contains(&0) && !seqs(&out).contains(&5), "{:?}", seqs(&out));
+        // SACKs far beyond everything sent after the retransmission of 0: it was lost.
+        let hi = s.snd_max / MSS;
+        out.clear();
+        ack(&mut s, 105, 0, &[(6, hi), (1, 5)], &mut out);
+        assert!(hi >= 25);
+        assert!(seqs(&out).contains(&0), "segment 0 should be sent again: {:?} {}", seqs(&out), s.describe());
+        assert!(seqs(&out).contains(&5), "segment 5 should be sent again: {:?} {}", seqs(&out), s.describe());
+        // The cumulative ACK ends recovery at the recovery point.
+        out.clear();
+        ack(&mut s, 106, hi, &[], &mut out);
+        assert!(!s.in_recovery());
+        assert_eq!(s.retransmits, 4);
+    }
+
+    #[test]
+    fn timeout_goes_back_to_one_segment() {
+        let mut s = sender(10);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out);
+        out.clear();
+        let d = s.rto_deadline().unwrap();
+        s.on_rto(d, &mut out);
+        assert_eq!(seqs(&out), vec![0]);
+        assert_eq!(s.timeouts, 1);
+        assert_eq!(s.st.cwnd_bytes, MSS);
+        // backed off: twice the timeout
+        assert_eq!(s.rto_deadline().unwrap() - d, Nanos::from_millis(2000).min(Nanos((d.0) * 2)));
     }
 }
