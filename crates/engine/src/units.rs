@@ -96,9 +96,17 @@ impl BitsPerSec {
     /// This is the one place where bytes and rates become time.
     #[inline]
     pub fn tx_time(self, bytes: u64) -> Nanos {
+        let r = self.0.max(1);
+        // Fast path: rates that divide 8e12 (every common link rate) take a whole number of
+        // picoseconds per byte, and the result needs no 128-bit division.
+        if 8_000_000_000_000 % r == 0 {
+            let ps_per_byte = 8_000_000_000_000 / r;
+            if let Some(ps) = bytes.checked_mul(ps_per_byte) {
+                return Nanos(ps.div_ceil(1000));
+            }
+        }
         let bits = bytes as u128 * 8 * 1_000_000_000;
-        let r = self.0.max(1) as u128;
-        Nanos(bits.div_ceil(r) as u64)
+        Nanos(bits.div_ceil(r as u128) as u64)
     }
     pub fn as_f64(self) -> f64 {
         self.0 as f64
@@ -130,6 +138,13 @@ mod tests {
         assert_eq!(BitsPerSec(1_000_000_000).tx_time(1500), Nanos(12_000));
         // 1 byte at 3 bps = 2.666..s -> rounded up
         assert_eq!(BitsPerSec(3).tx_time(1), Nanos(2_666_666_667));
+        // fast and slow paths agree
+        for rate in [100_000_000u64, 1_000_000_000, 10_000_000_000, 25_000_000_000, 40_000_000_000, 100_000_000_000, 400_000_000_000, 3_000_000_000] {
+            for bytes in [1u64, 40, 41, 1500, 9000, 123_456_789] {
+                let exact = (bytes as u128 * 8_000_000_000).div_ceil(rate as u128) as u64;
+                assert_eq!(BitsPerSec(rate).tx_time(bytes), Nanos(exact), "{rate} {bytes}");
+            }
+        }
     }
 
     #[test]
