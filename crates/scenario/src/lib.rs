@@ -7,6 +7,7 @@
 
 pub mod schema;
 pub mod units;
+pub mod workloads;
 
 use fctlab_engine::Nanos;
 use fctlab_net::{BufferLimit, NodeKind, QueueConfig, Topology};
@@ -49,7 +50,13 @@ pub struct FlowSpec {
     /// Relative deadline (met if the flow completes within it).
     pub deadline: Option<Nanos>,
     pub tag: String,
+    /// Group name ("" for none); flows of one incast round or shuffle job share one.
     pub group: String,
+    /// Index of `group` in [`Scenario::groups`].
+    pub group_id: Option<u32>,
+    /// Start only once every flow of this group has completed; `start` is then the delay
+    /// after that moment (closed-loop workloads: incast rounds, request/response).
+    pub after: Option<u32>,
     pub cc: CcConfig,
     /// Data packets carry ECT.
     pub ecn: bool,
@@ -77,6 +84,8 @@ pub struct Scenario {
     pub nic_buffer: BufferLimit,
     pub tcp: TcpConfig,
     pub flows: Vec<FlowSpec>,
+    /// Names of flow groups, indexed by `FlowSpec::group_id` and `FlowSpec::after`.
+    pub groups: Vec<String>,
     pub monitor: MonitorConfig,
     /// SHA-256 of the scenario text and the overrides applied to it.
     pub sha256: String,

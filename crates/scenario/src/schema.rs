@@ -24,6 +24,8 @@ struct RawScenario {
     #[serde(default)]
     flows: Vec<RawFlow>,
     #[serde(default)]
+    workloads: Vec<crate::workloads::RawWorkload>,
+    #[serde(default)]
     monitor: RawMonitor,
 }
 
@@ -118,6 +120,7 @@ struct RawFlow {
     deadline: Option<Duration>,
     tag: Option<String>,
     group: Option<String>,
+    after: Option<String>,
     protocol: Option<String>,
     ecn: Option<bool>,
     #[serde(flatten)]
@@ -135,7 +138,7 @@ const TRANSPORT_KEYS: &[&str] = &[
     "protocol", "mss", "header_bytes", "min_rto", "initial_rto", "max_rto", "initial_cwnd", "delayed_ack", "delayed_ack_timeout",
     "sack", "ecn", "handshake", "rwnd", "dupthresh",
 ];
-const FLOW_KEYS: &[&str] = &["src", "dst", "size", "start", "deadline", "tag", "group", "protocol", "ecn"];
+const FLOW_KEYS: &[&str] = &["src", "dst", "size", "start", "deadline", "tag", "group", "after", "protocol", "ecn"];
 
 /// Which `[network]` sizing keys each topology takes.
 fn topology_keys(topology: &str) -> Option<&'static [&'static str]> {
@@ -543,27 +546,22 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
     }
 
     // --- flows ---
-    let mut flows = Vec::with_capacity(raw.flows.len());
-    let host_list = || {
-        let names: Vec<&str> = topology.nodes.iter().filter(|n| n.kind == NodeKind::Host).map(|n| n.name.as_str()).collect();
-        if names.len() <= 6 {
-            names.join(", ")
-        } else {
-            format!("{}, {}, {}, ..., {} ({} hosts)", names[0], names[1], names[2], names[names.len() - 1], names.len())
-        }
-    };
     let stop_time = raw.stop_time.map(|d| d.0);
+    let mut ctx = FlowCtx {
+        file: file.to_string(),
+        topology: &topology,
+        tcp,
+        transport_extra: &t.extra,
+        default_protocol,
+        groups: Vec::new(),
+        stop_time,
+    };
+    let mut flows = Vec::with_capacity(raw.flows.len());
+    let mut afters: Vec<(usize, String)> = Vec::new();
     for (i, f) in raw.flows.iter().enumerate() {
         let key = |k: &str| format!("flows[{i}].{k}");
-        let find_host = |name: &str, k: &str| -> Result<usize, ScenarioError> {
-            match topology.find(name) {
-                Some(idx) if topology.nodes[idx].kind == NodeKind::Host => Ok(idx),
-                Some(_) => Err(err(&key(k), format!("\"{name}\" is a switch, not a host (hosts: {})", host_list()))),
-                None => Err(err(&key(k), format!("unknown host \"{name}\" (hosts of this {topo_name}: {})", host_list()))),
-            }
-        };
-        let src = find_host(&f.src, "src")?;
-        let dst = find_host(&f.dst, "dst")?;
+        let src = ctx.host(&f.src, &key("src"))?;
+        let dst = ctx.host(&f.dst, &key("dst"))?;
         if src == dst {
             return Err(err(&key("dst"), format!("a flow from \"{}\" to itself", f.src)));
         }
@@ -572,34 +570,15 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
                 return Err(err(&key("size"), "must be positive (omit `size` for a long-lived flow)".into()));
             }
         }
-        let protocol = f.protocol.clone().unwrap_or_else(|| default_protocol.clone());
-        let known_protocol = cc::REGISTRY.iter().any(|r| r.names.contains(&protocol.as_str()));
-        if !known_protocol {
-            return Err(err(&key("protocol"), cc::configure(&protocol, &Params::new()).unwrap_err()));
-        }
-        let proto_keys = cc::keys_of(&protocol);
-        let mut params = Params::new();
-        for (k, v) in &t.extra {
-            if proto_keys.contains(&k.as_str()) {
-                if let Some(pv) = to_param(v) {
-                    params.set(k, pv);
-                }
-            }
-        }
-        for (k, v) in &f.extra {
-            if !proto_keys.contains(&k.as_str()) {
-                let mut known: Vec<&str> = FLOW_KEYS.to_vec();
-                known.extend(proto_keys.iter());
-                return Err(err(&key(k), format!("unknown key for a {protocol} flow (known: {})", known.join(", "))));
-            }
-            let pv = to_param(v).ok_or_else(|| err(&key(k), "expected a number, string or boolean".into()))?;
-            params.set(k, pv);
-        }
-        let ccfg = cc::configure(&protocol, &params).map_err(|m| err(&format!("flows[{i}]"), m))?;
+        let (ccfg, ecn) = ctx.protocol(f.protocol.as_deref(), f.ecn, &f.extra, &format!("flows[{i}]"), FLOW_KEYS)?;
         if f.size.is_none() && stop_time.is_none() {
             return Err(err(&key("size"), "a long-lived flow (no `size`) needs a top-level `stop_time`".into()));
         }
-        let ecn = f.ecn.unwrap_or(tcp.ecn) || ccfg.requires_ecn();
+        let group = f.group.clone().unwrap_or_default();
+        let group_id = ctx.group(&group);
+        if let Some(a) = &f.after {
+            afters.push((i, a.clone()));
+        }
         flows.push(FlowSpec {
             src,
             dst,
@@ -607,11 +586,30 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
             start: f.start.map(|d| d.0).unwrap_or(Nanos::ZERO),
             deadline: f.deadline.map(|d| d.0),
             tag: f.tag.clone().unwrap_or_default(),
-            group: f.group.clone().unwrap_or_default(),
+            group,
+            group_id,
+            after: None,
             cc: ccfg,
             ecn,
         });
     }
+    for (i, w) in raw.workloads.iter().enumerate() {
+        let generated = crate::workloads::generate(w, i, &mut ctx, raw.seed.unwrap_or(1))?;
+        flows.extend(generated);
+    }
+    // `after` on explicit flows names a group that some flow belongs to.
+    for (i, a) in afters {
+        let g = ctx.groups.iter().position(|g| g == &a).filter(|&g| flows.iter().any(|f| f.group_id == Some(g as u32)));
+        let Some(g) = g else {
+            return Err(err(&format!("flows[{i}].after"), format!("no flow belongs to group \"{a}\"")));
+        };
+        if flows[i].group_id == Some(g as u32) {
+            return Err(err(&format!("flows[{i}].after"), format!("a flow cannot wait for its own group \"{a}\"")));
+        }
+        flows[i].after = Some(g as u32);
+    }
+    check_no_cycles(&flows, &ctx.groups).map_err(|m| err("flows", m))?;
+    let groups = std::mem::take(&mut ctx.groups);
 
     // --- monitor ---
     let monitor = MonitorConfig { queue_interval: raw.monitor.queue_interval.map(|d| d.0), queues: raw.monitor.queues.clone().unwrap_or_default() };
@@ -647,9 +645,134 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
         nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(buffer),
         tcp,
         flows,
+        groups,
         monitor,
         sha256,
     })
+}
+
+/// Group dependencies (`after`) must not form a cycle, or the flows would never start.
+fn check_no_cycles(flows: &[FlowSpec], groups: &[String]) -> Result<(), String> {
+    let n = groups.len();
+    let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for f in flows {
+        if let (Some(g), Some(a)) = (f.group_id, f.after) {
+            edges[a as usize].push(g as usize);
+        }
+    }
+    // 0 = unseen, 1 = on stack, 2 = done
+    let mut state = vec![0u8; n];
+    for start in 0..n {
+        if state[start] != 0 {
+            continue;
+        }
+        let mut stack = vec![(start, 0usize)];
+        state[start] = 1;
+        while let Some(&mut (v, ref mut i)) = stack.last_mut() {
+            if *i < edges[v].len() {
+                let w = edges[v][*i];
+                *i += 1;
+                match state[w] {
+                    0 => {
+                        state[w] = 1;
+                        stack.push((w, 0));
+                    }
+                    1 => return Err(format!("groups wait for each other in a cycle (through \"{}\")", groups[w])),
+                    _ => {}
+                }
+            } else {
+                state[v] = 2;
+                stack.pop();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What flow construction needs from the rest of the scenario: host names, protocol
+/// defaults, and the group names seen so far.
+pub(crate) struct FlowCtx<'a> {
+    pub file: String,
+    pub topology: &'a Topology,
+    pub tcp: TcpConfig,
+    pub transport_extra: &'a BTreeMap<String, toml::Value>,
+    pub default_protocol: String,
+    pub groups: Vec<String>,
+    pub stop_time: Option<Nanos>,
+}
+
+impl FlowCtx<'_> {
+    pub fn err(&self, key: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError { file: self.file.clone(), key: key.to_string(), message: message.into() }
+    }
+
+    pub fn host_list(&self) -> String {
+        let names: Vec<&str> = self.topology.nodes.iter().filter(|n| n.kind == NodeKind::Host).map(|n| n.name.as_str()).collect();
+        if names.len() <= 6 {
+            names.join(", ")
+        } else {
+            format!("{}, {}, {}, ..., {} ({} hosts)", names[0], names[1], names[2], names[names.len() - 1], names.len())
+        }
+    }
+
+    /// The node index of host `name`; `key` names the scenario key for errors.
+    pub fn host(&self, name: &str, key: &str) -> Result<usize, ScenarioError> {
+        match self.topology.find(name) {
+            Some(idx) if self.topology.nodes[idx].kind == NodeKind::Host => Ok(idx),
+            Some(_) => Err(self.err(key, format!("\"{name}\" is a switch, not a host (hosts: {})", self.host_list()))),
+            None => Err(self.err(key, format!("unknown host \"{name}\" (hosts of this {}: {})", self.topology.kind, self.host_list()))),
+        }
+    }
+
+    /// Interns a group name ("" is no group).
+    pub fn group(&mut self, name: &str) -> Option<u32> {
+        if name.is_empty() {
+            return None;
+        }
+        if let Some(i) = self.groups.iter().position(|g| g == name) {
+            return Some(i as u32);
+        }
+        self.groups.push(name.to_string());
+        Some(self.groups.len() as u32 - 1)
+    }
+
+    /// Resolves a protocol and its parameters: `[transport]` values first, then `extra` (the
+    /// entry's own keys that are not in `own_keys`). Returns the configuration and whether
+    /// data packets are ECN-capable.
+    pub fn protocol(
+        &self,
+        protocol: Option<&str>,
+        ecn: Option<bool>,
+        extra: &BTreeMap<String, toml::Value>,
+        prefix: &str,
+        own_keys: &[&str],
+    ) -> Result<(fctlab_transport::CcConfig, bool), ScenarioError> {
+        let protocol = protocol.unwrap_or(&self.default_protocol);
+        if !cc::REGISTRY.iter().any(|r| r.names.contains(&protocol)) {
+            return Err(self.err(&format!("{prefix}.protocol"), cc::configure(protocol, &Params::new()).unwrap_err()));
+        }
+        let proto_keys = cc::keys_of(protocol);
+        let mut params = Params::new();
+        for (k, v) in self.transport_extra {
+            if proto_keys.contains(&k.as_str()) {
+                if let Some(pv) = to_param(v) {
+                    params.set(k, pv);
+                }
+            }
+        }
+        for (k, v) in extra {
+            if !proto_keys.contains(&k.as_str()) {
+                let mut known: Vec<&str> = own_keys.to_vec();
+                known.extend(proto_keys.iter());
+                return Err(self.err(&format!("{prefix}.{k}"), format!("unknown key for a {protocol} flow (known: {})", known.join(", "))));
+            }
+            let pv = to_param(v).ok_or_else(|| self.err(&format!("{prefix}.{k}"), "expected a number, string or boolean"))?;
+            params.set(k, pv);
+        }
+        let ccfg = cc::configure(protocol, &params).map_err(|m| self.err(prefix, m))?;
+        let ecn = ecn.unwrap_or(self.tcp.ecn) || ccfg.requires_ecn();
+        Ok((ccfg, ecn))
+    }
 }
 
 #[cfg(test)]

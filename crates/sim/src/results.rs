@@ -8,7 +8,8 @@ pub struct FlowResult {
     pub dst: String,
     pub size_bytes: Option<u64>,
     pub bytes_delivered: u64,
-    pub start_s: f64,
+    /// Actual start time; None for a flow that never started (waiting for a group).
+    pub start_s: Option<f64>,
     pub finish_s: Option<f64>,
     pub fct_s: Option<f64>,
     pub ideal_fct_s: Option<f64>,

@@ -14,6 +14,8 @@ enum Event {
     Arrival(u32),
     /// One or more flows start now.
     FlowStart,
+    /// A flow whose group dependency completed starts now.
+    StartDependent(u32),
     Rto(u32),
     DelAck(u32),
     QueueSample,
@@ -78,6 +80,12 @@ pub struct Simulation {
     timers: Vec<FlowTimers>,
     start_order: Vec<u32>,
     next_start: usize,
+    /// Flows of each group not yet completed.
+    group_open: Vec<u32>,
+    /// Flows waiting for each group to complete.
+    dependents: Vec<Vec<u32>>,
+    /// Dependent flows scheduled to start but not started yet.
+    dependent_starts_pending: usize,
     out: Vec<Packet>,
     open_flows: usize,
     long_lived_running: usize,
@@ -166,7 +174,17 @@ impl Simulation {
                 packets_sent: 0,
             });
         }
-        let mut start_order: Vec<u32> = (0..flows.len() as u32).collect();
+        let mut group_open = vec![0u32; scenario.groups.len()];
+        let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); scenario.groups.len()];
+        for (i, f) in scenario.flows.iter().enumerate() {
+            if let Some(g) = f.group_id {
+                group_open[g as usize] += 1;
+            }
+            if let Some(a) = f.after {
+                dependents[a as usize].push(i as u32);
+            }
+        }
+        let mut start_order: Vec<u32> = (0..flows.len() as u32).filter(|&i| scenario.flows[i as usize].after.is_none()).collect();
         start_order.sort_by_key(|&i| (flows[i as usize].start, i));
         let mut sampled_ports = Vec::new();
         if scenario.monitor.queue_interval.is_some() {
@@ -201,6 +219,9 @@ impl Simulation {
             flows,
             start_order,
             next_start: 0,
+            group_open,
+            dependents,
+            dependent_starts_pending: 0,
             out: Vec::with_capacity(64),
             open_flows: 0,
             long_lived_running: 0,
@@ -271,7 +292,11 @@ impl Simulation {
             let (t, ev) = self.events.pop().expect("peeked");
             self.now = t;
             self.dispatch(ev);
-            if self.open_flows == 0 && self.long_lived_running == 0 && self.next_start >= self.start_order.len() {
+            if self.open_flows == 0
+                && self.long_lived_running == 0
+                && self.next_start >= self.start_order.len()
+                && self.dependent_starts_pending == 0
+            {
                 self.finished = true;
                 break RunStatus::Finished;
             }
@@ -297,6 +322,10 @@ impl Simulation {
                 self.receive(to, pid);
             }
             Event::FlowStart => self.start_due_flows(),
+            Event::StartDependent(f) => {
+                self.dependent_starts_pending -= 1;
+                self.start_flow(f as usize);
+            }
             Event::Rto(f) => self.on_timer(f, true),
             Event::DelAck(f) => self.on_timer(f, false),
             Event::QueueSample => self.sample_queues(),
@@ -430,6 +459,7 @@ impl Simulation {
         let spec = &self.scenario.flows[f];
         let rec = &mut self.flows[f];
         rec.started = true;
+        rec.start = self.now;
         self.flows_started += 1;
         let id = FlowId(f as u32);
         let snd = TcpSender::new(id, rec.src, rec.dst, rec.size, &self.tcp, spec.cc.build(), spec.ecn);
@@ -455,6 +485,19 @@ impl Simulation {
         rec.packets_sent = conn.snd.packets_sent;
         self.timers[f] = FlowTimers { rto_at: NONE, delack_at: NONE };
         self.open_flows -= 1;
+        if let Some(g) = self.scenario.flows[f].group_id {
+            let open = &mut self.group_open[g as usize];
+            *open -= 1;
+            if *open == 0 {
+                // The group is complete: start the flows waiting for it, each after its delay.
+                let waiting = std::mem::take(&mut self.dependents[g as usize]);
+                for d in waiting {
+                    let delay = self.scenario.flows[d as usize].start;
+                    self.dependent_starts_pending += 1;
+                    self.events.push(self.now + delay, Event::StartDependent(d));
+                }
+            }
+        }
     }
 
     fn sample_queues(&mut self) {
@@ -473,7 +516,7 @@ impl Simulation {
             }
         }
         // Keep sampling only while something else can still happen.
-        if self.events.len() > 0 || self.next_start < self.start_order.len() {
+        if !self.events.is_empty() || self.next_start < self.start_order.len() {
             self.events.push(now + interval, Event::QueueSample);
         }
     }
@@ -498,7 +541,7 @@ impl Simulation {
                 dst: name(rec.dst),
                 size_bytes: rec.size,
                 bytes_delivered: delivered,
-                start_s: rec.start.as_secs_f64(),
+                start_s: rec.started.then(|| rec.start.as_secs_f64()),
                 finish_s: rec.finish.map(|t| t.as_secs_f64()),
                 fct_s: fct,
                 ideal_fct_s: ideal,

@@ -1,0 +1,740 @@
+//! Workload generators: `[[workloads]]` entries that expand into flows.
+//!
+//! Kinds: `poisson` (open-loop arrivals at a load or rate), `incast` (rounds of responses to
+//! one client, each round starting when the previous one has completed), `partition_aggregate`
+//! (requests to workers, then their responses), `permutation`, `shuffle` (MapReduce jobs),
+//! `long_lived` and `trace` (CSV replay). Every entry draws from its own random stream,
+//! derived from the scenario seed and the entry's position, so adding an entry leaves the
+//! flows of the others unchanged. See `docs/workloads.md`.
+
+use crate::schema::FlowCtx;
+use crate::units::{parse_duration, parse_size, Duration, Size};
+use crate::{FlowSpec, ScenarioError};
+use fctlab_engine::{Nanos, Rng};
+use fctlab_workload::{Cdf, SizeDist};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Deserialize, Debug)]
+pub struct RawWorkload {
+    kind: String,
+    senders: Option<toml::Value>,
+    receivers: Option<toml::Value>,
+    pattern: Option<String>,
+    sizes: Option<toml::Value>,
+    load: Option<f64>,
+    arrival_rate: Option<String>,
+    count: Option<u64>,
+    until: Option<Duration>,
+    start: Option<Duration>,
+    deadline: Option<toml::Value>,
+    tag: Option<String>,
+    protocol: Option<String>,
+    ecn: Option<bool>,
+    // incast
+    client: Option<String>,
+    servers: Option<toml::Value>,
+    response_size: Option<Size>,
+    rounds: Option<u64>,
+    round_gap: Option<Duration>,
+    // partition-aggregate
+    aggregator: Option<String>,
+    workers: Option<toml::Value>,
+    request_size: Option<Size>,
+    // shuffle
+    mappers: Option<toml::Value>,
+    reducers: Option<toml::Value>,
+    block_size: Option<Size>,
+    jobs: Option<u64>,
+    job_interval: Option<Duration>,
+    // trace
+    file: Option<String>,
+    #[serde(flatten)]
+    extra: BTreeMap<String, toml::Value>,
+}
+
+const COMMON: &[&str] = &["kind", "start", "deadline", "tag", "protocol", "ecn"];
+
+fn kind_keys(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "poisson" => &["senders", "receivers", "pattern", "sizes", "load", "arrival_rate", "count", "until"],
+        "incast" => &["client", "servers", "response_size", "sizes", "rounds", "round_gap"],
+        "partition_aggregate" => &["aggregator", "workers", "request_size", "response_size", "sizes", "jobs", "arrival_rate", "job_interval"],
+        "permutation" => &["senders", "receivers", "sizes"],
+        "shuffle" => &["mappers", "reducers", "block_size", "jobs", "arrival_rate", "job_interval"],
+        "long_lived" => &["senders", "receivers", "pattern"],
+        "trace" => &["file"],
+        _ => return None,
+    })
+}
+
+const KINDS: &str = "poisson, incast, partition_aggregate, permutation, shuffle, long_lived, trace";
+
+/// Size buckets used by per-class deadlines (same edges as the metrics' default buckets).
+const SMALL_BELOW: u64 = 100_000;
+const LARGE_FROM: u64 = 10_000_000;
+
+enum Deadline {
+    None,
+    Fixed(Nanos),
+    ByClass { small: Option<Nanos>, medium: Option<Nanos>, large: Option<Nanos> },
+}
+
+impl Deadline {
+    fn for_size(&self, size: Option<u64>) -> Option<Nanos> {
+        match self {
+            Deadline::None => None,
+            Deadline::Fixed(d) => Some(*d),
+            Deadline::ByClass { small, medium, large } => match size? {
+                s if s < SMALL_BELOW => *small,
+                s if s < LARGE_FROM => *medium,
+                _ => *large,
+            },
+        }
+    }
+}
+
+struct Gen<'c, 'a> {
+    ctx: &'c mut FlowCtx<'a>,
+    w: &'c RawWorkload,
+    index: usize,
+    prefix: String,
+    rng: Rng,
+    cc: fctlab_transport::CcConfig,
+    ecn: bool,
+    deadline: Deadline,
+    tag: String,
+    start: Nanos,
+    out: Vec<FlowSpec>,
+}
+
+/// Expands workload entry `index` into flows.
+pub(crate) fn generate(w: &RawWorkload, index: usize, ctx: &mut FlowCtx<'_>, seed: u64) -> Result<Vec<FlowSpec>, ScenarioError> {
+    let prefix = format!("workloads[{index}]");
+    let allowed = kind_keys(&w.kind).ok_or_else(|| ctx.err(&format!("{prefix}.kind"), format!("unknown workload kind \"{}\" (known: {KINDS})", w.kind)))?;
+    let given: [(&str, bool); 24] = [
+        ("senders", w.senders.is_some()),
+        ("receivers", w.receivers.is_some()),
+        ("pattern", w.pattern.is_some()),
+        ("sizes", w.sizes.is_some()),
+        ("load", w.load.is_some()),
+        ("arrival_rate", w.arrival_rate.is_some()),
+        ("count", w.count.is_some()),
+        ("until", w.until.is_some()),
+        ("client", w.client.is_some()),
+        ("servers", w.servers.is_some()),
+        ("response_size", w.response_size.is_some()),
+        ("rounds", w.rounds.is_some()),
+        ("round_gap", w.round_gap.is_some()),
+        ("aggregator", w.aggregator.is_some()),
+        ("workers", w.workers.is_some()),
+        ("request_size", w.request_size.is_some()),
+        ("mappers", w.mappers.is_some()),
+        ("reducers", w.reducers.is_some()),
+        ("block_size", w.block_size.is_some()),
+        ("jobs", w.jobs.is_some()),
+        ("job_interval", w.job_interval.is_some()),
+        ("file", w.file.is_some()),
+        ("tag", false),
+        ("start", false),
+    ];
+    for (k, present) in given {
+        if present && !allowed.contains(&k) {
+            return Err(ctx.err(&format!("{prefix}.{k}"), format!("not used by a \"{}\" workload (its keys: {})", w.kind, allowed.join(", "))));
+        }
+    }
+    let mut own: Vec<&str> = COMMON.to_vec();
+    own.extend(allowed.iter());
+    let (cc, ecn) = ctx.protocol(w.protocol.as_deref(), w.ecn, &w.extra, &prefix, &own)?;
+    let deadline = parse_deadline(ctx, &prefix, w.deadline.as_ref())?;
+    let mut g = Gen {
+        rng: Rng::stream(seed, 0x3000_0000 + index as u64),
+        ctx,
+        w,
+        index,
+        prefix,
+        cc,
+        ecn,
+        deadline,
+        tag: w.tag.clone().unwrap_or_default(),
+        start: w.start.map(|d| d.0).unwrap_or(Nanos::ZERO),
+        out: Vec::new(),
+    };
+    match w.kind.as_str() {
+        "poisson" => g.poisson()?,
+        "incast" => g.incast()?,
+        "partition_aggregate" => g.partition_aggregate()?,
+        "permutation" => g.permutation()?,
+        "shuffle" => g.shuffle()?,
+        "long_lived" => g.long_lived()?,
+        "trace" => g.trace()?,
+        _ => unreachable!("checked by kind_keys"),
+    }
+    Ok(g.out)
+}
+
+fn parse_deadline(ctx: &FlowCtx<'_>, prefix: &str, v: Option<&toml::Value>) -> Result<Deadline, ScenarioError> {
+    let key = format!("{prefix}.deadline");
+    let dur = |v: &toml::Value, k: &str| -> Result<Nanos, ScenarioError> {
+        match v {
+            toml::Value::String(s) => parse_duration(s).map_err(|m| ctx.err(k, m)),
+            other => Err(ctx.err(k, format!("expected a time such as \"30ms\", got {other}"))),
+        }
+    };
+    match v {
+        None => Ok(Deadline::None),
+        Some(toml::Value::Table(t)) => {
+            let mut d = Deadline::ByClass { small: None, medium: None, large: None };
+            for (k, val) in t {
+                let sub = format!("{key}.{k}");
+                let ns = dur(val, &sub)?;
+                if let Deadline::ByClass { small, medium, large } = &mut d {
+                    match k.as_str() {
+                        "small" => *small = Some(ns),
+                        "medium" => *medium = Some(ns),
+                        "large" => *large = Some(ns),
+                        _ => return Err(ctx.err(&sub, "size classes are small (< 100KB), medium (100KB to 10MB) and large (>= 10MB)")),
+                    }
+                }
+            }
+            Ok(d)
+        }
+        Some(other) => Ok(Deadline::Fixed(dur(other, &key)?)),
+    }
+}
+
+impl Gen<'_, '_> {
+    fn key(&self, k: &str) -> String {
+        format!("{}.{k}", self.prefix)
+    }
+    fn err(&self, k: &str, m: impl Into<String>) -> ScenarioError {
+        self.ctx.err(&self.key(k), m)
+    }
+
+    /// A set of hosts: a list of names, "all", or a prefix pattern like "s*".
+    fn hosts(&self, v: Option<&toml::Value>, k: &str) -> Result<Vec<usize>, ScenarioError> {
+        let v = v.ok_or_else(|| self.err(k, format!("a \"{}\" workload needs `{k}`", self.w.kind)))?;
+        let all_hosts = || self.ctx.topology.hosts().map(|(i, _)| i).collect::<Vec<_>>();
+        let list = match v {
+            toml::Value::String(s) if s == "all" => all_hosts(),
+            toml::Value::String(s) if s.ends_with('*') => {
+                let p = &s[..s.len() - 1];
+                let l: Vec<usize> = self.ctx.topology.hosts().filter(|(_, n)| n.name.starts_with(p)).map(|(i, _)| i).collect();
+                if l.is_empty() {
+                    return Err(self.err(k, format!("no host name starts with \"{p}\" (hosts: {})", self.ctx.host_list())));
+                }
+                l
+            }
+            toml::Value::String(s) => vec![self.ctx.host(s, &self.key(k))?],
+            toml::Value::Array(a) => {
+                let mut l = Vec::with_capacity(a.len());
+                for (i, x) in a.iter().enumerate() {
+                    let name = x.as_str().ok_or_else(|| self.err(&format!("{k}[{i}]"), "expected a host name"))?;
+                    l.push(self.ctx.host(name, &self.key(&format!("{k}[{i}]")))?);
+                }
+                l
+            }
+            other => return Err(self.err(k, format!("expected a list of host names, \"all\" or a prefix like \"s*\", got {other}"))),
+        };
+        if list.is_empty() {
+            return Err(self.err(k, "the host set is empty"));
+        }
+        Ok(list)
+    }
+
+    fn host(&self, name: Option<&String>, k: &str) -> Result<usize, ScenarioError> {
+        let name = name.ok_or_else(|| self.err(k, format!("a \"{}\" workload needs `{k}`", self.w.kind)))?;
+        self.ctx.host(name, &self.key(k))
+    }
+
+    fn sizes(&self, required: bool) -> Result<Option<SizeDist>, ScenarioError> {
+        let Some(v) = self.w.sizes.as_ref() else {
+            return if required { Err(self.err("sizes", format!("a \"{}\" workload needs `sizes`", self.w.kind))) } else { Ok(None) };
+        };
+        parse_sizes(self.ctx, &self.key("sizes"), v).map(Some)
+    }
+
+    /// Access-link rate of host node `h` in bits per second.
+    fn access_rate_bps(&self, h: usize) -> f64 {
+        self.ctx.topology.links.iter().find(|l| l.a == h || l.b == h).map_or(0.0, |l| l.params.rate.as_f64())
+    }
+
+    /// Flows per second from `arrival_rate`, or from `load` given the mean size.
+    fn rate_per_s(&self, mean_bytes: Option<f64>, receivers: &[usize]) -> Result<f64, ScenarioError> {
+        match (self.w.load, self.w.arrival_rate.as_ref()) {
+            (Some(_), Some(_)) => Err(self.err("load", "give either `load` or `arrival_rate`, not both")),
+            (None, Some(r)) => parse_per_second(r).map_err(|m| self.err("arrival_rate", m)),
+            (Some(load), None) => {
+                if !(load > 0.0 && load.is_finite()) {
+                    return Err(self.err("load", format!("must be a positive fraction, got {load}")));
+                }
+                let mean = mean_bytes.ok_or_else(|| self.err("load", "needs `sizes` to turn a load into an arrival rate"))?;
+                let mut distinct = receivers.to_vec();
+                distinct.sort();
+                distinct.dedup();
+                let capacity: f64 = distinct.iter().map(|&h| self.access_rate_bps(h)).sum();
+                Ok(load * capacity / (8.0 * mean))
+            }
+            (None, None) => Err(self.err("load", format!("a \"{}\" workload needs `load` or `arrival_rate`", self.w.kind))),
+        }
+    }
+
+    fn push(&mut self, src: usize, dst: usize, size: Option<u64>, start: Nanos, group: &str, after: Option<u32>) {
+        let group_id = self.ctx.group(group);
+        self.out.push(FlowSpec {
+            src,
+            dst,
+            size_bytes: size,
+            start,
+            deadline: self.deadline.for_size(size),
+            tag: self.tag.clone(),
+            group: group.to_string(),
+            group_id,
+            after,
+            cc: self.cc.clone(),
+            ecn: self.ecn,
+        });
+    }
+
+    fn poisson(&mut self) -> Result<(), ScenarioError> {
+        let senders = self.hosts(self.w.senders.as_ref(), "senders")?;
+        let receivers = self.hosts(self.w.receivers.as_ref(), "receivers")?;
+        let dist = self.sizes(true)?.expect("required");
+        let pattern = self.w.pattern.as_deref().unwrap_or("all_to_all");
+        match pattern {
+            "all_to_all" => {
+                if senders.len() == 1 && receivers.len() == 1 && senders[0] == receivers[0] {
+                    return Err(self.err("receivers", "senders and receivers are the same single host"));
+                }
+            }
+            "pairs" => {
+                if senders.len() != receivers.len() {
+                    return Err(self.err("receivers", format!("pattern \"pairs\" needs as many receivers as senders ({} vs {})", receivers.len(), senders.len())));
+                }
+                if let Some(i) = (0..senders.len()).find(|&i| senders[i] == receivers[i]) {
+                    return Err(self.err("receivers", format!("pair {i} is a host to itself")));
+                }
+            }
+            "many_to_one" => {
+                if receivers.len() != 1 {
+                    return Err(self.err("receivers", "pattern \"many_to_one\" needs exactly one receiver"));
+                }
+                if senders.iter().all(|&s| s == receivers[0]) {
+                    return Err(self.err("senders", "no sender other than the receiver"));
+                }
+            }
+            other => return Err(self.err("pattern", format!("unknown pattern \"{other}\" (known: all_to_all, pairs, many_to_one)"))),
+        }
+        let rate = self.rate_per_s(Some(dist.mean_bytes()), &receivers)?;
+        if !(rate > 0.0 && rate.is_finite()) {
+            return Err(self.err("arrival_rate", "the arrival rate must be positive"));
+        }
+        let (count, until) = (self.w.count, self.w.until.map(|d| d.0));
+        if count.is_none() && until.is_none() {
+            return Err(self.err("count", "a \"poisson\" workload needs `count` (flows) or `until` (a duration) to end"));
+        }
+        if count.is_some_and(|c| c > 20_000_000) {
+            return Err(self.err("count", format!("{} flows is more than this simulator accepts in one run (20,000,000)", count.unwrap_or(0))));
+        }
+        let mean_gap_ns = 1e9 / rate;
+        let mut t = 0.0f64;
+        let mut n = 0u64;
+        let count = count.unwrap_or(u64::MAX);
+        while n < count {
+            t += -mean_gap_ns * (1.0 - self.rng.uniform()).ln();
+            let at = Nanos(t.round() as u64);
+            if until.is_some_and(|u| at >= u) {
+                break;
+            }
+            let (src, dst) = match pattern {
+                "pairs" => {
+                    let i = self.rng.below(senders.len() as u64) as usize;
+                    (senders[i], receivers[i])
+                }
+                "many_to_one" => loop {
+                    let s = senders[self.rng.below(senders.len() as u64) as usize];
+                    if s != receivers[0] {
+                        break (s, receivers[0]);
+                    }
+                },
+                _ => loop {
+                    let s = senders[self.rng.below(senders.len() as u64) as usize];
+                    let d = receivers[self.rng.below(receivers.len() as u64) as usize];
+                    if s != d {
+                        break (s, d);
+                    }
+                },
+            };
+            let size = dist.sample(&mut self.rng);
+            let start = self.start + at;
+            self.push(src, dst, Some(size), start, "", None);
+            n += 1;
+            if self.out.len() > 20_000_000 {
+                return Err(self.err("until", "more than 20,000,000 flows; shorten `until` or set `count`"));
+            }
+        }
+        Ok(())
+    }
+
+    fn response_dist(&self) -> Result<SizeDist, ScenarioError> {
+        match (self.w.response_size, self.sizes(false)?) {
+            (Some(_), Some(_)) => Err(self.err("sizes", "give either `response_size` or `sizes`, not both")),
+            (Some(s), None) => SizeDist::fixed(s.0).map_err(|m| self.err("response_size", m)),
+            (None, Some(d)) => Ok(d),
+            (None, None) => Err(self.err("response_size", format!("a \"{}\" workload needs `response_size` or `sizes`", self.w.kind))),
+        }
+    }
+
+    fn incast(&mut self) -> Result<(), ScenarioError> {
+        let client = self.host(self.w.client.as_ref(), "client")?;
+        let servers = self.hosts(self.w.servers.as_ref(), "servers")?;
+        if servers.contains(&client) {
+            return Err(self.err("servers", "the client cannot also be a server"));
+        }
+        let dist = self.response_dist()?;
+        let rounds = self.w.rounds.unwrap_or(1);
+        if rounds == 0 || rounds > 1_000_000 {
+            return Err(self.err("rounds", format!("must be between 1 and 1,000,000, got {rounds}")));
+        }
+        let gap = self.w.round_gap.map(|d| d.0).unwrap_or(Nanos::ZERO);
+        let mut prev: Option<u32> = None;
+        for r in 0..rounds {
+            let group = format!("incast{}:{r}", self.index);
+            let start = if r == 0 { self.start } else { gap };
+            for &s in &servers {
+                let size = dist.sample(&mut self.rng);
+                self.push(s, client, Some(size), start, &group, prev);
+            }
+            prev = self.ctx.group(&group);
+        }
+        Ok(())
+    }
+
+    /// Job start times: `jobs` jobs, Poisson at `arrival_rate`, or every `job_interval`.
+    fn job_starts(&mut self) -> Result<Vec<Nanos>, ScenarioError> {
+        let jobs = self.w.jobs.unwrap_or(1);
+        if jobs == 0 || jobs > 10_000_000 {
+            return Err(self.err("jobs", format!("must be between 1 and 10,000,000, got {jobs}")));
+        }
+        let mut starts = Vec::with_capacity(jobs as usize);
+        match (self.w.arrival_rate.as_ref(), self.w.job_interval) {
+            (Some(_), Some(_)) => return Err(self.err("arrival_rate", "give either `arrival_rate` or `job_interval`, not both")),
+            (Some(r), None) => {
+                let rate = parse_per_second(r).map_err(|m| self.err("arrival_rate", m))?;
+                let mut t = 0.0;
+                for _ in 0..jobs {
+                    starts.push(self.start + Nanos(t as u64));
+                    t += -(1e9 / rate) * (1.0 - self.rng.uniform()).ln();
+                }
+            }
+            (None, interval) => {
+                let iv = interval.map(|d| d.0).unwrap_or(Nanos::ZERO);
+                for j in 0..jobs {
+                    starts.push(self.start + iv.mul(j));
+                }
+            }
+        }
+        Ok(starts)
+    }
+
+    fn partition_aggregate(&mut self) -> Result<(), ScenarioError> {
+        let agg = self.host(self.w.aggregator.as_ref(), "aggregator")?;
+        let workers = self.hosts(self.w.workers.as_ref(), "workers")?;
+        if workers.contains(&agg) {
+            return Err(self.err("workers", "the aggregator cannot also be a worker"));
+        }
+        let request = self.w.request_size.map(|s| s.0).unwrap_or(1_000);
+        if request == 0 {
+            return Err(self.err("request_size", "must be positive"));
+        }
+        let dist = self.response_dist()?;
+        for (j, at) in self.job_starts()?.into_iter().enumerate() {
+            let q = format!("pa{}:{j}:requests", self.index);
+            let r = format!("pa{}:{j}", self.index);
+            for &wk in &workers {
+                self.push(agg, wk, Some(request), at, &q, None);
+            }
+            let qg = self.ctx.group(&q);
+            for &wk in &workers {
+                let size = dist.sample(&mut self.rng);
+                self.push(wk, agg, Some(size), Nanos::ZERO, &r, qg);
+            }
+        }
+        Ok(())
+    }
+
+    fn permutation(&mut self) -> Result<(), ScenarioError> {
+        let senders = self.hosts(self.w.senders.as_ref(), "senders")?;
+        let receivers = match self.w.receivers.as_ref() {
+            Some(v) => self.hosts(Some(v), "receivers")?,
+            None => senders.clone(),
+        };
+        if receivers.len() < senders.len() {
+            return Err(self.err("receivers", format!("needs at least as many receivers as senders ({} < {})", receivers.len(), senders.len())));
+        }
+        let dist = self.sizes(false)?;
+        if dist.is_none() && self.ctx.stop_time.is_none() {
+            return Err(self.err("sizes", "without `sizes` the flows are long-lived and the scenario needs `stop_time`"));
+        }
+        // A random assignment with no host sending to itself (retry a shuffle; bounded).
+        let mut perm: Vec<usize> = receivers.clone();
+        let mut ok = false;
+        for _ in 0..1000 {
+            for i in (1..perm.len()).rev() {
+                let j = self.rng.below(i as u64 + 1) as usize;
+                perm.swap(i, j);
+            }
+            if senders.iter().zip(&perm).all(|(s, d)| s != d) {
+                ok = true;
+                break;
+            }
+        }
+        if !ok {
+            return Err(self.err("receivers", "cannot pair every sender with a different receiver"));
+        }
+        for (i, &s) in senders.iter().enumerate() {
+            let size = dist.as_ref().map(|d| d.sample(&mut self.rng));
+            self.push(s, perm[i], size, self.start, "", None);
+        }
+        Ok(())
+    }
+
+    fn shuffle(&mut self) -> Result<(), ScenarioError> {
+        let mappers = self.hosts(self.w.mappers.as_ref(), "mappers")?;
+        let reducers = self.hosts(self.w.reducers.as_ref(), "reducers")?;
+        let block = self.w.block_size.ok_or_else(|| self.err("block_size", "a \"shuffle\" workload needs `block_size` (bytes each mapper sends each reducer)"))?.0;
+        if block == 0 {
+            return Err(self.err("block_size", "must be positive"));
+        }
+        if !mappers.iter().any(|m| reducers.iter().any(|r| r != m)) {
+            return Err(self.err("reducers", "no mapper-reducer pair between different hosts"));
+        }
+        for (j, at) in self.job_starts()?.into_iter().enumerate() {
+            let group = format!("shuffle{}:{j}", self.index);
+            for &m in &mappers {
+                for &r in &reducers {
+                    if m != r {
+                        self.push(m, r, Some(block), at, &group, None);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn long_lived(&mut self) -> Result<(), ScenarioError> {
+        if self.ctx.stop_time.is_none() {
+            return Err(self.err("kind", "long-lived flows need a top-level `stop_time`"));
+        }
+        let senders = self.hosts(self.w.senders.as_ref(), "senders")?;
+        let receivers = self.hosts(self.w.receivers.as_ref(), "receivers")?;
+        let pattern = self.w.pattern.as_deref().unwrap_or(if senders.len() == receivers.len() { "pairs" } else { "all_to_all" });
+        match pattern {
+            "pairs" => {
+                if senders.len() != receivers.len() {
+                    return Err(self.err("receivers", format!("pattern \"pairs\" needs as many receivers as senders ({} vs {})", receivers.len(), senders.len())));
+                }
+                for i in 0..senders.len() {
+                    if senders[i] == receivers[i] {
+                        return Err(self.err("receivers", format!("pair {i} is a host to itself")));
+                    }
+                    self.push(senders[i], receivers[i], None, self.start, "", None);
+                }
+            }
+            "all_to_all" => {
+                for &s in &senders {
+                    for &d in &receivers {
+                        if s != d {
+                            self.push(s, d, None, self.start, "", None);
+                        }
+                    }
+                }
+            }
+            other => return Err(self.err("pattern", format!("unknown pattern \"{other}\" for long-lived flows (known: pairs, all_to_all)"))),
+        }
+        Ok(())
+    }
+
+    fn trace(&mut self) -> Result<(), ScenarioError> {
+        let name = self.w.file.clone().ok_or_else(|| self.err("file", "a \"trace\" workload needs `file` (a CSV file)"))?;
+        let path = relative_to(&self.ctx.file, &name);
+        let text = std::fs::read_to_string(&path).map_err(|e| self.err("file", format!("cannot read {}: {e}", path.display())))?;
+        let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+        let (_, header) = lines.next().ok_or_else(|| self.err("file", format!("{}: empty file", path.display())))?;
+        let cols: Vec<String> = header.split(',').map(|c| c.trim().to_string()).collect();
+        let col = |n: &str| cols.iter().position(|c| c == n);
+        let need = ["start_s", "src", "dst", "size_bytes"];
+        for n in need {
+            if col(n).is_none() {
+                return Err(self.err("file", format!("{}: the header must name the columns start_s, src, dst, size_bytes (and optionally deadline_s, tag); `{n}` is missing", path.display())));
+            }
+        }
+        for c in &cols {
+            if !["start_s", "src", "dst", "size_bytes", "deadline_s", "tag"].contains(&c.as_str()) {
+                return Err(self.err("file", format!("{}: unknown column `{c}` (known: start_s, src, dst, size_bytes, deadline_s, tag)", path.display())));
+            }
+        }
+        let (cs, csrc, cdst, csize, cdl, ctag) = (col("start_s").unwrap(), col("src").unwrap(), col("dst").unwrap(), col("size_bytes").unwrap(), col("deadline_s"), col("tag"));
+        for (lineno, line) in lines {
+            let row = lineno + 1;
+            let fields: Vec<&str> = line.split(',').map(|f| f.trim()).collect();
+            let bad = |c: &str, m: String| self.err("file", format!("{}: line {row}, column {c}: {m}", path.display()));
+            if fields.len() != cols.len() {
+                return Err(bad("-", format!("expected {} fields, found {}", cols.len(), fields.len())));
+            }
+            let start: f64 = fields[cs].parse().map_err(|_| bad("start_s", format!("expected seconds as a number, got \"{}\"", fields[cs])))?;
+            if !(start >= 0.0 && start.is_finite()) {
+                return Err(bad("start_s", format!("must be a non-negative number of seconds, got {start}")));
+            }
+            let size: u64 = fields[csize].parse().map_err(|_| bad("size_bytes", format!("expected a positive whole number of bytes, got \"{}\"", fields[csize])))?;
+            if size == 0 {
+                return Err(bad("size_bytes", "must be positive".into()));
+            }
+            let src = self.ctx.topology.find(fields[csrc]).filter(|&i| self.ctx.topology.nodes[i].kind == fctlab_net::NodeKind::Host);
+            let src = src.ok_or_else(|| bad("src", format!("unknown host \"{}\" (hosts: {})", fields[csrc], self.ctx.host_list())))?;
+            let dst = self.ctx.topology.find(fields[cdst]).filter(|&i| self.ctx.topology.nodes[i].kind == fctlab_net::NodeKind::Host);
+            let dst = dst.ok_or_else(|| bad("dst", format!("unknown host \"{}\" (hosts: {})", fields[cdst], self.ctx.host_list())))?;
+            if src == dst {
+                return Err(bad("dst", "a flow from a host to itself".into()));
+            }
+            let deadline = match cdl.map(|c| fields[c]) {
+                None | Some("") => self.deadline.for_size(Some(size)),
+                Some(d) => {
+                    let v: f64 = d.parse().map_err(|_| bad("deadline_s", format!("expected seconds as a number, got \"{d}\"")))?;
+                    if !(v > 0.0 && v.is_finite()) {
+                        return Err(bad("deadline_s", format!("must be positive, got {v}")));
+                    }
+                    Some(Nanos::from_secs_f64(v))
+                }
+            };
+            let tag = ctag.map(|c| fields[c].to_string()).filter(|t| !t.is_empty()).unwrap_or_else(|| self.tag.clone());
+            self.out.push(FlowSpec {
+                src,
+                dst,
+                size_bytes: Some(size),
+                start: self.start + Nanos::from_secs_f64(start),
+                deadline,
+                tag,
+                group: String::new(),
+                group_id: None,
+                after: None,
+                cc: self.cc.clone(),
+                ecn: self.ecn,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A path in a scenario resolved against the scenario file's directory.
+fn relative_to(scenario_file: &str, name: &str) -> std::path::PathBuf {
+    let p = std::path::Path::new(name);
+    if p.is_absolute() || scenario_file.starts_with('<') {
+        return p.to_path_buf();
+    }
+    match std::path::Path::new(scenario_file).parent() {
+        Some(dir) => dir.join(p),
+        None => p.to_path_buf(),
+    }
+}
+
+/// "500/s", "2/ms", "0.5/us" -> per second.
+pub fn parse_per_second(s: &str) -> Result<f64, String> {
+    let expect = || format!("expected a rate of events like \"500/s\" or \"2/ms\", got \"{s}\"");
+    let (n, unit) = s.split_once('/').ok_or_else(expect)?;
+    let v: f64 = n.trim().parse().map_err(|_| expect())?;
+    let per = match unit.trim() {
+        "s" => 1.0,
+        "ms" => 1e3,
+        "us" => 1e6,
+        "min" => 1.0 / 60.0,
+        _ => return Err(expect()),
+    };
+    if !(v > 0.0 && v.is_finite()) {
+        return Err(format!("the rate must be positive, got \"{s}\""));
+    }
+    Ok(v * per)
+}
+
+/// `sizes = "websearch" | "10KB" | { dist = ..., ... }`.
+pub(crate) fn parse_sizes(ctx: &FlowCtx<'_>, key: &str, v: &toml::Value) -> Result<SizeDist, ScenarioError> {
+    let err = |k: &str, m: String| ctx.err(k, m);
+    match v {
+        toml::Value::String(s) => {
+            if let Some(c) = Cdf::builtin(s) {
+                return SizeDist::empirical(c).map_err(|m| err(key, m));
+            }
+            match parse_size(s) {
+                Ok(b) => SizeDist::fixed(b).map_err(|m| err(key, m)),
+                Err(_) => Err(err(
+                    key,
+                    format!("\"{s}\" is neither a shipped distribution ({}) nor a size like \"10KB\"", Cdf::builtin_names().join(", ")),
+                )),
+            }
+        }
+        toml::Value::Integer(b) if *b > 0 => SizeDist::fixed(*b as u64).map_err(|m| err(key, m)),
+        toml::Value::Table(t) => {
+            let dist = t.get("dist").and_then(|d| d.as_str()).ok_or_else(|| err(&format!("{key}.dist"), "a size table needs `dist` (fixed, uniform, exponential, lognormal, pareto, pareto_c, bounded_pareto, cdf)".into()))?;
+            let allowed: &[&str] = match dist {
+                "fixed" => &["size"],
+                "uniform" => &["min", "max"],
+                "exponential" => &["mean"],
+                "lognormal" => &["mean", "sigma"],
+                "pareto" => &["shape", "mean"],
+                "pareto_c" => &["alpha", "c"],
+                "bounded_pareto" => &["shape", "min", "max"],
+                "cdf" => &["file", "unit"],
+                other => return Err(err(&format!("{key}.dist"), format!("unknown distribution \"{other}\" (known: fixed, uniform, exponential, lognormal, pareto, pareto_c, bounded_pareto, cdf)"))),
+            };
+            for k in t.keys() {
+                if k != "dist" && !allowed.contains(&k.as_str()) {
+                    return Err(err(&format!("{key}.{k}"), format!("not a parameter of \"{dist}\" (its parameters: {})", allowed.join(", "))));
+                }
+            }
+            let size = |k: &str| -> Result<u64, ScenarioError> {
+                let kk = format!("{key}.{k}");
+                match t.get(k) {
+                    Some(toml::Value::String(s)) => parse_size(s).map_err(|m| err(&kk, m)),
+                    Some(toml::Value::Integer(i)) if *i >= 0 => Ok(*i as u64),
+                    Some(other) => Err(err(&kk, format!("expected a size such as \"25KB\", got {other}"))),
+                    None => Err(err(&kk, format!("\"{dist}\" needs `{k}`"))),
+                }
+            };
+            let num = |k: &str| -> Result<f64, ScenarioError> {
+                let kk = format!("{key}.{k}");
+                match t.get(k) {
+                    Some(toml::Value::Float(f)) => Ok(*f),
+                    Some(toml::Value::Integer(i)) => Ok(*i as f64),
+                    Some(other) => Err(err(&kk, format!("expected a number, got {other}"))),
+                    None => Err(err(&kk, format!("\"{dist}\" needs `{k}`"))),
+                }
+            };
+            let r = match dist {
+                "fixed" => SizeDist::fixed(size("size")?),
+                "uniform" => SizeDist::uniform(size("min")?, size("max")?),
+                "exponential" => SizeDist::exponential(size("mean")? as f64),
+                "lognormal" => SizeDist::lognormal(size("mean")? as f64, num("sigma")?),
+                "pareto" => SizeDist::pareto(num("shape")?, size("mean")? as f64),
+                "pareto_c" => SizeDist::pareto_c(num("alpha")?, num("c")?),
+                "bounded_pareto" => SizeDist::bounded_pareto(num("shape")?, size("min")? as f64, size("max")? as f64),
+                "cdf" => {
+                    let file = t.get("file").and_then(|f| f.as_str()).ok_or_else(|| err(&format!("{key}.file"), "\"cdf\" needs `file`".into()))?;
+                    let unit = match t.get("unit") {
+                        None => 1.0,
+                        Some(toml::Value::String(u)) if u == "pkt" || u == "packets" => 1460.0,
+                        Some(toml::Value::String(u)) => parse_size(&format!("1{u}")).map_err(|m| err(&format!("{key}.unit"), m))? as f64,
+                        Some(other) => return Err(err(&format!("{key}.unit"), format!("expected a unit such as \"B\", \"KB\" or \"pkt\", got {other}"))),
+                    };
+                    let path = relative_to(&ctx.file, file);
+                    let text = std::fs::read_to_string(&path).map_err(|e| err(&format!("{key}.file"), format!("cannot read {}: {e}", path.display())))?;
+                    let cdf = Cdf::parse(&text, unit, &path.display().to_string()).map_err(|m| err(&format!("{key}.file"), m))?;
+                    SizeDist::empirical(cdf)
+                }
+                _ => unreachable!(),
+            };
+            r.map_err(|m| err(key, m))
+        }
+        other => Err(err(key, format!("expected a distribution name (\"websearch\"), a size (\"10KB\") or a table {{ dist = ... }}, got {other}"))),
+    }
+}
+

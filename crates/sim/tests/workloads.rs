@@ -1,0 +1,189 @@
+//! Workload generators: exact flows for deterministic patterns, statistics for random ones,
+//! and closed-loop rounds in the simulator.
+
+mod common;
+use common::*;
+use fctlab_scenario::schema::Format;
+
+fn load(toml: &str) -> fctlab_scenario::Scenario {
+    fctlab_scenario::load(toml, "w.toml", Format::Toml, &[]).unwrap_or_else(|e| panic!("{e}"))
+}
+fn load_err(toml: &str) -> fctlab_scenario::ScenarioError {
+    fctlab_scenario::load(toml, "w.toml", Format::Toml, &[]).expect_err("should fail")
+}
+
+const STAR16: &str = "seed = 3\n[network]\ntopology = \"star\"\nhosts = 16\nlink_rate = \"10Gbps\"\nlink_delay = \"2us\"\n";
+
+#[test]
+fn poisson_offered_load_matches_request_and_arrivals_are_exponential() {
+    let n = 200_000;
+    let sc = load(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"all\"\nreceivers = \"all\"\nsizes = \"websearch\"\nload = 0.6\ncount = {n}\n"));
+    assert_eq!(sc.flows.len(), n);
+    let total_bytes: f64 = sc.flows.iter().map(|f| f.size_bytes.unwrap() as f64).sum();
+    let span_s = sc.flows.last().unwrap().start.as_secs_f64();
+    let capacity_bytes_per_s = 16.0 * 10e9 / 8.0;
+    let offered = total_bytes / span_s / capacity_bytes_per_s;
+    assert!((offered - 0.6).abs() / 0.6 < 0.02, "offered load {offered}");
+    // Kolmogorov-Smirnov test of the inter-arrival times against the exponential law with
+    // the requested rate (lambda = load * capacity / mean size).
+    let mean_size = 1_711_250.0;
+    let lambda = 0.6 * capacity_bytes_per_s / mean_size;
+    let mut gaps: Vec<f64> = sc.flows.windows(2).map(|w| (w[1].start.0 - w[0].start.0) as f64 * 1e-9).collect();
+    gaps.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let m = gaps.len() as f64;
+    let d = gaps
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            let cdf = 1.0 - (-lambda * x).exp();
+            (cdf - i as f64 / m).abs().max(((i + 1) as f64 / m - cdf).abs())
+        })
+        .fold(0.0, f64::max);
+    let critical = 1.63 / m.sqrt(); // alpha = 0.01
+    assert!(d < critical, "KS statistic {d} >= {critical}");
+    // no self-flows, every host used
+    assert!(sc.flows.iter().all(|f| f.src != f.dst));
+}
+
+#[test]
+fn poisson_until_and_rate_and_many_to_one() {
+    let sc = load(&format!(
+        "{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = [\"h1\", \"h2\", \"h3\"]\nreceivers = [\"h0\"]\npattern = \"many_to_one\"\nsizes = \"10KB\"\narrival_rate = \"1000/ms\"\nuntil = \"100ms\"\nstart = \"5ms\"\ntag = \"rpc\"\n"
+    ));
+    let n = sc.flows.len() as f64;
+    assert!((n - 100_000.0).abs() < 5.0 * 100_000f64.sqrt(), "{n} arrivals for an expected 100000");
+    let h0 = sc.topology.find("h0").unwrap();
+    for f in &sc.flows {
+        assert_eq!(f.dst, h0);
+        assert_eq!(f.size_bytes, Some(10_000));
+        assert_eq!(f.tag, "rpc");
+        assert!(f.start.0 >= 5_000_000 && f.start.0 < 105_000_000);
+    }
+}
+
+#[test]
+fn incast_rounds_are_exact_and_closed_loop() {
+    let toml = format!(
+        "{STAR16}[transport]\nmin_rto = \"1ms\"\n[[workloads]]\nkind = \"incast\"\nclient = \"h0\"\nservers = [\"h1\", \"h2\", \"h3\", \"h4\", \"h5\", \"h6\", \"h7\", \"h8\"]\nresponse_size = \"25KB\"\nrounds = 20\n"
+    );
+    let sc = load(&toml);
+    assert_eq!(sc.flows.len(), 160);
+    assert!(sc.flows.iter().all(|f| f.size_bytes == Some(25_000)));
+    assert_eq!(sc.groups.len(), 20);
+    let r = run(&toml);
+    assert!(r.flows.iter().all(|f| f.completed && f.bytes_delivered == 25_000));
+    // each round starts exactly when the last response of the previous round arrived
+    for round in 1..20 {
+        let prev_end = r.flows.iter().filter(|f| f.group == format!("incast0:{}", round - 1)).map(|f| f.finish_s.unwrap()).fold(0.0, f64::max);
+        let starts: Vec<f64> = r.flows.iter().filter(|f| f.group == format!("incast0:{round}")).map(|f| f.start_s.unwrap()).collect();
+        assert_eq!(starts.len(), 8);
+        for s in starts {
+            assert!((s - prev_end).abs() < 1e-12, "round {round} starts at {s}, previous ended {prev_end}");
+        }
+    }
+}
+
+#[test]
+fn shuffle_jobs_and_partition_aggregate() {
+    let toml = format!(
+        "{STAR16}[[workloads]]\nkind = \"shuffle\"\nmappers = [\"h0\", \"h1\", \"h2\", \"h3\"]\nreducers = [\"h2\", \"h3\", \"h4\"]\nblock_size = \"1MB\"\njobs = 3\njob_interval = \"10ms\"\n[[workloads]]\nkind = \"partition_aggregate\"\naggregator = \"h10\"\nworkers = [\"h11\", \"h12\", \"h13\"]\nresponse_size = \"20KB\"\njobs = 2\narrival_rate = \"100/s\"\n"
+    );
+    let sc = load(&toml);
+    // shuffle: 4 mappers x 3 reducers minus 2 local pairs = 10 flows per job
+    let shuffle: Vec<_> = sc.flows.iter().filter(|f| f.group.starts_with("shuffle0:")).collect();
+    assert_eq!(shuffle.len(), 30);
+    assert!(shuffle.iter().all(|f| f.size_bytes == Some(1_000_000) && f.src != f.dst));
+    assert_eq!(shuffle.iter().filter(|f| f.group == "shuffle0:2").count(), 10);
+    assert!(shuffle.iter().filter(|f| f.group == "shuffle0:2").all(|f| f.start.0 == 20_000_000));
+    // partition-aggregate: 3 requests then 3 responses per job
+    let pa: Vec<_> = sc.flows.iter().filter(|f| f.group.starts_with("pa1:")).collect();
+    assert_eq!(pa.len(), 12);
+    let r = run(&toml);
+    for j in 0..2 {
+        let req_end = r.flows.iter().filter(|f| f.group == format!("pa1:{j}:requests")).map(|f| f.finish_s.unwrap()).fold(0.0, f64::max);
+        for f in r.flows.iter().filter(|f| f.group == format!("pa1:{j}")) {
+            assert!(f.completed && f.bytes_delivered == 20_000);
+            assert!((f.start_s.unwrap() - req_end).abs() < 1e-12);
+        }
+    }
+}
+
+#[test]
+fn permutation_pairs_each_sender_with_another_host() {
+    let sc = load(&format!("{STAR16}[[workloads]]\nkind = \"permutation\"\nsenders = \"all\"\nsizes = {{ dist = \"uniform\", min = \"10KB\", max = \"20KB\" }}\n"));
+    assert_eq!(sc.flows.len(), 16);
+    let mut dsts: Vec<usize> = sc.flows.iter().map(|f| f.dst).collect();
+    dsts.sort();
+    dsts.dedup();
+    assert_eq!(dsts.len(), 16);
+    assert!(sc.flows.iter().all(|f| f.src != f.dst));
+    assert!(sc.flows.iter().all(|f| (10_000..=20_000).contains(&f.size_bytes.unwrap())));
+}
+
+#[test]
+fn trace_replay_exact_and_errors_name_line_and_column() {
+    let dir = std::env::temp_dir().join(format!("fctlab-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.csv");
+    std::fs::write(&good, "start_s,src,dst,size_bytes,deadline_s,tag\n0.001,h1,h2,5000,0.01,web\n# comment\n0.002,h3,h4,7000,,backup\n").unwrap();
+    let toml = format!("{STAR16}[[workloads]]\nkind = \"trace\"\nfile = \"{}\"\n", good.display());
+    let sc = load(&toml);
+    assert_eq!(sc.flows.len(), 2);
+    assert_eq!(sc.flows[0].size_bytes, Some(5000));
+    assert_eq!(sc.flows[0].deadline, Some(fctlab_engine::Nanos::from_millis(10)));
+    assert_eq!(sc.flows[1].deadline, None);
+    assert_eq!(sc.flows[1].tag, "backup");
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, "start_s,src,dst,size_bytes\n0.001,h1,h2,5000\n0.002,h1,h2,lots\n").unwrap();
+    let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"trace\"\nfile = \"{}\"\n", bad.display()));
+    assert!(e.message.contains("line 3, column size_bytes"), "{e}");
+    std::fs::write(&bad, "start_s,src,dst,size_bytes\n0.001,h1,h99,5000\n").unwrap();
+    let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"trace\"\nfile = \"{}\"\n", bad.display()));
+    assert!(e.message.contains("line 2, column dst") && e.message.contains("h99"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn deadlines_by_size_class_and_protocol_keys() {
+    let sc = load(&format!(
+        "{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"all\"\nreceivers = \"all\"\nsizes = {{ dist = \"bounded_pareto\", shape = 1.1, min = \"1KB\", max = \"20MB\" }}\narrival_rate = \"1000/s\"\ncount = 3000\ndeadline = {{ small = \"30ms\", medium = \"300ms\" }}\n"
+    ));
+    for f in &sc.flows {
+        let s = f.size_bytes.unwrap();
+        let want = if s < 100_000 { Some(30) } else if s < 10_000_000 { Some(300) } else { None };
+        assert_eq!(f.deadline.map(|d| d.0 / 1_000_000), want, "size {s}");
+    }
+}
+
+#[test]
+fn workload_errors_are_precise() {
+    let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"poison\"\n"));
+    assert_eq!(e.key, "workloads[0].kind");
+    let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"incast\"\nclient = \"h0\"\nservers = \"all\"\nresponse_size = \"1KB\"\n"));
+    assert!(e.message.contains("client cannot also be a server"), "{e}");
+    let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"all\"\nreceivers = \"all\"\nsizes = \"websearch\"\nload = 0.5\n"));
+    assert_eq!(e.key, "workloads[0].count");
+    let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"all\"\nreceivers = \"all\"\nsizes = \"webserch\"\nload = 0.5\ncount = 3\n"));
+    assert_eq!(e.key, "workloads[0].sizes");
+    assert!(e.message.contains("websearch"), "{e}");
+    let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"shuffle\"\nmappers = \"all\"\nreducers = \"all\"\nblock_size = \"1MB\"\nrounds = 3\n"));
+    assert_eq!(e.key, "workloads[0].rounds");
+    let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"x*\"\nreceivers = \"all\"\nsizes = \"1KB\"\nload = 0.1\ncount = 1\n"));
+    assert_eq!(e.key, "workloads[0].senders");
+    let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"all\"\nreceivers = \"all\"\nsizes = {{ dist = \"pareto\", shape = 0.9, mean = \"10KB\" }}\nload = 0.1\ncount = 1\n"));
+    assert_eq!(e.key, "workloads[0].sizes");
+    let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"all\"\nreceivers = \"all\"\nsizes = \"1KB\"\nload = 0.1\ncount = 1\nweight = 2\n"));
+    assert_eq!(e.key, "workloads[0].weight");
+}
+
+#[test]
+fn explicit_flows_can_wait_for_a_group() {
+    let toml = "[network]\ntopology = \"star\"\nhosts = 3\n[[flows]]\nsrc = \"h0\"\ndst = \"h1\"\nsize = \"100KB\"\ngroup = \"a\"\n[[flows]]\nsrc = \"h1\"\ndst = \"h2\"\nsize = \"10KB\"\nafter = \"a\"\nstart = \"1ms\"\n";
+    let r = run(toml);
+    let first_end = r.flows[0].finish_s.unwrap();
+    assert!((r.flows[1].start_s.unwrap() - (first_end + 1e-3)).abs() < 1e-12);
+    let e = load_err(&toml.replace("after = \"a\"", "after = \"zz\""));
+    assert_eq!(e.key, "flows[1].after");
+    let cyc = "[network]\ntopology = \"star\"\nhosts = 3\n[[flows]]\nsrc = \"h0\"\ndst = \"h1\"\nsize = \"1KB\"\ngroup = \"a\"\nafter = \"b\"\n[[flows]]\nsrc = \"h1\"\ndst = \"h2\"\nsize = \"1KB\"\ngroup = \"b\"\nafter = \"a\"\n";
+    assert!(load_err(cyc).message.contains("cycle"));
+}
