@@ -71,6 +71,17 @@ QUEUE_SCHEMA = pa.schema(
     ]
 )
 
+CWND_SCHEMA = pa.schema(
+    [
+        ("time_s", pa.float64()),
+        ("flow_id", pa.int64()),
+        ("cwnd_bytes", pa.int64()),
+        ("ssthresh_bytes", pa.int64()),
+        ("rate_bps", pa.float64()),
+        ("weight", pa.float64()),
+    ]
+)
+
 
 @dataclass
 class RunResult:
@@ -84,6 +95,8 @@ class RunResult:
         One row per directional link.
     queues : pandas.DataFrame or None
         Queue-length samples, when the scenario asked for them (``[monitor]``).
+    cwnd : pandas.DataFrame or None
+        Congestion-window traces, when the scenario asked for them (``[monitor]``).
     summary : dict
         Whole-run figures (``summary.json``).
     """
@@ -92,6 +105,7 @@ class RunResult:
     links_table: pa.Table
     queues_table: Optional[pa.Table]
     summary: dict
+    cwnd_table: Optional[pa.Table] = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -114,6 +128,14 @@ class RunResult:
             self._cache["queues"] = self.queues_table.to_pandas()
         return self._cache["queues"]
 
+    @property
+    def cwnd(self):
+        if self.cwnd_table is None:
+            return None
+        if "cwnd" not in self._cache:
+            self._cache["cwnd"] = self.cwnd_table.to_pandas()
+        return self._cache["cwnd"]
+
     def write(self, out_dir: Union[str, os.PathLike]) -> Path:
         """Writes ``flows.parquet``, ``links.parquet``, ``summary.json`` (and ``queues.parquet``
         when sampled) into ``out_dir``, creating it if needed. Returns the directory."""
@@ -125,6 +147,8 @@ class RunResult:
         pq.write_table(self.links_table, out / "links.parquet")
         if self.queues_table is not None:
             pq.write_table(self.queues_table, out / "queues.parquet")
+        if self.cwnd_table is not None:
+            pq.write_table(self.cwnd_table, out / "cwnd.parquet")
         with open(out / "summary.json", "w", encoding="utf-8") as f:
             json.dump(self.summary, f, indent=2, sort_keys=True)
             f.write("\n")
@@ -206,10 +230,11 @@ def run(
     ov = list(set) + overrides_from_kwargs(overrides)
     raw = _core.run(text, name, fmt, ov, progress)
     flows, links, queues = _to_tables(raw)
+    cwnd = pa.Table.from_pydict(raw["cwnd"], schema=CWND_SCHEMA) if raw.get("cwnd") is not None else None
     summary = dict(raw["summary"])
     summary["scenario_file"] = name
     summary["overrides"] = ov
-    return RunResult(flows, links, queues, summary)
+    return RunResult(flows, links, queues, summary, cwnd_table=cwnd)
 
 
 def validate(scenario: ScenarioLike, *, set: Sequence[str] = (), **overrides: Any) -> dict:

@@ -90,6 +90,8 @@ def cmd_run(args) -> int:
     sets = list(args.set or [])
     if args.sample_queues:
         sets.append(f'monitor.queue_interval="{args.sample_queues}"')
+    if args.trace_cwnd:
+        sets.append(f'monitor.cwnd_interval="{args.trace_cwnd}"')
     progress = _progress_printer(sys.stderr) if sys.stderr.isatty() and not args.quiet else None
     try:
         res = run(args.scenario, set=sets, progress=progress)
@@ -108,6 +110,7 @@ def cmd_run(args) -> int:
     if not args.quiet:
         print(summary_table(res))
         files = "flows.parquet, links.parquet, summary.json" + (", queues.parquet" if res.queues_table is not None else "")
+        files += ", cwnd.parquet" if res.cwnd_table is not None else ""
         print(f"  wrote      {out}/ ({files})")
     if res.summary.get("interrupted"):
         print("interrupted: results cover the simulated time reached; unfinished flows have completed=false", file=sys.stderr)
@@ -156,6 +159,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     r.add_argument("--out", required=True, help="directory for flows.parquet, links.parquet, summary.json")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     r.add_argument("--sample-queues", metavar="INTERVAL", help='sample switch queues every INTERVAL (e.g. "100us")')
+    r.add_argument("--trace-cwnd", metavar="INTERVAL", help='sample every flow\'s congestion window every INTERVAL (e.g. "1ms")')
     r.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     v = sub.add_parser("validate", help="check a scenario without running it")
     v.add_argument("scenario")

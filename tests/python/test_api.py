@@ -119,3 +119,42 @@ def test_progress_callback_is_called():
     # must at least be accepted, and every call must carry sane values
     for t, d, n in calls:
         assert 0 <= t <= 2.0 and 0 <= d <= n == 4
+
+
+def test_cwnd_traces_and_report_render(tmp_path):
+    from fctlab.report import write_report
+
+    sc = small()
+    sc["monitor"] = {"cwnd_interval": "100us", "cwnd_flows": [0, 2], "queue_interval": "50us"}
+    res = fctlab.run(sc)
+    cw = res.cwnd
+    assert set(cw["flow_id"]) == {0, 2}
+    assert (cw["cwnd_bytes"] > 0).all()
+    out = res.write(tmp_path / "run")
+    assert (out / "cwnd.parquet").exists()
+    html = write_report([out], tmp_path / "report")
+    text = Path(html).read_text()
+    assert "<html" in text.lower()
+    pngs = list((tmp_path / "report").glob("*.png"))
+    assert pngs, "the report wrote no plots"
+    for p in pngs:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", p
+
+
+def test_workloads_from_python_dict():
+    sc = {
+        "network": {"topology": "star", "hosts": 9, "link_rate": "1Gbps", "link_delay": "5us"},
+        "transport": {"min_rto": "1ms"},
+        "workloads": [
+            {"kind": "incast", "client": "h0", "servers": "all" if False else [f"h{i}" for i in range(1, 9)],
+             "response_size": "25KB", "rounds": 5}
+        ],
+    }
+    res = fctlab.run(sc)
+    f = res.flows
+    assert len(f) == 40 and f["completed"].all()
+    assert sorted(f["group"].unique()) == [f"incast0:{r}" for r in range(5)]
+    from fctlab.metrics import job_completion_times
+
+    jct = job_completion_times(f)
+    assert len(jct) == 5 and jct["completed"].all()

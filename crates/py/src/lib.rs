@@ -134,6 +134,19 @@ fn to_py(py: Python<'_>, r: &Results) -> PyResult<PyObject> {
         }
         None => out.set_item("queues", py.None())?,
     }
+    match &r.cwnd {
+        Some(c) => {
+            let d = PyDict::new_bound(py);
+            d.set_item("time_s", PyList::new_bound(py, &c.time_s))?;
+            d.set_item("flow_id", PyList::new_bound(py, &c.flow_id))?;
+            d.set_item("cwnd_bytes", PyList::new_bound(py, &c.cwnd_bytes))?;
+            d.set_item("ssthresh_bytes", PyList::new_bound(py, c.ssthresh_bytes.clone()))?;
+            d.set_item("rate_bps", PyList::new_bound(py, &c.rate_bps))?;
+            d.set_item("weight", PyList::new_bound(py, c.weight.clone()))?;
+            out.set_item("cwnd", d)?;
+        }
+        None => out.set_item("cwnd", py.None())?,
+    }
     let s = &r.summary;
     let d = PyDict::new_bound(py);
     d.set_item("scenario_name", &s.scenario_name)?;

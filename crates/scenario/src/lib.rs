@@ -65,6 +65,10 @@ pub struct FlowSpec {
 /// Queue sampling requested by `[monitor]`.
 #[derive(Clone, Debug, Default)]
 pub struct MonitorConfig {
+    /// Sample the congestion window (and delivery rate, weight) of `cwnd_flows` this often.
+    pub cwnd_interval: Option<Nanos>,
+    /// Flow ids to trace; empty with `cwnd_interval` set means every flow.
+    pub cwnd_flows: Vec<u64>,
     pub queue_interval: Option<Nanos>,
     /// Link names "a->b"; empty means every switch port.
     pub queues: Vec<String>,

@@ -130,6 +130,8 @@ struct RawFlow {
 #[derive(Deserialize, Debug, Default)]
 #[serde(deny_unknown_fields)]
 struct RawMonitor {
+    cwnd_interval: Option<Duration>,
+    cwnd_flows: Option<toml::Value>,
     queue_interval: Option<Duration>,
     queues: Option<Vec<String>>,
 }
@@ -612,7 +614,35 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
     let groups = std::mem::take(&mut ctx.groups);
 
     // --- monitor ---
-    let monitor = MonitorConfig { queue_interval: raw.monitor.queue_interval.map(|d| d.0), queues: raw.monitor.queues.clone().unwrap_or_default() };
+    let cwnd_flows = match &raw.monitor.cwnd_flows {
+        None => Vec::new(),
+        Some(toml::Value::String(s)) if s == "all" => Vec::new(),
+        Some(toml::Value::Array(a)) => {
+            let mut ids = Vec::with_capacity(a.len());
+            for (i, v) in a.iter().enumerate() {
+                match v.as_integer() {
+                    Some(id) if id >= 0 && (id as usize) < flows.len() => ids.push(id as u64),
+                    _ => {
+                        return Err(err(&format!("monitor.cwnd_flows[{i}]"), format!("expected a flow id between 0 and {}, got {v}", flows.len().saturating_sub(1))))
+                    }
+                }
+            }
+            ids
+        }
+        Some(other) => return Err(err("monitor.cwnd_flows", format!("expected a list of flow ids or \"all\", got {other}"))),
+    };
+    if raw.monitor.cwnd_flows.is_some() && raw.monitor.cwnd_interval.is_none() {
+        return Err(err("monitor.cwnd_flows", "needs `cwnd_interval` (how often to sample)".into()));
+    }
+    if raw.monitor.cwnd_interval.is_some_and(|d| d.0 == Nanos::ZERO) {
+        return Err(err("monitor.cwnd_interval", "must be positive".into()));
+    }
+    let monitor = MonitorConfig {
+        cwnd_interval: raw.monitor.cwnd_interval.map(|d| d.0),
+        cwnd_flows,
+        queue_interval: raw.monitor.queue_interval.map(|d| d.0),
+        queues: raw.monitor.queues.clone().unwrap_or_default(),
+    };
     if monitor.queue_interval == Some(Nanos::ZERO) {
         return Err(err("monitor.queue_interval", "must be positive".into()));
     }

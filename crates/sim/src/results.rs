@@ -55,6 +55,18 @@ pub struct QueueSamples {
     pub queue_bytes: Vec<u64>,
 }
 
+/// Congestion-window traces, one row per (time, flow).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CwndSamples {
+    pub time_s: Vec<f64>,
+    pub flow_id: Vec<u64>,
+    pub cwnd_bytes: Vec<u64>,
+    pub ssthresh_bytes: Vec<Option<u64>>,
+    /// Delivery rate since the previous sample (acknowledged bytes per second, in bits).
+    pub rate_bps: Vec<f64>,
+    pub weight: Vec<Option<f64>>,
+}
+
 /// Whole-run figures.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Summary {
@@ -88,5 +100,6 @@ pub struct Results {
     pub flows: Vec<FlowResult>,
     pub links: Vec<LinkResult>,
     pub queues: Option<QueueSamples>,
+    pub cwnd: Option<CwndSamples>,
     pub summary: Summary,
 }

@@ -1,6 +1,6 @@
 //! The event loop.
 
-use crate::results::{FlowResult, LinkResult, QueueSamples, Results, Summary};
+use crate::results::{CwndSamples, FlowResult, LinkResult, QueueSamples, Results, Summary};
 use crate::VERSION;
 use fctlab_engine::{EventQueue, Nanos, Rng};
 use fctlab_net::{BufferLimit, EnqueueOutcome, FlowId, NodeId, NodeKind, Packet, PacketId, PacketKind, PacketPool, Port, PortId, QueueConfig, Routes};
@@ -19,6 +19,7 @@ enum Event {
     Rto(u32),
     DelAck(u32),
     QueueSample,
+    CwndSample,
 }
 
 /// A connection: both ends of one flow.
@@ -91,6 +92,10 @@ pub struct Simulation {
     long_lived_running: usize,
     sampled_ports: Vec<u32>,
     samples: Option<QueueSamples>,
+    cwnd_samples: Option<CwndSamples>,
+    cwnd_traced: Vec<u32>,
+    /// Bytes acknowledged per traced flow at the previous sample.
+    cwnd_last_acked: Vec<u64>,
     // counters
     data_packets_delivered: u64,
     payload_bytes_delivered: u64,
@@ -226,6 +231,13 @@ impl Simulation {
             open_flows: 0,
             long_lived_running: 0,
             samples: scenario.monitor.queue_interval.map(|_| QueueSamples::default()),
+            cwnd_samples: scenario.monitor.cwnd_interval.map(|_| CwndSamples::default()),
+            cwnd_traced: if scenario.monitor.cwnd_flows.is_empty() {
+                (0..nflows as u32).collect()
+            } else {
+                scenario.monitor.cwnd_flows.iter().map(|&f| f as u32).collect()
+            },
+            cwnd_last_acked: vec![0; if scenario.monitor.cwnd_flows.is_empty() { nflows } else { scenario.monitor.cwnd_flows.len() }],
             sampled_ports,
             scenario,
             data_packets_delivered: 0,
@@ -244,6 +256,9 @@ impl Simulation {
         }
         if sim.samples.is_some() {
             sim.events.push(Nanos::ZERO, Event::QueueSample);
+        }
+        if sim.cwnd_samples.is_some() {
+            sim.events.push(Nanos::ZERO, Event::CwndSample);
         }
         Ok(sim)
     }
@@ -329,6 +344,7 @@ impl Simulation {
             Event::Rto(f) => self.on_timer(f, true),
             Event::DelAck(f) => self.on_timer(f, false),
             Event::QueueSample => self.sample_queues(),
+            Event::CwndSample => self.sample_cwnd(),
         }
     }
 
@@ -521,6 +537,28 @@ impl Simulation {
         }
     }
 
+    fn sample_cwnd(&mut self) {
+        let Some(interval) = self.scenario.monitor.cwnd_interval else { return };
+        let now = self.now;
+        if let Some(s) = self.cwnd_samples.as_mut() {
+            for (k, &f) in self.cwnd_traced.iter().enumerate() {
+                let Some(c) = self.conns[f as usize].as_deref() else { continue };
+                let acked = c.snd.bytes_acked();
+                let rate = (acked - self.cwnd_last_acked[k]) as f64 * 8.0 / interval.as_secs_f64();
+                self.cwnd_last_acked[k] = acked;
+                s.time_s.push(now.as_secs_f64());
+                s.flow_id.push(f as u64);
+                s.cwnd_bytes.push(c.snd.st.cwnd_bytes);
+                s.ssthresh_bytes.push((c.snd.st.ssthresh_bytes < u64::MAX / 4).then_some(c.snd.st.ssthresh_bytes));
+                s.rate_bps.push(rate);
+                s.weight.push(c.snd.cc.weight());
+            }
+        }
+        if !self.events.is_empty() || self.next_start < self.start_order.len() {
+            self.events.push(now + interval, Event::CwndSample);
+        }
+    }
+
     /// Collects the results (callable at any point; unfinished flows are marked so).
     pub fn results(&mut self, interrupted: bool) -> Results {
         let now = self.now;
@@ -616,7 +654,7 @@ impl Simulation {
             late_packets: self.late_packets,
             interrupted,
         };
-        Results { flows, links, queues: self.samples.clone(), summary }
+        Results { flows, links, queues: self.samples.clone(), cwnd: self.cwnd_samples.clone(), summary }
     }
 }
 

@@ -33,7 +33,7 @@ use fctlab_engine::Rng;
 /// decimals may end at 0.9999999 or 100.00001.
 const LAST_PROB_SLACK: f64 = 1e-6;
 
-/// The five distributions shipped with fctlab, in the order of [`builtin_names`].
+/// The five distributions shipped with fctlab, in the order of [`Cdf::builtin_names`].
 const BUILTINS: [Builtin; 5] = [
     Builtin {
         name: "websearch",
@@ -177,7 +177,7 @@ impl Cdf {
         finish(points, source).map_err(|e| format!("{source}:{last_line}: {e}"))
     }
 
-    /// The shipped distribution called `name` (see [`builtin_names`]), or `None`.
+    /// The shipped distribution called `name` (see [`Cdf::builtin_names`]), or `None`.
     pub fn builtin(name: &str) -> Option<Cdf> {
         let b = BUILTINS.iter().find(|b| b.name == name)?;
         let source = format!("{} ({})", b.name, b.file);
