@@ -9,6 +9,7 @@
 //! There is no global state: a simulation owns its queue and streams, so many simulations can
 //! run in one process.
 
+pub mod parse;
 pub mod queue;
 pub mod rng;
 pub mod units;

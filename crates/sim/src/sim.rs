@@ -478,7 +478,8 @@ impl Simulation {
         rec.start = self.now;
         self.flows_started += 1;
         let id = FlowId(f as u32);
-        let snd = TcpSender::new(id, rec.src, rec.dst, rec.size, &self.tcp, spec.cc.build(), spec.ecn);
+        let info = fctlab_transport::FlowInfo { start: self.now, deadline: rec.deadline };
+        let snd = TcpSender::new(id, rec.src, rec.dst, rec.size, &self.tcp, spec.cc.build(&info), spec.ecn);
         let rcv = TcpReceiver::new(id, rec.dst, rec.src, &self.tcp);
         if rec.size.is_some() {
             self.open_flows += 1;

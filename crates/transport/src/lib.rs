@@ -16,7 +16,7 @@ pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
 
-pub use cc::{AnyCc, CcConfig, CcState, CongestionControl, CongestionEvent};
+pub use cc::{AnyCc, CcConfig, CcState, CongestionControl, CongestionEvent, FlowInfo};
 pub use config::TcpConfig;
 pub use params::{ParamValue, Params};
 pub use receiver::TcpReceiver;

@@ -57,6 +57,23 @@ impl Params {
             Some(v) => Err(format!("`{key}` must be a number, got {}", v.describe())),
         }
     }
+    /// A size: a string with a unit ("10MB") or an integer number of bytes.
+    pub fn bytes(&self, key: &str) -> Result<Option<u64>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(ParamValue::Int(i)) if *i >= 0 => Ok(Some(*i as u64)),
+            Some(ParamValue::Str(s)) => fctlab_engine::parse::parse_size(s).map(Some).map_err(|m| format!("`{key}`: {m}")),
+            Some(v) => Err(format!("`{key}` must be a size such as \"10MB\", got {}", v.describe())),
+        }
+    }
+    /// A time: a string with a unit ("30ms").
+    pub fn duration(&self, key: &str) -> Result<Option<fctlab_engine::Nanos>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(ParamValue::Str(s)) => fctlab_engine::parse::parse_duration(s).map(Some).map_err(|m| format!("`{key}`: {m}")),
+            Some(v) => Err(format!("`{key}` must be a time such as \"30ms\", got {}", v.describe())),
+        }
+    }
     pub fn str(&self, key: &str) -> Result<Option<&str>, String> {
         match self.get(key) {
             None => Ok(None),

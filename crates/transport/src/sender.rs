@@ -457,7 +457,7 @@ mod tests {
 
     fn sender(cwnd_segments: u32) -> TcpSender {
         let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: cwnd_segments, min_rto: Nanos::from_millis(10), ..Default::default() };
-        TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(), false)
+        TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), false)
     }
 
     /// An ACK for `ack` carrying SACK blocks given in segments.

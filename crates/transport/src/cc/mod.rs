@@ -10,13 +10,25 @@
 //! - [`CongestionControl::on_congestion`] once per window on loss, on ECN echo, or on timeout;
 //! - [`CongestionControl::on_feedback`] with the router header an ACK echoes.
 
+pub mod atcp;
+pub mod dctcp;
 pub mod newreno;
 
 use crate::params::Params;
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::RouterHeader;
 
+pub use atcp::{Atcp, AtcpConfig, WeightFunction};
+pub use dctcp::{Dctcp, DctcpConfig};
 pub use newreno::{NewReno, NewRenoConfig};
+
+/// What an algorithm may know about its flow when it is created.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlowInfo {
+    pub start: Nanos,
+    /// Relative deadline of the flow, if it has one.
+    pub deadline: Option<Nanos>,
+}
 
 /// The window state the sender and the algorithm share.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -128,36 +140,38 @@ pub fn additive_increase(st: &mut CcState, acked: u64, segments_per_rtt: f64, ac
 #[derive(Clone, Debug)]
 pub enum AnyCc {
     NewReno(NewReno),
+    Dctcp(Dctcp),
+    Atcp(Atcp),
+}
+
+macro_rules! each_cc {
+    ($self:expr, $c:ident => $body:expr) => {
+        match $self {
+            AnyCc::NewReno($c) => $body,
+            AnyCc::Dctcp($c) => $body,
+            AnyCc::Atcp($c) => $body,
+        }
+    };
 }
 
 impl AnyCc {
     #[inline]
     pub fn on_ack(&mut self, st: &mut CcState, ack: &AckSample) {
-        match self {
-            AnyCc::NewReno(c) => c.on_ack(st, ack),
-        }
+        each_cc!(self, c => c.on_ack(st, ack))
     }
     #[inline]
     pub fn on_congestion(&mut self, st: &mut CcState, ev: CongestionEvent) {
-        match self {
-            AnyCc::NewReno(c) => c.on_congestion(st, ev),
-        }
+        each_cc!(self, c => c.on_congestion(st, ev))
     }
     #[inline]
     pub fn on_feedback(&mut self, st: &mut CcState, hdr: &RouterHeader) {
-        match self {
-            AnyCc::NewReno(c) => c.on_feedback(st, hdr),
-        }
+        each_cc!(self, c => c.on_feedback(st, hdr))
     }
     pub fn pacing_rate(&self) -> Option<BitsPerSec> {
-        match self {
-            AnyCc::NewReno(c) => c.pacing_rate(),
-        }
+        each_cc!(self, c => c.pacing_rate())
     }
     pub fn weight(&self) -> Option<f64> {
-        match self {
-            AnyCc::NewReno(c) => c.weight(),
-        }
+        each_cc!(self, c => c.weight())
     }
 }
 
@@ -165,23 +179,30 @@ impl AnyCc {
 #[derive(Clone, Debug, PartialEq)]
 pub enum CcConfig {
     NewReno(NewRenoConfig),
+    Dctcp(DctcpConfig),
+    Atcp(AtcpConfig),
 }
 
 impl CcConfig {
-    pub fn build(&self) -> AnyCc {
+    /// A fresh controller for one connection.
+    pub fn build(&self, info: &FlowInfo) -> AnyCc {
         match self {
             CcConfig::NewReno(c) => AnyCc::NewReno(NewReno::new(c.clone())),
+            CcConfig::Dctcp(c) => AnyCc::Dctcp(Dctcp::new(c.clone())),
+            CcConfig::Atcp(c) => AnyCc::Atcp(Atcp::new(c.clone(), info)),
         }
     }
     /// The registry name reported in results.
     pub fn name(&self) -> &'static str {
         match self {
             CcConfig::NewReno(_) => "tcp",
+            CcConfig::Dctcp(_) => "dctcp",
+            CcConfig::Atcp(_) => "atcp",
         }
     }
     /// Whether data packets of this algorithm are ECN-capable regardless of `[transport] ecn`.
     pub fn requires_ecn(&self) -> bool {
-        false
+        matches!(self, CcConfig::Dctcp(_))
     }
 }
 
@@ -193,11 +214,11 @@ pub struct Registration {
 }
 
 /// Every algorithm, by scenario name (first name is canonical).
-pub static REGISTRY: &[Registration] = &[Registration {
-    names: &["tcp", "newreno", "reno"],
-    keys: newreno::KEYS,
-    parse: |p| NewRenoConfig::from_params(p).map(CcConfig::NewReno),
-}];
+pub static REGISTRY: &[Registration] = &[
+    Registration { names: &["tcp", "newreno", "reno"], keys: newreno::KEYS, parse: |p| NewRenoConfig::from_params(p).map(CcConfig::NewReno) },
+    Registration { names: &["dctcp"], keys: dctcp::KEYS, parse: |p| DctcpConfig::from_params(p).map(CcConfig::Dctcp) },
+    Registration { names: &["atcp"], keys: atcp::KEYS, parse: |p| AtcpConfig::from_params(p).map(CcConfig::Atcp) },
+];
 
 /// Looks up `name` and parses its parameters; unknown keys are errors.
 pub fn configure(name: &str, params: &Params) -> Result<CcConfig, String> {

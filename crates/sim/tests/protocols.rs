@@ -1,0 +1,73 @@
+//! DCTCP and ATCP in the simulator, against their specifications and the ATCP theorems.
+
+mod common;
+use common::*;
+use fctlab_engine::Nanos;
+
+#[test]
+fn dctcp_keeps_the_queue_near_k_at_full_utilization() {
+    let k = 20.0;
+    let mut s = String::from(
+        "seed = 2\nstop_time = \"1s\"\n[network]\ntopology = \"dumbbell\"\nsenders = 4\nreceivers = 4\nlink_rate = \"1Gbps\"\nlink_delay = \"25us\"\nbuffer = \"200pkt\"\nqueue = \"ecn\"\necn_threshold = \"20pkt\"\n[transport]\nprotocol = \"dctcp\"\nmin_rto = \"10ms\"\n",
+    );
+    for i in 0..4 {
+        s += &format!("[[flows]]\nsrc = \"s{i}\"\ndst = \"r{i}\"\nstart = \"{}us\"\n", i * 13);
+    }
+    let r = run(&s);
+    let b = r.links.iter().find(|l| l.src == "left" && l.dst == "right").unwrap();
+    assert!(b.utilization >= 0.95, "utilization {}", b.utilization);
+    assert!(b.mean_queue_pkts >= k / 2.0 && b.mean_queue_pkts <= 2.0 * k, "mean queue {} for K = {k}", b.mean_queue_pkts);
+    assert!(b.ecn_marks > 0);
+    assert_eq!(r.summary.drops, 0, "DCTCP should not overflow a 200-packet buffer");
+    assert!(r.flows.iter().all(|f| f.protocol == "dctcp"));
+}
+
+/// Two long-lived ATCP flows with fixed weights through an ECN threshold-marking bottleneck
+/// (every congestion event reaches both flows, the theorem's assumption). Returns the ratio
+/// of their throughputs over the last 80% of the run.
+fn weighted_pair(a: u32, b: u32) -> f64 {
+    let total_s = 20.0;
+    let toml = format!(
+        "seed = 1\nstop_time = \"{total_s}s\"\n[network]\ntopology = \"dumbbell\"\nsenders = 2\nreceivers = 2\nlink_rate = \"100Mbps\"\nlink_delay = \"50us\"\nbuffer = \"200pkt\"\nqueue = \"ecn\"\necn_threshold = \"30pkt\"\n[transport]\nprotocol = \"atcp\"\nweight_function = \"fixed\"\necn = true\nmin_rto = \"10ms\"\n[[flows]]\nsrc = \"s0\"\ndst = \"r0\"\nweight = {a}\n[[flows]]\nsrc = \"s1\"\ndst = \"r1\"\nweight = {b}\nstart = \"1ms\"\n"
+    );
+    let mut s = sim(&toml);
+    s.advance(Nanos::from_secs_f64(0.2 * total_s));
+    let before: Vec<u64> = s.results(false).flows.iter().map(|f| f.bytes_delivered).collect();
+    s.run();
+    let r = s.results(false);
+    let d: Vec<f64> = r.flows.iter().zip(&before).map(|(f, b)| (f.bytes_delivered - b) as f64).collect();
+    let util = (d[0] + d[1]) * 8.0 / (0.8 * total_s) / 100e6;
+    assert!(util > 0.9, "weights {a}:{b}: utilization {util}");
+    d[1] / d[0]
+}
+
+#[test]
+fn theorem1_weights_1_and_2_give_rates_1_to_2() {
+    let ratio = weighted_pair(1, 2);
+    assert!((ratio - 2.0).abs() / 2.0 < 0.05, "throughput ratio {ratio}, weight ratio 2");
+}
+
+#[test]
+fn theorem1_weights_1_and_3_give_rates_1_to_3() {
+    let ratio = weighted_pair(1, 3);
+    assert!((ratio - 3.0).abs() / 3.0 < 0.05, "throughput ratio {ratio}, weight ratio 3");
+}
+
+#[test]
+fn theorem1_weights_2_and_3_give_rates_2_to_3() {
+    let ratio = weighted_pair(2, 3);
+    assert!((ratio - 1.5).abs() / 1.5 < 0.05, "throughput ratio {ratio}, weight ratio 1.5");
+}
+
+#[test]
+fn medium_flow_completes_in_s_over_c_times_one_plus_one_over_r() {
+    // A 10 MB flow with weight 2 joins a long-lived flow of weight 1 on 100 Mbps: it gets 2/3
+    // of the payload rate and completes in (S/C)(1 + 1/R).
+    let toml = "seed = 1\nstop_time = \"10s\"\n[network]\ntopology = \"dumbbell\"\nsenders = 2\nreceivers = 2\nlink_rate = \"100Mbps\"\nlink_delay = \"50us\"\nbuffer = \"200pkt\"\nqueue = \"ecn\"\necn_threshold = \"30pkt\"\n[transport]\nprotocol = \"atcp\"\nweight_function = \"fixed\"\necn = true\nmin_rto = \"10ms\"\n[[flows]]\nsrc = \"s0\"\ndst = \"r0\"\nweight = 1\n[[flows]]\nsrc = \"s1\"\ndst = \"r1\"\nweight = 2\nsize = \"10MB\"\nstart = \"2s\"\n";
+    let r = run(toml);
+    let f = &r.flows[1];
+    let c = 100e6 * 1460.0 / 1500.0 / 8.0; // payload bytes per second
+    let want = 10e6 / c * (1.0 + 1.0 / 2.0);
+    let got = f.fct_s.unwrap();
+    assert!((got - want).abs() / want < 0.10, "FCT {got} s, formula {want} s");
+}
