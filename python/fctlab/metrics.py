@@ -455,10 +455,13 @@ def job_completion_times(flows: pd.DataFrame) -> pd.DataFrame:
     """Job completion time (JCT) of each group of flows.
 
     Flows with a non-empty ``group`` (e.g. all flows of one incast round,
-    ``"incast:3"``) form a job. A job starts at the earliest ``start_s`` of
-    its flows and finishes at the latest ``finish_s``; its JCT is finish
-    minus start. A job with any incomplete flow is incomplete: its
-    ``finish_s`` and ``jct_s`` are NaN.
+    ``"incast:3"``) form a job. A group named ``"<job>:requests"`` (the
+    requests of a partition-aggregate query) belongs to the job ``"<job>"``,
+    so a query's JCT runs from its first request to its last response. A job
+    starts at the earliest ``start_s`` of its flows and finishes at the latest
+    ``finish_s``; its JCT is finish minus start. A job with any incomplete
+    flow, or with a flow that never started, is incomplete: its ``finish_s``
+    and ``jct_s`` are NaN.
 
     Parameters
     ----------
@@ -492,7 +495,8 @@ def job_completion_times(flows: pd.DataFrame) -> pd.DataFrame:
     start = _floats(flows["start_s"], func=func)[in_job]
     finish = _floats(flows["finish_s"], func=func)[in_job]
     done = _bools(flows["completed"], func=func)[in_job] & ~np.isnan(finish)
-    codes, names = pd.factorize(group[in_job].astype(str))
+    job_names = group[in_job].astype(str).str.replace(r":requests$", "", regex=True)
+    codes, names = pd.factorize(job_names)
     rows = []
     for code, name in enumerate(names):
         sel = codes == code

@@ -158,3 +158,21 @@ def test_workloads_from_python_dict():
 
     jct = job_completion_times(f)
     assert len(jct) == 5 and jct["completed"].all()
+
+
+def test_partition_aggregate_jct_spans_requests_and_responses():
+    sc = {
+        "network": {"topology": "star", "hosts": 5, "link_rate": "1Gbps", "link_delay": "5us"},
+        "workloads": [{"kind": "partition_aggregate", "aggregator": "h0", "workers": ["h1", "h2", "h3", "h4"],
+                       "request_size": "2KB", "response_size": "30KB", "jobs": 3, "job_interval": "5ms"}],
+    }
+    from fctlab.metrics import job_completion_times
+
+    f = fctlab.run(sc).flows
+    jct = job_completion_times(f)
+    assert list(jct["group"]) == ["pa0:0", "pa0:1", "pa0:2"]
+    for _, job in jct.iterrows():
+        mine = f[f["group"].str.startswith(job["group"])]
+        assert len(mine) == 8 and job["flows"] == 8
+        assert job["start_s"] == mine["start_s"].min()
+        assert job["jct_s"] == pytest.approx(mine["finish_s"].max() - mine["start_s"].min())

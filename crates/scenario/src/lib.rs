@@ -67,8 +67,8 @@ pub struct FlowSpec {
 pub struct MonitorConfig {
     /// Sample the congestion window (and delivery rate, weight) of `cwnd_flows` this often.
     pub cwnd_interval: Option<Nanos>,
-    /// Flow ids to trace; empty with `cwnd_interval` set means every flow.
-    pub cwnd_flows: Vec<u64>,
+    /// Flow ids to trace; None (the default, or "all") means every flow.
+    pub cwnd_flows: Option<Vec<u64>>,
     pub queue_interval: Option<Nanos>,
     /// Link names "a->b"; empty means every switch port.
     pub queues: Vec<String>,

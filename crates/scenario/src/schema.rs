@@ -615,8 +615,8 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
 
     // --- monitor ---
     let cwnd_flows = match &raw.monitor.cwnd_flows {
-        None => Vec::new(),
-        Some(toml::Value::String(s)) if s == "all" => Vec::new(),
+        None => None,
+        Some(toml::Value::String(s)) if s == "all" => None,
         Some(toml::Value::Array(a)) => {
             let mut ids = Vec::with_capacity(a.len());
             for (i, v) in a.iter().enumerate() {
@@ -627,7 +627,7 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
                     }
                 }
             }
-            ids
+            Some(ids)
         }
         Some(other) => return Err(err("monitor.cwnd_flows", format!("expected a list of flow ids or \"all\", got {other}"))),
     };
@@ -794,7 +794,7 @@ impl FlowCtx<'_> {
             if !proto_keys.contains(&k.as_str()) {
                 let mut known: Vec<&str> = own_keys.to_vec();
                 known.extend(proto_keys.iter());
-                return Err(self.err(&format!("{prefix}.{k}"), format!("unknown key for a {protocol} flow (known: {})", known.join(", "))));
+                return Err(self.err(&format!("{prefix}.{k}"), format!("unknown key (with protocol \"{protocol}\" the keys here are: {})", known.join(", "))));
             }
             let pv = to_param(v).ok_or_else(|| self.err(&format!("{prefix}.{k}"), "expected a number, string or boolean"))?;
             params.set(k, pv);

@@ -254,9 +254,9 @@ impl Gen<'_, '_> {
         parse_sizes(self.ctx, &self.key("sizes"), v).map(Some)
     }
 
-    /// Access-link rate of host node `h` in bits per second.
+    /// Access capacity of host node `h` in bits per second: the sum of its links' rates.
     fn access_rate_bps(&self, h: usize) -> f64 {
-        self.ctx.topology.links.iter().find(|l| l.a == h || l.b == h).map_or(0.0, |l| l.params.rate.as_f64())
+        self.ctx.topology.links.iter().filter(|l| l.a == h || l.b == h).map(|l| l.params.rate.as_f64()).sum()
     }
 
     /// Flows per second from `arrival_rate`, or from `load` given the mean size.
@@ -266,7 +266,7 @@ impl Gen<'_, '_> {
             (None, Some(r)) => parse_per_second(r).map_err(|m| self.err("arrival_rate", m)),
             (Some(load), None) => {
                 if !(load > 0.0 && load.is_finite()) {
-                    return Err(self.err("load", format!("must be a positive fraction, got {load}")));
+                    return Err(self.err("load", format!("must be a positive number (a fraction of the receivers' capacity; above 1 overloads them), got {load}")));
                 }
                 let mean = mean_bytes.ok_or_else(|| self.err("load", "needs `sizes` to turn a load into an arrival rate"))?;
                 let mut distinct = receivers.to_vec();
@@ -421,10 +421,11 @@ impl Gen<'_, '_> {
             (Some(_), Some(_)) => return Err(self.err("arrival_rate", "give either `arrival_rate` or `job_interval`, not both")),
             (Some(r), None) => {
                 let rate = parse_per_second(r).map_err(|m| self.err("arrival_rate", m))?;
+                // As for Poisson flows: the first job one random gap after `start`.
                 let mut t = 0.0;
                 for _ in 0..jobs {
-                    starts.push(self.start + Nanos(t as u64));
                     t += -(1e9 / rate) * (1.0 - self.rng.uniform()).ln();
+                    starts.push(self.start + Nanos(t.round() as u64));
                 }
             }
             (None, interval) => {
@@ -528,7 +529,9 @@ impl Gen<'_, '_> {
         }
         let senders = self.hosts(self.w.senders.as_ref(), "senders")?;
         let receivers = self.hosts(self.w.receivers.as_ref(), "receivers")?;
-        let pattern = self.w.pattern.as_deref().unwrap_or(if senders.len() == receivers.len() { "pairs" } else { "all_to_all" });
+        // Default: pairs when the sets line up without a host paired with itself, else all-to-all.
+        let pairable = senders.len() == receivers.len() && senders.iter().zip(&receivers).all(|(s, r)| s != r);
+        let pattern = self.w.pattern.as_deref().unwrap_or(if pairable { "pairs" } else { "all_to_all" });
         match pattern {
             "pairs" => {
                 if senders.len() != receivers.len() {

@@ -232,12 +232,11 @@ impl Simulation {
             long_lived_running: 0,
             samples: scenario.monitor.queue_interval.map(|_| QueueSamples::default()),
             cwnd_samples: scenario.monitor.cwnd_interval.map(|_| CwndSamples::default()),
-            cwnd_traced: if scenario.monitor.cwnd_flows.is_empty() {
-                (0..nflows as u32).collect()
-            } else {
-                scenario.monitor.cwnd_flows.iter().map(|&f| f as u32).collect()
+            cwnd_traced: match &scenario.monitor.cwnd_flows {
+                None => (0..nflows as u32).collect(),
+                Some(ids) => ids.iter().map(|&f| f as u32).collect(),
             },
-            cwnd_last_acked: vec![0; if scenario.monitor.cwnd_flows.is_empty() { nflows } else { scenario.monitor.cwnd_flows.len() }],
+            cwnd_last_acked: vec![0; scenario.monitor.cwnd_flows.as_ref().map_or(nflows, |ids| ids.len())],
             sampled_ports,
             scenario,
             data_packets_delivered: 0,

@@ -1,0 +1,366 @@
+"""Shared pieces of the paper reproductions: running scenarios, judging numbers, writing
+the report.
+
+A reproduction is a list of *items*, one per table or figure of a paper. Each item runs
+scenario files with overrides and produces :class:`Row` objects: a quantity, the paper's
+number, fctlab's number and a verdict. The verdict rules are fixed here, so that every
+item judges the same way:
+
+* a **change** (relative to the paper's baseline, e.g. ATCP against TCP) *matches* when
+  fctlab's change has the same sign as the paper's and is within a factor of two of it
+  (or within 5 percentage points); it is *direction matches, size differs* when only the
+  sign agrees; changes smaller than 2% count as "no change";
+* a **value** (e.g. a window ratio) *matches* within a relative tolerance (10% unless the
+  item says otherwise), and is judged on its side of a reference otherwise.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+MATCH = "matches"
+DIRECTION = "direction matches, size differs"
+NO_MATCH = "does not match"
+NOT_MEASURED = "not measured"
+
+NO_CHANGE = 0.02  # relative changes below 2% count as "no change"
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def rel_change(new: float, ref: float) -> float:
+    """(new - ref) / ref, NaN when either is missing or ref is 0."""
+    if new is None or ref is None:
+        return float("nan")
+    new, ref = float(new), float(ref)
+    if not (math.isfinite(new) and math.isfinite(ref)) or ref == 0:
+        return float("nan")
+    return (new - ref) / ref
+
+
+def _sign(x: float, eps: float) -> int:
+    if abs(x) < eps:
+        return 0
+    return 1 if x > 0 else -1
+
+
+def judge_change(paper: float, sim: float, eps: float = NO_CHANGE) -> str:
+    """Verdict on a relative (or absolute, for percentage points) change."""
+    if sim is None or not math.isfinite(sim):
+        return NOT_MEASURED
+    sp, ss = _sign(paper, eps), _sign(sim, eps)
+    if sp != ss:
+        return NO_MATCH
+    if sp == 0:
+        return MATCH
+    ratio = sim / paper
+    if abs(sim - paper) <= 0.05 or 0.5 <= ratio <= 2.0:
+        return MATCH
+    return DIRECTION
+
+
+def judge_value(paper: float, sim: float, rel_tol: float = 0.10, reference: Optional[float] = None) -> str:
+    """Verdict on a value: within `rel_tol` of the paper's matches; on the same side of
+    `reference` as the paper's is a direction match."""
+    if sim is None or not math.isfinite(sim):
+        return NOT_MEASURED
+    if abs(sim - paper) <= rel_tol * abs(paper):
+        return MATCH
+    if reference is not None and _sign(sim - reference, 1e-9) == _sign(paper - reference, 1e-9):
+        return DIRECTION
+    return NO_MATCH
+
+
+def worst(verdicts: Sequence[str]) -> str:
+    """The least favourable verdict of a list (for an item's summary line)."""
+    order = [NO_MATCH, DIRECTION, MATCH]
+    vs = [v for v in verdicts if v in order]
+    if not vs:
+        return NOT_MEASURED
+    return min(vs, key=order.index)
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def fmt_time(s: Optional[float]) -> str:
+    if s is None or not math.isfinite(float(s)):
+        return "n/a"
+    s = float(s)
+    if s >= 1.0:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} us"
+
+
+def fmt_pct(x: Optional[float], signed: bool = True) -> str:
+    if x is None or not math.isfinite(float(x)):
+        return "n/a"
+    return f"{x * 100:+.1f}%" if signed else f"{x * 100:.1f}%"
+
+
+def fmt_num(x: Optional[float], digits: int = 3) -> str:
+    if x is None or not math.isfinite(float(x)):
+        return "n/a"
+    return f"{float(x):.{digits}g}"
+
+
+# --------------------------------------------------------------------------- items
+
+
+@dataclass
+class Row:
+    quantity: str
+    paper: str
+    fctlab: str
+    verdict: str
+
+
+@dataclass
+class Item:
+    number: int
+    title: str
+    source: str  # table or figure of the paper
+    paper_did: str
+    setup: str
+    rows: list = field(default_factory=list)
+    explanation: list = field(default_factory=list)
+    figures: list = field(default_factory=list)  # (file name, caption)
+    status: str = "not run"
+    reason: str = ""
+    wall_s: float = 0.0
+    numbers: dict = field(default_factory=dict)  # machine-readable results
+
+    def add(self, quantity: str, paper: str, fctlab: str, verdict: str) -> None:
+        self.rows.append(Row(quantity, paper, fctlab, verdict))
+
+    @property
+    def summary_verdict(self) -> str:
+        if self.status != "done":
+            return self.status
+        return worst([r.verdict for r in self.rows])
+
+
+# --------------------------------------------------------------------------- running
+
+
+class Runner:
+    """Runs scenario files through :func:`fctlab.run`, caching identical runs and logging
+    progress to stderr."""
+
+    def __init__(self, scenario_dir: Path, out_dir: Path, log: Callable[[str], None]):
+        self.scenario_dir = Path(scenario_dir)
+        self.out_dir = Path(out_dir)
+        self.log = log
+        self._cache: dict = {}
+        self.runs = 0
+        self.wall_s = 0.0
+
+    def path(self, name: str) -> Path:
+        return self.scenario_dir / name
+
+    def run(self, name: str, label: str, **overrides: Any):
+        import fctlab
+
+        key = (name, tuple(sorted((k, repr(v)) for k, v in overrides.items())))
+        if key in self._cache:
+            return self._cache[key]
+        t0 = time.perf_counter()
+        res = fctlab.run(str(self.path(name)), **overrides)
+        wall = time.perf_counter() - t0
+        self.runs += 1
+        self.wall_s += wall
+        flows = res.flows
+        done = int(flows["completed"].sum())
+        self.log(
+            f"    run {label}: {name} {' '.join(f'{k}={v}' for k, v in overrides.items())}"
+            f" -> {done}/{len(flows)} flows completed, {res.summary['sim_time_s']:.2f} s simulated, {wall:.1f} s wall"
+        )
+        self._cache[key] = res
+        return res
+
+    def run_seeds(self, name: str, label: str, seeds: Sequence[int], **overrides: Any) -> pd.DataFrame:
+        """Run once per seed and return the flows of all runs, with a `seed` column."""
+        frames = []
+        for s in seeds:
+            res = self.run(name, f"{label} seed {s}", seed=int(s), **overrides)
+            f = res.flows.copy()
+            f["seed"] = int(s)
+            frames.append(f)
+        return pd.concat(frames, ignore_index=True)
+
+
+# --------------------------------------------------------------------------- flow statistics
+
+
+def bucket_median(flows: pd.DataFrame, bucket: str) -> float:
+    from fctlab.metrics import fct_stats
+
+    st = fct_stats(flows, by="bucket")
+    row = st[st["bucket"] == bucket]
+    if row.empty:
+        return float("nan")
+    v = row["median_fct_s"].iloc[0]
+    return float(v) if v is not None and pd.notna(v) else float("nan")
+
+
+def bucket_counts(flows: pd.DataFrame, bucket: str) -> tuple:
+    from fctlab.metrics import fct_stats
+
+    st = fct_stats(flows, by="bucket")
+    row = st[st["bucket"] == bucket]
+    if row.empty:
+        return 0, 0
+    return int(row["count"].iloc[0]), int(row["completed"].iloc[0])
+
+
+def meet_ratio(flows: pd.DataFrame) -> float:
+    from fctlab.metrics import deadline_meet_ratio
+
+    d = deadline_meet_ratio(flows)
+    v = d["meet_ratio"].iloc[0]
+    return float(v) if v is not None and pd.notna(v) else float("nan")
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def new_figure(width: float = 8.0, height: float = 4.0, **kwargs):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=110, layout="constrained", **kwargs)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save_figure(fig, path: Path) -> None:
+    fig.savefig(str(path), format="png", dpi=110)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _md_escape(s: str) -> str:
+    return s.replace("|", "\\|")
+
+
+def render_markdown(title: str, intro: list, items: list, footer: list) -> str:
+    out = [f"# {title}", ""]
+    out += intro
+    out += ["", "## Summary", "", "| item | paper source | verdict | wall time |", "|---|---|---|---|"]
+    for it in items:
+        wall = f"{it.wall_s:.1f} s" if it.status == "done" else "-"
+        verdict = it.summary_verdict if it.status == "done" else f"{it.status}: {it.reason}"
+        out.append(f"| {it.number}. {_md_escape(it.title)} | {_md_escape(it.source)} | {_md_escape(verdict)} | {wall} |")
+    out.append("")
+    for it in items:
+        out += [f"## Item {it.number}: {it.title}", "", f"*Paper source:* {it.source}", ""]
+        out += [f"**What the paper did.** {it.paper_did}", ""]
+        out += [f"**fctlab setup.** {it.setup}", ""]
+        if it.status != "done":
+            out += [f"**Status: {it.status}** ({it.reason}). No fctlab numbers are reported for this item.", ""]
+            continue
+        out += ["| quantity | paper | fctlab | verdict |", "|---|---|---|---|"]
+        for r in it.rows:
+            out.append(f"| {_md_escape(r.quantity)} | {_md_escape(r.paper)} | {_md_escape(r.fctlab)} | {_md_escape(r.verdict)} |")
+        out.append("")
+        for fname, caption in it.figures:
+            out += [f"![{caption}]({fname})", "", f"*{caption}*", ""]
+        if it.explanation:
+            out += ["**Differences and explanation.**", ""]
+            out += [f"- {e}" for e in it.explanation]
+            out.append("")
+    out += footer
+    return "\n".join(out) + "\n"
+
+
+_INLINE = [
+    (re.compile(r"\*\*(.+?)\*\*"), r"<strong>\1</strong>"),
+    (re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])"), r"<em>\1</em>"),
+    (re.compile(r"`([^`]+)`"), r"<code>\1</code>"),
+]
+
+
+def _inline(text: str) -> str:
+    t = html.escape(text, quote=False)
+    for rx, rep in _INLINE:
+        t = rx.sub(rep, t)
+    return t
+
+
+def markdown_to_html(md: str, title: str) -> str:
+    """A small converter for the subset of Markdown the reports use: headings, paragraphs,
+    bullet lists, pipe tables and images (linked, not embedded)."""
+    lines = md.splitlines()
+    body = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        m = re.match(r"^(#{1,6}) (.*)$", line)
+        if m:
+            n = len(m.group(1))
+            body.append(f"<h{n}>{_inline(m.group(2))}</h{n}>")
+            i += 1
+            continue
+        m = re.match(r"^!\[(.*)\]\((.*)\)$", line)
+        if m:
+            body.append(f'<p><img src="{html.escape(m.group(2))}" alt="{html.escape(m.group(1))}" style="max-width:100%"></p>')
+            i += 1
+            continue
+        if line.startswith("|"):
+            rows = []
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(lines[i])
+                i += 1
+            cells = [[c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", r.strip())[1:-1]] for r in rows]
+            t = ["<table>"]
+            for k, r in enumerate(cells):
+                if k == 1 and all(set(c) <= set("-:") for c in r):
+                    continue
+                tag = "th" if k == 0 else "td"
+                t.append("<tr>" + "".join(f"<{tag}>{_inline(c)}</{tag}>" for c in r) + "</tr>")
+            t.append("</table>")
+            body.append("\n".join(t))
+            continue
+        if line.startswith("- "):
+            items = []
+            while i < len(lines) and lines[i].startswith("- "):
+                items.append(f"<li>{_inline(lines[i][2:])}</li>")
+                i += 1
+            body.append("<ul>" + "".join(items) + "</ul>")
+            continue
+        para = []
+        while i < len(lines) and lines[i].strip() and not re.match(r"^(#|\||- |!\[)", lines[i]):
+            para.append(lines[i])
+            i += 1
+        body.append(f"<p>{_inline(' '.join(para))}</p>")
+    style = (
+        "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.45}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:4px 8px;vertical-align:top}"
+        "th{background:#eee}code{background:#f4f4f4;padding:0 3px}"
+    )
+    return (
+        f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+        f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
+
+
+def stderr_log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
