@@ -138,7 +138,8 @@ class RunResult:
 
     def write(self, out_dir: Union[str, os.PathLike]) -> Path:
         """Writes ``flows.parquet``, ``links.parquet``, ``summary.json`` (and ``queues.parquet``
-        when sampled) into ``out_dir``, creating it if needed. Returns the directory."""
+        and ``cwnd.parquet`` when sampled) into ``out_dir``, creating it if needed. Returns the
+        directory."""
         out = Path(out_dir)
         if out.exists() and not out.is_dir():
             raise NotADirectoryError(f"{out} exists and is not a directory")

@@ -5,6 +5,7 @@
     fctlab report DIR [DIR ...] --out OUTDIR
     fctlab compare DIR_A DIR_B
     fctlab bench [--quick]
+    fctlab reproduce atcp [--quick] [--out DIR]
 
 Bad input exits with status 2 and one line naming the file, the key and what was expected.
 """
@@ -150,6 +151,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .bench import main_bench
 
         return main_bench(argv[1:])
+    if argv and argv[0] == "reproduce":
+        from .reproduce import main_reproduce
+
+        return main_reproduce(argv[1:])
 
     p = _Parser(prog="fctlab", description="Flow completion time lab: packet-level data-center simulation.")
     p.add_argument("--version", action="store_true", help="print the version and exit")
@@ -167,6 +172,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sub.add_parser("report", help="write an HTML report of result directories (fctlab report -h)")
     sub.add_parser("compare", help="compare two result directories (fctlab compare -h)")
     sub.add_parser("bench", help="run the benchmark scenarios (fctlab bench -h)")
+    sub.add_parser("reproduce", help="reproduce a paper's experiments beside its numbers (fctlab reproduce -h)")
     args = p.parse_args(argv)
     if args.version:
         from . import __version__
