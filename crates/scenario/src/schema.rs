@@ -218,7 +218,13 @@ fn clean_serde_message(m: &str) -> String {
     if let Some(rest) = m.strip_prefix("missing field ") {
         return format!("missing required key {rest}");
     }
-    let m = m.replace("invalid type: ", "wrong type: ").replace('\n', " ");
+    let m = m
+        .replace("invalid type: ", "wrong type: ")
+        .replace('\n', " ")
+        .replace("expected u32", "expected a whole number of at least 0")
+        .replace("expected u64", "expected a whole number of at least 0")
+        .replace("expected f64", "expected a number")
+        .replace("expected a boolean", "expected true or false");
     // serde names internal structs ("expected struct RawNetwork"); say what the user writes.
     let mut out = String::new();
     let mut rest = m.as_str();
