@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
-import types
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 
-def _import(name: str):
-    """Import a pure-Python fctlab module even when the compiled extension is not built.
-
-    If ``fctlab/__init__.py`` fails to import (it loads the extension), an
-    empty package pointing at the source folder stands in for it.
-    """
-    try:
-        importlib.import_module("fctlab")
-    except ImportError:
-        pkg = types.ModuleType("fctlab")
-        pkg.__path__ = [str(Path(__file__).resolve().parents[2] / "python" / "fctlab")]
-        sys.modules["fctlab"] = pkg
-    return importlib.import_module(name)
 
 
-compare = _import("fctlab.compare")
+from fctlab import compare
 
 
 def _make_run(root: Path, name: str, fct: list, sizes: list | None = None) -> Path:

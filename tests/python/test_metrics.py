@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -13,22 +11,9 @@ import pandas as pd
 import pytest
 
 
-def _import(name: str):
-    """Import a pure-Python fctlab module even when the compiled extension is not built.
-
-    If ``fctlab/__init__.py`` fails to import (it loads the extension), an
-    empty package pointing at the source folder stands in for it.
-    """
-    try:
-        importlib.import_module("fctlab")
-    except ImportError:
-        pkg = types.ModuleType("fctlab")
-        pkg.__path__ = [str(Path(__file__).resolve().parents[2] / "python" / "fctlab")]
-        sys.modules["fctlab"] = pkg
-    return importlib.import_module(name)
 
 
-m = _import("fctlab.metrics")
+import fctlab.metrics as m
 
 
 @pytest.fixture

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import sys
-import types
 import warnings
 from pathlib import Path
 
@@ -14,22 +12,9 @@ import pandas as pd
 import pytest
 
 
-def _import(name: str):
-    """Import a pure-Python fctlab module even when the compiled extension is not built.
-
-    If ``fctlab/__init__.py`` fails to import (it loads the extension), an
-    empty package pointing at the source folder stands in for it.
-    """
-    try:
-        importlib.import_module("fctlab")
-    except ImportError:
-        pkg = types.ModuleType("fctlab")
-        pkg.__path__ = [str(Path(__file__).resolve().parents[2] / "python" / "fctlab")]
-        sys.modules["fctlab"] = pkg
-    return importlib.import_module(name)
 
 
-report = _import("fctlab.report")
+from fctlab import report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
