@@ -98,6 +98,23 @@ impl AtcpConfig {
     }
 }
 
+/// Where `sent` lies against the thresholds T1 < T2 of a two-threshold weight function.
+enum Progress {
+    Before,
+    Between(f64),
+    After,
+}
+
+fn progress(sent: u64, t1: u64, t2: u64) -> Progress {
+    if sent <= t1 {
+        Progress::Before
+    } else if sent >= t2 {
+        Progress::After
+    } else {
+        Progress::Between((sent - t1) as f64 / (t2 - t1) as f64)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Atcp {
     cfg: AtcpConfig,
@@ -124,26 +141,16 @@ impl Atcp {
                     w_low
                 }
             }
-            WeightFunction::Linear { w_high, w_low, t1_bytes, t2_bytes } => {
-                if sent <= t1_bytes {
-                    w_high
-                } else if sent >= t2_bytes {
-                    w_low
-                } else {
-                    let x = (sent - t1_bytes) as f64 / (t2_bytes - t1_bytes) as f64;
-                    w_high + (w_low - w_high) * x
-                }
-            }
-            WeightFunction::Exponential { w_high, w_low, t1_bytes, t2_bytes } => {
-                if sent <= t1_bytes {
-                    w_high
-                } else if sent >= t2_bytes {
-                    w_low
-                } else {
-                    let x = (sent - t1_bytes) as f64 / (t2_bytes - t1_bytes) as f64;
-                    w_high * (w_low / w_high).powf(x)
-                }
-            }
+            WeightFunction::Linear { w_high, w_low, t1_bytes, t2_bytes } => match progress(sent, t1_bytes, t2_bytes) {
+                Progress::Before => w_high,
+                Progress::After => w_low,
+                Progress::Between(x) => w_high + (w_low - w_high) * x,
+            },
+            WeightFunction::Exponential { w_high, w_low, t1_bytes, t2_bytes } => match progress(sent, t1_bytes, t2_bytes) {
+                Progress::Before => w_high,
+                Progress::After => w_low,
+                Progress::Between(x) => w_high * (w_low / w_high).powf(x),
+            },
             WeightFunction::Fixed { weight } => weight,
             WeightFunction::Time { w_high, w_low, w_late } => match self.deadline {
                 None => w_low,
