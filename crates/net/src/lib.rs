@@ -11,7 +11,7 @@ pub mod queue;
 pub mod routing;
 pub mod topology;
 
-pub use packet::{FlowId, NodeId, Packet, PacketId, PacketKind, PacketPool, PortId, RouterHeader, SackBlock};
+pub use packet::{FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId, RouterHeader, SackBlock};
 pub use port::{BufferLimit, EnqueueOutcome, Port, PortStats};
 pub use queue::{QueueConfig, RedConfig};
 pub use routing::Routes;

@@ -7,7 +7,7 @@
 //! packets whose transmission has not started by `t` (the packet being serialized is on the
 //! wire, not in the buffer); it is brought up to date lazily by [`Port::advance`].
 
-use crate::packet::{NodeId, Packet, PacketId, flags};
+use crate::packet::{flags, NodeId, PacketId, PacketMeta};
 use crate::queue::{QueueConfig, QueueState, Verdict};
 use fctlab_engine::{BitsPerSec, Nanos, Rng};
 use std::collections::VecDeque;
@@ -58,7 +58,7 @@ pub struct PortStats {
 #[derive(Copy, Clone, Debug)]
 struct InFlight {
     pkt: PacketId,
-    wire_bytes: u32,
+    meta: PacketMeta,
     tx_start: Nanos,
     arrive: Nanos,
 }
@@ -123,7 +123,7 @@ impl Port {
             self.stats.queue_area_pkt_ns += self.waiting_pkts as u128 * (e.tx_start.0 - self.area_time.0) as u128;
             self.area_time = e.tx_start;
             self.waiting_pkts -= 1;
-            self.waiting_bytes -= e.wire_bytes as u64;
+            self.waiting_bytes -= e.meta.wire_bytes as u64;
         }
         if now > self.area_time {
             self.stats.queue_area_pkt_ns += self.waiting_pkts as u128 * (now.0 - self.area_time.0) as u128;
@@ -131,11 +131,12 @@ impl Port {
         }
     }
 
-    /// Offers `pkt` (stored at `id`) to the port at time `now`.
+    /// Offers the packet `id` (described by `meta`) to the port at time `now`. Marking sets
+    /// CE in the flags the port keeps for it.
     #[inline]
-    pub fn enqueue(&mut self, now: Nanos, id: PacketId, pkt: &mut Packet) -> EnqueueOutcome {
+    pub fn enqueue(&mut self, now: Nanos, id: PacketId, mut meta: PacketMeta) -> EnqueueOutcome {
         self.advance(now);
-        let wire = pkt.wire_bytes as u64;
+        let wire = meta.wire_bytes as u64;
         // Only a packet that has to wait occupies the buffer; an idle transmitter takes it at once.
         let must_wait = self.busy_until > now;
         if must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
@@ -146,9 +147,9 @@ impl Port {
         match self.disc.on_arrival(self.waiting_pkts, self.waiting_bytes, idle_for) {
             Verdict::Accept => {}
             Verdict::Mark => {
-                if pkt.has(flags::ECT) {
-                    if !pkt.has(flags::CE) {
-                        pkt.flags |= flags::CE;
+                if meta.has(flags::ECT) {
+                    if !meta.has(flags::CE) {
+                        meta.flags |= flags::CE;
                         self.stats.ecn_marks += 1;
                     }
                 } else if matches!(self.disc, QueueState::Red(_)) {
@@ -166,7 +167,7 @@ impl Port {
         self.busy_until = tx_start + self.rate.tx_time(wire);
         let arrive = self.busy_until + self.delay;
         let was_empty = self.ring.is_empty();
-        self.ring.push_back(InFlight { pkt: id, wire_bytes: pkt.wire_bytes, tx_start, arrive });
+        self.ring.push_back(InFlight { pkt: id, meta, tx_start, arrive });
         if tx_start > now {
             self.waiting_pkts += 1;
             self.waiting_bytes += wire;
@@ -183,12 +184,12 @@ impl Port {
     /// Removes the ring head, which arrives at the far end now. Returns it and the arrival
     /// time of the next head, if any (the caller schedules the next arrival event then).
     #[inline]
-    pub fn pop_arrival(&mut self, now: Nanos) -> (PacketId, Option<Nanos>) {
+    pub fn pop_arrival(&mut self, now: Nanos) -> (PacketId, PacketMeta, Option<Nanos>) {
         self.advance(now);
         let head = self.ring.pop_front().expect("arrival event on an empty port");
         self.stats.tx_packets += 1;
-        self.stats.tx_bytes += head.wire_bytes as u64;
-        (head.pkt, self.ring.front().map(|e| e.arrive))
+        self.stats.tx_bytes += head.meta.wire_bytes as u64;
+        (head.pkt, head.meta, self.ring.front().map(|e| e.arrive))
     }
 
     /// Queue occupancy (packets, bytes) at `now`.
@@ -227,31 +228,31 @@ mod tests {
         Port::new(NodeId(0), NodeId(1), BitsPerSec(1_000_000_000), Nanos::from_micros(10), limit, &QueueConfig::DropTail, Rng::stream(0, 0))
     }
 
-    fn pkt(pool: &mut PacketPool) -> (PacketId, Packet) {
-        let p = Packet { wire_bytes: 1500, ..Default::default() };
-        (pool.alloc(p.clone()), p)
+    fn pkt(pool: &mut PacketPool) -> (PacketId, PacketMeta) {
+        let p = crate::packet::Packet { wire_bytes: 1500, ..Default::default() };
+        (pool.alloc(p.clone()), p.meta())
     }
 
     #[test]
     fn serializes_back_to_back_and_counts_waiting() {
         let mut pool = PacketPool::new();
         let mut p = port(BufferLimit::Packets(2));
-        let (a, mut pa) = pkt(&mut pool);
-        let (b, mut pb) = pkt(&mut pool);
-        let (c, mut pc) = pkt(&mut pool);
-        let (d, mut pd) = pkt(&mut pool);
+        let (a, pa) = pkt(&mut pool);
+        let (b, pb) = pkt(&mut pool);
+        let (c, pc) = pkt(&mut pool);
+        let (d, pd) = pkt(&mut pool);
         // First packet starts at once: 12 us serialization + 10 us delay.
-        assert_eq!(p.enqueue(Nanos(0), a, &mut pa), EnqueueOutcome::Accepted { schedule_arrival: Some(Nanos(22_000)) });
-        assert_eq!(p.enqueue(Nanos(0), b, &mut pb), EnqueueOutcome::Accepted { schedule_arrival: None });
-        assert_eq!(p.enqueue(Nanos(0), c, &mut pc), EnqueueOutcome::Accepted { schedule_arrival: None });
+        assert_eq!(p.enqueue(Nanos(0), a, pa), EnqueueOutcome::Accepted { schedule_arrival: Some(Nanos(22_000)) });
+        assert_eq!(p.enqueue(Nanos(0), b, pb), EnqueueOutcome::Accepted { schedule_arrival: None });
+        assert_eq!(p.enqueue(Nanos(0), c, pc), EnqueueOutcome::Accepted { schedule_arrival: None });
         assert_eq!(p.queue_at(Nanos(0)), (2, 3000));
         // Buffer of 2 is full: the fourth is dropped and counted.
-        assert_eq!(p.enqueue(Nanos(0), d, &mut pd), EnqueueOutcome::Dropped);
+        assert_eq!(p.enqueue(Nanos(0), d, pd), EnqueueOutcome::Dropped);
         assert_eq!(p.stats.drops, 1);
         // At 12 us the second packet starts transmitting.
         assert_eq!(p.queue_at(Nanos(12_000)), (1, 1500));
-        assert_eq!(p.pop_arrival(Nanos(22_000)), (a, Some(Nanos(34_000))));
-        assert_eq!(p.pop_arrival(Nanos(34_000)), (b, Some(Nanos(46_000))));
+        assert_eq!(p.pop_arrival(Nanos(22_000)), (a, pa, Some(Nanos(34_000))));
+        assert_eq!(p.pop_arrival(Nanos(34_000)), (b, pb, Some(Nanos(46_000))));
         assert_eq!(p.stats.max_queue_pkts, 2);
         // Integral: 2 pkts for 12us, 1 pkt for 12us = 36 pkt-us; mean over 48us = 0.75
         assert!((p.mean_queue_pkts(Nanos(48_000)) - 0.75).abs() < 1e-9);
@@ -261,12 +262,12 @@ mod tests {
     fn zero_buffer_still_passes_packets_to_an_idle_link() {
         let mut pool = PacketPool::new();
         let mut p = port(BufferLimit::Packets(0));
-        let (a, mut pa) = pkt(&mut pool);
-        let (b, mut pb) = pkt(&mut pool);
-        assert!(matches!(p.enqueue(Nanos(0), a, &mut pa), EnqueueOutcome::Accepted { .. }));
-        assert_eq!(p.enqueue(Nanos(0), b, &mut pb), EnqueueOutcome::Dropped);
-        let (c, mut pc) = pkt(&mut pool);
-        assert!(matches!(p.enqueue(Nanos(12_000), c, &mut pc), EnqueueOutcome::Accepted { .. }));
+        let (a, pa) = pkt(&mut pool);
+        let (b, pb) = pkt(&mut pool);
+        assert!(matches!(p.enqueue(Nanos(0), a, pa), EnqueueOutcome::Accepted { .. }));
+        assert_eq!(p.enqueue(Nanos(0), b, pb), EnqueueOutcome::Dropped);
+        let (c, pc) = pkt(&mut pool);
+        assert!(matches!(p.enqueue(Nanos(12_000), c, pc), EnqueueOutcome::Accepted { .. }));
     }
 
     #[test]
@@ -274,8 +275,8 @@ mod tests {
         let mut pool = PacketPool::new();
         let mut p = port(BufferLimit::Bytes(3000));
         for i in 0..4 {
-            let (id, mut pk) = pkt(&mut pool);
-            let r = p.enqueue(Nanos(0), id, &mut pk);
+            let (id, pk) = pkt(&mut pool);
+            let r = p.enqueue(Nanos(0), id, pk);
             // first goes on the wire, two wait (3000 bytes), the fourth overflows
             assert_eq!(matches!(r, EnqueueOutcome::Dropped), i == 3);
         }

@@ -3,7 +3,7 @@
 use crate::results::{CwndSamples, FlowResult, LinkResult, QueueSamples, Results, Summary};
 use crate::VERSION;
 use fctlab_engine::{EventQueue, Nanos, Rng};
-use fctlab_net::{BufferLimit, EnqueueOutcome, FlowId, NodeId, NodeKind, Packet, PacketId, PacketKind, PacketPool, Port, PortId, QueueConfig, Routes};
+use fctlab_net::{BufferLimit, EnqueueOutcome, FlowId, NodeId, NodeKind, Packet, PacketId, PacketKind, PacketMeta, PacketPool, Port, PortId, QueueConfig, Routes};
 use fctlab_scenario::{Scenario, ScenarioError};
 use fctlab_transport::{TcpConfig, TcpReceiver, TcpSender};
 use std::time::Instant;
@@ -328,12 +328,12 @@ impl Simulation {
     fn dispatch(&mut self, ev: Event) {
         match ev {
             Event::Arrival(p) => {
-                let (pid, next) = self.ports[p as usize].pop_arrival(self.now);
+                let (pid, meta, next) = self.ports[p as usize].pop_arrival(self.now);
                 if let Some(t) = next {
                     self.events.push(t, Event::Arrival(p));
                 }
                 let to = self.ports[p as usize].to;
-                self.receive(to, pid);
+                self.receive(to, pid, meta);
             }
             Event::FlowStart => self.start_due_flows(),
             Event::StartDependent(f) => {
@@ -348,11 +348,11 @@ impl Simulation {
     }
 
     #[inline]
-    fn receive(&mut self, node: NodeId, pid: PacketId) {
+    fn receive(&mut self, node: NodeId, pid: PacketId, meta: PacketMeta) {
         if !self.node_is_host[node.0 as usize] {
-            let p = self.pool.get(pid);
-            match self.routes.next_hop(node, p.dst, p.flow) {
-                Some(port) => self.enqueue(port, pid),
+            // Forwarding reads only the metadata the port carried, not the packet.
+            match self.routes.next_hop(node, meta.dst, meta.flow) {
+                Some(port) => self.enqueue(port, pid, meta),
                 None => {
                     self.no_route_drops += 1;
                     self.pool.free(pid);
@@ -360,6 +360,7 @@ impl Simulation {
             }
             return;
         }
+        self.pool.get_mut(pid).flags = meta.flags;
         let p = self.pool.get(pid);
         let f = p.flow.0 as usize;
         self.packets_consumed += 1;
@@ -434,11 +435,11 @@ impl Simulation {
         let mut out = std::mem::take(&mut self.out);
         for p in out.drain(..) {
             let src = p.src;
-            let (dst, flow) = (p.dst, p.flow);
+            let meta = p.meta();
             let pid = self.pool.alloc(p);
             self.packets_created += 1;
-            match self.routes.next_hop(src, dst, flow) {
-                Some(port) => self.enqueue(port, pid),
+            match self.routes.next_hop(src, meta.dst, meta.flow) {
+                Some(port) => self.enqueue(port, pid, meta),
                 None => {
                     self.no_route_drops += 1;
                     self.pool.free(pid);
@@ -449,9 +450,8 @@ impl Simulation {
     }
 
     #[inline]
-    fn enqueue(&mut self, port: PortId, pid: PacketId) {
-        let pkt = self.pool.get_mut(pid);
-        match self.ports[port.0 as usize].enqueue(self.now, pid, pkt) {
+    fn enqueue(&mut self, port: PortId, pid: PacketId, meta: PacketMeta) {
+        match self.ports[port.0 as usize].enqueue(self.now, pid, meta) {
             EnqueueOutcome::Accepted { schedule_arrival: Some(t) } => self.events.push(t, Event::Arrival(port.0)),
             EnqueueOutcome::Accepted { schedule_arrival: None } => {}
             EnqueueOutcome::Dropped => self.pool.free(pid),
