@@ -30,6 +30,18 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 command -v cc >/dev/null 2>&1 || apt_install build-essential || die "a C compiler (cc) is needed to link the Rust core"
 
+# Kernel side (ATCP in BPF, the namespace testbed): compilers and tools from Debian. Only
+# installed where we are root with apt; elsewhere those tests skip and say why.
+for tool in clang bpftool tc; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        apt_install clang llvm libbpf-dev bpftool iproute2 || say "note: clang/bpftool/iproute2 not installed (not root or no apt); kernel and testbed tests will skip"
+        break
+    fi
+done
+if [ ! -f /usr/include/bpf/bpf_helpers.h ]; then
+    apt_install libbpf-dev || true
+fi
+
 if [ ! -x .venv/bin/python ]; then
     say "creating .venv"
     "$PY" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$PY" -m venv .venv; } || die "cannot create a virtual environment (python3 -m venv)"

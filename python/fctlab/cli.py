@@ -6,6 +6,8 @@
     fctlab compare DIR_A DIR_B
     fctlab bench [--quick]
     fctlab reproduce atcp [--quick] [--out DIR]
+    fctlab kernel load|unload|status
+    fctlab testbed check|run SCENARIO.toml --out DIR
 
 Bad input exits with status 2 and one line naming the file, the key and what was expected.
 """
@@ -151,6 +153,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .bench import main_bench
 
         return main_bench(argv[1:])
+    if argv and argv[0] == "kernel":
+        from .kernel import main_kernel
+
+        return main_kernel(argv[1:])
+    if argv and argv[0] == "testbed":
+        from .testbed import main_testbed
+
+        return main_testbed(argv[1:])
     if argv and argv[0] == "reproduce":
         from .reproduce import main_reproduce
 
@@ -172,6 +182,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sub.add_parser("report", help="write an HTML report of result directories (fctlab report -h)")
     sub.add_parser("compare", help="compare two result directories (fctlab compare -h)")
     sub.add_parser("bench", help="run the benchmark scenarios (fctlab bench -h)")
+    sub.add_parser("kernel", help="build, load, unload the ATCP BPF congestion control (fctlab kernel -h)")
+    sub.add_parser("testbed", help="run scenarios on the real kernel in network namespaces (fctlab testbed -h)")
     sub.add_parser("reproduce", help="reproduce a paper's experiments beside its numbers (fctlab reproduce -h)")
     args = p.parse_args(argv)
     if args.version:

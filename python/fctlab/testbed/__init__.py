@@ -1,0 +1,86 @@
+"""The namespace testbed: run a scenario on real Linux TCP (and the ATCP BPF congestion
+control) over veth links, Linux bridges and TBF queues.
+
+    fctlab testbed check
+    fctlab testbed run SCENARIO.toml --out DIR [--set key=value ...] [--max-time SECONDS]
+    fctlab testbed clean
+
+See ``docs/testbed.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Optional, Sequence
+
+from .netns import TestbedError, check_machine, delete_namespaces, stale_namespaces
+from .runner import MAX_RUN_S, run_testbed
+
+__all__ = ["main_testbed", "run_testbed", "check_machine", "TestbedError"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="fctlab testbed", description="Run scenarios on real Linux TCP in network namespaces.")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    sub.add_parser("check", help="exit 0 when this machine can run the testbed, else say why")
+    r = sub.add_parser("run", help="run a scenario and write flows.parquet, links.parquet, summary.json")
+    r.add_argument("scenario")
+    r.add_argument("--out", required=True, metavar="DIR")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    r.add_argument("--max-time", type=float, default=MAX_RUN_S, metavar="SECONDS",
+                   help=f"bound on the traffic phase (default {MAX_RUN_S:.0f})")
+    sub.add_parser("clean", help="delete namespaces left by testbed processes that no longer exist")
+    return p
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main_testbed(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of ``fctlab testbed``; returns the exit status."""
+    a = _parser().parse_args(argv)
+    if a.cmd == "check":
+        probs = check_machine()
+        from .. import kernel as K
+
+        if probs:
+            for pr in probs:
+                print(f"testbed unavailable: {pr}")
+            return 1
+        miss = K.missing_tools()
+        atcp = "ATCP flows: ok" if not miss else "ATCP flows unavailable: missing " + ", ".join(miss)
+        print(f"testbed ok (namespaces, veth, bridge, tbf); TCP flows: ok; {atcp}")
+        return 0
+    if a.cmd == "clean":
+        stale = stale_namespaces()
+        left = delete_namespaces(stale)
+        print(f"deleted {len(stale) - len(left)} stale namespace(s)" + (f"; could not delete {', '.join(left)}" if left else ""))
+        return 1 if left else 0
+    old = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        s = run_testbed(a.scenario, a.out, set=a.set, max_run_s=a.max_time)
+    except TestbedError as e:
+        print(f"error: fctlab testbed run: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; namespaces removed", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    print(f"{s['scenario_name']}: {s['flows_completed']} of {s['flows_total']} flows completed in "
+          f"{s['sim_time_s']:.3f}s, {s['drops']} drops; results in {a.out}")
+    for k, v in s["flow_errors"].items():
+        print(f"  flow {k}: {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_testbed())

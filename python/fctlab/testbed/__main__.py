@@ -1,0 +1,5 @@
+import sys
+
+from . import main_testbed
+
+sys.exit(main_testbed())

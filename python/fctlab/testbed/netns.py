@@ -1,0 +1,198 @@
+"""Network namespaces, veth links, bridges and TBF queues for the testbed.
+
+Every object the testbed creates lives inside a namespace named ``fctlab-<pid>-<node>``;
+deleting those namespaces (``Network.destroy``) removes the veths, bridges and qdiscs with
+them, so the host's own network is never touched. Threads enter a namespace with setns(2)
+(``enter``), so one process can run the senders and receivers of every host.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+PREFIX = "fctlab-"
+NETNS_DIR = Path("/run/netns")
+CLONE_NEWNET = 0x40000000
+ETH_OVERHEAD = 14  # bytes per packet beyond the IP MTU on a veth
+MTU = 1500
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class TestbedError(Exception):
+    """A problem that stops a testbed run; the message is one line for the user."""
+
+
+def ip(*args: str, check: bool = True, timeout: float = 20) -> subprocess.CompletedProcess:
+    return run(["ip", *args], check=check, timeout=timeout)
+
+
+def run(cmd: list[str], *, check: bool = True, timeout: float = 20) -> subprocess.CompletedProcess:
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise TestbedError(f"{cmd[0]} not found (apt package iproute2)") from None
+    except subprocess.TimeoutExpired:
+        raise TestbedError(f"`{' '.join(cmd)}` did not finish within {timeout:.0f}s") from None
+    if check and p.returncode != 0:
+        msg = (p.stderr or p.stdout).strip().splitlines()
+        raise TestbedError(f"`{' '.join(cmd)}` failed: {msg[-1] if msg else 'exit ' + str(p.returncode)}")
+    return p
+
+
+def enter(ns: str) -> None:
+    """Moves the calling thread into network namespace ``ns`` (setns(2))."""
+    fd = os.open(NETNS_DIR / ns, os.O_RDONLY)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            e = ctypes.get_errno()
+            raise TestbedError(f"setns({ns}) failed: {os.strerror(e)}")
+    finally:
+        os.close(fd)
+
+
+def list_namespaces(prefix: str = PREFIX) -> list[str]:
+    p = ip("netns", "list", check=False)
+    names = [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
+    return [n for n in names if n.startswith(prefix)]
+
+
+def stale_namespaces() -> list[str]:
+    """``fctlab-<pid>-*`` namespaces whose creating process is gone."""
+    out = []
+    for n in list_namespaces():
+        m = re.match(r"fctlab-(\d+)-", n)
+        if m and not Path(f"/proc/{m.group(1)}").exists():
+            out.append(n)
+    return out
+
+
+def delete_namespaces(names: list[str]) -> list[str]:
+    """Deletes namespaces; returns those that could not be deleted."""
+    failed = []
+    for n in names:
+        p = ip("netns", "del", n, check=False)
+        if p.returncode != 0 and (NETNS_DIR / n).exists():
+            failed.append(n)
+    return failed
+
+
+def tbf_args(rate_bps: float, limit_bytes: int) -> list[str]:
+    """TBF shaping a link to ``rate_bps`` with a queue of ``limit_bytes``. The bucket holds
+    1 ms of traffic (at least 4 full frames): small enough to act as a link, large enough
+    for the timer resolution."""
+    burst = max(4 * (MTU + ETH_OVERHEAD), int(rate_bps / 8 * 1e-3))
+    limit = max(limit_bytes, MTU + ETH_OVERHEAD)
+    return ["tbf", "rate", f"{int(rate_bps)}bit", "burst", str(burst), "limit", str(limit)]
+
+
+@dataclass
+class Port:
+    ns: str
+    dev: str
+    rate_bps: float
+    limit_bytes: int
+    link: str  # "a->b", direction of traffic leaving through this port
+
+
+@dataclass
+class Network:
+    """Namespaces and links of one run. Use as a context manager: ``destroy`` always runs."""
+
+    tag: str = field(default_factory=lambda: f"{PREFIX}{os.getpid()}-")
+    namespaces: list = field(default_factory=list)
+    ports: list = field(default_factory=list)
+    addresses: dict = field(default_factory=dict)
+
+    def ns(self, node: str) -> str:
+        return self.tag + node
+
+    def add_node(self, node: str, *, switch: bool) -> None:
+        name = self.ns(node)
+        ip("netns", "add", name)
+        self.namespaces.append(name)
+        ip("-n", name, "link", "set", "lo", "up")
+        if switch:
+            ip("-n", name, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0")
+            ip("-n", name, "link", "set", "br0", "up")
+
+    def add_link(self, a: str, b: str, dev_a: str, dev_b: str, *, a_switch: bool, b_switch: bool,
+                 rate_a_bps: float, limit_a: int, rate_b_bps: float, limit_b: int) -> None:
+        """A veth between nodes a and b, created directly inside their namespaces. Each end's
+        egress gets a TBF: the output port of that node toward the other."""
+        na, nb = self.ns(a), self.ns(b)
+        ip("link", "add", dev_a, "netns", na, "type", "veth", "peer", "name", dev_b, "netns", nb)
+        for n, dev, sw, rate, limit, to in ((na, dev_a, a_switch, rate_a_bps, limit_a, b),
+                                            (nb, dev_b, b_switch, rate_b_bps, limit_b, a)):
+            if sw:
+                ip("-n", n, "link", "set", dev, "master", "br0")
+            ip("-n", n, "link", "set", dev, "mtu", str(MTU), "up")
+            run(["tc", "-n", n, "qdisc", "replace", "dev", dev, "root", *tbf_args(rate, limit)])
+            node_from = a if n == na else b
+            self.ports.append(Port(n, dev, rate, limit, f"{node_from}->{to}"))
+
+    def add_address(self, host: str, dev: str, addr: str, prefix: int) -> None:
+        ip("-n", self.ns(host), "addr", "add", f"{addr}/{prefix}", "dev", dev)
+        self.addresses[host] = addr
+
+    def port_stats(self) -> dict:
+        """Per port: bytes and packets sent, drops (from ``tc -s -j qdisc``)."""
+        import json
+
+        out = {}
+        for p in self.ports:
+            r = run(["tc", "-n", p.ns, "-s", "-j", "qdisc", "show", "dev", p.dev], check=False)
+            try:
+                q = next(x for x in json.loads(r.stdout or "[]") if x.get("kind") == "tbf")
+                out[p.link] = {"bytes": q.get("bytes", 0), "packets": q.get("packets", 0),
+                               "drops": q.get("drops", 0), "port": p}
+            except (ValueError, StopIteration):
+                out[p.link] = {"bytes": 0, "packets": 0, "drops": 0, "port": p}
+        return out
+
+    def destroy(self) -> list[str]:
+        """Deletes every namespace of this run (and with them their links and qdiscs)."""
+        failed = delete_namespaces(list(reversed(self.namespaces)))
+        # anything left under our tag, e.g. from an interrupted add_node
+        failed += delete_namespaces([n for n in list_namespaces(self.tag) if n not in failed])
+        self.namespaces = []
+        return failed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+        return False
+
+
+def check_machine() -> list[str]:
+    """Problems that stop the testbed on this machine (empty when it can run)."""
+    probs = []
+    if os.geteuid() != 0:
+        return ["needs root (network namespaces, veth and qdiscs need CAP_NET_ADMIN)"]
+    for tool, pkg in (("ip", "iproute2"), ("tc", "iproute2")):
+        if shutil.which(tool) is None:
+            probs.append(f"{tool} not found (apt package {pkg})")
+    if probs:
+        return probs
+    net = Network(tag=f"{PREFIX}{os.getpid()}-check-")
+    try:
+        net.add_node("sw", switch=True)
+        net.add_node("h", switch=False)
+        net.add_link("sw", "h", "p0", "eth0", a_switch=True, b_switch=False,
+                     rate_a_bps=100e6, limit_a=100_000, rate_b_bps=100e6, limit_b=100_000)
+    except TestbedError as e:
+        probs.append(f"cannot build a namespace network: {e}")
+    finally:
+        left = net.destroy()
+        if left:
+            probs.append(f"could not delete namespaces {', '.join(left)}")
+    return probs

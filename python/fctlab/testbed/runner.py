@@ -1,0 +1,459 @@
+"""Runs a scenario on real Linux TCP inside network namespaces and writes fctlab results."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import kernel as K
+from .netns import Network, TestbedError, enter
+from .scenario import FRAME, Flow, Plan, load_plan
+
+PORT_BASE = 20000
+SUBNET = "10.88"
+SETUP_MARGIN_S = 0.3  # between "all receivers listening" and t = 0
+MAX_RUN_S = 120.0  # hard bound on one run's traffic phase
+_BLOCK = bytes(range(256)) * 4096  # 1 MiB pattern
+
+# struct tcp_info offsets (linux/tcp.h): tcpi_total_retrans, tcpi_segs_out
+_TI_TOTAL_RETRANS = 100
+_TI_SEGS_OUT = 136
+
+
+def host_address(index: int) -> str:
+    return f"{SUBNET}.{index // 250}.{index % 250 + 1}"
+
+
+def _tcp_info(sock: socket.socket) -> tuple[Optional[int], Optional[int]]:
+    try:
+        raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
+        retrans = struct.unpack_from("<I", raw, _TI_TOTAL_RETRANS)[0] if len(raw) >= 104 else None
+        segs = struct.unpack_from("<I", raw, _TI_SEGS_OUT)[0] if len(raw) >= 140 else None
+        return retrans, segs
+    except OSError:
+        return None, None
+
+
+# --------------------------------------------------------------------------------------
+# congestion controls
+
+
+def resolve_congestion_controls(plan: Plan) -> Optional[K.AtcpParams]:
+    """Sets each flow's kernel congestion control; returns the ATCP parameters to load, or
+    None when no flow uses ATCP. ``tcp`` (and its aliases) is the kernel's ``reno``."""
+    fixed: list[float] = []
+    fn_params: Optional[dict] = None
+    for f in plan.flows:
+        p = f.protocol.lower()
+        if p in ("tcp", "newreno", "reno"):
+            f.cc = "reno"
+            f.protocol = "tcp"
+        elif p == "atcp":
+            wf = f.params.get("weight_function", "step")
+            f.weight_function = wf
+            if wf == "fixed":
+                if "weight" not in f.params:
+                    raise TestbedError(f"flows[{f.flow_id}]: weight_function \"fixed\" needs `weight`")
+                w = float(f.params["weight"])
+                if w not in fixed:
+                    fixed.append(w)
+                if len(fixed) > 3:
+                    raise TestbedError("at most three distinct fixed ATCP weights per run (atcp_w1..atcp_w3)")
+            elif wf in ("step", "linear"):
+                mine = {k: f.params.get(k) for k in ("w_high", "w_low", "threshold", "threshold_low", "threshold_high")}
+                mine["function"] = wf
+                if fn_params is not None and fn_params != mine:
+                    raise TestbedError(f"flows[{f.flow_id}]: all step/linear ATCP flows of a run must share parameters")
+                fn_params = mine
+                f.cc = "atcp"
+            else:
+                raise TestbedError(f"flows[{f.flow_id}]: ATCP weight_function {wf!r} is not available in the kernel (step, linear, fixed)")
+        else:
+            raise TestbedError(f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, atcp)")
+    if not fixed and fn_params is None:
+        return None
+    w_fixed = (fixed + [1.0, 2.0, 3.0])[:3] if fixed else [1.0, 2.0, 3.0]
+    # keep the default mapping (w -> atcp_w<w>) when the weights allow it
+    if all(w in (1.0, 2.0, 3.0) for w in fixed):
+        w_fixed = [1.0, 2.0, 3.0]
+    for f in plan.flows:
+        if f.protocol == "atcp" and f.weight_function == "fixed":
+            f.cc = f"atcp_w{w_fixed.index(float(f.params['weight'])) + 1}"
+    from ..kernel import parse_bytes
+
+    fp = fn_params or {}
+
+    def num(k, default):
+        v = fp.get(k)
+        return default if v is None else v
+
+    def size(k, default):
+        v = fp.get(k)
+        return default if v is None else (int(v) if isinstance(v, (int, float)) else parse_bytes(str(v)))
+
+    return K.AtcpParams(
+        function=fp.get("function", "step"),
+        w_high=float(num("w_high", 3.0)),
+        w_low=float(num("w_low", 1.0)),
+        threshold=size("threshold", 10_000_000),
+        threshold_low=size("threshold_low", 1_000_000),
+        threshold_high=size("threshold_high", 10_000_000),
+        w_fixed=tuple(w_fixed),
+    ).validate()
+
+
+# --------------------------------------------------------------------------------------
+# traffic
+
+
+@dataclass
+class FlowResult:
+    start: Optional[float] = None
+    finish: Optional[float] = None
+    received: int = 0
+    completed: bool = False
+    retransmits: Optional[int] = None
+    segs_out: Optional[int] = None
+    cc_used: str = ""
+    error: str = ""
+
+
+def _receiver(ns: str, port: int, f: Flow, res: FlowResult, ready: threading.Barrier, stop_at: list, bound: float):
+    """Accepts one connection, counts bytes until EOF (sized flow, then a 1-byte ACK) or
+    until the stop time (long-lived flow)."""
+    try:
+        enter(ns)
+        srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    except Exception as e:  # noqa: BLE001 - reported per flow
+        res.error = f"receiver: {e}"
+        ready.abort()
+        return
+    try:
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(("0.0.0.0", port))
+        srv.listen(1)
+        ready.wait(timeout=30)
+        srv.settimeout(max(0.1, bound - time.monotonic()))
+        conn, _ = srv.accept()
+        with conn:
+            conn.settimeout(0.2)
+            n = 0
+            while time.monotonic() < bound:
+                if f.size is None and stop_at[0] is not None and time.monotonic() >= stop_at[0]:
+                    break
+                try:
+                    b = conn.recv(1 << 20)
+                except socket.timeout:
+                    continue
+                if not b:
+                    break
+                n += len(b)
+                res.received = n
+            if f.size is not None and n == f.size:
+                conn.settimeout(5)
+                conn.sendall(b"A")
+    except threading.BrokenBarrierError:
+        pass
+    except OSError as e:
+        res.error = res.error or f"receiver: {e}"
+    finally:
+        srv.close()
+
+
+def _sender(ns: str, dst: str, port: int, f: Flow, res: FlowResult, t0: float, stop_at: Optional[float], bound: float):
+    try:
+        enter(ns)
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    except Exception as e:  # noqa: BLE001
+        res.error = f"sender: {e}"
+        return
+    try:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, f.cc.encode())
+        wait = t0 + f.start_s - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        end = min(bound, stop_at) if stop_at is not None else bound
+        if time.monotonic() >= end:
+            return
+        s.settimeout(max(0.1, end - time.monotonic()))
+        res.start = time.monotonic()
+        s.connect((dst, port))
+        res.cc_used = K.socket_congestion(s)
+        view = memoryview(_BLOCK)
+        if f.size is not None:
+            left = f.size
+            while left > 0:
+                k = min(left, len(view))
+                s.sendall(view[:k])
+                left -= k
+            s.shutdown(socket.SHUT_WR)
+            if s.recv(1) == b"A":
+                res.finish = time.monotonic()
+                res.completed = True
+        else:
+            s.settimeout(0.2)
+            while time.monotonic() < end:
+                try:
+                    s.send(view[:65536])
+                except socket.timeout:
+                    continue
+        res.retransmits, res.segs_out = _tcp_info(s)
+    except OSError as e:
+        if not res.completed:
+            res.error = f"sender: {e}"
+    finally:
+        if res.retransmits is None:
+            res.retransmits, res.segs_out = _tcp_info(s)
+        s.close()
+
+
+def _base_rtt(net: Network, src: str, dst: str, port: int) -> float:
+    """Minimum of a few TCP handshakes between two hosts (SYN to SYN-ACK), in seconds."""
+    best = [float("inf")]
+
+    def srv():
+        try:
+            enter(net.ns(dst))
+            with socket.socket() as l:
+                l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                l.bind(("0.0.0.0", port))
+                l.listen(8)
+                l.settimeout(3)
+                for _ in range(5):
+                    c, _ = l.accept()
+                    c.close()
+        except OSError:
+            pass
+
+    def cli():
+        try:
+            enter(net.ns(src))
+            time.sleep(0.05)
+            for _ in range(5):
+                with socket.socket() as c:
+                    c.settimeout(2)
+                    t = time.monotonic()
+                    c.connect((net.addresses[dst], port))
+                    best[0] = min(best[0], time.monotonic() - t)
+        except OSError:
+            pass
+
+    ts = [threading.Thread(target=srv, daemon=True), threading.Thread(target=cli, daemon=True)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(6)
+    return best[0] if best[0] != float("inf") else float("nan")
+
+
+# --------------------------------------------------------------------------------------
+# one run
+
+
+def build_network(plan: Plan, net: Network) -> None:
+    for sw in plan.switches:
+        net.add_node(sw, switch=True)
+    for h in plan.hosts:
+        net.add_node(h, switch=False)
+    port_no = {sw: 0 for sw in plan.switches}
+    for l in plan.links:
+        def dev(node):
+            if node in port_no:
+                port_no[node] += 1
+                return f"p{port_no[node]}"
+            return "eth0"
+        da, db = dev(l.a), dev(l.b)
+        net.add_link(l.a, l.b, da, db, a_switch=l.a in port_no, b_switch=l.b in port_no,
+                     rate_a_bps=l.rate_a, limit_a=l.buf_a, rate_b_bps=l.rate_b, limit_b=l.buf_b)
+    for i, h in enumerate(plan.hosts):
+        net.add_address(h, "eth0", host_address(i), 16)
+
+
+def path_rate(plan: Plan, f: Flow) -> float:
+    """Slowest rate on the flow's path (host links, and the bottleneck when crossing it)."""
+    rates = []
+    for l in plan.links:
+        if l.level == "host" and l.a in (f.src, f.dst):
+            rates.append(l.rate_a)
+    if plan.topology == "dumbbell" and f.src[0] != f.dst[0]:
+        rates.append(plan.links[0].rate_a)
+    return min(rates)
+
+
+def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = (), sha256: str = "",
+             max_run_s: float = MAX_RUN_S) -> tuple[pa.Table, pa.Table, dict]:
+    from ..api import FLOW_SCHEMA, LINK_SCHEMA
+
+    wall0 = time.monotonic()
+    atcp = resolve_congestion_controls(plan)
+    loaded_here = False
+    interrupted = False
+    results = {f.flow_id: FlowResult() for f in plan.flows}
+    stats, base_rtts, duration = {}, {}, 0.0
+    net = Network()
+    try:
+        if atcp is not None:
+            try:
+                if K.registered():
+                    have = K.loaded_params()
+                    if have is None or have.pack() != atcp.pack():
+                        raise TestbedError("ATCP is already registered with other parameters; run `fctlab kernel unload` first")
+                else:
+                    K.load(atcp)
+                    loaded_here = True
+            except K.KernelError as e:
+                raise TestbedError(f"loading ATCP: {e}") from None
+        build_network(plan, net)
+        for f in plan.flows:
+            key = (f.src, f.dst)
+            if key not in base_rtts:
+                base_rtts[key] = _base_rtt(net, f.src, f.dst, PORT_BASE - 1 - len(base_rtts))
+        last_start = max(f.start_s for f in plan.flows)
+        horizon = plan.stop_time_s if plan.stop_time_s is not None else last_start + max_run_s
+        horizon = min(horizon, max_run_s)
+        ready = threading.Barrier(len(plan.flows) + 1)
+        stop_at: list = [None]
+        threads = []
+        bound = time.monotonic() + horizon + 30  # sockets never block past this
+        for f in plan.flows:
+            t = threading.Thread(target=_receiver, daemon=True,
+                                 args=(net.ns(f.dst), PORT_BASE + f.flow_id, f, results[f.flow_id], ready, stop_at, bound))
+            t.start()
+            threads.append(t)
+        try:
+            ready.wait(timeout=30)
+        except threading.BrokenBarrierError:
+            errs = [r.error for r in results.values() if r.error]
+            raise TestbedError(f"receivers did not start: {errs[0] if errs else 'timeout'}") from None
+        t0 = time.monotonic() + SETUP_MARGIN_S
+        stop_abs = t0 + plan.stop_time_s if plan.stop_time_s is not None else None
+        stop_at[0] = stop_abs
+        end_abs = t0 + horizon
+        for f in plan.flows:
+            t = threading.Thread(target=_sender, daemon=True,
+                                 args=(net.ns(f.src), net.addresses[f.dst], PORT_BASE + f.flow_id, f,
+                                       results[f.flow_id], t0, stop_abs, end_abs))
+            t.start()
+            threads.append(t)
+        for t in threads:  # bounded: every socket operation ends by `bound`
+            t.join(max(0.0, bound - time.monotonic()) + 1)
+        duration = (stop_abs if stop_abs is not None else time.monotonic()) - t0
+        if plan.stop_time_s is None:
+            ends = [r.finish for r in results.values() if r.finish is not None]
+            duration = (max(ends) - t0) if ends and all(r.completed for r in results.values()) else time.monotonic() - t0
+        stats = net.port_stats()
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        left = net.destroy()
+        if loaded_here:
+            try:
+                K.unload()
+            except K.KernelError:
+                pass
+        if left:
+            raise TestbedError(f"could not delete namespaces {', '.join(left)}")
+
+    rows = {c: [] for c in FLOW_SCHEMA.names}
+    for f in plan.flows:
+        r = results[f.flow_id]
+        start = (r.start - t0) if r.start is not None else None
+        finish = (r.finish - t0) if r.finish is not None else None
+        fct = (finish - start) if (finish is not None and start is not None) else None
+        rtt = base_rtts.get((f.src, f.dst), float("nan"))
+        ideal = (f.size * 8 / path_rate(plan, f) + (0.0 if rtt != rtt else rtt)) if f.size is not None else None
+        rows["flow_id"].append(f.flow_id)
+        rows["src"].append(f.src)
+        rows["dst"].append(f.dst)
+        rows["size_bytes"].append(f.size)
+        rows["bytes_delivered"].append(r.received)
+        rows["start_s"].append(start)
+        rows["finish_s"].append(finish)
+        rows["fct_s"].append(fct)
+        rows["ideal_fct_s"].append(ideal)
+        rows["slowdown"].append(fct / ideal if (fct is not None and ideal) else None)
+        rows["completed"].append(bool(r.completed))
+        rows["protocol"].append(f.protocol)
+        rows["retransmits"].append(r.retransmits if r.retransmits is not None else 0)
+        rows["timeouts"].append(None)
+        rows["deadline_s"].append(f.deadline_s)
+        rows["tag"].append(f.tag)
+        rows["group"].append(f.group)
+        rows["packets_sent"].append(r.segs_out if r.segs_out is not None else 0)
+    flows = pa.Table.from_pydict(rows, schema=FLOW_SCHEMA)
+
+    lrows = {c: [] for c in LINK_SCHEMA.names}
+    for i, (name, st) in enumerate(stats.items()):
+        p = st["port"]
+        a, b = name.split("->")
+        level = next((l.level for l in plan.links if {l.a, l.b} == {a, b}), "")
+        if level == "host" and a in plan.hosts:
+            level = "nic"
+        vals = dict(link_id=i, src=a, dst=b, level=level, rate_bps=p.rate_bps, delay_s=0.0,
+                    buffer_pkts=p.limit_bytes // FRAME, buffer_bytes=p.limit_bytes,
+                    tx_packets=st["packets"], tx_bytes=st["bytes"], drops=st["drops"], ecn_marks=0,
+                    utilization=(st["bytes"] * 8 / (p.rate_bps * duration)) if duration > 0 else 0.0,
+                    max_queue_pkts=None, max_queue_bytes=None, mean_queue_pkts=None)
+        for c in LINK_SCHEMA.names:
+            lrows[c].append(vals[c])
+    links = pa.Table.from_pydict(lrows, schema=LINK_SCHEMA)
+
+    errors = {f.flow_id: results[f.flow_id].error for f in plan.flows if results[f.flow_id].error}
+    summary = {
+        "mode": "testbed",
+        "scenario_name": plan.name,
+        "scenario_sha256": sha256,
+        "scenario_file": scenario_file,
+        "overrides": list(overrides),
+        "seed": plan.seed,
+        "sim_time_s": duration,
+        "wall_time_s": time.monotonic() - wall0,
+        "flows_total": len(plan.flows),
+        "flows_started": sum(r.start is not None for r in results.values()),
+        "flows_completed": sum(r.completed for r in results.values()),
+        "payload_bytes_delivered": sum(r.received for r in results.values()),
+        "drops": sum(st["drops"] for st in stats.values()),
+        "ecn_marks": 0,
+        "interrupted": interrupted,
+        "kernel": os.uname().release,
+        "congestion_controls": {str(f.flow_id): f.cc for f in plan.flows},
+        "atcp_params": atcp.to_dict() if atcp is not None else None,
+        "base_rtt_s": {f"{a}->{b}": v for (a, b), v in base_rtts.items()},
+        "notes": plan.notes + ["protocol \"tcp\" runs as the kernel's reno (NewReno with SACK)"],
+        "flow_errors": {str(k): v for k, v in errors.items()},
+    }
+    return flows, links, summary
+
+
+def run_testbed(scenario: str | os.PathLike, out_dir: str | os.PathLike, *, set: Sequence[str] = (),
+                max_run_s: float = MAX_RUN_S) -> dict:
+    """Validates ``scenario`` with the simulator's checker, runs it in namespaces and writes
+    ``flows.parquet``, ``links.parquet`` and ``summary.json`` into ``out_dir``. Returns the summary."""
+    from .. import api
+
+    try:
+        desc = api.validate(scenario, set=list(set))
+    except api.ScenarioError as e:
+        raise TestbedError(str(e)) from None
+    plan = load_plan(Path(scenario), set)
+    flows, links, summary = run_plan(plan, scenario_file=str(scenario), overrides=set,
+                                     sha256=desc.get("scenario_sha256", ""), max_run_s=max_run_s)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    pq.write_table(flows, out / "flows.parquet")
+    pq.write_table(links, out / "links.parquet")
+    with open(out / "summary.json", "w", encoding="utf-8") as fh:
+        json.dump(summary, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    return summary

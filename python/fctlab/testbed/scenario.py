@@ -1,0 +1,199 @@
+"""The part of a scenario file the testbed uses: topology, rates, buffers and flows."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from .netns import ETH_OVERHEAD, MTU, TestbedError
+
+_RATE = {"bps": 1, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9, "tbps": 1e12}
+_TIME = {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+_SIZE = {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+FRAME = MTU + ETH_OVERHEAD
+
+
+def _num_unit(key: str, v, units: dict, what: str) -> float:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]+)\s*", str(v))
+    if not m or m.group(2).lower() not in units:
+        raise TestbedError(f"`{key}`: expected {what}, got {v!r}")
+    return float(m.group(1)) * units[m.group(2).lower()]
+
+
+def rate_bps(key: str, v) -> float:
+    return _num_unit(key, v, _RATE, "a rate such as 100Mbps")
+
+
+def seconds(key: str, v) -> float:
+    return _num_unit(key, v, _TIME, "a time such as 10ms")
+
+
+def size_bytes(key: str, v) -> int:
+    return int(round(_num_unit(key, v, _SIZE, "a size such as 10MB")))
+
+
+def buffer_bytes(key: str, v) -> int:
+    """``"100pkt"`` -> 100 full frames; ``"150KB"`` -> bytes."""
+    m = re.fullmatch(r"\s*([0-9]+)\s*pkts?\s*", str(v))
+    if m:
+        return int(m.group(1)) * FRAME
+    return size_bytes(key, v)
+
+
+@dataclass
+class Link:
+    a: str
+    b: str
+    rate_a: float  # a -> b
+    rate_b: float  # b -> a
+    buf_a: int  # output port of a toward b, bytes
+    buf_b: int
+    level: str
+    delay_s: float
+
+
+@dataclass
+class Flow:
+    flow_id: int
+    src: str
+    dst: str
+    size: Optional[int]
+    start_s: float
+    protocol: str  # as in the scenario: "tcp" or "atcp"
+    cc: str = ""  # kernel congestion control name
+    weight_function: str = ""
+    params: dict = field(default_factory=dict)
+    tag: str = ""
+    group: str = ""
+    deadline_s: Optional[float] = None
+
+
+@dataclass
+class Plan:
+    name: str
+    seed: int
+    topology: str
+    hosts: list
+    switches: list
+    links: list
+    flows: list
+    stop_time_s: Optional[float]
+    notes: list = field(default_factory=list)
+
+
+def apply_overrides(doc: dict, overrides: Sequence[str]) -> dict:
+    """``network.link_rate="1Gbps"``, ``flows.0.size="1MB"``, ``seed=2`` (values in TOML syntax;
+    a bare word is taken as a string)."""
+    for ov in overrides:
+        if "=" not in ov:
+            raise TestbedError(f"--set {ov!r}: expected key=value")
+        key, raw = ov.split("=", 1)
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        parts = key.strip().split(".")
+        cur = doc
+        for i, p in enumerate(parts[:-1]):
+            if isinstance(cur, list):
+                cur = cur[int(p)]
+            else:
+                cur = cur.setdefault(p, [] if parts[i + 1].isdigit() else {})
+        last = parts[-1]
+        if isinstance(cur, list):
+            cur[int(last)] = value
+        else:
+            cur[last] = value
+    return doc
+
+
+_PROTO_KEYS = ("weight_function", "weight", "w_high", "w_low", "threshold", "threshold_low", "threshold_high")
+
+
+def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
+    doc = apply_overrides(tomllib.loads(Path(path).read_text(encoding="utf-8")), overrides)
+    net = doc.get("network", {})
+    tr = doc.get("transport", {})
+    topo = net.get("topology")
+    notes = []
+    if doc.get("workloads"):
+        raise TestbedError("the testbed runs explicit [[flows]] only; [[workloads]] are not supported")
+    if net.get("queue", "droptail") != "droptail":
+        raise TestbedError(f"network.queue = {net.get('queue')!r}: the testbed has drop-tail queues (TBF) only")
+
+    link_rate = rate_bps("network.link_rate", net.get("link_rate", "1Gbps"))
+    link_delay = seconds("network.link_delay", net.get("link_delay", "10us"))
+    host_rate = rate_bps("network.host_link_rate", net.get("host_link_rate", link_rate))
+    host_delay = seconds("network.host_link_delay", net.get("host_link_delay", link_delay))
+    buf = buffer_bytes("network.buffer", net.get("buffer", "100pkt"))
+    nic = buffer_bytes("network.nic_buffer", net.get("nic_buffer", net.get("buffer", "100pkt")))
+
+    links = []
+    if topo == "dumbbell":
+        ns, nr = int(net["senders"]), int(net["receivers"])
+        hosts = [f"s{i}" for i in range(ns)] + [f"r{i}" for i in range(nr)]
+        switches = ["left", "right"]
+        br = rate_bps("network.bottleneck_rate", net.get("bottleneck_rate", link_rate))
+        bd = seconds("network.bottleneck_delay", net.get("bottleneck_delay", link_delay))
+        bb = buffer_bytes("network.bottleneck_buffer", net.get("bottleneck_buffer", net.get("buffer", "100pkt")))
+        links.append(Link("left", "right", br, br, bb, bb, "bottleneck", bd))
+        for h in hosts:
+            links.append(Link(h, "left" if h[0] == "s" else "right", host_rate, host_rate, nic, buf, "host", host_delay))
+    elif topo == "star":
+        n = int(net["hosts"])
+        hosts = [f"h{i}" for i in range(n)]
+        switches = ["sw0"]
+        for h in hosts:
+            links.append(Link(h, "sw0", host_rate, host_rate, nic, buf, "host", host_delay))
+    else:
+        raise TestbedError(f"network.topology = {topo!r}: the testbed supports dumbbell and star")
+    if len(hosts) > 250:
+        raise TestbedError(f"{len(hosts)} hosts: the testbed supports at most 250")
+    if any(l.delay_s > 0 for l in links):
+        notes.append("link delays are not emulated (no netem): the base RTT is that of the veths")
+
+    flows = []
+    default_proto = tr.get("protocol", "tcp")
+    for i, f in enumerate(doc.get("flows", [])):
+        proto = f.get("protocol", default_proto)
+        params = {k: f.get(k, tr.get(k)) for k in _PROTO_KEYS if f.get(k, tr.get(k)) is not None}
+        fl = Flow(
+            flow_id=i,
+            src=f["src"],
+            dst=f["dst"],
+            size=size_bytes(f"flows[{i}].size", f["size"]) if "size" in f else None,
+            start_s=seconds(f"flows[{i}].start", f.get("start", "0s")),
+            protocol=proto,
+            params=params,
+            tag=f.get("tag", ""),
+            group=f.get("group", ""),
+            deadline_s=seconds(f"flows[{i}].deadline", f["deadline"]) if "deadline" in f else None,
+        )
+        if "after" in f:
+            raise TestbedError(f"flows[{i}].after: flows that wait for a group are not supported by the testbed")
+        for h in (fl.src, fl.dst):
+            if h not in hosts:
+                raise TestbedError(f"flows[{i}]: unknown host {h!r}")
+        flows.append(fl)
+    if not flows:
+        raise TestbedError("no [[flows]] to run")
+    stop = doc.get("stop_time")
+    stop_s = seconds("stop_time", stop) if stop is not None else None
+    if stop_s is None and any(f.size is None for f in flows):
+        raise TestbedError("long-lived flows (no `size`) need `stop_time`")
+    return Plan(
+        name=doc.get("name", Path(path).stem),
+        seed=int(doc.get("seed", 1)),
+        topology=topo,
+        hosts=hosts,
+        switches=switches,
+        links=links,
+        flows=flows,
+        stop_time_s=stop_s,
+        notes=notes,
+    )
