@@ -135,7 +135,27 @@ def compare_runs(
         "buckets": buckets,
         "paired": paired,
         "paired_skipped_reason": reason,
+        "throughput_shares": _throughput_shares(run_a, run_b) if reason is None else None,
     }
+
+
+def _throughput_shares(run_a: Run, run_b: Run) -> list[dict[str, Any]] | None:
+    """Per-flow share of the delivered bytes of the flows that did not complete (long-lived
+    flows, or flows still running at the end), in both runs; None when there are none."""
+    fa, fb = run_a.flows, run_b.flows
+    open_a = ~fa["completed"].astype(bool)
+    open_b = ~fb["completed"].astype(bool)
+    if not open_a.any() or not open_b.any() or "flow_id" not in fa.columns:
+        return None
+    ia = fa[open_a].set_index("flow_id")["bytes_delivered"].astype(float)
+    ib = fb[open_b].set_index("flow_id")["bytes_delivered"].astype(float)
+    ids = sorted(set(ia.index) & set(ib.index))
+    if not ids or ia.loc[ids].sum() <= 0 or ib.loc[ids].sum() <= 0:
+        return None
+    sa, sb = ia.loc[ids] / ia.loc[ids].sum(), ib.loc[ids] / ib.loc[ids].sum()
+    return [{"flow_id": int(i), "bytes_a": float(ia[i]), "bytes_b": float(ib[i]), "share_a": float(sa[i]),
+             "share_b": float(sb[i]), "relative_difference": float((sb[i] - sa[i]) / sa[i]) if sa[i] > 0 else None}
+            for i in ids]
 
 
 def _change(a: Any, b: Any) -> str:
@@ -192,6 +212,14 @@ def format_comparison(result: dict[str, Any]) -> str:
             first = name if i == 0 else ""
             lines.append(f"{first:<{w_bucket}}{label:<{w_metric}}{va:>{w_val}}{vb:>{w_val}}{ch:>{w_val}}".rstrip())
     lines.append("")
+    shares = result.get("throughput_shares")
+    if shares:
+        lines.append("Throughput shares of the flows still open at the end (share of their delivered bytes)")
+        lines.append(f"  {'flow':>6}{'A':>10}{'B':>10}{'B vs A':>10}")
+        for sh in shares:
+            lines.append(f"  {sh['flow_id']:>6}{numfmt.percent(sh['share_a']):>10}{numfmt.percent(sh['share_b']):>10}"
+                         f"{_change(sh['share_a'], sh['share_b']):>10}")
+        lines.append("")
     paired = result.get("paired")
     if paired is None:
         lines.append(f"Paired comparison skipped: {result.get('paired_skipped_reason') or 'no data'}.")

@@ -170,3 +170,42 @@ def test_theorem1_weighted_share(tmp_path):
     # toward sqrt(2) (docs/testbed.md).
     assert 1.2 < mean < 2.4, ratios
     assert _mine() == [] and not K.registered()
+
+
+def _shares_sim_vs_testbed(tmp_path, proto, transport, f0, f1):
+    import fctlab
+    from fctlab.compare import compare_runs, format_comparison
+
+    p = tmp_path / "shares.toml"
+    p.write_text(DUMBBELL.format(name="shares", stop='stop_time = "5s"', rate="100Mbps", proto=proto,
+                                 transport=transport, f0=f0, f1=f1))
+    fctlab.run(p).write(tmp_path / "sim")
+    run_testbed(p, tmp_path / "tb")
+    result = compare_runs(tmp_path / "sim", tmp_path / "tb")
+    text = format_comparison(result)
+    print(text)
+    assert "Throughput shares" in text
+    shares = result["throughput_shares"]
+    assert [s["flow_id"] for s in shares] == [0, 1]
+    assert _mine() == [] and not K.registered()
+    return shares
+
+
+def test_simulator_and_testbed_agree_on_throughput_shares(tmp_path):
+    """The same two-flow scenario in the simulator and on the kernel (NewReno / Linux Reno):
+    `fctlab compare` shows each flow's share of the delivered bytes within 15%."""
+    _need_testbed()
+    shares = _shares_sim_vs_testbed(tmp_path, "tcp", "", "", "")
+    for s in shares:
+        assert abs(s["relative_difference"]) < 0.15, shares
+
+
+@pytest.mark.slow
+def test_simulator_and_testbed_agree_on_weighted_shares(tmp_path):
+    """As above with ATCP weights 1 and 2. Marked slow: the kernel's ratio spreads between runs
+    (docs/testbed.md), which puts the weight-1 flow's share 2-13% above the simulator's in the
+    runs measured, close to the bound."""
+    _need_atcp()
+    shares = _shares_sim_vs_testbed(tmp_path, "atcp", 'weight_function = "fixed"', "weight = 1", "weight = 2")
+    for s in shares:
+        assert abs(s["relative_difference"]) < 0.15, shares

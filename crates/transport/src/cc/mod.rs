@@ -119,15 +119,19 @@ pub fn slow_start(st: &mut CcState, acked: u64) -> u64 {
         st.cwnd_bytes += inc;
         0
     } else {
+        // Only the capped increase counts: a stretch ACK (after a timeout, one cumulative ACK
+        // can cover megabytes of out-of-order data) must not turn into window growth.
         st.cwnd_bytes += room;
-        acked - room.min(acked)
+        inc - room
     }
 }
 
 /// Congestion avoidance by byte counting: `segments_per_rtt` MSS per window of acked bytes.
 /// `acc` carries the acked bytes not yet turned into window growth.
 pub fn additive_increase(st: &mut CcState, acked: u64, segments_per_rtt: f64, acc: &mut u64) {
-    *acc += acked;
+    // At most one window per ACK counts (a stretch ACK grows the window by at most
+    // `segments_per_rtt` segments, as over one round trip).
+    *acc += acked.min(st.cwnd_bytes.max(1));
     let w = st.cwnd_bytes.max(1);
     if *acc >= w {
         let windows = *acc / w;

@@ -94,6 +94,18 @@ mod tests {
     }
 
     #[test]
+    fn stretch_acks_grow_the_window_by_bounded_amounts() {
+        // After a timeout a single cumulative ACK may cover megabytes.
+        let mut cc = NewReno::new(NewRenoConfig {});
+        let mut st = state(2, 3);
+        ack(&mut cc, &mut st, 5_000 * MSS);
+        assert!(st.cwnd_bytes <= 4 * MSS, "slow start past ssthresh: cwnd {}", st.cwnd_bytes / MSS);
+        let mut st = state(10, 10);
+        ack(&mut cc, &mut st, 5_000 * MSS);
+        assert_eq!(st.cwnd_bytes, 11 * MSS, "congestion avoidance: one segment per window at most");
+    }
+
+    #[test]
     fn slow_start_stops_at_ssthresh() {
         let mut cc = NewReno::new(NewRenoConfig {});
         let mut st = state(9, 10);
