@@ -17,7 +17,6 @@ item judges the same way:
 from __future__ import annotations
 
 import html
-import io
 import math
 import re
 import sys
@@ -233,6 +232,31 @@ def meet_ratio(flows: pd.DataFrame) -> float:
     d = deadline_meet_ratio(flows)
     v = d["meet_ratio"].iloc[0]
     return float(v) if v is not None and pd.notna(v) else float("nan")
+
+
+def overshoot_mask(flows: pd.DataFrame, mss: int = 1460, min_segments: int = 100) -> pd.Series:
+    """Flows of at least `min_segments` segments that sent more than twice their segments
+    (retransmitted more than their own size): the trace of a window far above what the path
+    holds. Short flows are left out: a few retransmissions already double them."""
+    size = flows["size_bytes"].astype(float)
+    segs = np.ceil(size / mss)
+    return (flows["packets_sent"].astype(float) > 2 * segs) & (segs >= min_segments) & size.notna()
+
+
+def overshoot_flows(flows: pd.DataFrame, mss: int = 1460, min_segments: int = 100) -> int:
+    return int(overshoot_mask(flows, mss, min_segments).sum())
+
+
+CWND_JUMP_NOTE = (
+    "Sending more than twice its segments is the symptom of a "
+    "congestion-window jump seen in fctlab's TCP: after a retransmission timeout, the go-back-N "
+    "retransmission fills the hole below megabytes of out-of-order data held by the receiver, the "
+    "cumulative ACK advances by megabytes at once, and the window grows by far more than the 2 MSS per "
+    "ACK of slow start with appropriate byte counting (e.g. 2,920 B to 927,830 B in one ACK with ssthresh "
+    "3,650 B). The sender then bursts into the 100-packet buffer, loses thousands of packets and waits for "
+    "further timeouts. It affects TCP, ATCP and DCTCP alike when they time out (see "
+    "docs/reproduce_atcp.md, 'Simulator behaviour')."
+)
 
 
 # --------------------------------------------------------------------------- plots

@@ -1,0 +1,105 @@
+"""`fctlab reproduce PAPER`: rerun a paper's simulations and write a report that compares
+fctlab's numbers with the paper's.
+
+Papers: ``atcp`` (Adaptive TCP; see docs/reproduce_atcp.md).
+
+    fctlab reproduce atcp [--quick] [--out DIR] [--items 1,2,7] [--budget SECONDS]
+
+The report (``DIR/report.md``, ``DIR/report.html``), its PNG figures and ``results.json``
+are written into ``DIR``. Progress goes to stderr. Exit status: 0 when the report was
+written, 2 for bad arguments (one line on stderr), 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+__all__ = ["main_reproduce", "PAPERS", "default_scenario_dir"]
+
+PAPERS = ("atcp",)
+
+
+class _ArgError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit status 2 (raised, handled below)
+        raise _ArgError(message)
+
+
+def default_scenario_dir(paper: str) -> Path:
+    """``scenarios/papers/<paper>`` of the source tree (the package lives in
+    ``python/fctlab``), or of the current directory when that does not exist."""
+    here = Path(__file__).resolve().parents[3] / "scenarios" / "papers" / paper
+    if here.is_dir():
+        return here
+    return Path.cwd() / "scenarios" / "papers" / paper
+
+
+def _parse_items(text: str, valid: Sequence[int]) -> list:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit() or int(part) not in valid:
+            raise _ArgError(f"--items: expected item numbers among {', '.join(map(str, valid))}, got {part!r}")
+        if int(part) not in out:
+            out.append(int(part))
+    if not out:
+        raise _ArgError("--items: no item given")
+    return out
+
+
+def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of ``fctlab reproduce``; `argv` is the list after ``reproduce``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    p = _Parser(
+        prog="fctlab reproduce",
+        description="Rerun a paper's simulations and write a report comparing fctlab's numbers with the paper's.",
+    )
+    p.add_argument("paper", help="the paper to reproduce: " + ", ".join(PAPERS))
+    p.add_argument("--quick", action="store_true", help="shorter runs (a few minutes in total); noisier numbers")
+    p.add_argument("--out", default=None, help="output directory (default: out/reproduce_<paper>[_quick])")
+    p.add_argument("--items", default=None, help="comma-separated item numbers to run (default: all)")
+    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="do not start new items after this much wall-clock time; they are reported as not run")
+    p.add_argument("--scenarios", default=None, metavar="DIR", help="directory of the paper's scenario files")
+    try:
+        args = p.parse_args(argv)
+        if args.paper not in PAPERS:
+            raise _ArgError(f"unknown paper {args.paper!r} (known: {', '.join(PAPERS)})")
+        from .atcp import ALL_ITEMS, run_atcp
+
+        items = _parse_items(args.items, ALL_ITEMS) if args.items is not None else list(ALL_ITEMS)
+        if args.budget is not None and not args.budget > 0:
+            raise _ArgError("--budget: expected a positive number of seconds")
+        scen = Path(args.scenarios) if args.scenarios else default_scenario_dir(args.paper)
+        if not (scen / "chain_campus.toml").is_file():
+            raise _ArgError(f"--scenarios: {scen} does not hold the {args.paper} scenario files")
+        out = Path(args.out) if args.out else Path("out") / (f"reproduce_{args.paper}" + ("_quick" if args.quick else ""))
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            if not os.access(out, os.W_OK):
+                raise OSError("not writable")
+        except OSError as e:
+            raise _ArgError(f"--out: cannot write to {out}: {e}")
+    except _ArgError as e:
+        print(f"fctlab reproduce: error: {e}", file=sys.stderr)
+        return 2
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+
+    from .common import stderr_log
+
+    try:
+        run_atcp(items, args.quick, out, scen, stderr_log, budget_s=args.budget)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0
