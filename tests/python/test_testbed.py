@@ -209,3 +209,70 @@ def test_simulator_and_testbed_agree_on_weighted_shares(tmp_path):
     shares = _shares_sim_vs_testbed(tmp_path, "atcp", 'weight_function = "fixed"', "weight = 1", "weight = 2")
     for s in shares:
         assert abs(s["relative_difference"]) < 0.15, shares
+
+
+BIG_SMALL = """
+name = "big_small"
+seed = 1
+[network]
+topology = "dumbbell"
+senders = 2
+receivers = 2
+link_rate = "1Gbps"
+bottleneck_rate = "100Mbps"
+buffer = "100pkt"
+[transport]
+protocol = "{proto}"
+weight_function = "step"
+w_high = 3
+w_low = 1
+threshold = "5MB"
+[[flows]]
+src = "s0"
+dst = "r0"
+size = "20MB"
+[[flows]]
+src = "s1"
+dst = "r1"
+size = "5MB"
+start = "600ms"
+"""
+
+
+def _big_small(tmp_path, runs):
+    """The 100 MB + 10 MB experiment of the ATCP paper scaled to 100 Mbps (20 MB and 5 MB, the
+    small flow joining after 0.6 s, when the large one is past the threshold), under Reno and
+    under ATCP (step: weight 3 up to 5 MB, then 1, the paper's W_H : W_L). Returns the mean
+    FCTs {protocol: (large, small)}."""
+    _need_atcp()
+    out = {}
+    for proto in ("tcp", "atcp"):
+        p = tmp_path / f"{proto}.toml"
+        p.write_text(BIG_SMALL.format(proto=proto))
+        fcts = []
+        for i in range(runs):
+            run_testbed(p, tmp_path / f"{proto}{i}")
+            df = pq.read_table(tmp_path / f"{proto}{i}" / "flows.parquet").to_pandas()
+            assert df["completed"].all()
+            fcts.append(df["fct_s"].tolist())
+        out[proto] = tuple(sum(f[k] for f in fcts) / runs for k in range(2))
+    print(f"mean FCTs (large, small): {out}")
+    assert _mine() == [] and not K.registered()
+    return out
+
+
+@pytest.mark.slow
+def test_small_flow_finishes_sooner_with_atcp(tmp_path):
+    """Slow: the kernel's gain is smaller than the simulator's (docs/testbed.md) and run-to-run
+    timing noise on a loaded machine is of the same order, so this is checked by hand."""
+    fct = _big_small(tmp_path, 3)
+    assert fct["atcp"][1] < fct["tcp"][1], fct
+
+
+@pytest.mark.slow
+def test_large_flow_barely_changes_with_atcp(tmp_path):
+    """Theorem 2: the large flow's completion time changes by less than 5% (mean of 5 runs;
+    slow, and sensitive to timing noise on a loaded machine: see docs/testbed.md)."""
+    fct = _big_small(tmp_path, 5)
+    assert fct["atcp"][1] < fct["tcp"][1], fct
+    assert abs(fct["atcp"][0] - fct["tcp"][0]) / fct["tcp"][0] < 0.05, fct
