@@ -150,7 +150,7 @@ def _throughput_shares(run_a: Run, run_b: Run) -> list[dict[str, Any]] | None:
     ia = fa[open_a].set_index("flow_id")["bytes_delivered"].astype(float)
     ib = fb[open_b].set_index("flow_id")["bytes_delivered"].astype(float)
     ids = sorted(set(ia.index) & set(ib.index))
-    if not ids or ia.loc[ids].sum() <= 0 or ib.loc[ids].sum() <= 0:
+    if len(ids) < 2 or ia.loc[ids].sum() <= 0 or ib.loc[ids].sum() <= 0:
         return None
     sa, sb = ia.loc[ids] / ia.loc[ids].sum(), ib.loc[ids] / ib.loc[ids].sum()
     return [{"flow_id": int(i), "bytes_a": float(ia[i]), "bytes_b": float(ib[i]), "share_a": float(sa[i]),
