@@ -208,6 +208,10 @@ def entry() -> None:
     try:
         code = main()
         sys.stdout.flush()
+    except KeyboardInterrupt:
+        # Ctrl-C outside a run's simulation loop (which handles it itself): no traceback.
+        print("interrupted", file=sys.stderr)
+        code = 130
     except BrokenPipeError:
         # e.g. `fctlab run ... | head`: stop quietly, as other command-line tools do
         import os

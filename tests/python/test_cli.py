@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "scenarios" / "examples" / "demo.toml"
-FCTLAB = [sys.executable, "-m", "fctlab.cli"]
+FCTLAB = [sys.executable, "-c", "from fctlab.cli import entry; entry()"]
 
 GOOD = """
 name = "t"
@@ -116,7 +116,7 @@ def test_ctrl_c_writes_partial_results(tmp_path):
         '[[flows]]\nsrc = "s0"\ndst = "r1"\nsize = "100GB"\n' + flows
     )
     proc = subprocess.Popen(FCTLAB + ["run", str(f), "--out", str(tmp_path / "o")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)
+    time.sleep(3.0)  # well into the simulation loop (start-up takes well under a second)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
