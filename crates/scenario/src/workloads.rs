@@ -23,6 +23,7 @@ pub struct RawWorkload {
     pattern: Option<String>,
     sizes: Option<toml::Value>,
     load: Option<f64>,
+    load_link: Option<String>,
     arrival_rate: Option<String>,
     count: Option<u64>,
     until: Option<Duration>,
@@ -57,7 +58,7 @@ const COMMON: &[&str] = &["kind", "start", "deadline", "tag", "protocol", "ecn"]
 
 fn kind_keys(kind: &str) -> Option<&'static [&'static str]> {
     Some(match kind {
-        "poisson" => &["senders", "receivers", "pattern", "sizes", "load", "arrival_rate", "count", "until"],
+        "poisson" => &["senders", "receivers", "pattern", "sizes", "load", "load_link", "arrival_rate", "count", "until"],
         "incast" => &["client", "servers", "response_size", "sizes", "rounds", "round_gap"],
         "partition_aggregate" => &["aggregator", "workers", "request_size", "response_size", "sizes", "jobs", "arrival_rate", "job_interval"],
         "permutation" => &["senders", "receivers", "sizes"],
@@ -112,7 +113,8 @@ struct Gen<'c, 'a> {
 pub(crate) fn generate(w: &RawWorkload, index: usize, ctx: &mut FlowCtx<'_>, seed: u64) -> Result<Vec<FlowSpec>, ScenarioError> {
     let prefix = format!("workloads[{index}]");
     let allowed = kind_keys(&w.kind).ok_or_else(|| ctx.err(&format!("{prefix}.kind"), format!("unknown workload kind \"{}\" (known: {KINDS})", w.kind)))?;
-    let given: [(&str, bool); 24] = [
+    let given: [(&str, bool); 25] = [
+        ("load_link", w.load_link.is_some()),
         ("senders", w.senders.is_some()),
         ("receivers", w.receivers.is_some()),
         ("pattern", w.pattern.is_some()),
@@ -259,20 +261,43 @@ impl Gen<'_, '_> {
         self.ctx.topology.links.iter().filter(|l| l.a == h || l.b == h).map(|l| l.params.rate.as_f64()).sum()
     }
 
+    /// Rate in bits per second of the link named "a->b" (either direction of a link a-b).
+    fn link_rate_bps(&self, name: &str) -> Result<f64, ScenarioError> {
+        let topo = self.ctx.topology;
+        let found = name.split_once("->").and_then(|(a, b)| {
+            let (a, b) = (topo.find(a.trim())?, topo.find(b.trim())?);
+            topo.links.iter().find(|l| (l.a == a && l.b == b) || (l.a == b && l.b == a))
+        });
+        found
+            .map(|l| l.params.rate.as_f64())
+            .ok_or_else(|| self.err("load_link", format!("\"{name}\" is not a link; write \"a->b\" with two adjacent node names")))
+    }
+
     /// Flows per second from `arrival_rate`, or from `load` given the mean size.
     fn rate_per_s(&self, mean_bytes: Option<f64>, receivers: &[usize]) -> Result<f64, ScenarioError> {
         match (self.w.load, self.w.arrival_rate.as_ref()) {
             (Some(_), Some(_)) => Err(self.err("load", "give either `load` or `arrival_rate`, not both")),
-            (None, Some(r)) => parse_per_second(r).map_err(|m| self.err("arrival_rate", m)),
+            (None, Some(r)) => {
+                if self.w.load_link.is_some() {
+                    return Err(self.err("load_link", "only used with `load`"));
+                }
+                parse_per_second(r).map_err(|m| self.err("arrival_rate", m))
+            }
             (Some(load), None) => {
                 if !(load > 0.0 && load.is_finite()) {
                     return Err(self.err("load", format!("must be a positive number (a fraction of the receivers' capacity; above 1 overloads them), got {load}")));
                 }
                 let mean = mean_bytes.ok_or_else(|| self.err("load", "needs `sizes` to turn a load into an arrival rate"))?;
-                let mut distinct = receivers.to_vec();
-                distinct.sort();
-                distinct.dedup();
-                let capacity: f64 = distinct.iter().map(|&h| self.access_rate_bps(h)).sum();
+                let capacity: f64 = match self.w.load_link.as_deref() {
+                    // A fraction of one named link (e.g. a bottleneck).
+                    Some(name) => self.link_rate_bps(name)?,
+                    None => {
+                        let mut distinct = receivers.to_vec();
+                        distinct.sort();
+                        distinct.dedup();
+                        distinct.iter().map(|&h| self.access_rate_bps(h)).sum()
+                    }
+                };
                 Ok(load * capacity / (8.0 * mean))
             }
             (None, None) => Err(self.err("load", format!("a \"{}\" workload needs `load` or `arrival_rate`", self.w.kind))),

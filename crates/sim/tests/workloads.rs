@@ -187,3 +187,17 @@ fn explicit_flows_can_wait_for_a_group() {
     let cyc = "[network]\ntopology = \"star\"\nhosts = 3\n[[flows]]\nsrc = \"h0\"\ndst = \"h1\"\nsize = \"1KB\"\ngroup = \"a\"\nafter = \"b\"\n[[flows]]\nsrc = \"h1\"\ndst = \"h2\"\nsize = \"1KB\"\ngroup = \"b\"\nafter = \"a\"\n";
     assert!(load_err(cyc).message.contains("cycle"));
 }
+
+#[test]
+fn poisson_load_relative_to_a_named_link() {
+    let n = 100_000;
+    let sc = load(&format!(
+        "seed = 4\n[network]\ntopology = \"dumbbell\"\nsenders = 4\nreceivers = 4\nlink_rate = \"10Gbps\"\nbottleneck_rate = \"1Gbps\"\n[[workloads]]\nkind = \"poisson\"\nsenders = \"s*\"\nreceivers = \"r*\"\nsizes = {{ dist = \"exponential\", mean = \"50KB\" }}\nload = 0.5\nload_link = \"left->right\"\ncount = {n}\n"
+    ));
+    let total: f64 = sc.flows.iter().map(|f| f.size_bytes.unwrap() as f64).sum();
+    let span = sc.flows.last().unwrap().start.as_secs_f64();
+    let offered = total * 8.0 / span / 1e9;
+    assert!((offered - 0.5).abs() / 0.5 < 0.02, "offered load on the bottleneck {offered}");
+    let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"all\"\nreceivers = \"all\"\nsizes = \"1KB\"\nload = 0.1\nload_link = \"h0->h1\"\ncount = 1\n"));
+    assert_eq!(e.key, "workloads[0].load_link");
+}
