@@ -176,8 +176,9 @@ def _shares_sim_vs_testbed(tmp_path, proto, transport, f0, f1):
     import fctlab
     from fctlab.compare import compare_runs, format_comparison
 
+    # 10 s: over 5 s the kernel's split of two equal flows still wanders by up to ~15%.
     p = tmp_path / "shares.toml"
-    p.write_text(DUMBBELL.format(name="shares", stop='stop_time = "5s"', rate="100Mbps", proto=proto,
+    p.write_text(DUMBBELL.format(name="shares", stop='stop_time = "10s"', rate="100Mbps", proto=proto,
                                  transport=transport, f0=f0, f1=f1))
     fctlab.run(p).write(tmp_path / "sim")
     run_testbed(p, tmp_path / "tb")
