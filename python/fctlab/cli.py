@@ -14,16 +14,13 @@ Bad input exits with status 2 and one line naming the file, the key and what was
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
 from typing import Optional, Sequence
+from ._argparse import OneLineParser
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2, no usage dump
-        self.exit(2, f"error: {self.prog}: {message}\n")
 
 
 def _fmt_s(x: float) -> str:
@@ -166,9 +163,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         return main_reproduce(argv[1:])
 
-    p = _Parser(prog="fctlab", description="Flow completion time lab: packet-level data-center simulation.")
+    p = OneLineParser(prog="fctlab", description="Flow completion time lab: packet-level data-center simulation.")
     p.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", parser_class=OneLineParser)
     r = sub.add_parser("run", help="run a scenario and write its results")
     r.add_argument("scenario", help="scenario file (.toml, or .json)")
     r.add_argument("--out", required=True, help="directory for flows.parquet, links.parquet, summary.json")

@@ -31,6 +31,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
+from ._argparse import OneLineParser
 
 #: Congestion controls registered by the object, in registration order.
 INSTANCES = ("atcp", "atcp_w1", "atcp_w2", "atcp_w3")
@@ -447,14 +448,11 @@ def socket_congestion(sock: socket.socket) -> str:
 # Command line
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2
-        self.exit(2, f"error: {self.prog}: {message}\n")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="fctlab kernel", description="ATCP as a Linux BPF congestion control.")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    p = OneLineParser(prog="fctlab kernel", description="ATCP as a Linux BPF congestion control.")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=OneLineParser)
     ld = sub.add_parser("load", help="build if needed and register atcp, atcp_w1, atcp_w2, atcp_w3")
     ld.add_argument("--function", choices=sorted(FUNCTIONS), default="step", help="weight-size function of `atcp`")
     ld.add_argument("--w-high", type=float, default=3.0, help="W_H, segments per RTT (default 3)")

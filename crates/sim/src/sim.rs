@@ -90,7 +90,8 @@ pub struct Simulation {
     out: Vec<Packet>,
     open_flows: usize,
     long_lived_running: usize,
-    sampled_ports: Vec<u32>,
+    /// Sampled ports and their names ("a->b"), formatted once.
+    sampled_ports: Vec<(u32, String)>,
     samples: Option<QueueSamples>,
     cwnd_samples: Option<CwndSamples>,
     cwnd_traced: Vec<u32>,
@@ -205,7 +206,8 @@ impl Simulation {
                     })
                 };
                 if wanted {
-                    sampled_ports.push(pi as u32);
+                    let name = format!("{}->{}", topo.nodes[p.from.0 as usize].name, topo.nodes[p.to.0 as usize].name);
+                    sampled_ports.push((pi as u32, name));
                 }
             }
         }
@@ -519,14 +521,12 @@ impl Simulation {
     fn sample_queues(&mut self) {
         let Some(interval) = self.scenario.monitor.queue_interval else { return };
         let now = self.now;
-        let topo = &self.scenario.topology;
         if let Some(s) = self.samples.as_mut() {
-            for &pi in &self.sampled_ports {
-                let port = &mut self.ports[pi as usize];
-                let (pk, by) = port.queue_at(now);
+            for (pi, name) in &self.sampled_ports {
+                let (pk, by) = self.ports[*pi as usize].queue_at(now);
                 s.time_s.push(now.as_secs_f64());
-                s.link_id.push(pi as u64);
-                s.link.push(format!("{}->{}", topo.nodes[port.from.0 as usize].name, topo.nodes[port.to.0 as usize].name));
+                s.link_id.push(*pi as u64);
+                s.link.push(name.clone());
                 s.queue_pkts.push(pk as u64);
                 s.queue_bytes.push(by);
             }

@@ -17,18 +17,16 @@ from typing import Optional, Sequence
 
 from .netns import TestbedError, check_machine, delete_namespaces, stale_namespaces
 from .runner import MAX_RUN_S, run_testbed
+from .._argparse import OneLineParser
 
 __all__ = ["main_testbed", "run_testbed", "check_machine", "TestbedError"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2
-        self.exit(2, f"error: {self.prog}: {message}\n")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="fctlab testbed", description="Run scenarios on real Linux TCP in network namespaces.")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    p = OneLineParser(prog="fctlab testbed", description="Run scenarios on real Linux TCP in network namespaces.")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=OneLineParser)
     sub.add_parser("check", help="exit 0 when this machine can run the testbed, else say why")
     r = sub.add_parser("run", help="run a scenario and write flows.parquet, links.parquet, summary.json")
     r.add_argument("scenario")
