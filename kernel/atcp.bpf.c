@@ -32,6 +32,17 @@
  *     window reduction.
  *   - Loss recovery, RTO, SACK, delayed ACKs, pacing and TSO are the kernel's, not the
  *     simulator's model of them.
+ *   - One halving per congestion episode. The simulator sets cwnd to half the flight at
+ *     once, so the sender pauses and the queue drains before any packet sent after the
+ *     reduction reaches it. Linux reduces gradually over the next round trip (PRR) and
+ *     keeps sending at half rate meanwhile; those packets meet the same full queue, are
+ *     marked or dropped, and a second halving follows one round trip after the first.
+ *     Theorem 1 assumes one halving per congestion event for both flows, so `atcp`
+ *     ignores a loss or ECN echo for data sent before its previous reduction ended
+ *     (sequence below `quiet_until`, snd_nxt when the CWR/Recovery state was left).
+ *     The signal still starts the kernel's recovery (retransmission, CWR state); only
+ *     the window is kept. `reno` has no such rule, and `fctlab kernel status` shows
+ *     the setting (`halving`: per-episode by default, per-window as Linux's reno).
  *
  * Requires Linux >= 5.13 (struct_ops tcp_congestion_ops with kfunc calls to
  * tcp_slow_start, tcp_cong_avoid_ai, tcp_reno_ssthresh, tcp_reno_undo_cwnd), a kernel
@@ -58,6 +69,8 @@ struct atcp_params {
 	__u64 threshold;      /* step: T, bytes */
 	__u64 threshold_low;  /* linear: T1, bytes */
 	__u64 threshold_high; /* linear: T2, bytes (> T1) */
+	__u32 one_halving;    /* 1: one halving per congestion episode (see above) */
+	__u32 unused;
 };
 
 /* The paper's choice: step, W_H = 3, W_L = 1, T = 10 MB. */
@@ -69,13 +82,18 @@ const volatile struct atcp_params atcp_params = {
 	.threshold = 10000000,
 	.threshold_low = 1000000,
 	.threshold_high = 10000000,
+	.one_halving = 1,
+	.unused = 0,
 };
 
 /* Per-socket state, kept in icsk_ca_priv. */
 struct atcp {
-	__u64 acc;     /* increase credit: sum of acked * w (fixed point) since the last step */
-	__u32 fixed_w; /* fixed weight of this socket, 0 = use the weight-size function */
-	__u32 unused;
+	__u64 acc;         /* increase credit: sum of acked * w (fixed point) since the last step */
+	__u32 fixed_w;     /* fixed weight of this socket, 0 = use the weight-size function */
+	__u32 reduced;     /* the current CWR/Recovery episode halved the window */
+	__u32 quiet_until; /* signals for data below this sequence do not halve again */
+	__u32 quiet_valid; /* quiet_until is set */
+	__u32 kept;        /* the last ssthresh call kept the window */
 };
 
 /* The state must fit the kernel's private area (ICSK_CA_PRIV_SIZE, 13 u64 in 6.x). */
@@ -139,7 +157,10 @@ static __always_inline void init_common(struct sock *sk, __u32 fixed_w)
 
 	ca->acc = 0;
 	ca->fixed_w = fixed_w;
-	ca->unused = 0;
+	ca->reduced = 0;
+	ca->quiet_until = 0;
+	ca->quiet_valid = 0;
+	ca->kept = 0;
 }
 
 SEC("struct_ops")
@@ -203,12 +224,48 @@ void BPF_PROG(atcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	tp->snd_cwnd = cwnd;
 }
 
-/* Reno's halving; the increase credit of the old window is dropped. */
+/* Reno's halving; the increase credit of the old window is dropped. A signal about data
+ * sent before the previous reduction ended keeps the window (one halving per episode). */
 SEC("struct_ops")
 __u32 BPF_PROG(atcp_ssthresh, struct sock *sk)
 {
-	ca_of(sk)->acc = 0;
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct atcp *ca = ca_of(sk);
+
+	if (atcp_params.one_halving && ca->quiet_valid && (__s32)(tp->snd_una - ca->quiet_until) < 0) {
+		ca->reduced = 0;
+		ca->kept = 1;
+		return tp->snd_cwnd > 2 ? tp->snd_cwnd : 2;
+	}
+	ca->acc = 0;
+	ca->reduced = 1;
+	ca->kept = 0;
 	return tcp_reno_ssthresh(sk);
+}
+
+/* Leaving CWR or Recovery after a halving: remember where the reduced window's data ends. */
+SEC("struct_ops")
+void BPF_PROG(atcp_set_state, struct sock *sk, __u8 new_state)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct atcp *ca = ca_of(sk);
+
+	if (new_state == TCP_CA_Open && ca->reduced) {
+		ca->quiet_until = tp->snd_nxt;
+		ca->quiet_valid = 1;
+		ca->reduced = 0;
+	} else if (new_state == TCP_CA_Loss) {
+		/* A timeout always halves: undo a kept window of the ssthresh call that
+		 * tcp_enter_loss made just before this state change. */
+		if (ca->kept) {
+			__u32 half = tp->prior_cwnd >> 1;
+
+			tp->snd_ssthresh = half > 2 ? half : 2;
+		}
+		ca->quiet_valid = 0;
+		ca->reduced = 0;
+		ca->kept = 0;
+	}
 }
 
 SEC("struct_ops")
@@ -222,6 +279,7 @@ struct tcp_congestion_ops atcp = {
 	.init = (void *)atcp_init,
 	.cong_avoid = (void *)atcp_cong_avoid,
 	.ssthresh = (void *)atcp_ssthresh,
+	.set_state = (void *)atcp_set_state,
 	.undo_cwnd = (void *)atcp_undo_cwnd,
 	.name = "atcp",
 };
@@ -231,6 +289,7 @@ struct tcp_congestion_ops atcp_w1 = {
 	.init = (void *)atcp_w1_init,
 	.cong_avoid = (void *)atcp_cong_avoid,
 	.ssthresh = (void *)atcp_ssthresh,
+	.set_state = (void *)atcp_set_state,
 	.undo_cwnd = (void *)atcp_undo_cwnd,
 	.name = "atcp_w1",
 };
@@ -240,6 +299,7 @@ struct tcp_congestion_ops atcp_w2 = {
 	.init = (void *)atcp_w2_init,
 	.cong_avoid = (void *)atcp_cong_avoid,
 	.ssthresh = (void *)atcp_ssthresh,
+	.set_state = (void *)atcp_set_state,
 	.undo_cwnd = (void *)atcp_undo_cwnd,
 	.name = "atcp_w2",
 };
@@ -249,6 +309,7 @@ struct tcp_congestion_ops atcp_w3 = {
 	.init = (void *)atcp_w3_init,
 	.cong_avoid = (void *)atcp_cong_avoid,
 	.ssthresh = (void *)atcp_ssthresh,
+	.set_state = (void *)atcp_set_state,
 	.undo_cwnd = (void *)atcp_undo_cwnd,
 	.name = "atcp_w3",
 };

@@ -39,10 +39,13 @@ INSTANCES = ("atcp", "atcp_w1", "atcp_w2", "atcp_w3")
 #: Fixed point of the weights in ``.rodata``: 1024 means one segment per round trip.
 WEIGHT_ONE = 1024
 
-#: Layout of ``struct atcp_params`` in kernel/atcp.bpf.c (little endian, 48 bytes).
-PARAMS_FORMAT = "<6I3Q"
+#: Layout of ``struct atcp_params`` in kernel/atcp.bpf.c (little endian, 56 bytes).
+PARAMS_FORMAT = "<6I3Q2I"
 PARAMS_SYMBOL = "atcp_params"
 FUNCTIONS = {"step": 0, "linear": 1}
+#: ``per-episode``: one halving per congestion episode (a signal about data sent before the
+#: previous reduction ended keeps the window); ``per-window``: as Linux's reno.
+HALVING = {"per-window": 0, "per-episode": 1}
 
 #: Debian/Ubuntu package providing each tool.
 APT_PACKAGES = {"clang": "clang", "bpftool": "bpftool", "bpf_helpers.h": "libbpf-dev"}
@@ -93,10 +96,13 @@ class AtcpParams:
     threshold_low: int = 1_000_000
     threshold_high: int = 10_000_000
     w_fixed: tuple = (1.0, 2.0, 3.0)
+    halving: str = "per-episode"
 
     def validate(self) -> "AtcpParams":
         if self.function not in FUNCTIONS:
             raise ValueError(f"unknown weight function {self.function!r} (known: {', '.join(FUNCTIONS)})")
+        if self.halving not in HALVING:
+            raise ValueError(f"unknown halving rule {self.halving!r} (known: {', '.join(HALVING)})")
         _weight_fp("w_high", self.w_high)
         _weight_fp("w_low", self.w_low)
         if len(self.w_fixed) != 3:
@@ -124,12 +130,15 @@ class AtcpParams:
             self.threshold,
             self.threshold_low,
             self.threshold_high,
+            HALVING[self.halving],
+            0,
         )
 
     @classmethod
     def unpack(cls, raw: bytes) -> "AtcpParams":
-        f, wh, wl, f1, f2, f3, t, t1, t2 = struct.unpack(PARAMS_FORMAT, raw)
+        f, wh, wl, f1, f2, f3, t, t1, t2, h, _ = struct.unpack(PARAMS_FORMAT, raw)
         names = {v: k for k, v in FUNCTIONS.items()}
+        halvings = {v: k for k, v in HALVING.items()}
         return cls(
             function=names.get(f, f"unknown({f})"),
             w_high=wh / WEIGHT_ONE,
@@ -138,6 +147,7 @@ class AtcpParams:
             threshold_low=t1,
             threshold_high=t2,
             w_fixed=(f1 / WEIGHT_ONE, f2 / WEIGHT_ONE, f3 / WEIGHT_ONE),
+            halving=halvings.get(h, f"unknown({h})"),
         )
 
     def to_dict(self) -> dict:
@@ -222,21 +232,24 @@ def _target_arch() -> str:
     return {"x86_64": "x86", "aarch64": "arm64", "ppc64le": "powerpc", "riscv64": "riscv", "s390x": "s390"}.get(m, m)
 
 
-def build(*, force: bool = False) -> Path:
-    """Compiles ``kernel/atcp.bpf.c`` when the object is missing or older than the source;
-    returns the object's path. ``vmlinux.h`` is generated from the running kernel's BTF."""
+def build(*, force: bool = False, source: str = "atcp.bpf.c") -> Path:
+    """Compiles ``kernel/<source>`` (``atcp.bpf.c`` or ``ecn_mark.bpf.c``) when the object is
+    missing or older than the source; returns the object's path. ``vmlinux.h`` is generated
+    from the running kernel's BTF."""
     check_environment(need_root=False)
-    src = kernel_dir() / "atcp.bpf.c"
+    src = kernel_dir() / source
+    if not src.is_file():
+        raise KernelError(f"{src} not found")
     out = build_dir()
     vmlinux_h = out / "vmlinux.h"
-    obj = out / "atcp.bpf.o"
+    obj = out / source.replace(".c", ".o")
     if force or not vmlinux_h.is_file() or vmlinux_h.stat().st_size == 0:
         p = _run(["bpftool", "btf", "dump", "file", str(VMLINUX_BTF), "format", "c"])
         tmp = vmlinux_h.with_suffix(".h.tmp")
         tmp.write_text(p.stdout)
         tmp.replace(vmlinux_h)
     if force or not obj.is_file() or obj.stat().st_mtime < max(src.stat().st_mtime, vmlinux_h.stat().st_mtime):
-        tmp = obj.with_suffix(".o.tmp")
+        tmp = obj.with_suffix(f".{os.getpid()}.tmp")
         _run(
             [
                 "clang", "-target", "bpf", "-O2", "-g", "-Wall", "-Werror",
@@ -272,29 +285,34 @@ def _elf_sections(data: bytes):
 
 def patch_params(obj: Path, params: AtcpParams, dst: Path) -> None:
     """Writes ``params`` into the ``atcp_params`` symbol of ``obj``'s .rodata, saving to ``dst``."""
+    patch_symbol(obj, PARAMS_SYMBOL, params.pack(), dst)
+
+
+def patch_symbol(obj: Path, symbol: str, blob: bytes, dst: Path) -> None:
+    """Writes ``blob`` over the .rodata variable ``symbol`` of the BPF object ``obj``, saving
+    the result to ``dst``. The variable must be exactly ``len(blob)`` bytes long."""
     data = bytearray(obj.read_bytes())
     secs = _elf_sections(bytes(data))
     symtab = next((s for s in secs if s["type"] == 2), None)  # SHT_SYMTAB
     if symtab is None:
         raise KernelError(f"{obj}: no symbol table")
     strtab = secs[symtab["link"]]
-    blob = params.pack()
     for i in range(symtab["size"] // 24):
         name_off, _info, _other, shndx, value, size = struct.unpack_from("<IBBHQQ", data, symtab["offset"] + i * 24)
         start = strtab["offset"] + name_off
-        if data[start:data.index(b"\0", start)] != PARAMS_SYMBOL.encode():
+        if data[start:data.index(b"\0", start)] != symbol.encode():
             continue
         sec = secs[shndx]
         if sec["name"] != ".rodata" or size != len(blob):
             raise KernelError(
-                f"{obj}: {PARAMS_SYMBOL} is {size} bytes in {sec['name']}, expected {len(blob)} in .rodata "
-                "(kernel/atcp.bpf.c and fctlab/kernel.py disagree; rebuild)"
+                f"{obj}: {symbol} is {size} bytes in {sec['name']}, expected {len(blob)} in .rodata "
+                f"(the BPF source and its Python mirror disagree; rebuild)"
             )
         at = sec["offset"] + value
         data[at:at + size] = blob
         dst.write_bytes(bytes(data))
         return
-    raise KernelError(f"{obj}: symbol {PARAMS_SYMBOL} not found")
+    raise KernelError(f"{obj}: symbol {symbol} not found")
 
 
 # --------------------------------------------------------------------------------------
@@ -461,13 +479,15 @@ def _parser() -> argparse.ArgumentParser:
     ld.add_argument("--threshold-low", default="1MB", help="linear: T1 (default 1MB)")
     ld.add_argument("--threshold-high", default="10MB", help="linear: T2 (default 10MB)")
     ld.add_argument("--w-fixed", default="1,2,3", help="weights of atcp_w1,atcp_w2,atcp_w3 (default 1,2,3)")
+    ld.add_argument("--halving", choices=sorted(HALVING), default="per-episode",
+                    help="per-episode (default): one halving per congestion episode; per-window: as Linux's reno")
     ld.add_argument("--no-replace", action="store_true", help="fail instead of replacing loaded instances")
     ul = sub.add_parser("unload", help="unregister all fctlab instances")
     ul.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                     help="also wait up to SECONDS for sockets still using them to close")
     st = sub.add_parser("status", help="show what is registered and its parameters")
     st.add_argument("--json", action="store_true")
-    bd = sub.add_parser("build", help="compile kernel/atcp.bpf.c only")
+    bd = sub.add_parser("build", help="compile kernel/atcp.bpf.c and kernel/ecn_mark.bpf.c only")
     bd.add_argument("--force", action="store_true")
     return p
 
@@ -483,6 +503,7 @@ def _params_from_args(a) -> AtcpParams:
             threshold_low=parse_bytes(a.threshold_low),
             threshold_high=parse_bytes(a.threshold_high),
             w_fixed=w_fixed,
+            halving=a.halving,
         ).validate()
     except ValueError as e:
         raise KernelError(str(e)) from None
@@ -495,7 +516,7 @@ def _describe(params: AtcpParams) -> str:
         fn = (f"linear W_H={params.w_high:g} W_L={params.w_low:g} "
               f"T1={params.threshold_low} B T2={params.threshold_high} B")
     fixed = ", ".join(f"atcp_w{i + 1}: w={w:g}" for i, w in enumerate(params.w_fixed))
-    return f"atcp: {fn}; {fixed}"
+    return f"atcp: {fn}; {fixed}; halving {params.halving}"
 
 
 def main_kernel(argv: Optional[Sequence[str]] = None) -> int:
@@ -504,6 +525,7 @@ def main_kernel(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if a.cmd == "build":
             print(build(force=a.force))
+            print(build(force=a.force, source="ecn_mark.bpf.c"))
         elif a.cmd == "load":
             params = _params_from_args(a)
             names = load(params, replace=not a.no_replace)

@@ -100,6 +100,7 @@ class Port:
     rate_bps: float
     limit_bytes: int
     link: str  # "a->b", direction of traffic leaving through this port
+    ecn: object = None  # ecn.Threshold when the port marks CE, else None
 
 
 @dataclass
@@ -110,6 +111,8 @@ class Network:
     namespaces: list = field(default_factory=list)
     ports: list = field(default_factory=list)
     addresses: dict = field(default_factory=dict)
+    delay_lines: list = field(default_factory=list)  # (node, Popen) of running delay lines
+    delay_stats: dict = field(default_factory=dict)  # node -> counters printed by its delay line
 
     def ns(self, node: str) -> str:
         return self.tag + node
@@ -124,19 +127,76 @@ class Network:
             ip("-n", name, "link", "set", "br0", "up")
 
     def add_link(self, a: str, b: str, dev_a: str, dev_b: str, *, a_switch: bool, b_switch: bool,
-                 rate_a_bps: float, limit_a: int, rate_b_bps: float, limit_b: int) -> None:
+                 rate_a_bps: float, limit_a: int, rate_b_bps: float, limit_b: int,
+                 marker=None, ecn_threshold=None) -> None:
         """A veth between nodes a and b, created directly inside their namespaces. Each end's
-        egress gets a TBF: the output port of that node toward the other."""
+        egress gets a TBF: the output port of that node toward the other. With ``marker``
+        (an ecn.Marker) and ``ecn_threshold``, switch ports also mark CE above the threshold.
+
+        Segmentation offload is turned off on both ends (``gso_max_segs 1``): TCP then hands
+        the stack wire-sized packets, so queues hold, drop and mark packets as a switch
+        does, instead of 64 KB bursts that the TBF splits on arrival."""
         na, nb = self.ns(a), self.ns(b)
         ip("link", "add", dev_a, "netns", na, "type", "veth", "peer", "name", dev_b, "netns", nb)
         for n, dev, sw, rate, limit, to in ((na, dev_a, a_switch, rate_a_bps, limit_a, b),
                                             (nb, dev_b, b_switch, rate_b_bps, limit_b, a)):
             if sw:
                 ip("-n", n, "link", "set", dev, "master", "br0")
-            ip("-n", n, "link", "set", dev, "mtu", str(MTU), "up")
+            ip("-n", n, "link", "set", dev, "mtu", str(MTU), "gso_max_segs", "1", "up")
+            if rate is None:  # a delay line's end: no queue of its own
+                continue
             run(["tc", "-n", n, "qdisc", "replace", "dev", dev, "root", *tbf_args(rate, limit)])
+            ecn = None
+            if sw and marker is not None and ecn_threshold is not None:
+                marker.attach(n, dev, ecn_threshold)
+                ecn = ecn_threshold
             node_from = a if n == na else b
-            self.ports.append(Port(n, dev, rate, limit, f"{node_from}->{to}"))
+            self.ports.append(Port(n, dev, rate, limit, f"{node_from}->{to}", ecn))
+
+    def add_delay_line(self, node: str, dev_a: str, dev_b: str, delay_s: float) -> None:
+        """Starts a delay line (fctlab.testbed.delay) forwarding between two veths of
+        ``node`` with ``delay_s`` each way; it runs until ``destroy``."""
+        import sys
+
+        cmd = [sys.executable, "-m", "fctlab.testbed.delay", self.ns(node), dev_a, dev_b, repr(delay_s)]
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.delay_lines.append((node, p))
+        line = p.stdout.readline().strip()  # "ready" once its sockets are bound
+        if line != "ready":
+            err = (line + " " + (p.stderr.read() if p.poll() is not None else "")).strip()
+            raise TestbedError(f"delay line in {node} did not start: {err.splitlines()[-1] if err else 'no output'}")
+
+    def stop_delay_lines(self) -> None:
+        import json
+
+        for node, p in self.delay_lines:
+            if p.poll() is None:
+                p.terminate()
+            try:
+                out, _ = p.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, _ = p.communicate()
+            for line in (out or "").splitlines()[::-1]:
+                try:
+                    self.delay_stats[node] = json.loads(line)
+                    break
+                except ValueError:
+                    continue
+        self.delay_lines = []
+
+    def relabel_ports(self, via: str, a: str, b: str) -> None:
+        """Names the ports of a link a - via - b as ports of the link a - b."""
+        for p in self.ports:
+            if p.link == f"{a}->{via}":
+                p.link = f"{a}->{b}"
+            elif p.link == f"{b}->{via}":
+                p.link = f"{b}->{a}"
+
+    def set_sysctl(self, node: str, key: str, value: str) -> None:
+        """Sets a per-namespace sysctl (``net.ipv4.tcp_ecn``) inside ``node``'s namespace."""
+        path = "/proc/sys/" + key.replace(".", "/")
+        run(["ip", "netns", "exec", self.ns(node), "sh", "-c", f"echo {value} > {path}"])
 
     def add_address(self, host: str, dev: str, addr: str, prefix: int) -> None:
         ip("-n", self.ns(host), "addr", "add", f"{addr}/{prefix}", "dev", dev)
@@ -155,10 +215,17 @@ class Network:
                                "drops": q.get("drops", 0), "port": p}
             except (ValueError, StopIteration):
                 out[p.link] = {"bytes": 0, "packets": 0, "drops": 0, "port": p}
+            out[p.link]["ecn_marks"] = 0
+            if p.ecn is not None:
+                from .ecn import marks
+
+                m = marks(p.ns, p.dev)
+                out[p.link]["ecn_marks"] = m["marked"] if m else None
         return out
 
     def destroy(self) -> list[str]:
         """Deletes every namespace of this run (and with them their links and qdiscs)."""
+        self.stop_delay_lines()  # a process inside a namespace would keep it alive
         failed = delete_namespaces(list(reversed(self.namespaces)))
         # anything left under our tag, e.g. from an interrupted add_node
         failed += delete_namespaces([n for n in list_namespaces(self.tag) if n not in failed])

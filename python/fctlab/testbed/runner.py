@@ -25,9 +25,14 @@ SETUP_MARGIN_S = 0.3  # between "all receivers listening" and t = 0
 MAX_RUN_S = 120.0  # hard bound on one run's traffic phase
 _BLOCK = bytes(range(256)) * 4096  # 1 MiB pattern
 
-# struct tcp_info offsets (linux/tcp.h): tcpi_total_retrans, tcpi_segs_out
+# struct tcp_info offsets (linux/tcp.h)
+_TI_SND_MSS = 16
+_TI_SND_SSTHRESH = 76
+_TI_SND_CWND = 80
 _TI_TOTAL_RETRANS = 100
+_TI_BYTES_ACKED = 120
 _TI_SEGS_OUT = 136
+_TI_INFINITE_SSTHRESH = 0x7FFFFFFF
 
 
 def host_address(index: int) -> str:
@@ -126,6 +131,8 @@ class FlowResult:
     segs_out: Optional[int] = None
     cc_used: str = ""
     error: str = ""
+    sock: Optional[socket.socket] = None  # the sender's socket while it is open (cwnd samples)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def _receiver(ns: str, port: int, f: Flow, res: FlowResult, ready: threading.Barrier, stop_at: list, bound: float):
@@ -189,6 +196,8 @@ def _sender(ns: str, dst: str, port: int, f: Flow, res: FlowResult, t0: float, s
         res.start = time.monotonic()
         s.connect((dst, port))
         res.cc_used = K.socket_congestion(s)
+        with res.lock:
+            res.sock = s
         view = memoryview(_BLOCK)
         if f.size is not None:
             left = f.size
@@ -214,7 +223,67 @@ def _sender(ns: str, dst: str, port: int, f: Flow, res: FlowResult, t0: float, s
     finally:
         if res.retransmits is None:
             res.retransmits, res.segs_out = _tcp_info(s)
+        with res.lock:
+            res.sock = None
         s.close()
+
+
+def _weight_of(f: Flow, atcp: Optional[K.AtcpParams], acked: int) -> Optional[float]:
+    """The weight the kernel ATCP uses for flow ``f`` after ``acked`` bytes (as atcp.bpf.c)."""
+    if f.protocol != "atcp" or atcp is None:
+        return None
+    if f.weight_function == "fixed":
+        return float(f.params["weight"])
+    if atcp.function == "step":
+        return atcp.w_high if acked <= atcp.threshold else atcp.w_low
+    lo, hi = atcp.threshold_low, atcp.threshold_high
+    if acked <= lo:
+        return atcp.w_high
+    if acked >= hi or hi <= lo:
+        return atcp.w_low
+    return atcp.w_high + (atcp.w_low - atcp.w_high) * (acked - lo) / (hi - lo)
+
+
+def _sample_cwnd(plan: Plan, results: dict, atcp: Optional[K.AtcpParams], t0: float, end: float,
+                 done: threading.Event, out: dict) -> None:
+    """Samples the traced senders' TCP_INFO every ``plan.cwnd_interval_s`` from t0 until
+    every sender is done (or ``end``), appending rows of CWND_SCHEMA's columns to ``out``."""
+    interval = plan.cwnd_interval_s
+    traced = [f for f in plan.flows if plan.cwnd_flows is None or f.flow_id in plan.cwnd_flows]
+    last = {}  # flow_id -> (time, bytes_acked)
+    k = 0
+    while not done.is_set():
+        at = t0 + k * interval
+        now = time.monotonic()
+        if at > end:
+            break
+        if at > now:
+            done.wait(at - now)
+            continue
+        k = max(k + 1, int((now - t0) / interval) + 1)  # skip samples missed while busy
+        for f in traced:
+            r = results[f.flow_id]
+            with r.lock:
+                if r.sock is None or r.completed:
+                    continue
+                try:
+                    raw = r.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
+                except OSError:
+                    continue
+            if len(raw) < 128:
+                continue
+            mss = struct.unpack_from("<I", raw, _TI_SND_MSS)[0]
+            ssth = struct.unpack_from("<I", raw, _TI_SND_SSTHRESH)[0]
+            cwnd = struct.unpack_from("<I", raw, _TI_SND_CWND)[0]
+            acked = struct.unpack_from("<Q", raw, _TI_BYTES_ACKED)[0]
+            t_prev, a_prev = last.get(f.flow_id, (r.start or now, 0))
+            last[f.flow_id] = (now, acked)
+            out["time_s"].append(now - t0)
+            out["flow_id"].append(f.flow_id)
+            out["cwnd_bytes"].append(cwnd * mss)
+            out["ssthresh_bytes"].append(None if ssth >= _TI_INFINITE_SSTHRESH else ssth * mss)
+            out["rate_bps"].append((acked - a_prev) * 8 / (now - t_prev) if now > t_prev else 0.0)
+            out["weight"].append(_weight_of(f, atcp, acked))
 
 
 def _base_rtt(net: Network, src: str, dst: str, port: int) -> float:
@@ -260,23 +329,40 @@ def _base_rtt(net: Network, src: str, dst: str, port: int) -> float:
 # one run
 
 
-def build_network(plan: Plan, net: Network) -> None:
+def build_network(plan: Plan, net: Network, marker=None) -> None:
     for sw in plan.switches:
         net.add_node(sw, switch=True)
     for h in plan.hosts:
         net.add_node(h, switch=False)
     port_no = {sw: 0 for sw in plan.switches}
+
+    def dev(node):
+        if node in port_no:
+            port_no[node] += 1
+            return f"p{port_no[node]}"
+        return "eth0"
+
     for l in plan.links:
-        def dev(node):
-            if node in port_no:
-                port_no[node] += 1
-                return f"p{port_no[node]}"
-            return "eth0"
+        if l.level == "bottleneck" and plan.delay_s > 0:
+            # left -> [TBF] -> dl (delay line) -> right, and back through right's TBF
+            net.add_node("dl", switch=False)
+            net.add_link(l.a, "dl", dev(l.a), "a0", a_switch=True, b_switch=False,
+                         rate_a_bps=l.rate_a, limit_a=l.buf_a, rate_b_bps=None, limit_b=0,
+                         marker=marker, ecn_threshold=plan.ecn_threshold)
+            net.add_link("dl", l.b, "a1", dev(l.b), a_switch=False, b_switch=True,
+                         rate_a_bps=None, limit_a=0, rate_b_bps=l.rate_b, limit_b=l.buf_b,
+                         marker=marker, ecn_threshold=plan.ecn_threshold)
+            net.relabel_ports("dl", l.a, l.b)
+            net.add_delay_line("dl", "a0", "a1", plan.delay_s)
+            continue
         da, db = dev(l.a), dev(l.b)
         net.add_link(l.a, l.b, da, db, a_switch=l.a in port_no, b_switch=l.b in port_no,
-                     rate_a_bps=l.rate_a, limit_a=l.buf_a, rate_b_bps=l.rate_b, limit_b=l.buf_b)
+                     rate_a_bps=l.rate_a, limit_a=l.buf_a, rate_b_bps=l.rate_b, limit_b=l.buf_b,
+                     marker=marker, ecn_threshold=plan.ecn_threshold)
     for i, h in enumerate(plan.hosts):
         net.add_address(h, "eth0", host_address(i), 16)
+    for h in sorted({f.src for f in plan.flows if f.ecn}):
+        net.set_sysctl(h, "net.ipv4.tcp_ecn", "1")
 
 
 def path_rate(plan: Plan, f: Flow) -> float:
@@ -291,8 +377,10 @@ def path_rate(plan: Plan, f: Flow) -> float:
 
 
 def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = (), sha256: str = "",
-             max_run_s: float = MAX_RUN_S) -> tuple[pa.Table, pa.Table, dict]:
-    from ..api import FLOW_SCHEMA, LINK_SCHEMA
+             max_run_s: float = MAX_RUN_S) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
+    """Runs ``plan``; returns the flows and links tables, the summary, and the cwnd table
+    (None unless ``[monitor] cwnd_interval`` is set)."""
+    from ..api import CWND_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA
 
     wall0 = time.monotonic()
     atcp = resolve_congestion_controls(plan)
@@ -300,8 +388,14 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
     interrupted = False
     results = {f.flow_id: FlowResult() for f in plan.flows}
     stats, base_rtts, duration = {}, {}, 0.0
+    cwnd_rows = None
     net = Network()
+    marker = None
     try:
+        if plan.ecn_threshold is not None:
+            from .ecn import Marker
+
+            marker = Marker()
         if atcp is not None:
             try:
                 if K.registered():
@@ -313,7 +407,7 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
                     loaded_here = True
             except K.KernelError as e:
                 raise TestbedError(f"loading ATCP: {e}") from None
-        build_network(plan, net)
+        build_network(plan, net, marker)
         for f in plan.flows:
             key = (f.src, f.dst)
             if key not in base_rtts:
@@ -345,8 +439,17 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
                                        results[f.flow_id], t0, stop_abs, end_abs))
             t.start()
             threads.append(t)
+        sampler, sampling_done = None, threading.Event()
+        if plan.cwnd_interval_s is not None:
+            cwnd_rows = {c: [] for c in CWND_SCHEMA.names}
+            sampler = threading.Thread(target=_sample_cwnd, daemon=True,
+                                       args=(plan, results, atcp, t0, end_abs, sampling_done, cwnd_rows))
+            sampler.start()
         for t in threads:  # bounded: every socket operation ends by `bound`
             t.join(max(0.0, bound - time.monotonic()) + 1)
+        if sampler is not None:
+            sampling_done.set()
+            sampler.join(5)
         duration = (stop_abs if stop_abs is not None else time.monotonic()) - t0
         if plan.stop_time_s is None:
             ends = [r.finish for r in results.values() if r.finish is not None]
@@ -357,6 +460,8 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
         raise
     finally:
         left = net.destroy()
+        if marker is not None:
+            marker.close()
         if loaded_here:
             try:
                 K.unload()
@@ -402,7 +507,7 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
             level = "nic"
         vals = dict(link_id=i, src=a, dst=b, level=level, rate_bps=p.rate_bps, delay_s=0.0,
                     buffer_pkts=p.limit_bytes // FRAME, buffer_bytes=p.limit_bytes,
-                    tx_packets=st["packets"], tx_bytes=st["bytes"], drops=st["drops"], ecn_marks=0,
+                    tx_packets=st["packets"], tx_bytes=st["bytes"], drops=st["drops"], ecn_marks=st.get("ecn_marks") or 0,
                     utilization=(st["bytes"] * 8 / (p.rate_bps * duration)) if duration > 0 else 0.0,
                     max_queue_pkts=None, max_queue_bytes=None, mean_queue_pkts=None)
         for c in LINK_SCHEMA.names:
@@ -424,16 +529,20 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
         "flows_completed": sum(r.completed for r in results.values()),
         "payload_bytes_delivered": sum(r.received for r in results.values()),
         "drops": sum(st["drops"] for st in stats.values()),
-        "ecn_marks": 0,
+        "ecn_marks": sum(st.get("ecn_marks") or 0 for st in stats.values()),
+        "ecn_threshold": str(plan.ecn_threshold) if plan.ecn_threshold is not None else None,
         "interrupted": interrupted,
         "kernel": os.uname().release,
         "congestion_controls": {str(f.flow_id): f.cc for f in plan.flows},
         "atcp_params": atcp.to_dict() if atcp is not None else None,
         "base_rtt_s": {f"{a}->{b}": v for (a, b), v in base_rtts.items()},
+        "emulated_delay_s": plan.delay_s,
+        "delay_line": net.delay_stats.get("dl"),
         "notes": plan.notes + ["protocol \"tcp\" runs as the kernel's reno (NewReno with SACK)"],
         "flow_errors": {str(k): v for k, v in errors.items()},
     }
-    return flows, links, summary
+    cwnd = pa.Table.from_pydict(cwnd_rows, schema=CWND_SCHEMA) if cwnd_rows is not None else None
+    return flows, links, summary, cwnd
 
 
 def run_testbed(scenario: str | os.PathLike, out_dir: str | os.PathLike, *, set: Sequence[str] = (),
@@ -447,12 +556,14 @@ def run_testbed(scenario: str | os.PathLike, out_dir: str | os.PathLike, *, set:
     except api.ScenarioError as e:
         raise TestbedError(str(e)) from None
     plan = load_plan(Path(scenario), set)
-    flows, links, summary = run_plan(plan, scenario_file=str(scenario), overrides=set,
+    flows, links, summary, cwnd = run_plan(plan, scenario_file=str(scenario), overrides=set,
                                      sha256=desc.get("scenario_sha256", ""), max_run_s=max_run_s)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     pq.write_table(flows, out / "flows.parquet")
     pq.write_table(links, out / "links.parquet")
+    if cwnd is not None:
+        pq.write_table(cwnd, out / "cwnd.parquet")
     with open(out / "summary.json", "w", encoding="utf-8") as fh:
         json.dump(summary, fh, indent=2, sort_keys=True)
         fh.write("\n")

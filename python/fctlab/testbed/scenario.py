@@ -14,6 +14,8 @@ _RATE = {"bps": 1, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9, "tbps": 1e12}
 _TIME = {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 _SIZE = {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
 FRAME = MTU + ETH_OVERHEAD
+#: Shorter one-way delays are not emulated: a veth path has about 20-50 us of its own.
+MIN_EMULATED_DELAY_S = 100e-6
 
 
 def _num_unit(key: str, v, units: dict, what: str) -> float:
@@ -71,6 +73,7 @@ class Flow:
     tag: str = ""
     group: str = ""
     deadline_s: Optional[float] = None
+    ecn: bool = False  # ECN-capable (the sending host's net.ipv4.tcp_ecn = 1)
 
 
 @dataclass
@@ -84,6 +87,10 @@ class Plan:
     flows: list
     stop_time_s: Optional[float]
     notes: list = field(default_factory=list)
+    ecn_threshold: object = None  # ecn.Threshold for queue = "ecn", else None (drop-tail)
+    cwnd_interval_s: Optional[float] = None  # [monitor] cwnd_interval
+    cwnd_flows: Optional[list] = None  # [monitor] cwnd_flows (None: every flow)
+    delay_s: float = 0.0  # one-way delay emulated on the bottleneck link by a delay line
 
 
 def apply_overrides(doc: dict, overrides: Sequence[str]) -> dict:
@@ -123,8 +130,18 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
     notes = []
     if doc.get("workloads"):
         raise TestbedError("the testbed runs explicit [[flows]] only; [[workloads]] are not supported")
-    if net.get("queue", "droptail") != "droptail":
-        raise TestbedError(f"network.queue = {net.get('queue')!r}: the testbed has drop-tail queues (TBF) only")
+    queue = net.get("queue", "droptail")
+    ecn_threshold = None
+    if queue == "ecn":
+        from .ecn import Threshold
+
+        if "ecn_threshold" not in net:
+            raise TestbedError("network.ecn_threshold: queue = \"ecn\" needs the marking threshold (e.g. \"20pkt\")")
+        raw = net["ecn_threshold"]
+        m = re.fullmatch(r"\s*([0-9]+)\s*pkts?\s*", str(raw))
+        ecn_threshold = Threshold(pkts=int(m.group(1))) if m else Threshold(bytes=size_bytes("network.ecn_threshold", raw))
+    elif queue != "droptail":
+        raise TestbedError(f"network.queue = {queue!r}: the testbed has drop-tail (TBF) and ecn (TBF with a BPF marker) queues")
 
     link_rate = rate_bps("network.link_rate", net.get("link_rate", "1Gbps"))
     link_delay = seconds("network.link_delay", net.get("link_delay", "10us"))
@@ -154,8 +171,18 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
         raise TestbedError(f"network.topology = {topo!r}: the testbed supports dumbbell and star")
     if len(hosts) > 250:
         raise TestbedError(f"{len(hosts)} hosts: the testbed supports at most 250")
-    if any(l.delay_s > 0 for l in links):
-        notes.append("link delays are not emulated (no netem): the base RTT is that of the veths")
+    delay_s = 0.0
+    if topo == "dumbbell":
+        one_way = host_delay + links[0].delay_s + host_delay  # s -> left -> right -> r
+        if one_way >= MIN_EMULATED_DELAY_S:
+            delay_s = one_way
+            notes.append(f"the one-way propagation delay of a sender-receiver path ({one_way * 1e3:g} ms: two host "
+                         "links and the bottleneck) is emulated by a delay line on the bottleneck link")
+        elif one_way > 0:
+            notes.append(f"path delay {one_way * 1e6:g} us is below {MIN_EMULATED_DELAY_S * 1e6:g} us and not "
+                         "emulated: the base RTT is that of the veths")
+    elif any(l.delay_s > 0 for l in links):
+        notes.append("link delays are not emulated on star topologies: the base RTT is that of the veths")
 
     flows = []
     default_proto = tr.get("protocol", "tcp")
@@ -173,6 +200,7 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
             tag=f.get("tag", ""),
             group=f.get("group", ""),
             deadline_s=seconds(f"flows[{i}].deadline", f["deadline"]) if "deadline" in f else None,
+            ecn=bool(f.get("ecn", tr.get("ecn", False))),
         )
         if "after" in f:
             raise TestbedError(f"flows[{i}].after: flows that wait for a group are not supported by the testbed")
@@ -182,10 +210,25 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
         flows.append(fl)
     if not flows:
         raise TestbedError("no [[flows]] to run")
+    by_host: dict = {}
+    for fl in flows:
+        if by_host.setdefault(fl.src, fl.ecn) != fl.ecn:
+            raise TestbedError(f"flows[{fl.flow_id}]: host {fl.src} sends both ECN-capable and other flows; "
+                               "the testbed sets ECN per sending host (net.ipv4.tcp_ecn)")
     stop = doc.get("stop_time")
     stop_s = seconds("stop_time", stop) if stop is not None else None
     if stop_s is None and any(f.size is None for f in flows):
         raise TestbedError("long-lived flows (no `size`) need `stop_time`")
+    mon = doc.get("monitor", {})
+    cwnd_interval = seconds("monitor.cwnd_interval", mon["cwnd_interval"]) if "cwnd_interval" in mon else None
+    if cwnd_interval is not None and cwnd_interval < 1e-3:
+        notes.append(f"cwnd samples every {cwnd_interval * 1e3:g} ms requested; the testbed samples at most every 1 ms")
+        cwnd_interval = 1e-3
+    cwnd_flows = mon.get("cwnd_flows")
+    if cwnd_flows == "all":
+        cwnd_flows = None
+    if mon.get("queue_interval") is not None:
+        notes.append("queue samples (monitor.queue_interval) are not taken by the testbed")
     return Plan(
         name=doc.get("name", Path(path).stem),
         seed=int(doc.get("seed", 1)),
@@ -196,4 +239,8 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
         flows=flows,
         stop_time_s=stop_s,
         notes=notes,
+        ecn_threshold=ecn_threshold,
+        cwnd_interval_s=cwnd_interval,
+        cwnd_flows=cwnd_flows,
+        delay_s=delay_s,
     )
