@@ -45,11 +45,12 @@ def test_parse_bytes():
 
 def test_params_pack_roundtrip():
     p = K.AtcpParams(function="linear", w_high=2.5, w_low=0.5, threshold_low=1000, threshold_high=5000,
-                     w_fixed=(1, 2, 4))
+                     w_fixed=(1, 2, 4), halving="per-window")
     raw = p.pack()
-    assert len(raw) == struct.calcsize(K.PARAMS_FORMAT) == 48
+    assert len(raw) == struct.calcsize(K.PARAMS_FORMAT) == 56
     q = K.AtcpParams.unpack(raw)
     assert q.function == "linear" and q.w_high == 2.5 and q.w_low == 0.5
+    assert q.halving == "per-window" and K.AtcpParams.unpack(K.AtcpParams().pack()).halving == "per-episode"
     assert (q.threshold_low, q.threshold_high) == (1000, 5000)
     assert q.w_fixed == (1.0, 2.0, 4.0)
 
@@ -58,6 +59,7 @@ def test_params_pack_roundtrip():
     "kw, msg",
     [
         (dict(function="exponential"), "unknown weight function"),
+        (dict(halving="never"), "unknown halving rule"),
         (dict(w_high=0), "w_high"),
         (dict(function="linear", threshold_low=10, threshold_high=5), "threshold_high"),
         (dict(w_fixed=(1, 2)), "three weights"),

@@ -35,6 +35,7 @@ receivers = 2
 link_rate = "1Gbps"
 bottleneck_rate = "{rate}"
 buffer = "100pkt"
+{net}
 
 [transport]
 protocol = "{proto}"
@@ -49,6 +50,26 @@ src = "s1"
 dst = "r1"
 {f1}
 """
+
+
+def _dumbbell(**kw) -> str:
+    return DUMBBELL.format(**{"net": "", **kw})
+
+
+def _delay_lines_of(pid: int) -> list[str]:
+    """Command lines of running delay-line processes started by process ``pid``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and any(c.endswith(b"fctlab-delayline") for c in cmd[:1]):
+            out.append(" ".join(c.decode(errors="replace") for c in cmd))
+    return out
 
 
 def _need_testbed():
@@ -72,7 +93,7 @@ def _mine() -> list[str]:
 
 def test_plan_parsing_without_root(tmp_path):
     p = tmp_path / "s.toml"
-    p.write_text(DUMBBELL.format(name="p", stop="", rate="150Mbps", proto="tcp", transport="",
+    p.write_text(_dumbbell(name="p", stop="", rate="150Mbps", proto="tcp", transport="",
                                  f0='size = "1MB"', f1='size = "2MB"\nstart = "10ms"'))
     plan = load_plan(p, ["flows.1.size=\"3MB\""])
     assert plan.topology == "dumbbell" and plan.hosts == ["s0", "s1", "r0", "r1"]
@@ -89,7 +110,7 @@ def test_check():
 def test_small_dumbbell_run(tmp_path):
     _need_testbed()
     p = tmp_path / "small.toml"
-    p.write_text(DUMBBELL.format(name="small", stop="", rate="150Mbps", proto="tcp", transport="",
+    p.write_text(_dumbbell(name="small", stop="", rate="150Mbps", proto="tcp", transport="",
                                  f0='size = "4MB"', f1='size = "2MB"\nstart = "100ms"\ntag = "late"'))
     t = time.monotonic()
     s = run_testbed(p, tmp_path / "out")
@@ -112,22 +133,26 @@ def test_small_dumbbell_run(tmp_path):
 def test_interrupt_cleans_up(tmp_path):
     _need_atcp()
     p = tmp_path / "long.toml"
-    p.write_text(DUMBBELL.format(name="long", stop='stop_time = "20s"', rate="100Mbps", proto="atcp",
-                                 transport='weight_function = "fixed"', f0="weight = 1", f1="weight = 2"))
+    p.write_text(_dumbbell(name="long", stop='stop_time = "20s"', rate="100Mbps", proto="atcp",
+                           transport='weight_function = "fixed"', f0="weight = 1", f1="weight = 2",
+                           net='bottleneck_delay = "2ms"\nqueue = "ecn"\necn_threshold = "20pkt"'))
     proc = subprocess.Popen([sys.executable, "-m", "fctlab.testbed", "run", str(p), "--out", str(tmp_path / "o")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     prefix = f"fctlab-{proc.pid}-"
     try:
         deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and len(list_namespaces(prefix)) < 6:
+        # 4 hosts, 2 switches and the bottleneck's delay-line node
+        while time.monotonic() < deadline and (len(list_namespaces(prefix)) < 7 or not _delay_lines_of(proc.pid)):
             time.sleep(0.1)
-        assert len(list_namespaces(prefix)) == 6, "the run did not build its network in time"
+        assert len(list_namespaces(prefix)) == 7, "the run did not build its network in time"
         time.sleep(1.0)  # traffic running
         assert "atcp_w1" in K.available_congestion_controls()
+        assert len(_delay_lines_of(proc.pid)) == 1
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
         assert proc.returncode == 130, err
         assert "interrupted" in err
+        assert _delay_lines_of(proc.pid) == []
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -143,32 +168,97 @@ def test_interrupt_cleans_up(tmp_path):
     assert not (tmp_path / "o" / "flows.parquet").exists()
 
 
-@pytest.mark.slow
-def test_theorem1_weighted_share(tmp_path):
-    """Two long-lived flows, atcp_w1 and atcp_w2, through a 100 Mbps TBF bottleneck.
+def test_delay_line_sets_the_base_rtt(tmp_path):
+    """A dumbbell with a 5 ms bottleneck delay: the delay line gives paths a base RTT of about
+    10 ms (two host links of 10 us each way included), frames arrive intact (exact byte
+    counts), and the delay line is gone after the run."""
+    _need_testbed()
+    p = tmp_path / "delay.toml"
+    p.write_text(_dumbbell(name="delay", stop="", rate="100Mbps", proto="tcp", transport="",
+                           f0='size = "2MB"', f1='size = "1MB"', net='bottleneck_delay = "5ms"'))
+    s = run_testbed(p, tmp_path / "o")
+    df = pq.read_table(tmp_path / "o" / "flows.parquet").to_pandas()
+    assert df["completed"].all() and df["bytes_delivered"].tolist() == [2_000_000, 1_000_000]
+    assert s["emulated_delay_s"] == pytest.approx(0.00502)
+    rtts = list(s["base_rtt_s"].values())
+    print(f"base RTTs with a 5.02 ms one-way delay: {rtts}; delay line: {s['delay_line']}")
+    for r in rtts:
+        assert 0.01004 <= r < 0.0135, rtts
+    dl = s["delay_line"]
+    assert dl["drops"] == 0 and min(dl["forwarded_from"].values()) > 100
+    # a 2 MB flow needs at least 160 ms at 100 Mbps plus a handshake and a round trip
+    assert df["fct_s"].max() >= 2e6 * 8 / 100e6 + 0.02
+    assert _mine() == [] and _delay_lines_of(os.getpid()) == []
 
-    Marked slow (run by hand with ``pytest -m slow``): the measured ratio spreads from about
-    1.3 to 1.8 between runs (docs/testbed.md), so a bound tight enough to mean something would
-    fail now and then on a loaded machine."""
+
+@pytest.mark.parametrize("ecn", [True, False])
+def test_ecn_threshold_marking(tmp_path, ecn):
+    """queue = "ecn": the bottleneck marks ECN-capable packets above the threshold instead of
+    filling up and dropping; flows that are not ECN-capable are never marked."""
+    _need_testbed()
+    if K.missing_tools():
+        pytest.skip("the ECN marker needs " + ", ".join(K.missing_tools()))
+    p = tmp_path / "ecn.toml"
+    p.write_text(_dumbbell(name="ecn", stop='stop_time = "3s"', rate="100Mbps", proto="tcp",
+                           transport=f"ecn = {str(ecn).lower()}", f0="", f1="",
+                           net='bottleneck_delay = "1ms"\nqueue = "ecn"\necn_threshold = "15pkt"'))
+    s = run_testbed(p, tmp_path / "o")
+    links = pq.read_table(tmp_path / "o" / "links.parquet").to_pandas()
+    bottleneck = links[(links["src"] == "left") & (links["dst"] == "right")].iloc[0]
+    df = pq.read_table(tmp_path / "o" / "flows.parquet").to_pandas()
+    print(f"ecn={ecn}: marks {s['ecn_marks']}, drops {s['drops']}, delivered {df['bytes_delivered'].tolist()}")
+    assert s["ecn_threshold"] == "15pkt"
+    assert sum(df["bytes_delivered"]) * 8 / 3.0 > 0.6 * 100e6
+    if ecn:
+        assert bottleneck["ecn_marks"] > 50 and s["ecn_marks"] >= bottleneck["ecn_marks"]
+        # marking holds the queue near 15 packets: the 100-packet buffer never overflows
+        assert bottleneck["drops"] == 0
+    else:
+        assert s["ecn_marks"] == 0 and bottleneck["drops"] > 0
+    assert _mine() == []
+
+
+THEOREM1_NET = 'bottleneck_delay = "2ms"\nqueue = "ecn"\necn_threshold = "30pkt"\n\n[monitor]\ncwnd_interval = "5ms"'
+WARMUP_S = 2.0
+
+
+def _steady_ratio(out_dir) -> float:
+    """Throughput ratio weight 2 / weight 1 after the warm-up, from the senders' acked bytes."""
+    import pandas as pd
+
+    c = pd.read_parquet(out_dir / "cwnd.parquet")
+    assert set(c["weight"].dropna()) == {1.0, 2.0}
+    rate = c[c["time_s"] >= WARMUP_S].groupby("flow_id")["rate_bps"].mean()
+    return float(rate[1] / rate[0])
+
+
+def test_theorem1_weighted_share(tmp_path):
+    """Theorem 1 on the kernel: atcp_w1 and atcp_w2 through a 100 Mbps TBF bottleneck that
+    marks ECN above 30 packets (2 ms one-way delay, base RTT about 4.4 ms) share it 2:1
+    within 20%: the mean over three 8 s runs of the throughput ratio after a 2 s warm-up.
+
+    Threshold marking tells both flows at once when the queue is long, which is the theorem's
+    assumption (3). A drop-tail TBF drops only the packets that find it full, often from one
+    flow alone; docs/testbed.md reports those ratios (about 1.3 to 2), which are not checked."""
     _need_atcp()
     p = tmp_path / "thm1.toml"
-    p.write_text(DUMBBELL.format(name="thm1", stop='stop_time = "5s"', rate="100Mbps", proto="atcp",
-                                 transport='weight_function = "fixed"', f0="weight = 1", f1="weight = 2"))
+    p.write_text(_dumbbell(name="thm1", stop='stop_time = "8s"', rate="100Mbps", proto="atcp",
+                           transport='weight_function = "fixed"\necn = true', f0="weight = 1", f1="weight = 2",
+                           net=THEOREM1_NET))
     ratios = []
     for i in range(3):
         s = run_testbed(p, tmp_path / f"o{i}")
         df = pq.read_table(tmp_path / f"o{i}" / "flows.parquet").to_pandas()
         assert s["congestion_controls"] == {"0": "atcp_w1", "1": "atcp_w2"}
-        b = df["bytes_delivered"].tolist()
-        # together they fill the bottleneck (at least 80 % of 100 Mbps over 5 s)
-        assert sum(b) * 8 / 5.0 > 0.8 * 100e6
-        ratios.append(b[1] / b[0])
-    print(f"theorem 1 throughput ratios w2/w1: {[round(r, 3) for r in ratios]}")
+        assert s["atcp_params"]["halving"] == "per-episode"
+        # together they keep the bottleneck busy (at least 75 % of 100 Mbps over 8 s)
+        assert sum(df["bytes_delivered"]) * 8 / 8.0 > 0.75 * 100e6
+        assert s["ecn_marks"] > 0
+        ratios.append(_steady_ratio(tmp_path / f"o{i}"))
     mean = sum(ratios) / len(ratios)
-    # The weight-2 flow gets clearly more. Theorem 1's exact 2:1 assumes both flows halve
-    # together; a Linux drop-tail TBF drops them independently, which pulls the ratio
-    # toward sqrt(2) (docs/testbed.md).
-    assert 1.2 < mean < 2.4, ratios
+    print(f"theorem 1 throughput ratios w2/w1 after {WARMUP_S:g} s: {[round(r, 3) for r in ratios]}, "
+          f"mean {mean:.3f}, spread {max(ratios) - min(ratios):.3f}")
+    assert 1.6 <= mean <= 2.4, ratios
     assert _mine() == [] and not K.registered()
 
 
@@ -178,7 +268,7 @@ def _shares_sim_vs_testbed(tmp_path, proto, transport, f0, f1):
 
     # 10 s: over 5 s the kernel's split of two equal flows still wanders by up to ~15%.
     p = tmp_path / "shares.toml"
-    p.write_text(DUMBBELL.format(name="shares", stop='stop_time = "10s"', rate="100Mbps", proto=proto,
+    p.write_text(_dumbbell(name="shares", stop='stop_time = "10s"', rate="100Mbps", proto=proto,
                                  transport=transport, f0=f0, f1=f1))
     fctlab.run(p).write(tmp_path / "sim")
     run_testbed(p, tmp_path / "tb")

@@ -32,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("scenario")
     r.add_argument("--out", required=True, metavar="DIR")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    r.add_argument("--atcp-halving", choices=("per-episode", "per-window"), default="per-episode",
+                   help="kernel ATCP: one halving per congestion episode (default) or per window as reno")
     r.add_argument("--max-time", type=float, default=MAX_RUN_S, metavar="SECONDS",
                    help=f"bound on the traffic phase (default {MAX_RUN_S:.0f})")
     sub.add_parser("clean", help="delete namespaces left by testbed processes that no longer exist")
@@ -64,7 +66,7 @@ def main_testbed(argv: Optional[Sequence[str]] = None) -> int:
         return 1 if left else 0
     old = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        s = run_testbed(a.scenario, a.out, set=a.set, max_run_s=a.max_time)
+        s = run_testbed(a.scenario, a.out, set=a.set, max_run_s=a.max_time, atcp_halving=a.atcp_halving)
     except TestbedError as e:
         print(f"error: fctlab testbed run: {e}", file=sys.stderr)
         return 2

@@ -154,11 +154,11 @@ class Network:
             self.ports.append(Port(n, dev, rate, limit, f"{node_from}->{to}", ecn))
 
     def add_delay_line(self, node: str, dev_a: str, dev_b: str, delay_s: float) -> None:
-        """Starts a delay line (fctlab.testbed.delay) forwarding between two veths of
+        """Starts a delay line (testbed/delayline.c) forwarding between two veths of
         ``node`` with ``delay_s`` each way; it runs until ``destroy``."""
-        import sys
+        from .delay import binary
 
-        cmd = [sys.executable, "-m", "fctlab.testbed.delay", self.ns(node), dev_a, dev_b, repr(delay_s)]
+        cmd = [str(binary()), self.ns(node), dev_a, dev_b, str(int(round(delay_s * 1e9)))]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.delay_lines.append((node, p))
         line = p.stdout.readline().strip()  # "ready" once its sockets are bound

@@ -53,7 +53,7 @@ def _tcp_info(sock: socket.socket) -> tuple[Optional[int], Optional[int]]:
 # congestion controls
 
 
-def resolve_congestion_controls(plan: Plan) -> Optional[K.AtcpParams]:
+def resolve_congestion_controls(plan: Plan, halving: str = "per-episode") -> Optional[K.AtcpParams]:
     """Sets each flow's kernel congestion control; returns the ATCP parameters to load, or
     None when no flow uses ATCP. ``tcp`` (and its aliases) is the kernel's ``reno``."""
     fixed: list[float] = []
@@ -114,6 +114,7 @@ def resolve_congestion_controls(plan: Plan) -> Optional[K.AtcpParams]:
         threshold_low=size("threshold_low", 1_000_000),
         threshold_high=size("threshold_high", 10_000_000),
         w_fixed=tuple(w_fixed),
+        halving=halving,
     ).validate()
 
 
@@ -377,13 +378,14 @@ def path_rate(plan: Plan, f: Flow) -> float:
 
 
 def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = (), sha256: str = "",
-             max_run_s: float = MAX_RUN_S) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
+             max_run_s: float = MAX_RUN_S, atcp_halving: str = "per-episode"
+             ) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
     """Runs ``plan``; returns the flows and links tables, the summary, and the cwnd table
     (None unless ``[monitor] cwnd_interval`` is set)."""
     from ..api import CWND_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA
 
     wall0 = time.monotonic()
-    atcp = resolve_congestion_controls(plan)
+    atcp = resolve_congestion_controls(plan, atcp_halving)
     loaded_here = False
     interrupted = False
     results = {f.flow_id: FlowResult() for f in plan.flows}
@@ -546,7 +548,7 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
 
 
 def run_testbed(scenario: str | os.PathLike, out_dir: str | os.PathLike, *, set: Sequence[str] = (),
-                max_run_s: float = MAX_RUN_S) -> dict:
+                max_run_s: float = MAX_RUN_S, atcp_halving: str = "per-episode") -> dict:
     """Validates ``scenario`` with the simulator's checker, runs it in namespaces and writes
     ``flows.parquet``, ``links.parquet`` and ``summary.json`` into ``out_dir``. Returns the summary."""
     from .. import api
@@ -557,7 +559,8 @@ def run_testbed(scenario: str | os.PathLike, out_dir: str | os.PathLike, *, set:
         raise TestbedError(str(e)) from None
     plan = load_plan(Path(scenario), set)
     flows, links, summary, cwnd = run_plan(plan, scenario_file=str(scenario), overrides=set,
-                                     sha256=desc.get("scenario_sha256", ""), max_run_s=max_run_s)
+                                     sha256=desc.get("scenario_sha256", ""), max_run_s=max_run_s,
+                                     atcp_halving=atcp_halving)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     pq.write_table(flows, out / "flows.parquet")
