@@ -102,6 +102,64 @@ def test_plan_parsing_without_root(tmp_path):
     assert plan.flows[1].start_s == pytest.approx(0.01)
 
 
+POISSON = """
+name = "poisson"
+seed = 7
+[network]
+topology = "dumbbell"
+senders = 3
+receivers = 3
+link_rate = "1Gbps"
+bottleneck_rate = "200Mbps"
+buffer = "100pkt"
+[[workloads]]
+kind = "poisson"
+senders = "s*"
+receivers = "r*"
+sizes = "websearch"
+load = 0.3
+load_link = "left->right"
+count = 25
+tag = "web"
+"""
+
+
+def test_poisson_workload_plan_matches_the_simulator(tmp_path):
+    """[[workloads]] expand exactly as in the simulator (same seed, same flows)."""
+    import fctlab
+
+    p = tmp_path / "poisson.toml"
+    p.write_text(POISSON)
+    plan = load_plan(p)
+    sim = fctlab.run(p).flows.sort_values("flow_id")
+    assert len(plan.flows) == len(sim) == 25
+    assert [f.src for f in plan.flows] == sim["src"].tolist()
+    assert [f.dst for f in plan.flows] == sim["dst"].tolist()
+    assert [f.size for f in plan.flows] == sim["size_bytes"].astype(int).tolist()
+    assert [f.start_s for f in plan.flows] == pytest.approx(sim["start_s"].tolist(), abs=1e-9)
+    assert {f.tag for f in plan.flows} == {"web"}
+
+
+def test_closed_loop_workloads_are_refused(tmp_path):
+    p = tmp_path / "incast.toml"
+    head = POISSON[:POISSON.index("[[workloads]]")]
+    p.write_text(head + '[[workloads]]\nkind = "incast"\nclient = "r0"\nservers = "s*"\n'
+                 'response_size = "20KB"\nrounds = 2\n')
+    with pytest.raises(Exception, match="closed-loop workloads"):
+        load_plan(p)
+
+
+def test_poisson_workload_runs_on_the_testbed(tmp_path):
+    _need_testbed()
+    p = tmp_path / "poisson.toml"
+    p.write_text(POISSON)
+    s = run_testbed(p, tmp_path / "o")
+    df = pq.read_table(tmp_path / "o" / "flows.parquet").to_pandas()
+    assert s["flows_completed"] == 25 and df["completed"].all()
+    assert (df["bytes_delivered"] == df["size_bytes"]).all()
+    assert _mine() == []
+
+
 def test_check():
     _need_testbed()
     assert main_testbed(["check"]) == 0

@@ -45,6 +45,64 @@ fn validate(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec
     Ok(d.into())
 }
 
+/// The flows of a scenario as the simulator would start them (explicit `[[flows]]` and the
+/// flows its `[[workloads]]` generate, with the scenario's seed), without running it: a list
+/// of dicts with `flow_id`, `src`, `dst`, `size_bytes` (None: long-lived), `start_s`,
+/// `deadline_s`, `tag`, `group`, `after` (group name or None), `protocol`, `ecn` and
+/// `params` (the protocol's parameters, e.g. ATCP's `weight_function` and weights).
+#[pyfunction]
+#[pyo3(signature = (text, file, format="toml", overrides=vec![]))]
+fn flows(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>) -> PyResult<PyObject> {
+    use fctlab_transport::cc::atcp::WeightFunction;
+    use fctlab_transport::cc::CcConfig;
+
+    let sim = load(text, file, format, overrides)?;
+    let sc = sim.scenario();
+    let name = |i: usize| sc.topology.nodes[i].name.clone();
+    let out = PyList::empty_bound(py);
+    for (id, f) in sc.flows.iter().enumerate() {
+        let d = PyDict::new_bound(py);
+        d.set_item("flow_id", id)?;
+        d.set_item("src", name(f.src))?;
+        d.set_item("dst", name(f.dst))?;
+        d.set_item("size_bytes", f.size_bytes)?;
+        d.set_item("start_s", f.start.as_secs_f64())?;
+        d.set_item("deadline_s", f.deadline.map(|t| t.as_secs_f64()))?;
+        d.set_item("tag", &f.tag)?;
+        d.set_item("group", &f.group)?;
+        d.set_item("after", f.after.map(|g| sc.groups[g as usize].clone()))?;
+        d.set_item("protocol", f.cc.name())?;
+        d.set_item("ecn", f.ecn)?;
+        let p = PyDict::new_bound(py);
+        if let CcConfig::Atcp(a) = &f.cc {
+            match &a.function {
+                WeightFunction::Step { w_high, w_low, threshold_bytes } => {
+                    p.set_item("weight_function", "step")?;
+                    p.set_item("w_high", w_high)?;
+                    p.set_item("w_low", w_low)?;
+                    p.set_item("threshold", threshold_bytes)?;
+                }
+                WeightFunction::Linear { w_high, w_low, t1_bytes, t2_bytes } => {
+                    p.set_item("weight_function", "linear")?;
+                    p.set_item("w_high", w_high)?;
+                    p.set_item("w_low", w_low)?;
+                    p.set_item("threshold_low", t1_bytes)?;
+                    p.set_item("threshold_high", t2_bytes)?;
+                }
+                WeightFunction::Exponential { .. } => p.set_item("weight_function", "exponential")?,
+                WeightFunction::Time { .. } => p.set_item("weight_function", "time")?,
+                WeightFunction::Fixed { weight } => {
+                    p.set_item("weight_function", "fixed")?;
+                    p.set_item("weight", weight)?;
+                }
+            }
+        }
+        d.set_item("params", p)?;
+        out.append(d)?;
+    }
+    Ok(out.into())
+}
+
 /// Runs a scenario. `progress(sim_time_s, flows_completed, flows_total)` is called about
 /// every `progress_interval_s` wall seconds. Ctrl-C stops the run and returns what was
 /// measured so far, with `summary["interrupted"] = True`.
@@ -179,6 +237,7 @@ fn to_py(py: Python<'_>, r: &Results) -> PyResult<PyObject> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(flows, m)?)?;
     m.add("ScenarioError", m.py().get_type_bound::<ScenarioError>())?;
     m.add("VERSION", fctlab_sim::VERSION)?;
     Ok(())

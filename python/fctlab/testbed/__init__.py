@@ -55,9 +55,13 @@ def main_testbed(argv: Optional[Sequence[str]] = None) -> int:
             for pr in probs:
                 print(f"testbed unavailable: {pr}")
             return 1
+        from .delay import compiler
+
         miss = K.missing_tools()
-        atcp = "ATCP flows: ok" if not miss else "ATCP flows unavailable: missing " + ", ".join(miss)
-        print(f"testbed ok (namespaces, veth, bridge, tbf); TCP flows: ok; {atcp}")
+        atcp = "ATCP flows and ECN marking: ok" if not miss else (
+            "ATCP flows and queue = \"ecn\" unavailable: missing " + ", ".join(miss))
+        delay = "link delay: ok" if compiler() else "link delay unavailable: no C compiler (apt package clang)"
+        print(f"testbed ok (namespaces, veth, bridge, tbf); TCP flows: ok; {atcp}; {delay}")
         return 0
     if a.cmd == "clean":
         stale = stale_namespaces()
@@ -75,8 +79,12 @@ def main_testbed(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, old)
+    marks = f", {s['ecn_marks']} ECN marks" if s.get("ecn_threshold") else ""
     print(f"{s['scenario_name']}: {s['flows_completed']} of {s['flows_total']} flows completed in "
-          f"{s['sim_time_s']:.3f}s, {s['drops']} drops; results in {a.out}")
+          f"{s['sim_time_s']:.3f}s, {s['drops']} drops{marks}; results in {a.out}")
+    for note in s.get("notes", []):
+        if "delay" in note:
+            print(f"  note: {note}")
     for k, v in s["flow_errors"].items():
         print(f"  flow {k}: {v}")
     return 0

@@ -119,17 +119,26 @@ def apply_overrides(doc: dict, overrides: Sequence[str]) -> dict:
     return doc
 
 
-_PROTO_KEYS = ("weight_function", "weight", "w_high", "w_low", "threshold", "threshold_low", "threshold_high")
+#: The testbed opens two threads and two sockets per flow.
+MAX_FLOWS = 1000
+
+
+def _scenario_flows(path: Path, overrides: Sequence[str]) -> list[dict]:
+    """The scenario's flows as the simulator generates them (explicit flows and workloads,
+    with the scenario's seed), from fctlab._core.flows."""
+    from .. import _core
+
+    try:
+        return _core.flows(Path(path).read_text(encoding="utf-8"), str(path), "toml", list(overrides))
+    except _core.ScenarioError as e:
+        raise TestbedError(str(e)) from None
 
 
 def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
     doc = apply_overrides(tomllib.loads(Path(path).read_text(encoding="utf-8")), overrides)
     net = doc.get("network", {})
-    tr = doc.get("transport", {})
     topo = net.get("topology")
     notes = []
-    if doc.get("workloads"):
-        raise TestbedError("the testbed runs explicit [[flows]] only; [[workloads]] are not supported")
     queue = net.get("queue", "droptail")
     ecn_threshold = None
     if queue == "ecn":
@@ -185,31 +194,34 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
         notes.append("link delays are not emulated on star topologies: the base RTT is that of the veths")
 
     flows = []
-    default_proto = tr.get("protocol", "tcp")
-    for i, f in enumerate(doc.get("flows", [])):
-        proto = f.get("protocol", default_proto)
-        params = {k: f.get(k, tr.get(k)) for k in _PROTO_KEYS if f.get(k, tr.get(k)) is not None}
+    for f in _scenario_flows(path, overrides):
+        i = f["flow_id"]
+        where = f"flows[{i}]" if i < len(doc.get("flows", [])) else f"flow {i} (from [[workloads]])"
+        if f["after"] is not None:
+            raise TestbedError(f"{where}: waits for group {f['after']!r}; closed-loop workloads (incast rounds, "
+                               "partition_aggregate, shuffle) and `after` are not supported by the testbed")
         fl = Flow(
             flow_id=i,
             src=f["src"],
             dst=f["dst"],
-            size=size_bytes(f"flows[{i}].size", f["size"]) if "size" in f else None,
-            start_s=seconds(f"flows[{i}].start", f.get("start", "0s")),
-            protocol=proto,
-            params=params,
-            tag=f.get("tag", ""),
-            group=f.get("group", ""),
-            deadline_s=seconds(f"flows[{i}].deadline", f["deadline"]) if "deadline" in f else None,
-            ecn=bool(f.get("ecn", tr.get("ecn", False))),
+            size=f["size_bytes"],
+            start_s=f["start_s"],
+            protocol=f["protocol"],
+            params=dict(f["params"]),
+            tag=f["tag"],
+            group=f["group"],
+            deadline_s=f["deadline_s"],
+            ecn=bool(f["ecn"]),
         )
-        if "after" in f:
-            raise TestbedError(f"flows[{i}].after: flows that wait for a group are not supported by the testbed")
         for h in (fl.src, fl.dst):
             if h not in hosts:
-                raise TestbedError(f"flows[{i}]: unknown host {h!r}")
+                raise TestbedError(f"{where}: unknown host {h!r}")
         flows.append(fl)
+    if len(flows) > MAX_FLOWS:
+        raise TestbedError(f"{len(flows)} flows: the testbed runs at most {MAX_FLOWS} (two threads and a socket "
+                           "pair each); shorten the workload (`count`, `until`) or run it in the simulator")
     if not flows:
-        raise TestbedError("no [[flows]] to run")
+        raise TestbedError("no flows to run (no [[flows]], and the [[workloads]] generate none)")
     by_host: dict = {}
     for fl in flows:
         if by_host.setdefault(fl.src, fl.ecn) != fl.ecn:
