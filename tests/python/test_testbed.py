@@ -276,7 +276,8 @@ def test_ecn_threshold_marking(tmp_path, ecn):
     assert _mine() == []
 
 
-THEOREM1_NET = 'bottleneck_delay = "2ms"\nqueue = "ecn"\necn_threshold = "60pkt"\n\n[monitor]\ncwnd_interval = "5ms"'
+PAPER = Path(__file__).resolve().parents[2] / "scenarios" / "papers" / "atcp"
+THEOREM1 = PAPER / "kernel_theorem1.toml"
 WARMUP_S = 2.0
 
 
@@ -291,21 +292,18 @@ def _steady_ratio(out_dir) -> float:
 
 
 def test_theorem1_weighted_share(tmp_path):
-    """Theorem 1 on the kernel: atcp_w1 and atcp_w2 through a 100 Mbps TBF bottleneck that
-    marks ECN above 60 packets (2 ms one-way delay, base RTT about 4.4 ms, 37 packets in flight) share it 2:1
-    within 20%: the mean over three 8 s runs of the throughput ratio after a 2 s warm-up.
+    """Theorem 1 on the kernel (scenarios/papers/atcp/kernel_theorem1.toml): atcp_w1 and
+    atcp_w2 through a 100 Mbps TBF bottleneck that marks ECN above 60 packets (2 ms one-way
+    delay, base RTT about 4.4 ms, 37 packets in flight) share it 2:1 within 20%: the mean over
+    three 8 s runs of the throughput ratio after a 2 s warm-up.
 
     Threshold marking tells both flows at once when the queue is long, which is the theorem's
     assumption (3). A drop-tail TBF drops only the packets that find it full, often from one
-    flow alone; docs/testbed.md reports those ratios (about 1.3 to 2), which are not checked."""
+    flow alone; docs/testbed.md reports those ratios (about 1.4 to 1.9), which are not checked."""
     _need_atcp()
-    p = tmp_path / "thm1.toml"
-    p.write_text(_dumbbell(name="thm1", stop='stop_time = "8s"', rate="100Mbps", proto="atcp",
-                           transport='weight_function = "fixed"\necn = true', f0="weight = 1", f1="weight = 2",
-                           net=THEOREM1_NET))
     ratios = []
     for i in range(3):
-        s = run_testbed(p, tmp_path / f"o{i}")
+        s = run_testbed(THEOREM1, tmp_path / f"o{i}")
         df = pq.read_table(tmp_path / f"o{i}" / "flows.parquet").to_pandas()
         assert s["congestion_controls"] == {"0": "atcp_w1", "1": "atcp_w2"}
         assert s["atcp_params"]["halving"] == "per-episode"
@@ -320,14 +318,10 @@ def test_theorem1_weighted_share(tmp_path):
     assert _mine() == [] and not K.registered()
 
 
-def _shares_sim_vs_testbed(tmp_path, proto, transport, f0, f1, net=""):
+def _shares_sim_vs_testbed(tmp_path, p):
     import fctlab
     from fctlab.compare import compare_runs, format_comparison
 
-    # 10 s: over 5 s the kernel's split of two equal flows still wanders by up to ~15%.
-    p = tmp_path / "shares.toml"
-    p.write_text(_dumbbell(name="shares", stop='stop_time = "10s"', rate="100Mbps", proto=proto,
-                           transport=transport, f0=f0, f1=f1, net=net))
     fctlab.run(p).write(tmp_path / "sim")
     run_testbed(p, tmp_path / "tb")
     result = compare_runs(tmp_path / "sim", tmp_path / "tb")
@@ -344,63 +338,36 @@ def test_simulator_and_testbed_agree_on_throughput_shares(tmp_path):
     """The same two-flow scenario in the simulator and on the kernel (NewReno / Linux Reno):
     `fctlab compare` shows each flow's share of the delivered bytes within 15%."""
     _need_testbed()
-    shares = _shares_sim_vs_testbed(tmp_path, "tcp", "", "", "")
+    # 10 s: over 5 s the kernel's split of two equal flows still wanders by up to ~15%.
+    p = tmp_path / "shares.toml"
+    p.write_text(_dumbbell(name="shares", stop='stop_time = "10s"', rate="100Mbps", proto="tcp",
+                           transport="", f0="", f1=""))
+    shares = _shares_sim_vs_testbed(tmp_path, p)
     for s in shares:
         assert abs(s["relative_difference"]) < 0.15, shares
 
 
 def test_simulator_and_testbed_agree_on_weighted_shares(tmp_path):
-    """As above with ATCP weights 1 and 2 on the Theorem 1 network (ECN threshold marking,
+    """As above with ATCP weights 1 and 2 on the Theorem 1 scenario (ECN threshold marking,
     2 ms one-way delay), where both should split the bottleneck 1:2."""
     _need_atcp()
-    shares = _shares_sim_vs_testbed(tmp_path, "atcp", 'weight_function = "fixed"\necn = true', "weight = 1",
-                                    "weight = 2", net=THEOREM1_NET)
+    shares = _shares_sim_vs_testbed(tmp_path, THEOREM1)
     for s in shares:
         assert abs(s["relative_difference"]) < 0.15, shares
 
 
-BIG_SMALL = """
-name = "big_small"
-seed = 1
-[network]
-topology = "dumbbell"
-senders = 2
-receivers = 2
-link_rate = "1Gbps"
-bottleneck_rate = "100Mbps"
-bottleneck_delay = "2ms"
-buffer = "100pkt"
-[transport]
-protocol = "{proto}"
-weight_function = "step"
-w_high = 3
-w_low = 1
-threshold = "5MB"
-[[flows]]
-src = "s0"
-dst = "r0"
-size = "20MB"
-[[flows]]
-src = "s1"
-dst = "r1"
-size = "5MB"
-start = "600ms"
-"""
-
-
 def _big_small(tmp_path, runs):
-    """The 100 MB + 10 MB experiment of the ATCP paper scaled to 100 Mbps (20 MB and 5 MB, the
-    small flow joining after 0.6 s, when the large one is past the threshold; drop-tail TBF,
-    2 ms one-way delay), under Reno and under ATCP (step: weight 3 up to 5 MB, then 1, the
-    paper's W_H : W_L). Returns the mean FCTs {protocol: (large, small)}."""
+    """The 100 MB + 10 MB experiment of the ATCP paper scaled to 100 Mbps
+    (scenarios/papers/atcp/kernel_big_small.toml: 20 MB and 5 MB, the small flow joining after
+    0.6 s, when the large one is past the threshold; drop-tail TBF, 2 ms one-way delay), under
+    Reno and under ATCP (step: weight 3 up to 5 MB, then 1, the paper's W_H : W_L). Returns the
+    mean FCTs {protocol: (large, small)}."""
     _need_atcp()
     out = {}
     for proto in ("tcp", "atcp"):
-        p = tmp_path / f"{proto}.toml"
-        p.write_text(BIG_SMALL.format(proto=proto))
         fcts = []
         for i in range(runs):
-            run_testbed(p, tmp_path / f"{proto}{i}")
+            run_testbed(PAPER / "kernel_big_small.toml", tmp_path / f"{proto}{i}", set=[f'transport.protocol="{proto}"'])
             df = pq.read_table(tmp_path / f"{proto}{i}" / "flows.parquet").to_pandas()
             assert df["completed"].all()
             fcts.append(df["fct_s"].tolist())
