@@ -35,6 +35,8 @@ def binary() -> Path:
     except K.KernelError:  # no kernel/ directory (an installed package): use the cache
         out = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fctlab" / BINARY
         out.parent.mkdir(parents=True, exist_ok=True)
+    if not SOURCE.is_file():
+        raise TestbedError(f"{SOURCE} not found: the fctlab installation is incomplete (reinstall it)")
     if out.is_file() and out.stat().st_mtime >= SOURCE.stat().st_mtime:
         return out
     cc = compiler()
