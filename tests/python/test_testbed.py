@@ -52,6 +52,10 @@ dst = "r1"
 """
 
 
+PAPER = Path(__file__).resolve().parents[2] / "scenarios" / "papers" / "atcp"
+THEOREM1 = PAPER / "kernel_theorem1.toml"
+
+
 def _dumbbell(**kw) -> str:
     return DUMBBELL.format(**{"net": "", **kw})
 
@@ -94,12 +98,41 @@ def _mine() -> list[str]:
 def test_plan_parsing_without_root(tmp_path):
     p = tmp_path / "s.toml"
     p.write_text(_dumbbell(name="p", stop="", rate="150Mbps", proto="tcp", transport="",
-                                 f0='size = "1MB"', f1='size = "2MB"\nstart = "10ms"'))
+                           f0='size = "1MB"', f1='size = "2MB"\nstart = "10ms"'))
     plan = load_plan(p, ["flows.1.size=\"3MB\""])
-    assert plan.topology == "dumbbell" and plan.hosts == ["s0", "s1", "r0", "r1"]
+    assert plan.topology == "dumbbell" and sorted(plan.hosts) == ["r0", "r1", "s0", "s1"]
+    assert plan.links[0].level == "bottleneck"
     assert plan.links[0].rate_a == 150e6 and plan.links[0].buf_a == 100 * 1514
     assert [f.size for f in plan.flows] == [1_000_000, 3_000_000]
     assert plan.flows[1].start_s == pytest.approx(0.01)
+    assert plan.ecn_threshold is None and plan.delay_s == 0.0 and plan.cwnd_interval_s is None
+    # the host's own end of an access link is its NIC
+    host = next(l for l in plan.links if l.a == "s0")
+    assert host.b == "left" and host.rate_a == 1e9 and host.buf_a == 100 * 1514
+
+
+def test_plan_of_the_theorem1_scenario_without_root():
+    from fctlab.testbed.ecn import Threshold
+
+    plan = load_plan(THEOREM1, ["network.nic_buffer=50KB", "monitor.cwnd_flows=[1]"])
+    assert plan.ecn_threshold == Threshold(pkts=60)
+    assert plan.delay_s == pytest.approx(0.00202)  # 2 ms bottleneck + two 10 us host links
+    assert plan.cwnd_interval_s == pytest.approx(0.005) and plan.cwnd_flows == [1]
+    assert plan.stop_time_s == pytest.approx(8.0)
+    assert all(f.ecn for f in plan.flows) and [f.params["weight"] for f in plan.flows] == [1.0, 2.0]
+    assert next(l for l in plan.links if l.a == "s1").buf_a == 50_000
+    assert any("delay line" in n for n in plan.notes)
+
+
+def test_plan_errors_name_the_problem(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_text(_dumbbell(name="bad", stop="", rate="150Mbs", proto="tcp", transport="", f0='size = "1MB"', f1=""))
+    with pytest.raises(Exception, match="bottleneck_rate"):
+        load_plan(p)
+    p.write_text(_dumbbell(name="red", stop='stop_time = "1s"', rate="150Mbps", proto="tcp", transport="",
+                           f0="", f1="", net='queue = "red"'))
+    with pytest.raises(Exception, match="drop-tail .* and ecn"):
+        load_plan(p)
 
 
 POISSON = """
@@ -276,8 +309,6 @@ def test_ecn_threshold_marking(tmp_path, ecn):
     assert _mine() == []
 
 
-PAPER = Path(__file__).resolve().parents[2] / "scenarios" / "papers" / "atcp"
-THEOREM1 = PAPER / "kernel_theorem1.toml"
 WARMUP_S = 2.0
 
 

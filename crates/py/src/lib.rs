@@ -45,6 +45,74 @@ fn validate(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec
     Ok(d.into())
 }
 
+/// A buffer limit as `("pkts", n)`, `("bytes", n)` or None (unlimited).
+fn buffer_item(py: Python<'_>, b: &fctlab_net::BufferLimit) -> PyObject {
+    use fctlab_net::BufferLimit;
+    match b {
+        BufferLimit::Packets(n) => ("pkts", *n as u64).into_py(py),
+        BufferLimit::Bytes(n) => ("bytes", *n).into_py(py),
+        BufferLimit::Unlimited => py.None(),
+    }
+}
+
+/// The network and run settings of a scenario after validation and overrides: `name`,
+/// `seed`, `stop_time_s`, `topology`, `nodes` (`name`, `kind` "host" or "switch"), `links`
+/// (`a`, `b`, `rate_bps`, `delay_s`, `buffer`, `level`), `nic_buffer`, `queue` (`kind`
+/// "droptail", "ecn" or "red", and `threshold` for "ecn") and `monitor`
+/// (`cwnd_interval_s`, `cwnd_flows` (None: every flow), `queue_interval_s`). Buffers are
+/// `("pkts", n)`, `("bytes", n)` or None (unlimited).
+#[pyfunction]
+#[pyo3(signature = (text, file, format="toml", overrides=vec![]))]
+fn network(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>) -> PyResult<PyObject> {
+    use fctlab_net::{NodeKind, QueueConfig};
+
+    let sim = load(text, file, format, overrides)?;
+    let sc = sim.scenario();
+    let topo = &sc.topology;
+    let d = PyDict::new_bound(py);
+    d.set_item("name", &sc.name)?;
+    d.set_item("seed", sc.seed)?;
+    d.set_item("stop_time_s", sc.stop_time.map(|t| t.as_secs_f64()))?;
+    d.set_item("topology", &topo.kind)?;
+    let nodes = PyList::empty_bound(py);
+    for n in &topo.nodes {
+        let nd = PyDict::new_bound(py);
+        nd.set_item("name", &n.name)?;
+        nd.set_item("kind", if n.kind == NodeKind::Host { "host" } else { "switch" })?;
+        nodes.append(nd)?;
+    }
+    d.set_item("nodes", nodes)?;
+    let links = PyList::empty_bound(py);
+    for l in &topo.links {
+        let ld = PyDict::new_bound(py);
+        ld.set_item("a", &topo.nodes[l.a].name)?;
+        ld.set_item("b", &topo.nodes[l.b].name)?;
+        ld.set_item("rate_bps", l.params.rate.0 as f64)?;
+        ld.set_item("delay_s", l.params.delay.as_secs_f64())?;
+        ld.set_item("buffer", buffer_item(py, &l.params.buffer))?;
+        ld.set_item("level", l.level)?;
+        links.append(ld)?;
+    }
+    d.set_item("links", links)?;
+    d.set_item("nic_buffer", buffer_item(py, &sc.nic_buffer))?;
+    let q = PyDict::new_bound(py);
+    match &sc.switch_queue {
+        QueueConfig::DropTail => q.set_item("kind", "droptail")?,
+        QueueConfig::Ecn { threshold } => {
+            q.set_item("kind", "ecn")?;
+            q.set_item("threshold", buffer_item(py, threshold))?;
+        }
+        QueueConfig::Red(_) => q.set_item("kind", "red")?,
+    }
+    d.set_item("queue", q)?;
+    let m = PyDict::new_bound(py);
+    m.set_item("cwnd_interval_s", sc.monitor.cwnd_interval.map(|t| t.as_secs_f64()))?;
+    m.set_item("cwnd_flows", sc.monitor.cwnd_flows.clone())?;
+    m.set_item("queue_interval_s", sc.monitor.queue_interval.map(|t| t.as_secs_f64()))?;
+    d.set_item("monitor", m)?;
+    Ok(d.into())
+}
+
 /// The flows of a scenario as the simulator would start them (explicit `[[flows]]` and the
 /// flows its `[[workloads]]` generate, with the scenario's seed), without running it: a list
 /// of dicts with `flow_id`, `src`, `dst`, `size_bytes` (None: long-lived), `start_s`,
@@ -238,6 +306,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(flows, m)?)?;
+    m.add_function(wrap_pyfunction!(network, m)?)?;
     m.add("ScenarioError", m.py().get_type_bound::<ScenarioError>())?;
     m.add("VERSION", fctlab_sim::VERSION)?;
     Ok(())

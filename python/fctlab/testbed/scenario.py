@@ -2,49 +2,26 @@
 
 from __future__ import annotations
 
-import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
 from .netns import ETH_OVERHEAD, MTU, TestbedError
 
-_RATE = {"bps": 1, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9, "tbps": 1e12}
-_TIME = {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-_SIZE = {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
 FRAME = MTU + ETH_OVERHEAD
 #: Shorter one-way delays are not emulated: a veth path has about 20-50 us of its own.
 MIN_EMULATED_DELAY_S = 100e-6
+#: A testbed queue with no limit still needs one: TBF's limit, in bytes.
+UNLIMITED_BYTES = 64 << 20
 
 
-def _num_unit(key: str, v, units: dict, what: str) -> float:
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]+)\s*", str(v))
-    if not m or m.group(2).lower() not in units:
-        raise TestbedError(f"`{key}`: expected {what}, got {v!r}")
-    return float(m.group(1)) * units[m.group(2).lower()]
-
-
-def rate_bps(key: str, v) -> float:
-    return _num_unit(key, v, _RATE, "a rate such as 100Mbps")
-
-
-def seconds(key: str, v) -> float:
-    return _num_unit(key, v, _TIME, "a time such as 10ms")
-
-
-def size_bytes(key: str, v) -> int:
-    return int(round(_num_unit(key, v, _SIZE, "a size such as 10MB")))
-
-
-def buffer_bytes(key: str, v) -> int:
-    """``"100pkt"`` -> 100 full frames; ``"150KB"`` -> bytes."""
-    m = re.fullmatch(r"\s*([0-9]+)\s*pkts?\s*", str(v))
-    if m:
-        return int(m.group(1)) * FRAME
-    return size_bytes(key, v)
+def queue_bytes(buffer) -> int:
+    """A buffer from fctlab._core (``("pkts", n)``, ``("bytes", n)`` or None) as a TBF limit:
+    N packets are N full frames."""
+    if buffer is None:
+        return UNLIMITED_BYTES
+    unit, n = buffer
+    return int(n) * FRAME if unit == "pkts" else int(n)
 
 
 @dataclass
@@ -93,96 +70,62 @@ class Plan:
     delay_s: float = 0.0  # one-way delay emulated on the bottleneck link by a delay line
 
 
-def apply_overrides(doc: dict, overrides: Sequence[str]) -> dict:
-    """``network.link_rate="1Gbps"``, ``flows.0.size="1MB"``, ``seed=2`` (values in TOML syntax;
-    a bare word is taken as a string)."""
-    for ov in overrides:
-        if "=" not in ov:
-            raise TestbedError(f"--set {ov!r}: expected key=value")
-        key, raw = ov.split("=", 1)
-        try:
-            value = tomllib.loads(f"v = {raw}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = raw
-        parts = key.strip().split(".")
-        cur = doc
-        for i, p in enumerate(parts[:-1]):
-            if isinstance(cur, list):
-                cur = cur[int(p)]
-            else:
-                cur = cur.setdefault(p, [] if parts[i + 1].isdigit() else {})
-        last = parts[-1]
-        if isinstance(cur, list):
-            cur[int(last)] = value
-        else:
-            cur[last] = value
-    return doc
-
-
 #: The testbed opens two threads and two sockets per flow.
 MAX_FLOWS = 1000
 
 
-def _scenario_flows(path: Path, overrides: Sequence[str]) -> list[dict]:
-    """The scenario's flows as the simulator generates them (explicit flows and workloads,
-    with the scenario's seed), from fctlab._core.flows."""
+def _core_call(fn: str, path: Path, overrides: Sequence[str]):
+    """``fctlab._core.<fn>`` on the scenario file: the simulator's own parser, validation,
+    overrides and workload generators, so the testbed runs what the simulator would."""
     from .. import _core
 
+    text = Path(path).read_text(encoding="utf-8")
+    fmt = "json" if str(path).endswith(".json") else "toml"
     try:
-        return _core.flows(Path(path).read_text(encoding="utf-8"), str(path), "toml", list(overrides))
+        return getattr(_core, fn)(text, str(path), fmt, list(overrides))
     except _core.ScenarioError as e:
         raise TestbedError(str(e)) from None
 
 
 def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
-    doc = apply_overrides(tomllib.loads(Path(path).read_text(encoding="utf-8")), overrides)
-    net = doc.get("network", {})
-    topo = net.get("topology")
+    """The testbed's plan of a scenario file (after ``overrides``, as ``fctlab run --set``)."""
+    net = _core_call("network", path, overrides)
+    topo = net["topology"]
     notes = []
-    queue = net.get("queue", "droptail")
+    queue = net["queue"]
     ecn_threshold = None
-    if queue == "ecn":
+    if queue["kind"] == "ecn":
         from .ecn import Threshold
 
-        if "ecn_threshold" not in net:
-            raise TestbedError("network.ecn_threshold: queue = \"ecn\" needs the marking threshold (e.g. \"20pkt\")")
-        raw = net["ecn_threshold"]
-        m = re.fullmatch(r"\s*([0-9]+)\s*pkts?\s*", str(raw))
-        ecn_threshold = Threshold(pkts=int(m.group(1))) if m else Threshold(bytes=size_bytes("network.ecn_threshold", raw))
-    elif queue != "droptail":
-        raise TestbedError(f"network.queue = {queue!r}: the testbed has drop-tail (TBF) and ecn (TBF with a BPF marker) queues")
-
-    link_rate = rate_bps("network.link_rate", net.get("link_rate", "1Gbps"))
-    link_delay = seconds("network.link_delay", net.get("link_delay", "10us"))
-    host_rate = rate_bps("network.host_link_rate", net.get("host_link_rate", link_rate))
-    host_delay = seconds("network.host_link_delay", net.get("host_link_delay", link_delay))
-    buf = buffer_bytes("network.buffer", net.get("buffer", "100pkt"))
-    nic = buffer_bytes("network.nic_buffer", net.get("nic_buffer", net.get("buffer", "100pkt")))
-
-    links = []
-    if topo == "dumbbell":
-        ns, nr = int(net["senders"]), int(net["receivers"])
-        hosts = [f"s{i}" for i in range(ns)] + [f"r{i}" for i in range(nr)]
-        switches = ["left", "right"]
-        br = rate_bps("network.bottleneck_rate", net.get("bottleneck_rate", link_rate))
-        bd = seconds("network.bottleneck_delay", net.get("bottleneck_delay", link_delay))
-        bb = buffer_bytes("network.bottleneck_buffer", net.get("bottleneck_buffer", net.get("buffer", "100pkt")))
-        links.append(Link("left", "right", br, br, bb, bb, "bottleneck", bd))
-        for h in hosts:
-            links.append(Link(h, "left" if h[0] == "s" else "right", host_rate, host_rate, nic, buf, "host", host_delay))
-    elif topo == "star":
-        n = int(net["hosts"])
-        hosts = [f"h{i}" for i in range(n)]
-        switches = ["sw0"]
-        for h in hosts:
-            links.append(Link(h, "sw0", host_rate, host_rate, nic, buf, "host", host_delay))
-    else:
+        unit, n = queue["threshold"]
+        ecn_threshold = Threshold(pkts=int(n)) if unit == "pkts" else Threshold(bytes=int(n))
+    elif queue["kind"] != "droptail":
+        raise TestbedError(f"network.queue = {queue['kind']!r}: the testbed has drop-tail (TBF) and ecn "
+                           "(TBF with a BPF marker) queues")
+    if topo not in ("dumbbell", "star"):
         raise TestbedError(f"network.topology = {topo!r}: the testbed supports dumbbell and star")
+    hosts = [n["name"] for n in net["nodes"] if n["kind"] == "host"]
+    switches = [n["name"] for n in net["nodes"] if n["kind"] == "switch"]
     if len(hosts) > 250:
         raise TestbedError(f"{len(hosts)} hosts: the testbed supports at most 250")
+    nic = queue_bytes(net["nic_buffer"])
+    links = []
+    for l in net["links"]:
+        a, b = l["a"], l["b"]
+        if a in switches and b in hosts:
+            a, b = b, a
+        buf = queue_bytes(l["buffer"])
+        # a host's own end is its NIC (nic_buffer); a switch's end uses the link's buffer
+        links.append(Link(a, b, l["rate_bps"], l["rate_bps"], nic if a in hosts else buf, buf, l["level"],
+                          l["delay_s"]))
+    if topo == "dumbbell":  # the bottleneck first: the testbed's path rate and delay line use it
+        links.sort(key=lambda l: l.level != "bottleneck")
     delay_s = 0.0
     if topo == "dumbbell":
+        host_delay = max((l.delay_s for l in links if l.level == "host"), default=0.0)
         one_way = host_delay + links[0].delay_s + host_delay  # s -> left -> right -> r
+        if any(l.delay_s != host_delay for l in links if l.level == "host"):
+            notes.append("host links of different delays: the delay line uses the largest")
         if one_way >= MIN_EMULATED_DELAY_S:
             delay_s = one_way
             notes.append(f"the one-way propagation delay of a sender-receiver path ({one_way * 1e3:g} ms: two host "
@@ -194,9 +137,9 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
         notes.append("link delays are not emulated on star topologies: the base RTT is that of the veths")
 
     flows = []
-    for f in _scenario_flows(path, overrides):
+    for f in _core_call("flows", path, overrides):
         i = f["flow_id"]
-        where = f"flows[{i}]" if i < len(doc.get("flows", [])) else f"flow {i} (from [[workloads]])"
+        where = f"flow {i}"
         if f["after"] is not None:
             raise TestbedError(f"{where}: waits for group {f['after']!r}; closed-loop workloads (incast rounds, "
                                "partition_aggregate, shuffle) and `after` are not supported by the testbed")
@@ -225,25 +168,22 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
     by_host: dict = {}
     for fl in flows:
         if by_host.setdefault(fl.src, fl.ecn) != fl.ecn:
-            raise TestbedError(f"flows[{fl.flow_id}]: host {fl.src} sends both ECN-capable and other flows; "
+            raise TestbedError(f"flow {fl.flow_id}: host {fl.src} sends both ECN-capable and other flows; "
                                "the testbed sets ECN per sending host (net.ipv4.tcp_ecn)")
-    stop = doc.get("stop_time")
-    stop_s = seconds("stop_time", stop) if stop is not None else None
+    stop_s = net["stop_time_s"]
     if stop_s is None and any(f.size is None for f in flows):
         raise TestbedError("long-lived flows (no `size`) need `stop_time`")
-    mon = doc.get("monitor", {})
-    cwnd_interval = seconds("monitor.cwnd_interval", mon["cwnd_interval"]) if "cwnd_interval" in mon else None
+    mon = net["monitor"]
+    cwnd_interval = mon["cwnd_interval_s"]
     if cwnd_interval is not None and cwnd_interval < 1e-3:
         notes.append(f"cwnd samples every {cwnd_interval * 1e3:g} ms requested; the testbed samples at most every 1 ms")
         cwnd_interval = 1e-3
-    cwnd_flows = mon.get("cwnd_flows")
-    if cwnd_flows == "all":
-        cwnd_flows = None
-    if mon.get("queue_interval") is not None:
+    cwnd_flows = mon["cwnd_flows"]
+    if mon["queue_interval_s"] is not None:
         notes.append("queue samples (monitor.queue_interval) are not taken by the testbed")
     return Plan(
-        name=doc.get("name", Path(path).stem),
-        seed=int(doc.get("seed", 1)),
+        name=net["name"],
+        seed=int(net["seed"]),
         topology=topo,
         hosts=hosts,
         switches=switches,
