@@ -427,16 +427,21 @@ def unload(*, wait_s: float = 0.0) -> list[str]:
     return done
 
 
-def wait_freed(timeout_s: float) -> bool:
-    """Polls (bounded) until no fctlab struct_ops map remains; returns True when none does."""
+def wait_freed(timeout_s: float, ignore: Sequence[int] = ()) -> bool:
+    """Polls (bounded) until no fctlab struct_ops map remains (other than the map ids in
+    ``ignore``); returns True when none does."""
     deadline = time.monotonic() + timeout_s
+
+    def held() -> list:
+        return [m for m in struct_ops_maps() if m.get("id") not in ignore]
+
     for _ in range(int(timeout_s / 0.1) + 2):
-        if not struct_ops_maps():
+        if not held():
             return True
         if time.monotonic() >= deadline:
             break
         time.sleep(0.1)
-    return not struct_ops_maps()
+    return not held()
 
 
 def status() -> dict:
