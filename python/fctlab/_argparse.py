@@ -5,4 +5,4 @@ import argparse
 
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2, no usage dump
-        self.exit(2, f"error: {self.prog}: {message}\n")
+        self.exit(2, f"{self.prog}: error: {message}\n")

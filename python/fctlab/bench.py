@@ -123,7 +123,7 @@ def main_bench(argv: Optional[Sequence[str]] = None) -> int:
     names = args.names or list(BENCHMARKS)
     for n in names:
         if n not in BENCHMARKS:
-            print(f"error: unknown benchmark {n!r} (known: {', '.join(BENCHMARKS)})", file=sys.stderr)
+            print(f"fctlab bench: error: unknown benchmark {n!r} (known: {', '.join(BENCHMARKS)})", file=sys.stderr)
             return 2
     if args.child:
         print(json.dumps(run_one(names[0], args.quick)))
@@ -134,7 +134,7 @@ def main_bench(argv: Optional[Sequence[str]] = None) -> int:
         cmd = [sys.executable, "-m", "fctlab.bench", "--child", n] + (["--quick"] if args.quick else [])
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            print(f"error: benchmark {n} failed:\n{proc.stderr.strip()}", file=sys.stderr)
+            print(f"fctlab bench: error: benchmark {n} failed:\n{proc.stderr.strip()}", file=sys.stderr)
             return 1
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         if args.json:

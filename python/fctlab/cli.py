@@ -98,14 +98,14 @@ def cmd_run(args) -> int:
     except ScenarioError as e:
         if progress:
             sys.stderr.write("\n")
-        print(f"error: {e}", file=sys.stderr)
+        print(f"fctlab run: error: {e}", file=sys.stderr)
         return 2
     if progress:
         sys.stderr.write("\r" + " " * 70 + "\r")
     try:
         out = res.write(args.out)
     except OSError as e:
-        print(f"error: cannot write results to {args.out}: {e}", file=sys.stderr)
+        print(f"fctlab run: error: cannot write results to {args.out}: {e}", file=sys.stderr)
         return 2
     if not args.quiet:
         print(summary_table(res))
@@ -124,7 +124,7 @@ def cmd_validate(args) -> int:
     try:
         info = validate(args.scenario, set=list(args.set or []))
     except ScenarioError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"fctlab validate: error: {e}", file=sys.stderr)
         return 2
     hosts = info["hosts"]
     shown = ", ".join(hosts) if len(hosts) <= 8 else f"{', '.join(hosts[:4])}, ..., {hosts[-1]}"

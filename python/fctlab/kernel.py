@@ -558,7 +558,7 @@ def main_kernel(argv: Optional[Sequence[str]] = None) -> int:
                     print("  unregistered, kept until their sockets close: "
                           + ", ".join(f"{m['name']} (id {m['id']})" for m in s["lingering"]))
     except KernelError as e:
-        print(f"error: fctlab kernel {a.cmd}: {e}", file=sys.stderr)
+        print(f"fctlab kernel {a.cmd}: error: {e}", file=sys.stderr)
         return 2
     return 0
 

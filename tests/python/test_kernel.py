@@ -73,7 +73,7 @@ def test_params_rejected(kw, msg):
 def test_cli_bad_parameter_exits_2(capsys):
     assert K.main_kernel(["load", "--threshold", "lots"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: fctlab kernel load:") and "\n" not in err
+    assert err.startswith("fctlab kernel load: error:") and "\n" not in err
 
 
 def test_cli_not_root_exits_2(monkeypatch, capsys):

@@ -72,7 +72,7 @@ def main_testbed(argv: Optional[Sequence[str]] = None) -> int:
     try:
         s = run_testbed(a.scenario, a.out, set=a.set, max_run_s=a.max_time, atcp_halving=a.atcp_halving)
     except TestbedError as e:
-        print(f"error: fctlab testbed run: {e}", file=sys.stderr)
+        print(f"fctlab testbed run: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; namespaces removed", file=sys.stderr)
