@@ -3,6 +3,7 @@ control) over veth links, Linux bridges and TBF queues.
 
     fctlab testbed check
     fctlab testbed run SCENARIO.toml --out DIR [--set key=value ...] [--max-time SECONDS]
+                       [--atcp-halving per-episode|per-window]
     fctlab testbed clean
 
 See ``docs/testbed.md``.
@@ -69,8 +70,14 @@ def main_testbed(argv: Optional[Sequence[str]] = None) -> int:
         print(f"deleted {len(stale) - len(left)} stale namespace(s)" + (f"; could not delete {', '.join(left)}" if left else ""))
         return 1 if left else 0
     old = signal.signal(signal.SIGTERM, _raise_interrupt)
+    progress = None
+    if sys.stderr.isatty():
+        def progress(elapsed: float, done: int, total: int) -> None:
+            sys.stderr.write(f"\r  testbed: {elapsed:5.1f}s of traffic, {done}/{total} flows done   ")
+            sys.stderr.flush()
     try:
-        s = run_testbed(a.scenario, a.out, set=a.set, max_run_s=a.max_time, atcp_halving=a.atcp_halving)
+        s = run_testbed(a.scenario, a.out, set=a.set, max_run_s=a.max_time, atcp_halving=a.atcp_halving,
+                        progress=progress)
     except TestbedError as e:
         print(f"fctlab testbed run: error: {e}", file=sys.stderr)
         return 2
@@ -79,6 +86,8 @@ def main_testbed(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, old)
+        if progress is not None:
+            sys.stderr.write("\r" + " " * 60 + "\r")
     marks = f", {s['ecn_marks']} ECN marks" if s.get("ecn_threshold") else ""
     print(f"{s['scenario_name']}: {s['flows_completed']} of {s['flows_total']} flows completed in "
           f"{s['sim_time_s']:.3f}s, {s['drops']} drops{marks}; results in {a.out}")

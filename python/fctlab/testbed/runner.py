@@ -378,10 +378,11 @@ def path_rate(plan: Plan, f: Flow) -> float:
 
 
 def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = (), sha256: str = "",
-             max_run_s: float = MAX_RUN_S, atcp_halving: str = "per-episode"
+             max_run_s: float = MAX_RUN_S, atcp_halving: str = "per-episode", progress=None
              ) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
     """Runs ``plan``; returns the flows and links tables, the summary, and the cwnd table
-    (None unless ``[monitor] cwnd_interval`` is set)."""
+    (None unless ``[monitor] cwnd_interval`` is set). ``progress(elapsed_s, flows_done,
+    flows_total)`` is called about every 0.5 s while the traffic runs."""
     from ..api import CWND_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA
 
     wall0 = time.monotonic()
@@ -447,8 +448,14 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
             sampler = threading.Thread(target=_sample_cwnd, daemon=True,
                                        args=(plan, results, atcp, t0, end_abs, sampling_done, cwnd_rows))
             sampler.start()
-        for t in threads:  # bounded: every socket operation ends by `bound`
-            t.join(max(0.0, bound - time.monotonic()) + 1)
+        # bounded: every socket operation ends by `bound`
+        while any(t.is_alive() for t in threads) and time.monotonic() < bound + 1:
+            for t in threads:
+                t.join(0.5)
+                if t.is_alive():
+                    break
+            if progress is not None:
+                progress(time.monotonic() - t0, sum(r.completed for r in results.values()), len(plan.flows))
         if sampler is not None:
             sampling_done.set()
             sampler.join(5)
@@ -548,7 +555,7 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
 
 
 def run_testbed(scenario: str | os.PathLike, out_dir: str | os.PathLike, *, set: Sequence[str] = (),
-                max_run_s: float = MAX_RUN_S, atcp_halving: str = "per-episode") -> dict:
+                max_run_s: float = MAX_RUN_S, atcp_halving: str = "per-episode", progress=None) -> dict:
     """Validates ``scenario`` with the simulator's checker, runs it in namespaces and writes
     ``flows.parquet``, ``links.parquet`` and ``summary.json`` into ``out_dir``. Returns the summary."""
     from .. import api
@@ -560,7 +567,7 @@ def run_testbed(scenario: str | os.PathLike, out_dir: str | os.PathLike, *, set:
     plan = load_plan(Path(scenario), set)
     flows, links, summary, cwnd = run_plan(plan, scenario_file=str(scenario), overrides=set,
                                      sha256=desc.get("scenario_sha256", ""), max_run_s=max_run_s,
-                                     atcp_halving=atcp_halving)
+                                     atcp_halving=atcp_halving, progress=progress)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     pq.write_table(flows, out / "flows.parquet")
