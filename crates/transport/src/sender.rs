@@ -241,7 +241,10 @@ impl TcpSender {
         } else if ack == self.snd_una && self.snd_una < self.snd_max {
             self.dupacks += 1;
         }
-        if ece && !self.in_recovery && self.snd_una >= self.ecn_recover && self.snd_una > 0 {
+        // Once per window (RFC 3168): an echo counts only on an ACK for data sent after the
+        // last reduction, i.e. beyond `ecn_recover`. The ACK that reaches `ecn_recover`
+        // exactly still acknowledges data sent before it, whose marks were already answered.
+        if ece && !self.in_recovery && self.snd_una > self.ecn_recover {
             let flight = self.snd_max - self.snd_una;
             self.cc.on_congestion(&mut self.st, CongestionEvent::Ecn { flight_bytes: flight });
             self.ecn_recover = self.snd_nxt;
@@ -524,6 +527,35 @@ mod tests {
         ack(&mut s, 106, hi, &[], &mut out);
         assert!(!s.in_recovery());
         assert_eq!(s.retransmits, 4);
+    }
+
+    #[test]
+    fn ecn_echo_halves_once_per_window() {
+        let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: 20, ..Default::default() };
+        let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg,
+                                   CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), true);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out);
+        assert_eq!(out.len(), 20);
+        let ece = |s: &mut TcpSender, t_us: u64, ack_seg: u64, out: &mut Vec<Packet>| {
+            let mut p = Packet { kind: PacketKind::Ack, ack: ack_seg * MSS, ..Default::default() };
+            p.flags |= flags::ECE;
+            s.on_packet(Nanos::from_micros(t_us), &p, out);
+        };
+        ece(&mut s, 100, 2, &mut out);
+        // halved to half the flight (18 segments)
+        assert_eq!(s.st.cwnd_bytes, 9 * MSS, "{}", s.describe());
+        // echoes on ACKs of data sent before the reduction, up to and including the last
+        // segment then outstanding (20), are the same congestion: no second halving
+        for (i, a) in (4..=20).step_by(2).enumerate() {
+            ece(&mut s, 101 + i as u64, a, &mut out);
+        }
+        assert!(s.st.cwnd_bytes >= 9 * MSS, "halved again: {}", s.describe());
+        assert!(s.snd_max > 20 * MSS);
+        // an echo for data sent after the reduction is a new congestion event
+        let before = s.st.cwnd_bytes;
+        ece(&mut s, 200, 21, &mut out);
+        assert!(s.st.cwnd_bytes < before, "{}", s.describe());
     }
 
     #[test]
