@@ -193,9 +193,16 @@ def test_poisson_workload_runs_on_the_testbed(tmp_path):
     assert _mine() == []
 
 
-def test_check():
+def test_check(capsys):
     _need_testbed()
     assert main_testbed(["check"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("testbed ok")
+    # each feature is tried for real; where the tools are here it must work
+    if not K.missing_tools():
+        assert 'queue = "ecn" (BPF marker): ok' in out, out
+        assert "link delay (delay line): ok" in out, out
+    assert _mine() == []
 
 
 def test_small_dumbbell_run(tmp_path):

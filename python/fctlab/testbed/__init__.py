@@ -56,13 +56,13 @@ def main_testbed(argv: Optional[Sequence[str]] = None) -> int:
             for pr in probs:
                 print(f"testbed unavailable: {pr}")
             return 1
-        from .delay import compiler
+        from .netns import check_features
 
-        miss = K.missing_tools()
-        atcp = "ATCP flows and ECN marking: ok" if not miss else (
-            "ATCP flows and queue = \"ecn\" unavailable: missing " + ", ".join(miss))
-        delay = "link delay: ok" if compiler() else "link delay unavailable: no C compiler (apt package clang)"
-        print(f"testbed ok (namespaces, veth, bridge, tbf); TCP flows: ok; {atcp}; {delay}")
+        print("testbed ok: namespaces, veth, bridge, tbf; TCP flows")
+        feats = check_features()
+        for key, what in (("atcp", "ATCP flows (build tools)"), ("ecn", 'queue = "ecn" (BPF marker)'),
+                          ("delay", "link delay (delay line)")):
+            print(f"  {what}: {'ok' if feats[key] is None else 'unavailable: ' + feats[key]}")
         return 0
     if a.cmd == "clean":
         stale = stale_namespaces()

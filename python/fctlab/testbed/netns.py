@@ -263,3 +263,50 @@ def check_machine() -> list[str]:
         if left:
             probs.append(f"could not delete namespaces {', '.join(left)}")
     return probs
+
+
+def check_features() -> dict:
+    """What beyond plain TBF queues works here, tried for real in a throw-away namespace pair:
+    ``{"ecn": None or reason, "delay": None or reason, "atcp": None or reason}`` (None: works).
+    ATCP is only checked for its build tools: registering it would affect the whole host."""
+    from .. import kernel as K
+
+    out = {"ecn": None, "delay": None, "atcp": None}
+    miss = K.missing_tools()
+    if miss:
+        out["atcp"] = out["ecn"] = "missing " + ", ".join(miss)
+    net = Network(tag=f"{PREFIX}{os.getpid()}-feat-")
+    marker = None
+    try:
+        net.add_node("a", switch=True)
+        net.add_node("dl", switch=False)
+        net.add_node("b", switch=True)
+        if out["ecn"] is None:
+            from .ecn import Marker, Threshold
+
+            try:
+                marker = Marker()
+                net.add_link("a", "dl", "p0", "a0", a_switch=True, b_switch=False, rate_a_bps=100e6,
+                             limit_a=100_000, rate_b_bps=None, limit_b=0, marker=marker,
+                             ecn_threshold=Threshold(pkts=20))
+            except TestbedError as e:
+                out["ecn"] = str(e)
+                net.add_link("a", "dl", "p1", "a0", a_switch=True, b_switch=False, rate_a_bps=100e6,
+                             limit_a=100_000, rate_b_bps=None, limit_b=0)
+        else:
+            net.add_link("a", "dl", "p0", "a0", a_switch=True, b_switch=False, rate_a_bps=100e6,
+                         limit_a=100_000, rate_b_bps=None, limit_b=0)
+        net.add_link("dl", "b", "a1", "p0", a_switch=False, b_switch=True, rate_a_bps=None, limit_a=0,
+                     rate_b_bps=100e6, limit_b=100_000)
+        try:
+            net.add_delay_line("dl", "a0", "a1", 0.001)
+        except TestbedError as e:
+            out["delay"] = str(e)
+    except TestbedError as e:
+        out["ecn"] = out["ecn"] or str(e)
+        out["delay"] = out["delay"] or str(e)
+    finally:
+        net.destroy()
+        if marker is not None:
+            marker.close()
+    return out
