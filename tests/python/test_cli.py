@@ -107,6 +107,10 @@ def test_sample_queues_flag(tmp_path):
     assert len(q) > 0 and set(q["link"]) >= {"left->right"}
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery needs POSIX")
 def test_ctrl_c_writes_partial_results(tmp_path):
     f = tmp_path / "long.toml"
@@ -115,7 +119,10 @@ def test_ctrl_c_writes_partial_results(tmp_path):
         'stop_time = "100s"\n[network]\ntopology = "dumbbell"\nsenders = 8\nreceivers = 8\nlink_rate = "10Gbps"\n'
         '[[flows]]\nsrc = "s0"\ndst = "r1"\nsize = "100GB"\n' + flows
     )
-    proc = subprocess.Popen(FCTLAB + ["run", str(f), "--out", str(tmp_path / "o")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT at its default in the child, as on a terminal, even when this test runs from a
+    # background job (which starts with SIGINT ignored, and Python then installs no handler)
+    proc = subprocess.Popen(FCTLAB + ["run", str(f), "--out", str(tmp_path / "o")], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
     time.sleep(3.0)  # well into the simulation loop (start-up takes well under a second)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)

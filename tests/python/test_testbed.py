@@ -234,8 +234,11 @@ def test_interrupt_cleans_up(tmp_path):
     p.write_text(_dumbbell(name="long", stop='stop_time = "20s"', rate="100Mbps", proto="atcp",
                            transport='weight_function = "fixed"', f0="weight = 1", f1="weight = 2",
                            net='bottleneck_delay = "2ms"\nqueue = "ecn"\necn_threshold = "20pkt"'))
+    # SIGINT at its default in the child, as on a terminal (a background job starts with it
+    # ignored, and Python then installs no KeyboardInterrupt handler)
     proc = subprocess.Popen([sys.executable, "-m", "fctlab.testbed", "run", str(p), "--out", str(tmp_path / "o")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     prefix = f"fctlab-{proc.pid}-"
     try:
         deadline = time.monotonic() + 15

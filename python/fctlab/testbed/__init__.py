@@ -23,8 +23,6 @@ from .._argparse import OneLineParser
 __all__ = ["main_testbed", "run_testbed", "check_machine", "TestbedError"]
 
 
-
-
 def _parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="fctlab testbed", description="Run scenarios on real Linux TCP in network namespaces.")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=OneLineParser)
@@ -50,8 +48,6 @@ def main_testbed(argv: Optional[Sequence[str]] = None) -> int:
     a = _parser().parse_args(argv)
     if a.cmd == "check":
         probs = check_machine()
-        from .. import kernel as K
-
         if probs:
             for pr in probs:
                 print(f"testbed unavailable: {pr}")

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 PREFIX = "fctlab-"
 NETNS_DIR = Path("/run/netns")
