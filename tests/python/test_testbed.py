@@ -173,13 +173,33 @@ def test_poisson_workload_plan_matches_the_simulator(tmp_path):
     assert {f.tag for f in plan.flows} == {"web"}
 
 
-def test_closed_loop_workloads_are_refused(tmp_path):
+def _incast(tmp_path):
     p = tmp_path / "incast.toml"
-    head = POISSON[:POISSON.index("[[workloads]]")]
+    head = POISSON[:POISSON.index("[[workloads]]")].replace('bottleneck_rate = "200Mbps"',
+                                                             'bottleneck_rate = "200Mbps"\nbottleneck_delay = "1ms"')
     p.write_text(head + '[[workloads]]\nkind = "incast"\nclient = "r0"\nservers = "s*"\n'
-                 'response_size = "20KB"\nrounds = 2\n')
-    with pytest.raises(Exception, match="closed-loop workloads"):
-        load_plan(p)
+                 'response_size = "200KB"\nrounds = 3\n')
+    return p
+
+
+def test_closed_loop_workload_plan(tmp_path):
+    plan = load_plan(_incast(tmp_path))
+    assert len(plan.flows) == 9
+    assert [f.after for f in plan.flows[:3]] == ["", "", ""]
+    assert {f.after for f in plan.flows[3:6]} == {plan.flows[0].group}
+    assert {f.after for f in plan.flows[6:]} == {plan.flows[3].group}
+
+
+def test_incast_rounds_run_one_after_another(tmp_path):
+    """Closed-loop workloads: each incast round starts when the previous one has completed."""
+    _need_testbed()
+    s = run_testbed(_incast(tmp_path), tmp_path / "o")
+    df = pq.read_table(tmp_path / "o" / "flows.parquet").to_pandas()
+    assert s["flows_completed"] == 9 and (df["bytes_delivered"] == 200_000).all()
+    rounds = [df.iloc[3 * k:3 * k + 3] for k in range(3)]
+    for prev, nxt in zip(rounds, rounds[1:]):
+        assert nxt["start_s"].min() >= prev["finish_s"].max() - 1e-3, (prev, nxt)
+    assert _mine() == []
 
 
 def test_poisson_workload_runs_on_the_testbed(tmp_path):

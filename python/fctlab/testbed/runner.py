@@ -178,7 +178,41 @@ def _receiver(ns: str, port: int, f: Flow, res: FlowResult, ready: threading.Bar
         srv.close()
 
 
-def _sender(ns: str, dst: str, port: int, f: Flow, res: FlowResult, t0: float, stop_at: Optional[float], bound: float):
+class Groups:
+    """Completion of flow groups, for flows that start only after a group has completed
+    (``after``: incast rounds, partition-aggregate responses, shuffle jobs), as in the
+    simulator: such a flow starts ``start_s`` after the last flow of its group completes."""
+
+    def __init__(self, flows: Sequence[Flow]):
+        self._lock = threading.Lock()
+        self._left: dict = {}
+        self._done: dict = {}
+        for f in flows:
+            if f.group:
+                self._left[f.group] = self._left.get(f.group, 0) + 1
+                self._done.setdefault(f.group, threading.Event())
+        self.completed_at: dict = {}
+
+    def completed(self, f: Flow) -> None:
+        if not f.group:
+            return
+        with self._lock:
+            self._left[f.group] -= 1
+            if self._left[f.group] == 0:
+                self.completed_at[f.group] = time.monotonic()
+                self._done[f.group].set()
+
+    def wait(self, group: str, until: float) -> Optional[float]:
+        """Waits (until the monotonic time ``until`` at most) for ``group`` to complete;
+        returns the moment it did, or None."""
+        ev = self._done.get(group)
+        if ev is None or not ev.wait(max(0.0, until - time.monotonic())):
+            return None
+        return self.completed_at[group]
+
+
+def _sender(ns: str, dst: str, port: int, f: Flow, res: FlowResult, t0: float, stop_at: Optional[float], bound: float,
+            groups: Optional[Groups] = None):
     try:
         enter(ns)
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -187,7 +221,13 @@ def _sender(ns: str, dst: str, port: int, f: Flow, res: FlowResult, t0: float, s
         return
     try:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, f.cc.encode())
-        wait = t0 + f.start_s - time.monotonic()
+        base = t0
+        if f.after:
+            limit = min(bound, stop_at) if stop_at is not None else bound
+            base = groups.wait(f.after, limit) if groups is not None else None
+            if base is None:
+                return  # the group never completed: this flow never starts, as in the simulator
+        wait = base + f.start_s - time.monotonic()
         if wait > 0:
             time.sleep(wait)
         end = min(bound, stop_at) if stop_at is not None else bound
@@ -210,6 +250,8 @@ def _sender(ns: str, dst: str, port: int, f: Flow, res: FlowResult, t0: float, s
             if s.recv(1) == b"A":
                 res.finish = time.monotonic()
                 res.completed = True
+                if groups is not None:
+                    groups.completed(f)
         else:
             s.settimeout(0.2)
             while time.monotonic() < end:
@@ -436,10 +478,11 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
         stop_abs = t0 + plan.stop_time_s if plan.stop_time_s is not None else None
         stop_at[0] = stop_abs
         end_abs = t0 + horizon
+        groups = Groups(plan.flows)
         for f in plan.flows:
             t = threading.Thread(target=_sender, daemon=True,
                                  args=(net.ns(f.src), net.addresses[f.dst], PORT_BASE + f.flow_id, f,
-                                       results[f.flow_id], t0, stop_abs, end_abs))
+                                       results[f.flow_id], t0, stop_abs, end_abs, groups))
             t.start()
             threads.append(t)
         sampler, sampling_done = None, threading.Event()

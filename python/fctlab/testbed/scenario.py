@@ -51,6 +51,7 @@ class Flow:
     group: str = ""
     deadline_s: Optional[float] = None
     ecn: bool = False  # ECN-capable (the sending host's net.ipv4.tcp_ecn = 1)
+    after: str = ""  # start `start_s` after every flow of this group has completed
 
 
 @dataclass
@@ -140,9 +141,6 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
     for f in _core_call("flows", path, overrides):
         i = f["flow_id"]
         where = f"flow {i}"
-        if f["after"] is not None:
-            raise TestbedError(f"{where}: waits for group {f['after']!r}; closed-loop workloads (incast rounds, "
-                               "partition_aggregate, shuffle) and `after` are not supported by the testbed")
         fl = Flow(
             flow_id=i,
             src=f["src"],
@@ -155,6 +153,7 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
             group=f["group"],
             deadline_s=f["deadline_s"],
             ecn=bool(f["ecn"]),
+            after=f["after"] or "",
         )
         for h in (fl.src, fl.dst):
             if h not in hosts:
