@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -422,7 +423,10 @@ def _big_small(tmp_path, runs):
     (scenarios/papers/atcp/kernel_big_small.toml: 20 MB and 5 MB, the small flow joining after
     0.6 s, when the large one is past the threshold; drop-tail TBF, 2 ms one-way delay), under
     Reno and under ATCP (step: weight 3 up to 5 MB, then 1, the paper's W_H : W_L). Returns the
-    mean FCTs {protocol: (large, small)}."""
+    median FCTs over the runs {protocol: (large, small)}: single runs of the large flow spread
+    by about 10% (2.1-2.3 s, the bottleneck's utilization varies with how the two flows' losses
+    fall, and with the delay line's occasional lateness), which the median of seven keeps out of a
+    5% comparison."""
     _need_atcp()
     out = {}
     for proto in ("tcp", "atcp"):
@@ -432,16 +436,16 @@ def _big_small(tmp_path, runs):
             df = pq.read_table(tmp_path / f"{proto}{i}" / "flows.parquet").to_pandas()
             assert df["completed"].all()
             fcts.append(df["fct_s"].tolist())
-        out[proto] = tuple(sum(f[k] for f in fcts) / runs for k in range(2))
+        out[proto] = tuple(statistics.median(f[k] for f in fcts) for k in range(2))
         print(f"{proto}: FCTs (large, small) of {runs} runs: {[[round(x, 3) for x in f] for f in fcts]}")
-    print(f"mean FCTs (large, small): {out}")
+    print(f"median FCTs (large, small): {out}")
     assert _mine() == [] and not K.registered()
     return out
 
 
 def test_big_small_small_flow_sooner_large_flow_unchanged(tmp_path):
     """Theorem 2 on the kernel: with ATCP the small flow finishes sooner than with Reno, and the
-    large flow's completion time changes by less than 5% (means of three runs each)."""
-    fct = _big_small(tmp_path, 3)
+    large flow's completion time changes by less than 5% (medians of seven runs each)."""
+    fct = _big_small(tmp_path, 7)
     assert fct["atcp"][1] < 0.9 * fct["tcp"][1], fct
     assert abs(fct["atcp"][0] - fct["tcp"][0]) / fct["tcp"][0] < 0.05, fct

@@ -406,6 +406,10 @@ def build_network(plan: Plan, net: Network, marker=None) -> None:
         net.add_address(h, "eth0", host_address(i), 16)
     for h in sorted({f.src for f in plan.flows if f.ecn}):
         net.set_sysctl(h, "net.ipv4.tcp_ecn", "1")
+    # Every flow starts as a fresh connection, as in the simulator: Linux would otherwise
+    # start a connection with the ssthresh and RTT it remembers for that destination.
+    for h in sorted({f.src for f in plan.flows} | {f.dst for f in plan.flows}):
+        net.set_sysctl(h, "net.ipv4.tcp_no_metrics_save", "1")
 
 
 def path_rate(plan: Plan, f: Flow) -> float:
