@@ -8,17 +8,17 @@ B relative to A. The definitions are in ``docs/metrics.md``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from . import metrics
+from ._argparse import OneLineParser
 from .report import numfmt
 from .report.runs import Run, load_run
 
@@ -246,15 +246,6 @@ def format_comparison(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
-
-
 def main_compare(argv: list[str]) -> int:
     """``fctlab compare DIR_A DIR_B [--tolerance 0.05] [--json]``.
 
@@ -270,7 +261,7 @@ def main_compare(argv: list[str]) -> int:
         ``--json``), 2 on bad input (a missing run directory or file, an
         unreadable file, bad arguments), with a one-line message on stderr.
     """
-    parser = _Parser(
+    parser = OneLineParser(
         prog="fctlab compare",
         description="Compare run B against reference run A: FCT statistics per size bucket "
                     "and, when both runs hold the same flows, a flow-by-flow comparison.",
@@ -282,10 +273,7 @@ def main_compare(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     try:
         args = parser.parse_args(argv)
-    except _UsageError as exc:
-        print(f"fctlab compare: error: {numfmt.one_line(exc)}", file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # --help
+    except SystemExit as exc:  # --help, or a usage error already reported on one line
         return int(exc.code or 0)
     try:
         result = compare_runs(args.dir_a, args.dir_b, tolerance=args.tolerance)

@@ -11,10 +11,9 @@ the rest of this package stay light.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import NoReturn
 
+from .._argparse import OneLineParser
 from .numfmt import one_line
 from .runs import REQUIRED_FLOW_COLUMNS, Run, RunLoadError, load_run
 from .writer import SECTION_TITLES, write_report
@@ -28,17 +27,6 @@ __all__ = [
     "REQUIRED_FLOW_COLUMNS",
     "SECTION_TITLES",
 ]
-
-
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors become one line and an exit code, not SystemExit."""
-
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
 
 
 def main_report(argv: list[str]) -> int:
@@ -56,7 +44,7 @@ def main_report(argv: list[str]) -> int:
         missing run directory or file, an unreadable file, bad arguments),
         with a one-line message on stderr.
     """
-    parser = _Parser(
+    parser = OneLineParser(
         prog="fctlab report",
         description="Write an HTML or Markdown report (tables and PNG plots) over run directories.",
     )
@@ -68,10 +56,7 @@ def main_report(argv: list[str]) -> int:
     parser.add_argument("--title", default=None, metavar="T", help="report title")
     try:
         args = parser.parse_args(argv)
-    except _UsageError as exc:
-        print(f"fctlab report: error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # --help
+    except SystemExit as exc:  # --help, or a usage error already reported on one line
         return int(exc.code or 0)
     try:
         path = write_report(args.dirs, args.out, title=args.title, fmt=args.format)

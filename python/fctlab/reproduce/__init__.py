@@ -12,11 +12,12 @@ written, 2 for bad arguments (one line on stderr), 130 when interrupted.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
+
+from .._argparse import OneLineParser
 
 __all__ = ["main_reproduce", "PAPERS", "default_scenario_dir"]
 
@@ -25,11 +26,6 @@ PAPERS = ("atcp",)
 
 class _ArgError(Exception):
     pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit status 2 (raised, handled below)
-        raise _ArgError(message)
 
 
 def default_scenario_dir(paper: str) -> Path:
@@ -59,7 +55,7 @@ def _parse_items(text: str, valid: Sequence[int]) -> list:
 def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of ``fctlab reproduce``; `argv` is the list after ``reproduce``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    p = _Parser(
+    p = OneLineParser(
         prog="fctlab reproduce",
         description="Rerun a paper's simulations and write a report comparing fctlab's numbers with the paper's.",
     )
@@ -92,7 +88,7 @@ def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
     except _ArgError as e:
         print(f"fctlab reproduce: error: {e}", file=sys.stderr)
         return 2
-    except SystemExit as e:  # --help
+    except SystemExit as e:  # --help, or a usage error already reported on one line
         return int(e.code or 0)
 
     from .common import stderr_log
