@@ -150,6 +150,18 @@ class AtcpParams:
             halving=halvings.get(h, f"unknown({h})"),
         )
 
+    def weight_at(self, acked_bytes: int) -> float:
+        """The weight of instance ``atcp`` after ``acked_bytes`` bytes were acknowledged
+        (weight_of() in atcp.bpf.c, without its fixed-point rounding)."""
+        if self.function == "step":
+            return self.w_high if acked_bytes <= self.threshold else self.w_low
+        lo, hi = self.threshold_low, self.threshold_high
+        if acked_bytes <= lo:
+            return self.w_high
+        if acked_bytes >= hi or hi <= lo:
+            return self.w_low
+        return self.w_high + (self.w_low - self.w_high) * (acked_bytes - lo) / (hi - lo)
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["w_fixed"] = list(self.w_fixed)

@@ -233,3 +233,10 @@ def test_unload_removes_and_frees():
     finally:
         if K.registered():
             K.unload()
+
+
+def test_weight_at_follows_the_weight_size_function():
+    step = K.AtcpParams(threshold=1000)
+    assert (step.weight_at(1000), step.weight_at(1001)) == (3.0, 1.0)
+    lin = K.AtcpParams(function="linear", w_high=3, w_low=1, threshold_low=100, threshold_high=300)
+    assert [lin.weight_at(b) for b in (0, 100, 200, 300, 10**9)] == [3, 3, 2.0, 1, 1]

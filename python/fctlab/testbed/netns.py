@@ -280,23 +280,18 @@ def check_features() -> dict:
         net.add_node("a", switch=True)
         net.add_node("dl", switch=False)
         net.add_node("b", switch=True)
+        net.add_link("a", "dl", "p0", "a0", a_switch=True, b_switch=False, rate_a_bps=100e6,
+                     limit_a=100_000, rate_b_bps=None, limit_b=0)
+        net.add_link("dl", "b", "a1", "p0", a_switch=False, b_switch=True, rate_a_bps=None, limit_a=0,
+                     rate_b_bps=100e6, limit_b=100_000)
         if out["ecn"] is None:
             from .ecn import Marker, Threshold
 
             try:
                 marker = Marker()
-                net.add_link("a", "dl", "p0", "a0", a_switch=True, b_switch=False, rate_a_bps=100e6,
-                             limit_a=100_000, rate_b_bps=None, limit_b=0, marker=marker,
-                             ecn_threshold=Threshold(pkts=20))
+                marker.attach(net.ns("a"), "p0", Threshold(pkts=20))
             except TestbedError as e:
                 out["ecn"] = str(e)
-                net.add_link("a", "dl", "p1", "a0", a_switch=True, b_switch=False, rate_a_bps=100e6,
-                             limit_a=100_000, rate_b_bps=None, limit_b=0)
-        else:
-            net.add_link("a", "dl", "p0", "a0", a_switch=True, b_switch=False, rate_a_bps=100e6,
-                         limit_a=100_000, rate_b_bps=None, limit_b=0)
-        net.add_link("dl", "b", "a1", "p0", a_switch=False, b_switch=True, rate_a_bps=None, limit_a=0,
-                     rate_b_bps=100e6, limit_b=100_000)
         try:
             net.add_delay_line("dl", "a0", "a1", 0.001)
         except TestbedError as e:

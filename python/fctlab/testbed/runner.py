@@ -277,14 +277,7 @@ def _weight_of(f: Flow, atcp: Optional[K.AtcpParams], acked: int) -> Optional[fl
         return None
     if f.weight_function == "fixed":
         return float(f.params["weight"])
-    if atcp.function == "step":
-        return atcp.w_high if acked <= atcp.threshold else atcp.w_low
-    lo, hi = atcp.threshold_low, atcp.threshold_high
-    if acked <= lo:
-        return atcp.w_high
-    if acked >= hi or hi <= lo:
-        return atcp.w_low
-    return atcp.w_high + (atcp.w_low - atcp.w_high) * (acked - lo) / (hi - lo)
+    return atcp.weight_at(acked)
 
 
 def _sample_cwnd(plan: Plan, results: dict, atcp: Optional[K.AtcpParams], t0: float, end: float,
