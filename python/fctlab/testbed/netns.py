@@ -192,10 +192,11 @@ class Network:
             elif p.link == f"{b}->{via}":
                 p.link = f"{b}->{a}"
 
-    def set_sysctl(self, node: str, key: str, value: str) -> None:
-        """Sets a per-namespace sysctl (``net.ipv4.tcp_ecn``) inside ``node``'s namespace."""
-        path = "/proc/sys/" + key.replace(".", "/")
-        run(["ip", "netns", "exec", self.ns(node), "sh", "-c", f"echo {value} > {path}"])
+    def set_sysctls(self, node: str, values: dict) -> None:
+        """Sets per-namespace sysctls (``{"net.ipv4.tcp_ecn": "1"}``) inside ``node``'s
+        namespace, with one command."""
+        script = "; ".join(f"echo {v} > /proc/sys/{k.replace('.', '/')}" for k, v in values.items())
+        run(["ip", "netns", "exec", self.ns(node), "sh", "-ec", script])
 
     def add_address(self, host: str, dev: str, addr: str, prefix: int) -> None:
         ip("-n", self.ns(host), "addr", "add", f"{addr}/{prefix}", "dev", dev)

@@ -39,14 +39,30 @@ def host_address(index: int) -> str:
     return f"{SUBNET}.{index // 250}.{index % 250 + 1}"
 
 
-def _tcp_info(sock: socket.socket) -> tuple[Optional[int], Optional[int]]:
+_TI_FIELDS = {  # name: (offset, struct format) in struct tcp_info (linux/tcp.h)
+    "snd_mss": (_TI_SND_MSS, "<I"),
+    "snd_ssthresh": (_TI_SND_SSTHRESH, "<I"),
+    "snd_cwnd": (_TI_SND_CWND, "<I"),
+    "total_retrans": (_TI_TOTAL_RETRANS, "<I"),
+    "bytes_acked": (_TI_BYTES_ACKED, "<Q"),
+    "segs_out": (_TI_SEGS_OUT, "<I"),
+}
+
+
+def _tcp_info(sock: socket.socket) -> dict:
+    """The TCP_INFO fields above that the kernel filled in (older kernels fill fewer);
+    empty when the socket is closed."""
     try:
         raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
-        retrans = struct.unpack_from("<I", raw, _TI_TOTAL_RETRANS)[0] if len(raw) >= 104 else None
-        segs = struct.unpack_from("<I", raw, _TI_SEGS_OUT)[0] if len(raw) >= 140 else None
-        return retrans, segs
     except OSError:
-        return None, None
+        return {}
+    return {name: struct.unpack_from(fmt, raw, off)[0] for name, (off, fmt) in _TI_FIELDS.items()
+            if len(raw) >= off + struct.calcsize(fmt)}
+
+
+def _retrans_and_segs(sock: socket.socket) -> tuple[Optional[int], Optional[int]]:
+    info = _tcp_info(sock)
+    return info.get("total_retrans"), info.get("segs_out")
 
 
 # --------------------------------------------------------------------------------------
@@ -259,13 +275,13 @@ def _sender(ns: str, dst: str, port: int, f: Flow, res: FlowResult, t0: float, s
                     s.send(view[:65536])
                 except socket.timeout:
                     continue
-        res.retransmits, res.segs_out = _tcp_info(s)
+        res.retransmits, res.segs_out = _retrans_and_segs(s)
     except OSError as e:
         if not res.completed:
             res.error = f"sender: {e}"
     finally:
         if res.retransmits is None:
-            res.retransmits, res.segs_out = _tcp_info(s)
+            res.retransmits, res.segs_out = _retrans_and_segs(s)
         with res.lock:
             res.sock = None
         s.close()
@@ -302,16 +318,10 @@ def _sample_cwnd(plan: Plan, results: dict, atcp: Optional[K.AtcpParams], t0: fl
             with r.lock:
                 if r.sock is None or r.completed:
                     continue
-                try:
-                    raw = r.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
-                except OSError:
-                    continue
-            if len(raw) < 128:
+                info = _tcp_info(r.sock)
+            if "bytes_acked" not in info:
                 continue
-            mss = struct.unpack_from("<I", raw, _TI_SND_MSS)[0]
-            ssth = struct.unpack_from("<I", raw, _TI_SND_SSTHRESH)[0]
-            cwnd = struct.unpack_from("<I", raw, _TI_SND_CWND)[0]
-            acked = struct.unpack_from("<Q", raw, _TI_BYTES_ACKED)[0]
+            mss, ssth, cwnd, acked = (info[k] for k in ("snd_mss", "snd_ssthresh", "snd_cwnd", "bytes_acked"))
             t_prev, a_prev = last.get(f.flow_id, (r.start or now, 0))
             last[f.flow_id] = (now, acked)
             out["time_s"].append(now - t0)
@@ -397,12 +407,11 @@ def build_network(plan: Plan, net: Network, marker=None) -> None:
                      marker=marker, ecn_threshold=plan.ecn_threshold)
     for i, h in enumerate(plan.hosts):
         net.add_address(h, "eth0", host_address(i), 16)
-    for h in sorted({f.src for f in plan.flows if f.ecn}):
-        net.set_sysctl(h, "net.ipv4.tcp_ecn", "1")
     # Every flow starts as a fresh connection, as in the simulator: Linux would otherwise
     # start a connection with the ssthresh and RTT it remembers for that destination.
+    ecn_hosts = {f.src for f in plan.flows if f.ecn}
     for h in sorted({f.src for f in plan.flows} | {f.dst for f in plan.flows}):
-        net.set_sysctl(h, "net.ipv4.tcp_no_metrics_save", "1")
+        net.set_sysctls(h, {"net.ipv4.tcp_no_metrics_save": "1", **({"net.ipv4.tcp_ecn": "1"} if h in ecn_hosts else {})})
 
 
 def path_rate(plan: Plan, f: Flow) -> float:
