@@ -10,6 +10,7 @@
 //! run in one process.
 
 pub mod parse;
+pub mod quantity;
 pub mod queue;
 pub mod rng;
 pub mod units;

@@ -121,9 +121,6 @@ fn network(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<
 #[pyfunction]
 #[pyo3(signature = (text, file, format="toml", overrides=vec![]))]
 fn flows(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>) -> PyResult<PyObject> {
-    use fctlab_transport::cc::atcp::WeightFunction;
-    use fctlab_transport::cc::CcConfig;
-
     let sim = load(text, file, format, overrides)?;
     let sc = sim.scenario();
     let name = |i: usize| sc.topology.nodes[i].name.clone();
@@ -141,30 +138,7 @@ fn flows(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<St
         d.set_item("after", f.after.map(|g| sc.groups[g as usize].clone()))?;
         d.set_item("protocol", f.cc.name())?;
         d.set_item("ecn", f.ecn)?;
-        let p = PyDict::new_bound(py);
-        if let CcConfig::Atcp(a) = &f.cc {
-            match &a.function {
-                WeightFunction::Step { w_high, w_low, threshold_bytes } => {
-                    p.set_item("weight_function", "step")?;
-                    p.set_item("w_high", w_high)?;
-                    p.set_item("w_low", w_low)?;
-                    p.set_item("threshold", threshold_bytes)?;
-                }
-                WeightFunction::Linear { w_high, w_low, t1_bytes, t2_bytes } => {
-                    p.set_item("weight_function", "linear")?;
-                    p.set_item("w_high", w_high)?;
-                    p.set_item("w_low", w_low)?;
-                    p.set_item("threshold_low", t1_bytes)?;
-                    p.set_item("threshold_high", t2_bytes)?;
-                }
-                WeightFunction::Exponential { .. } => p.set_item("weight_function", "exponential")?,
-                WeightFunction::Time { .. } => p.set_item("weight_function", "time")?,
-                WeightFunction::Fixed { weight } => {
-                    p.set_item("weight_function", "fixed")?;
-                    p.set_item("weight", weight)?;
-                }
-            }
-        }
+        let p = json_to_py(py, &f.cc.params_json())?;
         d.set_item("params", p)?;
         out.append(d)?;
     }
@@ -223,6 +197,52 @@ fn run(
     }
     let results = sim.results(interrupted);
     to_py(py, &results)
+}
+
+/// A JSON value as the Python object `json.loads` would give.
+fn json_to_py(py: Python<'_>, v: &serde_json::Value) -> PyResult<PyObject> {
+    use serde_json::Value;
+    Ok(match v {
+        Value::Null => py.None(),
+        Value::Bool(b) => b.into_py(py),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_py(py),
+            (None, Some(u)) => u.into_py(py),
+            _ => n.as_f64().unwrap_or(f64::NAN).into_py(py),
+        },
+        Value::String(s) => s.into_py(py),
+        Value::Array(a) => {
+            let l = PyList::empty_bound(py);
+            for x in a {
+                l.append(json_to_py(py, x)?)?;
+            }
+            l.into()
+        }
+        Value::Object(o) => {
+            let d = PyDict::new_bound(py);
+            for (k, x) in o {
+                d.set_item(k, json_to_py(py, x)?)?;
+            }
+            d.into()
+        }
+    })
+}
+
+/// Every registered congestion control: a list of dicts with `names` (the first is the one
+/// results report), `keys` (its parameters), `defaults` (their published values) and
+/// `requires_ecn`.
+#[pyfunction]
+fn protocols(py: Python<'_>) -> PyResult<PyObject> {
+    let out = PyList::empty_bound(py);
+    for r in fctlab_transport::cc::REGISTRY {
+        let d = PyDict::new_bound(py);
+        d.set_item("names", r.names.to_vec())?;
+        d.set_item("keys", (r.keys)().to_vec())?;
+        d.set_item("defaults", json_to_py(py, &(r.defaults)())?)?;
+        d.set_item("requires_ecn", r.requires_ecn)?;
+        out.append(d)?;
+    }
+    Ok(out.into())
 }
 
 macro_rules! columns {
@@ -307,6 +327,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(flows, m)?)?;
     m.add_function(wrap_pyfunction!(network, m)?)?;
+    m.add_function(wrap_pyfunction!(protocols, m)?)?;
     m.add("ScenarioError", m.py().get_type_bound::<ScenarioError>())?;
     m.add("VERSION", fctlab_sim::VERSION)?;
     Ok(())

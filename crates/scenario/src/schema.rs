@@ -6,7 +6,7 @@ use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::topology::{LinkParams, NodeSpec, TopologyKind};
 use fctlab_net::{BufferLimit, NodeKind, QueueConfig, RedConfig, Topology};
 use fctlab_transport::cc;
-use fctlab_transport::{ParamValue, Params, TcpConfig};
+use fctlab_transport::TcpConfig;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -282,16 +282,6 @@ fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn to_param(v: &toml::Value) -> Option<ParamValue> {
-    Some(match v {
-        toml::Value::Integer(i) => ParamValue::Int(*i),
-        toml::Value::Float(f) => ParamValue::Float(*f),
-        toml::Value::Boolean(b) => ParamValue::Bool(*b),
-        toml::Value::String(s) => ParamValue::Str(s.clone()),
-        _ => return None,
-    })
-}
-
 fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, ScenarioError> {
     let err = |key: &str, message: String| ScenarioError { file: file.to_string(), key: key.to_string(), message };
     let net = &raw.network;
@@ -549,9 +539,7 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
         }
     }
     let default_protocol = t.protocol.clone().unwrap_or_else(|| "tcp".into());
-    if !cc::REGISTRY.iter().any(|r| r.names.contains(&default_protocol.as_str())) {
-        cc::configure(&default_protocol, &Params::new()).map_err(|m| err("transport.protocol", m))?;
-    }
+    cc::lookup(&default_protocol).map_err(|m| err("transport.protocol", m))?;
 
     // --- flows ---
     let stop_time = raw.stop_time.map(|d| d.0);
@@ -784,16 +772,12 @@ impl FlowCtx<'_> {
         own_keys: &[&str],
     ) -> Result<(fctlab_transport::CcConfig, bool), ScenarioError> {
         let protocol = protocol.unwrap_or(&self.default_protocol);
-        if !cc::REGISTRY.iter().any(|r| r.names.contains(&protocol)) {
-            return Err(self.err(&format!("{prefix}.protocol"), cc::configure(protocol, &Params::new()).unwrap_err()));
-        }
-        let proto_keys = cc::keys_of(protocol);
-        let mut params = Params::new();
+        let reg = cc::lookup(protocol).map_err(|m| self.err(&format!("{prefix}.protocol"), m))?;
+        let proto_keys = (reg.keys)();
+        let mut params = toml::Table::new();
         for (k, v) in self.transport_extra {
             if proto_keys.contains(&k.as_str()) {
-                if let Some(pv) = to_param(v) {
-                    params.set(k, pv);
-                }
+                params.insert(k.clone(), v.clone());
             }
         }
         for (k, v) in extra {
@@ -802,10 +786,12 @@ impl FlowCtx<'_> {
                 known.extend(proto_keys.iter());
                 return Err(self.err(&format!("{prefix}.{k}"), format!("unknown key (with protocol \"{protocol}\" the keys here are: {})", known.join(", "))));
             }
-            let pv = to_param(v).ok_or_else(|| self.err(&format!("{prefix}.{k}"), "expected a number, string or boolean"))?;
-            params.set(k, pv);
+            params.insert(k.clone(), v.clone());
         }
-        let ccfg = cc::configure(protocol, &params).map_err(|m| self.err(prefix, m))?;
+        let ccfg = reg.configure(params).map_err(|e| match e.key {
+            Some(k) => self.err(&format!("{prefix}.{k}"), clean_serde_message(&e.message)),
+            None => self.err(prefix, e.message),
+        })?;
         let ecn = ecn.unwrap_or(self.tcp.ecn) || ccfg.requires_ecn();
         Ok((ccfg, ecn))
     }

@@ -4,11 +4,8 @@
 
 use fctlab_engine::parse::BufferSpec;
 pub use fctlab_engine::parse::{parse_duration, parse_rate, parse_size};
-use fctlab_engine::{BitsPerSec, Nanos};
+pub use fctlab_engine::quantity::{Duration, Rate, Size};
 use fctlab_net::BufferLimit;
-use serde::de::{self, Deserializer, Visitor};
-use serde::Deserialize;
-use std::fmt;
 
 fn parse_buffer(s: &str) -> Result<BufferLimit, String> {
     Ok(match fctlab_engine::parse::parse_buffer(s)? {
@@ -18,50 +15,12 @@ fn parse_buffer(s: &str) -> Result<BufferLimit, String> {
     })
 }
 
-macro_rules! string_quantity {
-    ($name:ident, $inner:ty, $parse:ident, $what:expr, $allow_int:expr) => {
-        #[derive(Copy, Clone, Debug, PartialEq)]
-        pub struct $name(pub $inner);
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct V;
-                impl<'de> Visitor<'de> for V {
-                    type Value = $name;
-                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                        f.write_str($what)
-                    }
-                    fn visit_str<E: de::Error>(self, s: &str) -> Result<$name, E> {
-                        $parse(s).map($name).map_err(E::custom)
-                    }
-                    fn visit_i64<E: de::Error>(self, v: i64) -> Result<$name, E> {
-                        if $allow_int {
-                            $parse(&format!("{v}B")).map($name).map_err(E::custom)
-                        } else {
-                            Err(E::custom(format!("expected {} with a unit in quotes, got the bare number {v}", $what)))
-                        }
-                    }
-                    fn visit_u64<E: de::Error>(self, v: u64) -> Result<$name, E> {
-                        self.visit_i64(v as i64)
-                    }
-                    fn visit_f64<E: de::Error>(self, v: f64) -> Result<$name, E> {
-                        Err(E::custom(format!("expected {} with a unit in quotes, got the bare number {v}", $what)))
-                    }
-                }
-                d.deserialize_any(V)
-            }
-        }
-    };
-}
-
-string_quantity!(Rate, BitsPerSec, parse_rate, "a rate such as \"10Gbps\"", false);
-string_quantity!(Duration, Nanos, parse_duration, "a time such as \"25us\"", false);
-string_quantity!(Size, u64, parse_size, "a size such as \"10MB\"", true);
-string_quantity!(Buffer, BufferLimit, parse_buffer, "a buffer such as \"100pkt\"", false);
+fctlab_engine::string_quantity!(Buffer, BufferLimit, parse_buffer, "a buffer such as \"100pkt\"", false);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fctlab_engine::{BitsPerSec, Nanos};
 
     #[test]
     fn rates() {

@@ -74,3 +74,35 @@ fn medium_flow_completes_in_s_over_c_times_one_plus_one_over_r() {
     let got = f.fct_s.unwrap();
     assert!((got - want).abs() / want < 0.10, "FCT {got} s, formula {want} s");
 }
+
+/// An algorithm added by its file and one registration line (`cc::fixed_window`, built with
+/// the `example-protocols` feature) is known to the scenario parser, runs from TOML and
+/// reports its name in the results: with a fixed window of W segments on an uncongested
+/// path, a flow moves W segments per round trip.
+#[test]
+fn a_protocol_registered_in_one_line_runs_from_a_scenario() {
+    let scenario = |extra: &str| {
+        format!(
+            "seed = 1\n[network]\ntopology = \"dumbbell\"\nsenders = 1\nreceivers = 1\nlink_rate = \"10Gbps\"\nlink_delay = \"100us\"\nbuffer = \"1000pkt\"\n[transport]\nprotocol = \"fixed_window\"\nmss = \"1000B\"\nheader_bytes = \"0B\"\n{extra}\n[[flows]]\nsrc = \"s0\"\ndst = \"r0\"\nsize = \"400KB\"\n"
+        )
+    };
+    let r = run(&scenario("window = 4"));
+    let f = &r.flows[0];
+    assert_eq!(f.protocol, "fixed_window");
+    assert!(f.completed);
+    // 400 segments at 4 per round trip of 3 links x 2 x 100 us = 600 us: 100 round trips.
+    let rtts = f.fct_s.unwrap() / 600e-6;
+    assert!((rtts - 100.0).abs() < 3.0, "{rtts} round trips for 100 windows");
+    let r8 = run(&scenario("window = 8"));
+    let rtts8 = r8.flows[0].fct_s.unwrap() / 600e-6;
+    assert!((rtts8 - 50.0).abs() < 3.0, "{rtts8} round trips for 50 windows");
+
+    // Its name and its key appear in the `known:` lists of errors.
+    let load = |t: &str| fctlab_scenario::load(t, "t.toml", fctlab_scenario::schema::Format::Toml, &[]);
+    let e = load(&scenario("window = 4").replace("\"fixed_window\"", "\"fixed_windo\"")).unwrap_err();
+    assert!(e.message.contains("known: ") && e.message.contains("fixed_window"), "{e}");
+    let e = load(&scenario("window = 4").replace("size = \"400KB\"", "size = \"400KB\"\nwindw = 2")).unwrap_err();
+    assert!(e.message.contains("the keys here are: ") && e.message.contains("window"), "{e}");
+    let e = load(&scenario("window = 0")).unwrap_err();
+    assert!(e.message.contains("`window` must be at least 1"), "{e}");
+}

@@ -10,14 +10,12 @@
 
 pub mod cc;
 pub mod config;
-pub mod params;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
 
-pub use cc::{AnyCc, CcConfig, CcState, CongestionControl, CongestionEvent, FlowInfo};
+pub use cc::{AnyCc, CcConfig, CcState, CongestionControl, CongestionEvent, FlowInfo, Protocol};
 pub use config::TcpConfig;
-pub use params::{ParamValue, Params};
 pub use receiver::TcpReceiver;
 pub use sender::TcpSender;

@@ -453,7 +453,8 @@ impl TcpSender {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cc::{CcConfig, NewRenoConfig};
+    use crate::cc::newreno::NewRenoConfig;
+    use crate::cc::CcConfig;
     use fctlab_net::SackBlock;
 
     const MSS: u64 = 1000;

@@ -17,11 +17,10 @@
 //!
 //! Slow start and multiplicative decrease (one half) are NewReno's.
 
-use super::{additive_increase, slow_start, AckSample, CcState, CongestionControl, FlowInfo};
-use crate::params::Params;
+use super::{additive_increase, slow_start, AckSample, CcState, CongestionControl, FlowInfo, Protocol};
+use fctlab_engine::quantity::Size;
 use fctlab_engine::Nanos;
-
-pub const KEYS: &[&str] = &["weight_function", "weight", "w_high", "w_low", "w_late", "threshold", "threshold_low", "threshold_high"];
+use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum WeightFunction {
@@ -32,7 +31,10 @@ pub enum WeightFunction {
     Time { w_high: f64, w_low: f64, w_late: f64 },
 }
 
-#[derive(Clone, Debug, PartialEq)]
+/// ATCP's parameters: a validated weight function. Written in scenarios as the flat keys of
+/// [`AtcpKeys`].
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(try_from = "AtcpKeys", into = "AtcpKeys")]
 pub struct AtcpConfig {
     pub function: WeightFunction,
 }
@@ -44,6 +46,37 @@ impl Default for AtcpConfig {
     }
 }
 
+/// The keys of ATCP's parameters as scenario files write them. Which keys apply depends on
+/// `weight_function`; a key the function does not use is an error.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AtcpKeys {
+    /// `step` (default), `linear`, `exponential`, `fixed` or `time`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight_function: Option<String>,
+    /// The constant weight of `fixed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight: Option<f64>,
+    /// W_H (default 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub w_high: Option<f64>,
+    /// W_L (default 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub w_low: Option<f64>,
+    /// The weight of `time` once the deadline has passed (default 0.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub w_late: Option<f64>,
+    /// T of `step` (default 10 MB).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<Size>,
+    /// T1 of `linear` and `exponential`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold_low: Option<Size>,
+    /// T2 of `linear` and `exponential`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold_high: Option<Size>,
+}
+
 fn positive(name: &str, v: f64) -> Result<f64, String> {
     if v > 0.0 && v.is_finite() {
         Ok(v)
@@ -52,28 +85,36 @@ fn positive(name: &str, v: f64) -> Result<f64, String> {
     }
 }
 
-impl AtcpConfig {
-    pub fn from_params(p: &Params) -> Result<Self, String> {
-        let kind = p.str("weight_function")?.unwrap_or("step").to_string();
-        let w_high = positive("w_high", p.f64("w_high")?.unwrap_or(3.0))?;
-        let w_low = positive("w_low", p.f64("w_low")?.unwrap_or(1.0))?;
+impl TryFrom<AtcpKeys> for AtcpConfig {
+    type Error = String;
+    fn try_from(p: AtcpKeys) -> Result<Self, String> {
+        let kind = p.weight_function.clone().unwrap_or_else(|| "step".into());
+        let w_high = positive("w_high", p.w_high.unwrap_or(3.0))?;
+        let w_low = positive("w_low", p.w_low.unwrap_or(1.0))?;
+        let given = [
+            ("weight", p.weight.is_some()),
+            ("w_high", p.w_high.is_some()),
+            ("w_low", p.w_low.is_some()),
+            ("w_late", p.w_late.is_some()),
+            ("threshold", p.threshold.is_some()),
+            ("threshold_low", p.threshold_low.is_some()),
+            ("threshold_high", p.threshold_high.is_some()),
+        ];
         let only = |allowed: &[&str]| -> Result<(), String> {
-            for k in KEYS {
-                if *k != "weight_function" && !allowed.contains(k) && p.get(k).is_some() {
-                    return Err(format!("`{k}` is not used by weight_function \"{kind}\" (it takes: {})", allowed.join(", ")));
-                }
+            match given.iter().find(|(k, present)| *present && !allowed.contains(k)) {
+                Some((k, _)) => Err(format!("`{k}` is not used by weight_function \"{kind}\" (it takes: {})", allowed.join(", "))),
+                None => Ok(()),
             }
-            Ok(())
         };
         let function = match kind.as_str() {
             "step" => {
                 only(&["w_high", "w_low", "threshold"])?;
-                WeightFunction::Step { w_high, w_low, threshold_bytes: p.bytes("threshold")?.unwrap_or(10_000_000) }
+                WeightFunction::Step { w_high, w_low, threshold_bytes: p.threshold.map_or(10_000_000, |s| s.0) }
             }
             "linear" | "exponential" => {
                 only(&["w_high", "w_low", "threshold_low", "threshold_high"])?;
-                let t1 = p.bytes("threshold_low")?.ok_or_else(|| format!("weight_function \"{kind}\" needs `threshold_low` (T1)"))?;
-                let t2 = p.bytes("threshold_high")?.ok_or_else(|| format!("weight_function \"{kind}\" needs `threshold_high` (T2)"))?;
+                let t1 = p.threshold_low.ok_or_else(|| format!("weight_function \"{kind}\" needs `threshold_low` (T1)"))?.0;
+                let t2 = p.threshold_high.ok_or_else(|| format!("weight_function \"{kind}\" needs `threshold_high` (T2)"))?.0;
                 if t2 <= t1 {
                     return Err(format!("`threshold_high` ({t2} B) must be above `threshold_low` ({t1} B)"));
                 }
@@ -85,16 +126,47 @@ impl AtcpConfig {
             }
             "fixed" => {
                 only(&["weight"])?;
-                let w = p.f64("weight")?.ok_or("weight_function \"fixed\" needs `weight`")?;
+                let w = p.weight.ok_or("weight_function \"fixed\" needs `weight`")?;
                 WeightFunction::Fixed { weight: positive("weight", w)? }
             }
             "time" => {
                 only(&["w_high", "w_low", "w_late"])?;
-                WeightFunction::Time { w_high, w_low, w_late: positive("w_late", p.f64("w_late")?.unwrap_or(0.5))? }
+                WeightFunction::Time { w_high, w_low, w_late: positive("w_late", p.w_late.unwrap_or(0.5))? }
             }
             other => return Err(format!("unknown weight_function \"{other}\" (known: step, linear, exponential, fixed, time)")),
         };
         Ok(AtcpConfig { function })
+    }
+}
+
+impl From<AtcpConfig> for AtcpKeys {
+    fn from(c: AtcpConfig) -> AtcpKeys {
+        let f = |s: &str| Some(s.to_string());
+        match c.function {
+            WeightFunction::Step { w_high, w_low, threshold_bytes } => {
+                AtcpKeys { weight_function: f("step"), w_high: Some(w_high), w_low: Some(w_low), threshold: Some(Size(threshold_bytes)), ..Default::default() }
+            }
+            WeightFunction::Linear { w_high, w_low, t1_bytes, t2_bytes } => AtcpKeys {
+                weight_function: f("linear"),
+                w_high: Some(w_high),
+                w_low: Some(w_low),
+                threshold_low: Some(Size(t1_bytes)),
+                threshold_high: Some(Size(t2_bytes)),
+                ..Default::default()
+            },
+            WeightFunction::Exponential { w_high, w_low, t1_bytes, t2_bytes } => AtcpKeys {
+                weight_function: f("exponential"),
+                w_high: Some(w_high),
+                w_low: Some(w_low),
+                threshold_low: Some(Size(t1_bytes)),
+                threshold_high: Some(Size(t2_bytes)),
+                ..Default::default()
+            },
+            WeightFunction::Fixed { weight } => AtcpKeys { weight_function: f("fixed"), weight: Some(weight), ..Default::default() },
+            WeightFunction::Time { w_high, w_low, w_late } => {
+                AtcpKeys { weight_function: f("time"), w_high: Some(w_high), w_low: Some(w_low), w_late: Some(w_late), ..Default::default() }
+            }
+        }
     }
 }
 
@@ -167,6 +239,14 @@ impl Atcp {
     }
 }
 
+impl Protocol for Atcp {
+    const NAMES: &'static [&'static str] = &["atcp"];
+    type Config = AtcpConfig;
+    fn new(cfg: &AtcpConfig, info: &FlowInfo) -> Self {
+        Atcp::new(cfg.clone(), info)
+    }
+}
+
 impl CongestionControl for Atcp {
     fn on_ack(&mut self, st: &mut CcState, ack: &AckSample) {
         self.weight = self.weight_at(ack.bytes_sent, ack.now);
@@ -186,33 +266,33 @@ impl CongestionControl for Atcp {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{CongestionControl, NewReno, NewRenoConfig};
+    use super::super::newreno::{NewReno, NewRenoConfig};
+    use super::super::CongestionControl;
     use super::*;
 
     const MSS: u64 = 1000;
 
-    fn params(kv: &[(&str, crate::params::ParamValue)]) -> Params {
-        let mut p = Params::new();
-        for (k, v) in kv {
-            p.set(k, v.clone());
+    /// Parses ATCP parameters from TOML keys, as a scenario would.
+    fn params(toml_keys: &str) -> Result<AtcpConfig, String> {
+        match super::super::configure("atcp", toml::from_str(toml_keys).unwrap()).map_err(|e| e.message)? {
+            super::super::CcConfig::Atcp(c) => Ok(c),
+            other => panic!("configured {other:?}"),
         }
-        p
     }
 
     #[test]
     fn weight_functions() {
-        use crate::params::ParamValue::*;
         let info = FlowInfo::default();
-        let step = Atcp::new(AtcpConfig::from_params(&Params::new()).unwrap(), &info);
+        let step = Atcp::new(params("").unwrap(), &info);
         assert_eq!(step.weight_at(10_000_000, Nanos::ZERO), 3.0);
         assert_eq!(step.weight_at(10_000_001, Nanos::ZERO), 1.0);
-        let lin = AtcpConfig::from_params(&params(&[("weight_function", Str("linear".into())), ("threshold_low", Str("1MB".into())), ("threshold_high", Str("3MB".into()))])).unwrap();
+        let lin = params("weight_function = \"linear\"\nthreshold_low = \"1MB\"\nthreshold_high = \"3MB\"").unwrap();
         let lin = Atcp::new(lin, &info);
         assert_eq!(lin.weight_at(2_000_000, Nanos::ZERO), 2.0);
-        let exp = AtcpConfig::from_params(&params(&[("weight_function", Str("exponential".into())), ("w_high", Int(4)), ("threshold_low", Int(0)), ("threshold_high", Int(100))])).unwrap();
+        let exp = params("weight_function = \"exponential\"\nw_high = 4\nthreshold_low = 0\nthreshold_high = 100").unwrap();
         let exp = Atcp::new(exp, &info);
         assert!((exp.weight_at(50, Nanos::ZERO) - 2.0).abs() < 1e-12);
-        let time = AtcpConfig::from_params(&params(&[("weight_function", Str("time".into()))])).unwrap();
+        let time = params("weight_function = \"time\"").unwrap();
         let time = Atcp::new(time, &FlowInfo { start: Nanos(1000), deadline: Some(Nanos(100)) });
         assert!((time.weight_at(0, Nanos(1050)) - 2.0).abs() < 1e-12);
         assert_eq!(time.weight_at(0, Nanos(1101)), 0.5);
@@ -220,19 +300,17 @@ mod tests {
 
     #[test]
     fn bad_parameters_are_named() {
-        use crate::params::ParamValue::*;
-        let e = AtcpConfig::from_params(&params(&[("weight_function", Str("fixed".into()))])).unwrap_err();
+        let e = params("weight_function = \"fixed\"").unwrap_err();
         assert!(e.contains("needs `weight`"), "{e}");
-        let e = AtcpConfig::from_params(&params(&[("weight_function", Str("fixed".into())), ("weight", Int(2)), ("threshold", Int(5))])).unwrap_err();
+        let e = params("weight_function = \"fixed\"\nweight = 2\nthreshold = 5").unwrap_err();
         assert!(e.contains("`threshold` is not used"), "{e}");
-        let e = AtcpConfig::from_params(&params(&[("weight_function", Str("fixed".into())), ("weight", Int(0))])).unwrap_err();
+        let e = params("weight_function = \"fixed\"\nweight = 0").unwrap_err();
         assert!(e.contains("positive"), "{e}");
     }
 
     #[test]
     fn weighted_increase_and_equivalence_with_reno_at_weight_one() {
-        use crate::params::ParamValue::*;
-        let cfg = |w: i64| AtcpConfig::from_params(&params(&[("weight_function", Str("fixed".into())), ("weight", Int(w))])).unwrap();
+        let cfg = |w: i64| params(&format!("weight_function = \"fixed\"\nweight = {w}")).unwrap();
         let mut a = Atcp::new(cfg(2), &FlowInfo::default());
         let mut st = CcState { cwnd_bytes: 10 * MSS, ssthresh_bytes: 10 * MSS, mss_bytes: MSS };
         for _ in 0..10 {

@@ -13,16 +13,17 @@
 //!
 //! Without marks DCTCP behaves exactly like NewReno.
 
-use super::{additive_increase, slow_start, AckSample, CcState, CongestionControl, CongestionEvent};
-use crate::params::Params;
+use super::{additive_increase, slow_start, AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, Protocol};
+use serde::{Deserialize, Serialize};
 
-pub const KEYS: &[&str] = &["dctcp_g", "dctcp_alpha_init"];
-
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct DctcpConfig {
-    /// EWMA gain g (RFC 8257 recommends 1/16).
+    /// EWMA gain g (RFC 8257 recommends 1/16). Key `dctcp_g`.
+    #[serde(rename = "dctcp_g")]
     pub g: f64,
-    /// Initial alpha (RFC 8257: 1, the conservative choice).
+    /// Initial alpha (RFC 8257: 1, the conservative choice). Key `dctcp_alpha_init`.
+    #[serde(rename = "dctcp_alpha_init")]
     pub alpha_init: f64,
 }
 
@@ -32,18 +33,21 @@ impl Default for DctcpConfig {
     }
 }
 
-impl DctcpConfig {
-    pub fn from_params(p: &Params) -> Result<Self, String> {
-        let d = Self::default();
-        let g = p.f64("dctcp_g")?.unwrap_or(d.g);
-        if !(g > 0.0 && g <= 1.0) {
-            return Err(format!("`dctcp_g` must be in (0, 1], got {g}"));
+impl Protocol for Dctcp {
+    const NAMES: &'static [&'static str] = &["dctcp"];
+    const REQUIRES_ECN: bool = true;
+    type Config = DctcpConfig;
+    fn check(cfg: &DctcpConfig) -> Result<(), String> {
+        if !(cfg.g > 0.0 && cfg.g <= 1.0) {
+            return Err(format!("`dctcp_g` must be in (0, 1], got {}", cfg.g));
         }
-        let alpha_init = p.f64("dctcp_alpha_init")?.unwrap_or(d.alpha_init);
-        if !(0.0..=1.0).contains(&alpha_init) {
-            return Err(format!("`dctcp_alpha_init` must be in [0, 1], got {alpha_init}"));
+        if !(0.0..=1.0).contains(&cfg.alpha_init) {
+            return Err(format!("`dctcp_alpha_init` must be in [0, 1], got {}", cfg.alpha_init));
         }
-        Ok(DctcpConfig { g, alpha_init })
+        Ok(())
+    }
+    fn new(cfg: &DctcpConfig, _info: &FlowInfo) -> Self {
+        Dctcp::new(cfg.clone())
     }
 }
 
@@ -148,7 +152,7 @@ mod tests {
         cc.on_congestion(&mut st, CongestionEvent::Ecn { flight_bytes: 100 * MSS });
         assert_eq!(st.cwnd_bytes, 75 * MSS);
         // equivalence with NewReno when nothing is marked
-        let mut reno = super::super::NewReno::new(super::super::NewRenoConfig {});
+        let mut reno = super::super::NewReno::new(super::super::newreno::NewRenoConfig {});
         let mut d = Dctcp::new(DctcpConfig::default());
         let (mut s1, mut s2) = (CcState { cwnd_bytes: 10 * MSS, ssthresh_bytes: 40 * MSS, mss_bytes: MSS }, CcState { cwnd_bytes: 10 * MSS, ssthresh_bytes: 40 * MSS, mss_bytes: MSS });
         for i in 1..500u64 {

@@ -1,8 +1,11 @@
 //! Congestion control: one small trait, one file per algorithm, static dispatch.
 //!
-//! A new algorithm is one file here (its state, an `XConfig` whose `Default` holds the
-//! published values, the trait impl and its unit tests) plus one line in [`AnyCc`],
-//! [`CcConfig`] and [`REGISTRY`].
+//! A new algorithm is one file here plus one line in the [`protocols!`] list at the bottom of
+//! this file. The file holds the algorithm's state, its parameters as a serde struct whose
+//! `Default` holds the published values, the [`CongestionControl`] hooks, the [`Protocol`]
+//! registration (its scenario names and how to build it) and its unit tests. The scenario
+//! parser, the `known:` lists of error messages, `fctlab protocols` and the results pick the
+//! algorithm up from that line. `docs/protocols.md` walks through an example.
 //!
 //! The sender keeps the window in [`CcState`] and calls the hooks:
 //! - [`CongestionControl::on_ack`] for every ACK outside loss recovery that acknowledges new
@@ -10,17 +13,11 @@
 //! - [`CongestionControl::on_congestion`] once per window on loss, on ECN echo, or on timeout;
 //! - [`CongestionControl::on_feedback`] with the router header an ACK echoes.
 
-pub mod atcp;
-pub mod dctcp;
-pub mod newreno;
-
-use crate::params::Params;
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::RouterHeader;
-
-pub use atcp::{Atcp, AtcpConfig, WeightFunction};
-pub use dctcp::{Dctcp, DctcpConfig};
-pub use newreno::{NewReno, NewRenoConfig};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt;
 
 /// What an algorithm may know about its flow when it is created.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -140,108 +137,178 @@ pub fn additive_increase(st: &mut CcState, acked: u64, segments_per_rtt: f64, ac
     }
 }
 
-/// Static dispatch over every algorithm.
-#[derive(Clone, Debug)]
-pub enum AnyCc {
-    NewReno(NewReno),
-    Dctcp(Dctcp),
-    Atcp(Atcp),
+/// A congestion control as the scenario and the simulation see it: its names, its
+/// parameters and how to build one controller per connection.
+pub trait Protocol: CongestionControl + Clone + fmt::Debug + Sized {
+    /// Names in scenario files (`protocol = "..."`); the first is the canonical one reported
+    /// in results.
+    const NAMES: &'static [&'static str];
+    /// Data packets are ECN-capable whatever `[transport] ecn` says.
+    const REQUIRES_ECN: bool = false;
+    /// The parameters, as keys of `[transport]`, a flow or a workload entry. A serde struct
+    /// with `deny_unknown_fields` and `default`; its `Default` holds the published values.
+    type Config: DeserializeOwned + Serialize + Clone + fmt::Debug + PartialEq + Default;
+    /// Checks parameter values that their types cannot (ranges); the message names the key.
+    fn check(_cfg: &Self::Config) -> Result<(), String> {
+        Ok(())
+    }
+    /// A fresh controller for one connection.
+    fn new(cfg: &Self::Config, info: &FlowInfo) -> Self;
 }
 
-macro_rules! each_cc {
-    ($self:expr, $c:ident => $body:expr) => {
-        match $self {
-            AnyCc::NewReno($c) => $body,
-            AnyCc::Dctcp($c) => $body,
-            AnyCc::Atcp($c) => $body,
+/// A parameter error: the key it concerns (if one) and what was expected.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamError {
+    pub key: Option<String>,
+    pub message: String,
+}
+
+/// One registry entry: names, parameter keys and defaults, and the parser.
+pub struct Registration {
+    pub names: &'static [&'static str],
+    /// The parameter keys the algorithm reads (its config struct's fields).
+    pub keys: fn() -> &'static [&'static str],
+    /// The published defaults of its parameters, as JSON.
+    pub defaults: fn() -> serde_json::Value,
+    pub requires_ecn: bool,
+    parse: fn(toml::Table) -> Result<CcConfig, ParamError>,
+}
+
+fn parse_config<P: Protocol>(table: toml::Table) -> Result<P::Config, ParamError> {
+    let cfg: P::Config = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let key = e.path().to_string();
+        ParamError { key: (key != ".").then_some(key), message: e.into_inner().to_string() }
+    })?;
+    P::check(&cfg).map_err(|message| ParamError { key: None, message })?;
+    Ok(cfg)
+}
+
+/// Declares every algorithm: `module::Type` per line, one line per algorithm. Generates the
+/// module declarations, [`AnyCc`] (static dispatch over controllers), [`CcConfig`] (one
+/// validated configuration) and [`REGISTRY`].
+macro_rules! protocols {
+    ($($(#[$attr:meta])* $module:ident :: $ty:ident),* $(,)?) => {
+        $($(#[$attr])* pub mod $module;)*
+        $($(#[$attr])* pub use $module::$ty;)*
+
+        /// Static dispatch over every algorithm.
+        #[derive(Clone, Debug)]
+        pub enum AnyCc {
+            $($(#[$attr])* $ty($ty),)*
         }
+
+        impl AnyCc {
+            #[inline]
+            pub fn on_ack(&mut self, st: &mut CcState, ack: &AckSample) {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.on_ack(st, ack),)*
+                }
+            }
+            #[inline]
+            pub fn on_congestion(&mut self, st: &mut CcState, ev: CongestionEvent) {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.on_congestion(st, ev),)*
+                }
+            }
+            #[inline]
+            pub fn on_feedback(&mut self, st: &mut CcState, hdr: &RouterHeader) {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.on_feedback(st, hdr),)*
+                }
+            }
+            pub fn pacing_rate(&self) -> Option<BitsPerSec> {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.pacing_rate(),)*
+                }
+            }
+            pub fn weight(&self) -> Option<f64> {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.weight(),)*
+                }
+            }
+        }
+
+        /// A validated configuration of one algorithm; builds a fresh controller per connection.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum CcConfig {
+            $($(#[$attr])* $ty(<$ty as Protocol>::Config),)*
+        }
+
+        impl CcConfig {
+            /// A fresh controller for one connection.
+            pub fn build(&self, info: &FlowInfo) -> AnyCc {
+                match self {
+                    $($(#[$attr])* CcConfig::$ty(c) => AnyCc::$ty(<$ty as Protocol>::new(c, info)),)*
+                }
+            }
+            /// The registry name reported in results.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $($(#[$attr])* CcConfig::$ty(_) => <$ty as Protocol>::NAMES[0],)*
+                }
+            }
+            /// Whether data packets of this algorithm are ECN-capable regardless of `[transport] ecn`.
+            pub fn requires_ecn(&self) -> bool {
+                match self {
+                    $($(#[$attr])* CcConfig::$ty(_) => <$ty as Protocol>::REQUIRES_ECN,)*
+                }
+            }
+            /// The parameters as JSON (keys as in scenario files, sizes in bytes).
+            pub fn params_json(&self) -> serde_json::Value {
+                match self {
+                    $($(#[$attr])* CcConfig::$ty(c) => serde_json::to_value(c).unwrap_or(serde_json::Value::Null),)*
+                }
+            }
+        }
+
+        /// Every algorithm, by scenario name (first name is canonical).
+        pub static REGISTRY: &[Registration] = &[
+            $($(#[$attr])* Registration {
+                names: <$ty as Protocol>::NAMES,
+                keys: fctlab_engine::quantity::fields_of::<<$ty as Protocol>::Config>,
+                defaults: || serde_json::to_value(<<$ty as Protocol>::Config as Default>::default()).unwrap_or(serde_json::Value::Null),
+                requires_ecn: <$ty as Protocol>::REQUIRES_ECN,
+                parse: |t| parse_config::<$ty>(t).map(CcConfig::$ty),
+            },)*
+        ];
     };
 }
 
-impl AnyCc {
-    #[inline]
-    pub fn on_ack(&mut self, st: &mut CcState, ack: &AckSample) {
-        each_cc!(self, c => c.on_ack(st, ack))
-    }
-    #[inline]
-    pub fn on_congestion(&mut self, st: &mut CcState, ev: CongestionEvent) {
-        each_cc!(self, c => c.on_congestion(st, ev))
-    }
-    #[inline]
-    pub fn on_feedback(&mut self, st: &mut CcState, hdr: &RouterHeader) {
-        each_cc!(self, c => c.on_feedback(st, hdr))
-    }
-    pub fn pacing_rate(&self) -> Option<BitsPerSec> {
-        each_cc!(self, c => c.pacing_rate())
-    }
-    pub fn weight(&self) -> Option<f64> {
-        each_cc!(self, c => c.weight())
-    }
+/// The registry entry of protocol `name`, or the error naming the known ones.
+pub fn lookup(name: &str) -> Result<&'static Registration, String> {
+    REGISTRY.iter().find(|r| r.names.contains(&name)).ok_or_else(|| format!("unknown protocol \"{name}\" (known: {})", known_names().join(", ")))
 }
 
-/// A validated configuration of one algorithm; builds a fresh controller per connection.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CcConfig {
-    NewReno(NewRenoConfig),
-    Dctcp(DctcpConfig),
-    Atcp(AtcpConfig),
+/// Every protocol name, canonical names first within each entry.
+pub fn known_names() -> Vec<&'static str> {
+    REGISTRY.iter().flat_map(|r| r.names.iter().copied()).collect()
 }
 
-impl CcConfig {
-    /// A fresh controller for one connection.
-    pub fn build(&self, info: &FlowInfo) -> AnyCc {
-        match self {
-            CcConfig::NewReno(c) => AnyCc::NewReno(NewReno::new(c.clone())),
-            CcConfig::Dctcp(c) => AnyCc::Dctcp(Dctcp::new(c.clone())),
-            CcConfig::Atcp(c) => AnyCc::Atcp(Atcp::new(c.clone(), info)),
-        }
-    }
-    /// The registry name reported in results.
-    pub fn name(&self) -> &'static str {
-        match self {
-            CcConfig::NewReno(_) => "tcp",
-            CcConfig::Dctcp(_) => "dctcp",
-            CcConfig::Atcp(_) => "atcp",
-        }
-    }
-    /// Whether data packets of this algorithm are ECN-capable regardless of `[transport] ecn`.
-    pub fn requires_ecn(&self) -> bool {
-        matches!(self, CcConfig::Dctcp(_))
+impl Registration {
+    /// Parses this protocol's parameters from a table of keys; unknown keys are errors.
+    pub fn configure(&self, params: toml::Table) -> Result<CcConfig, ParamError> {
+        (self.parse)(params)
     }
 }
-
-/// One registry entry: names, the parameter keys the algorithm reads, and its parser.
-pub struct Registration {
-    pub names: &'static [&'static str],
-    pub keys: &'static [&'static str],
-    pub parse: fn(&Params) -> Result<CcConfig, String>,
-}
-
-/// Every algorithm, by scenario name (first name is canonical).
-pub static REGISTRY: &[Registration] = &[
-    Registration { names: &["tcp", "newreno", "reno"], keys: newreno::KEYS, parse: |p| NewRenoConfig::from_params(p).map(CcConfig::NewReno) },
-    Registration { names: &["dctcp"], keys: dctcp::KEYS, parse: |p| DctcpConfig::from_params(p).map(CcConfig::Dctcp) },
-    Registration { names: &["atcp"], keys: atcp::KEYS, parse: |p| AtcpConfig::from_params(p).map(CcConfig::Atcp) },
-];
 
 /// Looks up `name` and parses its parameters; unknown keys are errors.
-pub fn configure(name: &str, params: &Params) -> Result<CcConfig, String> {
-    let reg = REGISTRY.iter().find(|r| r.names.contains(&name)).ok_or_else(|| {
-        let known: Vec<&str> = REGISTRY.iter().flat_map(|r| r.names.iter().copied()).collect();
-        format!("unknown protocol \"{name}\" (known: {})", known.join(", "))
-    })?;
-    (reg.parse)(params)
-}
-
-/// Parameter keys accepted by protocol `name` (empty if unknown).
-pub fn keys_of(name: &str) -> &'static [&'static str] {
-    REGISTRY.iter().find(|r| r.names.contains(&name)).map_or(&[], |r| r.keys)
+pub fn configure(name: &str, params: toml::Table) -> Result<CcConfig, ParamError> {
+    lookup(name).map_err(|message| ParamError { key: None, message })?.configure(params)
 }
 
 /// Every parameter key of every algorithm (a key valid for some protocol).
 pub fn all_keys() -> Vec<&'static str> {
-    let mut v: Vec<&str> = REGISTRY.iter().flat_map(|r| r.keys.iter().copied()).collect();
+    let mut v: Vec<&str> = REGISTRY.iter().flat_map(|r| (r.keys)().iter().copied()).collect();
     v.sort();
     v.dedup();
     v
+}
+
+// The algorithms. One line each; `#[cfg(...)]` attributes are allowed.
+protocols! {
+    newreno::NewReno,
+    dctcp::Dctcp,
+    atcp::Atcp,
+    #[cfg(feature = "example-protocols")]
+    fixed_window::FixedWindow,
 }

@@ -5,20 +5,13 @@
 //! ECN echo, one segment on timeout). Loss recovery itself (fast retransmit, SACK
 //! scoreboard, partial ACKs) lives in the sender and is shared by every algorithm.
 
-use super::{additive_increase, slow_start, AckSample, CcState, CongestionControl};
-use crate::params::Params;
+use super::{additive_increase, slow_start, AckSample, CcState, CongestionControl, FlowInfo, Protocol};
+use serde::{Deserialize, Serialize};
 
-/// Parameter keys NewReno reads.
-pub const KEYS: &[&str] = &[];
-
-#[derive(Clone, Debug, Default, PartialEq)]
+/// NewReno has no parameters of its own (the `[transport]` TCP settings apply).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct NewRenoConfig {}
-
-impl NewRenoConfig {
-    pub fn from_params(_p: &Params) -> Result<Self, String> {
-        Ok(NewRenoConfig {})
-    }
-}
 
 #[derive(Clone, Debug)]
 pub struct NewReno {
@@ -28,6 +21,14 @@ pub struct NewReno {
 impl NewReno {
     pub fn new(_cfg: NewRenoConfig) -> Self {
         NewReno { acc_bytes: 0 }
+    }
+}
+
+impl Protocol for NewReno {
+    const NAMES: &'static [&'static str] = &["tcp", "newreno", "reno"];
+    type Config = NewRenoConfig;
+    fn new(cfg: &NewRenoConfig, _info: &FlowInfo) -> Self {
+        NewReno::new(cfg.clone())
     }
 }
 
