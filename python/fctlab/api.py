@@ -17,70 +17,39 @@ ScenarioError = _core.ScenarioError
 
 ScenarioLike = Union[str, os.PathLike, Mapping[str, Any]]
 
-FLOW_SCHEMA = pa.schema(
-    [
-        ("flow_id", pa.int64()),
-        ("src", pa.string()),
-        ("dst", pa.string()),
-        ("size_bytes", pa.int64()),
-        ("bytes_delivered", pa.int64()),
-        ("start_s", pa.float64()),
-        ("finish_s", pa.float64()),
-        ("fct_s", pa.float64()),
-        ("ideal_fct_s", pa.float64()),
-        ("slowdown", pa.float64()),
-        ("completed", pa.bool_()),
-        ("protocol", pa.string()),
-        ("retransmits", pa.int64()),
-        ("timeouts", pa.int64()),
-        ("deadline_s", pa.float64()),
-        ("tag", pa.string()),
-        ("group", pa.string()),
-        ("packets_sent", pa.int64()),
-    ]
-)
+_ARROW_TYPES = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(), "bool": pa.bool_()}
 
-LINK_SCHEMA = pa.schema(
-    [
-        ("link_id", pa.int64()),
-        ("src", pa.string()),
-        ("dst", pa.string()),
-        ("level", pa.string()),
-        ("rate_bps", pa.float64()),
-        ("delay_s", pa.float64()),
-        ("buffer_pkts", pa.int64()),
-        ("buffer_bytes", pa.int64()),
-        ("tx_packets", pa.int64()),
-        ("tx_bytes", pa.int64()),
-        ("drops", pa.int64()),
-        ("ecn_marks", pa.int64()),
-        ("utilization", pa.float64()),
-        ("max_queue_pkts", pa.int64()),
-        ("max_queue_bytes", pa.int64()),
-        ("mean_queue_pkts", pa.float64()),
-    ]
-)
 
-QUEUE_SCHEMA = pa.schema(
-    [
-        ("time_s", pa.float64()),
-        ("link_id", pa.int64()),
-        ("link", pa.string()),
-        ("queue_pkts", pa.int64()),
-        ("queue_bytes", pa.int64()),
-    ]
-)
+def _schema(table: str) -> pa.Schema:
+    """The Arrow schema of a result table, as the simulator core defines it. Every field is
+    nullable in Arrow terms: the testbed writes the same tables and leaves null what the
+    kernel does not report (docs/testbed.md); the core's non-null columns never hold one."""
+    return pa.schema([pa.field(name, _ARROW_TYPES[ty]) for name, ty, _nullable in _core.schemas()[table]])
 
-CWND_SCHEMA = pa.schema(
-    [
-        ("time_s", pa.float64()),
-        ("flow_id", pa.int64()),
-        ("cwnd_bytes", pa.int64()),
-        ("ssthresh_bytes", pa.int64()),
-        ("rate_bps", pa.float64()),
-        ("weight", pa.float64()),
-    ]
-)
+
+#: The result tables' schemas (columns documented in docs/results.md), from the core.
+FLOW_SCHEMA = _schema("flows")
+LINK_SCHEMA = _schema("links")
+QUEUE_SCHEMA = _schema("queues")
+CWND_SCHEMA = _schema("cwnd")
+
+
+def _table(columns: Optional[list], schema: pa.Schema) -> Optional[pa.Table]:
+    """A table from the core's columns: per column its Arrow buffers (length, null count,
+    validity bitmap, offsets, values), wrapped without copying into pyarrow arrays."""
+    if columns is None:
+        return None
+    arrays = []
+    for field_, (length, nulls, validity, offsets, data) in zip(schema, columns):
+        if length == 0:
+            arrays.append(pa.array([], type=field_.type))
+            continue
+        buffers = [pa.py_buffer(validity) if validity is not None else None]
+        if offsets is not None:
+            buffers.append(pa.py_buffer(offsets))
+        buffers.append(pa.py_buffer(data))
+        arrays.append(pa.Array.from_buffers(field_.type, length, buffers, null_count=nulls))
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 @dataclass
@@ -190,13 +159,6 @@ def _source(scenario: ScenarioLike) -> tuple[str, str, str]:
     return text, str(path), fmt
 
 
-def _to_tables(raw: dict) -> tuple[pa.Table, pa.Table, Optional[pa.Table]]:
-    flows = pa.Table.from_pydict(raw["flows"], schema=FLOW_SCHEMA)
-    links = pa.Table.from_pydict(raw["links"], schema=LINK_SCHEMA)
-    queues = pa.Table.from_pydict(raw["queues"], schema=QUEUE_SCHEMA) if raw["queues"] is not None else None
-    return flows, links, queues
-
-
 def run(
     scenario: ScenarioLike,
     *,
@@ -230,8 +192,8 @@ def run(
     text, name, fmt = _source(scenario)
     ov = list(set) + overrides_from_kwargs(overrides)
     raw = _core.run(text, name, fmt, ov, progress)
-    flows, links, queues = _to_tables(raw)
-    cwnd = pa.Table.from_pydict(raw["cwnd"], schema=CWND_SCHEMA) if raw.get("cwnd") is not None else None
+    flows, links = _table(raw["flows"], FLOW_SCHEMA), _table(raw["links"], LINK_SCHEMA)
+    queues, cwnd = _table(raw["queues"], QUEUE_SCHEMA), _table(raw["cwnd"], CWND_SCHEMA)
     summary = dict(raw["summary"])
     summary["scenario_file"] = name
     summary["overrides"] = ov

@@ -3,11 +3,11 @@
 
 use fctlab_engine::Nanos;
 use fctlab_scenario::schema::Format;
-use fctlab_sim::{Results, RunStatus, Simulation};
+use fctlab_sim::{Results, Row, RunStatus, Simulation};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use std::time::Instant;
 
 create_exception!(_core, ScenarioError, PyException, "A scenario file or override is invalid.");
@@ -245,80 +245,45 @@ fn protocols(py: Python<'_>) -> PyResult<PyObject> {
     Ok(out.into())
 }
 
-macro_rules! columns {
-    ($py:expr, $rows:expr, { $($col:ident),* $(,)? }) => {{
-        let d = PyDict::new_bound($py);
-        $(
-            let v: Vec<_> = $rows.iter().map(|r| r.$col.clone()).collect();
-            d.set_item(stringify!($col), PyList::new_bound($py, v))?;
-        )*
-        d
-    }};
+/// A table's columns as `(len, null_count, validity, offsets, data)` tuples in schema order:
+/// the Arrow buffers of each column as bytes (validity and offsets None where absent).
+fn table_to_py<R: Row>(py: Python<'_>, rows: &[R]) -> PyResult<PyObject> {
+    let out = PyList::empty_bound(py);
+    for c in R::columns(rows) {
+        let bytes = |b: &Option<Vec<u8>>| -> PyObject { b.as_ref().map_or_else(|| py.None(), |b| PyBytes::new_bound(py, b).into()) };
+        out.append((c.len, c.null_count, bytes(&c.validity), bytes(&c.offsets), PyBytes::new_bound(py, &c.data)))?;
+    }
+    Ok(out.into())
 }
 
 fn to_py(py: Python<'_>, r: &Results) -> PyResult<PyObject> {
     let out = PyDict::new_bound(py);
-    let flows = columns!(py, r.flows, {
-        flow_id, src, dst, size_bytes, bytes_delivered, start_s, finish_s, fct_s, ideal_fct_s, slowdown, completed,
-        protocol, retransmits, timeouts, deadline_s, tag, group, packets_sent,
-    });
-    out.set_item("flows", flows)?;
-    let links = columns!(py, r.links, {
-        link_id, src, dst, level, rate_bps, delay_s, buffer_pkts, buffer_bytes, tx_packets, tx_bytes, drops, ecn_marks,
-        utilization, max_queue_pkts, max_queue_bytes, mean_queue_pkts,
-    });
-    out.set_item("links", links)?;
+    out.set_item("flows", table_to_py(py, &r.flows)?)?;
+    out.set_item("links", table_to_py(py, &r.links)?)?;
     match &r.queues {
-        Some(q) => {
-            let d = PyDict::new_bound(py);
-            d.set_item("time_s", PyList::new_bound(py, &q.time_s))?;
-            d.set_item("link_id", PyList::new_bound(py, &q.link_id))?;
-            d.set_item("link", PyList::new_bound(py, &q.link))?;
-            d.set_item("queue_pkts", PyList::new_bound(py, &q.queue_pkts))?;
-            d.set_item("queue_bytes", PyList::new_bound(py, &q.queue_bytes))?;
-            out.set_item("queues", d)?;
-        }
+        Some(q) => out.set_item("queues", table_to_py(py, q)?)?,
         None => out.set_item("queues", py.None())?,
     }
     match &r.cwnd {
-        Some(c) => {
-            let d = PyDict::new_bound(py);
-            d.set_item("time_s", PyList::new_bound(py, &c.time_s))?;
-            d.set_item("flow_id", PyList::new_bound(py, &c.flow_id))?;
-            d.set_item("cwnd_bytes", PyList::new_bound(py, &c.cwnd_bytes))?;
-            d.set_item("ssthresh_bytes", PyList::new_bound(py, c.ssthresh_bytes.clone()))?;
-            d.set_item("rate_bps", PyList::new_bound(py, &c.rate_bps))?;
-            d.set_item("weight", PyList::new_bound(py, c.weight.clone()))?;
-            out.set_item("cwnd", d)?;
-        }
+        Some(c) => out.set_item("cwnd", table_to_py(py, c)?)?,
         None => out.set_item("cwnd", py.None())?,
     }
-    let s = &r.summary;
-    let d = PyDict::new_bound(py);
-    d.set_item("scenario_name", &s.scenario_name)?;
-    d.set_item("scenario_sha256", &s.scenario_sha256)?;
-    d.set_item("seed", s.seed)?;
-    d.set_item("version", &s.version)?;
-    d.set_item("sim_time_s", s.sim_time_s)?;
-    d.set_item("wall_time_s", s.wall_time_s)?;
-    d.set_item("events", s.events)?;
-    d.set_item("events_per_s", s.events_per_s)?;
-    d.set_item("data_packets_delivered", s.data_packets_delivered)?;
-    d.set_item("data_packets_delivered_per_wall_s", s.data_packets_delivered_per_wall_s)?;
-    d.set_item("payload_bytes_delivered", s.payload_bytes_delivered)?;
-    d.set_item("flows_total", s.flows_total)?;
-    d.set_item("flows_started", s.flows_started)?;
-    d.set_item("flows_completed", s.flows_completed)?;
-    d.set_item("drops", s.drops)?;
-    d.set_item("ecn_marks", s.ecn_marks)?;
-    d.set_item("packets_created", s.packets_created)?;
-    d.set_item("packets_consumed", s.packets_consumed)?;
-    d.set_item("packets_in_network", s.packets_in_network)?;
-    d.set_item("peak_packets_in_network", s.peak_packets_in_network)?;
-    d.set_item("late_packets", s.late_packets)?;
-    d.set_item("interrupted", s.interrupted)?;
-    out.set_item("summary", d)?;
+    let summary = serde_json::to_value(&r.summary).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    out.set_item("summary", json_to_py(py, &summary)?)?;
     Ok(out.into())
+}
+
+/// The schema of every result table: `{table: [(column, type, nullable), ...]}` with types
+/// `int64`, `float64`, `string` or `bool`, and `summary`: the keys of the summary the core writes.
+#[pyfunction]
+fn schemas(py: Python<'_>) -> PyResult<PyObject> {
+    let d = PyDict::new_bound(py);
+    for s in fctlab_sim::SCHEMAS {
+        let cols: Vec<(&str, &str, bool)> = s.columns.iter().map(|c| (c.name, c.ty.name(), c.nullable)).collect();
+        d.set_item(s.table, cols)?;
+    }
+    d.set_item("summary", fctlab_sim::Summary::keys().to_vec())?;
+    Ok(d.into())
 }
 
 #[pymodule]
@@ -328,6 +293,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flows, m)?)?;
     m.add_function(wrap_pyfunction!(network, m)?)?;
     m.add_function(wrap_pyfunction!(protocols, m)?)?;
+    m.add_function(wrap_pyfunction!(schemas, m)?)?;
     m.add("ScenarioError", m.py().get_type_bound::<ScenarioError>())?;
     m.add("VERSION", fctlab_sim::VERSION)?;
     Ok(())

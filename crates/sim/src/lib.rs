@@ -12,7 +12,7 @@
 mod results;
 mod sim;
 
-pub use results::{CwndSamples, FlowResult, LinkResult, QueueSamples, Results, Summary};
+pub use results::{Column, ColumnSpec, ColumnType, CwndSample, FlowResult, LinkResult, QueueSample, Results, Row, Schema, Summary, SCHEMAS};
 pub use sim::{RunStatus, Simulation, DEFAULT_HORIZON};
 
 /// Version of the simulator, reported in every summary.

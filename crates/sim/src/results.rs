@@ -1,74 +1,286 @@
-//! Results of a run: one record per flow and per directional link, queue samples and a summary.
+//! Results of a run and their schema: one row type per result table (flows, links, queue
+//! samples, congestion-window samples) and the run's summary.
+//!
+//! This file is the one definition of every result column. [`result_table!`] declares a row
+//! type and derives from it the table's [`Schema`] (column names, Arrow types, nullability)
+//! and the conversion of rows into [`Column`]s in Arrow's memory layout, which the Python
+//! bindings hand to pyarrow without restating anything. `docs/results.md` documents every
+//! column; a test checks it against these schemas.
 
-/// One flow's outcome. Times in seconds; `None` where the flow did not complete.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FlowResult {
-    pub flow_id: u64,
-    pub src: String,
-    pub dst: String,
-    pub size_bytes: Option<u64>,
-    pub bytes_delivered: u64,
-    /// Actual start time; None for a flow that never started (waiting for a group).
-    pub start_s: Option<f64>,
-    pub finish_s: Option<f64>,
-    pub fct_s: Option<f64>,
-    pub ideal_fct_s: Option<f64>,
-    pub slowdown: Option<f64>,
-    pub completed: bool,
-    pub protocol: String,
-    pub retransmits: u64,
-    pub timeouts: u64,
-    pub deadline_s: Option<f64>,
-    pub tag: String,
-    pub group: String,
-    pub packets_sent: u64,
+use serde::{Deserialize, Serialize};
+
+/// The Arrow type of a column.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ColumnType {
+    Int64,
+    Float64,
+    Utf8,
+    Bool,
 }
 
-/// One directional link's counters.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LinkResult {
-    pub link_id: u64,
-    pub src: String,
-    pub dst: String,
-    pub level: String,
-    pub rate_bps: f64,
-    pub delay_s: f64,
-    pub buffer_pkts: Option<u64>,
-    pub buffer_bytes: Option<u64>,
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-    pub drops: u64,
-    pub ecn_marks: u64,
-    pub utilization: f64,
-    pub max_queue_pkts: u64,
-    pub max_queue_bytes: u64,
-    pub mean_queue_pkts: f64,
+impl ColumnType {
+    /// The type's name as `docs/results.md` and pyarrow write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ColumnType::Int64 => "int64",
+            ColumnType::Float64 => "float64",
+            ColumnType::Utf8 => "string",
+            ColumnType::Bool => "bool",
+        }
+    }
 }
 
-/// Sampled queue lengths, one row per (time, port).
+/// One column of a result table.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ColumnSpec {
+    pub name: &'static str,
+    pub ty: ColumnType,
+    pub nullable: bool,
+}
+
+/// A table's name (its file is `<name>.parquet`) and columns.
+#[derive(Copy, Clone, Debug)]
+pub struct Schema {
+    pub table: &'static str,
+    pub columns: &'static [ColumnSpec],
+}
+
+/// A column's values in Arrow's layout: `validity` is the little-endian validity bitmap
+/// (None: no nulls), `offsets` the i32 offsets of a string column, `data` the values (i64 or
+/// f64 little endian, UTF-8 bytes, or a bitmap of booleans).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct QueueSamples {
-    pub time_s: Vec<f64>,
-    pub link_id: Vec<u64>,
-    pub link: Vec<String>,
-    pub queue_pkts: Vec<u64>,
-    pub queue_bytes: Vec<u64>,
+pub struct Column {
+    pub len: usize,
+    pub null_count: usize,
+    pub validity: Option<Vec<u8>>,
+    pub offsets: Option<Vec<u8>>,
+    pub data: Vec<u8>,
 }
 
-/// Congestion-window traces, one row per (time, flow).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CwndSamples {
-    pub time_s: Vec<f64>,
-    pub flow_id: Vec<u64>,
-    pub cwnd_bytes: Vec<u64>,
-    pub ssthresh_bytes: Vec<Option<u64>>,
-    /// Delivery rate since the previous sample (acknowledged bytes per second, in bits).
-    pub rate_bps: Vec<f64>,
-    pub weight: Vec<Option<f64>>,
+/// Builds a [`Column`] value by value.
+#[derive(Default)]
+pub struct ColumnBuilder {
+    col: Column,
+    valid: Vec<bool>,
+    bits: Vec<bool>,
+    offsets: Vec<i32>,
 }
 
-/// Whole-run figures.
-#[derive(Clone, Debug, PartialEq)]
+fn pack_bits(bits: &[bool]) -> Vec<u8> {
+    let mut out = vec![0u8; bits.len().div_ceil(8)];
+    for (i, &b) in bits.iter().enumerate() {
+        if b {
+            out[i / 8] |= 1 << (i % 8);
+        }
+    }
+    out
+}
+
+impl ColumnBuilder {
+    fn push_valid(&mut self, valid: bool) {
+        self.valid.push(valid);
+        self.col.len += 1;
+        if !valid {
+            self.col.null_count += 1;
+        }
+    }
+    pub fn finish(mut self) -> Column {
+        if self.col.null_count > 0 {
+            self.col.validity = Some(pack_bits(&self.valid));
+        }
+        if !self.offsets.is_empty() {
+            self.col.offsets = Some(self.offsets.iter().flat_map(|o| o.to_le_bytes()).collect());
+        }
+        if !self.bits.is_empty() {
+            self.col.data = pack_bits(&self.bits);
+        }
+        self.col
+    }
+}
+
+/// A Rust type that fills one column: its Arrow type, whether it may be null, and how a
+/// value is appended.
+pub trait ColumnValue {
+    const TYPE: ColumnType;
+    const NULLABLE: bool = false;
+    fn append(&self, b: &mut ColumnBuilder);
+}
+
+impl ColumnValue for u64 {
+    const TYPE: ColumnType = ColumnType::Int64;
+    fn append(&self, b: &mut ColumnBuilder) {
+        b.col.data.extend_from_slice(&(*self as i64).to_le_bytes());
+        b.push_valid(true);
+    }
+}
+
+impl ColumnValue for f64 {
+    const TYPE: ColumnType = ColumnType::Float64;
+    fn append(&self, b: &mut ColumnBuilder) {
+        b.col.data.extend_from_slice(&self.to_le_bytes());
+        b.push_valid(true);
+    }
+}
+
+impl ColumnValue for bool {
+    const TYPE: ColumnType = ColumnType::Bool;
+    fn append(&self, b: &mut ColumnBuilder) {
+        b.bits.push(*self);
+        b.push_valid(true);
+    }
+}
+
+impl ColumnValue for String {
+    const TYPE: ColumnType = ColumnType::Utf8;
+    fn append(&self, b: &mut ColumnBuilder) {
+        if b.offsets.is_empty() {
+            b.offsets.push(0);
+        }
+        b.col.data.extend_from_slice(self.as_bytes());
+        b.offsets.push(b.col.data.len() as i32);
+        b.push_valid(true);
+    }
+}
+
+impl<T: ColumnValue + Default> ColumnValue for Option<T> {
+    const TYPE: ColumnType = T::TYPE;
+    const NULLABLE: bool = true;
+    fn append(&self, b: &mut ColumnBuilder) {
+        match self {
+            Some(v) => v.append(b),
+            None => {
+                // A null still takes a slot in the data (Arrow's layout).
+                T::default().append(b);
+                b.col.null_count += 1;
+                *b.valid.last_mut().expect("a slot was just pushed") = false;
+            }
+        }
+    }
+}
+
+/// A row type whose rows form one result table.
+pub trait Row {
+    const SCHEMA: Schema;
+    /// The rows as columns, in schema order.
+    fn columns(rows: &[Self]) -> Vec<Column>
+    where
+        Self: Sized;
+}
+
+/// Declares a row type and its table: `result_table!(name, Type { field: type, ... })`.
+macro_rules! result_table {
+    ($(#[$meta:meta])* $table:literal, $name:ident { $($(#[$fmeta:meta])* $field:ident : $ty:ty),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: $ty,)*
+        }
+
+        impl Row for $name {
+            const SCHEMA: Schema = Schema {
+                table: $table,
+                columns: &[$(ColumnSpec { name: stringify!($field), ty: <$ty as ColumnValue>::TYPE, nullable: <$ty as ColumnValue>::NULLABLE },)*],
+            };
+            fn columns(rows: &[Self]) -> Vec<Column> {
+                vec![$({
+                    let mut b = ColumnBuilder::default();
+                    for r in rows {
+                        r.$field.append(&mut b);
+                    }
+                    b.finish()
+                },)*]
+            }
+        }
+    };
+}
+
+result_table!(
+    /// One flow's outcome. Times in seconds; `None` where the flow did not complete.
+    "flows",
+    FlowResult {
+        flow_id: u64,
+        src: String,
+        dst: String,
+        size_bytes: Option<u64>,
+        bytes_delivered: u64,
+        /// Actual start time; None for a flow that never started (waiting for a group).
+        start_s: Option<f64>,
+        finish_s: Option<f64>,
+        fct_s: Option<f64>,
+        ideal_fct_s: Option<f64>,
+        slowdown: Option<f64>,
+        completed: bool,
+        protocol: String,
+        retransmits: u64,
+        timeouts: u64,
+        deadline_s: Option<f64>,
+        tag: String,
+        group: String,
+        packets_sent: u64,
+    }
+);
+
+result_table!(
+    /// One directional link's counters.
+    "links",
+    LinkResult {
+        link_id: u64,
+        src: String,
+        dst: String,
+        level: String,
+        rate_bps: f64,
+        delay_s: f64,
+        buffer_pkts: Option<u64>,
+        buffer_bytes: Option<u64>,
+        tx_packets: u64,
+        tx_bytes: u64,
+        drops: u64,
+        ecn_marks: u64,
+        utilization: f64,
+        max_queue_pkts: u64,
+        max_queue_bytes: u64,
+        mean_queue_pkts: f64,
+    }
+);
+
+result_table!(
+    /// A queue-length sample of one port.
+    "queues",
+    QueueSample {
+        time_s: f64,
+        link_id: u64,
+        link: String,
+        queue_pkts: u64,
+        queue_bytes: u64,
+    }
+);
+
+result_table!(
+    /// A congestion-window sample of one flow.
+    "cwnd",
+    CwndSample {
+        time_s: f64,
+        flow_id: u64,
+        cwnd_bytes: u64,
+        ssthresh_bytes: Option<u64>,
+        /// Delivery rate since the previous sample (acknowledged bytes per second, in bits).
+        rate_bps: f64,
+        weight: Option<f64>,
+    }
+);
+
+impl Summary {
+    /// The keys of `summary.json` that the simulator writes.
+    pub fn keys() -> &'static [&'static str] {
+        fctlab_engine::quantity::fields_of::<Summary>()
+    }
+}
+
+/// Every result table's schema, in the order of `docs/results.md`.
+pub const SCHEMAS: [Schema; 4] = [FlowResult::SCHEMA, LinkResult::SCHEMA, QueueSample::SCHEMA, CwndSample::SCHEMA];
+
+/// Whole-run figures (`summary.json`; its keys are these fields').
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub scenario_name: String,
     pub scenario_sha256: String,
@@ -99,7 +311,48 @@ pub struct Summary {
 pub struct Results {
     pub flows: Vec<FlowResult>,
     pub links: Vec<LinkResult>,
-    pub queues: Option<QueueSamples>,
-    pub cwnd: Option<CwndSamples>,
+    /// Queue samples, when the scenario asked for them.
+    pub queues: Option<Vec<QueueSample>>,
+    /// Congestion-window samples, when the scenario asked for them.
+    pub cwnd: Option<Vec<CwndSample>>,
     pub summary: Summary,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_follow_the_arrow_layout() {
+        let rows = vec![
+            CwndSample { time_s: 0.5, flow_id: 3, cwnd_bytes: 10, ssthresh_bytes: None, rate_bps: 1.0, weight: Some(2.0) },
+            CwndSample { time_s: 1.0, flow_id: 4, cwnd_bytes: 20, ssthresh_bytes: Some(7), rate_bps: 2.0, weight: None },
+        ];
+        let cols = CwndSample::columns(&rows);
+        assert_eq!(cols.len(), CwndSample::SCHEMA.columns.len());
+        assert_eq!(cols[1].data, [3i64.to_le_bytes(), 4i64.to_le_bytes()].concat());
+        assert_eq!((cols[3].null_count, cols[3].validity.as_deref()), (1, Some(&[0b10u8][..])));
+        assert_eq!(&cols[3].data[8..], &7i64.to_le_bytes());
+        assert_eq!((cols[5].null_count, cols[5].validity.as_deref()), (1, Some(&[0b01u8][..])));
+        assert!(cols[0].validity.is_none());
+        let spec = CwndSample::SCHEMA.columns[3];
+        assert_eq!((spec.name, spec.ty, spec.nullable), ("ssthresh_bytes", ColumnType::Int64, true));
+    }
+
+    #[test]
+    fn strings_and_booleans() {
+        let mut b = ColumnBuilder::default();
+        for s in ["ab", "", "cde"] {
+            s.to_string().append(&mut b);
+        }
+        let c = b.finish();
+        assert_eq!(c.data, b"abcde");
+        assert_eq!(c.offsets.unwrap(), [0i32, 2, 2, 5].iter().flat_map(|o| o.to_le_bytes()).collect::<Vec<u8>>());
+        let mut b = ColumnBuilder::default();
+        for v in [true, false, true, true, false, false, false, false, true] {
+            v.append(&mut b);
+        }
+        let c = b.finish();
+        assert_eq!((c.len, c.data), (9, vec![0b0000_1101, 0b1]));
+    }
 }

@@ -1,6 +1,6 @@
 //! The event loop.
 
-use crate::results::{CwndSamples, FlowResult, LinkResult, QueueSamples, Results, Summary};
+use crate::results::{CwndSample, FlowResult, LinkResult, QueueSample, Results, Summary};
 use crate::VERSION;
 use fctlab_engine::{EventQueue, Nanos, Rng};
 use fctlab_net::{BufferLimit, EnqueueOutcome, FlowId, NodeId, NodeKind, Packet, PacketId, PacketKind, PacketMeta, PacketPool, Port, PortId, QueueConfig, Routes};
@@ -92,8 +92,8 @@ pub struct Simulation {
     long_lived_running: usize,
     /// Sampled ports and their names ("a->b"), formatted once.
     sampled_ports: Vec<(u32, String)>,
-    samples: Option<QueueSamples>,
-    cwnd_samples: Option<CwndSamples>,
+    samples: Option<Vec<QueueSample>>,
+    cwnd_samples: Option<Vec<CwndSample>>,
     cwnd_traced: Vec<u32>,
     /// Bytes acknowledged per traced flow at the previous sample.
     cwnd_last_acked: Vec<u64>,
@@ -232,8 +232,8 @@ impl Simulation {
             out: Vec::with_capacity(64),
             open_flows: 0,
             long_lived_running: 0,
-            samples: scenario.monitor.queue_interval.map(|_| QueueSamples::default()),
-            cwnd_samples: scenario.monitor.cwnd_interval.map(|_| CwndSamples::default()),
+            samples: scenario.monitor.queue_interval.map(|_| Vec::new()),
+            cwnd_samples: scenario.monitor.cwnd_interval.map(|_| Vec::new()),
             cwnd_traced: match &scenario.monitor.cwnd_flows {
                 None => (0..nflows as u32).collect(),
                 Some(ids) => ids.iter().map(|&f| f as u32).collect(),
@@ -524,11 +524,7 @@ impl Simulation {
         if let Some(s) = self.samples.as_mut() {
             for (pi, name) in &self.sampled_ports {
                 let (pk, by) = self.ports[*pi as usize].queue_at(now);
-                s.time_s.push(now.as_secs_f64());
-                s.link_id.push(*pi as u64);
-                s.link.push(name.clone());
-                s.queue_pkts.push(pk as u64);
-                s.queue_bytes.push(by);
+                s.push(QueueSample { time_s: now.as_secs_f64(), link_id: *pi as u64, link: name.clone(), queue_pkts: pk as u64, queue_bytes: by });
             }
         }
         // Keep sampling only while something else can still happen.
@@ -546,12 +542,14 @@ impl Simulation {
                 let acked = c.snd.bytes_acked();
                 let rate = (acked - self.cwnd_last_acked[k]) as f64 * 8.0 / interval.as_secs_f64();
                 self.cwnd_last_acked[k] = acked;
-                s.time_s.push(now.as_secs_f64());
-                s.flow_id.push(f as u64);
-                s.cwnd_bytes.push(c.snd.st.cwnd_bytes);
-                s.ssthresh_bytes.push((c.snd.st.ssthresh_bytes < u64::MAX / 4).then_some(c.snd.st.ssthresh_bytes));
-                s.rate_bps.push(rate);
-                s.weight.push(c.snd.cc.weight());
+                s.push(CwndSample {
+                    time_s: now.as_secs_f64(),
+                    flow_id: f as u64,
+                    cwnd_bytes: c.snd.st.cwnd_bytes,
+                    ssthresh_bytes: (c.snd.st.ssthresh_bytes < u64::MAX / 4).then_some(c.snd.st.ssthresh_bytes),
+                    rate_bps: rate,
+                    weight: c.snd.cc.weight(),
+                });
             }
         }
         if !self.events.is_empty() || self.next_start < self.start_order.len() {
