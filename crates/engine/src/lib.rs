@@ -1,7 +1,8 @@
 //! The deterministic discrete-event engine of fctlab.
 //!
 //! This crate knows nothing of networks or TCP. It provides:
-//! - [`units`]: integer simulated time ([`Nanos`]) and unit newtypes ([`Bytes`], [`BitsPerSec`]);
+//! - [`units`]: integer simulated time ([`Nanos`]) and rates ([`BitsPerSec`]); byte counts are
+//!   `u64` with the unit in the name (`cwnd_bytes`), as in the result columns;
 //! - [`queue`]: the event queue, ordered by (time, insertion sequence) so that events at the
 //!   same instant run in the order they were scheduled and every run repeats exactly;
 //! - [`rng`]: seeded random-number streams, one per component, derived from the scenario seed.
@@ -17,4 +18,4 @@ pub mod units;
 
 pub use queue::EventQueue;
 pub use rng::Rng;
-pub use units::{BitsPerSec, Bytes, Nanos};
+pub use units::{BitsPerSec, Nanos};

@@ -77,16 +77,6 @@ impl fmt::Display for Nanos {
     }
 }
 
-/// A quantity of data in bytes.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Bytes(pub u64);
-
-impl fmt::Display for Bytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}B", self.0)
-    }
-}
-
 /// A link or sending rate in bits per second.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BitsPerSec(pub u64);

@@ -9,6 +9,10 @@
 //!
 //! A [`Simulation`] owns everything it uses; any number can exist in one process.
 
+mod build;
+mod collect;
+mod ideal;
+mod monitor;
 mod results;
 mod sim;
 

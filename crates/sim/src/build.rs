@@ -1,0 +1,81 @@
+//! Building a run from a validated scenario: the output ports of every link, the routes, and
+//! each flow's paths (for its ideal completion time).
+
+use crate::ideal::ideal_fct;
+use fctlab_engine::{Nanos, Rng};
+use fctlab_net::{FlowId, NodeId, NodeKind, Port, QueueConfig, Routes};
+use fctlab_scenario::{Scenario, ScenarioError};
+
+/// The network of a run: ports (two per link, `a -> b` then `b -> a`), their levels, which
+/// nodes are hosts, and the routing tables.
+pub(crate) struct Network {
+    pub ports: Vec<Port>,
+    /// Where each port sits (`docs/results.md`, `level`), by port index.
+    pub port_level: Vec<&'static str>,
+    pub node_is_host: Vec<bool>,
+    pub routes: Routes,
+}
+
+impl Network {
+    /// Builds ports and routes. Fails (never panics) when the topology is disconnected.
+    pub fn build(scenario: &Scenario) -> Result<Network, ScenarioError> {
+        let topo = &scenario.topology;
+        let n = topo.nodes.len();
+        let node_is_host: Vec<bool> = topo.nodes.iter().map(|x| x.kind == NodeKind::Host).collect();
+        let mut ports = Vec::with_capacity(topo.links.len() * 2);
+        let mut port_level = Vec::with_capacity(topo.links.len() * 2);
+        for l in &topo.links {
+            for (from, to) in [(l.a, l.b), (l.b, l.a)] {
+                let pid = ports.len() as u64;
+                let (limit, queue) = if node_is_host[from] {
+                    (scenario.nic_buffer, QueueConfig::DropTail)
+                } else {
+                    (l.params.buffer, scenario.switch_queue.clone())
+                };
+                ports.push(Port::new(
+                    NodeId(from as u32),
+                    NodeId(to as u32),
+                    l.params.rate,
+                    l.params.delay,
+                    limit,
+                    &queue,
+                    Rng::stream(scenario.seed, 0x1_0000_0000 + pid),
+                ));
+                port_level.push(l.level);
+            }
+        }
+        let host_nodes: Vec<NodeId> = (0..n).filter(|&i| node_is_host[i]).map(|i| NodeId(i as u32)).collect();
+        let routes = Routes::build(n, &host_nodes, &ports, fctlab_engine::rng::splitmix64(scenario.seed ^ 0xEC3F));
+        // Connectivity: every host reaches every other host.
+        if let Some(&first) = host_nodes.first() {
+            for &h in &host_nodes[1..] {
+                if !routes.reachable(first, h) || !routes.reachable(h, first) {
+                    return Err(scenario.error(
+                        "network",
+                        format!(
+                            "the topology is disconnected: no path between hosts \"{}\" and \"{}\"",
+                            topo.nodes[first.0 as usize].name, topo.nodes[h.0 as usize].name
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(Network { ports, port_level, node_is_host, routes })
+    }
+
+    /// Each flow's ideal completion time on the paths its packets take (None for a
+    /// long-lived flow).
+    pub fn ideal_fcts(&self, scenario: &Scenario) -> Result<Vec<Option<Nanos>>, ScenarioError> {
+        let mut out = Vec::with_capacity(scenario.flows.len());
+        for (i, f) in scenario.flows.iter().enumerate() {
+            let (src, dst) = (NodeId(f.src as u32), NodeId(f.dst as u32));
+            let fwd = self.routes.path(src, dst, FlowId(i as u32), &self.ports);
+            let rev = self.routes.path(dst, src, FlowId(i as u32), &self.ports);
+            let (Some(fwd), Some(rev)) = (fwd, rev) else {
+                return Err(scenario.error(&format!("flows[{i}]"), "no route between its hosts (the topology is disconnected)"));
+            };
+            out.push(f.size_bytes.map(|size| ideal_fct(size, &fwd, &rev, &self.ports, &scenario.tcp)));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,113 @@
+//! Assembling the results of a run from its flows, ports, monitors and counters.
+
+use crate::results::{FlowResult, LinkResult, Results, Summary};
+use crate::sim::{FlowCounts, Simulation};
+use crate::VERSION;
+use fctlab_net::BufferLimit;
+
+impl Simulation {
+    /// Collects the results (callable at any point; unfinished flows are marked so).
+    pub fn results(&mut self, interrupted: bool) -> Results {
+        let now = self.now;
+        let topo = &self.scenario.topology;
+        let name = |n: usize| topo.nodes[n].name.clone();
+        let mut flows = Vec::with_capacity(self.flows.len());
+        for (i, st) in self.flows.iter().enumerate() {
+            let spec = &self.scenario.flows[i];
+            let counts = match self.conns[i].as_deref() {
+                Some(c) => FlowCounts::of(c),
+                None => st.final_counts,
+            };
+            let fct = match (st.started_at, st.finish) {
+                (Some(s), Some(f)) => Some((f - s).as_secs_f64()),
+                _ => None,
+            };
+            let ideal = st.ideal.map(|d| d.as_secs_f64());
+            flows.push(FlowResult {
+                flow_id: i as u64,
+                src: name(spec.src),
+                dst: name(spec.dst),
+                size_bytes: spec.size_bytes,
+                bytes_delivered: counts.bytes_delivered,
+                start_s: st.started_at.map(|t| t.as_secs_f64()),
+                finish_s: st.finish.map(|t| t.as_secs_f64()),
+                fct_s: fct,
+                ideal_fct_s: ideal,
+                slowdown: match (fct, ideal) {
+                    (Some(f), Some(i)) if i > 0.0 => Some(f / i),
+                    _ => None,
+                },
+                completed: st.finish.is_some(),
+                protocol: spec.cc.name().to_string(),
+                retransmits: counts.retransmits,
+                timeouts: counts.timeouts,
+                deadline_s: spec.deadline.map(|d| d.as_secs_f64()),
+                tag: spec.tag.clone(),
+                group: spec.group.clone(),
+                packets_sent: counts.packets_sent,
+            });
+        }
+        let sim_s = now.as_secs_f64();
+        let net = &mut self.net;
+        let name = |n: fctlab_net::NodeId| topo.nodes[n.0 as usize].name.clone();
+        let mut links = Vec::with_capacity(net.ports.len());
+        let (mut drops, mut marks) = (0, 0);
+        for (i, p) in net.ports.iter_mut().enumerate() {
+            let mean_q = p.mean_queue_pkts(now);
+            drops += p.stats.drops;
+            marks += p.stats.ecn_marks;
+            let (bp, bb) = match p.limit {
+                BufferLimit::Packets(n) => (Some(n as u64), None),
+                BufferLimit::Bytes(b) => (None, Some(b)),
+                BufferLimit::Unlimited => (None, None),
+            };
+            links.push(LinkResult {
+                link_id: i as u64,
+                src: name(p.from),
+                dst: name(p.to),
+                level: if net.node_is_host[p.from.0 as usize] { "nic".to_string() } else { net.port_level[i].to_string() },
+                rate_bps: p.rate.as_f64(),
+                delay_s: p.delay.as_secs_f64(),
+                buffer_pkts: bp,
+                buffer_bytes: bb,
+                tx_packets: p.stats.tx_packets,
+                tx_bytes: p.stats.tx_bytes,
+                drops: p.stats.drops,
+                ecn_marks: p.stats.ecn_marks,
+                utilization: if sim_s > 0.0 { p.stats.tx_bytes as f64 * 8.0 / (p.rate.as_f64() * sim_s) } else { 0.0 },
+                max_queue_pkts: p.stats.max_queue_pkts as u64,
+                max_queue_bytes: p.stats.max_queue_bytes,
+                mean_queue_pkts: mean_q,
+            });
+        }
+        let wall = self.loop_wall.as_secs_f64();
+        let events = self.events.events_processed();
+        let c = &self.counts;
+        let summary = Summary {
+            scenario_name: self.scenario.name.clone(),
+            scenario_sha256: self.scenario.sha256.clone(),
+            seed: self.scenario.seed,
+            version: VERSION.to_string(),
+            sim_time_s: sim_s,
+            wall_time_s: wall,
+            events,
+            events_per_s: if wall > 0.0 { events as f64 / wall } else { 0.0 },
+            data_packets_delivered: c.data_packets_delivered,
+            data_packets_delivered_per_wall_s: if wall > 0.0 { c.data_packets_delivered as f64 / wall } else { 0.0 },
+            payload_bytes_delivered: c.payload_bytes_delivered,
+            flows_total: self.flows.len() as u64,
+            flows_completed: self.flows.iter().filter(|f| f.finish.is_some()).count() as u64,
+            flows_started: c.flows_started,
+            drops: drops + c.no_route_drops,
+            ecn_marks: marks,
+            packets_created: c.packets_created,
+            packets_consumed: c.packets_consumed,
+            packets_in_network: self.pool.live() as u64,
+            peak_packets_in_network: self.pool.peak_live() as u64,
+            late_packets: c.late_packets,
+            interrupted,
+        };
+        Results { flows, links, queues: self.monitor.queues.clone(), cwnd: self.monitor.cwnd.clone(), summary }
+    }
+}
+

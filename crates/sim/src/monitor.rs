@@ -1,0 +1,81 @@
+//! Monitors: periodic samples of queue lengths and congestion windows (`[monitor]`).
+
+use crate::build::Network;
+use crate::results::{CwndSample, QueueSample};
+use fctlab_engine::Nanos;
+use fctlab_scenario::Scenario;
+use fctlab_transport::TcpSender;
+
+/// What a run samples and the samples so far.
+pub(crate) struct Monitor {
+    /// Sampled ports and their names ("a->b"), formatted once.
+    sampled_ports: Vec<(u32, String)>,
+    pub queues: Option<Vec<QueueSample>>,
+    pub cwnd: Option<Vec<CwndSample>>,
+    cwnd_traced: Vec<u32>,
+    /// Bytes acknowledged per traced flow at the previous sample.
+    cwnd_last_acked: Vec<u64>,
+}
+
+impl Monitor {
+    pub fn new(scenario: &Scenario, net: &Network) -> Monitor {
+        let topo = &scenario.topology;
+        let m = &scenario.monitor;
+        let mut sampled_ports = Vec::new();
+        if m.queue_interval.is_some() {
+            let all = m.queues.is_empty() || m.queues.iter().any(|q| q == "all");
+            for (pi, p) in net.ports.iter().enumerate() {
+                let (from, to) = (&topo.nodes[p.from.0 as usize].name, &topo.nodes[p.to.0 as usize].name);
+                let wanted = if all {
+                    !net.node_is_host[p.from.0 as usize]
+                } else {
+                    m.queues.iter().any(|q| q.split_once("->").is_some_and(|(a, b)| a.trim() == from && b.trim() == to))
+                };
+                if wanted {
+                    sampled_ports.push((pi as u32, format!("{from}->{to}")));
+                }
+            }
+        }
+        let nflows = scenario.flows.len();
+        let cwnd_traced: Vec<u32> = match &m.cwnd_flows {
+            None => (0..nflows as u32).collect(),
+            Some(ids) => ids.iter().map(|&f| f as u32).collect(),
+        };
+        Monitor {
+            sampled_ports,
+            queues: m.queue_interval.map(|_| Vec::new()),
+            cwnd: m.cwnd_interval.map(|_| Vec::new()),
+            cwnd_last_acked: vec![0; cwnd_traced.len()],
+            cwnd_traced,
+        }
+    }
+
+    /// Samples the queue of every monitored port at `now`.
+    pub fn sample_queues(&mut self, now: Nanos, net: &mut Network) {
+        let Some(s) = self.queues.as_mut() else { return };
+        for (pi, name) in &self.sampled_ports {
+            let (pk, by) = net.ports[*pi as usize].queue_at(now);
+            s.push(QueueSample { time_s: now.as_secs_f64(), link_id: *pi as u64, link: name.clone(), queue_pkts: pk as u64, queue_bytes: by });
+        }
+    }
+
+    /// Samples the window of every traced flow that is running at `now`; `sender(f)` is flow
+    /// f's sender if it is running.
+    pub fn sample_cwnd<'a>(&mut self, now: Nanos, interval: Nanos, sender: impl Fn(usize) -> Option<&'a TcpSender>) {
+        let Some(s) = self.cwnd.as_mut() else { return };
+        for (k, &f) in self.cwnd_traced.iter().enumerate() {
+            let Some(snd) = sender(f as usize) else { continue };
+            let acked = snd.bytes_acked();
+            let rate = (acked - self.cwnd_last_acked[k]) as f64 * 8.0 / interval.as_secs_f64();
+            self.cwnd_last_acked[k] = acked;
+            s.push(CwndSample {
+                time_s: now.as_secs_f64(),
+                flow_id: f as u64,
+                cwnd_bytes: snd.st.cwnd_bytes,
+                ssthresh_bytes: (snd.st.ssthresh_bytes < u64::MAX / 4).then_some(snd.st.ssthresh_bytes),
+                rate_bps: rate,
+                weight: snd.cc.weight(),
+            });
+        }
+    }
+}
