@@ -4,8 +4,8 @@
 //! this file. The file holds the algorithm's state, its parameters as a serde struct whose
 //! `Default` holds the published values, the [`CongestionControl`] hooks, the [`Protocol`]
 //! registration (its scenario names and how to build it) and its unit tests. The scenario
-//! parser, the `known:` lists of error messages, `fctlab protocols` and the results pick the
-//! algorithm up from that line. `docs/protocols.md` walks through an example.
+//! parser, the `known:` lists of error messages, `fctlab._core.protocols()` and the results
+//! pick the algorithm up from that line. `docs/protocols.md` walks through an example.
 //!
 //! The sender keeps the window in [`CcState`] and calls the hooks:
 //! - [`CongestionControl::on_ack`] for every ACK outside loss recovery that acknowledges new
