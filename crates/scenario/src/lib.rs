@@ -5,7 +5,12 @@
 //! configuration per flow, and the flows themselves. Every error names the file, the key and
 //! what was expected; nothing here panics on bad input.
 
+mod flows;
+mod monitor;
+mod network;
 pub mod schema;
+mod tables;
+mod transport;
 pub mod units;
 pub mod workloads;
 

@@ -7,17 +7,33 @@
 //! derived from the scenario seed and the entry's position, so adding an entry leaves the
 //! flows of the others unchanged. See `docs/workloads.md`.
 
-use crate::schema::FlowCtx;
+use crate::flows::FlowCtx;
+use crate::tables::{de, fields_of, split, tag, tagged_tables, At};
 use crate::units::{parse_duration, parse_size, Duration, Size};
 use crate::{FlowSpec, ScenarioError};
 use fctlab_engine::{Nanos, Rng};
 use fctlab_workload::{Cdf, SizeDist};
 use serde::Deserialize;
-use std::collections::BTreeMap;
+
+/// Keys every workload kind takes (every key that neither these nor the kind's own struct
+/// name is a parameter of the entry's protocol).
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct Common {
+    /// Read before the rest of the entry (it selects the kind's struct); a field here so that
+    /// it counts among the keys every kind takes.
+    #[allow(dead_code)]
+    kind: String,
+    start: Option<Duration>,
+    deadline: Option<toml::Value>,
+    tag: Option<String>,
+    protocol: Option<String>,
+    ecn: Option<bool>,
+}
 
 #[derive(Deserialize, Debug)]
-pub struct RawWorkload {
-    kind: String,
+#[serde(deny_unknown_fields)]
+struct Poisson {
     senders: Option<toml::Value>,
     receivers: Option<toml::Value>,
     pattern: Option<String>,
@@ -27,49 +43,77 @@ pub struct RawWorkload {
     arrival_rate: Option<String>,
     count: Option<u64>,
     until: Option<Duration>,
-    start: Option<Duration>,
-    deadline: Option<toml::Value>,
-    tag: Option<String>,
-    protocol: Option<String>,
-    ecn: Option<bool>,
-    // incast
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct Incast {
     client: Option<String>,
     servers: Option<toml::Value>,
     response_size: Option<Size>,
+    sizes: Option<toml::Value>,
     rounds: Option<u64>,
     round_gap: Option<Duration>,
-    // partition-aggregate
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct PartitionAggregate {
     aggregator: Option<String>,
     workers: Option<toml::Value>,
     request_size: Option<Size>,
-    // shuffle
+    response_size: Option<Size>,
+    sizes: Option<toml::Value>,
+    jobs: Option<u64>,
+    arrival_rate: Option<String>,
+    job_interval: Option<Duration>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct Permutation {
+    senders: Option<toml::Value>,
+    receivers: Option<toml::Value>,
+    sizes: Option<toml::Value>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct Shuffle {
     mappers: Option<toml::Value>,
     reducers: Option<toml::Value>,
     block_size: Option<Size>,
     jobs: Option<u64>,
+    arrival_rate: Option<String>,
     job_interval: Option<Duration>,
-    // trace
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct LongLived {
+    senders: Option<toml::Value>,
+    receivers: Option<toml::Value>,
+    pattern: Option<String>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct Trace {
     file: Option<String>,
-    #[serde(flatten)]
-    extra: BTreeMap<String, toml::Value>,
 }
 
-const COMMON: &[&str] = &["kind", "start", "deadline", "tag", "protocol", "ecn"];
-
-fn kind_keys(kind: &str) -> Option<&'static [&'static str]> {
-    Some(match kind {
-        "poisson" => &["senders", "receivers", "pattern", "sizes", "load", "load_link", "arrival_rate", "count", "until"],
-        "incast" => &["client", "servers", "response_size", "sizes", "rounds", "round_gap"],
-        "partition_aggregate" => &["aggregator", "workers", "request_size", "response_size", "sizes", "jobs", "arrival_rate", "job_interval"],
-        "permutation" => &["senders", "receivers", "sizes"],
-        "shuffle" => &["mappers", "reducers", "block_size", "jobs", "arrival_rate", "job_interval"],
-        "long_lived" => &["senders", "receivers", "pattern"],
-        "trace" => &["file"],
-        _ => return None,
-    })
+tagged_tables! {
+    /// A workload entry by its `kind`, with the keys of that kind.
+    enum Kind {
+        "poisson" => Poisson(Poisson),
+        "incast" => Incast(Incast),
+        "partition_aggregate" => PartitionAggregate(PartitionAggregate),
+        "permutation" => Permutation(Permutation),
+        "shuffle" => Shuffle(Shuffle),
+        "long_lived" => LongLived(LongLived),
+        "trace" => Trace(Trace),
+    }
 }
-
-const KINDS: &str = "poisson, incast, partition_aggregate, permutation, shuffle, long_lived, trace";
 
 /// Size buckets used by per-class deadlines (same edges as the metrics' default buckets).
 const SMALL_BELOW: u64 = 100_000;
@@ -97,7 +141,7 @@ impl Deadline {
 
 struct Gen<'c, 'a> {
     ctx: &'c mut FlowCtx<'a>,
-    w: &'c RawWorkload,
+    kind: &'static str,
     index: usize,
     prefix: String,
     rng: Rng,
@@ -110,67 +154,49 @@ struct Gen<'c, 'a> {
 }
 
 /// Expands workload entry `index` into flows.
-pub(crate) fn generate(w: &RawWorkload, index: usize, ctx: &mut FlowCtx<'_>, seed: u64) -> Result<Vec<FlowSpec>, ScenarioError> {
+pub(crate) fn generate(mut entry: toml::Table, index: usize, ctx: &mut FlowCtx<'_>, seed: u64) -> Result<Vec<FlowSpec>, ScenarioError> {
     let prefix = format!("workloads[{index}]");
-    let allowed = kind_keys(&w.kind).ok_or_else(|| ctx.err(&format!("{prefix}.kind"), format!("unknown workload kind \"{}\" (known: {KINDS})", w.kind)))?;
-    let given: [(&str, bool); 25] = [
-        ("load_link", w.load_link.is_some()),
-        ("senders", w.senders.is_some()),
-        ("receivers", w.receivers.is_some()),
-        ("pattern", w.pattern.is_some()),
-        ("sizes", w.sizes.is_some()),
-        ("load", w.load.is_some()),
-        ("arrival_rate", w.arrival_rate.is_some()),
-        ("count", w.count.is_some()),
-        ("until", w.until.is_some()),
-        ("client", w.client.is_some()),
-        ("servers", w.servers.is_some()),
-        ("response_size", w.response_size.is_some()),
-        ("rounds", w.rounds.is_some()),
-        ("round_gap", w.round_gap.is_some()),
-        ("aggregator", w.aggregator.is_some()),
-        ("workers", w.workers.is_some()),
-        ("request_size", w.request_size.is_some()),
-        ("mappers", w.mappers.is_some()),
-        ("reducers", w.reducers.is_some()),
-        ("block_size", w.block_size.is_some()),
-        ("jobs", w.jobs.is_some()),
-        ("job_interval", w.job_interval.is_some()),
-        ("file", w.file.is_some()),
-        ("tag", false),
-        ("start", false),
-    ];
-    for (k, present) in given {
-        if present && !allowed.contains(&k) {
-            return Err(ctx.err(&format!("{prefix}.{k}"), format!("not used by a \"{}\" workload (its keys: {})", w.kind, allowed.join(", "))));
-        }
+    let file = ctx.file.clone();
+    let at = At { file: &file, prefix: &prefix };
+    // The kind first: it says which keys the entry takes.
+    let kind_name = tag(&entry, "kind", at)?;
+    let own = Kind::keys_of(&kind_name).ok_or_else(|| at.err("kind", format!("unknown workload kind \"{kind_name}\" (known: {})", Kind::NAMES.join(", "))))?;
+    let common_keys = fields_of::<Common>();
+    if let Some(k) = entry.keys().find(|k| !own.contains(&k.as_str()) && !common_keys.contains(&k.as_str()) && Kind::tag_taking(k, &kind_name).is_some()) {
+        return Err(at.err(k, format!("not used by a \"{kind_name}\" workload (its keys: {})", own.join(", "))));
     }
-    let mut own: Vec<&str> = COMMON.to_vec();
-    own.extend(allowed.iter());
-    let (cc, ecn) = ctx.protocol(w.protocol.as_deref(), w.ecn, &w.extra, &prefix, &own)?;
-    let deadline = parse_deadline(ctx, &prefix, w.deadline.as_ref())?;
+    entry.remove("kind");
+    let (common, rest) = split(entry, common_keys);
+    let (specific, protocol_params) = split(rest, own);
+    let mut common_table = common;
+    common_table.insert("kind".into(), toml::Value::String(kind_name.clone()));
+    let c: Common = de(common_table, at)?;
+    let w = Kind::parse(&kind_name, specific, at)?;
+    let mut own_keys: Vec<&str> = common_keys.to_vec();
+    own_keys.extend(own.iter());
+    let (cc, ecn) = ctx.protocol(c.protocol.as_deref(), c.ecn, &protocol_params, &prefix, &own_keys)?;
+    let deadline = parse_deadline(ctx, &prefix, c.deadline.as_ref())?;
     let mut g = Gen {
         rng: Rng::stream(seed, 0x3000_0000 + index as u64),
         ctx,
-        w,
+        kind: w.name(),
         index,
         prefix,
         cc,
         ecn,
         deadline,
-        tag: w.tag.clone().unwrap_or_default(),
-        start: w.start.map(|d| d.0).unwrap_or(Nanos::ZERO),
+        tag: c.tag.clone().unwrap_or_default(),
+        start: c.start.map(|d| d.0).unwrap_or(Nanos::ZERO),
         out: Vec::new(),
     };
-    match w.kind.as_str() {
-        "poisson" => g.poisson()?,
-        "incast" => g.incast()?,
-        "partition_aggregate" => g.partition_aggregate()?,
-        "permutation" => g.permutation()?,
-        "shuffle" => g.shuffle()?,
-        "long_lived" => g.long_lived()?,
-        "trace" => g.trace()?,
-        _ => unreachable!("checked by kind_keys"),
+    match &w {
+        Kind::Poisson(w) => g.poisson(w)?,
+        Kind::Incast(w) => g.incast(w)?,
+        Kind::PartitionAggregate(w) => g.partition_aggregate(w)?,
+        Kind::Permutation(w) => g.permutation(w)?,
+        Kind::Shuffle(w) => g.shuffle(w)?,
+        Kind::LongLived(w) => g.long_lived(w)?,
+        Kind::Trace(w) => g.trace(w)?,
     }
     Ok(g.out)
 }
@@ -215,7 +241,7 @@ impl Gen<'_, '_> {
 
     /// A set of hosts: a list of names, "all", or a prefix pattern like "s*".
     fn hosts(&self, v: Option<&toml::Value>, k: &str) -> Result<Vec<usize>, ScenarioError> {
-        let v = v.ok_or_else(|| self.err(k, format!("a \"{}\" workload needs `{k}`", self.w.kind)))?;
+        let v = v.ok_or_else(|| self.err(k, format!("a \"{}\" workload needs `{k}`", self.kind)))?;
         let all_hosts = || self.ctx.topology.hosts().map(|(i, _)| i).collect::<Vec<_>>();
         let list = match v {
             toml::Value::String(s) if s == "all" => all_hosts(),
@@ -245,13 +271,13 @@ impl Gen<'_, '_> {
     }
 
     fn host(&self, name: Option<&String>, k: &str) -> Result<usize, ScenarioError> {
-        let name = name.ok_or_else(|| self.err(k, format!("a \"{}\" workload needs `{k}`", self.w.kind)))?;
+        let name = name.ok_or_else(|| self.err(k, format!("a \"{}\" workload needs `{k}`", self.kind)))?;
         self.ctx.host(name, &self.key(k))
     }
 
-    fn sizes(&self, required: bool) -> Result<Option<SizeDist>, ScenarioError> {
-        let Some(v) = self.w.sizes.as_ref() else {
-            return if required { Err(self.err("sizes", format!("a \"{}\" workload needs `sizes`", self.w.kind))) } else { Ok(None) };
+    fn sizes(&self, sizes: Option<&toml::Value>, required: bool) -> Result<Option<SizeDist>, ScenarioError> {
+        let Some(v) = sizes else {
+            return if required { Err(self.err("sizes", format!("a \"{}\" workload needs `sizes`", self.kind))) } else { Ok(None) };
         };
         parse_sizes(self.ctx, &self.key("sizes"), v).map(Some)
     }
@@ -274,11 +300,11 @@ impl Gen<'_, '_> {
     }
 
     /// Flows per second from `arrival_rate`, or from `load` given the mean size.
-    fn rate_per_s(&self, mean_bytes: Option<f64>, receivers: &[usize]) -> Result<f64, ScenarioError> {
-        match (self.w.load, self.w.arrival_rate.as_ref()) {
+    fn rate_per_s(&self, w: &Poisson, mean_bytes: Option<f64>, receivers: &[usize]) -> Result<f64, ScenarioError> {
+        match (w.load, w.arrival_rate.as_ref()) {
             (Some(_), Some(_)) => Err(self.err("load", "give either `load` or `arrival_rate`, not both")),
             (None, Some(r)) => {
-                if self.w.load_link.is_some() {
+                if w.load_link.is_some() {
                     return Err(self.err("load_link", "only used with `load`"));
                 }
                 parse_per_second(r).map_err(|m| self.err("arrival_rate", m))
@@ -288,7 +314,7 @@ impl Gen<'_, '_> {
                     return Err(self.err("load", format!("must be a positive number (a fraction of the receivers' capacity; above 1 overloads them), got {load}")));
                 }
                 let mean = mean_bytes.ok_or_else(|| self.err("load", "needs `sizes` to turn a load into an arrival rate"))?;
-                let capacity: f64 = match self.w.load_link.as_deref() {
+                let capacity: f64 = match w.load_link.as_deref() {
                     // A fraction of one named link (e.g. a bottleneck).
                     Some(name) => self.link_rate_bps(name)?,
                     None => {
@@ -300,7 +326,7 @@ impl Gen<'_, '_> {
                 };
                 Ok(load * capacity / (8.0 * mean))
             }
-            (None, None) => Err(self.err("load", format!("a \"{}\" workload needs `load` or `arrival_rate`", self.w.kind))),
+            (None, None) => Err(self.err("load", format!("a \"{}\" workload needs `load` or `arrival_rate`", self.kind))),
         }
     }
 
@@ -321,11 +347,11 @@ impl Gen<'_, '_> {
         });
     }
 
-    fn poisson(&mut self) -> Result<(), ScenarioError> {
-        let senders = self.hosts(self.w.senders.as_ref(), "senders")?;
-        let receivers = self.hosts(self.w.receivers.as_ref(), "receivers")?;
-        let dist = self.sizes(true)?.expect("required");
-        let pattern = self.w.pattern.as_deref().unwrap_or("all_to_all");
+    fn poisson(&mut self, w: &Poisson) -> Result<(), ScenarioError> {
+        let senders = self.hosts(w.senders.as_ref(), "senders")?;
+        let receivers = self.hosts(w.receivers.as_ref(), "receivers")?;
+        let dist = self.sizes(w.sizes.as_ref(), true)?.expect("required");
+        let pattern = w.pattern.as_deref().unwrap_or("all_to_all");
         match pattern {
             "all_to_all" => {
                 if senders.len() == 1 && receivers.len() == 1 && senders[0] == receivers[0] {
@@ -350,11 +376,11 @@ impl Gen<'_, '_> {
             }
             other => return Err(self.err("pattern", format!("unknown pattern \"{other}\" (known: all_to_all, pairs, many_to_one)"))),
         }
-        let rate = self.rate_per_s(Some(dist.mean_bytes()), &receivers)?;
+        let rate = self.rate_per_s(w, Some(dist.mean_bytes()), &receivers)?;
         if !(rate > 0.0 && rate.is_finite()) {
             return Err(self.err("arrival_rate", "the arrival rate must be positive"));
         }
-        let (count, until) = (self.w.count, self.w.until.map(|d| d.0));
+        let (count, until) = (w.count, w.until.map(|d| d.0));
         if count.is_none() && until.is_none() {
             return Err(self.err("count", "a \"poisson\" workload needs `count` (flows) or `until` (a duration) to end"));
         }
@@ -401,27 +427,27 @@ impl Gen<'_, '_> {
         Ok(())
     }
 
-    fn response_dist(&self) -> Result<SizeDist, ScenarioError> {
-        match (self.w.response_size, self.sizes(false)?) {
+    fn response_dist(&self, response_size: Option<Size>, sizes: Option<&toml::Value>) -> Result<SizeDist, ScenarioError> {
+        match (response_size, self.sizes(sizes, false)?) {
             (Some(_), Some(_)) => Err(self.err("sizes", "give either `response_size` or `sizes`, not both")),
             (Some(s), None) => SizeDist::fixed(s.0).map_err(|m| self.err("response_size", m)),
             (None, Some(d)) => Ok(d),
-            (None, None) => Err(self.err("response_size", format!("a \"{}\" workload needs `response_size` or `sizes`", self.w.kind))),
+            (None, None) => Err(self.err("response_size", format!("a \"{}\" workload needs `response_size` or `sizes`", self.kind))),
         }
     }
 
-    fn incast(&mut self) -> Result<(), ScenarioError> {
-        let client = self.host(self.w.client.as_ref(), "client")?;
-        let servers = self.hosts(self.w.servers.as_ref(), "servers")?;
+    fn incast(&mut self, w: &Incast) -> Result<(), ScenarioError> {
+        let client = self.host(w.client.as_ref(), "client")?;
+        let servers = self.hosts(w.servers.as_ref(), "servers")?;
         if servers.contains(&client) {
             return Err(self.err("servers", "the client cannot also be a server"));
         }
-        let dist = self.response_dist()?;
-        let rounds = self.w.rounds.unwrap_or(1);
+        let dist = self.response_dist(w.response_size, w.sizes.as_ref())?;
+        let rounds = w.rounds.unwrap_or(1);
         if rounds == 0 || rounds > 1_000_000 {
             return Err(self.err("rounds", format!("must be between 1 and 1,000,000, got {rounds}")));
         }
-        let gap = self.w.round_gap.map(|d| d.0).unwrap_or(Nanos::ZERO);
+        let gap = w.round_gap.map(|d| d.0).unwrap_or(Nanos::ZERO);
         let mut prev: Option<u32> = None;
         for r in 0..rounds {
             let group = format!("incast{}:{r}", self.index);
@@ -436,13 +462,13 @@ impl Gen<'_, '_> {
     }
 
     /// Job start times: `jobs` jobs, Poisson at `arrival_rate`, or every `job_interval`.
-    fn job_starts(&mut self) -> Result<Vec<Nanos>, ScenarioError> {
-        let jobs = self.w.jobs.unwrap_or(1);
+    fn job_starts(&mut self, jobs: Option<u64>, arrival_rate: Option<&String>, job_interval: Option<Duration>) -> Result<Vec<Nanos>, ScenarioError> {
+        let jobs = jobs.unwrap_or(1);
         if jobs == 0 || jobs > 10_000_000 {
             return Err(self.err("jobs", format!("must be between 1 and 10,000,000, got {jobs}")));
         }
         let mut starts = Vec::with_capacity(jobs as usize);
-        match (self.w.arrival_rate.as_ref(), self.w.job_interval) {
+        match (arrival_rate, job_interval) {
             (Some(_), Some(_)) => return Err(self.err("arrival_rate", "give either `arrival_rate` or `job_interval`, not both")),
             (Some(r), None) => {
                 let rate = parse_per_second(r).map_err(|m| self.err("arrival_rate", m))?;
@@ -463,18 +489,18 @@ impl Gen<'_, '_> {
         Ok(starts)
     }
 
-    fn partition_aggregate(&mut self) -> Result<(), ScenarioError> {
-        let agg = self.host(self.w.aggregator.as_ref(), "aggregator")?;
-        let workers = self.hosts(self.w.workers.as_ref(), "workers")?;
+    fn partition_aggregate(&mut self, w: &PartitionAggregate) -> Result<(), ScenarioError> {
+        let agg = self.host(w.aggregator.as_ref(), "aggregator")?;
+        let workers = self.hosts(w.workers.as_ref(), "workers")?;
         if workers.contains(&agg) {
             return Err(self.err("workers", "the aggregator cannot also be a worker"));
         }
-        let request = self.w.request_size.map(|s| s.0).unwrap_or(1_000);
+        let request = w.request_size.map(|s| s.0).unwrap_or(1_000);
         if request == 0 {
             return Err(self.err("request_size", "must be positive"));
         }
-        let dist = self.response_dist()?;
-        for (j, at) in self.job_starts()?.into_iter().enumerate() {
+        let dist = self.response_dist(w.response_size, w.sizes.as_ref())?;
+        for (j, at) in self.job_starts(w.jobs, w.arrival_rate.as_ref(), w.job_interval)?.into_iter().enumerate() {
             let q = format!("pa{}:{j}:requests", self.index);
             let r = format!("pa{}:{j}", self.index);
             for &wk in &workers {
@@ -489,16 +515,16 @@ impl Gen<'_, '_> {
         Ok(())
     }
 
-    fn permutation(&mut self) -> Result<(), ScenarioError> {
-        let senders = self.hosts(self.w.senders.as_ref(), "senders")?;
-        let receivers = match self.w.receivers.as_ref() {
+    fn permutation(&mut self, w: &Permutation) -> Result<(), ScenarioError> {
+        let senders = self.hosts(w.senders.as_ref(), "senders")?;
+        let receivers = match w.receivers.as_ref() {
             Some(v) => self.hosts(Some(v), "receivers")?,
             None => senders.clone(),
         };
         if receivers.len() < senders.len() {
             return Err(self.err("receivers", format!("needs at least as many receivers as senders ({} < {})", receivers.len(), senders.len())));
         }
-        let dist = self.sizes(false)?;
+        let dist = self.sizes(w.sizes.as_ref(), false)?;
         if dist.is_none() && self.ctx.stop_time.is_none() {
             return Err(self.err("sizes", "without `sizes` the flows are long-lived and the scenario needs `stop_time`"));
         }
@@ -525,17 +551,17 @@ impl Gen<'_, '_> {
         Ok(())
     }
 
-    fn shuffle(&mut self) -> Result<(), ScenarioError> {
-        let mappers = self.hosts(self.w.mappers.as_ref(), "mappers")?;
-        let reducers = self.hosts(self.w.reducers.as_ref(), "reducers")?;
-        let block = self.w.block_size.ok_or_else(|| self.err("block_size", "a \"shuffle\" workload needs `block_size` (bytes each mapper sends each reducer)"))?.0;
+    fn shuffle(&mut self, w: &Shuffle) -> Result<(), ScenarioError> {
+        let mappers = self.hosts(w.mappers.as_ref(), "mappers")?;
+        let reducers = self.hosts(w.reducers.as_ref(), "reducers")?;
+        let block = w.block_size.ok_or_else(|| self.err("block_size", "a \"shuffle\" workload needs `block_size` (bytes each mapper sends each reducer)"))?.0;
         if block == 0 {
             return Err(self.err("block_size", "must be positive"));
         }
         if !mappers.iter().any(|m| reducers.iter().any(|r| r != m)) {
             return Err(self.err("reducers", "no mapper-reducer pair between different hosts"));
         }
-        for (j, at) in self.job_starts()?.into_iter().enumerate() {
+        for (j, at) in self.job_starts(w.jobs, w.arrival_rate.as_ref(), w.job_interval)?.into_iter().enumerate() {
             let group = format!("shuffle{}:{j}", self.index);
             for &m in &mappers {
                 for &r in &reducers {
@@ -548,15 +574,15 @@ impl Gen<'_, '_> {
         Ok(())
     }
 
-    fn long_lived(&mut self) -> Result<(), ScenarioError> {
+    fn long_lived(&mut self, w: &LongLived) -> Result<(), ScenarioError> {
         if self.ctx.stop_time.is_none() {
             return Err(self.err("kind", "long-lived flows need a top-level `stop_time`"));
         }
-        let senders = self.hosts(self.w.senders.as_ref(), "senders")?;
-        let receivers = self.hosts(self.w.receivers.as_ref(), "receivers")?;
+        let senders = self.hosts(w.senders.as_ref(), "senders")?;
+        let receivers = self.hosts(w.receivers.as_ref(), "receivers")?;
         // Default: pairs when the sets line up without a host paired with itself, else all-to-all.
         let pairable = senders.len() == receivers.len() && senders.iter().zip(&receivers).all(|(s, r)| s != r);
-        let pattern = self.w.pattern.as_deref().unwrap_or(if pairable { "pairs" } else { "all_to_all" });
+        let pattern = w.pattern.as_deref().unwrap_or(if pairable { "pairs" } else { "all_to_all" });
         match pattern {
             "pairs" => {
                 if senders.len() != receivers.len() {
@@ -583,8 +609,8 @@ impl Gen<'_, '_> {
         Ok(())
     }
 
-    fn trace(&mut self) -> Result<(), ScenarioError> {
-        let name = self.w.file.clone().ok_or_else(|| self.err("file", "a \"trace\" workload needs `file` (a CSV file)"))?;
+    fn trace(&mut self, w: &Trace) -> Result<(), ScenarioError> {
+        let name = w.file.clone().ok_or_else(|| self.err("file", "a \"trace\" workload needs `file` (a CSV file)"))?;
         let path = relative_to(&self.ctx.file, &name);
         let text = std::fs::read_to_string(&path).map_err(|e| self.err("file", format!("cannot read {}: {e}", path.display())))?;
         let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));

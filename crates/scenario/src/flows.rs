@@ -1,0 +1,212 @@
+//! The `[[flows]]` entries, and what building any flow needs (the context shared with the
+//! workload generators): host names, protocols and their parameters, flow groups.
+
+use crate::tables::{fields_of, split};
+use crate::units::{Duration, Size};
+use crate::{FlowSpec, ScenarioError};
+use fctlab_engine::Nanos;
+use fctlab_net::{NodeKind, Topology};
+use fctlab_transport::{cc, TcpConfig};
+use serde::Deserialize;
+
+/// The keys of a `[[flows]]` entry (every other key is a parameter of its protocol).
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct FlowKeys {
+    src: String,
+    dst: String,
+    size: Option<Size>,
+    start: Option<Duration>,
+    deadline: Option<Duration>,
+    tag: Option<String>,
+    group: Option<String>,
+    after: Option<String>,
+    protocol: Option<String>,
+    ecn: Option<bool>,
+}
+
+/// Builds the `[[flows]]` entries, in file order. Returns them with their `after` names, which
+/// [`resolve_afters`] resolves once the workloads have added their flows and groups.
+pub(crate) fn explicit_flows(entries: Vec<toml::Table>, ctx: &mut FlowCtx<'_>) -> Result<(Vec<FlowSpec>, Vec<(usize, String)>), ScenarioError> {
+    let mut flows = Vec::with_capacity(entries.len());
+    let mut afters: Vec<(usize, String)> = Vec::new();
+    let own = fields_of::<FlowKeys>();
+    for (i, entry) in entries.into_iter().enumerate() {
+        let prefix = format!("flows[{i}]");
+        let at = crate::tables::At { file: &ctx.file, prefix: &prefix };
+        let (keys, extra) = split(entry, own);
+        let f: FlowKeys = crate::tables::de(keys, at)?;
+        let key = |k: &str| format!("flows[{i}].{k}");
+        let src = ctx.host(&f.src, &key("src"))?;
+        let dst = ctx.host(&f.dst, &key("dst"))?;
+        if src == dst {
+            return Err(ctx.err(&key("dst"), format!("a flow from \"{}\" to itself", f.src)));
+        }
+        if let Some(s) = f.size {
+            if s.0 == 0 {
+                return Err(ctx.err(&key("size"), "must be positive (omit `size` for a long-lived flow)"));
+            }
+        }
+        let (ccfg, ecn) = ctx.protocol(f.protocol.as_deref(), f.ecn, &extra, &prefix, own)?;
+        if f.size.is_none() && ctx.stop_time.is_none() {
+            return Err(ctx.err(&key("size"), "a long-lived flow (no `size`) needs a top-level `stop_time`"));
+        }
+        let group = f.group.clone().unwrap_or_default();
+        let group_id = ctx.group(&group);
+        if let Some(a) = &f.after {
+            afters.push((i, a.clone()));
+        }
+        flows.push(FlowSpec {
+            src,
+            dst,
+            size_bytes: f.size.map(|s| s.0),
+            start: f.start.map(|d| d.0).unwrap_or(Nanos::ZERO),
+            deadline: f.deadline.map(|d| d.0),
+            tag: f.tag.clone().unwrap_or_default(),
+            group,
+            group_id,
+            after: None,
+            cc: ccfg,
+            ecn,
+        });
+    }
+    Ok((flows, afters))
+}
+
+/// Resolves the `after` of explicit flows: each names a group some flow belongs to.
+pub(crate) fn resolve_afters(flows: &mut [FlowSpec], afters: Vec<(usize, String)>, ctx: &FlowCtx<'_>) -> Result<(), ScenarioError> {
+    for (i, a) in afters {
+        let g = ctx.groups.iter().position(|g| g == &a).filter(|&g| flows.iter().any(|f| f.group_id == Some(g as u32)));
+        let Some(g) = g else {
+            return Err(ctx.err(&format!("flows[{i}].after"), format!("no flow belongs to group \"{a}\"")));
+        };
+        if flows[i].group_id == Some(g as u32) {
+            return Err(ctx.err(&format!("flows[{i}].after"), format!("a flow cannot wait for its own group \"{a}\"")));
+        }
+        flows[i].after = Some(g as u32);
+    }
+    check_no_cycles(flows, &ctx.groups).map_err(|m| ctx.err("flows", m))
+}
+
+/// Group dependencies (`after`) must not form a cycle, or the flows would never start.
+pub(crate) fn check_no_cycles(flows: &[FlowSpec], groups: &[String]) -> Result<(), String> {
+    let n = groups.len();
+    let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for f in flows {
+        if let (Some(g), Some(a)) = (f.group_id, f.after) {
+            edges[a as usize].push(g as usize);
+        }
+    }
+    // 0 = unseen, 1 = on stack, 2 = done
+    let mut state = vec![0u8; n];
+    for start in 0..n {
+        if state[start] != 0 {
+            continue;
+        }
+        let mut stack = vec![(start, 0usize)];
+        state[start] = 1;
+        while let Some(&mut (v, ref mut i)) = stack.last_mut() {
+            if *i < edges[v].len() {
+                let w = edges[v][*i];
+                *i += 1;
+                match state[w] {
+                    0 => {
+                        state[w] = 1;
+                        stack.push((w, 0));
+                    }
+                    1 => return Err(format!("groups wait for each other in a cycle (through \"{}\")", groups[w])),
+                    _ => {}
+                }
+            } else {
+                state[v] = 2;
+                stack.pop();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What flow construction needs from the rest of the scenario: host names, protocol
+/// defaults, and the group names seen so far.
+pub(crate) struct FlowCtx<'a> {
+    pub file: String,
+    pub topology: &'a Topology,
+    pub tcp: TcpConfig,
+    pub transport_extra: &'a toml::Table,
+    pub default_protocol: String,
+    pub groups: Vec<String>,
+    pub stop_time: Option<Nanos>,
+}
+
+impl FlowCtx<'_> {
+    pub fn err(&self, key: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError { file: self.file.clone(), key: key.to_string(), message: message.into() }
+    }
+
+    pub fn host_list(&self) -> String {
+        let names: Vec<&str> = self.topology.nodes.iter().filter(|n| n.kind == NodeKind::Host).map(|n| n.name.as_str()).collect();
+        if names.len() <= 6 {
+            names.join(", ")
+        } else {
+            format!("{}, {}, {}, ..., {} ({} hosts)", names[0], names[1], names[2], names[names.len() - 1], names.len())
+        }
+    }
+
+    /// The node index of host `name`; `key` names the scenario key for errors.
+    pub fn host(&self, name: &str, key: &str) -> Result<usize, ScenarioError> {
+        match self.topology.find(name) {
+            Some(idx) if self.topology.nodes[idx].kind == NodeKind::Host => Ok(idx),
+            Some(_) => Err(self.err(key, format!("\"{name}\" is a switch, not a host (hosts: {})", self.host_list()))),
+            None => Err(self.err(key, format!("unknown host \"{name}\" (hosts of this {}: {})", self.topology.kind, self.host_list()))),
+        }
+    }
+
+    /// Interns a group name ("" is no group).
+    pub fn group(&mut self, name: &str) -> Option<u32> {
+        if name.is_empty() {
+            return None;
+        }
+        if let Some(i) = self.groups.iter().position(|g| g == name) {
+            return Some(i as u32);
+        }
+        self.groups.push(name.to_string());
+        Some(self.groups.len() as u32 - 1)
+    }
+
+    /// Resolves a protocol and its parameters: `[transport]` values first, then `extra` (the
+    /// entry's own keys that are not in `own_keys`). Returns the configuration and whether
+    /// data packets are ECN-capable.
+    pub fn protocol(
+        &self,
+        protocol: Option<&str>,
+        ecn: Option<bool>,
+        extra: &toml::Table,
+        prefix: &str,
+        own_keys: &[&str],
+    ) -> Result<(fctlab_transport::CcConfig, bool), ScenarioError> {
+        let protocol = protocol.unwrap_or(&self.default_protocol);
+        let reg = cc::lookup(protocol).map_err(|m| self.err(&format!("{prefix}.protocol"), m))?;
+        let proto_keys = (reg.keys)();
+        let mut params = toml::Table::new();
+        for (k, v) in self.transport_extra {
+            if proto_keys.contains(&k.as_str()) {
+                params.insert(k.clone(), v.clone());
+            }
+        }
+        for (k, v) in extra {
+            if !proto_keys.contains(&k.as_str()) {
+                let mut known: Vec<&str> = own_keys.to_vec();
+                known.extend(proto_keys.iter());
+                return Err(self.err(&format!("{prefix}.{k}"), format!("unknown key (with protocol \"{protocol}\" the keys here are: {})", known.join(", "))));
+            }
+            params.insert(k.clone(), v.clone());
+        }
+        let ccfg = reg.configure(params).map_err(|e| match e.key {
+            Some(k) => self.err(&format!("{prefix}.{k}"), crate::tables::clean_serde_message(&e.message)),
+            None => self.err(prefix, e.message),
+        })?;
+        let ecn = ecn.unwrap_or(self.tcp.ecn) || ccfg.requires_ecn();
+        Ok((ccfg, ecn))
+    }
+}
+

@@ -1,0 +1,317 @@
+//! The `[network]` table: the topology (one struct per kind), link rates, delays and buffers,
+//! and the switch queue discipline.
+
+use crate::tables::{de, quoted, split, tag, tagged_tables, At};
+use crate::units::{Buffer, Duration, Rate};
+use crate::ScenarioError;
+use fctlab_engine::{BitsPerSec, Nanos};
+use fctlab_net::topology::{LinkParams, NodeSpec, TopologyKind};
+use fctlab_net::{BufferLimit, NodeKind, QueueConfig, RedConfig, Topology};
+use serde::Deserialize;
+
+/// Keys every topology takes: default link parameters and the queue discipline.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct Common {
+    link_rate: Option<Rate>,
+    link_delay: Option<Duration>,
+    buffer: Option<Buffer>,
+    host_link_rate: Option<Rate>,
+    host_link_delay: Option<Duration>,
+    nic_buffer: Option<Buffer>,
+    queue: Option<String>,
+    ecn_threshold: Option<Buffer>,
+    red_min_threshold: Option<Buffer>,
+    red_max_threshold: Option<Buffer>,
+    red_max_p: Option<f64>,
+    red_weight: Option<f64>,
+    red_ecn: Option<bool>,
+    red_gentle: Option<bool>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct Star {
+    hosts: Option<u32>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct Dumbbell {
+    senders: Option<u32>,
+    receivers: Option<u32>,
+    bottleneck_rate: Option<Rate>,
+    bottleneck_delay: Option<Duration>,
+    bottleneck_buffer: Option<Buffer>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct Chain {
+    switches: Option<u32>,
+    hosts_per_switch: Option<u32>,
+    fabric_link_rate: Option<Rate>,
+    fabric_link_delay: Option<Duration>,
+    fabric_buffer: Option<Buffer>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct Tree {
+    racks: Option<u32>,
+    hosts_per_rack: Option<u32>,
+    core_link_rate: Option<Rate>,
+    core_link_delay: Option<Duration>,
+    core_buffer: Option<Buffer>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct FatTree {
+    k: Option<u32>,
+    fabric_link_rate: Option<Rate>,
+    fabric_link_delay: Option<Duration>,
+    fabric_buffer: Option<Buffer>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct LeafSpine {
+    leaves: Option<u32>,
+    spines: Option<u32>,
+    hosts_per_leaf: Option<u32>,
+    fabric_link_rate: Option<Rate>,
+    fabric_link_delay: Option<Duration>,
+    fabric_buffer: Option<Buffer>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct Custom {
+    nodes: Option<Vec<CustomNode>>,
+    links: Option<Vec<CustomLink>>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct CustomNode {
+    name: String,
+    kind: String,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct CustomLink {
+    a: String,
+    b: String,
+    rate: Option<Rate>,
+    delay: Option<Duration>,
+    buffer: Option<Buffer>,
+}
+
+tagged_tables! {
+    /// The topology, by `topology = "..."`, with the keys of its kind.
+    enum TopologyTable {
+        "star" => Star(Star),
+        "dumbbell" => Dumbbell(Dumbbell),
+        "chain" => Chain(Chain),
+        "tree" => Tree(Tree),
+        "fattree" => FatTree(FatTree),
+        "leafspine" => LeafSpine(LeafSpine),
+        "custom" => Custom(Custom),
+    }
+}
+
+/// The network of a scenario: the built topology, the switch queue discipline and the NIC
+/// buffer.
+pub(crate) struct Network {
+    pub topology: Topology,
+    pub switch_queue: QueueConfig,
+    pub nic_buffer: BufferLimit,
+}
+
+/// Reads and builds `[network]`.
+pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, ScenarioError> {
+    let at = At { file, prefix: "network" };
+    let err = |key: &str, m: String| at.err(key, m);
+    let topo_name = tag(&table, "topology", at)?;
+    table.remove("topology");
+    let own = TopologyTable::keys_of(&topo_name)
+        .ok_or_else(|| err("topology", format!("unknown topology \"{topo_name}\" (known: {})", TopologyTable::NAMES.join(", "))))?;
+    let common_keys = crate::tables::fields_of::<Common>();
+    let (common, rest) = split(table, common_keys);
+    let (specific, unknown) = split(rest, own);
+    if let Some(k) = unknown.keys().next() {
+        if TopologyTable::tag_taking(k, &topo_name).is_some() {
+            return Err(err(k, format!("not used by topology \"{topo_name}\" (its keys: {})", own.join(", "))));
+        }
+        let mut known = vec!["topology"];
+        known.extend(common_keys);
+        known.extend(own);
+        return Err(err(k, format!("unknown key `{k}`, expected one of {}", quoted(&known))));
+    }
+    let net: Common = de(common, at)?;
+    let topo = TopologyTable::parse(&topo_name, specific, at)?;
+
+    // --- topology ---
+    let need = |v: Option<u32>, k: &str, min: u32| -> Result<u32, ScenarioError> {
+        let v = v.ok_or_else(|| err(k, format!("topology \"{topo_name}\" needs `{k}`")))?;
+        if v < min {
+            return Err(err(k, format!("must be at least {min}, got {v}")));
+        }
+        Ok(v)
+    };
+    let rate = net.link_rate.map(|r| r.0).unwrap_or(BitsPerSec(1_000_000_000));
+    let delay = net.link_delay.map(|d| d.0).unwrap_or(Nanos::from_micros(10));
+    let buffer = net.buffer.map(|b| b.0).unwrap_or(BufferLimit::Packets(100));
+    let host = LinkParams {
+        rate: net.host_link_rate.map(|r| r.0).unwrap_or(rate),
+        delay: net.host_link_delay.map(|d| d.0).unwrap_or(delay),
+        buffer,
+    };
+    let level = |r: Option<Rate>, d: Option<Duration>, b: Option<Buffer>| LinkParams {
+        rate: r.map(|r| r.0).unwrap_or(rate),
+        delay: d.map(|d| d.0).unwrap_or(delay),
+        buffer: b.map(|b| b.0).unwrap_or(buffer),
+    };
+    let kind = match topo {
+        TopologyTable::Star(t) => TopologyKind::Star { hosts: need(t.hosts, "hosts", 2)? },
+        TopologyTable::Dumbbell(t) => TopologyKind::Dumbbell {
+            senders: need(t.senders, "senders", 1)?,
+            receivers: need(t.receivers, "receivers", 1)?,
+            bottleneck: level(t.bottleneck_rate, t.bottleneck_delay, t.bottleneck_buffer),
+        },
+        TopologyTable::Chain(t) => TopologyKind::Chain {
+            switches: need(t.switches, "switches", 1)?,
+            hosts_per_switch: match t.hosts_per_switch {
+                None => 1,
+                Some(_) => need(t.hosts_per_switch, "hosts_per_switch", 1)?,
+            },
+            fabric: level(t.fabric_link_rate, t.fabric_link_delay, t.fabric_buffer),
+        },
+        TopologyTable::Tree(t) => TopologyKind::Tree {
+            racks: need(t.racks, "racks", 1)?,
+            hosts_per_rack: need(t.hosts_per_rack, "hosts_per_rack", 1)?,
+            core: level(t.core_link_rate, t.core_link_delay, t.core_buffer),
+        },
+        TopologyTable::FatTree(t) => {
+            let k = need(t.k, "k", 2)?;
+            if k % 2 != 0 || k > 64 {
+                return Err(err("k", format!("a fat-tree needs an even k between 2 and 64, got {k}")));
+            }
+            TopologyKind::FatTree { k, fabric: level(t.fabric_link_rate, t.fabric_link_delay, t.fabric_buffer) }
+        }
+        TopologyTable::LeafSpine(t) => TopologyKind::LeafSpine {
+            leaves: need(t.leaves, "leaves", 1)?,
+            spines: need(t.spines, "spines", 1)?,
+            hosts_per_leaf: need(t.hosts_per_leaf, "hosts_per_leaf", 1)?,
+            fabric: level(t.fabric_link_rate, t.fabric_link_delay, t.fabric_buffer),
+        },
+        TopologyTable::Custom(t) => {
+            let nodes_raw = t.nodes.ok_or_else(|| err("nodes", "topology \"custom\" needs a `nodes` list".into()))?;
+            let links_raw = t.links.ok_or_else(|| err("links", "topology \"custom\" needs a `links` list".into()))?;
+            let mut nodes = Vec::new();
+            for (i, n) in nodes_raw.iter().enumerate() {
+                let kind = match n.kind.as_str() {
+                    "host" => NodeKind::Host,
+                    "switch" => NodeKind::Switch,
+                    other => return Err(err(&format!("nodes[{i}].kind"), format!("expected \"host\" or \"switch\", got \"{other}\""))),
+                };
+                nodes.push(NodeSpec { name: n.name.clone(), kind });
+            }
+            // Links that touch a host default to the host-link rate and delay.
+            let is_host = |name: &str| nodes.iter().any(|n| n.name == name && n.kind == NodeKind::Host);
+            let links = links_raw
+                .iter()
+                .map(|l| {
+                    let mut p = level(l.rate, l.delay, l.buffer);
+                    if is_host(&l.a) || is_host(&l.b) {
+                        p.rate = l.rate.map(|r| r.0).unwrap_or(host.rate);
+                        p.delay = l.delay.map(|d| d.0).unwrap_or(host.delay);
+                    }
+                    (l.a.clone(), l.b.clone(), p)
+                })
+                .collect();
+            TopologyKind::Custom { nodes, links }
+        }
+    };
+    let topology = Topology::build(&kind, host).map_err(|m| {
+        if m.starts_with("links[") {
+            let (k, rest) = m.split_once(": ").unwrap_or((&m, ""));
+            err(k, rest.to_string())
+        } else {
+            err("", m)
+        }
+    })?;
+    if topology.nodes.len() > 1_000_000 {
+        return Err(err("", format!("{} nodes is more than this simulator supports (1,000,000)", topology.nodes.len())));
+    }
+    if topo_name == "custom" {
+        for (i, n) in topology.nodes.iter().enumerate() {
+            if !topology.links.iter().any(|l| l.a == i || l.b == i) {
+                return Err(err("links", format!("node \"{}\" has no link", n.name)));
+            }
+        }
+    }
+    Ok(Network { topology, switch_queue: queue(&net, at)?, nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(buffer) })
+}
+
+/// The switch queue discipline from `queue` and its keys.
+fn queue(net: &Common, at: At<'_>) -> Result<QueueConfig, ScenarioError> {
+    let err = |key: &str, m: String| at.err(key, m);
+    let queue_name = net.queue.as_deref().unwrap_or("droptail");
+    let red_keys = [
+        ("red_min_threshold", net.red_min_threshold.is_some()),
+        ("red_max_threshold", net.red_max_threshold.is_some()),
+        ("red_max_p", net.red_max_p.is_some()),
+        ("red_weight", net.red_weight.is_some()),
+        ("red_ecn", net.red_ecn.is_some()),
+        ("red_gentle", net.red_gentle.is_some()),
+    ];
+    if queue_name != "red" {
+        if let Some((k, _)) = red_keys.iter().find(|(_, p)| *p) {
+            return Err(err(k, format!("only used with queue = \"red\" (queue is \"{queue_name}\")")));
+        }
+    }
+    if queue_name != "ecn" && net.ecn_threshold.is_some() {
+        return Err(err("ecn_threshold", format!("only used with queue = \"ecn\" (queue is \"{queue_name}\")")));
+    }
+    let pkts = |b: Option<Buffer>, key: &str, default: f64| -> Result<f64, ScenarioError> {
+        match b.map(|b| b.0) {
+            None => Ok(default),
+            Some(BufferLimit::Packets(n)) => Ok(n as f64),
+            Some(_) => Err(err(key, "RED thresholds are in packets, e.g. \"5pkt\"".into())),
+        }
+    };
+    Ok(match queue_name {
+        "droptail" => QueueConfig::DropTail,
+        "ecn" => {
+            let threshold = net.ecn_threshold.map(|b| b.0).ok_or_else(|| {
+                err("ecn_threshold", "queue = \"ecn\" needs `ecn_threshold` (the marking threshold K, e.g. \"20pkt\")".into())
+            })?;
+            QueueConfig::Ecn { threshold }
+        }
+        "red" => {
+            let d = RedConfig::default();
+            let cfg = RedConfig {
+                min_threshold_pkts: pkts(net.red_min_threshold, "red_min_threshold", d.min_threshold_pkts)?,
+                max_threshold_pkts: pkts(net.red_max_threshold, "red_max_threshold", d.max_threshold_pkts)?,
+                max_p: net.red_max_p.unwrap_or(d.max_p),
+                weight: net.red_weight.unwrap_or(d.weight),
+                ecn: net.red_ecn.unwrap_or(false),
+                gentle: net.red_gentle.unwrap_or(d.gentle),
+            };
+            if cfg.min_threshold_pkts >= cfg.max_threshold_pkts {
+                return Err(err("red_max_threshold", "must be above red_min_threshold".into()));
+            }
+            if !(0.0..=1.0).contains(&cfg.max_p) {
+                return Err(err("red_max_p", format!("must be a probability in [0, 1], got {}", cfg.max_p)));
+            }
+            if !(cfg.weight > 0.0 && cfg.weight <= 1.0) {
+                return Err(err("red_weight", format!("must be in (0, 1], got {}", cfg.weight)));
+            }
+            QueueConfig::Red(cfg)
+        }
+        other => return Err(err("queue", format!("unknown queue \"{other}\" (known: droptail, ecn, red)"))),
+    })
+}

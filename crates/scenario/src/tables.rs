@@ -1,0 +1,138 @@
+//! Reading TOML tables into typed structs, with errors that name the file and the key.
+//!
+//! Every table of a scenario is a serde struct with `deny_unknown_fields`; the keys it takes
+//! are its fields (read with [`fields_of`]), so no list of keys is written twice. Tables that
+//! take different keys by a tag (`topology`, a workload's `kind`) are declared with
+//! [`tagged_tables!`]: one struct per tag value.
+
+use crate::ScenarioError;
+pub use fctlab_engine::quantity::fields_of;
+use serde::de::DeserializeOwned;
+
+/// Where a table sits, for error messages: the file and the dotted key of the table.
+#[derive(Clone, Copy)]
+pub(crate) struct At<'a> {
+    pub file: &'a str,
+    pub prefix: &'a str,
+}
+
+impl At<'_> {
+    /// The full key of `key` in this table.
+    pub fn key(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_string()
+        } else if key.is_empty() {
+            self.prefix.to_string()
+        } else {
+            format!("{}.{key}", self.prefix)
+        }
+    }
+    pub fn err(&self, key: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError { file: self.file.to_string(), key: self.key(key), message: message.into() }
+    }
+}
+
+/// Deserializes `table` as a `T`; an error names the key (`prefix.key`) and what was expected.
+pub(crate) fn de<T: DeserializeOwned>(table: toml::Table, at: At<'_>) -> Result<T, ScenarioError> {
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let path = e.path().to_string();
+        let key = if path == "." { String::new() } else { path };
+        at.err(&key, clean_serde_message(&e.inner().to_string()))
+    })
+}
+
+/// The value of the tag key `key` of a tagged table (`topology`, `kind`): a string.
+pub(crate) fn tag(table: &toml::Table, key: &str, at: At<'_>) -> Result<String, ScenarioError> {
+    match table.get(key) {
+        None => Err(at.err("", format!("missing required key `{key}`"))),
+        Some(v) => <String as serde::Deserialize>::deserialize(v.clone()).map_err(|e| at.err(key, clean_serde_message(&e.to_string()))),
+    }
+}
+
+/// Splits `table` into the entries whose key is in `keys` and the others.
+pub(crate) fn split(table: toml::Table, keys: &[&str]) -> (toml::Table, toml::Table) {
+    table.into_iter().partition(|(k, _)| keys.contains(&k.as_str()))
+}
+
+/// serde's messages in the words of a scenario file.
+pub(crate) fn clean_serde_message(m: &str) -> String {
+    // The TOML value deserializer appends "in `key`"; the key is reported separately.
+    let m = m.split("\nin `").next().unwrap_or(m).trim();
+    if let Some(rest) = m.strip_prefix("unknown field ") {
+        return format!("unknown key {rest}");
+    }
+    if let Some(rest) = m.strip_prefix("missing field ") {
+        return format!("missing required key {rest}");
+    }
+    let m = m
+        .replace("invalid type: ", "wrong type: ")
+        .replace('\n', " ")
+        .replace("expected u32", "expected a whole number of at least 0")
+        .replace("expected u64", "expected a whole number of at least 0")
+        .replace("expected f64", "expected a number")
+        .replace("expected a boolean", "expected true or false");
+    // serde names internal structs ("expected struct RawNetwork"); say what the user writes.
+    let mut out = String::new();
+    let mut rest = m.as_str();
+    while let Some(i) = rest.find("struct ") {
+        out.push_str(&rest[..i]);
+        out.push_str("a table");
+        let tail = &rest[i + "struct ".len()..];
+        let skip = tail.find(|c: char| !c.is_alphanumeric()).unwrap_or(tail.len());
+        rest = &tail[skip..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// "`a`, `b`, `c`": a list of keys as serde's messages write them.
+pub(crate) fn quoted(keys: &[&str]) -> String {
+    keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// Declares tables that take different keys by the value of a tag key: an enum with one
+/// variant per tag value, each holding its own struct (with `deny_unknown_fields`), and
+/// `NAMES`, `keys_of`, `parse` and `name` generated from that list.
+macro_rules! tagged_tables {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($tag:literal => $variant:ident($ty:ty)),* $(,)? }) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $($variant($ty),)*
+        }
+
+        #[allow(dead_code)]
+        impl $name {
+            /// Every tag value, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[$($tag),*];
+
+            /// The keys the table of tag `tag` takes (None for an unknown tag).
+            pub fn keys_of(tag: &str) -> Option<&'static [&'static str]> {
+                match tag {
+                    $($tag => Some($crate::tables::fields_of::<$ty>()),)*
+                    _ => None,
+                }
+            }
+
+            /// The tag whose table takes `key`, other than `except` (the first in order).
+            pub fn tag_taking(key: &str, except: &str) -> Option<&'static str> {
+                Self::NAMES.iter().copied().find(|t| *t != except && Self::keys_of(t).is_some_and(|k| k.contains(&key)))
+            }
+
+            /// Reads the table of tag `tag` (a known tag; the tag key already removed).
+            pub(crate) fn parse(tag: &str, table: toml::Table, at: $crate::tables::At<'_>) -> Result<Self, $crate::ScenarioError> {
+                match tag {
+                    $($tag => $crate::tables::de::<$ty>(table, at).map($name::$variant),)*
+                    other => Err(at.err("", format!("unknown table tag \"{other}\""))),
+                }
+            }
+
+            /// The tag of this table.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $($name::$variant(_) => $tag,)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use tagged_tables;

@@ -1,0 +1,102 @@
+//! The `[transport]` table: the TCP settings of every connection, the default protocol, and
+//! protocol parameters that apply to every flow whose protocol reads them.
+
+use crate::tables::{de, fields_of, split, At};
+use crate::units::{Duration, Size};
+use crate::ScenarioError;
+use fctlab_engine::Nanos;
+use fctlab_transport::{cc, TcpConfig};
+use serde::Deserialize;
+
+/// The TCP keys of `[transport]` (every other key is a protocol parameter).
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct Keys {
+    protocol: Option<String>,
+    mss: Option<Size>,
+    header_bytes: Option<Size>,
+    min_rto: Option<Duration>,
+    initial_rto: Option<Duration>,
+    max_rto: Option<Duration>,
+    initial_cwnd: Option<u32>,
+    delayed_ack: Option<bool>,
+    delayed_ack_timeout: Option<Duration>,
+    sack: Option<bool>,
+    ecn: Option<bool>,
+    handshake: Option<bool>,
+    rwnd: Option<Size>,
+    dupthresh: Option<u32>,
+}
+
+/// `[transport]` after validation.
+pub(crate) struct Transport {
+    pub tcp: TcpConfig,
+    /// The protocol of flows that name none.
+    pub default_protocol: String,
+    /// Protocol parameters given here (each checked to be some protocol's key).
+    pub protocol_params: toml::Table,
+}
+
+pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, ScenarioError> {
+    let at = At { file, prefix: "transport" };
+    let err = |key: &str, m: String| at.err(key, m);
+    let own = fields_of::<Keys>();
+    let (keys, protocol_params) = split(table, own);
+    let all_cc_keys = cc::all_keys();
+    if let Some(k) = protocol_params.keys().find(|k| !all_cc_keys.contains(&k.as_str())) {
+        let mut known: Vec<&str> = own.to_vec();
+        known.extend(all_cc_keys.iter());
+        return Err(err(k, format!("unknown key (known: {})", known.join(", "))));
+    }
+    let t: Keys = de(keys, at)?;
+    let d = TcpConfig::default();
+    let mss = t.mss.map(|s| s.0).unwrap_or(d.mss_bytes as u64);
+    if !(64..=65_000).contains(&mss) {
+        return Err(err("mss", format!("must be between 64B and 65000B, got {mss}B")));
+    }
+    let header = t.header_bytes.map(|s| s.0).unwrap_or(d.header_bytes as u64);
+    if header > 1000 {
+        return Err(err("header_bytes", format!("must be at most 1000B, got {header}B")));
+    }
+    let tcp = TcpConfig {
+        mss_bytes: mss as u32,
+        header_bytes: header as u32,
+        initial_cwnd_segments: t.initial_cwnd.unwrap_or(d.initial_cwnd_segments),
+        min_rto: t.min_rto.map(|x| x.0).unwrap_or(d.min_rto),
+        // Default initial RTO: five times the minimum (1 s with the 200 ms default, as in
+        // RFC 6298 and Linux), so data-center settings of min_rto scale it too.
+        initial_rto: t.initial_rto.map(|x| x.0).unwrap_or_else(|| match t.min_rto {
+            Some(m) => m.0.mul(5),
+            None => d.initial_rto,
+        }),
+        max_rto: t.max_rto.map(|x| x.0).unwrap_or(d.max_rto),
+        delayed_ack: t.delayed_ack.unwrap_or(d.delayed_ack),
+        delayed_ack_timeout: t.delayed_ack_timeout.map(|x| x.0).unwrap_or(d.delayed_ack_timeout),
+        sack: t.sack.unwrap_or(d.sack),
+        ecn: t.ecn.unwrap_or(d.ecn),
+        handshake: t.handshake.unwrap_or(d.handshake),
+        rwnd_bytes: t.rwnd.map(|x| x.0).unwrap_or(d.rwnd_bytes),
+        dupthresh: t.dupthresh.unwrap_or(d.dupthresh),
+    };
+    if tcp.initial_cwnd_segments == 0 {
+        return Err(err("initial_cwnd", "must be at least 1 segment".into()));
+    }
+    if tcp.min_rto == Nanos::ZERO {
+        return Err(err("min_rto", "must be positive".into()));
+    }
+    if tcp.initial_rto < tcp.min_rto {
+        return Err(err("initial_rto", format!("must not be below min_rto ({})", tcp.min_rto)));
+    }
+    if tcp.max_rto < tcp.min_rto {
+        return Err(err("max_rto", "must not be below min_rto".into()));
+    }
+    if tcp.rwnd_bytes < mss {
+        return Err(err("rwnd", format!("must be at least one segment ({mss}B)")));
+    }
+    if tcp.dupthresh == 0 {
+        return Err(err("dupthresh", "must be at least 1".into()));
+    }
+    let default_protocol = t.protocol.unwrap_or_else(|| "tcp".into());
+    cc::lookup(&default_protocol).map_err(|m| err("protocol", m))?;
+    Ok(Transport { tcp, default_protocol, protocol_params })
+}
