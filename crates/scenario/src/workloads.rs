@@ -613,9 +613,23 @@ impl Gen<'_, '_> {
         let name = w.file.clone().ok_or_else(|| self.err("file", "a \"trace\" workload needs `file` (a CSV file)"))?;
         let path = relative_to(&self.ctx.file, &name);
         let text = std::fs::read_to_string(&path).map_err(|e| self.err("file", format!("cannot read {}: {e}", path.display())))?;
-        let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
-        let (_, header) = lines.next().ok_or_else(|| self.err("file", format!("{}: empty file", path.display())))?;
-        let cols: Vec<String> = header.split(',').map(|c| c.trim().to_string()).collect();
+        // CSV with a header line; `#` starts a comment line; fields may be quoted.
+        let mut reader = csv::ReaderBuilder::new().comment(Some(b'#')).trim(csv::Trim::All).from_reader(text.as_bytes());
+        let key = self.key("file");
+        let file = self.ctx.file.clone();
+        let csv_err = |e: csv::Error| {
+            let at = e.position().map(|p| format!("line {}: ", p.line())).unwrap_or_default();
+            let what = match e.kind() {
+                csv::ErrorKind::UnequalLengths { expected_len, len, .. } => format!("expected {expected_len} fields, found {len}"),
+                csv::ErrorKind::Utf8 { .. } => "not UTF-8 text".to_string(),
+                _ => e.to_string(),
+            };
+            ScenarioError { file: file.clone(), key: key.clone(), message: format!("{}: {at}{what}", path.display()) }
+        };
+        let cols: Vec<String> = reader.headers().map_err(csv_err)?.iter().map(|c| c.to_string()).collect();
+        if cols.iter().all(|c| c.is_empty()) {
+            return Err(self.err("file", format!("{}: empty file", path.display())));
+        }
         let col = |n: &str| cols.iter().position(|c| c == n);
         let need = ["start_s", "src", "dst", "size_bytes"];
         for n in need {
@@ -628,14 +642,12 @@ impl Gen<'_, '_> {
                 return Err(self.err("file", format!("{}: unknown column `{c}` (known: start_s, src, dst, size_bytes, deadline_s, tag)", path.display())));
             }
         }
-        let (cs, csrc, cdst, csize, cdl, ctag) = (col("start_s").unwrap(), col("src").unwrap(), col("dst").unwrap(), col("size_bytes").unwrap(), col("deadline_s"), col("tag"));
-        for (lineno, line) in lines {
-            let row = lineno + 1;
-            let fields: Vec<&str> = line.split(',').map(|f| f.trim()).collect();
+        let (cs, csrc, cdst, csize, cdl, ctag) = (col("start_s").unwrap_or(0), col("src").unwrap_or(0), col("dst").unwrap_or(0), col("size_bytes").unwrap_or(0), col("deadline_s"), col("tag"));
+        for record in reader.records() {
+            let record = record.map_err(csv_err)?;
+            let row = record.position().map_or(0, |p| p.line());
+            let fields: Vec<&str> = record.iter().collect();
             let bad = |c: &str, m: String| self.err("file", format!("{}: line {row}, column {c}: {m}", path.display()));
-            if fields.len() != cols.len() {
-                return Err(bad("-", format!("expected {} fields, found {}", cols.len(), fields.len())));
-            }
             let start: f64 = fields[cs].parse().map_err(|_| bad("start_s", format!("expected seconds as a number, got \"{}\"", fields[cs])))?;
             if !(start >= 0.0 && start.is_finite()) {
                 return Err(bad("start_s", format!("must be a non-negative number of seconds, got {start}")));

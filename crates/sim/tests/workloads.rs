@@ -140,6 +140,12 @@ fn trace_replay_exact_and_errors_name_line_and_column() {
     std::fs::write(&bad, "start_s,src,dst,size_bytes\n0.001,h1,h99,5000\n").unwrap();
     let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"trace\"\nfile = \"{}\"\n", bad.display()));
     assert!(e.message.contains("line 2, column dst") && e.message.contains("h99"), "{e}");
+    // CSV proper: quoted fields may hold commas; a short line is named by its line number.
+    std::fs::write(&good, "start_s,src,dst,size_bytes,tag\n0.001,h1,h2,5000,\"web, front\"\n").unwrap();
+    assert_eq!(load(&toml).flows[0].tag, "web, front");
+    std::fs::write(&bad, "start_s,src,dst,size_bytes\n# a comment\n0.001,h1,h2,5000\n0.002,h1,h2\n").unwrap();
+    let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"trace\"\nfile = \"{}\"\n", bad.display()));
+    assert!(e.message.contains("line 4: expected 4 fields, found 3"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
 
