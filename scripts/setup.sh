@@ -51,6 +51,6 @@ say "installing Python dependencies"
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 
 say "building the Rust core (release) into .venv"
-VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --release --quiet 2>&1 | grep -v -E '^(📦|✏️|🛠|🔗|🍹|⚠️  Warning: You|Installed)' >&2 || true
+VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --release --quiet 2>&1 | grep -v -E '^(📦|✏️|🛠|🔗|🍹|⚠️  Warning: You|Installed|Requirement already satisfied|Looking in links|Ignoring )' >&2 || true
 .venv/bin/python -c 'import fctlab' || die "the fctlab package did not build; see the messages above"
 say "ready: .venv/bin/fctlab"
