@@ -722,6 +722,76 @@ pub fn parse_per_second(s: &str) -> Result<f64, String> {
     Ok(v * per)
 }
 
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct FixedDist {
+    size: Option<Size>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct UniformDist {
+    min: Option<Size>,
+    max: Option<Size>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct ExponentialDist {
+    mean: Option<Size>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct LognormalDist {
+    mean: Option<Size>,
+    sigma: Option<f64>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct ParetoDist {
+    shape: Option<f64>,
+    mean: Option<Size>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct ParetoCDist {
+    alpha: Option<f64>,
+    c: Option<f64>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct BoundedParetoDist {
+    shape: Option<f64>,
+    min: Option<Size>,
+    max: Option<Size>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct CdfDist {
+    file: Option<String>,
+    /// The unit of the file's sizes: "B" (default), "KB", ..., or "pkt" (1460 B).
+    unit: Option<String>,
+}
+
+tagged_tables! {
+    /// A size distribution written as a table, by its `dist`.
+    enum DistTable {
+        "fixed" => Fixed(FixedDist),
+        "uniform" => Uniform(UniformDist),
+        "exponential" => Exponential(ExponentialDist),
+        "lognormal" => Lognormal(LognormalDist),
+        "pareto" => Pareto(ParetoDist),
+        "pareto_c" => ParetoC(ParetoCDist),
+        "bounded_pareto" => BoundedPareto(BoundedParetoDist),
+        "cdf" => Cdf(CdfDist),
+    }
+}
+
 /// `sizes = "websearch" | "10KB" | { dist = ..., ... }`.
 pub(crate) fn parse_sizes(ctx: &FlowCtx<'_>, key: &str, v: &toml::Value) -> Result<SizeDist, ScenarioError> {
     let err = |k: &str, m: String| ctx.err(k, m);
@@ -740,63 +810,38 @@ pub(crate) fn parse_sizes(ctx: &FlowCtx<'_>, key: &str, v: &toml::Value) -> Resu
         }
         toml::Value::Integer(b) if *b > 0 => SizeDist::fixed(*b as u64).map_err(|m| err(key, m)),
         toml::Value::Table(t) => {
-            let dist = t.get("dist").and_then(|d| d.as_str()).ok_or_else(|| err(&format!("{key}.dist"), "a size table needs `dist` (fixed, uniform, exponential, lognormal, pareto, pareto_c, bounded_pareto, cdf)".into()))?;
-            let allowed: &[&str] = match dist {
-                "fixed" => &["size"],
-                "uniform" => &["min", "max"],
-                "exponential" => &["mean"],
-                "lognormal" => &["mean", "sigma"],
-                "pareto" => &["shape", "mean"],
-                "pareto_c" => &["alpha", "c"],
-                "bounded_pareto" => &["shape", "min", "max"],
-                "cdf" => &["file", "unit"],
-                other => return Err(err(&format!("{key}.dist"), format!("unknown distribution \"{other}\" (known: fixed, uniform, exponential, lognormal, pareto, pareto_c, bounded_pareto, cdf)"))),
-            };
-            for k in t.keys() {
-                if k != "dist" && !allowed.contains(&k.as_str()) {
-                    return Err(err(&format!("{key}.{k}"), format!("not a parameter of \"{dist}\" (its parameters: {})", allowed.join(", "))));
-                }
+            let at = At { file: &ctx.file, prefix: key };
+            let dist = tag(t, "dist", at)?;
+            let allowed = DistTable::keys_of(&dist)
+                .ok_or_else(|| err(&format!("{key}.dist"), format!("unknown distribution \"{dist}\" (known: {})", DistTable::NAMES.join(", "))))?;
+            if let Some(k) = t.keys().find(|k| *k != "dist" && !allowed.contains(&k.as_str())) {
+                return Err(err(&format!("{key}.{k}"), format!("not a parameter of \"{dist}\" (its parameters: {})", allowed.join(", "))));
             }
-            let size = |k: &str| -> Result<u64, ScenarioError> {
-                let kk = format!("{key}.{k}");
-                match t.get(k) {
-                    Some(toml::Value::String(s)) => parse_size(s).map_err(|m| err(&kk, m)),
-                    Some(toml::Value::Integer(i)) if *i >= 0 => Ok(*i as u64),
-                    Some(other) => Err(err(&kk, format!("expected a size such as \"25KB\", got {other}"))),
-                    None => Err(err(&kk, format!("\"{dist}\" needs `{k}`"))),
-                }
-            };
-            let num = |k: &str| -> Result<f64, ScenarioError> {
-                let kk = format!("{key}.{k}");
-                match t.get(k) {
-                    Some(toml::Value::Float(f)) => Ok(*f),
-                    Some(toml::Value::Integer(i)) => Ok(*i as f64),
-                    Some(other) => Err(err(&kk, format!("expected a number, got {other}"))),
-                    None => Err(err(&kk, format!("\"{dist}\" needs `{k}`"))),
-                }
-            };
-            let r = match dist {
-                "fixed" => SizeDist::fixed(size("size")?),
-                "uniform" => SizeDist::uniform(size("min")?, size("max")?),
-                "exponential" => SizeDist::exponential(size("mean")? as f64),
-                "lognormal" => SizeDist::lognormal(size("mean")? as f64, num("sigma")?),
-                "pareto" => SizeDist::pareto(num("shape")?, size("mean")? as f64),
-                "pareto_c" => SizeDist::pareto_c(num("alpha")?, num("c")?),
-                "bounded_pareto" => SizeDist::bounded_pareto(num("shape")?, size("min")? as f64, size("max")? as f64),
-                "cdf" => {
-                    let file = t.get("file").and_then(|f| f.as_str()).ok_or_else(|| err(&format!("{key}.file"), "\"cdf\" needs `file`".into()))?;
-                    let unit = match t.get("unit") {
+            let mut params = t.clone();
+            params.remove("dist");
+            let need = |k: &str| err(&format!("{key}.{k}"), format!("\"{dist}\" needs `{k}`"));
+            let size = |v: Option<Size>, k: &str| v.map(|s| s.0).ok_or_else(|| need(k));
+            let num = |v: Option<f64>, k: &str| v.ok_or_else(|| need(k));
+            let r = match DistTable::parse(&dist, params, at)? {
+                DistTable::Fixed(d) => SizeDist::fixed(size(d.size, "size")?),
+                DistTable::Uniform(d) => SizeDist::uniform(size(d.min, "min")?, size(d.max, "max")?),
+                DistTable::Exponential(d) => SizeDist::exponential(size(d.mean, "mean")? as f64),
+                DistTable::Lognormal(d) => SizeDist::lognormal(size(d.mean, "mean")? as f64, num(d.sigma, "sigma")?),
+                DistTable::Pareto(d) => SizeDist::pareto(num(d.shape, "shape")?, size(d.mean, "mean")? as f64),
+                DistTable::ParetoC(d) => SizeDist::pareto_c(num(d.alpha, "alpha")?, num(d.c, "c")?),
+                DistTable::BoundedPareto(d) => SizeDist::bounded_pareto(num(d.shape, "shape")?, size(d.min, "min")? as f64, size(d.max, "max")? as f64),
+                DistTable::Cdf(d) => {
+                    let file = d.file.ok_or_else(|| need("file"))?;
+                    let unit = match d.unit.as_deref() {
                         None => 1.0,
-                        Some(toml::Value::String(u)) if u == "pkt" || u == "packets" => 1460.0,
-                        Some(toml::Value::String(u)) => parse_size(&format!("1{u}")).map_err(|m| err(&format!("{key}.unit"), m))? as f64,
-                        Some(other) => return Err(err(&format!("{key}.unit"), format!("expected a unit such as \"B\", \"KB\" or \"pkt\", got {other}"))),
+                        Some("pkt" | "packets") => 1460.0,
+                        Some(u) => parse_size(&format!("1{u}")).map_err(|m| err(&format!("{key}.unit"), m))? as f64,
                     };
-                    let path = relative_to(&ctx.file, file);
+                    let path = relative_to(&ctx.file, &file);
                     let text = std::fs::read_to_string(&path).map_err(|e| err(&format!("{key}.file"), format!("cannot read {}: {e}", path.display())))?;
                     let cdf = Cdf::parse(&text, unit, &path.display().to_string()).map_err(|m| err(&format!("{key}.file"), m))?;
                     SizeDist::empirical(cdf)
                 }
-                _ => unreachable!(),
             };
             r.map_err(|m| err(key, m))
         }

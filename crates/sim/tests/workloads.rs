@@ -172,6 +172,16 @@ fn workload_errors_are_precise() {
     let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"all\"\nreceivers = \"all\"\nsizes = \"webserch\"\nload = 0.5\ncount = 3\n"));
     assert_eq!(e.key, "workloads[0].sizes");
     assert!(e.message.contains("websearch"), "{e}");
+    // Size tables: keys come from each distribution's struct.
+    let sized = |t: &str| load_err(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"all\"\nreceivers = \"all\"\nsizes = {t}\nload = 0.5\ncount = 3\n"));
+    let e = sized("{ dist = \"uniform\", min = \"1KB\", mean = \"5KB\" }");
+    assert_eq!((e.key.as_str(), e.message.as_str()), ("workloads[0].sizes.mean", "not a parameter of \"uniform\" (its parameters: min, max)"));
+    let e = sized("{ dist = \"lognormal\", mean = \"5KB\" }");
+    assert_eq!((e.key.as_str(), e.message.as_str()), ("workloads[0].sizes.sigma", "\"lognormal\" needs `sigma`"));
+    let e = sized("{ dist = \"pareto\", shape = \"steep\", mean = \"5KB\" }");
+    assert_eq!(e.key, "workloads[0].sizes.shape");
+    let e = sized("{ dist = \"zipf\" }");
+    assert!(e.key == "workloads[0].sizes.dist" && e.message.contains("known: fixed, uniform"), "{e}");
     let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"shuffle\"\nmappers = \"all\"\nreducers = \"all\"\nblock_size = \"1MB\"\nrounds = 3\n"));
     assert_eq!(e.key, "workloads[0].rounds");
     let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"x*\"\nreceivers = \"all\"\nsizes = \"1KB\"\nload = 0.1\ncount = 1\n"));
