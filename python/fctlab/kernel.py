@@ -57,7 +57,12 @@ _TIMEOUT_S = 60  # bound on any single external command
 
 
 class KernelError(Exception):
-    """A problem that stops a kernel operation; the message is one line for the user."""
+    """A problem that stops a kernel operation; the message is one line for the user.
+    ``log`` holds the full output behind it (the verifier log of a rejected program)."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log
 
 
 # --------------------------------------------------------------------------------------
@@ -215,6 +220,47 @@ def check_environment(*, need_root: bool = True) -> None:
         raise KernelError("missing " + ", ".join(miss) + "; install with: apt-get install -y clang llvm libbpf-dev bpftool")
     if not VMLINUX_BTF.is_file():
         raise KernelError(f"{VMLINUX_BTF} not found: the kernel was built without BTF (CONFIG_DEBUG_INFO_BTF=y is needed)")
+
+
+#: bpf(2) syscall numbers by machine, for the permission probe.
+_SYS_BPF = {"x86_64": 321, "aarch64": 280, "riscv64": 280, "ppc64le": 361, "s390x": 351}
+
+
+def _may_create_bpf_objects() -> Optional[str]:
+    """Asks the kernel directly whether this process may create BPF objects: creates and
+    closes a one-entry array map with bpf(BPF_MAP_CREATE). Returns why not, or None."""
+    import ctypes
+
+    nr = _SYS_BPF.get(os.uname().machine)
+    if nr is None:
+        return None  # no probe for this machine; loading will tell
+    libc = ctypes.CDLL(None, use_errno=True)
+    # union bpf_attr for BPF_MAP_CREATE: map_type, key_size, value_size, max_entries (+ zeros)
+    attr = struct.pack("<IIII", 2, 4, 4, 1) + bytes(112)
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    fd = libc.syscall(nr, 0, buf, len(attr))
+    if fd >= 0:
+        os.close(fd)
+        return None
+    err = ctypes.get_errno()
+    return f"the kernel does not let this process create BPF objects ({os.strerror(err)}): check CAP_BPF, kernel.unprivileged_bpf_disabled, lockdown and seccomp"
+
+
+def bpf_unavailable() -> Optional[str]:
+    """Why this machine cannot register a BPF congestion control, found by asking it (None
+    when it can): not root, a missing tool, no kernel BTF, no struct_ops for TCP congestion
+    control in this kernel, or no permission to create BPF objects. Once this returns None, a
+    failing registration is the kernel rejecting the program (see ``KernelError.log``)."""
+    try:
+        check_environment()
+    except KernelError as e:
+        return str(e)
+    p = _run(["bpftool", "btf", "dump", "file", str(VMLINUX_BTF), "format", "raw"], check=False, timeout=60)
+    if p.returncode != 0:
+        return f"cannot read the kernel's BTF: {_last_line(p.stderr or p.stdout)}"
+    if "'bpf_struct_ops_tcp_congestion_ops'" not in p.stdout:
+        return "this kernel does not support struct_ops tcp_congestion_ops (Linux >= 5.13 with CONFIG_BPF_JIT and BTF is needed)"
+    return _may_create_bpf_objects()
 
 
 def _run(cmd: Sequence[str], *, timeout: float = _TIMEOUT_S, check: bool = True) -> subprocess.CompletedProcess:
@@ -379,6 +425,12 @@ def loaded_params() -> Optional[AtcpParams]:
 
 
 def _bpf_refusal(text: str) -> Optional[str]:
+    m = re.search(r"prog '([^']+)': BPF program load failed: ([^\n]+)", text)
+    if m:
+        # The verifier's verdict is the last line of its log before libbpf's summary.
+        log = [l.strip() for l in text.splitlines() if l.strip() and not l.startswith("libbpf:")]
+        verdict = next((l for l in reversed(log) if not l.startswith(("processed ", "-- END", "Error:"))), "")
+        return f"the kernel's verifier rejected program '{m.group(1)}' ({m.group(2)}): {verdict}; `bpftool struct_ops register` on the object prints the whole log"
     low = text.lower()
     if "operation not permitted" in low or "eperm" in low or "permission denied" in low:
         return "the kernel refused BPF (Operation not permitted): run as root; check kernel.unprivileged_bpf_disabled, lockdown and seccomp"
@@ -412,7 +464,7 @@ def load(params: Optional[AtcpParams] = None, *, replace: bool = True) -> list[s
             except KernelError:
                 pass
         why = _bpf_refusal(text) or _last_line(text)
-        raise KernelError(f"registering {', '.join(INSTANCES)} failed: {why}")
+        raise KernelError(f"registering {', '.join(INSTANCES)} failed: {why}", log=text)
     return now
 
 
