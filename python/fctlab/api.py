@@ -164,6 +164,7 @@ def run(
     *,
     set: Sequence[str] = (),
     progress: Optional[Callable[[float, int, int], None]] = None,
+    progress_interval_s: float = 0.5,
     **overrides: Any,
 ) -> RunResult:
     """Runs a scenario and returns its results.
@@ -175,7 +176,10 @@ def run(
     set : sequence of str
         Overrides as ``"key=value"`` strings, exactly as ``fctlab run --set``.
     progress : callable, optional
-        Called as ``progress(sim_time_s, flows_completed, flows_total)`` about twice a second.
+        Called as ``progress(sim_time_s, flows_completed, flows_total)`` about every
+        ``progress_interval_s`` wall seconds (default 0.5).
+    progress_interval_s : float
+        The reporting interval of ``progress``, wall seconds.
     **overrides
         Overrides as keywords; ``__`` separates table and key: ``seed=2``,
         ``network__link_rate="10Gbps"``, ``transport__min_rto="10ms"``.
@@ -191,7 +195,7 @@ def run(
     """
     text, name, fmt = _source(scenario)
     ov = list(set) + overrides_from_kwargs(overrides)
-    raw = _core.run(text, name, fmt, ov, progress)
+    raw = _core.run(text, name, fmt, ov, progress, progress_interval_s)
     flows, links = _table(raw["flows"], FLOW_SCHEMA), _table(raw["links"], LINK_SCHEMA)
     queues, cwnd = _table(raw["queues"], QUEUE_SCHEMA), _table(raw["cwnd"], CWND_SCHEMA)
     summary = dict(raw["summary"])

@@ -88,10 +88,21 @@ def test_write_is_deterministic(tmp_path):
 
 
 def test_different_seeds_can_differ_only_through_randomness():
-    # DropTail and ECMP-free star: the seed does not enter, so results are identical.
+    # DropTail and ECMP-free star with fixed flows: the seed does not enter, so results are
+    # identical.
     a = fctlab.run(small(), seed=1).flows
     b = fctlab.run(small(), seed=2).flows
     pd.testing.assert_frame_equal(a, b)
+    # With a random workload the seed draws the arrivals and sizes: other seeds, other flows;
+    # the same seed, the same flows.
+    sc = small()
+    sc["flows"] = []
+    sc["workloads"] = [{"kind": "poisson", "senders": "all", "receivers": "all", "sizes": "websearch",
+                        "arrival_rate": "2000/s", "count": 20}]
+    r1, r2, r1b = (fctlab.run(sc, seed=s).flows for s in (1, 2, 1))
+    pd.testing.assert_frame_equal(r1, r1b)
+    assert list(r1["size_bytes"]) != list(r2["size_bytes"])
+    assert list(r1["start_s"]) != list(r2["start_s"])
 
 
 def test_scenario_error_names_key():
@@ -114,11 +125,14 @@ def test_progress_callback_is_called():
     sc = small()
     sc["stop_time"] = "2s"
     sc["flows"].append({"src": "h1", "dst": "h2"})
-    fctlab.run(sc, progress=lambda t, d, n: calls.append((t, d, n)))
-    # the run takes well over the 0.5 s reporting interval only on slow machines; the callback
-    # must at least be accepted, and every call must carry sane values
+    # An interval of 0 reports after every slice of simulated time the core advances by, so a
+    # 2 s run reports several times however fast the machine is.
+    res = fctlab.run(sc, progress=lambda t, d, n: calls.append((t, d, n)), progress_interval_s=0)
+    assert len(calls) >= 2, calls
     for t, d, n in calls:
-        assert 0 <= t <= 2.0 and 0 <= d <= n == 4
+        assert 0 < t <= 2.0 and 0 <= d <= n == 4
+    assert [c[0] for c in calls] == sorted(c[0] for c in calls), "simulated time goes forward"
+    assert calls[-1][1] <= res.summary["flows_completed"]
 
 
 def test_cwnd_traces_and_report_render(tmp_path):
