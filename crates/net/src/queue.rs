@@ -151,10 +151,18 @@ mod tests {
     fn red_never_acts_below_min_and_always_above_twice_max() {
         let cfg = RedConfig { weight: 1.0, ..Default::default() };
         let mut q = QueueState::new(&QueueConfig::Red(cfg), Rng::stream(1, 1), Nanos(1200));
-        for _ in 0..1000 {
-            assert_eq!(q.on_arrival(4, 0, Nanos::ZERO), Verdict::Accept);
+        // With weight 1 the average is the queue length: below min_threshold (5) no arrival
+        // is ever dropped, beyond twice max_threshold (30, gentle RED) every one is.
+        for qlen in 0..5 {
+            for _ in 0..1000 {
+                assert_eq!(q.on_arrival(qlen, 0, Nanos::ZERO), Verdict::Accept, "queue {qlen}");
+            }
         }
-        assert_eq!(q.on_arrival(31, 0, Nanos::ZERO), Verdict::Drop);
+        for qlen in 31..200 {
+            for _ in 0..200 {
+                assert_eq!(q.on_arrival(qlen, 0, Nanos::ZERO), Verdict::Drop, "queue {qlen}");
+            }
+        }
     }
 
     #[test]

@@ -480,11 +480,38 @@ mod tests {
 
     #[test]
     fn initial_window_then_one_segment_per_ack_in_avoidance() {
-        let mut s = sender(4);
+        let mut s = sender(10);
         let mut out = Vec::new();
         s.start(Nanos::ZERO, &mut out);
-        assert_eq!(seqs(&out), vec![0, 1, 2, 3]);
+        assert_eq!(seqs(&out), (0..10).collect::<Vec<_>>(), "the initial window, back to back");
         assert!(s.rto_deadline().is_some());
+        // Lose segment 0: three SACKed duplicates start recovery (cwnd and ssthresh 5), the
+        // ACK of everything sent so far ends it in congestion avoidance.
+        out.clear();
+        ack(&mut s, 100, 0, &[(1, 2)], &mut out);
+        ack(&mut s, 101, 0, &[(1, 3)], &mut out);
+        ack(&mut s, 102, 0, &[(1, 4)], &mut out);
+        let sent_max = seqs(&out).into_iter().max().unwrap_or(0).max(9);
+        out.clear();
+        ack(&mut s, 200, sent_max + 1, &[], &mut out);
+        assert!(!s.in_recovery(), "{}", s.describe());
+        assert_eq!((s.st.cwnd_bytes, s.st.ssthresh_bytes), (5 * MSS, 5 * MSS), "{}", s.describe());
+        assert_eq!(out.len(), 5, "a window of new segments after recovery: {:?}", seqs(&out));
+        // In avoidance each ACK of one segment releases one new segment, and once per window
+        // of acknowledged data (5, then 6 segments) the window grows by one: two go out.
+        let mut next_ack = sent_max + 1;
+        let mut per_ack = Vec::new();
+        for i in 0..22 {
+            out.clear();
+            next_ack += 1;
+            ack(&mut s, 300 + i, next_ack, &[], &mut out);
+            per_ack.push(out.len());
+        }
+        let growth: Vec<usize> = per_ack.iter().enumerate().filter(|(_, &n)| n == 2).map(|(i, _)| i).collect();
+        assert!(per_ack.iter().all(|&n| n == 1 || n == 2), "{per_ack:?}");
+        assert_eq!(growth.len(), 3, "one extra segment per window: {per_ack:?}");
+        assert_eq!((growth[1] - growth[0], growth[2] - growth[1]), (6, 7), "windows of 6 and 7 segments: {per_ack:?}");
+        assert_eq!(s.st.cwnd_bytes, 8 * MSS);
     }
 
     #[test]
