@@ -287,22 +287,34 @@ def _sender(ns: str, dst: str, port: int, f: Flow, res: FlowResult, t0: float, s
         s.close()
 
 
-def _weight_of(f: Flow, atcp: Optional[K.AtcpParams], acked: int) -> Optional[float]:
-    """The weight the kernel ATCP uses for flow ``f`` after ``acked`` bytes (as atcp.bpf.c)."""
-    if f.protocol != "atcp" or atcp is None:
+def _socket_cc(sock: socket.socket) -> Optional[str]:
+    """The congestion control the kernel runs on ``sock`` (TCP_CONGESTION), or None."""
+    try:
+        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0", 1)[0].decode()
+    except OSError:
         return None
-    if f.weight_function == "fixed":
-        return float(f.params["weight"])
-    return atcp.weight_at(acked)
 
 
-def _sample_cwnd(plan: Plan, results: dict, atcp: Optional[K.AtcpParams], t0: float, end: float,
+def _kernel_weight(cc: Optional[str], kernel_params: Optional[K.AtcpParams], acked: int) -> Optional[float]:
+    """The weight the kernel's ATCP applies to a socket, from what the kernel reports: the
+    socket's congestion control (``cc``), the loaded object's parameters (read back from its
+    .rodata map) and the bytes TCP_INFO says were acked, combined as atcp.bpf.c's weight_of
+    does (``AtcpParams.weight_at`` is its mirror). None for other congestion controls."""
+    if kernel_params is None or cc not in K.INSTANCES:
+        return None
+    if cc == "atcp":
+        return kernel_params.weight_at(acked)
+    return float(kernel_params.w_fixed[K.INSTANCES.index(cc) - 1])
+
+
+def _sample_cwnd(plan: Plan, results: dict, kernel_params: Optional[K.AtcpParams], t0: float, end: float,
                  done: threading.Event, out: dict) -> None:
     """Samples the traced senders' TCP_INFO every ``plan.cwnd_interval_s`` from t0 until
     every sender is done (or ``end``), appending rows of CWND_SCHEMA's columns to ``out``."""
     interval = plan.cwnd_interval_s
     traced = [f for f in plan.flows if plan.cwnd_flows is None or f.flow_id in plan.cwnd_flows]
     last = {}  # flow_id -> (time, bytes_acked)
+    ccs = {}  # flow_id -> the socket's congestion control, as the kernel reports it
     k = 0
     while not done.is_set():
         at = t0 + k * interval
@@ -319,6 +331,8 @@ def _sample_cwnd(plan: Plan, results: dict, atcp: Optional[K.AtcpParams], t0: fl
                 if r.sock is None or r.completed:
                     continue
                 info = _tcp_info(r.sock)
+                if f.flow_id not in ccs:
+                    ccs[f.flow_id] = _socket_cc(r.sock)
             if "bytes_acked" not in info:
                 continue
             mss, ssth, cwnd, acked = (info[k] for k in ("snd_mss", "snd_ssthresh", "snd_cwnd", "bytes_acked"))
@@ -329,7 +343,7 @@ def _sample_cwnd(plan: Plan, results: dict, atcp: Optional[K.AtcpParams], t0: fl
             out["cwnd_bytes"].append(cwnd * mss)
             out["ssthresh_bytes"].append(None if ssth >= _TI_INFINITE_SSTHRESH else ssth * mss)
             out["rate_bps"].append((acked - a_prev) * 8 / (now - t_prev) if now > t_prev else 0.0)
-            out["weight"].append(_weight_of(f, atcp, acked))
+            out["weight"].append(_kernel_weight(ccs[f.flow_id], kernel_params, acked))
 
 
 def _base_rtt(net: Network, src: str, dst: str, port: int) -> float:
@@ -494,8 +508,9 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
         sampler, sampling_done = None, threading.Event()
         if plan.cwnd_interval_s is not None:
             cwnd_rows = {c: [] for c in CWND_SCHEMA.names}
+            kernel_params = K.loaded_params() if atcp is not None else None
             sampler = threading.Thread(target=_sample_cwnd, daemon=True,
-                                       args=(plan, results, atcp, t0, end_abs, sampling_done, cwnd_rows))
+                                       args=(plan, results, kernel_params, t0, end_abs, sampling_done, cwnd_rows))
             sampler.start()
         # bounded: every socket operation ends by `bound`
         while any(t.is_alive() for t in threads) and time.monotonic() < bound + 1:
