@@ -13,7 +13,7 @@ demo: setup
 	$(FCTLAB) report out/demo --out out/demo/report
 	@echo "report: out/demo/report/report.html"
 
-## Run every test: Rust (cargo) and Python (pytest).
+## Run every test: Rust (cargo) and Python (pytest), and a smoke run of the benchmarks.
 test: setup test-rust test-python
 
 test-rust:
@@ -21,6 +21,7 @@ test-rust:
 
 test-python:
 	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -m benchmark  # smoke run of `fctlab bench --quick` (not timed)
 
 ## Benchmarks: events/s, data packets delivered per wall-second, peak memory.
 bench: setup
