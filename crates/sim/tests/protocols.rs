@@ -26,7 +26,7 @@ fn dctcp_keeps_the_queue_near_k_at_full_utilization() {
 /// (every congestion event reaches both flows, the theorem's assumption), 1 Gbps with 100 us
 /// links and K = 65 packets, so that windows are large against the per-RTT increments (with
 /// windows of a few tens of packets, as at 100 Mbps and 50 us, the whole-segment granularity
-/// moves the ratio by up to 8%; see docs/atcp.md). Returns the ratio of their throughputs
+/// moves the ratio by up to 20%; see docs/atcp.md). Returns the ratio of their throughputs
 /// over the last 80% of the run.
 fn weighted_pair(a: u32, b: u32) -> f64 {
     let total_s = 10.0;
