@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Repeats the ATCP kernel experiments on the namespace testbed and prints Markdown tables
-(the numbers in docs/testbed.md come from this script). Needs root; takes a few minutes.
+"""Repeats the ATCP kernel experiments on the namespace testbed and prints their Markdown
+tables, with the simulator's figures for the same scenario files (the Theorem 1 and
+100 MB + 10 MB figures of docs/testbed.md come from this script). Needs root; takes a few
+minutes.
 
     sudo .venv/bin/python scripts/kernel_experiments.py [--runs 5] [--out out/kernel-experiments]
 
@@ -91,6 +93,11 @@ def theorem2(runs: int, out: Path) -> None:
     dl = (means["atcp"][0] - means["tcp"][0]) / means["tcp"][0]
     ds = (means["atcp"][1] - means["tcp"][1]) / means["tcp"][1]
     print(f"\nATCP vs Reno: large flow {dl:+.1%}, small flow {ds:+.1%}")
+    for proto in ("tcp", "atcp"):
+        f = fctlab.run(PAPER / "kernel_big_small.toml", set=[f'transport.protocol="{proto}"']).flows.set_index("tag")
+        name = "Reno" if proto == "tcp" else "ATCP"
+        print(f"simulator, {name}: large flow {f.loc['large', 'fct_s']:.3f} s, small flow {f.loc['small', 'fct_s']:.3f} s "
+              f"(small flow timeouts: {int(f.loc['small', 'timeouts'])})")
 
 
 def main() -> int:

@@ -174,6 +174,14 @@ impl PacketPool {
 mod tests {
     use super::*;
 
+    /// The sizes docs/performance.md states: the packet record read at the hosts, and the
+    /// per-port metadata that switches forward from.
+    #[test]
+    fn record_sizes_are_as_documented() {
+        assert_eq!(std::mem::size_of::<Packet>(), 136);
+        assert_eq!(std::mem::size_of::<PacketMeta>(), 16);
+    }
+
     #[test]
     fn pool_reuses_slots() {
         let mut pool = PacketPool::new();
