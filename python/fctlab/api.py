@@ -2,43 +2,53 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from . import _core
+
+# pyarrow (and pandas, for DataFrames) load on first use, so that `fctlab validate` and
+# `import fctlab` stay fast.
 
 ScenarioError = _core.ScenarioError
 
 ScenarioLike = Union[str, os.PathLike, Mapping[str, Any]]
 
-_ARROW_TYPES = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(), "bool": pa.bool_()}
-
-
-def _schema(table: str) -> pa.Schema:
+@functools.lru_cache(maxsize=None)
+def _schema(table: str):
     """The Arrow schema of a result table, as the simulator core defines it. Every field is
     nullable in Arrow terms: the testbed writes the same tables and leaves null what the
     kernel does not report (docs/testbed.md); the core's non-null columns never hold one."""
-    return pa.schema([pa.field(name, _ARROW_TYPES[ty]) for name, ty, _nullable in _core.schemas()[table]])
+    import pyarrow as pa
+
+    types = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(), "bool": pa.bool_()}
+    return pa.schema([pa.field(name, types[ty]) for name, ty, _nullable in _core.schemas()[table]])
 
 
-#: The result tables' schemas (columns documented in docs/results.md), from the core.
-FLOW_SCHEMA = _schema("flows")
-LINK_SCHEMA = _schema("links")
-QUEUE_SCHEMA = _schema("queues")
-CWND_SCHEMA = _schema("cwnd")
+#: The result tables' schemas (columns documented in docs/results.md), from the core:
+#: ``FLOW_SCHEMA``, ``LINK_SCHEMA``, ``QUEUE_SCHEMA``, ``CWND_SCHEMA`` (built on first use).
+_SCHEMA_NAMES = {"FLOW_SCHEMA": "flows", "LINK_SCHEMA": "links", "QUEUE_SCHEMA": "queues", "CWND_SCHEMA": "cwnd"}
 
 
-def _table(columns: Optional[list], schema: pa.Schema) -> Optional[pa.Table]:
+def __getattr__(name: str):
+    if name in _SCHEMA_NAMES:
+        schema = _schema(_SCHEMA_NAMES[name])
+        globals()[name] = schema
+        return schema
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _table(columns: Optional[list], schema):
     """A table from the core's columns: per column its Arrow buffers (length, null count,
     validity bitmap, offsets, values), wrapped without copying into pyarrow arrays."""
     if columns is None:
         return None
+    import pyarrow as pa
+
     arrays = []
     for field_, (length, nulls, validity, offsets, data) in zip(schema, columns):
         if length == 0:
@@ -70,11 +80,11 @@ class RunResult:
         Whole-run figures (``summary.json``).
     """
 
-    flows_table: pa.Table
-    links_table: pa.Table
-    queues_table: Optional[pa.Table]
+    flows_table: "pa.Table"
+    links_table: "pa.Table"
+    queues_table: "Optional[pa.Table]"
     summary: dict
-    cwnd_table: Optional[pa.Table] = None
+    cwnd_table: "Optional[pa.Table]" = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -113,6 +123,8 @@ class RunResult:
         if out.exists() and not out.is_dir():
             raise NotADirectoryError(f"{out} exists and is not a directory")
         out.mkdir(parents=True, exist_ok=True)
+        import pyarrow.parquet as pq
+
         pq.write_table(self.flows_table, out / "flows.parquet")
         pq.write_table(self.links_table, out / "links.parquet")
         if self.queues_table is not None:
@@ -196,8 +208,8 @@ def run(
     text, name, fmt = _source(scenario)
     ov = list(set) + overrides_from_kwargs(overrides)
     raw = _core.run(text, name, fmt, ov, progress, progress_interval_s)
-    flows, links = _table(raw["flows"], FLOW_SCHEMA), _table(raw["links"], LINK_SCHEMA)
-    queues, cwnd = _table(raw["queues"], QUEUE_SCHEMA), _table(raw["cwnd"], CWND_SCHEMA)
+    flows, links = _table(raw["flows"], _schema("flows")), _table(raw["links"], _schema("links"))
+    queues, cwnd = _table(raw["queues"], _schema("queues")), _table(raw["cwnd"], _schema("cwnd"))
     summary = dict(raw["summary"])
     summary["scenario_file"] = name
     summary["overrides"] = ov

@@ -18,6 +18,8 @@ import random
 import resource
 import subprocess
 import sys
+import time
+from pathlib import Path
 from importlib import resources
 from typing import Optional, Sequence
 
@@ -113,12 +115,45 @@ def run_one(name: str, quick: bool) -> dict:
     }
 
 
+#: Start-up targets, whole process: the demo run (including writing its result files) and
+#: `fctlab validate` of the same scenario.
+STARTUP_TARGETS_S = {"run demo": 0.3, "validate demo": 0.15}
+
+
+def startup(repeats: int) -> dict:
+    """Median wall time, over ``repeats`` runs each, of ``fctlab run`` and ``fctlab validate``
+    of scenarios/examples/demo.toml as whole processes (the interpreter that runs this)."""
+    import statistics
+    import tempfile
+
+    demo = Path(__file__).resolve().parents[2] / "scenarios" / "examples" / "demo.toml"
+    if not demo.is_file():
+        demo = Path(__file__).resolve().parent / "benchmarks" / "dumbbell8_10g.toml"
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="fctlab-bench-") as td:
+        cmds = {
+            "run demo": [sys.executable, "-m", "fctlab.cli", "run", str(demo), "--out", td, "-q"],
+            "validate demo": [sys.executable, "-m", "fctlab.cli", "validate", str(demo)],
+        }
+        for name, cmd in cmds.items():
+            times = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                p = subprocess.run(cmd, capture_output=True, text=True)
+                times.append(time.perf_counter() - t0)
+                if p.returncode != 0:
+                    raise RuntimeError(f"{' '.join(cmd)} failed: {p.stderr.strip()}")
+            out[name] = statistics.median(times)
+    return out
+
+
 def main_bench(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="fctlab bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("names", nargs="*", help=f"benchmarks to run (default: all of {', '.join(BENCHMARKS)})")
     p.add_argument("--quick", action="store_true", help="shorter runs (for CI)")
     p.add_argument("--json", action="store_true", help="print one JSON object per benchmark")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--no-startup", action="store_true", help="skip the start-up measurement")
     args = p.parse_args(argv)
     names = args.names or list(BENCHMARKS)
     for n in names:
@@ -145,6 +180,16 @@ def main_bench(argv: Optional[Sequence[str]] = None) -> int:
                 f"{r['data_packets_delivered']:>12,}{r['data_packets_per_wall_s']:>18,.0f}"
                 f"{str(r['flows_completed']) + '/' + str(r['flows_total']):>14}{r['peak_rss_mb']:>13.0f}"
             )
+    if not args.no_startup and not args.names:
+        st = startup(3 if args.quick else 7)
+        if args.json:
+            print(json.dumps({"benchmark": "startup", **{k.replace(" ", "_") + "_s": v for k, v in st.items()}}))
+        else:
+            print()
+            print(f"{'start-up (whole process, median)':<36}{'wall s':>8}{'target s':>10}")
+            for k, v in st.items():
+                target = STARTUP_TARGETS_S[k]
+                print(f"{'fctlab ' + k:<36}{v:>8.3f}{target:>10.2f}{'' if v <= target else '  over target'}")
     return 0
 
 

@@ -43,7 +43,6 @@ def _fmt_rate(x: float) -> str:
 def summary_table(res) -> str:
     """A short human-readable summary of a run."""
     s = res.summary
-    flows = res.flows
     lines = []
     state = "interrupted" if s.get("interrupted") else "done"
     lines.append(
@@ -52,24 +51,27 @@ def summary_table(res) -> str:
         f"{_fmt_rate(s['data_packets_delivered_per_wall_s'])} data pkts/s"
     )
     lines.append(f"  flows      {s['flows_completed']} of {s['flows_total']} completed")
-    done = flows[flows["completed"]]
-    if len(done):
-        fct = done["fct_s"]
-        sd = done["slowdown"]
+    # From the Arrow table (pandas is not needed for a summary, and costs start-up time).
+    import pyarrow.compute as pc
+
+    t = res.flows_table
+    done = t.filter(t.column("completed"))
+    if done.num_rows:
+        fct, sd = done.column("fct_s"), done.column("slowdown")
+        q = lambda col, p: pc.quantile(col, q=p, interpolation="linear")[0].as_py()  # noqa: E731
         lines.append(
-            f"  FCT        mean {_fmt_s(fct.mean())}  median {_fmt_s(fct.median())}  "
-            f"p99 {_fmt_s(fct.quantile(0.99))}  max {_fmt_s(fct.max())}"
+            f"  FCT        mean {_fmt_s(pc.mean(fct).as_py())}  median {_fmt_s(q(fct, 0.5))}  "
+            f"p99 {_fmt_s(q(fct, 0.99))}  max {_fmt_s(pc.max(fct).as_py())}"
         )
-        lines.append(
-            f"  slowdown   mean {sd.mean():.2f}  median {sd.median():.2f}  p99 {sd.quantile(0.99):.2f}"
-        )
-    ll = flows[flows["size_bytes"].isna()]
-    if len(ll) and s["sim_time_s"] > 0:
-        gp = ll["bytes_delivered"] * 8 / (s["sim_time_s"] - ll["start_s"]).clip(lower=1e-12)
-        lines.append(f"  long-lived {len(ll)} flows, goodput mean {_fmt_rate(gp.mean())}bps, total {_fmt_rate(gp.sum())}bps")
+        lines.append(f"  slowdown   mean {pc.mean(sd).as_py():.2f}  median {q(sd, 0.5):.2f}  p99 {q(sd, 0.99):.2f}")
+    ll = t.filter(pc.is_null(t.column("size_bytes")))
+    if ll.num_rows and s["sim_time_s"] > 0:
+        gp = [b * 8 / max(s["sim_time_s"] - (t0 or 0.0), 1e-12)
+              for b, t0 in zip(ll.column("bytes_delivered").to_pylist(), ll.column("start_s").to_pylist())]
+        lines.append(f"  long-lived {ll.num_rows} flows, goodput mean {_fmt_rate(sum(gp) / len(gp))}bps, total {_fmt_rate(sum(gp))}bps")
     lines.append(
         f"  network    {s['data_packets_delivered']} data packets delivered, {s['drops']} drops, "
-        f"{s['ecn_marks']} ECN marks, retransmits {int(flows['retransmits'].sum())}, timeouts {int(flows['timeouts'].sum())}"
+        f"{s['ecn_marks']} ECN marks, retransmits {pc.sum(t.column('retransmits')).as_py() or 0}, timeouts {pc.sum(t.column('timeouts')).as_py() or 0}"
     )
     return "\n".join(lines)
 

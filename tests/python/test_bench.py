@@ -17,6 +17,8 @@ def test_bench_quick_runs_and_reports_every_benchmark():
     assert p.returncode == 0, p.stderr
     rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     by_name = {r["benchmark"]: r for r in rows}
+    startup = by_name.pop("startup")
+    assert startup["run_demo_s"] > 0 and startup["validate_demo_s"] > 0
     assert sorted(by_name) == sorted(BENCHMARKS)
     for name, r in by_name.items():
         assert r["events"] > 0 and r["events_per_s"] > 0, name

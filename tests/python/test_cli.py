@@ -133,3 +133,30 @@ def test_ctrl_c_writes_partial_results(tmp_path):
     assert not t["completed"].any()
     assert t["finish_s"].isna().all()
     assert t["bytes_delivered"].sum() > 0
+
+
+def test_light_commands_do_not_import_heavy_libraries():
+    """`import fctlab` and `fctlab validate` load neither pyarrow nor pandas nor matplotlib, and
+    `fctlab run` not pandas or matplotlib: they only load where a command needs them."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, runpy; sys.argv = {argv!r}\n"
+        "try:\n    runpy.run_module('fctlab.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('pyarrow', 'pandas', 'matplotlib') if m in sys.modules))"
+    )
+    demo = str(DEMO)
+
+    def heavy(argv):
+        p = subprocess.run([sys.executable, "-c", probe.format(argv=argv)], capture_output=True, text=True, timeout=120)
+        return p.stdout.strip().splitlines()[-1]
+
+    p = subprocess.run([sys.executable, "-c", "import sys, fctlab; print(sorted(m for m in ('pyarrow', 'pandas', 'matplotlib') if m in sys.modules))"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == "[]"
+    assert heavy(["fctlab", "validate", demo]) == "[]"
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as td:
+        assert heavy(["fctlab", "run", demo, "--out", td]) == "['pyarrow']"
