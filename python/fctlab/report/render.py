@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from dataclasses import dataclass
 from typing import Union
 
-__all__ = ["Heading", "Paragraph", "Table", "Image", "Block", "render_html", "render_markdown"]
+__all__ = ["Heading", "Paragraph", "Table", "Image", "Bullets", "Block", "render_html", "render_markdown"]
 
 
 @dataclass
@@ -43,7 +44,27 @@ class Image:
     alt: str
 
 
-Block = Union[Heading, Paragraph, Table, Image]
+@dataclass
+class Bullets:
+    items: list[str]
+
+
+Block = Union[Heading, Paragraph, Table, Image, Bullets]
+
+# Inline markup that text may carry in both formats: **bold**, *italic*, `code`. Markdown
+# keeps it as written; HTML renders it (after escaping the text).
+_INLINE = [
+    (re.compile(r"\*\*(.+?)\*\*"), r"<strong>\1</strong>"),
+    (re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])"), r"<em>\1</em>"),
+    (re.compile(r"`([^`]+)`"), r"<code>\1</code>"),
+]
+
+
+def _inline(text: str) -> str:
+    t = html.escape(text, quote=False)
+    for rx, rep in _INLINE:
+        t = rx.sub(rep, t)
+    return t
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
@@ -55,6 +76,7 @@ caption { text-align: left; font-weight: 600; padding-bottom: .3em; }
 th, td { border: 1px solid #ccc; padding: .25em .6em; }
 th { background: #f4f4f4; }
 td { text-align: right; font-variant-numeric: tabular-nums; }
+code { background: #f4f4f4; padding: 0 3px; }
 td:first-child { text-align: left; }
 img { max-width: 100%; height: auto; display: block; margin: .5em 0 1.5em; }
 p.note { color: #777; font-style: italic; }
@@ -81,7 +103,7 @@ def render_html(title: str, blocks: list[Block]) -> str:
             out.append(f"<h{level}>{esc(b.text)}</h{level}>")
         elif isinstance(b, Paragraph):
             cls = ' class="note"' if b.note else ""
-            out.append(f"<p{cls}>{esc(b.text)}</p>")
+            out.append(f"<p{cls}>{_inline(b.text)}</p>")
         elif isinstance(b, Table):
             out.append("<table>")
             if b.caption:
@@ -89,12 +111,14 @@ def render_html(title: str, blocks: list[Block]) -> str:
             out.append("<thead><tr>" + "".join(f"<th>{esc(c)}</th>" for c in b.columns) + "</tr></thead>")
             out.append("<tbody>")
             for row in b.rows:
-                out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>")
+                out.append("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>")
             out.append("</tbody></table>")
         elif isinstance(b, Image):
             data = base64.b64encode(b.png).decode("ascii")
             out.append(f'<img src="data:image/png;base64,{data}" alt="{esc(b.alt)}" '
                        f'title="{esc(b.filename)}">')
+        elif isinstance(b, Bullets):
+            out.append("<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in b.items) + "</ul>")
         else:  # pragma: no cover - all block types are handled above
             raise TypeError(f"unknown block {b!r}")
     out += ["</body>", "</html>", ""]
@@ -123,6 +147,8 @@ def render_markdown(title: str, blocks: list[Block]) -> str:
             out.append("")
         elif isinstance(b, Image):
             out += [f"![{b.alt}]({b.filename})", ""]
+        elif isinstance(b, Bullets):
+            out += [f"- {x}" for x in b.items] + [""]
         else:  # pragma: no cover
             raise TypeError(f"unknown block {b!r}")
     return "\n".join(out)

@@ -70,13 +70,15 @@ def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
         args = p.parse_args(argv)
         if args.paper not in PAPERS:
             raise _ArgError(f"unknown paper {args.paper!r} (known: {', '.join(PAPERS)})")
-        from .atcp import ALL_ITEMS, run_atcp
+        import importlib
 
-        items = _parse_items(args.items, ALL_ITEMS) if args.items is not None else list(ALL_ITEMS)
+        spec = importlib.import_module(f".{args.paper}", __name__).paper()
+        all_items = sorted(spec.items)
+        items = _parse_items(args.items, all_items) if args.items is not None else all_items
         if args.budget is not None and not args.budget > 0:
             raise _ArgError("--budget: expected a positive number of seconds")
         scen = Path(args.scenarios) if args.scenarios else default_scenario_dir(args.paper)
-        if not (scen / "chain_campus.toml").is_file():
+        if not (scen / "expected.toml").is_file() or not all((scen / f).is_file() for f in spec.required_files):
             raise _ArgError(f"--scenarios: {scen} does not hold the {args.paper} scenario files")
         out = Path(args.out) if args.out else Path("out") / (f"reproduce_{args.paper}" + ("_quick" if args.quick else ""))
         try:
@@ -92,9 +94,10 @@ def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
         return int(e.code or 0)
 
     from .common import stderr_log
+    from .runner import run_paper
 
     try:
-        run_atcp(items, args.quick, out, scen, stderr_log, budget_s=args.budget)
+        run_paper(spec, items, args.quick, out, scen, stderr_log, budget_s=args.budget)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

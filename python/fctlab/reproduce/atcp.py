@@ -10,12 +10,8 @@ files of ``scenarios/papers/atcp/`` and compares fctlab's numbers with the paper
 
 from __future__ import annotations
 
-import json
-import math
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -32,20 +28,15 @@ from .common import (
     bucket_median,
     fmt_pct,
     fmt_time,
-    judge_change,
-    judge_value,
-    markdown_to_html,
     meet_ratio,
     new_figure,
     overshoot_flows,
     overshoot_mask,
     rel_change,
-    render_markdown,
     save_figure,
 )
 
 ITEM_ORDER = [1, 2, 7, 8, 3, 4, 5, 6]  # most informative first
-ALL_ITEMS = sorted(ITEM_ORDER)
 
 SYNTHETIC_WORKLOAD = (
     "The paper's campus data-center trace is not public. Items 3 to 6 use a synthetic trace "
@@ -81,21 +72,6 @@ class Mode:
 
 QUICK = Mode(True, [1], "120s", [1, 3, 5], [2, 4], "60s", "500MB", "3s", "3.5s", 3, "6.5s")
 FULL = Mode(False, [1, 2, 3], "600s", [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], "300s", "3GB", "10s", "10.5s", 10, "20.5s")
-
-
-def describe_modes() -> str:
-    rows = [
-        "| setting | `--quick` | full |",
-        "|---|---|---|",
-        f"| seeds of the Poisson workloads (items 3-6) | {QUICK.seeds} | {FULL.seeds} |",
-        f"| arrival window, chain items 3-5 | {QUICK.chain_until} | {FULL.chain_until} |",
-        f"| W_H : W_L swept (W_L = 1), item 3 | {QUICK.ratios} | {FULL.ratios} |",
-        f"| W_H + W_L swept (W_H : W_L = 3 : 1), item 3 | {QUICK.sums} | {FULL.sums} |",
-        f"| arrival window / backup size, item 6 | {QUICK.web_until} / {QUICK.web_backup} | {FULL.web_until} / {FULL.web_backup} |",
-        f"| response arrivals / run length, item 7 | {QUICK.fat_until} / {QUICK.fat_stop} | {FULL.fat_until} / {FULL.fat_stop} |",
-        f"| shuffle jobs / run length, item 8 | {QUICK.mr_jobs} / {QUICK.mr_stop} | {FULL.mr_jobs} / {FULL.mr_stop} |",
-    ]
-    return "\n".join(rows)
 
 
 def _ms(x: float) -> str:
@@ -140,14 +116,8 @@ def _shared_halving(c: pd.DataFrame, t0: float, window: float = 0.010) -> tuple:
 
 
 def item1(rn: Runner, mode: Mode, out: Path) -> Item:
-    it = Item(
+    it = rn.new_item(
         1,
-        "Two weighted flows: congestion windows (Theorem 1)",
-        "Section 'Flow Rate Control', Figure 'Congestion Window Changes in the 2-flow Scenario'",
-        "ns-2, a 3-node chain with 100 Mbps links of 50 us, two long-lived flows with the same source "
-        "and destination, under TCP and under weighted TCP with fixed weights 1 and 2; congestion "
-        "windows over time. Under weighted TCP the windows converge to the ratio of the weights (1 : 2) "
-        "and, in most congestion events, both windows are halved.",
         "`two_flow_cwnd.toml` (weighted TCP: protocol `atcp`, `weight_function = \"fixed\"`, weights 1 "
         "and 2) and `two_flow_cwnd_tcp.toml` (TCP). Chain h0 - sw0 - sw1 - sw2 - h2, all links 100 Mbps "
         "and 50 us; both flows leave h0, so h0's output queue (50-packet DropTail, the ns-2 default "
@@ -177,16 +147,13 @@ def item1(rn: Runner, mode: Mode, out: Path) -> Item:
         "tcp_events_both": tboth,
         "tcp_events": tn,
     }
-    it.add("Window ratio flow 2 / flow 1, weighted TCP (weights 1 : 2)", "2 (Theorem 1, figure (b))", f"{wc:.3f}", judge_value(2.0, wc, 0.10, reference=1.0))
-    it.add("Throughput ratio flow 2 / flow 1, weighted TCP", "2", f"{wr:.3f}", judge_value(2.0, wr, 0.10, reference=1.0))
-    it.add("Window ratio flow 2 / flow 1, TCP", "1 (equal shares, figure (a))", f"{tc:.3f}", judge_value(1.0, tc, 0.10))
+    ex = rn.expected
+    it.rows.append(ex.row("item1.weighted_cwnd_ratio", wc, f"{wc:.3f}"))
+    it.rows.append(ex.row("item1.weighted_rate_ratio", wr, f"{wr:.3f}"))
+    it.rows.append(ex.row("item1.tcp_cwnd_ratio", tc, f"{tc:.3f}"))
     share = both / n if n else float("nan")
-    it.add(
-        "Congestion events that halve both windows, weighted TCP",
-        "'in most cases' (no number)",
-        f"{both} of {n} ({fmt_pct(share, signed=False)})",
-        (MATCH if share > 0.5 else NO_MATCH) if n else NOT_MEASURED,
-    )
+    it.rows.append(ex.row("item1.both_halved", fctlab=f"{both} of {n} ({fmt_pct(share, signed=False)})",
+                          verdict=(MATCH if share > 0.5 else NO_MATCH) if n else NOT_MEASURED))
 
     fig = new_figure(10, 3.8)
     axes = fig.subplots(1, 2, sharey=True)
@@ -241,13 +208,8 @@ def _overlap_rates(res, small_id: int, large_id: int, settle: float = 0.2) -> tu
 def item2(rn: Runner, mode: Mode, out: Path) -> Item:
     from fctlab.models.atcp import two_flow_fct
 
-    it = Item(
+    it = rn.new_item(
         2,
-        "100 MB and 10 MB flows: throughput and small-flow completion (Theorem 2)",
-        "Section 'Small Flow First Scheduling', Figure 'Throughput in the 2-Flow Scenario'",
-        "ns-2, the chain of item 1; a 100 MB flow (weight 1) starts first and a 10 MB flow (weight 2) "
-        "joins on the same path; the same flows under TCP. Throughput over time; the 10 MB flow completes "
-        "in 1.8 s under TCP and 1.2 s under weighted TCP, and shares the link 2 : 1 with the large flow.",
         "`two_flow_rate.toml` (weighted TCP, fixed weights 1 and 2) and `two_flow_rate_tcp.toml` (TCP), the "
         "network of item 1. The 10 MB flow starts at 1 s (the paper does not give its start). Throughput is "
         "`rate_bps` of the congestion-window trace (sampled every 10 ms, plotted in 50 ms bins); shares are averaged from 0.2 s after the "
@@ -264,12 +226,13 @@ def item2(rn: Runner, mode: Mode, out: Path) -> Item:
     model_t = two_flow_fct(10e6, 100e6 / 8, 1.0)
     it.numbers = {"small_fct_tcp": st, "small_fct_weighted": sw, "large_fct_tcp": lt, "large_fct_weighted": lw,
                   "share_ratio_weighted": wr, "share_ratio_tcp": tr, "model_weighted": model_w, "model_tcp": model_t}
-    it.add("10 MB flow completion time, TCP", "1.8 s", fmt_time(st), judge_value(1.8, st, 0.15))
-    it.add("10 MB flow completion time, weighted TCP", "1.2 s", fmt_time(sw), judge_value(1.2, sw, 0.15))
-    it.add("Change, weighted TCP vs TCP", fmt_pct(rel_change(1.2, 1.8)), fmt_pct(rel_change(sw, st)), judge_change(rel_change(1.2, 1.8), rel_change(sw, st)))
-    it.add("Throughput ratio small / large while both run, weighted TCP", "2 (figure (b))", f"{wr:.2f}", judge_value(2.0, wr, 0.10, reference=1.0))
-    it.add("Throughput ratio small / large while both run, TCP", "1 (figure (a))", f"{tr:.2f}", judge_value(1.0, tr, 0.10))
-    it.add("100 MB flow completion time, weighted TCP vs TCP", "unchanged (Theorem 2)", f"{fmt_time(lt)} -> {fmt_time(lw)} ({fmt_pct(rel_change(lw, lt))})", judge_change(0.0, rel_change(lw, lt)))
+    ex = rn.expected
+    it.rows.append(ex.row("item2.small_fct_tcp", st, fmt_time(st)))
+    it.rows.append(ex.row("item2.small_fct_weighted", sw, fmt_time(sw)))
+    it.rows.append(ex.row("item2.small_fct_change", rel_change(sw, st), fmt_pct(rel_change(sw, st))))
+    it.rows.append(ex.row("item2.share_ratio_weighted", wr, f"{wr:.2f}"))
+    it.rows.append(ex.row("item2.share_ratio_tcp", tr, f"{tr:.2f}"))
+    it.rows.append(ex.row("item2.large_fct_change", rel_change(lw, lt), f"{fmt_time(lt)} -> {fmt_time(lw)} ({fmt_pct(rel_change(lw, lt))})"))
 
     fig = new_figure(10, 3.8)
     axes = fig.subplots(1, 2, sharey=True)
@@ -330,17 +293,8 @@ def _counts_note(flows: pd.DataFrame) -> str:
 
 
 def item3(rn: Runner, mode: Mode, out: Path) -> Item:
-    it = Item(
+    it = rn.new_item(
         3,
-        "Choosing W_H and W_L on a 4-hop chain",
-        "Section 'Parameter Setting', Figures 'Median Completion Time of Small Flows' and '... of Medium "
-        "Flows'; the chain deadline result of Section 'ATCP Performance'",
-        "ns-2, a 4-hop chain with 100 Mbps and 50 us per link and the measured campus trace; W_H + W_L "
-        "(fixed sum) and W_H : W_L (proportional) from 1 to 5. Best case W_H = 3, W_L = 1: medium flows' "
-        "median 2.3 s -> 1.4 s (-40%); every W_H : W_L > 2 gives -20% to -40% for medium flows; small "
-        "flows at most -15%, mostly about -10%. The medium median falls quickly as W_H : W_L goes from 1 "
-        "to 4, then slowly, and first falls then rises as W_H + W_L grows. With W_H = 3, W_L = 1, 84.6% of "
-        "the small flows meet a 30 ms deadline, against 77% under TCP.",
         "`chain_campus.toml`: chain of 5 switches (4 links of 100 Mbps, 50 us, 50-packet DropTail), hosts "
         "h0 .. h4 on 1 Gbps links, every flow h0 -> h4, synthetic campus workload at 42% load "
         f"(arrival window {mode.chain_until}, seeds {mode.seeds}, flows of all seeds pooled). Proportional "
@@ -365,23 +319,20 @@ def item3(rn: Runner, mode: Mode, out: Path) -> Item:
         "ratio": {str(k): [v[0], v[1]] for k, v in ratio_res.items()},
         "sum": {str(k): [v[0], v[1]] for k, v in sum_res.items()},
     }
-    it.add("Medium-flow median, TCP", "2.3 s", fmt_time(tcp_m), judge_value(2.3, tcp_m, 0.15))
-    it.add("Medium-flow median, W_H = 3, W_L = 1 (vs TCP)", "1.4 s (-39%)", f"{fmt_time(b_m)} ({fmt_pct(rel_change(b_m, tcp_m))})",
-           judge_change(rel_change(1.4, 2.3), rel_change(b_m, tcp_m)))
-    it.add("Small-flow median, W_H = 3, W_L = 1 (vs TCP)", "about -10% (at most -15%)", f"{fmt_time(tcp_s)} -> {fmt_time(b_s)} ({fmt_pct(rel_change(b_s, tcp_s))})",
-           judge_change(-0.10, rel_change(b_s, tcp_s)))
+    ex = rn.expected
+    it.rows.append(ex.row("item3.tcp_medium", tcp_m, fmt_time(tcp_m)))
+    it.rows.append(ex.row("item3.atcp31_medium", rel_change(b_m, tcp_m), f"{fmt_time(b_m)} ({fmt_pct(rel_change(b_m, tcp_m))})"))
+    it.rows.append(ex.row("item3.atcp31_small", rel_change(b_s, tcp_s), f"{fmt_time(tcp_s)} -> {fmt_time(b_s)} ({fmt_pct(rel_change(b_s, tcp_s))})"))
     big = [r for r in mode.ratios if r > 2]
     if big:
         chg = [rel_change(ratio_res[r][1], tcp_m) for r in big]
-        it.add("Medium-flow median change for W_H : W_L > 2", "-20% to -40%",
-               ", ".join(f"{r}:1 {fmt_pct(c)}" for r, c in zip(big, chg)), judge_change(-0.30, float(np.nanmean(chg))))
+        it.rows.append(ex.row("item3.big_ratio_medium", float(np.nanmean(chg)), ", ".join(f"{r}:1 {fmt_pct(c)}" for r, c in zip(big, chg))))
     meds = [ratio_res[r][1] for r in mode.ratios]
     if len(meds) >= 2:
         noninc = all(meds[i + 1] <= meds[i] * 1.05 for i in range(len(meds) - 1))
         falls = meds[-1] < meds[0] * 0.98
         v = MATCH if (noninc and falls) else (DIRECTION if falls else NO_MATCH)
-        it.add("Medium-flow median vs W_H : W_L (W_L = 1)", "decreasing, steeply up to 4 then slowly",
-               ", ".join(f"{r}:1 {fmt_time(m)}" for r, m in zip(mode.ratios, meds)), v)
+        it.rows.append(ex.row("item3.ratio_trend", fctlab=", ".join(f"{r}:1 {fmt_time(m)}" for r, m in zip(mode.ratios, meds)), verdict=v))
     smeds = [sum_res[s][1] for s in mode.sums]
     if len(smeds) >= 3:
         k = int(np.nanargmin(smeds))
@@ -390,15 +341,13 @@ def item3(rn: Runner, mode: Mode, out: Path) -> Item:
         unimodal = all(smeds[i + 1] <= smeds[i] * 1.05 for i in range(k)) and all(
             smeds[i + 1] >= smeds[i] / 1.05 for i in range(k, len(smeds) - 1))
         v = MATCH if (interior and unimodal) else NO_MATCH
-        it.add("Medium-flow median vs W_H + W_L (3 : 1)", "falls, then rises (minimum inside 1 .. 5)",
-               ", ".join(f"{s}: {fmt_time(m)}" for s, m in zip(mode.sums, smeds)), v)
+        it.rows.append(ex.row("item3.sum_trend", fctlab=", ".join(f"{s}: {fmt_time(m)}" for s, m in zip(mode.sums, smeds)), verdict=v))
     else:
-        it.add("Medium-flow median vs W_H + W_L (3 : 1)", "falls, then rises (minimum inside 1 .. 5)",
-               ", ".join(f"{s}: {fmt_time(m)}" for s, m in zip(mode.sums, smeds)) + " (only 2 points in --quick)", NOT_MEASURED)
+        it.rows.append(ex.row("item3.sum_trend", fctlab=", ".join(f"{s}: {fmt_time(m)}" for s, m in zip(mode.sums, smeds)) + " (only 2 points in --quick)",
+                              verdict=NOT_MEASURED))
     tcp_d, b_d = meet_ratio(tcp), meet_ratio(best)
     it.numbers.update({"tcp_deadline": tcp_d, "atcp31_deadline": b_d})
-    it.add("Small flows meeting a 30 ms deadline, TCP -> ATCP (3, 1)", "77% -> 84.6% (+7.6 points)",
-           f"{fmt_pct(tcp_d, False)} -> {fmt_pct(b_d, False)} ({(b_d - tcp_d) * 100:+.1f} points)", judge_change(0.076, b_d - tcp_d, eps=0.01))
+    it.rows.append(ex.row("item3.deadline", b_d - tcp_d, f"{fmt_pct(tcp_d, False)} -> {fmt_pct(b_d, False)} ({(b_d - tcp_d) * 100:+.1f} points)"))
 
     fig = new_figure(10, 6.5)
     axes = fig.subplots(2, 2)
@@ -437,43 +386,37 @@ def item3(rn: Runner, mode: Mode, out: Path) -> Item:
 # =========================================================================== item 4
 
 DENSE = [
-    ("Non-dense flows", {}, (0.625, 2.3, 0.543, 1.4)),
-    ("Dense non-large flows", {"workloads__0__arrival_rate": "8/s"}, (0.763, 2.5, 0.680, 1.6)),
-    ("Dense large flows", {"workloads__1__arrival_rate": "0.16/s"}, (0.750, 2.8, 0.680, 1.8)),
-    ("Dense all flows", {"workloads__0__arrival_rate": "8/s", "workloads__1__arrival_rate": "0.16/s"}, (0.813, 2.9, 0.707, 1.8)),
+    ("Non-dense flows", "item4.non_dense", {}),
+    ("Dense non-large flows", "item4.dense_non_large", {"workloads__0__arrival_rate": "8/s"}),
+    ("Dense large flows", "item4.dense_large", {"workloads__1__arrival_rate": "0.16/s"}),
+    ("Dense all flows", "item4.dense_all", {"workloads__0__arrival_rate": "8/s", "workloads__1__arrival_rate": "0.16/s"}),
 ]
 
 
-def _two_protocol_rows(it: Item, label: str, tcp: pd.DataFrame, atcp: pd.DataFrame, paper: tuple) -> dict:
-    ps_t, pm_t, ps_a, pm_a = paper
+def _two_protocol_rows(rn: Runner, it: Item, key: str, tcp: pd.DataFrame, atcp: pd.DataFrame) -> dict:
+    """Rows `<key>.small` and `<key>.medium`: the medians of small and medium flows, TCP -> ATCP."""
     s_t, m_t = bucket_median(tcp, "small"), bucket_median(tcp, "medium")
     s_a, m_a = bucket_median(atcp, "small"), bucket_median(atcp, "medium")
-    it.add(f"{label}: small-flow median, TCP -> ATCP", _arrow(ps_t, ps_a), _arrow(s_t, s_a), judge_change(rel_change(ps_a, ps_t), rel_change(s_a, s_t)))
-    it.add(f"{label}: medium-flow median, TCP -> ATCP", _arrow(pm_t, pm_a), _arrow(m_t, m_a), judge_change(rel_change(pm_a, pm_t), rel_change(m_a, m_t)))
+    it.rows.append(rn.expected.row(f"{key}.small", rel_change(s_a, s_t), _arrow(s_t, s_a)))
+    it.rows.append(rn.expected.row(f"{key}.medium", rel_change(m_a, m_t), _arrow(m_t, m_a)))
     return {"tcp_small": s_t, "tcp_medium": m_t, "atcp_small": s_a, "atcp_medium": m_a}
 
 
 def item4(rn: Runner, mode: Mode, out: Path) -> Item:
-    it = Item(
+    it = rn.new_item(
         4,
-        "Dense flows",
-        "Section 'ATCP Performance', Table 'Completion Time - Flow Density'",
-        "ns-2, the 4-hop chain and trace of item 3, W_H = 3, W_L = 1; flow density raised by doubling the "
-        "number of large, non-large, or all flows in a fixed time. Medians of small / medium flows (TCP and "
-        "ATCP): non-dense 625 ms / 2.3 s and 543 ms / 1.4 s; dense non-large 763 ms / 2.5 s and 680 ms / 1.6 s; "
-        "dense large 750 ms / 2.8 s and 680 ms / 1.8 s; dense all 813 ms / 2.9 s and 707 ms / 1.8 s.",
         "`chain_campus.toml` as in item 3 (W_H = 3, W_L = 1); doubling is done by doubling the arrival rate of "
         "the non-large workload (`workloads.0.arrival_rate = 8/s`), of the large one "
         "(`workloads.1.arrival_rate = 0.16/s`), or both, over the same arrival window "
         f"({mode.chain_until}, seeds {mode.seeds}). Offered load: 42%, 55%, 77% and 84% of the chain.",
     )
     res = {}
-    for label, ov, paper in DENSE:
+    for label, key, ov in DENSE:
         tcp = _tcp_flows(rn, mode, "chain_campus.toml", ov)
         atcp = _atcp_flows(rn, mode, "chain_campus.toml", 3.0, 1.0, ov)
-        res[label] = _two_protocol_rows(it, label, tcp, atcp, paper)
+        res[label] = _two_protocol_rows(rn, it, key, tcp, atcp)
     m0, m3 = res["Non-dense flows"]["tcp_medium"], res["Dense all flows"]["tcp_medium"]
-    it.add("Medium-flow median under TCP, non-dense -> dense all", _arrow(2.3, 2.9), _arrow(m0, m3), judge_change(rel_change(2.9, 2.3), rel_change(m3, m0)))
+    it.rows.append(rn.expected.row("item4.tcp_density", rel_change(m3, m0), _arrow(m0, m3)))
     it.numbers = res
     it.explanation.append(
         "The paper's small-flow medians (hundreds of ms) cannot be reached with the synthetic trace, whose "
@@ -487,26 +430,20 @@ def item4(rn: Runner, mode: Mode, out: Path) -> Item:
 
 
 def item5(rn: Runner, mode: Mode, out: Path) -> Item:
-    it = Item(
+    it = rn.new_item(
         5,
-        "Disjoint paths on a 5-node chain",
-        "Section 'ATCP Performance', Table 'Completion Time with Disjoint Path'",
-        "ns-2, a 5-node chain; (1) large flows cross the whole chain and each small or medium flow takes one "
-        "link; (2) each large flow takes one link and the small and medium flows cross the whole chain. "
-        "W_H = 3, W_L = 1. Medians small / medium: (1) TCP 562 ms / 2.0 s, ATCP 489 ms / 1.3 s; (2) TCP "
-        "688 ms / 2.5 s, ATCP 598 ms / 1.6 s.",
         "`chain_disjoint_large.toml` (case 1) and `chain_disjoint_small.toml` (case 2): the network and "
         "synthetic workload of `chain_campus.toml`; the flows that take one link are drawn from the pairs "
         f"h0->h1, h1->h2, h2->h3, h3->h4 (arrival window {mode.chain_until}, seeds {mode.seeds}).",
     )
     cases = [
-        ("Large flows on the chain", "chain_disjoint_large.toml", (0.562, 2.0, 0.489, 1.3)),
-        ("Small flows on the chain", "chain_disjoint_small.toml", (0.688, 2.5, 0.598, 1.6)),
+        ("Large flows on the chain", "item5.large_on_chain", "chain_disjoint_large.toml"),
+        ("Small flows on the chain", "item5.small_on_chain", "chain_disjoint_small.toml"),
     ]
-    for label, file, paper in cases:
+    for label, key, file in cases:
         tcp = _tcp_flows(rn, mode, file)
         atcp = _atcp_flows(rn, mode, file, 3.0, 1.0)
-        it.numbers[label] = _two_protocol_rows(it, label, tcp, atcp, paper)
+        it.numbers[label] = _two_protocol_rows(rn, it, key, tcp, atcp)
     it.explanation.append(
         "In case 1 each chain link carries a quarter of the non-large flows and all large flows; in case 2 "
         "every non-large flow crosses four links, each shared with a quarter of the large flows. The paper "
@@ -520,15 +457,8 @@ def item5(rn: Runner, mode: Mode, out: Path) -> Item:
 
 
 def item6(rn: Runner, mode: Mode, out: Path) -> Item:
-    it = Item(
+    it = rn.new_item(
         6,
-        "Web service in a tree",
-        "Section 'ATCP Performance', Table 'Web Service in a Tree' (web service of Figure 'Various Flows in "
-        "Data Center Applications'(a))",
-        "ns-2, a tree with a web server, a database that backs up its data to another server (a large flow), "
-        "background flows from the campus distribution, and non-large flows between the web server and "
-        "clients and between the web server and the database. W_H = 3, W_L = 1. Medians: small flows 102 ms "
-        "(TCP) and 80 ms (ATCP), medium flows 1.7 s and 1.2 s; large flows almost not affected.",
         "`tree_web.toml`: tree of 3 racks x 4 hosts, all links 100 Mbps and 50 us, 50-packet DropTail. Web "
         "server h0, database h4, backup h4 -> h8 "
         f"({mode.web_backup}), web responses h0 -> clients and database responses h4 -> h0 (3 flows/s each), "
@@ -540,11 +470,11 @@ def item6(rn: Runner, mode: Mode, out: Path) -> Item:
     tcp = rn.run_seeds("tree_web.toml", "TCP", mode.seeds, transport__protocol="tcp", **ov)
     atcp = rn.run_seeds("tree_web.toml", "ATCP W_H=3 W_L=1", mode.seeds, transport__protocol="atcp", **ov)
     sel = lambda f: f[f["tag"].isin(["web", "database"])]  # noqa: E731
-    it.numbers = _two_protocol_rows(it, "Web and database flows", sel(tcp), sel(atcp), (0.102, 1.7, 0.080, 1.2))
+    it.numbers = _two_protocol_rows(rn, it, "item6.web", sel(tcp), sel(atcp))
     bt = tcp[tcp["tag"] == "backup"]["fct_s"].mean()
     ba = atcp[atcp["tag"] == "backup"]["fct_s"].mean()
     it.numbers.update({"backup_tcp": bt, "backup_atcp": ba})
-    it.add("Backup (large) flow completion time, TCP -> ATCP", "almost no change", _arrow(bt, ba), judge_change(0.0, rel_change(ba, bt)))
+    it.rows.append(rn.expected.row("item6.backup", rel_change(ba, bt), _arrow(bt, ba)))
     it.explanation.append(f"Web and database flows: {_counts_note(sel(tcp))}.")
     it.explanation.append(
         "The paper gives neither the tree's size and rates nor the flow rates; the values here are chosen "
@@ -560,14 +490,8 @@ def item6(rn: Runner, mode: Mode, out: Path) -> Item:
 
 
 def item7(rn: Runner, mode: Mode, out: Path) -> Item:
-    it = Item(
+    it = rn.new_item(
         7,
-        "Fat-tree incast: TCP, DCTCP and ATCP",
-        "Section 'ATCP vs. DCTCP', Figure 'Completion Time in Fattree' and the 30 ms deadline result",
-        "ns-2, a tree with full bisection bandwidth (4 racks of up to 10 machines, 1 Gbps to the ToR, 10 Gbps "
-        "ToR-core); every server sends responses of 1 KB .. 10 MB to one aggregator, plus a background flow "
-        "toward the aggregator. Medians of small flows (< 100 KB): 210 / 20 / 21 ms for TCP / DCTCP / ATCP; "
-        "medium flows 1.1 / 0.93 / 0.81 s; sub-100 KB flows meeting a 30 ms deadline: 23% / 62% / 61%.",
         "`fattree_incast.toml`: tree with racks = 4, hosts_per_rack = 10, 1 Gbps host links, 10 Gbps core "
         "links, 20 us per link; aggregator h0; Poisson responses from the 39 other hosts at 80% of h0's link, "
         f"sizes from `responses.cdf` (80% under 10 KB, range 1 KB .. 10 MB), arrivals for {mode.fat_until}, "
@@ -585,16 +509,16 @@ def item7(rn: Runner, mode: Mode, out: Path) -> Item:
     to = {p: int(f["timeouts"].sum()) for p, f in resp.items()}
     inc = {p: int((~f["completed"].astype(bool)).sum()) for p, f in resp.items()}
     it.numbers = {"small": sm, "medium": md, "deadline": dl, "timeouts": to, "incomplete": inc}
-    it.add("Small-flow median, TCP / DCTCP / ATCP", "210 / 20 / 21 ms", " / ".join(fmt_time(sm[p]) for p in ("tcp", "dctcp", "atcp")), "see next rows")
-    it.add("Small-flow median, DCTCP vs TCP", fmt_pct(rel_change(0.020, 0.210)), fmt_pct(rel_change(sm["dctcp"], sm["tcp"])), judge_change(rel_change(0.020, 0.210), rel_change(sm["dctcp"], sm["tcp"])))
-    it.add("Small-flow median, ATCP vs TCP", fmt_pct(rel_change(0.021, 0.210)), fmt_pct(rel_change(sm["atcp"], sm["tcp"])), judge_change(rel_change(0.021, 0.210), rel_change(sm["atcp"], sm["tcp"])))
-    it.add("Medium-flow median, TCP / DCTCP / ATCP", "1.1 / 0.93 / 0.81 s", " / ".join(fmt_time(md[p]) for p in ("tcp", "dctcp", "atcp")), "see next rows")
-    it.add("Medium-flow median, DCTCP vs TCP", fmt_pct(rel_change(0.93, 1.1)), fmt_pct(rel_change(md["dctcp"], md["tcp"])), judge_change(rel_change(0.93, 1.1), rel_change(md["dctcp"], md["tcp"])))
-    it.add("Medium-flow median, ATCP vs TCP", fmt_pct(rel_change(0.81, 1.1)), fmt_pct(rel_change(md["atcp"], md["tcp"])), judge_change(rel_change(0.81, 1.1), rel_change(md["atcp"], md["tcp"])))
-    it.add("Medium-flow median, ATCP vs DCTCP", fmt_pct(rel_change(0.81, 0.93)), fmt_pct(rel_change(md["atcp"], md["dctcp"])), judge_change(rel_change(0.81, 0.93), rel_change(md["atcp"], md["dctcp"])))
-    it.add("Sub-100 KB flows meeting 30 ms, TCP / DCTCP / ATCP", "23% / 62% / 61%", " / ".join(fmt_pct(dl[p], False) for p in ("tcp", "dctcp", "atcp")), "see next rows")
-    it.add("Deadline meet ratio, DCTCP minus TCP", "+39 points", f"{(dl['dctcp'] - dl['tcp']) * 100:+.1f} points", judge_change(0.39, dl["dctcp"] - dl["tcp"], eps=0.01))
-    it.add("Deadline meet ratio, ATCP minus TCP", "+38 points", f"{(dl['atcp'] - dl['tcp']) * 100:+.1f} points", judge_change(0.38, dl["atcp"] - dl["tcp"], eps=0.01))
+    ex = rn.expected
+    it.rows.append(ex.row("item7.small", fctlab=" / ".join(fmt_time(sm[p]) for p in ("tcp", "dctcp", "atcp"))))
+    for p in ("dctcp", "atcp"):
+        it.rows.append(ex.row(f"item7.small_{p}", rel_change(sm[p], sm["tcp"]), fmt_pct(rel_change(sm[p], sm["tcp"]))))
+    it.rows.append(ex.row("item7.medium", fctlab=" / ".join(fmt_time(md[p]) for p in ("tcp", "dctcp", "atcp"))))
+    for rid, a, b in (("medium_dctcp", "tcp", "dctcp"), ("medium_atcp", "tcp", "atcp"), ("medium_atcp_dctcp", "dctcp", "atcp")):
+        it.rows.append(ex.row(f"item7.{rid}", rel_change(md[b], md[a]), fmt_pct(rel_change(md[b], md[a]))))
+    it.rows.append(ex.row("item7.deadline", fctlab=" / ".join(fmt_pct(dl[p], False) for p in ("tcp", "dctcp", "atcp"))))
+    for p in ("dctcp", "atcp"):
+        it.rows.append(ex.row(f"item7.deadline_{p}", dl[p] - dl["tcp"], f"{(dl[p] - dl['tcp']) * 100:+.1f} points"))
 
     fig = new_figure(10, 3.8)
     axes = fig.subplots(1, 2)
@@ -661,21 +585,14 @@ def item7(rn: Runner, mode: Mode, out: Path) -> Item:
 def item8(rn: Runner, mode: Mode, out: Path) -> Item:
     from fctlab.metrics import job_completion_times
 
-    it = Item(
+    it = rn.new_item(
         8,
-        "MapReduce shuffle: TCP, DCTCP and ATCP",
-        "Section 'ATCP vs. DCTCP', Figure 'MapReduce Shuffle Flows' Completion Time CDF'; MapReduce in "
-        "Section 'Motivating Example'",
-        "ns-2, the topology and background flow of item 7, a sorting job with 8 MB blocks. ATCP's CDF of "
-        "shuffle-flow completion times is the leftmost; mean shuffle-flow completion time -61% (ATCP) and "
-        "-59% (DCTCP) against TCP; shuffle time -33% and -25%; job completion time -10.5% and -7%.",
         "`mapreduce.toml`: the network of item 7 (same switches for all protocols); shuffle from mappers h10, "
         "h11, h20, h21 to reducers h0 .. h3, one 8 MB block per pair (16 flows per job), "
         f"{mode.mr_jobs} jobs 2 s apart from 0.5 s; background: one long-lived flow into each reducer from "
         "rack 3, started at 0 s. Shuffle time: a job's completion time (first block start to last block "
-        "done), averaged over the jobs. Job time: not simulated (map and reduce computation); it is modelled "
-        "as a fixed compute time plus the shuffle time, the compute time chosen so that the shuffle is 33% of "
-        "the TCP job, the share the paper quotes (from Orchestra).",
+        "done), averaged over the jobs. Job time: not simulated (the map and reduce computation is not "
+        "modelled), so its rows are reported as not measured.",
     )
     ov = {"workloads__1__jobs": mode.mr_jobs, "stop_time": mode.mr_stop}
     runs = {p: rn.run("mapreduce.toml", p.upper(), transport__protocol=p, **ov) for p in ("tcp", "dctcp", "atcp")}
@@ -684,23 +601,22 @@ def item8(rn: Runner, mode: Mode, out: Path) -> Item:
     jobs = {p: job_completion_times(f) for p, f in sh.items()}
     shuffle = {p: float(j["jct_s"].mean()) for p, j in jobs.items()}
     incomplete = {p: int((~f["completed"].astype(bool)).sum()) for p, f in sh.items()}
-    compute = 2.0 * shuffle["tcp"]
-    job = {p: compute + shuffle[p] for p in shuffle}
     med = {p: float(f["fct_s"].median()) for p, f in sh.items()}
     to = {p: int(f["timeouts"].sum()) for p, f in sh.items()}
-    it.numbers = {"mean_flow_fct": mean_fct, "shuffle_time": shuffle, "job_time_model": job, "median_flow_fct": med,
+    it.numbers = {"mean_flow_fct": mean_fct, "shuffle_time": shuffle, "median_flow_fct": med,
                   "timeouts": to, "incomplete": incomplete, "jct_per_job": {p: j["jct_s"].tolist() for p, j in jobs.items()}}
-    it.add("Mean shuffle-flow completion time, TCP / DCTCP / ATCP", "(only changes given)", " / ".join(fmt_time(mean_fct[p]) for p in ("tcp", "dctcp", "atcp")), "see next rows")
-    it.add("Mean shuffle-flow completion time, ATCP vs TCP", "-61%", fmt_pct(rel_change(mean_fct["atcp"], mean_fct["tcp"])), judge_change(-0.61, rel_change(mean_fct["atcp"], mean_fct["tcp"])))
-    it.add("Mean shuffle-flow completion time, DCTCP vs TCP", "-59%", fmt_pct(rel_change(mean_fct["dctcp"], mean_fct["tcp"])), judge_change(-0.59, rel_change(mean_fct["dctcp"], mean_fct["tcp"])))
-    it.add("Shuffle time (mean job completion), TCP / DCTCP / ATCP", "(only changes given)", " / ".join(fmt_time(shuffle[p]) for p in ("tcp", "dctcp", "atcp")), "see next rows")
-    it.add("Shuffle time, ATCP vs TCP", "-33%", fmt_pct(rel_change(shuffle["atcp"], shuffle["tcp"])), judge_change(-0.33, rel_change(shuffle["atcp"], shuffle["tcp"])))
-    it.add("Shuffle time, DCTCP vs TCP", "-25%", fmt_pct(rel_change(shuffle["dctcp"], shuffle["tcp"])), judge_change(-0.25, rel_change(shuffle["dctcp"], shuffle["tcp"])))
-    it.add("Job time (model: compute + shuffle), ATCP vs TCP", "-10.5%", fmt_pct(rel_change(job["atcp"], job["tcp"])), judge_change(-0.105, rel_change(job["atcp"], job["tcp"])))
-    it.add("Job time (model), DCTCP vs TCP", "-7%", fmt_pct(rel_change(job["dctcp"], job["tcp"])), judge_change(-0.07, rel_change(job["dctcp"], job["tcp"])))
+    ex = rn.expected
+    it.rows.append(ex.row("item8.mean_flow", fctlab=" / ".join(fmt_time(mean_fct[p]) for p in ("tcp", "dctcp", "atcp"))))
+    for p in ("atcp", "dctcp"):
+        it.rows.append(ex.row(f"item8.mean_flow_{p}", rel_change(mean_fct[p], mean_fct["tcp"]), fmt_pct(rel_change(mean_fct[p], mean_fct["tcp"]))))
+    it.rows.append(ex.row("item8.shuffle", fctlab=" / ".join(fmt_time(shuffle[p]) for p in ("tcp", "dctcp", "atcp"))))
+    for p in ("atcp", "dctcp"):
+        it.rows.append(ex.row(f"item8.shuffle_{p}", rel_change(shuffle[p], shuffle["tcp"]), fmt_pct(rel_change(shuffle[p], shuffle["tcp"]))))
+    it.rows.append(ex.row("item8.job_atcp"))
+    it.rows.append(ex.row("item8.job_dctcp"))
     leftmost = min(("tcp", "dctcp", "atcp"), key=lambda p: med[p])
-    it.add("Leftmost CDF (lowest median shuffle-flow FCT)", "ATCP", f"{leftmost.upper()} (medians " + " / ".join(fmt_time(med[p]) for p in ("tcp", "dctcp", "atcp")) + ")",
-           MATCH if leftmost == "atcp" else NO_MATCH)
+    it.rows.append(ex.row("item8.leftmost", fctlab=f"{leftmost.upper()} (medians " + " / ".join(fmt_time(med[p]) for p in ("tcp", "dctcp", "atcp")) + ")",
+                          verdict=MATCH if leftmost == "atcp" else NO_MATCH))
 
     fig = new_figure(6.5, 4.2)
     ax = fig.subplots()
@@ -751,139 +667,58 @@ def item8(rn: Runner, mode: Mode, out: Path) -> Item:
         "jobs hit one."
     )
     it.explanation.append(
-        "The paper's job-time reductions are about a third of its shuffle-time reductions (10.5% of 33%, 7% of "
-        "25%), consistent with a shuffle taking a third of the job; fctlab's job-time row uses exactly that "
-        "model, so it carries no information beyond the shuffle time."
+        "The paper's job-time reductions are about a third of its shuffle-time reductions, consistent with a "
+        "shuffle taking a third of the job (the share it quotes from Orchestra). fctlab does not simulate the "
+        "computation, and a job time built from that share would restate the shuffle row, not measure "
+        "anything, so the job rows are reported as not measured."
     )
     return it
 
 
 ITEMS: dict = {1: item1, 2: item2, 3: item3, 4: item4, 5: item5, 6: item6, 7: item7, 8: item8}
 
-TITLES = {
-    1: ("Two weighted flows: congestion windows (Theorem 1)", "Figure 'Congestion Window Changes in the 2-flow Scenario'"),
-    2: ("100 MB and 10 MB flows: throughput and small-flow completion (Theorem 2)", "Figure 'Throughput in the 2-Flow Scenario'"),
-    3: ("Choosing W_H and W_L on a 4-hop chain", "Figures 'Median Completion Time of Small / Medium Flows'"),
-    4: ("Dense flows", "Table 'Completion Time - Flow Density'"),
-    5: ("Disjoint paths on a 5-node chain", "Table 'Completion Time with Disjoint Path'"),
-    6: ("Web service in a tree", "Table 'Web Service in a Tree'"),
-    7: ("Fat-tree incast: TCP, DCTCP and ATCP", "Figure 'Completion Time in Fattree', deadline result"),
-    8: ("MapReduce shuffle: TCP, DCTCP and ATCP", "Figure 'MapReduce Shuffle Flows' Completion Time CDF'"),
-}
 
-PAPER_NUMBERS = {
-    1: "window ratio 2 : 1 (weights 1 and 2)",
-    2: "10 MB flow: 1.8 s (TCP) -> 1.2 s (weighted TCP)",
-    3: "medium median 2.3 s -> 1.4 s (W_H = 3, W_L = 1); small about -10%; deadline 77% -> 84.6%",
-    4: "625 ms / 2.3 s -> 543 ms / 1.4 s (non-dense) ... 813 ms / 2.9 s -> 707 ms / 1.8 s (dense all)",
-    5: "562 ms / 2.0 s -> 489 ms / 1.3 s; 688 ms / 2.5 s -> 598 ms / 1.6 s",
-    6: "small 102 ms -> 80 ms; medium 1.7 s -> 1.2 s",
-    7: "small 210 / 20 / 21 ms; medium 1.1 / 0.93 / 0.81 s; deadlines 23% / 62% / 61%",
-    8: "shuffle -33% (ATCP), -25% (DCTCP); job -10.5%, -7%; mean flow -61%, -59%",
-}
-
-
-def placeholder(n: int, reason: str) -> Item:
-    title, source = TITLES[n]
-    return Item(n, title, source, f"Paper's numbers: {PAPER_NUMBERS[n]}.", "-", status="not run", reason=reason)
-
-
-def run_atcp(items: list, quick: bool, out: Path, scenario_dir: Path, log: Callable[[str], None], budget_s: float = None) -> dict:
-    """Run the selected items, write the report and return a dict of the results."""
-    import fctlab
-
-    mode = QUICK if quick else FULL
-    out.mkdir(parents=True, exist_ok=True)
-    rn = Runner(scenario_dir, out, log)
-    t_start = time.perf_counter()
-    done: dict = {}
-    order = [n for n in ITEM_ORDER if n in items]
-    log(f"fctlab reproduce atcp: {mode.name} run of items {', '.join(map(str, order))} -> {out}")
-    for k, n in enumerate(order):
-        elapsed = time.perf_counter() - t_start
-        if budget_s is not None and elapsed > budget_s:
-            log(f"[{k + 1}/{len(order)}] item {n}: not run (time budget of {budget_s:.0f} s used up)")
-            done[n] = placeholder(n, f"not run: the time budget of {budget_s:.0f} s was used up before it started")
-            continue
-        log(f"[{k + 1}/{len(order)}] item {n}: {TITLES[n][0]}")
-        t0 = time.perf_counter()
-        try:
-            it = ITEMS[n](rn, mode, out)
-            it.status = "done"
-        except Exception as e:  # an item that fails is reported, the others still run
-            import traceback
-
-            log(traceback.format_exc().rstrip())
-            it = placeholder(n, f"failed: {type(e).__name__}: {e}")
-        it.wall_s = time.perf_counter() - t0
-        log(f"    item {n}: {it.summary_verdict} ({it.wall_s:.1f} s)")
-        done[n] = it
-    for n in ALL_ITEMS:
-        if n not in done:
-            done[n] = placeholder(n, "not selected (--items)")
-    total = time.perf_counter() - t_start
-    ordered = [done[n] for n in ALL_ITEMS]
-
-    title = "Reproduction of the ATCP paper with fctlab"
+def _intro(mode: Mode) -> list:
     intro = [
-        f"Run: `fctlab reproduce atcp{' --quick' if quick else ''}` ({mode.name} mode), fctlab {fctlab.__version__}, "
-        f"{rn.runs} simulations, {total:.0f} s wall-clock time in total.",
-        "",
-        "The paper: *Adaptive TCP* (ATCP), which weights TCP's additive increase by a weight-size function "
-        "of the bytes a flow has sent (W_H up to T = 10 MB, W_L beyond), evaluated with ns-2 (sections "
-        "'Adaptive TCP', 'Motivating Example', 'Evaluation'). Each item below reruns one of its tables or "
-        "figures from the scenario files in `scenarios/papers/atcp/`.",
-        "",
+        "Each item below reruns one of the paper's tables or figures from the scenario files in "
+        "`scenarios/papers/atcp/`.",
         "Verdicts. A change relative to a baseline (ATCP or DCTCP against TCP) *matches* when it has the "
         "paper's sign and is within a factor of two of the paper's change (or within 5 points); it is "
         "*direction matches, size differs* when only the sign agrees, and *does not match* otherwise. "
         "Changes below 2% count as no change. Absolute values match within 10% (15% for completion times); "
-        "rows marked 'see next rows' only list values.",
-        "",
+        "rows marked 'see next rows' only list values; 'not measured' rows name what fctlab does not "
+        "simulate.",
         "Parameters the paper does not state (buffers, minimum RTO, link delays of the trees, loads, start "
         "times) are chosen and stated in each scenario file. ns-2 defaults are used where the paper's "
         "simulator implies them: 50-packet DropTail queues and a 200 ms minimum RTO.",
     ]
-    if quick:
-        intro += ["", "This is a `--quick` run: shorter arrival windows, one seed and fewer sweep points (see "
-                  "docs/reproduce_atcp.md); its numbers are noisier than a full run's."]
-    footer = ["## Quick and full runs", "", describe_modes(), "", "## Synthetic campus workload", "", SYNTHETIC_WORKLOAD, ""]
-    md = render_markdown(title, intro, ordered, footer)
-    (out / "report.md").write_text(md)
-    (out / "report.html").write_text(markdown_to_html(md, title))
+    if mode.quick:
+        intro.append("This is a `--quick` run: shorter arrival windows, one seed and fewer sweep points (see "
+                     "docs/reproduce_atcp.md); its numbers are noisier than a full run's.")
+    return intro
 
-    def clean(x):
-        if isinstance(x, dict):
-            return {str(k): clean(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [clean(v) for v in x]
-        if isinstance(x, (np.floating, float)):
-            return None if not math.isfinite(float(x)) else float(x)
-        if isinstance(x, np.integer):
-            return int(x)
-        return x
 
-    result = {
-        "mode": mode.name,
-        "wall_s": total,
-        "simulations": rn.runs,
-        "items": {
-            str(it.number): {
-                "title": it.title,
-                "status": it.status,
-                "reason": it.reason,
-                "verdict": it.summary_verdict,
-                "wall_s": it.wall_s,
-                "rows": [r.__dict__ for r in it.rows],
-                "numbers": clean(it.numbers),
-                "figures": [f for f, _ in it.figures],
-            }
-            for it in ordered
-        },
-    }
-    (out / "results.json").write_text(json.dumps(result, indent=1, sort_keys=True))
-    log(f"fctlab reproduce atcp: wrote {out / 'report.md'} and report.html ({total:.0f} s, {rn.runs} simulations)")
-    return result
+def _footer() -> list:
+    from ..report.render import Heading, Paragraph, Table
+
+    rows = [
+        ["seeds of the Poisson workloads (items 3-6)", str(QUICK.seeds), str(FULL.seeds)],
+        ["arrival window, chain items 3-5", QUICK.chain_until, FULL.chain_until],
+        ["W_H : W_L swept (W_L = 1), item 3", str(QUICK.ratios), str(FULL.ratios)],
+        ["W_H + W_L swept (W_H : W_L = 3 : 1), item 3", str(QUICK.sums), str(FULL.sums)],
+        ["arrival window / backup size, item 6", f"{QUICK.web_until} / {QUICK.web_backup}", f"{FULL.web_until} / {FULL.web_backup}"],
+        ["response arrivals / run length, item 7", f"{QUICK.fat_until} / {QUICK.fat_stop}", f"{FULL.fat_until} / {FULL.fat_stop}"],
+        ["shuffle jobs / run length, item 8", f"{QUICK.mr_jobs} / {QUICK.mr_stop}", f"{FULL.mr_jobs} / {FULL.mr_stop}"],
+    ]
+    return [Heading("Quick and full runs"), Table(["setting", "`--quick`", "full"], rows),
+            Heading("Synthetic campus workload"), Paragraph(SYNTHETIC_WORKLOAD)]
+
+
+def paper():
+    """The ATCP reproduction for :func:`fctlab.reproduce.runner.run_paper`."""
+    from .runner import Paper
+
+    return Paper("atcp", ITEMS, ITEM_ORDER, QUICK, FULL, intro=_intro, footer=_footer, required_files=("chain_campus.toml",))
 
 
 if __name__ == "__main__":  # python -m fctlab.reproduce.atcp [--quick] [--out DIR] [--items ...]

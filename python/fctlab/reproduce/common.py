@@ -1,5 +1,6 @@
-"""Shared pieces of the paper reproductions: running scenarios, judging numbers, writing
-the report.
+"""Shared pieces of the paper reproductions: running scenarios, judging numbers, flow
+statistics. The paper's numbers are data (:mod:`.expected`); the runner and the report are in
+:mod:`.runner`.
 
 A reproduction is a list of *items*, one per table or figure of a paper. Each item runs
 scenario files with overrides and produces :class:`Row` objects: a quantity, the paper's
@@ -16,9 +17,7 @@ item judges the same way:
 
 from __future__ import annotations
 
-import html
 import math
-import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -161,12 +160,27 @@ class Runner:
     progress to stderr."""
 
     def __init__(self, scenario_dir: Path, out_dir: Path, log: Callable[[str], None]):
+        from .expected import Expected
+
         self.scenario_dir = Path(scenario_dir)
         self.out_dir = Path(out_dir)
         self.log = log
         self._cache: dict = {}
         self.runs = 0
         self.wall_s = 0.0
+        #: the paper's published numbers (scenarios/papers/<paper>/expected.toml)
+        self.expected = Expected(self.scenario_dir / "expected.toml")
+
+    def new_item(self, n: int, setup: str) -> Item:
+        """Item `n` with the paper's title, source and description from expected.toml."""
+        meta = self.expected.items[n]
+        return Item(n, meta["title"], meta["source"], meta["did"], setup)
+
+    def placeholder(self, n: int, reason: str) -> Item:
+        """Item `n` that was not run, with the paper's numbers it would have been set beside."""
+        meta = self.expected.items[n]
+        return Item(n, meta["title"], meta["source"], f"{meta['did']} The paper's numbers: {self.expected.summary(n)}.", "-",
+                    status="not run", reason=reason)
 
     def path(self, name: str) -> Path:
         return self.scenario_dir / name
@@ -276,114 +290,6 @@ def save_figure(fig, path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- report
-
-
-def _md_escape(s: str) -> str:
-    return s.replace("|", "\\|")
-
-
-def render_markdown(title: str, intro: list, items: list, footer: list) -> str:
-    out = [f"# {title}", ""]
-    out += intro
-    out += ["", "## Summary", "", "| item | paper source | verdict | wall time |", "|---|---|---|---|"]
-    for it in items:
-        wall = f"{it.wall_s:.1f} s" if it.status == "done" else "-"
-        verdict = it.summary_verdict if it.status == "done" else f"{it.status}: {it.reason}"
-        out.append(f"| {it.number}. {_md_escape(it.title)} | {_md_escape(it.source)} | {_md_escape(verdict)} | {wall} |")
-    out.append("")
-    for it in items:
-        out += [f"## Item {it.number}: {it.title}", "", f"*Paper source:* {it.source}", ""]
-        out += [f"**What the paper did.** {it.paper_did}", ""]
-        out += [f"**fctlab setup.** {it.setup}", ""]
-        if it.status != "done":
-            out += [f"**Status: {it.status}** ({it.reason}). No fctlab numbers are reported for this item.", ""]
-            continue
-        out += ["| quantity | paper | fctlab | verdict |", "|---|---|---|---|"]
-        for r in it.rows:
-            out.append(f"| {_md_escape(r.quantity)} | {_md_escape(r.paper)} | {_md_escape(r.fctlab)} | {_md_escape(r.verdict)} |")
-        out.append("")
-        for fname, caption in it.figures:
-            out += [f"![{caption}]({fname})", "", f"*{caption}*", ""]
-        if it.explanation:
-            out += ["**Differences and explanation.**", ""]
-            out += [f"- {e}" for e in it.explanation]
-            out.append("")
-    out += footer
-    return "\n".join(out) + "\n"
-
-
-_INLINE = [
-    (re.compile(r"\*\*(.+?)\*\*"), r"<strong>\1</strong>"),
-    (re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])"), r"<em>\1</em>"),
-    (re.compile(r"`([^`]+)`"), r"<code>\1</code>"),
-]
-
-
-def _inline(text: str) -> str:
-    t = html.escape(text, quote=False)
-    for rx, rep in _INLINE:
-        t = rx.sub(rep, t)
-    return t
-
-
-def markdown_to_html(md: str, title: str) -> str:
-    """A small converter for the subset of Markdown the reports use: headings, paragraphs,
-    bullet lists, pipe tables and images (linked, not embedded)."""
-    lines = md.splitlines()
-    body = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip():
-            i += 1
-            continue
-        m = re.match(r"^(#{1,6}) (.*)$", line)
-        if m:
-            n = len(m.group(1))
-            body.append(f"<h{n}>{_inline(m.group(2))}</h{n}>")
-            i += 1
-            continue
-        m = re.match(r"^!\[(.*)\]\((.*)\)$", line)
-        if m:
-            body.append(f'<p><img src="{html.escape(m.group(2))}" alt="{html.escape(m.group(1))}" style="max-width:100%"></p>')
-            i += 1
-            continue
-        if line.startswith("|"):
-            rows = []
-            while i < len(lines) and lines[i].startswith("|"):
-                rows.append(lines[i])
-                i += 1
-            cells = [[c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", r.strip())[1:-1]] for r in rows]
-            t = ["<table>"]
-            for k, r in enumerate(cells):
-                if k == 1 and all(set(c) <= set("-:") for c in r):
-                    continue
-                tag = "th" if k == 0 else "td"
-                t.append("<tr>" + "".join(f"<{tag}>{_inline(c)}</{tag}>" for c in r) + "</tr>")
-            t.append("</table>")
-            body.append("\n".join(t))
-            continue
-        if line.startswith("- "):
-            items = []
-            while i < len(lines) and lines[i].startswith("- "):
-                items.append(f"<li>{_inline(lines[i][2:])}</li>")
-                i += 1
-            body.append("<ul>" + "".join(items) + "</ul>")
-            continue
-        para = []
-        while i < len(lines) and lines[i].strip() and not re.match(r"^(#|\||- |!\[)", lines[i]):
-            para.append(lines[i])
-            i += 1
-        body.append(f"<p>{_inline(' '.join(para))}</p>")
-    style = (
-        "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.45}"
-        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:4px 8px;vertical-align:top}"
-        "th{background:#eee}code{background:#f4f4f4;padding:0 3px}"
-    )
-    return (
-        f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-        f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
-    )
 
 
 def stderr_log(msg: str) -> None:

@@ -1,0 +1,174 @@
+"""A paper's published numbers as data: ``scenarios/papers/<paper>/expected.toml``.
+
+The file states each number of the paper once, with where the paper gives it and the rule
+that grades a measurement against it (see the file's header). A reproduction's item code
+measures; :meth:`Expected.row` turns a measurement into a report row with the paper's side,
+fctlab's side and the verdict. Nothing here knows a particular paper.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from .common import DIRECTION, MATCH, NO_MATCH, NOT_MEASURED, Row, fmt_pct, judge_change, judge_value, rel_change
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+RULES = ("value", "change", "claim", "list", "not_measured")
+SEE_NEXT = "see next rows"
+
+
+def _paper_time(x: float) -> str:
+    """A time as a paper writes it: the digits it gave, in s or ms (1.8 s, 625 ms)."""
+    return f"{round(x, 6):g} s" if x >= 1 else f"{round(x * 1e3, 6):g} ms"
+
+
+def _points(change: float) -> str:
+    return f"{round(change * 100, 3):+g} points"
+
+
+class ExpectedError(ValueError):
+    """An expected-values file that does not follow its format; names the file and the row."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One row of a paper's table as the paper states it."""
+
+    id: str
+    item: int
+    quantity: str
+    rule: str
+    shown: str
+    value: Optional[float] = None
+    change: Optional[float] = None  # the paper's change (relative, or points)
+    points: bool = False
+    tolerance: float = 0.10
+    reference: Optional[float] = None
+    eps: float = 0.02
+    reason: str = ""
+    source: str = ""
+    values: dict = field(default_factory=dict)
+
+    def verdict(self, measured: Any) -> str:
+        """The verdict on a measured value (a change for `change` rows)."""
+        if self.rule == "not_measured":
+            return NOT_MEASURED
+        if self.rule == "list":
+            return SEE_NEXT
+        if self.rule == "claim":
+            raise ExpectedError(f"row {self.id}: a claim is graded by the item's own check (pass verdict=)")
+        if measured is None or not math.isfinite(float(measured)):
+            return NOT_MEASURED
+        if self.rule == "value":
+            return judge_value(self.value, float(measured), self.tolerance, reference=self.reference)
+        return judge_change(self.change, float(measured), eps=self.eps)
+
+
+class Expected:
+    """The expected values of one paper."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        try:
+            data = tomllib.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise ExpectedError(f"{self.path}: {e}") from None
+        self.paper = data.get("paper", {})
+        self.items = {int(k): v for k, v in data.get("items", {}).items()}
+        self._raw = {}
+        order = []
+        for i, r in enumerate(data.get("rows", [])):
+            rid = r.get("id")
+            if not rid or rid in self._raw:
+                raise ExpectedError(f"{self.path}: rows[{i}]: missing or repeated id {rid!r}")
+            if r.get("rule") not in RULES:
+                raise ExpectedError(f"{self.path}: {rid}: rule {r.get('rule')!r} is not one of {', '.join(RULES)}")
+            self._raw[rid] = r
+            order.append(rid)
+        self.rows = {rid: self._build(rid) for rid in order}
+
+    # -- references: "id" (a value), "id.from", "id.to", "id.<key>" of a row's values
+    def _number(self, ref: Any, where: str) -> float:
+        if isinstance(ref, (int, float)) and not isinstance(ref, bool):
+            return float(ref)
+        if isinstance(ref, str):
+            rid, _, key = ref.rpartition(".")
+            for cand, k in ((ref, "value"), (rid, key)):
+                r = self._raw.get(cand)
+                if r is None:
+                    continue
+                if k in ("value", "from", "to") and isinstance(r.get(k), (int, float, str)):
+                    return self._number(r[k], where)
+                if k in r.get("values", {}):
+                    return float(r["values"][k])
+        raise ExpectedError(f"{self.path}: {where}: {ref!r} is neither a number nor a reference to one")
+
+    def _build(self, rid: str) -> Expectation:
+        r = self._raw[rid]
+        rule, unit = r["rule"], r.get("unit", "ratio")
+        for key in ("item", "quantity"):
+            if key not in r:
+                raise ExpectedError(f"{self.path}: {rid}: missing `{key}`")
+        if rule == "value" and not isinstance(r.get("value"), (int, float)):
+            raise ExpectedError(f"{self.path}: {rid}: a `value` row needs a number `value`")
+        fmt = _paper_time if unit == "s" else (lambda x: f"{x:g}")
+        change, shown = r.get("change"), r.get("shown")
+        if rule in ("change", "not_measured") and change is None and "from" in r:
+            a, b = self._number(r["from"], rid), self._number(r["to"], rid)
+            change = (b - a) if r.get("points") else rel_change(b, a)
+            if shown is None:
+                shown = (_points(change) if r.get("points")
+                         else f"{fmt(a)} -> {fmt(b)} ({fmt_pct(change)})" if unit == "s" else fmt_pct(change))
+        if shown is None:
+            if rule == "value":
+                shown = fmt(r["value"])
+            elif change is not None:
+                shown = _points(change) if r.get("points") else fmt_pct(change).replace(".0%", "%")
+            else:
+                raise ExpectedError(f"{self.path}: {rid}: needs `shown` (no number to show)")
+        if rule == "change" and change is None:
+            raise ExpectedError(f"{self.path}: {rid}: a `change` row needs `change`, or `from` and `to`")
+        if rule == "not_measured" and not r.get("reason"):
+            raise ExpectedError(f"{self.path}: {rid}: a `not_measured` row needs `reason`")
+        return Expectation(
+            id=rid, item=int(r["item"]), quantity=r["quantity"], rule=rule, shown=shown,
+            value=float(r["value"]) if isinstance(r.get("value"), (int, float)) else None,
+            change=change, points=bool(r.get("points")), tolerance=float(r.get("tolerance", 0.10)),
+            reference=r.get("reference"), eps=float(r.get("eps", 0.02)), reason=r.get("reason", ""),
+            source=r.get("source", ""), values=dict(r.get("values", {})),
+        )
+
+    def __getitem__(self, rid: str) -> Expectation:
+        try:
+            return self.rows[rid]
+        except KeyError:
+            raise ExpectedError(f"{self.path}: no row {rid!r}") from None
+
+    def of_item(self, n: int) -> list:
+        return [e for e in self.rows.values() if e.item == n]
+
+    def row(self, rid: str, measured: Any = None, fctlab: str = "", verdict: Optional[str] = None) -> Row:
+        """The report row of expectation `rid`: `measured` is graded by the row's rule (for a
+        claim the caller passes its `verdict`); `fctlab` is how the measurement is shown."""
+        e = self[rid]
+        if e.rule == "claim":
+            if verdict not in (MATCH, DIRECTION, NO_MATCH, NOT_MEASURED):
+                raise ExpectedError(f"{self.path}: {rid}: a claim needs a verdict from the item's check")
+            v = verdict
+        elif e.rule == "not_measured":
+            return Row(e.quantity, e.shown, e.reason, NOT_MEASURED)
+        else:
+            v = e.verdict(measured)
+        return Row(e.quantity, e.shown, fctlab, v)
+
+    def summary(self, n: int) -> str:
+        """The paper's numbers of item `n`, for an item that was not run."""
+        return "; ".join(f"{e.quantity}: {e.shown}" for e in self.of_item(n) if e.rule != "claim" or e.shown)
