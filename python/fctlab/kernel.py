@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 from ._argparse import OneLineParser
@@ -320,25 +320,8 @@ def build(*, force: bool = False, source: str = "atcp.bpf.c") -> Path:
 
 
 # --------------------------------------------------------------------------------------
-# .rodata patching (ELF64): the parameters are written into a copy of the object
-
-
-def _elf_sections(data: bytes):
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        raise KernelError("BPF object is not a little-endian ELF64 file")
-    shoff = struct.unpack_from("<Q", data, 0x28)[0]
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    secs = []
-    for i in range(shnum):
-        name, typ, _flags, _addr, off, size, link, _info, _align, entsize = struct.unpack_from(
-            "<IIQQQQIIQQ", data, shoff + i * shentsize
-        )
-        secs.append({"name_off": name, "type": typ, "offset": off, "size": size, "link": link, "entsize": entsize})
-    strtab = secs[shstrndx]
-    for s in secs:
-        end = data.index(b"\0", strtab["offset"] + s["name_off"])
-        s["name"] = data[strtab["offset"] + s["name_off"]:end].decode()
-    return secs
+# .rodata patching: the parameters are written into a copy of the object before it is
+# loaded, found through the object's symbol table (read with pyelftools).
 
 
 def patch_params(obj: Path, params: AtcpParams, dst: Path) -> None:
@@ -349,28 +332,37 @@ def patch_params(obj: Path, params: AtcpParams, dst: Path) -> None:
 def patch_symbol(obj: Path, symbol: str, blob: bytes, dst: Path) -> None:
     """Writes ``blob`` over the .rodata variable ``symbol`` of the BPF object ``obj``, saving
     the result to ``dst``. The variable must be exactly ``len(blob)`` bytes long."""
+    import io
+
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
     data = bytearray(obj.read_bytes())
-    secs = _elf_sections(bytes(data))
-    symtab = next((s for s in secs if s["type"] == 2), None)  # SHT_SYMTAB
-    if symtab is None:
-        raise KernelError(f"{obj}: no symbol table")
-    strtab = secs[symtab["link"]]
-    for i in range(symtab["size"] // 24):
-        name_off, _info, _other, shndx, value, size = struct.unpack_from("<IBBHQQ", data, symtab["offset"] + i * 24)
-        start = strtab["offset"] + name_off
-        if data[start:data.index(b"\0", start)] != symbol.encode():
-            continue
-        sec = secs[shndx]
-        if sec["name"] != ".rodata" or size != len(blob):
+    try:
+        elf = ELFFile(io.BytesIO(bytes(data)))
+        if elf.elfclass != 64 or not elf.little_endian:
+            raise KernelError(f"{obj}: not a little-endian ELF64 object")
+        symtab = elf.get_section_by_name(".symtab")
+        if symtab is None:
+            raise KernelError(f"{obj}: no symbol table")
+        found = symtab.get_symbol_by_name(symbol)
+        if not found:
+            raise KernelError(f"{obj}: symbol {symbol} not found")
+        sym = found[0]
+        shndx = sym["st_shndx"]
+        sec = elf.get_section(shndx) if isinstance(shndx, int) else None
+        size = sym["st_size"]
+        if sec is None or sec.name != ".rodata" or size != len(blob):
+            where = sec.name if sec is not None else str(shndx)
             raise KernelError(
-                f"{obj}: {symbol} is {size} bytes in {sec['name']}, expected {len(blob)} in .rodata "
+                f"{obj}: {symbol} is {size} bytes in {where}, expected {len(blob)} in .rodata "
                 f"(the BPF source and its Python mirror disagree; rebuild)"
             )
-        at = sec["offset"] + value
-        data[at:at + size] = blob
-        dst.write_bytes(bytes(data))
-        return
-    raise KernelError(f"{obj}: symbol {symbol} not found")
+        at = sec["sh_offset"] + sym["st_value"]
+    except ELFError as e:
+        raise KernelError(f"{obj}: not a valid ELF object ({e})") from None
+    data[at:at + size] = blob
+    dst.write_bytes(bytes(data))
 
 
 # --------------------------------------------------------------------------------------

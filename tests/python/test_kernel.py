@@ -111,6 +111,27 @@ def test_patch_params_writes_rodata(tmp_path):
     assert len(data) == obj.stat().st_size
     assert p.pack() in data
     assert K.AtcpParams().pack() in obj.read_bytes()  # the source object is untouched
+    # the bytes land exactly on the symbol: read back through the object's own symbol table
+    from elftools.elf.elffile import ELFFile
+
+    with open(out, "rb") as f:
+        elf = ELFFile(f)
+        sym = elf.get_section_by_name(".symtab").get_symbol_by_name(K.PARAMS_SYMBOL)[0]
+        rodata = elf.get_section(sym["st_shndx"])
+        at = rodata["sh_offset"] + sym["st_value"]
+    assert data[at:at + sym["st_size"]] == p.pack()
+    # objects that are not what the loader expects are named, not patched
+    with pytest.raises(K.KernelError, match="not a valid ELF object"):
+        K.patch_params(_write(tmp_path / "junk.o", b"not an object"), p, tmp_path / "x.o")
+    with pytest.raises(K.KernelError, match="nosuch not found"):
+        K.patch_symbol(obj, "nosuch", b"x", tmp_path / "x.o")
+    with pytest.raises(K.KernelError, match="disagree"):
+        K.patch_symbol(obj, K.PARAMS_SYMBOL, p.pack() + b"\0", tmp_path / "x.o")
+
+
+def _write(path, data: bytes):
+    path.write_bytes(data)
+    return path
 
 
 # ---------------------------------------------------------------- root + BPF
