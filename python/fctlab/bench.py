@@ -147,14 +147,26 @@ def startup(repeats: int) -> dict:
     return out
 
 
-def main_bench(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="fctlab bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def configure(p) -> None:
+    """The arguments of ``fctlab bench [NAME ...] [--quick] [--json]``."""
+    p.description = __doc__
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("names", nargs="*", help=f"benchmarks to run (default: all of {', '.join(BENCHMARKS)})")
     p.add_argument("--quick", action="store_true", help="shorter runs (for CI)")
     p.add_argument("--json", action="store_true", help="print one JSON object per benchmark")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-startup", action="store_true", help="skip the start-up measurement")
-    args = p.parse_args(argv)
+
+
+def main_bench(argv: Optional[Sequence[str]] = None) -> int:
+    """``fctlab bench`` with the arguments after ``bench``; returns the exit status."""
+    from .cli import main
+
+    return main(["bench", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run(args) -> int:
+    """Runs ``fctlab bench``."""
     names = args.names or list(BENCHMARKS)
     for n in names:
         if n not in BENCHMARKS:

@@ -9,6 +9,8 @@
     fctlab kernel load|unload|status
     fctlab testbed check|run SCENARIO.toml --out DIR
 
+One argparse parser with a subcommand per command (:data:`COMMANDS`); ``fctlab COMMAND -h``
+describes each.
 Bad input exits with status 2 and one line naming the file, the key and what was expected.
 """
 
@@ -138,68 +140,82 @@ def cmd_validate(args) -> int:
     return 0
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "report":
-        from .report import main_report
-
-        return main_report(argv[1:])
-    if argv and argv[0] == "compare":
-        from .compare import main_compare
-
-        return main_compare(argv[1:])
-    if argv and argv[0] == "bench":
-        from .bench import main_bench
-
-        return main_bench(argv[1:])
-    if argv and argv[0] == "kernel":
-        from .kernel import main_kernel
-
-        return main_kernel(argv[1:])
-    if argv and argv[0] == "testbed":
-        from .testbed import main_testbed
-
-        return main_testbed(argv[1:])
-    if argv and argv[0] == "reproduce":
-        from .reproduce import main_reproduce
-
-        return main_reproduce(argv[1:])
-
-    p = OneLineParser(prog="fctlab", description="Flow completion time lab: packet-level data-center simulation.")
-    p.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = p.add_subparsers(dest="command", parser_class=OneLineParser)
-    r = sub.add_parser("run", help="run a scenario and write its results")
+def configure_run(r) -> None:
+    r.description = "Run a scenario, write its results and print a summary."
     r.add_argument("scenario", help="scenario file (.toml, or .json)")
     r.add_argument("--out", required=True, help="directory for flows.parquet, links.parquet, summary.json")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     r.add_argument("--sample-queues", metavar="INTERVAL", help='sample switch queues every INTERVAL (e.g. "100us")')
     r.add_argument("--trace-cwnd", metavar="INTERVAL", help='sample every flow\'s congestion window every INTERVAL (e.g. "1ms")')
     r.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
-    v = sub.add_parser("validate", help="check a scenario without running it")
+
+
+def configure_validate(v) -> None:
+    v.description = "Check a scenario without running it and describe it."
     v.add_argument("scenario")
     v.add_argument("--set", action="append", metavar="KEY=VALUE")
-    sub.add_parser("report", help="write an HTML report of result directories (fctlab report -h)")
-    sub.add_parser("compare", help="compare two result directories (fctlab compare -h)")
-    sub.add_parser("bench", help="run the benchmark scenarios (fctlab bench -h)")
-    sub.add_parser("kernel", help="build, load, unload the ATCP BPF congestion control (fctlab kernel -h)")
-    sub.add_parser("testbed", help="run scenarios on the real kernel in network namespaces (fctlab testbed -h)")
-    sub.add_parser("reproduce", help="reproduce a paper's experiments beside its numbers (fctlab reproduce -h)")
-    args = p.parse_args(argv)
+
+
+#: Every command: its one-line help, and the module whose ``configure(parser)`` adds its
+#: arguments and whose ``run(args)`` runs it. A module is imported only when its command is
+#: the one given, so that commands pay only for what they use.
+COMMANDS = {
+    "run": ("run a scenario and write its results", None),
+    "validate": ("check a scenario without running it", None),
+    "report": ("write an HTML or Markdown report of result directories", "fctlab.report"),
+    "compare": ("compare two result directories", "fctlab.compare"),
+    "bench": ("run the benchmark scenarios", "fctlab.bench"),
+    "reproduce": ("reproduce a paper's experiments beside its numbers", "fctlab.reproduce"),
+    "kernel": ("build, load, unload the ATCP BPF congestion control", "fctlab.kernel"),
+    "testbed": ("run scenarios on the real kernel in network namespaces", "fctlab.testbed"),
+}
+_LOCAL = {"run": (configure_run, cmd_run), "validate": (configure_validate, cmd_validate)}
+
+
+def parser(command: Optional[str] = None) -> OneLineParser:
+    """The ``fctlab`` argument parser, with the arguments of `command` (one subcommand each)."""
+    import importlib
+
+    p = OneLineParser(prog="fctlab", description="Flow completion time lab: packet-level data-center simulation.")
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = p.add_subparsers(dest="command", parser_class=OneLineParser, metavar="COMMAND")
+    for name, (help_, module) in COMMANDS.items():
+        sp = sub.add_parser(name, help=help_)
+        if name != command:
+            continue
+        if module is None:
+            configure, run = _LOCAL[name]
+        else:
+            mod = importlib.import_module(module)
+            configure, run = mod.configure, mod.run
+        configure(sp)
+        sp.set_defaults(_run=run, _parser=sp)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    p = parser(command if command in COMMANDS else None)
+    try:
+        args, extra = p.parse_known_args(argv)
+        if extra:  # named by the command they were given to
+            getattr(args, "_parser", p).error(f"unrecognized arguments: {' '.join(extra)}")
+    except SystemExit as e:  # --help, or a usage error already reported on one line
+        return int(e.code or 0)
     if args.version:
         from . import __version__
 
         print(f"fctlab {__version__}")
         return 0
+    if args.command is None:
+        p.print_help()
+        return 2
     try:
-        if args.command == "run":
-            return cmd_run(args)
-        if args.command == "validate":
-            return cmd_validate(args)
+        return args._run(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    p.print_help()
-    return 2
 
 
 def entry() -> None:

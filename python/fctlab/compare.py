@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 from . import metrics
-from ._argparse import OneLineParser
 from .report import numfmt
 from .report.runs import Run, load_run
 
@@ -246,35 +245,21 @@ def format_comparison(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main_compare(argv: list[str]) -> int:
-    """``fctlab compare DIR_A DIR_B [--tolerance 0.05] [--json]``.
-
-    Parameters
-    ----------
-    argv : list of str
-        Arguments after ``compare``.
-
-    Returns
-    -------
-    int
-        0 on success (the comparison is printed as text, or as JSON with
-        ``--json``), 2 on bad input (a missing run directory or file, an
-        unreadable file, bad arguments), with a one-line message on stderr.
-    """
-    parser = OneLineParser(
-        prog="fctlab compare",
-        description="Compare run B against reference run A: FCT statistics per size bucket "
-                    "and, when both runs hold the same flows, a flow-by-flow comparison.",
-    )
+def configure(parser) -> None:
+    """The arguments of ``fctlab compare DIR_A DIR_B [--tolerance 0.05] [--json]``."""
+    parser.description = ("Compare run B against reference run A: FCT statistics per size bucket "
+                          "and, when both runs hold the same flows, a flow-by-flow comparison.")
     parser.add_argument("dir_a", metavar="DIR_A", help="reference run directory")
     parser.add_argument("dir_b", metavar="DIR_B", help="run directory compared against DIR_A")
     parser.add_argument("--tolerance", type=float, default=0.05,
                         help="relative FCT difference still counted as equal (default: 0.05)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, or a usage error already reported on one line
-        return int(exc.code or 0)
+
+
+def run(args) -> int:
+    """Runs ``fctlab compare``: 0 on success (the comparison is printed as text, or as JSON
+    with ``--json``), 2 on bad input (a missing run directory or file, an unreadable file),
+    with a one-line message on stderr."""
     try:
         result = compare_runs(args.dir_a, args.dir_b, tolerance=args.tolerance)
     except (ValueError, OSError) as exc:
@@ -285,3 +270,10 @@ def main_compare(argv: list[str]) -> int:
     else:
         print(format_comparison(result), end="")
     return 0
+
+
+def main_compare(argv: list[str]) -> int:
+    """``fctlab compare`` with the arguments after ``compare``; returns the exit status."""
+    from .cli import main
+
+    return main(["compare", *argv])

@@ -17,7 +17,6 @@ Problems exit with status 2 and one line saying what is missing or refused.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -529,8 +528,9 @@ def socket_congestion(sock: socket.socket) -> str:
 
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="fctlab kernel", description="ATCP as a Linux BPF congestion control.")
+def configure(p) -> None:
+    """The arguments of ``fctlab kernel build|load|unload|status``."""
+    p.description = "ATCP as a Linux BPF congestion control."
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=OneLineParser)
     ld = sub.add_parser("load", help="build if needed and register atcp, atcp_w1, atcp_w2, atcp_w3")
     ld.add_argument("--function", choices=sorted(FUNCTIONS), default="step", help="weight-size function of `atcp`")
@@ -550,7 +550,6 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true")
     bd = sub.add_parser("build", help="compile kernel/atcp.bpf.c and kernel/ecn_mark.bpf.c only")
     bd.add_argument("--force", action="store_true")
-    return p
 
 
 def _params_from_args(a) -> AtcpParams:
@@ -581,8 +580,14 @@ def _describe(params: AtcpParams) -> str:
 
 
 def main_kernel(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of ``fctlab kernel``; returns the exit status."""
-    a = _parser().parse_args(argv)
+    """``fctlab kernel`` with the arguments after ``kernel``; returns the exit status."""
+    from .cli import main
+
+    return main(["kernel", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run(a) -> int:
+    """Runs ``fctlab kernel``."""
     try:
         if a.cmd == "build":
             print(build(force=a.force))

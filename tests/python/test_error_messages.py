@@ -30,7 +30,8 @@ BAD_VALUES = ["\"fast\"", "-3", "1.5", "true", "\"10Mb\"", "\"1Gbs\"", "[1, 2]",
 
 
 def scenario_files():
-    return sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "scenarios").rglob("*.toml"))
+    # expected.toml files hold a paper's published numbers, not a scenario
+    return sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "scenarios").rglob("*.toml") if p.name != "expected.toml")
 
 
 def mutations(rel: str):

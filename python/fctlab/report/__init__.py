@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 
-from .._argparse import OneLineParser
 from .numfmt import one_line
 from .runs import REQUIRED_FLOW_COLUMNS, Run, RunLoadError, load_run
 from .writer import SECTION_TITLES, write_report
@@ -29,35 +28,20 @@ __all__ = [
 ]
 
 
-def main_report(argv: list[str]) -> int:
-    """``fctlab report DIR [DIR ...] --out OUTDIR [--format html|md] [--title T]``.
-
-    Parameters
-    ----------
-    argv : list of str
-        Arguments after ``report``.
-
-    Returns
-    -------
-    int
-        0 on success (the report's path is printed), 2 on bad input (a
-        missing run directory or file, an unreadable file, bad arguments),
-        with a one-line message on stderr.
-    """
-    parser = OneLineParser(
-        prog="fctlab report",
-        description="Write an HTML or Markdown report (tables and PNG plots) over run directories.",
-    )
+def configure(parser) -> None:
+    """The arguments of ``fctlab report DIR [DIR ...] --out OUTDIR [--format html|md] [--title T]``."""
+    parser.description = "Write an HTML or Markdown report (tables and PNG plots) over run directories."
     parser.add_argument("dirs", nargs="+", metavar="DIR", help="run directory written by `fctlab run`")
     parser.add_argument("--out", required=True, metavar="OUTDIR",
                         help="output directory for the report and its PNG files (created if needed)")
     parser.add_argument("--format", choices=("html", "md"), default="html",
                         help="report format (default: html, self-contained)")
     parser.add_argument("--title", default=None, metavar="T", help="report title")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, or a usage error already reported on one line
-        return int(exc.code or 0)
+
+
+def run(args) -> int:
+    """Runs ``fctlab report``: 0 on success (the report's path is printed), 2 on bad input (a
+    missing run directory or file, an unreadable file), with a one-line message on stderr."""
     try:
         path = write_report(args.dirs, args.out, title=args.title, fmt=args.format)
     except (ValueError, OSError) as exc:
@@ -65,3 +49,10 @@ def main_report(argv: list[str]) -> int:
         return 2
     print(path)
     return 0
+
+
+def main_report(argv: list[str]) -> int:
+    """``fctlab report`` with the arguments after ``report``; returns the exit status."""
+    from ..cli import main
+
+    return main(["report", *argv])

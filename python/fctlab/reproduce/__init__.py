@@ -17,9 +17,8 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .._argparse import OneLineParser
 
-__all__ = ["main_reproduce", "PAPERS", "default_scenario_dir"]
+__all__ = ["main_reproduce", "configure", "run", "PAPERS", "default_scenario_dir"]
 
 PAPERS = ("atcp",)
 
@@ -52,13 +51,9 @@ def _parse_items(text: str, valid: Sequence[int]) -> list:
     return out
 
 
-def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of ``fctlab reproduce``; `argv` is the list after ``reproduce``."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    p = OneLineParser(
-        prog="fctlab reproduce",
-        description="Rerun a paper's simulations and write a report comparing fctlab's numbers with the paper's.",
-    )
+def configure(p) -> None:
+    """The arguments of ``fctlab reproduce PAPER [--quick] [--out DIR] [--items ...]``."""
+    p.description = "Rerun a paper's simulations and write a report comparing fctlab's numbers with the paper's."
     p.add_argument("paper", help="the paper to reproduce: " + ", ".join(PAPERS))
     p.add_argument("--quick", action="store_true", help="shorter runs (a few minutes in total); noisier numbers")
     p.add_argument("--out", default=None, help="output directory (default: out/reproduce_<paper>[_quick])")
@@ -66,8 +61,19 @@ def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                    help="do not start new items after this much wall-clock time; they are reported as not run")
     p.add_argument("--scenarios", default=None, metavar="DIR", help="directory of the paper's scenario files")
+
+
+def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
+    """``fctlab reproduce`` with the arguments after ``reproduce``; returns the exit status."""
+    from ..cli import main
+
+    return main(["reproduce", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run(args) -> int:
+    """Runs ``fctlab reproduce``: 0 when the report was written, 2 for bad arguments, 130
+    when interrupted."""
     try:
-        args = p.parse_args(argv)
         if args.paper not in PAPERS:
             raise _ArgError(f"unknown paper {args.paper!r} (known: {', '.join(PAPERS)})")
         import importlib
@@ -90,8 +96,6 @@ def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
     except _ArgError as e:
         print(f"fctlab reproduce: error: {e}", file=sys.stderr)
         return 2
-    except SystemExit as e:  # --help, or a usage error already reported on one line
-        return int(e.code or 0)
 
     from .common import stderr_log
     from .runner import run_paper

@@ -11,7 +11,6 @@ See ``docs/testbed.md``.
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
 from typing import Optional, Sequence
@@ -23,8 +22,9 @@ from .._argparse import OneLineParser
 __all__ = ["main_testbed", "run_testbed", "check_machine", "TestbedError"]
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog="fctlab testbed", description="Run scenarios on real Linux TCP in network namespaces.")
+def configure(p) -> None:
+    """The arguments of ``fctlab testbed check|run|clean``."""
+    p.description = "Run scenarios on real Linux TCP in network namespaces."
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=OneLineParser)
     sub.add_parser("check", help="exit 0 when this machine can run the testbed, else say why")
     r = sub.add_parser("run", help="run a scenario and write flows.parquet, links.parquet, summary.json")
@@ -36,7 +36,6 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--max-time", type=float, default=MAX_RUN_S, metavar="SECONDS",
                    help=f"bound on the traffic phase (default {MAX_RUN_S:.0f})")
     sub.add_parser("clean", help="delete namespaces left by testbed processes that no longer exist")
-    return p
 
 
 def _raise_interrupt(signum, frame):
@@ -44,8 +43,14 @@ def _raise_interrupt(signum, frame):
 
 
 def main_testbed(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of ``fctlab testbed``; returns the exit status."""
-    a = _parser().parse_args(argv)
+    """``fctlab testbed`` with the arguments after ``testbed``; returns the exit status."""
+    from ..cli import main
+
+    return main(["testbed", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run(a) -> int:
+    """Runs ``fctlab testbed``."""
     if a.cmd == "check":
         probs = check_machine()
         if probs:
