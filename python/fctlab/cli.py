@@ -137,7 +137,25 @@ def cmd_validate(args) -> int:
         f"{args.scenario}: ok: {info['topology']} with {len(hosts)} hosts ({shown}), {info['switches']} switches, "
         f"{info['links']} links; {info['flows']} flows ({info['long_lived_flows']} long-lived); stops {stop}"
     )
+    print("  " + transport_line(info["transport"]))
     return 0
+
+
+def transport_line(t: dict) -> str:
+    """The resolved TCP settings of a scenario, on one line."""
+    from .numfmt import count, seconds
+
+    protos = ", ".join(f"{k} ({v} flows)" for k, v in t["protocols"].items()) or "no flows"
+    ssthresh = "unlimited" if t["initial_ssthresh_bytes"] is None else f"{count(t['initial_ssthresh_bytes'])} B"
+    tick = "exact" if not t["rto_granularity_s"] else seconds(t["rto_granularity_s"])
+    onoff = lambda b: "on" if b else "off"  # noqa: E731
+    return (
+        f"transport: profile {t['profile']}; {protos}; mss {t['mss_bytes']} B + {t['header_bytes']} B headers, "
+        f"initial window {t['initial_cwnd_segments']}, initial ssthresh {ssthresh}, rwnd {count(t['rwnd_bytes'])} B, "
+        f"SACK {onoff(t['sack'])}, delayed ACK {onoff(t['delayed_ack'])}, dupthresh {t['dupthresh']}, "
+        f"RTO min {seconds(t['min_rto_s'])} initial {seconds(t['initial_rto_s'])} max {seconds(t['max_rto_s'])} "
+        f"tick {tick}, ECN {onoff(t['ecn'])}, handshake {onoff(t['handshake'])}"
+    )
 
 
 def configure_run(r) -> None:

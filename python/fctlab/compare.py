@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import metrics
-from .report import numfmt
+from . import numfmt
 from .report.runs import Run, load_run
 
 __all__ = ["compare_runs", "format_comparison", "main_compare"]

@@ -160,3 +160,23 @@ def test_light_commands_do_not_import_heavy_libraries():
 
     with tempfile.TemporaryDirectory() as td:
         assert heavy(["fctlab", "run", demo, "--out", td]) == "['pyarrow']"
+
+
+def test_validate_prints_the_resolved_transport_settings():
+    out = subprocess_run(["validate", str(DEMO), "--set", 'transport.profile="ns2"', "--set", "transport.initial_cwnd=4"])
+    line = [l for l in out.splitlines() if l.strip().startswith("transport:")][0]
+    # the ns2 profile's values, with the explicitly given key overriding it
+    for part in ("profile ns2", "tcp (9 flows)", "mss 1000 B", "initial window 4", "initial ssthresh 20,000 B",
+                 "rwnd 20,000 B", "SACK off", "initial 3 s", "tick 10 ms", "handshake on"):
+        assert part in line, (part, line)
+    line = [l for l in subprocess_run(["validate", str(DEMO)]).splitlines() if "transport:" in l][0]
+    assert "profile linux" in line and "SACK on" in line and "initial ssthresh unlimited" in line, line
+
+
+def subprocess_run(args):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "fctlab.cli", *args], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout

@@ -42,6 +42,31 @@ fn validate(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec
     d.set_item("stop_time_s", sc.stop_time.map(|t| t.as_secs_f64()))?;
     d.set_item("seed", sc.seed)?;
     d.set_item("scenario_sha256", &sc.sha256)?;
+    let t = &sc.tcp;
+    let tr = PyDict::new_bound(py);
+    tr.set_item("profile", sc.profile.name())?;
+    tr.set_item("mss_bytes", t.mss_bytes)?;
+    tr.set_item("header_bytes", t.header_bytes)?;
+    tr.set_item("initial_cwnd_segments", t.initial_cwnd_segments)?;
+    tr.set_item("initial_ssthresh_bytes", t.initial_ssthresh_bytes)?;
+    tr.set_item("rwnd_bytes", t.rwnd_bytes)?;
+    tr.set_item("sack", t.sack)?;
+    tr.set_item("delayed_ack", t.delayed_ack)?;
+    tr.set_item("delayed_ack_timeout_s", t.delayed_ack_timeout.as_secs_f64())?;
+    tr.set_item("min_rto_s", t.min_rto.as_secs_f64())?;
+    tr.set_item("initial_rto_s", t.initial_rto.as_secs_f64())?;
+    tr.set_item("max_rto_s", t.max_rto.as_secs_f64())?;
+    tr.set_item("rto_granularity_s", t.rto_granularity.as_secs_f64())?;
+    tr.set_item("dupthresh", t.dupthresh)?;
+    tr.set_item("ecn", t.ecn)?;
+    tr.set_item("handshake", t.handshake)?;
+    let protocols = PyDict::new_bound(py);
+    for f in &sc.flows {
+        let n: usize = protocols.get_item(f.cc.name())?.map_or(Ok(0), |v| v.extract())?;
+        protocols.set_item(f.cc.name(), n + 1)?;
+    }
+    tr.set_item("protocols", protocols)?;
+    d.set_item("transport", tr)?;
     Ok(d.into())
 }
 

@@ -92,6 +92,8 @@ pub struct Scenario {
     /// Buffer of host NIC output queues.
     pub nic_buffer: BufferLimit,
     pub tcp: TcpConfig,
+    /// The `[transport] profile` the TCP settings started from.
+    pub profile: fctlab_transport::Profile,
     pub flows: Vec<FlowSpec>,
     /// Names of flow groups, indexed by `FlowSpec::group_id` and `FlowSpec::after`.
     pub groups: Vec<String>,

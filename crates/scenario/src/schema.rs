@@ -157,6 +157,7 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
         switch_queue: net.switch_queue,
         nic_buffer: net.nic_buffer,
         tcp: transport.tcp,
+        profile: transport.profile,
         flows,
         groups,
         monitor,

@@ -5,7 +5,7 @@ use crate::tables::{de, fields_of, split, At};
 use crate::units::{Duration, Size};
 use crate::ScenarioError;
 use fctlab_engine::Nanos;
-use fctlab_transport::{cc, TcpConfig};
+use fctlab_transport::{cc, Profile, TcpConfig};
 use serde::Deserialize;
 
 /// The TCP keys of `[transport]` (every other key is a protocol parameter).
@@ -13,6 +13,10 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 struct Keys {
     protocol: Option<String>,
+    /// `linux` (default) or `ns2`: every TCP setting at once; the keys below override it.
+    profile: Option<String>,
+    initial_ssthresh: Option<Size>,
+    rto_granularity: Option<Duration>,
     mss: Option<Size>,
     header_bytes: Option<Size>,
     min_rto: Option<Duration>,
@@ -33,6 +37,8 @@ pub(crate) struct Transport {
     pub tcp: TcpConfig,
     /// The protocol of flows that name none.
     pub default_protocol: String,
+    /// The profile the settings start from.
+    pub profile: Profile,
     /// Protocol parameters given here (each checked to be some protocol's key).
     pub protocol_params: toml::Table,
 }
@@ -49,7 +55,12 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
         return Err(err(k, format!("unknown key (known: {})", known.join(", "))));
     }
     let t: Keys = de(keys, at)?;
-    let d = TcpConfig::default();
+    let profile = match t.profile.as_deref() {
+        None => Profile::Linux,
+        Some(name) => Profile::from_name(name)
+            .ok_or_else(|| err("profile", format!("unknown profile \"{name}\" (known: {})", Profile::NAMES.join(", "))))?,
+    };
+    let d = profile.config();
     let mss = t.mss.map(|s| s.0).unwrap_or(d.mss_bytes as u64);
     if !(64..=65_000).contains(&mss) {
         return Err(err("mss", format!("must be between 64B and 65000B, got {mss}B")));
@@ -63,11 +74,12 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
         header_bytes: header as u32,
         initial_cwnd_segments: t.initial_cwnd.unwrap_or(d.initial_cwnd_segments),
         min_rto: t.min_rto.map(|x| x.0).unwrap_or(d.min_rto),
-        // Default initial RTO: five times the minimum (1 s with the 200 ms default, as in
-        // RFC 6298 and Linux), so data-center settings of min_rto scale it too.
-        initial_rto: t.initial_rto.map(|x| x.0).unwrap_or_else(|| match t.min_rto {
-            Some(m) => m.0.mul(5),
-            None => d.initial_rto,
+        // Default initial RTO of the linux profile: five times the minimum (1 s with the
+        // 200 ms default, as in RFC 6298 and Linux), so data-center settings of min_rto scale
+        // it too. ns-2's rtxcur_init_ does not depend on minrto_.
+        initial_rto: t.initial_rto.map(|x| x.0).unwrap_or_else(|| match (t.min_rto, profile) {
+            (Some(m), Profile::Linux) => m.0.mul(5),
+            _ => d.initial_rto,
         }),
         max_rto: t.max_rto.map(|x| x.0).unwrap_or(d.max_rto),
         delayed_ack: t.delayed_ack.unwrap_or(d.delayed_ack),
@@ -77,7 +89,12 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
         handshake: t.handshake.unwrap_or(d.handshake),
         rwnd_bytes: t.rwnd.map(|x| x.0).unwrap_or(d.rwnd_bytes),
         dupthresh: t.dupthresh.unwrap_or(d.dupthresh),
+        initial_ssthresh_bytes: t.initial_ssthresh.map(|x| x.0).or(d.initial_ssthresh_bytes),
+        rto_granularity: t.rto_granularity.map(|x| x.0).unwrap_or(d.rto_granularity),
     };
+    if tcp.initial_ssthresh_bytes.is_some_and(|b| b < 2 * mss) {
+        return Err(err("initial_ssthresh", format!("must be at least two segments ({}B)", 2 * mss)));
+    }
     if tcp.initial_cwnd_segments == 0 {
         return Err(err("initial_cwnd", "must be at least 1 segment".into()));
     }
@@ -98,5 +115,5 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
     }
     let default_protocol = t.protocol.unwrap_or_else(|| "tcp".into());
     cc::lookup(&default_protocol).map_err(|m| err("protocol", m))?;
-    Ok(Transport { tcp, default_protocol, protocol_params })
+    Ok(Transport { tcp, default_protocol, profile, protocol_params })
 }

@@ -227,3 +227,29 @@ fn a_flow_that_cannot_finish_ends_at_the_horizon() {
     assert!(!r.flows[0].completed);
     assert_eq!(r.summary.sim_time_s, fctlab_sim::DEFAULT_HORIZON.as_secs_f64());
 }
+
+/// `profile = "ns2"` (ns-2.35's Agent/TCP defaults): the window starts at 2 packets and never
+/// exceeds `window_` = 20 packets, so a long flow on a fat pipe moves 20 packets per round trip.
+#[test]
+fn ns2_profile_window_starts_at_two_and_stays_at_most_twenty_packets() {
+    let toml = "seed = 1\nstop_time = \"2s\"\n[network]\ntopology = \"dumbbell\"\nsenders = 1\nreceivers = 1\nlink_rate = \"1Gbps\"\nlink_delay = \"1ms\"\nbuffer = \"100pkt\"\n[transport]\nprofile = \"ns2\"\n[monitor]\ncwnd_interval = \"1ms\"\n[[flows]]\nsrc = \"s0\"\ndst = \"r0\"\n";
+    let r = run(toml);
+    let c = r.cwnd.as_ref().expect("cwnd traced");
+    assert_eq!(c[0].cwnd_bytes, 2 * 1000, "initial window 2 packets of 1000 B");
+    let max = c.iter().map(|s| s.cwnd_bytes).max().unwrap();
+    assert_eq!(max, 20 * 1000, "the window grows to window_ = 20 packets and no further");
+    assert_eq!(r.summary.drops, 0);
+    // 20 packets per round trip of 6 ms (three 1 ms links each way) plus serialization.
+    let late: Vec<f64> = c.iter().filter(|s| s.time_s >= 1.0).map(|s| s.rate_bps).collect();
+    let rate = late.iter().sum::<f64>() / late.len() as f64;
+    let want = 20.0 * 1000.0 * 8.0 / 6.05e-3;
+    assert!((rate - want).abs() / want < 0.05, "rate {rate:.0} bps, window-limited {want:.0}");
+    // Keys given explicitly override the profile.
+    let r = run(&toml.replace("profile = \"ns2\"", "profile = \"ns2\"\nrwnd = \"40KB\"\ninitial_cwnd = 4"));
+    let c = r.cwnd.as_ref().unwrap();
+    assert_eq!(c[0].cwnd_bytes, 4 * 1000);
+    assert!(c.iter().map(|s| s.cwnd_bytes).max().unwrap() > 20 * 1000);
+    let e = fctlab_scenario::load(&toml.replace("\"ns2\"", "\"ns3\""), "t.toml", fctlab_scenario::schema::Format::Toml, &[]).unwrap_err();
+    assert_eq!(e.key, "transport.profile");
+    assert!(e.message.contains("unknown profile \"ns3\" (known: linux, ns2)"), "{e}");
+}

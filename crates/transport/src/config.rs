@@ -26,6 +26,66 @@ pub struct TcpConfig {
     pub rwnd_bytes: u64,
     /// Duplicate ACKs (or segments SACKed) that trigger fast retransmit.
     pub dupthresh: u32,
+    /// Initial slow-start threshold; None: unlimited (slow start until the first loss).
+    pub initial_ssthresh_bytes: Option<u64>,
+    /// Retransmission-timer granularity: the RTO is rounded up to a multiple of it (ns-2's
+    /// `tcpTick_`). Zero: exact.
+    pub rto_granularity: Nanos,
+}
+
+/// A named set of TCP settings (`[transport] profile`). Keys given in the scenario override
+/// the profile's values.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Profile {
+    /// A modern Linux-like TCP: initial window 10, SACK, 1460 B segments, 200 ms minimum RTO.
+    Linux,
+    /// ns-2.35's `Agent/TCP` defaults, the simulator of the papers (docs/scenarios.md lists
+    /// each value with its source line in `tcl/lib/ns-default.tcl`).
+    Ns2,
+}
+
+impl Profile {
+    pub const NAMES: &'static [&'static str] = &["linux", "ns2"];
+
+    pub fn from_name(name: &str) -> Option<Profile> {
+        match name {
+            "linux" => Some(Profile::Linux),
+            "ns2" => Some(Profile::Ns2),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Linux => "linux",
+            Profile::Ns2 => "ns2",
+        }
+    }
+
+    /// The profile's settings.
+    pub fn config(self) -> TcpConfig {
+        match self {
+            Profile::Linux => TcpConfig::default(),
+            // ns-2.35 tcl/lib/ns-default.tcl, Agent/TCP (and Agent/TCPSink for ACKs).
+            Profile::Ns2 => TcpConfig {
+                mss_bytes: 1000,                    // packetSize_ 1000
+                header_bytes: 40,                   // tcpip_base_hdr_size_ 40
+                initial_cwnd_segments: 2,           // windowInit_ 2
+                min_rto: Nanos::from_millis(200),   // minrto_ 0.2
+                initial_rto: Nanos::from_secs(3),   // rtxcur_init_ 3.0
+                max_rto: Nanos::from_secs(60),      // maxrto_ 60
+                delayed_ack: false,                 // Agent/TCPSink: one ACK per packet
+                delayed_ack_timeout: Nanos::from_millis(100), // Agent/TCPSink/DelAck interval_ (unused)
+                sack: false,                        // Agent/TCP(/Newreno): no SACK
+                ecn: false,                         // ecn_ 0
+                handshake: true,                    // syn_ true
+                rwnd_bytes: 20 * 1000,              // window_ 20 packets
+                dupthresh: 3,                       // numdupacks_ 3
+                initial_ssthresh_bytes: Some(20 * 1000), // ssthresh_ starts at window_
+                rto_granularity: Nanos::from_millis(10), // tcpTick_ 0.01
+            },
+        }
+    }
 }
 
 impl Default for TcpConfig {
@@ -44,6 +104,8 @@ impl Default for TcpConfig {
             handshake: false,
             rwnd_bytes: 4 << 20,
             dupthresh: 3,
+            initial_ssthresh_bytes: None,
+            rto_granularity: Nanos::ZERO,
         }
     }
 }

@@ -16,6 +16,6 @@ pub mod scoreboard;
 pub mod sender;
 
 pub use cc::{AnyCc, CcConfig, CcState, CongestionControl, CongestionEvent, FlowInfo, Protocol};
-pub use config::TcpConfig;
+pub use config::{Profile, TcpConfig};
 pub use receiver::TcpReceiver;
 pub use sender::TcpSender;

@@ -10,6 +10,7 @@ pub struct RttEstimator {
     has_sample: bool,
     min_rto: Nanos,
     max_rto: Nanos,
+    granularity: Nanos,
     rto: Nanos,
     /// Smallest RTT seen (base RTT estimate).
     pub min_rtt: Nanos,
@@ -23,6 +24,7 @@ impl RttEstimator {
             has_sample: false,
             min_rto: cfg.min_rto,
             max_rto: cfg.max_rto,
+            granularity: cfg.rto_granularity,
             rto: cfg.initial_rto.max(cfg.min_rto),
             min_rtt: Nanos::MAX,
         }
@@ -41,8 +43,12 @@ impl RttEstimator {
             self.srtt_ns = (7 * self.srtt_ns + r) / 8;
         }
         self.min_rtt = self.min_rtt.min(Nanos(r));
-        let rto = Nanos(self.srtt_ns + 4 * self.rttvar_ns);
-        self.rto = rto.max(self.min_rto).min(self.max_rto);
+        let mut rto = self.srtt_ns + 4 * self.rttvar_ns;
+        if self.granularity.0 > 0 {
+            // A coarse timer counts whole ticks: round up (ns-2's tcpTick_).
+            rto = rto.div_ceil(self.granularity.0) * self.granularity.0;
+        }
+        self.rto = Nanos(rto).max(self.min_rto).min(self.max_rto);
     }
 
     /// The current timeout before backoff.
@@ -74,6 +80,16 @@ mod tests {
         // rttvar = 3/4*5 + 1/4*10 = 6.25, srtt = 11.25 -> 36.25 ms
         assert_eq!(e.rto(), Nanos(36_250_000));
         assert_eq!(e.backed_off(2), Nanos(145_000_000));
+    }
+
+    #[test]
+    fn coarse_timer_rounds_up_to_whole_ticks() {
+        let cfg = TcpConfig { min_rto: Nanos::from_millis(1), rto_granularity: Nanos::from_millis(10), ..Default::default() };
+        let mut e = RttEstimator::new(&cfg);
+        e.sample(Nanos::from_millis(10)); // 30 ms: already whole ticks
+        assert_eq!(e.rto(), Nanos::from_millis(30));
+        e.sample(Nanos::from_millis(20)); // 36.25 ms -> 40 ms
+        assert_eq!(e.rto(), Nanos::from_millis(40));
     }
 
     #[test]

@@ -80,7 +80,11 @@ impl TcpSender {
             snd_nxt: 0,
             snd_max: 0,
             cc,
-            st: CcState { cwnd_bytes: cfg.initial_cwnd_segments.max(1) as u64 * mss, ssthresh_bytes: u64::MAX / 2, mss_bytes: mss },
+            st: CcState {
+                cwnd_bytes: cfg.initial_cwnd_segments.max(1) as u64 * mss,
+                ssthresh_bytes: cfg.initial_ssthresh_bytes.unwrap_or(u64::MAX / 2),
+                mss_bytes: mss,
+            },
             dupacks: 0,
             in_recovery: false,
             recover: 0,
@@ -232,6 +236,9 @@ impl TcpSender {
                     bytes_sent: self.snd_max,
                 };
                 self.cc.on_ack(&mut self.st, &sample);
+                // The window never grows past what the receiver accepts (ns-2's window_ caps
+                // cwnd_ in effect; Linux grows cwnd only while it limits the sender).
+                self.st.cwnd_bytes = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes.max(mss));
             }
             if self.snd_una >= self.size {
                 self.finish(now);
@@ -512,6 +519,40 @@ mod tests {
         assert_eq!(growth.len(), 3, "one extra segment per window: {per_ack:?}");
         assert_eq!((growth[1] - growth[0], growth[2] - growth[1]), (6, 7), "windows of 6 and 7 segments: {per_ack:?}");
         assert_eq!(s.st.cwnd_bytes, 8 * MSS);
+    }
+
+    /// ns-2's `Agent/TCP` defaults (the `ns2` profile): two segments to start, and a loss that
+    /// leaves fewer than three duplicate ACKs waits for the retransmission timer, which is at
+    /// least 200 ms and counts whole 10 ms ticks.
+    #[test]
+    fn ns2_profile_starts_with_two_segments_and_times_out_without_three_dupacks() {
+        let cfg = TcpConfig { handshake: false, ..crate::Profile::Ns2.config() };
+        let mss = cfg.mss_bytes as u64;
+        let cc = CcConfig::NewReno(NewRenoConfig {}).build(&Default::default());
+        let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), Some(5 * mss), &cfg, cc, false);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out);
+        assert_eq!(out.iter().map(|p| p.seq / mss).collect::<Vec<_>>(), vec![0, 1], "initial window of 2 segments");
+        assert_eq!(s.st.ssthresh_bytes, 20 * mss, "ssthresh starts at window_ (20 packets)");
+        // Segment 0 is acked after 1 ms (slow start: 2 more), then segment 1 is lost: the two
+        // segments after it bring only two duplicate ACKs.
+        let ack_at = |s: &mut TcpSender, t_us: u64, seg: u64, out: &mut Vec<Packet>| {
+            let p = Packet { kind: PacketKind::Ack, ack: seg * mss, ts_echo_ns: 0, ..Default::default() };
+            s.on_packet(Nanos::from_micros(t_us), &p, out);
+        };
+        out.clear();
+        ack_at(&mut s, 1000, 1, &mut out);
+        assert_eq!(out.iter().map(|p| p.seq / mss).collect::<Vec<_>>(), vec![2, 3]);
+        out.clear();
+        ack_at(&mut s, 2000, 1, &mut out);
+        ack_at(&mut s, 2001, 1, &mut out);
+        assert!(!out.iter().any(|p| p.has(flags::RETX)), "no fast retransmit on two duplicate ACKs");
+        let deadline = s.rto_deadline().expect("the timer runs");
+        assert!(deadline - Nanos::from_micros(1000) >= Nanos::from_millis(200), "RTO {deadline} is at least min RTO after the last new ACK");
+        assert_eq!(deadline.0 % 10_000_000, (1_000_000) % 10_000_000, "RTO of whole 10 ms ticks after the ACK that armed it");
+        s.on_rto(deadline, &mut out);
+        assert!(out.iter().any(|p| p.has(flags::RETX) && p.seq == mss), "segment 1 is sent again after the timeout");
+        assert_eq!(s.timeouts, 1);
     }
 
     #[test]

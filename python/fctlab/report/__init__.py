@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from .numfmt import one_line
+from ..numfmt import one_line
 from .runs import REQUIRED_FLOW_COLUMNS, Run, RunLoadError, load_run
 from .writer import SECTION_TITLES, write_report
 

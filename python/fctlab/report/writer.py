@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import metrics
-from . import numfmt
+from .. import numfmt
 from .render import Block, Heading, Image, Paragraph, Table, render_html, render_markdown
 from .runs import Run, load_run
 
