@@ -92,7 +92,7 @@ impl Packet {
     /// The fields switches need, carried beside the packet id through the network.
     #[inline]
     pub fn meta(&self) -> PacketMeta {
-        PacketMeta { dst: self.dst, flow: self.flow, wire_bytes: self.wire_bytes, flags: self.flags }
+        PacketMeta { dst: self.dst, flow: self.flow, wire_bytes: self.wire_bytes, flags: self.flags, hop: 0 }
     }
 }
 
@@ -107,6 +107,9 @@ pub struct PacketMeta {
     pub flow: FlowId,
     pub wire_bytes: u32,
     pub flags: u8,
+    /// Where the packet is on its flow's path: the direction (bit 7: 0 from the flow's
+    /// source, 1 toward it) and the index of the next port (bits 0-6). Set by the simulation.
+    pub hop: u8,
 }
 
 impl PacketMeta {

@@ -3,7 +3,7 @@
 
 use crate::ideal::ideal_fct;
 use fctlab_engine::{Nanos, Rng};
-use fctlab_net::{FlowId, NodeId, NodeKind, Port, QueueConfig, Routes};
+use fctlab_net::{FlowId, NodeId, NodeKind, Port, PortId, QueueConfig, Routes};
 use fctlab_scenario::{Scenario, ScenarioError};
 
 /// The network of a run: ports (two per link, `a -> b` then `b -> a`), their levels, which
@@ -63,10 +63,12 @@ impl Network {
         Ok(Network { ports, port_level, node_is_host, routes })
     }
 
-    /// Each flow's ideal completion time on the paths its packets take (None for a
-    /// long-lived flow).
-    pub fn ideal_fcts(&self, scenario: &Scenario) -> Result<Vec<Option<Nanos>>, ScenarioError> {
-        let mut out = Vec::with_capacity(scenario.flows.len());
+    /// Each flow's paths (the ports its data and its ACKs cross, ECMP choice included) and
+    /// its ideal completion time on them (None for a long-lived flow).
+    pub fn flow_paths(&self, scenario: &Scenario) -> Result<(FlowPaths, Vec<Option<Nanos>>), ScenarioError> {
+        let mut paths = FlowPaths { offsets: Vec::with_capacity(2 * scenario.flows.len() + 1), ports: Vec::new() };
+        paths.offsets.push(0);
+        let mut ideal = Vec::with_capacity(scenario.flows.len());
         for (i, f) in scenario.flows.iter().enumerate() {
             let (src, dst) = (NodeId(f.src as u32), NodeId(f.dst as u32));
             let fwd = self.routes.path(src, dst, FlowId(i as u32), &self.ports);
@@ -74,8 +76,41 @@ impl Network {
             let (Some(fwd), Some(rev)) = (fwd, rev) else {
                 return Err(scenario.error(&format!("flows[{i}]"), "no route between its hosts (the topology is disconnected)"));
             };
-            out.push(f.size_bytes.map(|size| ideal_fct(size, &fwd, &rev, &self.ports, &scenario.tcp)));
+            if fwd.len() > MAX_HOPS || rev.len() > MAX_HOPS {
+                return Err(scenario.error(&format!("flows[{i}]"), format!("its path has more than {MAX_HOPS} hops")));
+            }
+            ideal.push(f.size_bytes.map(|size| ideal_fct(size, &fwd, &rev, &self.ports, &scenario.tcp)));
+            for p in [fwd, rev] {
+                paths.ports.extend(p);
+                paths.offsets.push(paths.ports.len() as u32);
+            }
         }
-        Ok(out)
+        Ok((paths, ideal))
+    }
+}
+
+/// The longest path a flow may take (the hop index is 7 bits of a packet's metadata).
+pub(crate) const MAX_HOPS: usize = 127;
+
+/// The ports every flow's packets cross, computed once when the run is built: forwarding is
+/// one lookup by (flow, direction, hop) instead of a routing-table search per hop, and the
+/// tables are not consulted while the simulation runs.
+pub(crate) struct FlowPaths {
+    /// `offsets[2f]..offsets[2f+1]`: flow f's data path; `offsets[2f+1]..offsets[2f+2]`: its ACK path.
+    offsets: Vec<u32>,
+    ports: Vec<PortId>,
+}
+
+/// `PacketMeta::hop`: bit 7 is the direction (set: toward the flow's source).
+pub(crate) const HOP_REVERSE: u8 = 0x80;
+
+impl FlowPaths {
+    /// The port a packet takes next, and its metadata's hop index moved past it; None when
+    /// its path is done (which forwarding never asks for).
+    #[inline]
+    pub fn next(&self, flow: FlowId, hop: u8) -> Option<(PortId, u8)> {
+        let path = 2 * flow.0 as usize + (hop >> 7) as usize;
+        let at = self.offsets[path] as usize + (hop & 0x7f) as usize;
+        (at < self.offsets[path + 1] as usize).then(|| (self.ports[at], hop + 1))
     }
 }

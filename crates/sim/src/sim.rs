@@ -1,7 +1,7 @@
 //! The event loop: events, flows starting and completing, packets moving between ports and
 //! hosts, and timers.
 
-use crate::build::Network;
+use crate::build::{FlowPaths, Network, HOP_REVERSE};
 use crate::monitor::Monitor;
 use fctlab_engine::{EventQueue, Nanos};
 use fctlab_net::{EnqueueOutcome, FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId};
@@ -92,6 +92,8 @@ pub struct Simulation {
     pub(crate) events: EventQueue<Event>,
     pub(crate) pool: PacketPool,
     pub(crate) net: Network,
+    /// Every flow's data and ACK paths.
+    paths: FlowPaths,
     pub(crate) flows: Vec<FlowState>,
     pub(crate) conns: Vec<Option<Box<Conn>>>,
     /// Flows that start at a fixed time, by start time.
@@ -117,7 +119,8 @@ impl Simulation {
     /// flow has no route or the topology is disconnected.
     pub fn new(scenario: Scenario) -> Result<Simulation, ScenarioError> {
         let net = Network::build(&scenario)?;
-        let flows: Vec<FlowState> = net.ideal_fcts(&scenario)?.into_iter().map(|ideal| FlowState { ideal, ..Default::default() }).collect();
+        let (paths, ideal) = net.flow_paths(&scenario)?;
+        let flows: Vec<FlowState> = ideal.into_iter().map(|ideal| FlowState { ideal, ..Default::default() }).collect();
         let mut group_open = vec![0u32; scenario.groups.len()];
         let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); scenario.groups.len()];
         for (i, f) in scenario.flows.iter().enumerate() {
@@ -137,6 +140,7 @@ impl Simulation {
             events: EventQueue::new(),
             pool: PacketPool::new(),
             net,
+            paths,
             conns: (0..nflows).map(|_| None).collect(),
             flows,
             start_order,
@@ -254,9 +258,10 @@ impl Simulation {
     #[inline]
     fn receive(&mut self, node: NodeId, pid: PacketId, meta: PacketMeta) {
         if !self.net.node_is_host[node.0 as usize] {
-            // Forwarding reads only the metadata the port carried, not the packet.
-            match self.net.routes.next_hop(node, meta.dst, meta.flow) {
-                Some(port) => self.enqueue(port, pid, meta),
+            // Forwarding reads only the metadata the port carried, not the packet: the next
+            // port of its flow's path.
+            match self.paths.next(meta.flow, meta.hop) {
+                Some((port, hop)) => self.enqueue(port, pid, PacketMeta { hop, ..meta }),
                 None => {
                     self.counts.no_route_drops += 1;
                     self.pool.free(pid);
@@ -340,12 +345,13 @@ impl Simulation {
     fn flush_out(&mut self) {
         let mut out = std::mem::take(&mut self.out);
         for p in out.drain(..) {
-            let src = p.src;
-            let meta = p.meta();
+            // Data and SYNs follow the flow's data path, ACKs and SYN-ACKs its reverse path.
+            let reverse = matches!(p.kind, PacketKind::Ack | PacketKind::SynAck);
+            let meta = PacketMeta { hop: if reverse { HOP_REVERSE } else { 0 }, ..p.meta() };
             let pid = self.pool.alloc(p);
             self.counts.packets_created += 1;
-            match self.net.routes.next_hop(src, meta.dst, meta.flow) {
-                Some(port) => self.enqueue(port, pid, meta),
+            match self.paths.next(meta.flow, meta.hop) {
+                Some((port, hop)) => self.enqueue(port, pid, PacketMeta { hop, ..meta }),
                 None => {
                     self.counts.no_route_drops += 1;
                     self.pool.free(pid);
