@@ -13,7 +13,8 @@ pub(crate) struct Network {
     /// Where each port sits (`docs/results.md`, `level`), by port index.
     pub port_level: Vec<&'static str>,
     pub node_is_host: Vec<bool>,
-    pub routes: Routes,
+    /// Shortest-path tables; needed only to compute the flows' paths (see [`FlowPaths`]).
+    pub routes: Option<Routes>,
 }
 
 impl Network {
@@ -60,19 +61,20 @@ impl Network {
                 }
             }
         }
-        Ok(Network { ports, port_level, node_is_host, routes })
+        Ok(Network { ports, port_level, node_is_host, routes: Some(routes) })
     }
 
     /// Each flow's paths (the ports its data and its ACKs cross, ECMP choice included) and
     /// its ideal completion time on them (None for a long-lived flow).
     pub fn flow_paths(&self, scenario: &Scenario) -> Result<(FlowPaths, Vec<Option<Nanos>>), ScenarioError> {
+        let routes = self.routes.as_ref().expect("paths are computed while the tables exist");
         let mut paths = FlowPaths { offsets: Vec::with_capacity(2 * scenario.flows.len() + 1), ports: Vec::new() };
         paths.offsets.push(0);
         let mut ideal = Vec::with_capacity(scenario.flows.len());
         for (i, f) in scenario.flows.iter().enumerate() {
             let (src, dst) = (NodeId(f.src as u32), NodeId(f.dst as u32));
-            let fwd = self.routes.path(src, dst, FlowId(i as u32), &self.ports);
-            let rev = self.routes.path(dst, src, FlowId(i as u32), &self.ports);
+            let fwd = routes.path(src, dst, FlowId(i as u32), &self.ports);
+            let rev = routes.path(dst, src, FlowId(i as u32), &self.ports);
             let (Some(fwd), Some(rev)) = (fwd, rev) else {
                 return Err(scenario.error(&format!("flows[{i}]"), "no route between its hosts (the topology is disconnected)"));
             };

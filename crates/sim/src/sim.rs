@@ -118,8 +118,9 @@ impl Simulation {
     /// Builds the network and flow table of a validated scenario. Fails (never panics) when a
     /// flow has no route or the topology is disconnected.
     pub fn new(scenario: Scenario) -> Result<Simulation, ScenarioError> {
-        let net = Network::build(&scenario)?;
+        let mut net = Network::build(&scenario)?;
         let (paths, ideal) = net.flow_paths(&scenario)?;
+        net.routes = None; // the paths are all the simulation needs; free the tables
         let flows: Vec<FlowState> = ideal.into_iter().map(|ideal| FlowState { ideal, ..Default::default() }).collect();
         let mut group_open = vec![0u32; scenario.groups.len()];
         let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); scenario.groups.len()];
