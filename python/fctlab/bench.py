@@ -6,6 +6,8 @@ process. Benchmarks:
 
 - ``dumbbell8_10g``: 8 long-lived flows over a 10 Gbps dumbbell for 1 simulated second;
 - ``fattree_k8``: a permutation of 128 long-lived flows in a k=8 fat-tree, 0.2 s;
+- ``fattree_k16_dctcp``: a permutation of 1024 long-lived DCTCP flows in a k=16 fat-tree
+  (10 Gbps, 9000-byte packets, ECN at 15 packets), 0.21 s;
 - ``flows_100k``: 100,000 finite flows (heavy-tailed sizes, Poisson arrivals at 50% load)
   on a 64-host leaf-spine, to check that finished flows release their state.
 """
@@ -23,7 +25,7 @@ from pathlib import Path
 from importlib import resources
 from typing import Optional, Sequence
 
-BENCHMARKS = ("dumbbell8_10g", "fattree_k8", "flows_100k")
+BENCHMARKS = ("dumbbell8_10g", "fattree_k8", "fattree_k16_dctcp", "flows_100k")
 
 
 def _scenario_text(name: str) -> str:
@@ -45,16 +47,17 @@ def scenario(name: str, quick: bool) -> dict:
         if quick:
             sc["stop_time"] = "200ms"
         return sc
-    if name == "fattree_k8":
+    if name in ("fattree_k8", "fattree_k16_dctcp"):
         sc = _load_toml(_scenario_text(name))
+        k = sc["network"]["k"]
         rng = random.Random(1)
-        hosts = list(range(128))
+        hosts = list(range(k ** 3 // 4))
         perm = hosts[:]
         while any(a == b for a, b in zip(hosts, perm)):
             rng.shuffle(perm)
         sc["flows"] = [{"src": f"h{a}", "dst": f"h{b}", "start": f"{rng.randrange(0, 100)}us"} for a, b in zip(hosts, perm)]
         if quick:
-            sc["stop_time"] = "50ms"
+            sc["stop_time"] = "50ms" if k == 8 else "10ms"
         return sc
     if name == "flows_100k":
         n = 20_000 if quick else 100_000

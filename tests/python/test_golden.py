@@ -28,6 +28,7 @@ RECORD = os.environ.get("FCTLAB_GOLDEN_RECORD") == "1"
 OVERRIDES = {
     "python/fctlab/benchmarks/dumbbell8_10g.toml": ["stop_time=20ms"],
     "python/fctlab/benchmarks/fattree_k8.toml": ["stop_time=3ms"],
+    "python/fctlab/benchmarks/fattree_k16_dctcp.toml": ["network.k=4", "stop_time=3ms"],
 }
 
 
