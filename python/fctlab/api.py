@@ -7,9 +7,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
 from . import _core
+
+if TYPE_CHECKING:  # annotations only
+    import pyarrow as pa
 
 # pyarrow (and pandas, for DataFrames) load on first use, so that `fctlab validate` and
 # `import fctlab` stay fast.

@@ -1,6 +1,5 @@
 """docs/protocols.md lists exactly the protocols the simulator is built with."""
 
-import re
 from pathlib import Path
 
 from fctlab import _core
