@@ -180,6 +180,7 @@ def run(
     set: Sequence[str] = (),
     progress: Optional[Callable[[float, int, int], None]] = None,
     progress_interval_s: float = 0.5,
+    unset: Sequence[str] = (),
     **overrides: Any,
 ) -> RunResult:
     """Runs a scenario and returns its results.
@@ -195,6 +196,9 @@ def run(
         ``progress_interval_s`` wall seconds (default 0.5).
     progress_interval_s : float
         The reporting interval of ``progress``, wall seconds.
+    unset : sequence of str
+        Dotted keys to remove after the overrides, exactly as ``fctlab run --unset``
+        (``unset=["network.ecn_threshold"]``); a key that is not there is an error.
     **overrides
         Overrides as keywords; ``__`` separates table and key: ``seed=2``,
         ``network__link_rate="10Gbps"``, ``transport__min_rto="10ms"``.
@@ -210,19 +214,21 @@ def run(
     """
     text, name, fmt = _source(scenario)
     ov = list(set) + overrides_from_kwargs(overrides)
-    raw = _core.run(text, name, fmt, ov, progress, progress_interval_s)
+    raw = _core.run(text, name, fmt, ov, progress, progress_interval_s, list(unset))
     flows, links = _table(raw["flows"], _schema("flows")), _table(raw["links"], _schema("links"))
     queues, cwnd = _table(raw["queues"], _schema("queues")), _table(raw["cwnd"], _schema("cwnd"))
     summary = dict(raw["summary"])
     summary["scenario_file"] = name
     summary["overrides"] = ov
+    summary["unset"] = list(unset)
     return RunResult(flows, links, queues, summary, cwnd_table=cwnd)
 
 
-def validate(scenario: ScenarioLike, *, set: Sequence[str] = (), **overrides: Any) -> dict:
-    """Checks a scenario without running it; returns a description (hosts, links, flows).
+def validate(scenario: ScenarioLike, *, set: Sequence[str] = (), unset: Sequence[str] = (), **overrides: Any) -> dict:
+    """Checks a scenario without running it; returns a description (hosts, links, flows, the
+    resolved TCP settings). ``set`` and ``unset`` as for :func:`run`.
 
     Raises ``ScenarioError`` with a message naming the file and key on any problem."""
     text, name, fmt = _source(scenario)
     ov = list(set) + overrides_from_kwargs(overrides)
-    return _core.validate(text, name, fmt, ov)
+    return _core.validate(text, name, fmt, ov, list(unset))

@@ -78,34 +78,48 @@ def summary_table(res) -> str:
     return "\n".join(lines)
 
 
-def _progress_printer(stream):
+def _progress_printer(stream, stop_s: Optional[float]):
+    """Progress on a terminal: a bar of the simulated time reached (of `stop_s`, or of the
+    flows completed when the run has no stop time) and an estimate of the wall time left."""
+    from .numfmt import duration
+
     start = time.monotonic()
 
     def cb(sim_s: float, done: int, total: int) -> None:
-        stream.write(f"\r  simulated {_fmt_s(sim_s)}, {done}/{total} flows done, {time.monotonic() - start:.0f}s wall   ")
+        elapsed = time.monotonic() - start
+        frac = min(sim_s / stop_s, 1.0) if stop_s else (done / total if total else 0.0)
+        filled = int(frac * 24)
+        left = f", ~{elapsed * (1 - frac) / frac:.0f}s left" if frac >= 0.02 else ""
+        of = f" of {duration(stop_s)}" if stop_s else ""
+        stream.write(f"\r  [{'#' * filled}{'.' * (24 - filled)}] {frac * 100:3.0f}%  simulated {duration(sim_s)}{of}, "
+                     f"{done}/{total} flows done, {elapsed:.0f}s{left}   ")
         stream.flush()
 
     return cb
 
 
 def cmd_run(args) -> int:
-    from .api import ScenarioError, run
+    from .api import ScenarioError, run, validate
 
     sets = list(args.set or [])
     if args.sample_queues:
         sets.append(f'monitor.queue_interval="{args.sample_queues}"')
     if args.trace_cwnd:
         sets.append(f'monitor.cwnd_interval="{args.trace_cwnd}"')
-    progress = _progress_printer(sys.stderr) if sys.stderr.isatty() and not args.quiet else None
+    progress = None
     try:
-        res = run(args.scenario, set=sets, progress=progress)
+        if sys.stderr.isatty() and not args.quiet:
+            # the stop time after overrides, for the bar (a scenario check: cheap next to the run)
+            stop_s = validate(args.scenario, set=sets, unset=list(args.unset or []))["stop_time_s"]
+            progress = _progress_printer(sys.stderr, stop_s)
+        res = run(args.scenario, set=sets, unset=list(args.unset or []), progress=progress)
     except ScenarioError as e:
         if progress:
             sys.stderr.write("\n")
         print(f"fctlab run: error: {e}", file=sys.stderr)
         return 2
     if progress:
-        sys.stderr.write("\r" + " " * 70 + "\r")
+        sys.stderr.write("\r" + " " * 110 + "\r")
     try:
         out = res.write(args.out)
     except OSError as e:
@@ -126,13 +140,15 @@ def cmd_validate(args) -> int:
     from .api import ScenarioError, validate
 
     try:
-        info = validate(args.scenario, set=list(args.set or []))
+        info = validate(args.scenario, set=list(args.set or []), unset=list(args.unset or []))
     except ScenarioError as e:
         print(f"fctlab validate: error: {e}", file=sys.stderr)
         return 2
     hosts = info["hosts"]
     shown = ", ".join(hosts) if len(hosts) <= 8 else f"{', '.join(hosts[:4])}, ..., {hosts[-1]}"
-    stop = f"{info['stop_time_s']}s" if info["stop_time_s"] is not None else "when all flows finish"
+    from .numfmt import duration
+
+    stop = duration(info["stop_time_s"]) if info["stop_time_s"] is not None else "when all flows finish"
     print(
         f"{args.scenario}: ok: {info['topology']} with {len(hosts)} hosts ({shown}), {info['switches']} switches, "
         f"{info['links']} links; {info['flows']} flows ({info['long_lived_flows']} long-lived); stops {stop}"
@@ -163,6 +179,7 @@ def configure_run(r) -> None:
     r.add_argument("scenario", help="scenario file (.toml, or .json)")
     r.add_argument("--out", required=True, help="directory for flows.parquet, links.parquet, summary.json")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    r.add_argument("--unset", action="append", metavar="KEY", help="remove a scenario key, after the overrides (repeatable)")
     r.add_argument("--sample-queues", metavar="INTERVAL", help='sample switch queues every INTERVAL (e.g. "100us")')
     r.add_argument("--trace-cwnd", metavar="INTERVAL", help='sample every flow\'s congestion window every INTERVAL (e.g. "1ms")')
     r.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
@@ -171,7 +188,8 @@ def configure_run(r) -> None:
 def configure_validate(v) -> None:
     v.description = "Check a scenario without running it and describe it."
     v.add_argument("scenario")
-    v.add_argument("--set", action="append", metavar="KEY=VALUE")
+    v.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    v.add_argument("--unset", action="append", metavar="KEY", help="remove a scenario key, after the overrides (repeatable)")
 
 
 #: Every command: its one-line help, and the module whose ``configure(parser)`` adds its

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["is_number", "seconds", "number", "count", "percent", "signed_percent", "signed_seconds", "one_line", "NA"]
+__all__ = ["is_number", "seconds", "duration", "number", "count", "percent", "signed_percent", "signed_seconds", "one_line", "NA"]
 
 NA = "n/a"
 """Placeholder for a value that does not exist (e.g. a statistic over no flows)."""
@@ -33,6 +33,20 @@ def seconds(x: Any) -> str:
         if a >= scale:
             return f"{v / scale:.3g} {unit}" if a / scale < 1000 else f"{v / scale:,.0f} {unit}"
     return f"{v * 1e9:.3g} ns"
+
+
+def duration(x: Any) -> str:
+    """A time as scenario files write it, in its natural unit: ``"210ms"``, ``"1.5s"``,
+    ``"25us"`` (float noise such as 0.21000000000000002 s rounded away)."""
+    if not is_number(x):
+        return NA
+    v = float(x)
+    if v == 0:
+        return "0s"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if abs(v) >= scale:
+            return f"{round(v / scale, 6):g}{unit}"
+    return f"{round(v * 1e9, 3):g}ns"
 
 
 def signed_seconds(x: Any) -> str:

@@ -180,3 +180,52 @@ def subprocess_run(args):
     p = subprocess.run([sys.executable, "-m", "fctlab.cli", *args], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     return p.stdout
+
+
+def test_unset_makes_an_invalid_override_valid_and_is_recorded(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    sc = ROOT / "scenarios" / "examples" / "red_ecn.toml"
+    sc = tmp_path / "ecn.toml"
+    sc.write_text(
+        'stop_time = "20ms"\n[network]\ntopology = "dumbbell"\nsenders = 2\nreceivers = 2\nqueue = "ecn"\n'
+        'ecn_threshold = "20pkt"\n[transport]\nprotocol = "dctcp"\n[[flows]]\nsrc = "s0"\ndst = "r0"\n'
+    )
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "fctlab.cli", *args], capture_output=True, text=True, timeout=60)
+
+    p = cli("run", str(sc), "--out", str(tmp_path / "a"), "--set", "network.queue=droptail")
+    assert p.returncode == 2 and "network.ecn_threshold: only used with queue" in p.stderr
+    p = cli("run", str(sc), "--out", str(tmp_path / "b"), "--set", "network.queue=droptail", "--unset", "network.ecn_threshold")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["unset"] == ["network.ecn_threshold"] and summary["overrides"] == ["network.queue=droptail"]
+    p = cli("validate", str(sc), "--unset", "network.ecn_treshold")
+    assert p.returncode == 2
+    assert p.stderr.strip() == (f"fctlab validate: error: {sc}: --unset network.ecn_treshold: no key `ecn_treshold` in `network` "
+                                "to remove (its keys: ecn_threshold, queue, receivers, senders, topology)"), p.stderr
+
+
+def test_validate_writes_times_in_their_unit(tmp_path):
+    sc = tmp_path / "s.toml"
+    sc.write_text('stop_time = "210ms"\n[network]\ntopology = "star"\nhosts = 2\n[[flows]]\nsrc = "h0"\ndst = "h1"\n')
+    assert "stops 210ms" in subprocess_run(["validate", str(sc)])
+
+
+def test_progress_line_shows_a_bar_and_an_estimate():
+    import io
+
+    from fctlab.cli import _progress_printer
+
+    out = io.StringIO()
+    cb = _progress_printer(out, 0.21)
+    cb(0.105, 3, 8)
+    line = out.getvalue()
+    assert "[############............]  50%" in line and "simulated 105ms of 210ms" in line and "3/8 flows done" in line, line
+    assert "left" in line  # an estimate of the wall time left once a few percent are done
+    out = io.StringIO()
+    _progress_printer(out, None)(0.5, 2, 8)  # no stop time: the share of flows completed
+    assert " 25%" in out.getvalue() and " of " not in out.getvalue()

@@ -7,7 +7,7 @@ from fctlab import _core
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 #: Keys the Python front end adds to summary.json (the core does not know them).
-FRONT_END_SUMMARY_KEYS = {"scenario_file", "overrides"}
+FRONT_END_SUMMARY_KEYS = {"scenario_file", "overrides", "unset"}
 
 
 def documented_tables():

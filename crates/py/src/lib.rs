@@ -20,16 +20,16 @@ fn parse_format(format: &str) -> PyResult<Format> {
     }
 }
 
-fn load(text: &str, file: &str, format: &str, overrides: Vec<String>) -> PyResult<Simulation> {
-    let sc = fctlab_scenario::load(text, file, parse_format(format)?, &overrides).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+fn load(text: &str, file: &str, format: &str, overrides: Vec<String>, unset: Vec<String>) -> PyResult<Simulation> {
+    let sc = fctlab_scenario::load_with(text, file, parse_format(format)?, &overrides, &unset).map_err(|e| ScenarioError::new_err(e.to_string()))?;
     Simulation::new(sc).map_err(|e| ScenarioError::new_err(e.to_string()))
 }
 
 /// Validates a scenario and describes it.
 #[pyfunction]
-#[pyo3(signature = (text, file, format="toml", overrides=vec![]))]
-fn validate(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>) -> PyResult<PyObject> {
-    let sim = load(text, file, format, overrides)?;
+#[pyo3(signature = (text, file, format="toml", overrides=vec![], unset=vec![]))]
+fn validate(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>, unset: Vec<String>) -> PyResult<PyObject> {
+    let sim = load(text, file, format, overrides, unset)?;
     let sc = sim.scenario();
     let d = PyDict::new_bound(py);
     d.set_item("name", &sc.name)?;
@@ -87,11 +87,11 @@ fn buffer_item(py: Python<'_>, b: &fctlab_net::BufferLimit) -> PyObject {
 /// (`cwnd_interval_s`, `cwnd_flows` (None: every flow), `queue_interval_s`). Buffers are
 /// `("pkts", n)`, `("bytes", n)` or None (unlimited).
 #[pyfunction]
-#[pyo3(signature = (text, file, format="toml", overrides=vec![]))]
-fn network(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>) -> PyResult<PyObject> {
+#[pyo3(signature = (text, file, format="toml", overrides=vec![], unset=vec![]))]
+fn network(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>, unset: Vec<String>) -> PyResult<PyObject> {
     use fctlab_net::{NodeKind, QueueConfig};
 
-    let sim = load(text, file, format, overrides)?;
+    let sim = load(text, file, format, overrides, unset)?;
     let sc = sim.scenario();
     let topo = &sc.topology;
     let d = PyDict::new_bound(py);
@@ -144,9 +144,9 @@ fn network(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<
 /// `deadline_s`, `tag`, `group`, `after` (group name or None), `protocol`, `ecn` and
 /// `params` (the protocol's parameters, e.g. ATCP's `weight_function` and weights).
 #[pyfunction]
-#[pyo3(signature = (text, file, format="toml", overrides=vec![]))]
-fn flows(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>) -> PyResult<PyObject> {
-    let sim = load(text, file, format, overrides)?;
+#[pyo3(signature = (text, file, format="toml", overrides=vec![], unset=vec![]))]
+fn flows(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>, unset: Vec<String>) -> PyResult<PyObject> {
+    let sim = load(text, file, format, overrides, unset)?;
     let sc = sim.scenario();
     let name = |i: usize| sc.topology.nodes[i].name.clone();
     let out = PyList::empty_bound(py);
@@ -174,7 +174,7 @@ fn flows(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<St
 /// every `progress_interval_s` wall seconds. Ctrl-C stops the run and returns what was
 /// measured so far, with `summary["interrupted"] = True`.
 #[pyfunction]
-#[pyo3(signature = (text, file, format="toml", overrides=vec![], progress=None, progress_interval_s=0.5))]
+#[pyo3(signature = (text, file, format="toml", overrides=vec![], progress=None, progress_interval_s=0.5, unset=vec![]))]
 fn run(
     py: Python<'_>,
     text: &str,
@@ -183,8 +183,9 @@ fn run(
     overrides: Vec<String>,
     progress: Option<PyObject>,
     progress_interval_s: f64,
+    unset: Vec<String>,
 ) -> PyResult<PyObject> {
-    let mut sim = load(text, file, format, overrides)?;
+    let mut sim = load(text, file, format, overrides, unset)?;
     let total = sim.scenario().flows.len();
     let stop = sim.scenario().stop_time;
     // Advance in slices of simulated time so signals and progress are handled between them;

@@ -161,6 +161,70 @@ impl FlowCtx<'_> {
         }
     }
 
+    /// A set of hosts written as one string: `"all"`, a name, a prefix pattern (`"s*"`), an
+    /// inclusive range on the numeric suffix (`"h8..h31"`), or the hosts attached to a switch
+    /// (`"under:leaf1"`). `key` names the scenario key for errors.
+    pub fn host_set(&self, s: &str, key: &str) -> Result<Vec<usize>, ScenarioError> {
+        let topo = self.topology;
+        if s == "all" {
+            return Ok(topo.hosts().map(|(i, _)| i).collect());
+        }
+        if let Some(p) = s.strip_suffix('*') {
+            let l: Vec<usize> = topo.hosts().filter(|(_, n)| n.name.starts_with(p)).map(|(i, _)| i).collect();
+            if l.is_empty() {
+                return Err(self.err(key, format!("no host name starts with \"{p}\" (hosts: {})", self.host_list())));
+            }
+            return Ok(l);
+        }
+        if let Some(sw) = s.strip_prefix("under:") {
+            let node = topo.find(sw).filter(|&i| topo.nodes[i].kind == NodeKind::Switch).ok_or_else(|| {
+                let switches: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Switch).map(|n| n.name.as_str()).collect();
+                let shown = if switches.len() <= 8 { switches.join(", ") } else { format!("{}, ..., {} ({} switches)", switches[..4].join(", "), switches[switches.len() - 1], switches.len()) };
+                self.err(key, format!("\"{s}\": no switch \"{sw}\" (switches: {shown})"))
+            })?;
+            let mut l: Vec<usize> = topo
+                .links
+                .iter()
+                .filter_map(|lk| if lk.a == node { Some(lk.b) } else if lk.b == node { Some(lk.a) } else { None })
+                .filter(|&h| topo.nodes[h].kind == NodeKind::Host)
+                .collect();
+            l.sort();
+            l.dedup();
+            if l.is_empty() {
+                return Err(self.err(key, format!("\"{s}\": no host is attached to switch \"{sw}\"")));
+            }
+            return Ok(l);
+        }
+        if let Some((a, b)) = s.split_once("..") {
+            let split = |x: &str| -> Option<(String, u64)> {
+                let digits = x.len() - x.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+                if digits == 0 {
+                    return None;
+                }
+                let (p, n) = x.split_at(x.len() - digits);
+                Some((p.to_string(), n.parse().ok()?))
+            };
+            let bad = |m: String| self.err(key, format!("range \"{s}\": {m}"));
+            let ((pa, lo), (pb, hi)) = match (split(a.trim()), split(b.trim())) {
+                (Some(x), Some(y)) => (x, y),
+                _ => return Err(bad("write it as two names with the same prefix and a number, e.g. \"h8..h31\"".into())),
+            };
+            if pa != pb {
+                return Err(bad(format!("the two ends have different prefixes (\"{pa}\" and \"{pb}\")")));
+            }
+            if hi < lo {
+                return Err(bad(format!("the range is reversed ({lo} > {hi})")));
+            }
+            let mut l = Vec::new();
+            for n in lo..=hi {
+                let name = format!("{pa}{n}");
+                l.push(self.host(&name, key).map_err(|_| bad(format!("\"{name}\" is not a host (hosts: {})", self.host_list())))?);
+            }
+            return Ok(l);
+        }
+        Ok(vec![self.host(s, key)?])
+    }
+
     /// Interns a group name ("" is no group).
     pub fn group(&mut self, name: &str) -> Option<u32> {
         if name.is_empty() {

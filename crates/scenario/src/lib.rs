@@ -19,7 +19,7 @@ use fctlab_net::{BufferLimit, NodeKind, QueueConfig, Topology};
 use fctlab_transport::{CcConfig, TcpConfig};
 use std::fmt;
 
-pub use schema::load;
+pub use schema::{load, load_with};
 
 /// A scenario error: where (file and key) and what was expected.
 #[derive(Clone, Debug, PartialEq)]

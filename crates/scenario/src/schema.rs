@@ -43,6 +43,12 @@ pub enum Format {
 /// before validation (`network.link_rate=10Gbps`, `flows.0.size=1MB`, `seed=7`); a value that
 /// parses as a TOML value is used as such, anything else as a string.
 pub fn load(text: &str, file: &str, format: Format, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+    load_with(text, file, format, overrides, &[])
+}
+
+/// As [`load`], then removes each dotted key of `unset` (`network.ecn_threshold`,
+/// `flows.0.deadline`) after the overrides; a key that is not there is an error naming it.
+pub fn load_with(text: &str, file: &str, format: Format, overrides: &[String], unset: &[String]) -> Result<Scenario, ScenarioError> {
     let err = |key: &str, message: String| ScenarioError { file: file.to_string(), key: key.to_string(), message };
     let mut root: toml::Value = match format {
         Format::Toml => toml::from_str::<toml::Table>(text).map(toml::Value::Table).map_err(|e| {
@@ -58,11 +64,18 @@ pub fn load(text: &str, file: &str, format: Format, overrides: &[String]) -> Res
     for o in overrides {
         apply_override(&mut root, o).map_err(|m| err(&format!("--set {o}"), m))?;
     }
+    for k in unset {
+        remove_key(&mut root, k).map_err(|m| err(&format!("--unset {k}"), m))?;
+    }
     let mut hasher = Sha256::new();
     hasher.update(text.as_bytes());
     for o in overrides {
         hasher.update(b"\n--set ");
         hasher.update(o.as_bytes());
+    }
+    for k in unset {
+        hasher.update(b"\n--unset ");
+        hasher.update(k.as_bytes());
     }
     let sha256 = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>();
 
@@ -79,6 +92,46 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
     (line, col)
+}
+
+/// Removes the dotted key `key` (list entries by index) from the scenario tree.
+fn remove_key(root: &mut toml::Value, key: &str) -> Result<(), String> {
+    let key = key.trim();
+    if key.is_empty() {
+        return Err("expected a key such as network.ecn_threshold".into());
+    }
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut cur = root;
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let here = parts[..i].join(".");
+        cur = match cur {
+            toml::Value::Table(t) => {
+                if last {
+                    return t.remove(*part).map(|_| ()).ok_or_else(|| {
+                        let known: Vec<&str> = t.keys().map(|k| k.as_str()).collect();
+                        let within = if here.is_empty() { "the scenario".to_string() } else { format!("`{here}`") };
+                        format!("no key `{part}` in {within} to remove (its keys: {})", known.join(", "))
+                    });
+                }
+                t.get_mut(*part).ok_or_else(|| format!("no key `{}` in the scenario", parts[..=i].join(".")))?
+            }
+            toml::Value::Array(a) => {
+                let idx: usize = part.parse().map_err(|_| format!("`{part}` is not an index into the list `{here}`"))?;
+                let len = a.len();
+                if last {
+                    if idx >= len {
+                        return Err(format!("index {idx} is out of range (the list has {len} entries)"));
+                    }
+                    a.remove(idx);
+                    return Ok(());
+                }
+                a.get_mut(idx).ok_or_else(|| format!("index {idx} is out of range (the list has {len} entries)"))?
+            }
+            _ => return Err(format!("`{here}` is not a table")),
+        };
+    }
+    Ok(())
 }
 
 fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), String> {
@@ -233,6 +286,27 @@ start = "1ms"
         assert_eq!(s.flows[0].size_bytes, Some(1_000_000));
         let e = load(OK, "t.toml", Format::Toml, &["flows.3.size=1".into()]).unwrap_err();
         assert!(e.message.contains("out of range"), "{e}");
+    }
+
+    #[test]
+    fn unset_removes_keys_and_names_missing_ones() {
+        let ecn = OK.replace("buffer = \"100pkt\"", "buffer = \"100pkt\"\nqueue = \"ecn\"\necn_threshold = \"20pkt\"");
+        // An override that is invalid alone (the threshold only applies to ECN queues) ...
+        let e = load(&ecn, "t.toml", Format::Toml, &["network.queue=\"droptail\"".into()]).unwrap_err();
+        assert_eq!(e.key, "network.ecn_threshold");
+        // ... becomes valid with the key removed.
+        let s = load_with(&ecn, "t.toml", Format::Toml, &["network.queue=\"droptail\"".into()], &["network.ecn_threshold".into()]).unwrap();
+        assert_eq!(s.switch_queue, fctlab_net::QueueConfig::DropTail);
+        let e = load_with(OK, "t.toml", Format::Toml, &[], &["network.ecn_threshold".into()]).unwrap_err();
+        assert_eq!(e.key, "--unset network.ecn_threshold");
+        assert!(e.message.starts_with("no key `ecn_threshold` in `network` to remove (its keys: "), "{e}");
+        let s = load_with(OK, "t.toml", Format::Toml, &[], &["flows.0.start".into()]).unwrap();
+        assert_eq!(s.flows[0].start, Nanos::ZERO);
+        let e = load_with(OK, "t.toml", Format::Toml, &[], &["flows.4".into()]).unwrap_err();
+        assert!(e.message.contains("out of range"), "{e}");
+        // unsets enter the scenario's hash
+        let a = load_with(&ecn, "t.toml", Format::Toml, &[], &["network.ecn_threshold".into(), "network.queue".into()]).unwrap();
+        assert_ne!(a.sha256, load(&ecn, "t.toml", Format::Toml, &[]).unwrap().sha256);
     }
 
     #[test]

@@ -239,30 +239,21 @@ impl Gen<'_, '_> {
         self.ctx.err(&self.key(k), m)
     }
 
-    /// A set of hosts: a list of names, "all", or a prefix pattern like "s*".
+    /// A set of hosts: a list of names, or one string of [`FlowCtx::host_set`]'s forms
+    /// (`"all"`, `"s*"`, `"h8..h31"`, `"under:leaf1"`); a list's entries may be any of them.
     fn hosts(&self, v: Option<&toml::Value>, k: &str) -> Result<Vec<usize>, ScenarioError> {
         let v = v.ok_or_else(|| self.err(k, format!("a \"{}\" workload needs `{k}`", self.kind)))?;
-        let all_hosts = || self.ctx.topology.hosts().map(|(i, _)| i).collect::<Vec<_>>();
         let list = match v {
-            toml::Value::String(s) if s == "all" => all_hosts(),
-            toml::Value::String(s) if s.ends_with('*') => {
-                let p = &s[..s.len() - 1];
-                let l: Vec<usize> = self.ctx.topology.hosts().filter(|(_, n)| n.name.starts_with(p)).map(|(i, _)| i).collect();
-                if l.is_empty() {
-                    return Err(self.err(k, format!("no host name starts with \"{p}\" (hosts: {})", self.ctx.host_list())));
-                }
-                l
-            }
-            toml::Value::String(s) => vec![self.ctx.host(s, &self.key(k))?],
+            toml::Value::String(s) => self.ctx.host_set(s, &self.key(k))?,
             toml::Value::Array(a) => {
                 let mut l = Vec::with_capacity(a.len());
                 for (i, x) in a.iter().enumerate() {
                     let name = x.as_str().ok_or_else(|| self.err(&format!("{k}[{i}]"), "expected a host name"))?;
-                    l.push(self.ctx.host(name, &self.key(&format!("{k}[{i}]")))?);
+                    l.extend(self.ctx.host_set(name, &self.key(&format!("{k}[{i}]")))?);
                 }
                 l
             }
-            other => return Err(self.err(k, format!("expected a list of host names, \"all\" or a prefix like \"s*\", got {other}"))),
+            other => return Err(self.err(k, format!("expected a list of host names, \"all\", a prefix like \"s*\", a range like \"h8..h31\" or \"under:SWITCH\", got {other}"))),
         };
         if list.is_empty() {
             return Err(self.err(k, "the host set is empty"));

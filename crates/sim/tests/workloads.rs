@@ -217,3 +217,36 @@ fn poisson_load_relative_to_a_named_link() {
     let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"all\"\nreceivers = \"all\"\nsizes = \"1KB\"\nload = 0.1\nload_link = \"h0->h1\"\ncount = 1\n"));
     assert_eq!(e.key, "workloads[0].load_link");
 }
+
+/// Host sets by range (`"h8..h31"`, inclusive, on the numeric suffix) and by switch
+/// (`"under:leaf1"`) on a 4-leaf, 8-hosts-per-leaf leaf-spine.
+#[test]
+fn host_ranges_and_hosts_under_a_switch() {
+    const LS: &str = "seed = 1\nstop_time = \"10ms\"\n[network]\ntopology = \"leafspine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 8\n";
+    let perm = |senders: &str, receivers: &str| format!("{LS}[[workloads]]\nkind = \"permutation\"\nsenders = {senders}\nreceivers = {receivers}\nsizes = \"10KB\"\n");
+    let names = |sc: &fctlab_scenario::Scenario, f: fn(&fctlab_scenario::FlowSpec) -> usize| {
+        let mut v: Vec<String> = sc.flows.iter().map(|x| sc.topology.nodes[f(x)].name.clone()).collect();
+        v.sort_by_key(|n| n[1..].parse::<u32>().unwrap());
+        v
+    };
+    // the hosts of racks 1-3 send, those under leaf0 and leaf1 receive
+    let sc = load(&perm("\"h8..h31\"", "[\"under:leaf0\", \"under:leaf1\", \"h16..h23\"]"));
+    let want_src: Vec<String> = (8..32).map(|i| format!("h{i}")).collect();
+    assert_eq!(names(&sc, |f| f.src), want_src);
+    let want_dst: Vec<String> = (0..24).map(|i| format!("h{i}")).collect();
+    assert_eq!(names(&sc, |f| f.dst), want_dst);
+    let sc = load(&perm("\"under:leaf1\"", "\"under:leaf2\""));
+    assert_eq!(names(&sc, |f| f.src), (8..16).map(|i| format!("h{i}")).collect::<Vec<_>>());
+    // errors name the range and what exists
+    let e = load_err(&perm("\"h31..h8\"", "\"all\""));
+    assert_eq!(e.key, "workloads[0].senders");
+    assert!(e.message.contains("range \"h31..h8\": the range is reversed"), "{e}");
+    let e = load_err(&perm("\"h30..h40\"", "\"all\""));
+    assert!(e.message.contains("\"h32\" is not a host") && e.message.contains("(32 hosts)"), "{e}");
+    let e = load_err(&perm("\"h8..x9\"", "\"all\""));
+    assert!(e.message.contains("different prefixes"), "{e}");
+    let e = load_err(&perm("\"under:leaf9\"", "\"all\""));
+    assert!(e.message.contains("no switch \"leaf9\"") && e.message.contains("leaf0"), "{e}");
+    let e = load_err(&perm("\"under:spine0\"", "\"all\""));
+    assert!(e.message.contains("no host is attached to switch \"spine0\""), "{e}");
+}

@@ -34,6 +34,32 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
+def _time_unit(values: np.ndarray) -> tuple[float, str]:
+    """The unit that reads naturally for times in seconds: (divisor, name)."""
+    v = values[np.isfinite(values) & (values > 0)]
+    mid = float(np.median(v)) if v.size else 1.0
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if mid >= scale:
+            return scale, unit
+    return 1e-9, "ns"
+
+
+def _plain_log_ticks(axis) -> None:
+    """Tick labels of a log axis as plain numbers (20, 50, 100), not 2 x 10^1: every decade,
+    and 2 and 5 in between when the axis spans at most two decades."""
+    import math
+
+    def minor(v: float, _pos) -> str:
+        lo, hi = sorted(axis.get_view_interval())
+        if v <= 0 or lo <= 0 or math.log10(hi / lo) > 2.0:
+            return ""
+        mantissa = v / 10 ** math.floor(math.log10(v) + 1e-9)
+        return f"{v:g}" if round(mantissa) in (2, 5) and abs(mantissa - round(mantissa)) < 1e-6 else ""
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(FuncFormatter(minor))
+
+
 def fct_cdf(fcts: Mapping[str, np.ndarray]) -> bytes | None:
     """CDF of the FCT of completed flows, one line per run, log x axis.
 
@@ -44,15 +70,18 @@ def fct_cdf(fcts: Mapping[str, np.ndarray]) -> bytes | None:
     series = {k: v for k, v in series.items() if v.size}
     if not series:
         return None
+    scale, unit = _time_unit(np.concatenate(list(series.values())))
     fig = _new()
     ax = fig.add_subplot()
     for label, x in series.items():
         y = np.arange(1, x.size + 1) / x.size
+        x = x / scale
         ax.step(np.concatenate([[x[0]], x]), np.concatenate([[0.0], y]), where="post",
                 label=f"{label} ({x.size} flows)")
     ax.set_xscale("log")
+    _plain_log_ticks(ax.xaxis)
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("Flow completion time (s)")
+    ax.set_xlabel(f"Flow completion time ({unit})")
     ax.set_ylabel("Fraction of completed flows")
     ax.set_title("FCT distribution (completed flows)")
     ax.grid(True, which="both", alpha=0.3)
@@ -83,6 +112,10 @@ def bucket_bars(
                for label, df in stats.items()}
         for stat, _ in panels
     }
+    if metric.endswith("_s"):  # times: in the unit the values need, named in the label
+        scale, unit = _time_unit(np.concatenate([v for per_run in values.values() for v in per_run.values()]))
+        values = {stat: {label: v / scale for label, v in per_run.items()} for stat, per_run in values.items()}
+        ylabel = ylabel.replace("(s)", f"({unit})")
     has_value = np.zeros(len(buckets), dtype=bool)
     for per_run in values.values():
         for v in per_run.values():
@@ -106,8 +139,8 @@ def bucket_bars(
                 drawn = True
         if drawn:
             ax.set_yscale("log")
-            if plain_ticks:
-                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+            if plain_ticks or metric.endswith("_s"):
+                _plain_log_ticks(ax.yaxis)
         ax.set_xticks(x, buckets)
         ax.set_xlabel("Flow size bucket")
         ax.set_title(name)
