@@ -187,7 +187,6 @@ def test_unset_makes_an_invalid_override_valid_and_is_recorded(tmp_path):
     import subprocess
     import sys
 
-    sc = ROOT / "scenarios" / "examples" / "red_ecn.toml"
     sc = tmp_path / "ecn.toml"
     sc.write_text(
         'stop_time = "20ms"\n[network]\ntopology = "dumbbell"\nsenders = 2\nreceivers = 2\nqueue = "ecn"\n'
