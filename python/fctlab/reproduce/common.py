@@ -27,6 +27,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from .. import numfmt as _numfmt
+
 MATCH = "matches"
 DIRECTION = "direction matches, size differs"
 NO_MATCH = "does not match"
@@ -93,27 +95,14 @@ def worst(verdicts: Sequence[str]) -> str:
 # --------------------------------------------------------------------------- formatting
 
 
-def fmt_time(s: Optional[float]) -> str:
-    if s is None or not math.isfinite(float(s)):
-        return "n/a"
-    s = float(s)
-    if s >= 1.0:
-        return f"{s:.2f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} us"
+# The project's number formatting (fctlab.numfmt), under the names the items use.
+fmt_time = _numfmt.seconds
+fmt_num = _numfmt.number
 
 
 def fmt_pct(x: Optional[float], signed: bool = True) -> str:
-    if x is None or not math.isfinite(float(x)):
-        return "n/a"
-    return f"{x * 100:+.1f}%" if signed else f"{x * 100:.1f}%"
-
-
-def fmt_num(x: Optional[float], digits: int = 3) -> str:
-    if x is None or not math.isfinite(float(x)):
-        return "n/a"
-    return f"{float(x):.{digits}g}"
+    """A fraction as a percentage, signed (a change) by default."""
+    return _numfmt.signed_percent(x) if signed else _numfmt.percent(x)
 
 
 # --------------------------------------------------------------------------- items
