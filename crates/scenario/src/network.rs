@@ -150,6 +150,8 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
         known.extend(own);
         return Err(err(k, format!("unknown key `{k}`, expected one of {}", quoted(&known))));
     }
+    // The keys given, in the order Common declares them (for "only used with" checks).
+    let given: Vec<&'static str> = common_keys.iter().copied().filter(|k| common.contains_key(*k)).collect();
     let net: Common = de(common, at)?;
     let topo = TopologyTable::parse(&topo_name, specific, at)?;
 
@@ -253,23 +255,16 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
             }
         }
     }
-    Ok(Network { topology, switch_queue: queue(&net, at)?, nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(buffer) })
+    Ok(Network { topology, switch_queue: queue(&net, &given, at)?, nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(buffer) })
 }
 
-/// The switch queue discipline from `queue` and its keys.
-fn queue(net: &Common, at: At<'_>) -> Result<QueueConfig, ScenarioError> {
+/// The switch queue discipline from `queue` and its keys (`given`: the keys the table sets).
+/// The `red_*` keys belong to RED, `ecn_threshold` to threshold marking.
+fn queue(net: &Common, given: &[&str], at: At<'_>) -> Result<QueueConfig, ScenarioError> {
     let err = |key: &str, m: String| at.err(key, m);
     let queue_name = net.queue.as_deref().unwrap_or("droptail");
-    let red_keys = [
-        ("red_min_threshold", net.red_min_threshold.is_some()),
-        ("red_max_threshold", net.red_max_threshold.is_some()),
-        ("red_max_p", net.red_max_p.is_some()),
-        ("red_weight", net.red_weight.is_some()),
-        ("red_ecn", net.red_ecn.is_some()),
-        ("red_gentle", net.red_gentle.is_some()),
-    ];
     if queue_name != "red" {
-        if let Some((k, _)) = red_keys.iter().find(|(_, p)| *p) {
+        if let Some(k) = given.iter().find(|k| k.starts_with("red_")) {
             return Err(err(k, format!("only used with queue = \"red\" (queue is \"{queue_name}\")")));
         }
     }
