@@ -34,6 +34,8 @@ class Table:
     columns: list[str]
     rows: list[list[str]]
     caption: str | None = None
+    text: bool = False
+    """All columns are text (left-aligned); otherwise the first is a label and the rest numbers."""
 
 
 @dataclass
@@ -77,7 +79,7 @@ th, td { border: 1px solid #ccc; padding: .25em .6em; }
 th { background: #f4f4f4; }
 td { text-align: right; font-variant-numeric: tabular-nums; }
 code { background: #f4f4f4; padding: 0 3px; }
-td:first-child { text-align: left; }
+td:first-child, table.text td { text-align: left; }
 img { max-width: 100%; height: auto; display: block; margin: .5em 0 1.5em; }
 p.note { color: #777; font-style: italic; }
 """.strip()
@@ -105,7 +107,7 @@ def render_html(title: str, blocks: list[Block]) -> str:
             cls = ' class="note"' if b.note else ""
             out.append(f"<p{cls}>{_inline(b.text)}</p>")
         elif isinstance(b, Table):
-            out.append("<table>")
+            out.append('<table class="text">' if b.text else "<table>")
             if b.caption:
                 out.append(f"<caption>{esc(b.caption)}</caption>")
             out.append("<thead><tr>" + "".join(f"<th>{esc(c)}</th>" for c in b.columns) + "</tr></thead>")
@@ -141,7 +143,8 @@ def render_markdown(title: str, blocks: list[Block]) -> str:
             if b.caption:
                 out += [f"**{b.caption}**", ""]
             out.append("| " + " | ".join(_md_cell(c) for c in b.columns) + " |")
-            out.append("|" + "|".join([":---"] + ["---:"] * (len(b.columns) - 1)) + "|")
+            rest = ":---" if b.text else "---:"
+            out.append("|" + "|".join([":---"] + [rest] * (len(b.columns) - 1)) + "|")
             for row in b.rows:
                 out.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
             out.append("")

@@ -710,7 +710,7 @@ def _footer() -> list:
         ["response arrivals / run length, item 7", f"{QUICK.fat_until} / {QUICK.fat_stop}", f"{FULL.fat_until} / {FULL.fat_stop}"],
         ["shuffle jobs / run length, item 8", f"{QUICK.mr_jobs} / {QUICK.mr_stop}", f"{FULL.mr_jobs} / {FULL.mr_stop}"],
     ]
-    return [Heading("Quick and full runs"), Table(["setting", "`--quick`", "full"], rows),
+    return [Heading("Quick and full runs"), Table(["setting", "`--quick`", "full"], rows, text=True),
             Heading("Synthetic campus workload"), Paragraph(SYNTHETIC_WORKLOAD)]
 
 

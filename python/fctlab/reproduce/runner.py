@@ -64,14 +64,14 @@ def report_blocks(intro: list, items: list, footer: list, out: Path) -> list:
         wall = f"{it.wall_s:.1f} s" if it.status == "done" else "-"
         verdict = it.summary_verdict if it.status == "done" else f"{it.status}: {it.reason}"
         summary.append([f"{it.number}. {it.title}", it.source, verdict, wall])
-    blocks.append(Table(["item", "paper source", "verdict", "wall time"], summary))
+    blocks.append(Table(["item", "paper source", "verdict", "wall time"], summary, text=True))
     for it in items:
         blocks += [Heading(f"Item {it.number}: {it.title}"), Paragraph(f"*Paper source:* {it.source}"),
                    Paragraph(f"**What the paper did.** {it.paper_did}"), Paragraph(f"**fctlab setup.** {it.setup}")]
         if it.status != "done":
             blocks.append(Paragraph(f"**Status: {it.status}** ({it.reason}). No fctlab numbers are reported for this item."))
             continue
-        blocks.append(Table(["quantity", "paper", "fctlab", "verdict"], [[r.quantity, r.paper, r.fctlab, r.verdict] for r in it.rows]))
+        blocks.append(Table(["quantity", "paper", "fctlab", "verdict"], [[r.quantity, r.paper, r.fctlab, r.verdict] for r in it.rows], text=True))
         for fname, caption in it.figures:
             blocks += [Image(fname, (out / fname).read_bytes(), caption), Paragraph(f"*{caption}*")]
         if it.explanation:
