@@ -170,7 +170,8 @@ def transport_line(t: dict) -> str:
         f"initial window {t['initial_cwnd_segments']}, initial ssthresh {ssthresh}, rwnd {count(t['rwnd_bytes'])} B, "
         f"SACK {onoff(t['sack'])}, delayed ACK {onoff(t['delayed_ack'])}, dupthresh {t['dupthresh']}, "
         f"RTO min {seconds(t['min_rto_s'])} initial {seconds(t['initial_rto_s'])} max {seconds(t['max_rto_s'])} "
-        f"tick {tick}, ECN {onoff(t['ecn'])}, handshake {onoff(t['handshake'])}"
+        f"tick {tick}, ECN {onoff(t['ecn'])} (CWR hold {onoff(t['cwr'])}), tail loss probe {onoff(t['tail_loss_probe'])}, "
+        f"handshake {onoff(t['handshake'])}"
     )
 
 

@@ -60,6 +60,8 @@ fn validate(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec
     tr.set_item("dupthresh", t.dupthresh)?;
     tr.set_item("ecn", t.ecn)?;
     tr.set_item("handshake", t.handshake)?;
+    tr.set_item("cwr", t.cwr)?;
+    tr.set_item("tail_loss_probe", t.tail_loss_probe)?;
     let protocols = PyDict::new_bound(py);
     for f in &sc.flows {
         let n: usize = protocols.get_item(f.cc.name())?.map_or(Ok(0), |v| v.extract())?;

@@ -30,6 +30,8 @@ struct Keys {
     handshake: Option<bool>,
     rwnd: Option<Size>,
     dupthresh: Option<u32>,
+    cwr: Option<bool>,
+    tail_loss_probe: Option<bool>,
 }
 
 /// `[transport]` after validation.
@@ -91,6 +93,8 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
         dupthresh: t.dupthresh.unwrap_or(d.dupthresh),
         initial_ssthresh_bytes: t.initial_ssthresh.map(|x| x.0).or(d.initial_ssthresh_bytes),
         rto_granularity: t.rto_granularity.map(|x| x.0).unwrap_or(d.rto_granularity),
+        cwr: t.cwr.unwrap_or(d.cwr),
+        tail_loss_probe: t.tail_loss_probe.unwrap_or(d.tail_loss_probe),
     };
     if tcp.initial_ssthresh_bytes.is_some_and(|b| b < 2 * mss) {
         return Err(err("initial_ssthresh", format!("must be at least two segments ({}B)", 2 * mss)));

@@ -300,7 +300,7 @@ impl Simulation {
             self.complete(f);
             return;
         }
-        let rto = conn.snd.rto_deadline();
+        let rto = conn.snd.timer_deadline();
         let delack = conn.rcv.delack_deadline();
         // One pending event per timer: a deadline that moved earlier gets a new event; one
         // that moved later is re-armed when the earlier event pops (see `on_timer`).
@@ -329,8 +329,8 @@ impl Simulation {
         let now = self.now;
         let Some(conn) = self.conns[f].as_deref_mut() else { return };
         if rto {
-            match conn.snd.rto_deadline() {
-                Some(d) if d <= now => conn.snd.on_rto(now, &mut self.out),
+            match conn.snd.timer_deadline() {
+                Some(d) if d <= now => conn.snd.on_timer(now, &mut self.out),
                 _ => {}
             }
         } else {

@@ -31,6 +31,14 @@ pub struct TcpConfig {
     /// Retransmission-timer granularity: the RTO is rounded up to a multiple of it (ns-2's
     /// `tcpTick_`). Zero: exact.
     pub rto_granularity: Nanos,
+    /// Linux's CWR state after an ECN echo: the window falls to the new ssthresh by
+    /// proportional rate reduction (RFC 6937) and does not grow until the data outstanding at
+    /// the echo is acknowledged. Off: the window drops at once and keeps growing.
+    pub cwr: bool,
+    /// Tail loss probe (RFC 8985 section 7, as Linux schedules it): with SACK, outside
+    /// recovery, a probe segment goes out 2 SRTT (plus 2 ms, or plus min RTO with one
+    /// segment in flight) after the last transmission, if that is before the RTO.
+    pub tail_loss_probe: bool,
 }
 
 /// A named set of TCP settings (`[transport] profile`). Keys given in the scenario override
@@ -83,6 +91,8 @@ impl Profile {
                 dupthresh: 3,                       // numdupacks_ 3
                 initial_ssthresh_bytes: Some(20 * 1000), // ssthresh_ starts at window_
                 rto_granularity: Nanos::from_millis(10), // tcpTick_ 0.01
+                cwr: false,                         // Agent/TCP has no CWR state
+                tail_loss_probe: false,             // no TLP in ns-2.35
             },
         }
     }
@@ -106,6 +116,8 @@ impl Default for TcpConfig {
             dupthresh: 3,
             initial_ssthresh_bytes: None,
             rto_granularity: Nanos::ZERO,
+            cwr: true,
+            tail_loss_probe: true,
         }
     }
 }

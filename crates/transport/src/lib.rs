@@ -2,7 +2,7 @@
 //!
 //! The state machines are pure: every call takes the current time and appends the packets it
 //! wants to send to an output vector. They own no timers and no sockets; the simulation asks
-//! them for their next deadline ([`TcpSender::rto_deadline`], [`TcpReceiver::delack_deadline`])
+//! them for their next deadline ([`TcpSender::timer_deadline`], [`TcpReceiver::delack_deadline`])
 //! and calls them back. The same design lets a host-side scheduling layer sit between
 //! application flows and connections.
 //!

@@ -13,6 +13,22 @@
 //! which is all there is when SACK is off). Holes are retransmitted in order, each once per
 //! recovery; a retransmission is judged lost again when data sent after it is SACKed
 //! `dupthresh` segments beyond (as Linux does), and the timeout repairs the rest.
+//!
+//! ECN reductions (`cwr`, the linux profile). As Linux's CWR state: the echo sets ssthresh
+//! through the algorithm, then the window falls towards it by proportional rate reduction
+//! (RFC 6937, `tcp_cwnd_reduction`: about ssthresh/prior_cwnd segments sent per segment
+//! delivered) and does not grow until the data outstanding at the echo is acknowledged; then
+//! it is ssthresh. A loss during CWR continues the same reduction (no second cut).
+//!
+//! Tail loss probe (`tail_loss_probe`, the linux profile; RFC 8985 section 7 as Linux's
+//! `tcp_schedule_loss_probe` schedules it). With SACK and outside recovery, a probe is due
+//! 2 SRTT after the last transmission or progress (plus 2 ms, `TCP_TIMEOUT_MIN_US`, or plus
+//! min RTO when one segment is in flight), unless the RTO comes first. The probe is a new
+//! segment if one may be sent, else the last segment again; one probe at a time. When an ACK
+//! after the probe SACKs data, RACK's time rule (RFC 8985 section 6.2) judges every hole below
+//! it lost, since each was sent at least a probe timeout earlier: recovery starts at once.
+//! RACK's reordering window and its timer are not modelled otherwise; duplicate ACKs and
+//! SACK counts (above) detect losses within a window.
 
 use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent};
 use crate::config::TcpConfig;
@@ -21,6 +37,20 @@ use crate::scoreboard::RangeSet;
 use fctlab_engine::Nanos;
 use fctlab_net::packet::flags;
 use fctlab_net::{FlowId, NodeId, Packet, PacketKind};
+
+/// An ECN reduction in progress (Linux's CWR state with PRR's counters, in bytes).
+#[derive(Copy, Clone, Debug)]
+struct Cwr {
+    /// snd_nxt at the echo: CWR ends once snd_una is beyond it.
+    high_seq: u64,
+    prior_cwnd: u64,
+    delivered: u64,
+    out: u64,
+}
+
+/// Extra delay of a loss probe with more than one segment in flight (Linux's
+/// `TCP_TIMEOUT_MIN_US`, include/net/tcp.h).
+const PROBE_SLACK: Nanos = Nanos::from_millis(2);
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum State {
@@ -56,10 +86,17 @@ pub struct TcpSender {
     rto_deadline: Option<Nanos>,
     backoff: u32,
     ecn_recover: u64,
+    cwr: Option<Cwr>,
+    /// When a tail loss probe is due (the timer runs to the earlier of this and the RTO).
+    probe_deadline: Option<Nanos>,
+    /// snd_nxt when the outstanding probe went out.
+    tlp_high_seq: Option<u64>,
     ect: bool,
     /// Segments sent again (fast retransmit, recovery, or after a timeout).
     pub retransmits: u64,
     pub timeouts: u64,
+    /// Tail loss probes sent.
+    pub probes: u64,
     /// Data packets sent, first transmissions and retransmissions.
     pub packets_sent: u64,
     pub completed_at: Option<Nanos>,
@@ -96,9 +133,13 @@ impl TcpSender {
             rto_deadline: None,
             backoff: 0,
             ecn_recover: 0,
+            cwr: None,
+            probe_deadline: None,
+            tlp_high_seq: None,
             ect: ecn,
             retransmits: 0,
             timeouts: 0,
+            probes: 0,
             packets_sent: 0,
             completed_at: None,
         }
@@ -111,9 +152,16 @@ impl TcpSender {
     pub fn bytes_acked(&self) -> u64 {
         self.snd_una
     }
-    /// When the retransmission timer expires, if it runs.
-    pub fn rto_deadline(&self) -> Option<Nanos> {
-        self.rto_deadline
+    /// When the sender's timer expires (retransmission timeout or tail loss probe), if it runs.
+    pub fn timer_deadline(&self) -> Option<Nanos> {
+        match (self.rto_deadline, self.probe_deadline) {
+            (Some(r), Some(p)) => Some(r.min(p)),
+            (r, p) => r.or(p),
+        }
+    }
+    /// Whether the sender is in CWR, reducing its window after an ECN echo.
+    pub fn in_cwr(&self) -> bool {
+        self.cwr.is_some()
     }
     pub fn srtt(&self) -> Option<Nanos> {
         self.rtt.srtt()
@@ -139,6 +187,7 @@ impl TcpSender {
             self.state = State::Established;
             self.send_what_fits(now, out);
             self.arm_if_outstanding(now, false);
+            self.schedule_probe(now, true);
         }
         if self.size == 0 && self.state == State::Established {
             self.state = State::Done;
@@ -174,6 +223,7 @@ impl TcpSender {
                 }
                 self.send_what_fits(now, out);
                 self.arm_if_outstanding(now, true);
+                self.schedule_probe(now, true);
             }
             (State::Established, PacketKind::Ack) => self.on_ack(now, p, out),
             _ => {} // stale or duplicate control packets
@@ -184,11 +234,15 @@ impl TcpSender {
         self.state = State::Done;
         self.completed_at = Some(now);
         self.rto_deadline = None;
+        self.probe_deadline = None;
     }
 
     fn on_ack(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
         let ack = p.ack.min(self.snd_max);
+        let ack_advanced = ack > self.snd_una;
         let mss = self.st.mss_bytes;
+        let delivered_before = self.snd_una + self.sacked.total();
+        let sent_before = self.packets_sent;
         if self.cfg.sack {
             for b in &p.sack[..p.sack_len as usize] {
                 let (s, e) = (b.start.max(ack), b.end.min(self.snd_max));
@@ -225,6 +279,11 @@ impl TcpSender {
                     self.lost_hint = self.lost_hint.max(ack + mss);
                 }
             } else {
+                if self.cwr.is_some_and(|c| self.snd_una > c.high_seq) {
+                    self.st.cwnd_bytes = self.st.ssthresh_bytes.max(mss);
+                    self.cwr = None;
+                }
+                let held = self.cwr.map(|_| self.st.cwnd_bytes);
                 let sample = AckSample {
                     now,
                     acked_bytes: acked,
@@ -236,6 +295,9 @@ impl TcpSender {
                     bytes_sent: self.snd_max,
                 };
                 self.cc.on_ack(&mut self.st, &sample);
+                if let Some(w) = held {
+                    self.st.cwnd_bytes = w; // CWR: no growth until the reduction's round ends
+                }
                 // The window never grows past what the receiver accepts (ns-2's window_ caps
                 // cwnd_ in effect; Linux grows cwnd only while it limits the sender).
                 self.st.cwnd_bytes = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes.max(mss));
@@ -243,6 +305,9 @@ impl TcpSender {
             if self.snd_una >= self.size {
                 self.finish(now);
                 return;
+            }
+            if self.tlp_high_seq.is_some_and(|h| self.snd_una >= h) {
+                self.tlp_high_seq = None;
             }
             self.arm_if_outstanding(now, true);
         } else if ack == self.snd_una && self.snd_una < self.snd_max {
@@ -253,8 +318,16 @@ impl TcpSender {
         // exactly still acknowledges data sent before it, whose marks were already answered.
         if ece && !self.in_recovery && self.snd_una > self.ecn_recover {
             let flight = self.snd_max - self.snd_una;
+            let prior_cwnd = self.st.cwnd_bytes.max(mss);
             self.cc.on_congestion(&mut self.st, CongestionEvent::Ecn { flight_bytes: flight });
             self.ecn_recover = self.snd_nxt;
+            if self.cfg.cwr {
+                self.cwr = Some(Cwr { high_seq: self.snd_nxt, prior_cwnd, delivered: 0, out: 0 });
+            }
+        }
+        let delivered = (self.snd_una + self.sacked.total()).saturating_sub(delivered_before);
+        if !self.in_recovery && self.cwr.is_some() {
+            self.reduce_cwnd(delivered, ack_advanced);
         }
         if self.in_recovery {
             self.detect_lost_retransmissions();
@@ -262,7 +335,10 @@ impl TcpSender {
         if !self.in_recovery && self.snd_una >= self.recover && self.snd_una < self.snd_max {
             let dupthresh = self.cfg.dupthresh as u64;
             let sack_says = self.cfg.sack && self.sacked.total() >= dupthresh * mss;
-            if self.dupacks as u64 >= dupthresh || sack_says {
+            // After a probe, a SACK means the holes below it are older than the probe
+            // timeout: RACK marks them lost.
+            let rack_says = self.tlp_high_seq.is_some() && self.sacked.total() > 0;
+            if self.dupacks as u64 >= dupthresh || sack_says || rack_says {
                 self.enter_recovery();
                 // Fast retransmit: the first hole goes out at once, whatever the pipe.
                 if let Some((seq, len)) = self.next_hole() {
@@ -274,6 +350,90 @@ impl TcpSender {
         if self.rto_deadline.is_none() {
             self.arm_if_outstanding(now, false);
         }
+        if ack_advanced || delivered > 0 || self.packets_sent > sent_before {
+            self.schedule_probe(now, ack_advanced);
+        }
+    }
+
+    /// One ACK's step of proportional rate reduction in CWR (RFC 6937 with Linux's
+    /// `tcp_cwnd_reduction`): the window becomes pipe + what may be sent now.
+    fn reduce_cwnd(&mut self, delivered: u64, ack_advanced: bool) {
+        let mss = self.st.mss_bytes as i128;
+        let pipe = self.pipe() as i128;
+        let ssthresh = self.st.ssthresh_bytes as i128;
+        let Some(c) = self.cwr.as_mut() else { return };
+        if delivered == 0 {
+            return;
+        }
+        c.delivered += delivered;
+        let (done, out) = (c.delivered as i128, c.out as i128);
+        let mut sndcnt = if pipe > ssthresh {
+            (ssthresh * done + c.prior_cwnd as i128 - 1) / c.prior_cwnd as i128 - out
+        } else {
+            let s = (done - out).max(delivered as i128) + if ack_advanced { mss } else { 0 };
+            s.min(ssthresh - pipe)
+        };
+        if out == 0 {
+            sndcnt = sndcnt.max(mss);
+        }
+        self.st.cwnd_bytes = (pipe + sndcnt).max(mss) as u64;
+    }
+
+    /// Arms the tail loss probe if the sender may use one now, or disarms it.
+    /// `advancing_rto`: the RTO was just restarted (Linux's argument of the same name).
+    fn schedule_probe(&mut self, now: Nanos, advancing_rto: bool) {
+        self.probe_deadline = None;
+        let eligible = self.cfg.tail_loss_probe
+            && self.cfg.sack
+            && self.state == State::Established
+            && !self.in_recovery
+            && self.snd_una >= self.recover // not after a timeout until its data is acknowledged
+            && self.tlp_high_seq.is_none()
+            && self.snd_una < self.snd_max;
+        let Some(srtt) = self.rtt.srtt() else { return };
+        if !eligible {
+            return;
+        }
+        let one_segment = self.snd_max - self.snd_una <= self.st.mss_bytes;
+        let mut timeout = Nanos(2 * srtt.0) + if one_segment { self.cfg.min_rto } else { PROBE_SLACK };
+        let rto_left = if advancing_rto {
+            Some(self.rtt.backed_off(self.backoff))
+        } else {
+            self.rto_deadline.filter(|&d| d > now).map(|d| d - now)
+        };
+        if let Some(r) = rto_left {
+            timeout = timeout.min(r);
+        }
+        self.probe_deadline = Some(now + timeout);
+    }
+
+    /// Sends the tail loss probe: a new segment if one may go, else the last one again.
+    fn send_probe(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        self.probe_deadline = None;
+        if self.state != State::Established || self.snd_una >= self.snd_max || self.tlp_high_seq.is_some() {
+            return;
+        }
+        let mss = self.st.mss_bytes;
+        let len = (self.size - self.snd_nxt).min(mss);
+        let head = if len > 0 && self.snd_nxt == self.snd_max && self.snd_nxt + len <= self.snd_una + self.cfg.rwnd_bytes {
+            let seq = self.snd_nxt;
+            self.emit(now, seq, len, out);
+            self.snd_nxt += len;
+            self.snd_max = self.snd_nxt;
+            false
+        } else {
+            let seq = ((self.snd_max - 1) / mss * mss).max(self.snd_una);
+            self.emit(now, seq, self.snd_max - seq, out);
+            seq == self.snd_una
+        };
+        self.probes += 1;
+        self.tlp_high_seq = Some(self.snd_nxt);
+        // The RTO still counts from the oldest outstanding segment, unless the probe resent it.
+        let rto = now + self.rtt.backed_off(self.backoff);
+        self.rto_deadline = Some(match self.rto_deadline {
+            Some(d) if !head => d.max(now + Nanos(1)),
+            _ => rto,
+        });
     }
 
     /// A retransmission is lost when data first sent after it has been SACKed `dupthresh`
@@ -295,10 +455,17 @@ impl TcpSender {
     }
 
     fn enter_recovery(&mut self) {
-        // FlightSize, but not above the window: with many holes, snd_max - snd_una overstates
-        // what is really in the network.
-        let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
-        self.cc.on_congestion(&mut self.st, CongestionEvent::Loss { flight_bytes: flight });
+        if self.cwr.take().is_some() {
+            // Already reducing for an ECN echo: the loss continues that reduction.
+            self.st.cwnd_bytes = self.st.ssthresh_bytes.max(self.st.mss_bytes);
+        } else {
+            // FlightSize, but not above the window: with many holes, snd_max - snd_una
+            // overstates what is really in the network.
+            let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
+            self.cc.on_congestion(&mut self.st, CongestionEvent::Loss { flight_bytes: flight });
+        }
+        self.tlp_high_seq = None;
+        self.probe_deadline = None;
         self.in_recovery = true;
         self.recover = self.snd_max;
         self.ecn_recover = self.snd_max;
@@ -393,6 +560,9 @@ impl TcpSender {
         if retx {
             self.retransmits += 1;
         }
+        if let Some(c) = self.cwr.as_mut() {
+            c.out += len;
+        }
         self.packets_sent += 1;
         let mut f = if self.ect { flags::ECT } else { 0 };
         if retx {
@@ -422,8 +592,22 @@ impl TcpSender {
         }
     }
 
-    /// The retransmission timer fired at `now` (the caller checked the deadline).
-    pub fn on_rto(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+    /// The sender's timer fired at `now` (the caller checked the deadline): a tail loss probe
+    /// if one is due first, else the retransmission timeout.
+    pub fn on_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        if let Some(p) = self.probe_deadline {
+            if p <= now && self.rto_deadline.map_or(true, |r| p <= r) {
+                self.send_probe(now, out);
+                return;
+            }
+        }
+        if self.rto_deadline.is_some_and(|r| r <= now) {
+            self.on_rto(now, out);
+        }
+    }
+
+    fn on_rto(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        self.probe_deadline = None;
         match self.state {
             State::Done => {
                 self.rto_deadline = None;
@@ -444,6 +628,8 @@ impl TcpSender {
                 self.in_recovery = false;
                 self.recover = self.snd_max;
                 self.ecn_recover = self.snd_max;
+                self.cwr = None;
+                self.tlp_high_seq = None;
                 self.sacked.clear();
                 self.retx.clear();
                 self.rexmits.clear();
@@ -491,7 +677,7 @@ mod tests {
         let mut out = Vec::new();
         s.start(Nanos::ZERO, &mut out);
         assert_eq!(seqs(&out), (0..10).collect::<Vec<_>>(), "the initial window, back to back");
-        assert!(s.rto_deadline().is_some());
+        assert!(s.timer_deadline().is_some());
         // Lose segment 0: three SACKed duplicates start recovery (cwnd and ssthresh 5), the
         // ACK of everything sent so far ends it in congestion avoidance.
         out.clear();
@@ -547,10 +733,10 @@ mod tests {
         ack_at(&mut s, 2000, 1, &mut out);
         ack_at(&mut s, 2001, 1, &mut out);
         assert!(!out.iter().any(|p| p.has(flags::RETX)), "no fast retransmit on two duplicate ACKs");
-        let deadline = s.rto_deadline().expect("the timer runs");
+        let deadline = s.timer_deadline().expect("the timer runs");
         assert!(deadline - Nanos::from_micros(1000) >= Nanos::from_millis(200), "RTO {deadline} is at least min RTO after the last new ACK");
         assert_eq!(deadline.0 % 10_000_000, (1_000_000) % 10_000_000, "RTO of whole 10 ms ticks after the ACK that armed it");
-        s.on_rto(deadline, &mut out);
+        s.on_timer(deadline, &mut out);
         assert!(out.iter().any(|p| p.has(flags::RETX) && p.seq == mss), "segment 1 is sent again after the timeout");
         assert_eq!(s.timeouts, 1);
     }
@@ -600,7 +786,8 @@ mod tests {
 
     #[test]
     fn ecn_echo_halves_once_per_window() {
-        let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: 20, ..Default::default() };
+        // Without the CWR hold (ns-2): the window drops at once.
+        let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: 20, cwr: false, ..Default::default() };
         let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg,
                                    CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), true);
         let mut out = Vec::new();
@@ -627,18 +814,120 @@ mod tests {
         assert!(s.st.cwnd_bytes < before, "{}", s.describe());
     }
 
+    /// Linux's CWR state: after an ECN echo the window never grows until the data outstanding
+    /// at the echo is acknowledged; proportional rate reduction spreads the sending over that
+    /// round (about ssthresh/prior_cwnd per segment delivered) and ends at ssthresh.
+    #[test]
+    fn ecn_reduction_holds_the_window_until_its_round_ends() {
+        use crate::cc::dctcp::DctcpConfig;
+        let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: 20, initial_ssthresh_bytes: Some(20 * MSS), ..Default::default() };
+        assert!(cfg.cwr, "the linux profile holds the window in CWR");
+        let dctcp = CcConfig::Dctcp(DctcpConfig { g: 1.0 / 16.0, alpha_init: 1.0 }).build(&Default::default());
+        let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, dctcp, true);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out);
+        assert_eq!(out.len(), 20);
+        let ack_at = |s: &mut TcpSender, t_us: u64, seg: u64, ece: bool, out: &mut Vec<Packet>| {
+            let mut p = Packet { kind: PacketKind::Ack, ack: seg * MSS, ts_echo_ns: 0, ..Default::default() };
+            if ece {
+                p.flags |= flags::ECE;
+                p.ce_bytes_echo = MSS as u32;
+            }
+            s.on_packet(Nanos::from_micros(t_us), &p, out);
+        };
+        // The first ACK echoes a mark: alpha 1 halves the window's target to 10 segments.
+        out.clear();
+        ack_at(&mut s, 100, 1, true, &mut out);
+        assert!(s.in_cwr());
+        let high_seq = s.cwr.unwrap().high_seq / MSS;
+        assert_eq!(s.st.ssthresh_bytes, 10 * MSS, "{}", s.describe());
+        let mut sent = out.len();
+        let mut cwnds = vec![s.st.cwnd_bytes];
+        // Every segment outstanding at the echo is acknowledged, one ACK each, no new marks.
+        for seg in 2..=high_seq {
+            out.clear();
+            ack_at(&mut s, 100 + seg, seg, false, &mut out);
+            sent += out.len();
+            if s.in_cwr() {
+                cwnds.push(s.st.cwnd_bytes);
+            }
+        }
+        assert!(cwnds.windows(2).all(|w| w[1] <= w[0]), "the window grew during CWR: {cwnds:?}");
+        assert!(s.in_cwr(), "CWR lasts while snd_una has not passed {high_seq}: {}", s.describe());
+        // PRR: over the round about ssthresh/prior = 1/2 of the delivered segments were sent,
+        // not a burst at the end.
+        assert!((9..=11).contains(&sent), "{sent} segments sent in the reduction's round");
+        // The next ACK passes high_seq: CWR ends at ssthresh and growth resumes.
+        out.clear();
+        ack_at(&mut s, 200, high_seq + 1, false, &mut out);
+        assert!(!s.in_cwr());
+        assert!(s.st.cwnd_bytes >= 10 * MSS && s.st.cwnd_bytes < 11 * MSS, "{}", s.describe());
+    }
+
+    /// Tail loss probe (linux profile): a flow whose last segments are lost sends a probe about
+    /// two round trips after its last transmission and recovers by SACK, far before the RTO.
+    #[test]
+    fn lost_tail_is_recovered_by_a_probe_before_the_rto() {
+        let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: 10, ..Default::default() };
+        let cc = CcConfig::NewReno(NewRenoConfig {}).build(&Default::default());
+        let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), Some(10 * MSS), &cfg, cc, false);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out);
+        assert_eq!(out.len(), 10);
+        // Segments 0..7 arrive (RTT 100 us); 7, 8 and 9 are lost.
+        for seg in 1..=7u64 {
+            out.clear();
+            let p = Packet { kind: PacketKind::Ack, ack: seg * MSS, ts_echo_ns: 0, ..Default::default() };
+            s.on_packet(Nanos::from_micros(100), &p, &mut out);
+            assert!(out.is_empty());
+        }
+        let due = s.timer_deadline().expect("a timer runs");
+        let rto_due = Nanos::from_micros(100) + Nanos::from_millis(200);
+        assert!(due <= Nanos::from_micros(100 + 2 * 100) + PROBE_SLACK, "probe due at {due}");
+        out.clear();
+        s.on_timer(due, &mut out);
+        assert_eq!((out.len(), out[0].seq / MSS, s.probes), (1, 9, 1), "the probe resends the last segment");
+        // The probe arrives: its ACK SACKs segment 9, and RACK judges 7 and 8 lost.
+        out.clear();
+        let mut p = Packet { kind: PacketKind::Ack, ack: 7 * MSS, ts_echo_ns: due.0, ..Default::default() };
+        p.sack[0] = SackBlock { start: 9 * MSS, end: 10 * MSS };
+        p.sack_len = 1;
+        let t = due + Nanos::from_micros(100);
+        s.on_packet(t, &p, &mut out);
+        assert!(s.in_recovery(), "{}", s.describe());
+        assert_eq!(seqs(&out), vec![7, 8], "both holes retransmitted at once");
+        out.clear();
+        let p = Packet { kind: PacketKind::Ack, ack: 10 * MSS, ts_echo_ns: t.0, ..Default::default() };
+        let done = t + Nanos::from_micros(100);
+        s.on_packet(done, &p, &mut out);
+        assert!(s.is_complete());
+        assert_eq!(s.timeouts, 0);
+        assert!(done < Nanos(rto_due.0 / 10), "recovered at {done}, the RTO was due at {rto_due}");
+
+        // Without the probe (ns-2 has none) the same loss waits for the timeout.
+        let cfg = TcpConfig { tail_loss_probe: false, ..cfg };
+        let cc = CcConfig::NewReno(NewRenoConfig {}).build(&Default::default());
+        let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), Some(10 * MSS), &cfg, cc, false);
+        s.start(Nanos::ZERO, &mut out);
+        for seg in 1..=7u64 {
+            let p = Packet { kind: PacketKind::Ack, ack: seg * MSS, ts_echo_ns: 0, ..Default::default() };
+            s.on_packet(Nanos::from_micros(100), &p, &mut out);
+        }
+        assert_eq!(s.timer_deadline(), Some(rto_due));
+    }
+
     #[test]
     fn timeout_goes_back_to_one_segment() {
         let mut s = sender(10);
         let mut out = Vec::new();
         s.start(Nanos::ZERO, &mut out);
         out.clear();
-        let d = s.rto_deadline().unwrap();
-        s.on_rto(d, &mut out);
+        let d = s.timer_deadline().unwrap();
+        s.on_timer(d, &mut out);
         assert_eq!(seqs(&out), vec![0]);
         assert_eq!(s.timeouts, 1);
         assert_eq!(s.st.cwnd_bytes, MSS);
         // backed off: twice the timeout
-        assert_eq!(s.rto_deadline().unwrap() - d, Nanos::from_millis(2000).min(Nanos((d.0) * 2)));
+        assert_eq!(s.timer_deadline().unwrap() - d, Nanos::from_millis(2000).min(Nanos((d.0) * 2)));
     }
 }

@@ -8,7 +8,8 @@
 //!
 //! - per window of data: `F = marked bytes / acked bytes`, `alpha = (1 - g) * alpha + g * F`
 //!   (RFC 8257 section 3.3, steps 6-9);
-//! - on an ECN echo (at most once per window): `cwnd = cwnd * (1 - alpha / 2)` (step 10);
+//! - on an ECN echo (at most once per window): `cwnd = cwnd * (1 - alpha / 2)` (step 10),
+//!   never below two segments (Linux's `dctcp_ssthresh` floor);
 //! - losses and timeouts: as NewReno.
 //!
 //! Without marks DCTCP behaves exactly like NewReno.
@@ -97,7 +98,7 @@ impl CongestionControl for Dctcp {
         match ev {
             CongestionEvent::Ecn { .. } => {
                 let cwnd = (st.cwnd_bytes as f64 * (1.0 - self.alpha / 2.0)) as u64;
-                st.cwnd_bytes = cwnd.max(st.mss_bytes);
+                st.cwnd_bytes = cwnd.max(2 * st.mss_bytes);
                 st.ssthresh_bytes = st.cwnd_bytes;
             }
             other => super::reno_decrease(st, other, 0.5),
