@@ -45,6 +45,8 @@ impl Simulation {
                 tag: spec.tag.clone(),
                 group: spec.group.clone(),
                 packets_sent: counts.packets_sent,
+                loss_probes: counts.loss_probes,
+                left_slow_start: counts.left_slow_start,
             });
         }
         let sim_s = now.as_secs_f64();

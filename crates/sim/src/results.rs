@@ -217,6 +217,8 @@ result_table!(
         tag: String,
         group: String,
         packets_sent: u64,
+        loss_probes: u64,
+        left_slow_start: bool,
     }
 );
 

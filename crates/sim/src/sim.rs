@@ -36,11 +36,20 @@ pub(crate) struct FlowCounts {
     pub retransmits: u64,
     pub timeouts: u64,
     pub packets_sent: u64,
+    pub loss_probes: u64,
+    pub left_slow_start: bool,
 }
 
 impl FlowCounts {
     pub fn of(c: &Conn) -> FlowCounts {
-        FlowCounts { bytes_delivered: c.rcv.bytes_delivered(), retransmits: c.snd.retransmits, timeouts: c.snd.timeouts, packets_sent: c.snd.packets_sent }
+        FlowCounts {
+            bytes_delivered: c.rcv.bytes_delivered(),
+            retransmits: c.snd.retransmits,
+            timeouts: c.snd.timeouts,
+            packets_sent: c.snd.packets_sent,
+            loss_probes: c.snd.probes,
+            left_slow_start: c.snd.left_slow_start,
+        }
     }
 }
 

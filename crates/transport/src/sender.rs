@@ -97,6 +97,9 @@ pub struct TcpSender {
     pub timeouts: u64,
     /// Tail loss probes sent.
     pub probes: u64,
+    /// Whether the window has left slow start: it reached ssthresh, or a loss, an ECN echo
+    /// or a timeout set ssthresh below it.
+    pub left_slow_start: bool,
     /// Data packets sent, first transmissions and retransmissions.
     pub packets_sent: u64,
     pub completed_at: Option<Nanos>,
@@ -140,6 +143,7 @@ impl TcpSender {
             retransmits: 0,
             timeouts: 0,
             probes: 0,
+            left_slow_start: false,
             packets_sent: 0,
             completed_at: None,
         }
@@ -173,8 +177,8 @@ impl TcpSender {
     /// A one-line description of the sender's state, for diagnostics.
     pub fn describe(&self) -> String {
         format!(
-            "state={:?} una={} nxt={} max={} cwnd={} ssthresh={} pipe={} recovery={} recover={} retx={:?} lost_hint={} sacked={:?} dupacks={} rto_at={:?} backoff={} rto={:?}",
-            self.state, self.snd_una, self.snd_nxt, self.snd_max, self.st.cwnd_bytes, self.st.ssthresh_bytes, self.pipe(),
+            "probes={} cwr={:?} state={:?} una={} nxt={} max={} cwnd={} ssthresh={} pipe={} recovery={} recover={} retx={:?} lost_hint={} sacked={:?} dupacks={} rto_at={:?} backoff={} rto={:?}",
+            self.probes, self.cwr.map(|c| c.high_seq), self.state, self.snd_una, self.snd_nxt, self.snd_max, self.st.cwnd_bytes, self.st.ssthresh_bytes, self.pipe(),
             self.in_recovery, self.recover, self.retx.ranges(), self.lost_hint, self.sacked.ranges(), self.dupacks, self.rto_deadline, self.backoff, self.rtt.rto()
         )
     }
@@ -266,7 +270,15 @@ impl TcpSender {
             }
             self.sacked.remove_below(ack);
             self.retx.remove_below(ack);
-            self.dupacks = 0;
+            let partial = self.in_recovery && ack < self.recover;
+            self.dupacks = if partial && !self.cfg.sack {
+                // The segments that sent duplicate ACKs and are now acknowledged have left the
+                // window's accounting; the retransmitted one did not send any (RFC 6582's
+                // deflation by the data acknowledged, plus one segment).
+                self.dupacks.saturating_sub(((acked / mss) as u32).saturating_sub(1))
+            } else {
+                0
+            };
             self.backoff = 0;
             if self.in_recovery {
                 if ack >= self.recover {
@@ -275,8 +287,14 @@ impl TcpSender {
                     self.rexmits.clear();
                     self.st.cwnd_bytes = self.st.ssthresh_bytes.max(mss);
                 } else {
-                    // Partial ACK: the next unacknowledged segment is lost too.
+                    // Partial ACK: the next unacknowledged segment is lost too. Without SACK it
+                    // goes out at once, whatever the window (RFC 6582, section 3.2 step 3).
                     self.lost_hint = self.lost_hint.max(ack + mss);
+                    if !self.cfg.sack {
+                        if let Some((seq, len)) = self.next_hole() {
+                            self.retransmit(now, seq, len, out);
+                        }
+                    }
                 }
             } else {
                 if self.cwr.is_some_and(|c| self.snd_una > c.high_seq) {
@@ -295,6 +313,7 @@ impl TcpSender {
                     bytes_sent: self.snd_max,
                 };
                 self.cc.on_ack(&mut self.st, &sample);
+                self.left_slow_start |= self.st.cwnd_bytes >= self.st.ssthresh_bytes;
                 if let Some(w) = held {
                     self.st.cwnd_bytes = w; // CWR: no growth until the reduction's round ends
                 }
@@ -320,6 +339,7 @@ impl TcpSender {
             let flight = self.snd_max - self.snd_una;
             let prior_cwnd = self.st.cwnd_bytes.max(mss);
             self.cc.on_congestion(&mut self.st, CongestionEvent::Ecn { flight_bytes: flight });
+            self.left_slow_start = true;
             self.ecn_recover = self.snd_nxt;
             if self.cfg.cwr {
                 self.cwr = Some(Cwr { high_seq: self.snd_nxt, prior_cwnd, delivered: 0, out: 0 });
@@ -466,6 +486,7 @@ impl TcpSender {
         }
         self.tlp_high_seq = None;
         self.probe_deadline = None;
+        self.left_slow_start = true;
         self.in_recovery = true;
         self.recover = self.snd_max;
         self.ecn_recover = self.snd_max;
@@ -480,8 +501,15 @@ impl TcpSender {
     }
 
     /// RFC 6675 pipe: outstanding bytes minus SACKed bytes minus lost holes not retransmitted.
+    /// Without SACK, in recovery, each duplicate ACK stands for one segment that has left the
+    /// network (the window inflation of RFC 6582).
     fn pipe(&self) -> u64 {
-        let outstanding = self.snd_nxt - self.snd_una - self.sacked.covered_in(self.snd_una, self.snd_nxt);
+        let left = match (self.cfg.sack, self.in_recovery) {
+            (true, _) => self.sacked.covered_in(self.snd_una, self.snd_nxt),
+            (false, true) => self.dupacks as u64 * self.st.mss_bytes,
+            (false, false) => 0,
+        };
+        let outstanding = (self.snd_nxt - self.snd_una).saturating_sub(left);
         if !self.in_recovery {
             return outstanding;
         }
@@ -623,6 +651,7 @@ impl TcpSender {
                     return;
                 }
                 self.timeouts += 1;
+                self.left_slow_start = true;
                 let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
                 self.cc.on_congestion(&mut self.st, CongestionEvent::Timeout { flight_bytes: flight });
                 self.in_recovery = false;
@@ -739,6 +768,38 @@ mod tests {
         s.on_timer(deadline, &mut out);
         assert!(out.iter().any(|p| p.has(flags::RETX) && p.seq == mss), "segment 1 is sent again after the timeout");
         assert_eq!(s.timeouts, 1);
+    }
+
+    /// NewReno without SACK (the ns2 profile): with two losses in a window, the partial ACK
+    /// after the first repair sends the second hole at once, and the duplicate ACKs keep new
+    /// data flowing (window inflation), so recovery ends without a timeout.
+    #[test]
+    fn newreno_without_sack_repairs_two_losses_by_partial_ack() {
+        let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: 20, sack: false, tail_loss_probe: false, ..Default::default() };
+        let cc = CcConfig::NewReno(NewRenoConfig {}).build(&Default::default());
+        let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, cc, false);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out);
+        // Segments 0 and 5 are lost: 18 duplicate ACKs for 0 (from 1-4 and 6-19).
+        let mut sent_new = 0;
+        for i in 0..18 {
+            out.clear();
+            ack(&mut s, 100 + i, 0, &[], &mut out);
+            sent_new += out.iter().filter(|p| !p.has(flags::RETX)).count();
+        }
+        assert!(s.in_recovery());
+        // cwnd 10 segments, 20 outstanding: new data once more than 10 duplicate ACKs arrived
+        assert!((6..=9).contains(&sent_new), "new segments sent on duplicate ACKs: {sent_new} {}", s.describe());
+        // The retransmitted 0 arrives: the ACK covers 0..5 (partial), 5 goes out at once.
+        out.clear();
+        ack(&mut s, 200, 5, &[], &mut out);
+        assert_eq!(seqs(&out).first(), Some(&5), "{:?} {}", seqs(&out), s.describe());
+        assert!(out[0].has(flags::RETX));
+        out.clear();
+        let top = s.snd_max / MSS;
+        ack(&mut s, 300, top, &[], &mut out);
+        assert!(!s.in_recovery());
+        assert_eq!((s.timeouts, s.retransmits), (0, 2), "{}", s.describe());
     }
 
     #[test]

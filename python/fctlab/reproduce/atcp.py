@@ -34,6 +34,8 @@ from .common import (
     overshoot_mask,
     rel_change,
     save_figure,
+    size_split,
+    split_note,
 )
 
 ITEM_ORDER = [1, 2, 7, 8, 3, 4, 5, 6]  # most informative first
@@ -60,7 +62,7 @@ class Mode:
     sums: list
     web_until: str
     web_backup: str
-    fat_until: str
+    fat_jobs: int
     fat_stop: str
     mr_jobs: int
     mr_stop: str
@@ -70,8 +72,20 @@ class Mode:
         return "quick" if self.quick else "full"
 
 
-QUICK = Mode(True, [1], "120s", [1, 3, 5], [2, 4], "60s", "500MB", "3s", "3.5s", 3, "6.5s")
-FULL = Mode(False, [1, 2, 3], "600s", [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], "300s", "3GB", "10s", "10.5s", 10, "20.5s")
+QUICK = Mode(True, [1], "120s", [1, 3, 5], [2, 4], "60s", "500MB", 25, "4s", 3, "6.5s")
+FULL = Mode(False, [1, 2, 3], "600s", [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], "300s", "3GB", 82, "11s", 10, "20.5s")
+
+#: The TCP settings every item runs under; the first is the primary one.
+PROFILES = (
+    ("ns2", {"transport__profile": "ns2", "transport__rwnd": "1000000B", "transport__initial_ssthresh": "1000000B"},
+     "ns-2.35's `Agent/TCP` defaults, the paper's simulator (`profile = \"ns2\"`: initial window 2, 1000 B "
+     "packets, no SACK, no delayed ACKs, 200 ms minimum RTO in 10 ms ticks), with `window_` (and the "
+     "initial ssthresh that follows it) raised from 20 to 1000 packets: with 20 the two flows of item 1 "
+     "could never fill the 50-packet queue, and the paper's figure shows them halving"),
+    ("linux", {"transport__profile": "linux"},
+     "a modern Linux-like TCP (`profile = \"linux\"`: initial window 10, SACK, 1460 B segments, CWR "
+     "reduction, tail loss probes)"),
+)
 
 
 def _ms(x: float) -> str:
@@ -366,6 +380,8 @@ def item3(rn: Runner, mode: Mode, out: Path) -> Item:
     it.figures.append(("item3_sweep.png", "Item 3: median completion times of small and medium flows against W_H + W_L and W_H : W_L"))
 
     it.explanation.append(f"Flows: {_counts_note(tcp)}.")
+    it.numbers["split"] = {"tcp": size_split(tcp), "atcp31": size_split(best)}
+    it.explanation.append(split_note({"TCP": tcp, "ATCP 3:1": best}))
     it.explanation.append(
         "Absolute times are far below the paper's (its small flows have medians of 0.5 s and more on a "
         "100 Mbps chain, which implies far more congestion, or far larger 'small' flows, than the two "
@@ -415,6 +431,7 @@ def item4(rn: Runner, mode: Mode, out: Path) -> Item:
         tcp = _tcp_flows(rn, mode, "chain_campus.toml", ov)
         atcp = _atcp_flows(rn, mode, "chain_campus.toml", 3.0, 1.0, ov)
         res[label] = _two_protocol_rows(rn, it, key, tcp, atcp)
+        it.explanation.append(f"{label}. " + split_note({"TCP": tcp, "ATCP": atcp}))
     m0, m3 = res["Non-dense flows"]["tcp_medium"], res["Dense all flows"]["tcp_medium"]
     it.rows.append(rn.expected.row("item4.tcp_density", rel_change(m3, m0), _arrow(m0, m3)))
     it.numbers = res
@@ -444,6 +461,7 @@ def item5(rn: Runner, mode: Mode, out: Path) -> Item:
         tcp = _tcp_flows(rn, mode, file)
         atcp = _atcp_flows(rn, mode, file, 3.0, 1.0)
         it.numbers[label] = _two_protocol_rows(rn, it, key, tcp, atcp)
+        it.explanation.append(f"{label}. " + split_note({"TCP": tcp, "ATCP": atcp}))
     it.explanation.append(
         "In case 1 each chain link carries a quarter of the non-large flows and all large flows; in case 2 "
         "every non-large flow crosses four links, each shared with a quarter of the large flows. The paper "
@@ -493,16 +511,18 @@ def item7(rn: Runner, mode: Mode, out: Path) -> Item:
     it = rn.new_item(
         7,
         "`fattree_incast.toml`: tree with racks = 4, hosts_per_rack = 10, 1 Gbps host links, 10 Gbps core "
-        "links, 20 us per link; aggregator h0; Poisson responses from the 39 other hosts at 80% of h0's link, "
-        f"sizes from `responses.cdf` (80% under 10 KB, range 1 KB .. 10 MB), arrivals for {mode.fat_until}, "
-        f"run until {mode.fat_stop}; background: a long-lived flow h39 -> h0. Every switch port: 100-packet "
+        "links, 20 us per link; partition-aggregate: aggregator h0 sends a 1 KB request to the 39 other hosts "
+        "and each answers with a response from `responses.cdf` (80% under 10 KB, range 1 KB .. 10 MB); "
+        f"{mode.fat_jobs} queries, Poisson at 8.2/s (80% of h0's link), run until {mode.fat_stop}; "
+        "background: one long-lived flow h39 -> h0. Every switch port: 100-packet "
         "buffer, CE marking above 20 packets (`queue = \"ecn\"`). DCTCP flows are ECN-capable; TCP and ATCP "
         "flows are not, so for them the same ports are 100-packet DropTail queues. min RTO 200 ms for all. "
         "ATCP: step function, W_H = 3, W_L = 1, T = 10 MB.",
     )
-    ov = {"workloads__0__until": mode.fat_until, "stop_time": mode.fat_stop}
+    ov = {"workloads__0__jobs": mode.fat_jobs, "stop_time": mode.fat_stop}
     runs = {p: rn.run("fattree_incast.toml", p.upper(), transport__protocol=p, **ov) for p in ("tcp", "dctcp", "atcp")}
-    resp = {p: r.flows[r.flows["tag"] == "response"] for p, r in runs.items()}
+    # the responses (the requests to the workers are 1 KB flows from h0)
+    resp = {p: r.flows[(r.flows["tag"] == "response") & (r.flows["dst"] == "h0")] for p, r in runs.items()}
     sm = {p: bucket_median(f, "small") for p, f in resp.items()}
     md = {p: bucket_median(f, "medium") for p, f in resp.items()}
     dl = {p: meet_ratio(f) for p, f in resp.items()}
@@ -542,6 +562,8 @@ def item7(rn: Runner, mode: Mode, out: Path) -> Item:
 
     n_small, _ = bucket_counts(resp["tcp"], "small")
     n_med, _ = bucket_counts(resp["tcp"], "medium")
+    it.numbers["split"] = {p: size_split(f) for p, f in resp.items()}
+    it.explanation.append(split_note({p.upper(): resp[p] for p in ("tcp", "dctcp", "atcp")}))
     it.explanation.append(
         f"{n_small} small and {n_med} medium responses per protocol. Retransmission timeouts among the "
         f"responses: TCP {to['tcp']}, DCTCP {to['dctcp']}, ATCP {to['atcp']}; responses unfinished at the end: "
@@ -589,8 +611,8 @@ def item8(rn: Runner, mode: Mode, out: Path) -> Item:
         8,
         "`mapreduce.toml`: the network of item 7 (same switches for all protocols); shuffle from mappers h10, "
         "h11, h20, h21 to reducers h0 .. h3, one 8 MB block per pair (16 flows per job), "
-        f"{mode.mr_jobs} jobs 2 s apart from 0.5 s; background: one long-lived flow into each reducer from "
-        "rack 3, started at 0 s. Shuffle time: a job's completion time (first block start to last block "
+        f"{mode.mr_jobs} jobs 2 s apart from 0.5 s; background: one long-lived flow h30 -> h0 (rack 3 to a "
+        "reducer), started at 0 s. Shuffle time: a job's completion time (first block start to last block "
         "done), averaged over the jobs. Job time: not simulated (the map and reduce computation is not "
         "modelled), so its rows are reported as not measured.",
     )
@@ -659,9 +681,10 @@ def item8(rn: Runner, mode: Mode, out: Path) -> Item:
             "above use every job."
         )
     it.explanation.append(
-        "A reducer's link carries four 8 MB blocks and one background flow. Under TCP the blocks get about 4/5 "
-        "of the link; under ATCP (blocks at W_H = 3 against the background at W_L = 1) about 12/13, so the "
-        "bandwidth share alone bounds ATCP's gain on a block at about 13%. Larger gains come from avoided "
+        "Reducer h0's link carries four 8 MB blocks and the background flow; the other reducers' links carry "
+        "only blocks. Under TCP h0's blocks get about 4/5 of its link; under ATCP (blocks at W_H = 3 against "
+        "the background at W_L = 1) about 12/13, so the bandwidth share alone bounds ATCP's gain on those "
+        "blocks at about 13%, and h0's blocks are the slowest of a job under both. Larger gains come from avoided "
         "200 ms timeouts: a job's time is set by its slowest block, and a single timeout adds 200 ms to a "
         "shuffle of about 0.3 s, which makes the job times noisy and the mean over jobs depend on how many "
         "jobs hit one."
@@ -707,7 +730,7 @@ def _footer() -> list:
         ["W_H : W_L swept (W_L = 1), item 3", str(QUICK.ratios), str(FULL.ratios)],
         ["W_H + W_L swept (W_H : W_L = 3 : 1), item 3", str(QUICK.sums), str(FULL.sums)],
         ["arrival window / backup size, item 6", f"{QUICK.web_until} / {QUICK.web_backup}", f"{FULL.web_until} / {FULL.web_backup}"],
-        ["response arrivals / run length, item 7", f"{QUICK.fat_until} / {QUICK.fat_stop}", f"{FULL.fat_until} / {FULL.fat_stop}"],
+        ["queries / run length, item 7", f"{QUICK.fat_jobs} / {QUICK.fat_stop}", f"{FULL.fat_jobs} / {FULL.fat_stop}"],
         ["shuffle jobs / run length, item 8", f"{QUICK.mr_jobs} / {QUICK.mr_stop}", f"{FULL.mr_jobs} / {FULL.mr_stop}"],
     ]
     return [Heading("Quick and full runs"), Table(["setting", "`--quick`", "full"], rows, text=True),
@@ -718,7 +741,8 @@ def paper():
     """The ATCP reproduction for :func:`fctlab.reproduce.runner.run_paper`."""
     from .runner import Paper
 
-    return Paper("atcp", ITEMS, ITEM_ORDER, QUICK, FULL, intro=_intro, footer=_footer, required_files=("chain_campus.toml",))
+    return Paper("atcp", ITEMS, ITEM_ORDER, QUICK, FULL, intro=_intro, footer=_footer, required_files=("chain_campus.toml",),
+                 profiles=PROFILES)
 
 
 if __name__ == "__main__":  # python -m fctlab.reproduce.atcp [--quick] [--out DIR] [--items ...]

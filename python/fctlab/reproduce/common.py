@@ -130,6 +130,8 @@ class Item:
     reason: str = ""
     wall_s: float = 0.0
     numbers: dict = field(default_factory=dict)  # machine-readable results
+    #: profile name -> the item as run under it (set when a paper has several profiles)
+    profiles: dict = field(default_factory=dict)
 
     def add(self, quantity: str, paper: str, fctlab: str, verdict: str) -> None:
         self.rows.append(Row(quantity, paper, fctlab, verdict))
@@ -155,6 +157,9 @@ class Runner:
         self.out_dir = Path(out_dir)
         self.log = log
         self._cache: dict = {}
+        #: overrides applied to every run (the current profile's), and its label in the log
+        self.overrides: dict = {}
+        self.label = ""
         self.runs = 0
         self.wall_s = 0.0
         #: the paper's published numbers (scenarios/papers/<paper>/expected.toml)
@@ -177,6 +182,8 @@ class Runner:
     def run(self, name: str, label: str, **overrides: Any):
         import fctlab
 
+        overrides = {**self.overrides, **overrides}
+        label = self.label + label
         key = (name, tuple(sorted((k, repr(v)) for k, v in overrides.items())))
         if key in self._cache:
             return self._cache[key]
@@ -206,6 +213,42 @@ class Runner:
 
 
 # --------------------------------------------------------------------------- flow statistics
+
+#: Small flows split by size, to show where a gain comes from.
+SIZE_SPLIT = (("< 10 KB", 0, 10_000), ("10-100 KB", 10_000, 100_000), ("100 KB-1 MB", 100_000, 1_000_000))
+
+
+def size_split(flows: pd.DataFrame) -> dict:
+    """Per class of SIZE_SPLIT: flows, median FCT of the completed ones, retransmission
+    timeouts per flow and the share of flows whose window left slow start."""
+    out = {}
+    size = flows["size_bytes"].astype(float)
+    for label, lo, hi in SIZE_SPLIT:
+        f = flows[(size >= lo) & (size < hi)]
+        done = f[f["completed"].astype(bool)]
+        n = len(f)
+        out[label] = {
+            "flows": n,
+            "median_fct_s": float(done["fct_s"].median()) if len(done) else float("nan"),
+            "timeouts_per_flow": float(f["timeouts"].sum()) / n if n else float("nan"),
+            "left_slow_start": float(f["left_slow_start"].astype(bool).mean()) if n else float("nan"),
+        }
+    return out
+
+
+def split_note(runs: dict) -> str:
+    """One sentence comparing SIZE_SPLIT classes across runs ({label: flows})."""
+    names = list(runs)
+    stats = {k: size_split(v) for k, v in runs.items()}
+    parts = []
+    for label, _, _ in SIZE_SPLIT:
+        s = [stats[k][label] for k in names]
+        parts.append(
+            f"{label} ({s[0]['flows']} flows): median " + " / ".join(fmt_time(x["median_fct_s"]) for x in s)
+            + ", timeouts per flow " + " / ".join(f"{x['timeouts_per_flow']:.3f}" for x in s)
+            + ", window left slow start " + " / ".join(fmt_pct(x["left_slow_start"], False) for x in s)
+        )
+    return f"Small flows by size ({' / '.join(names)}): " + "; ".join(parts) + "."
 
 
 def bucket_median(flows: pd.DataFrame, bucket: str) -> float:

@@ -3,12 +3,14 @@
 A paper is a :class:`Paper`: its scenario files and ``expected.toml`` (the published numbers,
 see :mod:`.expected`) in ``scenarios/papers/<name>/``, and small item functions that run
 scenarios and measure. :func:`run_paper` runs the selected items (an item that fails is
-reported, the others still run), writes ``report.md``, ``report.html`` (one document model,
+reported, the others still run), under each of the paper's TCP profiles (the first is the
+primary setting; the report sets each profile's numbers in its own column), writes ``report.md``, ``report.html`` (one document model,
 rendered by :mod:`fctlab.report.render`) and ``results.json``, and returns the results.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import time
@@ -38,6 +40,9 @@ class Paper:
     #: blocks at the end of the report (settings of the modes, workload notes)
     footer: Callable[[], list] = lambda: []
     required_files: tuple = field(default_factory=tuple)
+    #: the settings every run is made under: (name, scenario overrides, description); the first
+    #: is the primary one. Empty: the scenario files as they are.
+    profiles: tuple = field(default_factory=tuple)
 
 
 def _clean(x):
@@ -55,6 +60,60 @@ def _clean(x):
     return x
 
 
+def _verdict_line(it) -> str:
+    if it.status != "done":
+        return f"{it.status}: {it.reason}"
+    if it.profiles:
+        return "; ".join(f"{p}: {sub.summary_verdict}" for p, sub in it.profiles.items())
+    return it.summary_verdict
+
+
+def _rows_table(it) -> Table:
+    """The item's rows: one fctlab column and verdict per profile."""
+    if not it.profiles:
+        return Table(["quantity", "paper", "fctlab", "verdict"], [[r.quantity, r.paper, r.fctlab, r.verdict] for r in it.rows], text=True)
+    names = list(it.profiles)
+    by = {p: {r.quantity: r for r in sub.rows} for p, sub in it.profiles.items()}
+    quantities = list(dict.fromkeys(r.quantity for sub in it.profiles.values() for r in sub.rows))
+    header = ["quantity", "paper"]
+    for p in names:
+        header += [f"fctlab, {p}", f"verdict, {p}"]
+    rows = []
+    for q in quantities:
+        first = next(by[p][q] for p in names if q in by[p])
+        line = [q, first.paper]
+        for p in names:
+            r = by[p].get(q)
+            line += [r.fctlab, r.verdict] if r else ["-", "-"]
+        rows.append(line)
+    return Table(header, rows, text=True)
+
+
+def _explanations(it) -> list:
+    """The item's explanation bullets; with profiles, a bullet that differs between them is
+    prefixed with its profile's name."""
+    if not it.profiles:
+        return list(it.explanation)
+    subs = list(it.profiles.items())
+    common = set.intersection(*(set(sub.explanation) for _, sub in subs))
+    out = [b for b in subs[0][1].explanation if b in common]
+    for p, sub in subs:
+        out += [f"*{p}:* {b}" for b in sub.explanation if b not in common]
+    return out
+
+
+def merge_profiles(profiles: dict):
+    """One item from its runs under several profiles (the first is the primary one)."""
+    first = next(iter(profiles.values()))
+    done = [sub for sub in profiles.values() if sub.status == "done"]
+    merged = copy.copy(first if first.status == "done" or not done else done[0])
+    merged.profiles = dict(profiles)
+    merged.status = "done" if done else first.status
+    merged.figures = [f for sub in profiles.values() for f in sub.figures]
+    merged.wall_s = sum(sub.wall_s for sub in profiles.values())
+    return merged
+
+
 def report_blocks(intro: list, items: list, footer: list, out: Path) -> list:
     """The report as a document: intro, a summary table, one section per item, the footer."""
     blocks: list = [Paragraph(p) for p in intro]
@@ -62,8 +121,7 @@ def report_blocks(intro: list, items: list, footer: list, out: Path) -> list:
     summary = []
     for it in items:
         wall = f"{it.wall_s:.1f} s" if it.status == "done" else "-"
-        verdict = it.summary_verdict if it.status == "done" else f"{it.status}: {it.reason}"
-        summary.append([f"{it.number}. {it.title}", it.source, verdict, wall])
+        summary.append([f"{it.number}. {it.title}", it.source, _verdict_line(it), wall])
     blocks.append(Table(["item", "paper source", "verdict", "wall time"], summary, text=True))
     for it in items:
         blocks += [Heading(f"Item {it.number}: {it.title}"), Paragraph(f"*Paper source:* {it.source}"),
@@ -71,12 +129,24 @@ def report_blocks(intro: list, items: list, footer: list, out: Path) -> list:
         if it.status != "done":
             blocks.append(Paragraph(f"**Status: {it.status}** ({it.reason}). No fctlab numbers are reported for this item."))
             continue
-        blocks.append(Table(["quantity", "paper", "fctlab", "verdict"], [[r.quantity, r.paper, r.fctlab, r.verdict] for r in it.rows], text=True))
+        for p, sub in it.profiles.items():
+            if sub.status != "done":
+                blocks.append(Paragraph(f"**{p}: {sub.status}** ({sub.reason})."))
+        blocks.append(_rows_table(it))
         for fname, caption in it.figures:
             blocks += [Image(fname, (out / fname).read_bytes(), caption), Paragraph(f"*{caption}*")]
-        if it.explanation:
-            blocks += [Paragraph("**Differences and explanation.**"), Bullets(list(it.explanation))]
+        bullets = _explanations(it)
+        if bullets:
+            blocks += [Paragraph("**Differences and explanation.**"), Bullets(bullets)]
     return blocks + list(footer)
+
+
+def _profile_figure(out: Path, fname: str, caption: str, profile: str) -> tuple:
+    """Renames an item's figure after the profile it was made under."""
+    p = Path(fname)
+    new = f"{p.stem}_{profile}{p.suffix}"
+    (out / fname).replace(out / new)
+    return new, f"{caption} ({profile} profile)"
 
 
 def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: Path, log: Callable[[str], None],
@@ -99,16 +169,23 @@ def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: P
             done[n] = rn.placeholder(n, f"not run: the time budget of {budget_s:.0f} s was used up before it started")
             continue
         log(f"[{k + 1}/{len(order)}] item {n}: {ex.items[n]['title']}")
-        t0 = time.perf_counter()
-        try:
-            it = paper.items[n](rn, mode, out)
-            it.status = "done"
-        except Exception as e:  # an item that fails is reported, the others still run
-            log(traceback.format_exc().rstrip())
-            it = rn.placeholder(n, f"failed: {type(e).__name__}: {e}")
-        it.wall_s = time.perf_counter() - t0
-        log(f"    item {n}: {it.summary_verdict} ({it.wall_s:.1f} s)")
-        done[n] = it
+        runs = {}
+        for name, overrides, _ in paper.profiles or ((None, {}, ""),):
+            rn.overrides = dict(overrides)
+            rn.label = f"[{name}] " if name else ""
+            t0 = time.perf_counter()
+            try:
+                it = paper.items[n](rn, mode, out)
+                it.status = "done"
+            except Exception as e:  # an item that fails is reported, the others still run
+                log(traceback.format_exc().rstrip())
+                it = rn.placeholder(n, f"failed: {type(e).__name__}: {e}")
+            it.wall_s = time.perf_counter() - t0
+            if name:
+                it.figures = [_profile_figure(out, f, c, name) for f, c in it.figures]
+            log(f"    item {n}{' under ' + name if name else ''}: {it.summary_verdict} ({it.wall_s:.1f} s)")
+            runs[name] = it
+        done[n] = merge_profiles(runs) if paper.profiles else runs[None]
     for n in sorted(paper.items):
         if n not in done:
             done[n] = rn.placeholder(n, "not selected (--items)")
@@ -122,6 +199,9 @@ def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: P
         f"The paper: {ex.paper.get('summary', '')} Its numbers, their sources in the paper and the rules "
         f"that grade fctlab's against them are in `scenarios/papers/{paper.name}/expected.toml`.",
     ] + list(paper.intro(mode))
+    if paper.profiles:
+        intro.append("Every item runs under " + "; ".join(f"**{p}**: {d}" for p, _, d in paper.profiles)
+                     + f". The first ({paper.profiles[0][0]}) is the primary setting; each has its own fctlab and verdict columns.")
     blocks = report_blocks(intro, ordered, paper.footer(), out)
     (out / "report.md").write_text(render_markdown(title, blocks))
     (out / "report.html").write_text(render_html(title, blocks))
@@ -140,6 +220,11 @@ def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: P
                 "rows": [r.__dict__ for r in it.rows],
                 "numbers": _clean(it.numbers),
                 "figures": [f for f, _ in it.figures],
+                "profiles": {
+                    p: {"status": sub.status, "reason": sub.reason, "verdict": sub.summary_verdict,
+                        "rows": [r.__dict__ for r in sub.rows], "numbers": _clean(sub.numbers)}
+                    for p, sub in it.profiles.items()
+                },
             }
             for it in ordered
         },

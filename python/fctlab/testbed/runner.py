@@ -569,6 +569,8 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
         rows["tag"].append(f.tag)
         rows["group"].append(f.group)
         rows["packets_sent"].append(r.segs_out if r.segs_out is not None else 0)
+        rows["loss_probes"].append(None)
+        rows["left_slow_start"].append(None)
     flows = pa.Table.from_pydict(rows, schema=FLOW_SCHEMA)
 
     lrows = {c: [] for c in LINK_SCHEMA.names}
