@@ -160,6 +160,8 @@ class Runner:
         #: overrides applied to every run (the current profile's), and its label in the log
         self.overrides: dict = {}
         self.label = ""
+        #: the current profile's name (None: the scenario files as they are)
+        self.profile = None
         self.runs = 0
         self.wall_s = 0.0
         #: the paper's published numbers (scenarios/papers/<paper>/expected.toml)

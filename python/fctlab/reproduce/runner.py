@@ -173,6 +173,7 @@ def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: P
         for name, overrides, _ in paper.profiles or ((None, {}, ""),):
             rn.overrides = dict(overrides)
             rn.label = f"[{name}] " if name else ""
+            rn.profile = name
             t0 = time.perf_counter()
             try:
                 it = paper.items[n](rn, mode, out)
