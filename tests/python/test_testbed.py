@@ -249,7 +249,10 @@ def test_small_dumbbell_run(tmp_path):
     assert _mine() == []
 
 
-def test_interrupt_cleans_up(tmp_path):
+@pytest.mark.parametrize("how", ["cli-sigint", "api-sigterm"])
+def test_interrupt_cleans_up(tmp_path, how):
+    """Ctrl-C on `fctlab testbed run`, or SIGTERM to a process running `run_testbed` (a test
+    runner or a service manager stopping it): the namespaces, the delay line and ATCP go."""
     _need_atcp()
     p = tmp_path / "long.toml"
     p.write_text(_dumbbell(name="long", stop='stop_time = "20s"', rate="100Mbps", proto="atcp",
@@ -257,8 +260,12 @@ def test_interrupt_cleans_up(tmp_path):
                            net='bottleneck_delay = "2ms"\nqueue = "ecn"\necn_threshold = "20pkt"'))
     # SIGINT at its default in the child, as on a terminal (a background job starts with it
     # ignored, and Python then installs no KeyboardInterrupt handler)
-    proc = subprocess.Popen([sys.executable, "-m", "fctlab.testbed", "run", str(p), "--out", str(tmp_path / "o")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    if how == "cli-sigint":
+        argv = [sys.executable, "-m", "fctlab.testbed", "run", str(p), "--out", str(tmp_path / "o")]
+    else:
+        argv = [sys.executable, "-c", "import sys; from fctlab.testbed import run_testbed; run_testbed(sys.argv[1], sys.argv[2])",
+                str(p), str(tmp_path / "o")]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     prefix = f"fctlab-{proc.pid}-"
     try:
@@ -270,10 +277,13 @@ def test_interrupt_cleans_up(tmp_path):
         time.sleep(1.0)  # traffic running
         assert "atcp_w1" in K.available_congestion_controls()
         assert len(_delay_lines_of(proc.pid)) == 1
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT if how == "cli-sigint" else signal.SIGTERM)
         out, err = proc.communicate(timeout=20)
-        assert proc.returncode == 130, err
-        assert "interrupted" in err
+        if how == "cli-sigint":
+            assert proc.returncode == 130, err
+            assert "interrupted" in err
+        else:
+            assert proc.returncode != 0 and "KeyboardInterrupt" in err, (proc.returncode, err)
         assert _delay_lines_of(proc.pid) == []
     finally:
         if proc.poll() is None:

@@ -11,7 +11,6 @@ See ``docs/testbed.md``.
 
 from __future__ import annotations
 
-import signal
 import sys
 from typing import Optional, Sequence
 
@@ -36,10 +35,6 @@ def configure(p) -> None:
     r.add_argument("--max-time", type=float, default=MAX_RUN_S, metavar="SECONDS",
                    help=f"bound on the traffic phase (default {MAX_RUN_S:.0f})")
     sub.add_parser("clean", help="delete namespaces left by testbed processes that no longer exist")
-
-
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
 
 
 def main_testbed(argv: Optional[Sequence[str]] = None) -> int:
@@ -70,7 +65,6 @@ def run(a) -> int:
         left = delete_namespaces(stale)
         print(f"deleted {len(stale) - len(left)} stale namespace(s)" + (f"; could not delete {', '.join(left)}" if left else ""))
         return 1 if left else 0
-    old = signal.signal(signal.SIGTERM, _raise_interrupt)
     progress = None
     if sys.stderr.isatty():
         def progress(elapsed: float, done: int, total: int) -> None:
@@ -86,7 +80,6 @@ def run(a) -> int:
         print("interrupted; namespaces removed", file=sys.stderr)
         return 130
     finally:
-        signal.signal(signal.SIGTERM, old)
         if progress is not None:
             sys.stderr.write("\r" + " " * 60 + "\r")
     marks = f", {s['ecn_marks']} ECN marks" if s.get("ecn_threshold") else ""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import struct
 import threading
@@ -439,12 +441,38 @@ def path_rate(plan: Plan, f: Flow) -> float:
     return min(rates)
 
 
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """While a run holds namespaces, SIGTERM raises KeyboardInterrupt, so that the cleanup
+    runs when the process is terminated (a test runner or a service manager stopping it), not
+    only on Ctrl-C. Only the main thread can set signal handlers; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = (), sha256: str = "",
              max_run_s: float = MAX_RUN_S, atcp_halving: str = "per-episode", progress=None
              ) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
     """Runs ``plan``; returns the flows and links tables, the summary, and the cwnd table
     (None unless ``[monitor] cwnd_interval`` is set). ``progress(elapsed_s, flows_done,
-    flows_total)`` is called about every 0.5 s while the traffic runs."""
+    flows_total)`` is called about every 0.5 s while the traffic runs. SIGTERM interrupts it
+    as Ctrl-C does (KeyboardInterrupt, after the namespaces are removed)."""
+    with _sigterm_as_interrupt():
+        return _run_plan(plan, scenario_file, overrides, sha256, max_run_s, atcp_halving, progress)
+
+
+def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: str, max_run_s: float,
+              atcp_halving: str, progress) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
     from ..api import CWND_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA
 
     wall0 = time.monotonic()
