@@ -503,6 +503,7 @@ impl TcpSender {
     /// RFC 6675 pipe: outstanding bytes minus SACKed bytes minus lost holes not retransmitted.
     /// Without SACK, in recovery, each duplicate ACK stands for one segment that has left the
     /// network (the window inflation of RFC 6582).
+    #[inline]
     fn pipe(&self) -> u64 {
         let left = match (self.cfg.sack, self.in_recovery) {
             (true, _) => self.sacked.covered_in(self.snd_una, self.snd_nxt),
