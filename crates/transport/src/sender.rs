@@ -301,7 +301,8 @@ impl TcpSender {
                     self.st.cwnd_bytes = self.st.ssthresh_bytes.max(mss);
                     self.cwr = None;
                 }
-                let held = self.cwr.map(|_| self.st.cwnd_bytes);
+                // In CWR the algorithm still sees the ACK (DCTCP's alpha), but the window is
+                // PRR's: `reduce_cwnd` below sets it on every ACK that delivers data.
                 let sample = AckSample {
                     now,
                     acked_bytes: acked,
@@ -314,9 +315,6 @@ impl TcpSender {
                 };
                 self.cc.on_ack(&mut self.st, &sample);
                 self.left_slow_start |= self.st.cwnd_bytes >= self.st.ssthresh_bytes;
-                if let Some(w) = held {
-                    self.st.cwnd_bytes = w; // CWR: no growth until the reduction's round ends
-                }
                 // The window never grows past what the receiver accepts (ns-2's window_ caps
                 // cwnd_ in effect; Linux grows cwnd only while it limits the sender).
                 self.st.cwnd_bytes = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes.max(mss));

@@ -391,7 +391,7 @@ def item3(rn: Runner, mode: Mode, out: Path) -> Item:
 
     it.explanation.append(f"Flows: {_counts_note(tcp)}.")
     it.numbers["split"] = {"tcp": size_split(tcp), "atcp31": size_split(best)}
-    it.explanation.append(split_note({"TCP": tcp, "ATCP 3:1": best}))
+    it.explanation.append(split_note({"TCP": it.numbers["split"]["tcp"], "ATCP 3:1": it.numbers["split"]["atcp31"]}))
     it.explanation.append(
         "Absolute times are far below the paper's (its small flows have medians of 0.5 s and more on a "
         "100 Mbps chain, which implies far more congestion, or far larger 'small' flows, than the two "
@@ -441,7 +441,7 @@ def item4(rn: Runner, mode: Mode, out: Path) -> Item:
         tcp = _tcp_flows(rn, mode, "chain_campus.toml", ov)
         atcp = _atcp_flows(rn, mode, "chain_campus.toml", 3.0, 1.0, ov)
         res[label] = _two_protocol_rows(rn, it, key, tcp, atcp)
-        it.explanation.append(f"{label}. " + split_note({"TCP": tcp, "ATCP": atcp}))
+        it.explanation.append(f"{label}. " + split_note({"TCP": size_split(tcp), "ATCP": size_split(atcp)}))
     m0, m3 = res["Non-dense flows"]["tcp_medium"], res["Dense all flows"]["tcp_medium"]
     it.rows.append(rn.expected.row("item4.tcp_density", rel_change(m3, m0), _arrow(m0, m3)))
     it.numbers = res
@@ -471,7 +471,7 @@ def item5(rn: Runner, mode: Mode, out: Path) -> Item:
         tcp = _tcp_flows(rn, mode, file)
         atcp = _atcp_flows(rn, mode, file, 3.0, 1.0)
         it.numbers[label] = _two_protocol_rows(rn, it, key, tcp, atcp)
-        it.explanation.append(f"{label}. " + split_note({"TCP": tcp, "ATCP": atcp}))
+        it.explanation.append(f"{label}. " + split_note({"TCP": size_split(tcp), "ATCP": size_split(atcp)}))
     it.explanation.append(
         "In case 1 each chain link carries a quarter of the non-large flows and all large flows; in case 2 "
         "every non-large flow crosses four links, each shared with a quarter of the large flows. The paper "
@@ -572,7 +572,7 @@ def item7(rn: Runner, mode: Mode, out: Path) -> Item:
     n_small, _ = bucket_counts(resp["tcp"], "small")
     n_med, _ = bucket_counts(resp["tcp"], "medium")
     it.numbers["split"] = {p: size_split(f) for p, f in resp.items()}
-    it.explanation.append(split_note({p.upper(): resp[p] for p in ("tcp", "dctcp", "atcp")}))
+    it.explanation.append(split_note({p.upper(): it.numbers["split"][p] for p in ("tcp", "dctcp", "atcp")}))
     it.explanation.append(
         f"{n_small} small and {n_med} medium responses per protocol. Retransmission timeouts among the "
         f"responses: TCP {to['tcp']}, DCTCP {to['dctcp']}, ATCP {to['atcp']}; responses unfinished at the end: "

@@ -238,10 +238,9 @@ def size_split(flows: pd.DataFrame) -> dict:
     return out
 
 
-def split_note(runs: dict) -> str:
-    """One sentence comparing SIZE_SPLIT classes across runs ({label: flows})."""
-    names = list(runs)
-    stats = {k: size_split(v) for k, v in runs.items()}
+def split_note(stats: dict) -> str:
+    """One sentence comparing SIZE_SPLIT classes across runs ({label: size_split(flows)})."""
+    names = list(stats)
     parts = []
     for label, _, _ in SIZE_SPLIT:
         s = [stats[k][label] for k in names]
