@@ -486,21 +486,23 @@ impl Gen<'_, '_> {
         if workers.contains(&agg) {
             return Err(self.err("workers", "the aggregator cannot also be a worker"));
         }
+        // A request size of 0: requests are not modelled, the responses start at the job's time.
         let request = w.request_size.map(|s| s.0).unwrap_or(1_000);
-        if request == 0 {
-            return Err(self.err("request_size", "must be positive"));
-        }
         let dist = self.response_dist(w.response_size, w.sizes.as_ref())?;
         for (j, at) in self.job_starts(w.jobs, w.arrival_rate.as_ref(), w.job_interval)?.into_iter().enumerate() {
-            let q = format!("pa{}:{j}:requests", self.index);
             let r = format!("pa{}:{j}", self.index);
-            for &wk in &workers {
-                self.push(agg, wk, Some(request), at, &q, None);
-            }
-            let qg = self.ctx.group(&q);
+            let (start, after) = if request == 0 {
+                (at, None)
+            } else {
+                let q = format!("pa{}:{j}:requests", self.index);
+                for &wk in &workers {
+                    self.push(agg, wk, Some(request), at, &q, None);
+                }
+                (Nanos::ZERO, self.ctx.group(&q))
+            };
             for &wk in &workers {
                 let size = dist.sample(&mut self.rng);
-                self.push(wk, agg, Some(size), Nanos::ZERO, &r, qg);
+                self.push(wk, agg, Some(size), start, &r, after);
             }
         }
         Ok(())

@@ -108,6 +108,22 @@ fn shuffle_jobs_and_partition_aggregate() {
     }
 }
 
+/// `request_size = "0B"`: no request flows; each job's responses start together at the
+/// job's start time.
+#[test]
+fn partition_aggregate_without_requests_starts_responses_at_the_job_time() {
+    let toml = format!(
+        "{STAR16}[[workloads]]\nkind = \"partition_aggregate\"\naggregator = \"h10\"\nworkers = [\"h11\", \"h12\", \"h13\"]\nrequest_size = \"0B\"\nresponse_size = \"20KB\"\njobs = 3\njob_interval = \"5ms\"\nstart = \"1ms\"\n"
+    );
+    let sc = load(&toml);
+    assert_eq!(sc.flows.len(), 9, "three responses per job, no requests");
+    for (i, f) in sc.flows.iter().enumerate() {
+        let job = i as u64 / 3;
+        assert_eq!((f.group.as_str(), f.after, f.start.0), (format!("pa0:{job}").as_str(), None, 1_000_000 + job * 5_000_000));
+        assert_eq!(sc.topology.nodes[f.dst].name, "h10");
+    }
+}
+
 #[test]
 fn permutation_pairs_each_sender_with_another_host() {
     let sc = load(&format!("{STAR16}[[workloads]]\nkind = \"permutation\"\nsenders = \"all\"\nsizes = {{ dist = \"uniform\", min = \"10KB\", max = \"20KB\" }}\n"));
