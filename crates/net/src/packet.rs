@@ -14,12 +14,25 @@ pub struct PortId(pub u32);
 pub struct PacketId(pub u32);
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[repr(u8)]
 pub enum PacketKind {
     #[default]
     Data,
     Ack,
     Syn,
     SynAck,
+    /// The sender's last packet: it has sent all its data once. Sent by flows whose protocol
+    /// carries a router header, so that switches see the flow leave (header only, never
+    /// acknowledged).
+    Fin,
+}
+
+impl PacketKind {
+    /// Travels from the flow's receiver to its sender.
+    #[inline]
+    pub fn is_reverse(self) -> bool {
+        matches!(self, PacketKind::Ack | PacketKind::SynAck)
+    }
 }
 
 /// One SACK block: bytes [start, end) received above the cumulative ACK.
@@ -29,20 +42,36 @@ pub struct SackBlock {
     pub end: u64,
 }
 
-/// Header fields that routers stamp on data packets and receivers echo back on ACKs.
+/// The header that router-assisted protocols add to a packet: written by the sender, read and
+/// rewritten by switch ports on the way (only on packets whose `flags::ROUTER` is set) and
+/// echoed by the receiver on its next ACK.
 ///
-/// Router-assisted transports use them: an explicit rate (RCP, RACS: routers lower `rate_bps`
-/// to their fair-share rate), a load factor or class feedback (SDC), and a flow weight or
-/// remaining size that senders advertise to routers. A field left at its default means "not
-/// set"; switches that do not take part leave them alone.
+/// One record serves every router-assisted protocol; each uses the fields it needs and says
+/// how many bytes its header takes on the wire (`wire_bytes`, added to the packet's size by
+/// the sender and to the ACK that echoes it by the receiver).
+/// - RCP: `rate_bps` (lowered to each port's R), `rtt_ns` (the sender's RTT estimate).
+/// - RACS: the rate request: `weight` (w_c), `prev_weight` (w_p), `rate_bps` (lowered to
+///   w_c C / W), `rtt_ns`, `interval_ns` (lowered to each port's t_p: t_trans).
+/// - SDC: `load` (raised to each port's load factor), `class` (raised to the highest active
+///   class).
 #[derive(Copy, Clone, Debug, PartialEq, Default)]
 pub struct RouterHeader {
-    /// Lowest rate offered along the path (0 = not stamped).
+    /// Lowest rate offered along the path, bits per second.
     pub rate_bps: u64,
-    /// A value the sender advertises to routers (weight, remaining size, class).
-    pub advertised: u64,
-    /// Largest load factor or class seen along the path, in protocol-defined units.
-    pub feedback: u32,
+    /// The sender's current weight (RACS w_c).
+    pub weight: f32,
+    /// The weight the sender advertised in its previous request (RACS w_p).
+    pub prev_weight: f32,
+    /// The sender's smoothed RTT (0: not measured yet).
+    pub rtt_ns: u32,
+    /// Smallest control interval along the path, nanoseconds.
+    pub interval_ns: u32,
+    /// Largest load factor along the path.
+    pub load: f32,
+    /// Highest class along the path, or the sender's class.
+    pub class: u8,
+    /// Bytes this header occupies on the wire.
+    pub wire_bytes: u8,
 }
 
 /// ECN and TCP flag bits.
@@ -57,6 +86,9 @@ pub mod flags {
     pub const CWR: u8 = 1 << 3;
     /// The data segment is a retransmission.
     pub const RETX: u8 = 1 << 4;
+    /// The packet carries a [`RouterHeader`](super::RouterHeader): switch ports running a
+    /// router-assisted protocol read it (on an ACK it is the receiver's echo).
+    pub const ROUTER: u8 = 1 << 5;
 }
 
 /// A packet. Plain data, kept small; moved between components by [`PacketId`].
@@ -92,7 +124,7 @@ impl Packet {
     /// The fields switches need, carried beside the packet id through the network.
     #[inline]
     pub fn meta(&self) -> PacketMeta {
-        PacketMeta { dst: self.dst, flow: self.flow, wire_bytes: self.wire_bytes, flags: self.flags, hop: 0 }
+        PacketMeta { dst: self.dst, flow: self.flow, wire_bytes: self.wire_bytes, flags: self.flags, hop: 0, kind: self.kind }
     }
 }
 
@@ -110,6 +142,8 @@ pub struct PacketMeta {
     /// Where the packet is on its flow's path: the direction (bit 7: 0 from the flow's
     /// source, 1 toward it) and the index of the next port (bits 0-6). Set by the simulation.
     pub hop: u8,
+    /// The packet's kind, so that switches see SYNs and FINs without reading the packet.
+    pub kind: PacketKind,
 }
 
 impl PacketMeta {
@@ -181,7 +215,7 @@ mod tests {
     /// per-port metadata that switches forward from.
     #[test]
     fn record_sizes_are_as_documented() {
-        assert_eq!(std::mem::size_of::<Packet>(), 136);
+        assert_eq!(std::mem::size_of::<Packet>(), 144);
         assert_eq!(std::mem::size_of::<PacketMeta>(), 16);
     }
 

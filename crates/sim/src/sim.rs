@@ -4,8 +4,10 @@
 use crate::build::{FlowPaths, Network, HOP_REVERSE};
 use crate::monitor::Monitor;
 use fctlab_engine::{EventQueue, Nanos};
+use fctlab_net::packet::flags;
 use fctlab_net::{EnqueueOutcome, FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId};
 use fctlab_scenario::{Scenario, ScenarioError};
+use fctlab_transport::cc::{PortControl, PortInfo, PortView};
 use fctlab_transport::{TcpReceiver, TcpSender};
 use std::time::Instant;
 
@@ -21,6 +23,8 @@ pub(crate) enum Event {
     DelAck(u32),
     QueueSample,
     CwndSample,
+    /// The control interval of a port running a router-assisted protocol ended.
+    PortTick(u32),
 }
 
 /// A connection: both ends of one flow.
@@ -121,6 +125,10 @@ pub struct Simulation {
     pub(crate) counts: RunCounts,
     pub(crate) loop_wall: std::time::Duration,
     finished: bool,
+    /// The switch side of the run's router-assisted protocol, one per output port (empty
+    /// when no flow uses one), and whether each port's control timer runs.
+    port_ctl: Vec<Box<dyn PortControl>>,
+    port_ticking: Vec<bool>,
 }
 
 impl Simulation {
@@ -145,6 +153,33 @@ impl Simulation {
         start_order.sort_by_key(|&i| (scenario.flows[i as usize].start, i));
         let monitor = Monitor::new(&scenario, &net);
         let nflows = flows.len();
+        // Every output port runs the switch side of the router-assisted protocol, if any;
+        // the first flow that uses one gives its parameters. Two different ones cannot share
+        // the switches.
+        let mut port_ctl: Vec<Box<dyn PortControl>> = Vec::new();
+        let mut router_cfg: Option<(usize, &fctlab_transport::CcConfig)> = None;
+        for (i, f) in scenario.flows.iter().enumerate() {
+            if !f.cc.router_assisted() {
+                continue;
+            }
+            match router_cfg {
+                None => router_cfg = Some((i, &f.cc)),
+                Some((j, c)) if c.name() != f.cc.name() => {
+                    return Err(scenario.error(
+                        &format!("flows[{i}].protocol"),
+                        format!("\"{}\" and \"{}\" (flows[{j}]) both need the switches; a run can use one router-assisted protocol", f.cc.name(), c.name()),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some((_, cfg)) = router_cfg {
+            for p in &net.ports {
+                let ctl = cfg.port(&PortInfo { capacity: p.rate, delay: p.delay }).expect("router-assisted protocols have a switch side");
+                port_ctl.push(ctl);
+            }
+        }
+        let port_ticking = vec![false; port_ctl.len()];
         let mut sim = Simulation {
             now: Nanos::ZERO,
             events: EventQueue::new(),
@@ -166,6 +201,8 @@ impl Simulation {
             counts: RunCounts::default(),
             loop_wall: std::time::Duration::ZERO,
             finished: false,
+            port_ctl,
+            port_ticking,
         };
         if let Some(&first) = sim.start_order.first() {
             let t = sim.scenario.flows[first as usize].start;
@@ -262,7 +299,38 @@ impl Simulation {
             Event::DelAck(f) => self.on_timer(f, false),
             Event::QueueSample => self.sample_queues(),
             Event::CwndSample => self.sample_cwnd(),
+            Event::PortTick(p) => self.port_tick(p as usize),
         }
+    }
+
+    /// A packet with a router header is offered to port `port`: its control reads and may
+    /// rewrite the header (in the packet itself), and starts its timer if it was idle.
+    #[inline(never)]
+    fn port_control(&mut self, port: PortId, pid: PacketId, meta: PacketMeta) {
+        let i = port.0 as usize;
+        let Some(ctl) = self.port_ctl.get_mut(i) else { return };
+        let (queue_pkts, queue_bytes) = self.net.ports[i].queue_at(self.now);
+        let v = PortView { now: self.now, queue_pkts, queue_bytes };
+        ctl.on_packet(&v, meta.kind, meta.wire_bytes, &mut self.pool.get_mut(pid).router);
+        if !self.port_ticking[i] {
+            self.port_ticking[i] = true;
+            let t = self.now + ctl.interval();
+            self.events.push(t, Event::PortTick(i as u32));
+        }
+    }
+
+    fn port_tick(&mut self, i: usize) {
+        let (queue_pkts, queue_bytes) = self.net.ports[i].queue_at(self.now);
+        let v = PortView { now: self.now, queue_pkts, queue_bytes };
+        match self.port_ctl[i].on_tick(&v) {
+            Some(dt) => self.events.push(self.now + dt, Event::PortTick(i as u32)),
+            None => self.port_ticking[i] = false,
+        }
+    }
+
+    /// The rate the control of port `i` offers now (router-assisted runs).
+    pub fn port_offered_rate(&self, i: usize) -> Option<f64> {
+        self.port_ctl.get(i).and_then(|c| c.offered_rate())
     }
 
     #[inline]
@@ -283,7 +351,12 @@ impl Simulation {
         let p = self.pool.get(pid);
         let f = p.flow.0 as usize;
         self.counts.packets_consumed += 1;
-        if p.kind == PacketKind::Data {
+        if p.kind == PacketKind::Fin {
+            // Seen by the switches on the way; the receiver has nothing to do with it.
+            self.pool.free(pid);
+            return;
+        }
+        if p.kind == PacketKind::Data && p.payload_bytes > 0 {
             self.counts.data_packets_delivered += 1;
             self.counts.payload_bytes_delivered += p.payload_bytes as u64;
         }
@@ -295,6 +368,7 @@ impl Simulation {
         match p.kind {
             PacketKind::Data | PacketKind::Syn => conn.rcv.on_packet(self.now, p, &mut self.out),
             PacketKind::Ack | PacketKind::SynAck => conn.snd.on_packet(self.now, p, &mut self.out),
+            PacketKind::Fin => {}
         }
         self.pool.free(pid);
         self.after_flow_activity(f);
@@ -356,7 +430,7 @@ impl Simulation {
         let mut out = std::mem::take(&mut self.out);
         for p in out.drain(..) {
             // Data and SYNs follow the flow's data path, ACKs and SYN-ACKs its reverse path.
-            let reverse = matches!(p.kind, PacketKind::Ack | PacketKind::SynAck);
+            let reverse = p.kind.is_reverse();
             let meta = PacketMeta { hop: if reverse { HOP_REVERSE } else { 0 }, ..p.meta() };
             let pid = self.pool.alloc(p);
             self.counts.packets_created += 1;
@@ -373,6 +447,9 @@ impl Simulation {
 
     #[inline]
     fn enqueue(&mut self, port: PortId, pid: PacketId, meta: PacketMeta) {
+        if meta.has(flags::ROUTER) {
+            self.port_control(port, pid, meta);
+        }
         match self.net.ports[port.0 as usize].enqueue(self.now, pid, meta) {
             EnqueueOutcome::Accepted { schedule_arrival: Some(t) } => self.events.push(t, Event::Arrival(port.0)),
             EnqueueOutcome::Accepted { schedule_arrival: None } => {}
@@ -399,7 +476,8 @@ impl Simulation {
         self.counts.flows_started += 1;
         let id = FlowId(f as u32);
         let (src, dst) = (NodeId(spec.src as u32), NodeId(spec.dst as u32));
-        let info = fctlab_transport::FlowInfo { start: self.now, deadline: spec.deadline };
+        let nic_rate = self.paths.next(id, 0).map_or(fctlab_engine::BitsPerSec(u64::MAX), |(p, _)| self.net.ports[p.0 as usize].rate);
+        let info = fctlab_transport::FlowInfo { start: self.now, deadline: spec.deadline, size: spec.size_bytes, nic_rate };
         let tcp = &self.scenario.tcp;
         let snd = TcpSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn);
         let rcv = TcpReceiver::new(id, dst, src, tcp);

@@ -5,6 +5,10 @@
 //! the number of CE-marked payload bytes it covers, so that the sender sees the marking
 //! fraction exactly (the information DCTCP needs). With delayed ACKs, an ACK is sent at once
 //! when the CE state of arriving segments changes, so each ACK covers segments of one state.
+//!
+//! Router headers: the header of the latest packet that carried one (`flags::ROUTER`) goes
+//! back on the next ACK (or the SYN-ACK), once, with its bytes added to the ACK. A data packet
+//! without payload (a paced flow's header-only request) is acknowledged at once.
 
 use crate::config::TcpConfig;
 use crate::scoreboard::RangeSet;
@@ -24,7 +28,7 @@ pub struct TcpReceiver {
     pending_ce_bytes: u64,
     last_ce: bool,
     pending_ts: u64,
-    pending_router: RouterHeader,
+    pending_router: Option<RouterHeader>,
     delack_deadline: Option<Nanos>,
     /// Data packets that arrived (including duplicates).
     pub data_packets: u64,
@@ -44,7 +48,7 @@ impl TcpReceiver {
             pending_ce_bytes: 0,
             last_ce: false,
             pending_ts: 0,
-            pending_router: RouterHeader::default(),
+            pending_router: None,
             delack_deadline: None,
             data_packets: 0,
             duplicate_packets: 0,
@@ -62,7 +66,7 @@ impl TcpReceiver {
     pub fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
         match p.kind {
             PacketKind::Syn => {
-                out.push(Packet {
+                let mut ack = Packet {
                     flow: self.flow,
                     src: self.node,
                     dst: self.peer,
@@ -70,14 +74,34 @@ impl TcpReceiver {
                     wire_bytes: self.cfg.header_bytes,
                     ts_echo_ns: p.ts_sent_ns,
                     ..Default::default()
-                });
+                };
+                if p.has(flags::ROUTER) {
+                    Self::echo(&mut ack, p.router);
+                }
+                out.push(ack);
             }
             PacketKind::Data => self.on_data(now, p, out),
             _ => {}
         }
     }
 
+    /// Puts the router header `h` on the ACK `ack`.
+    fn echo(ack: &mut Packet, h: RouterHeader) {
+        ack.router = h;
+        ack.flags |= flags::ROUTER;
+        ack.wire_bytes += h.wire_bytes as u32;
+    }
+
     fn on_data(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
+        if p.has(flags::ROUTER) {
+            self.pending_router = Some(p.router);
+        }
+        if p.payload_bytes == 0 {
+            // A header-only request: answered at once, carries no data.
+            self.pending_ts = p.ts_sent_ns;
+            self.send_ack(out);
+            return;
+        }
         self.data_packets += 1;
         let (s, e) = (p.seq, p.seq + p.payload_bytes as u64);
         let ce = p.has(flags::CE);
@@ -90,7 +114,6 @@ impl TcpReceiver {
             self.pending_ce_bytes += p.payload_bytes as u64;
         }
         self.pending_ts = p.ts_sent_ns;
-        self.pending_router = p.router;
         let mut immediate = !self.cfg.delayed_ack;
         let mut recent = None;
         if e <= self.rcv_nxt {
@@ -150,7 +173,7 @@ impl TcpReceiver {
             }
         }
         let ce_bytes = self.pending_ce_bytes;
-        out.push(Packet {
+        let mut ack = Packet {
             flow: self.flow,
             src: self.node,
             dst: self.peer,
@@ -161,10 +184,13 @@ impl TcpReceiver {
             ack: self.rcv_nxt,
             sack,
             ts_echo_ns: self.pending_ts,
-            router: self.pending_router,
             ce_bytes_echo: ce_bytes.min(u32::MAX as u64) as u32,
             ..Default::default()
-        });
+        };
+        if let Some(h) = self.pending_router.take() {
+            Self::echo(&mut ack, h);
+        }
+        out.push(ack);
         self.pending_segments = 0;
         self.pending_ce_bytes = 0;
         self.delack_deadline = None;

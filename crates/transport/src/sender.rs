@@ -29,12 +29,22 @@
 //! it lost, since each was sent at least a probe timeout earlier: recovery starts at once.
 //! RACK's reordering window and its timer are not modelled otherwise; duplicate ACKs and
 //! SACK counts (above) detect losses within a window.
+//!
+//! Router-assisted algorithms. The connection always opens with a SYN, every packet the
+//! algorithm stamps carries its router header (its bytes added to the packet), a header-only
+//! FIN follows the last new data, and ACKs that echo a header hand it to the algorithm.
+//! Rate-based algorithms (`pacing_rate()` is Some) are paced: a segment (new or repaired)
+//! leaves only when the previous one's transmission at the granted rate is over, within a
+//! window of two rate x SRTT products (at least two segments), so that a wrong rate cannot
+//! flood the network; the window does not react to loss (the routers set the rate), and tail
+//! loss probes are off. When the algorithm asks for a round and no segment is due within it,
+//! a header-only packet goes out at the end of the round instead.
 
-use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent};
+use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent, SendContext};
 use crate::config::TcpConfig;
 use crate::rtt::RttEstimator;
 use crate::scoreboard::RangeSet;
-use fctlab_engine::Nanos;
+use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::packet::flags;
 use fctlab_net::{FlowId, NodeId, Packet, PacketKind};
 
@@ -92,6 +102,17 @@ pub struct TcpSender {
     /// snd_nxt when the outstanding probe went out.
     tlp_high_seq: Option<u64>,
     ect: bool,
+    /// The algorithm is router-assisted (see the module documentation).
+    router: bool,
+    fin_sent: bool,
+    /// Paced flows: the earliest time the next segment may leave.
+    pace_next: Nanos,
+    /// Paced flows: when the sender must act next (next segment or header-only packet).
+    pace_deadline: Option<Nanos>,
+    /// When the last packet of the flow left.
+    last_sent: Nanos,
+    /// Header-only packets sent to keep a paced flow's rate requests going.
+    pub header_only: u64,
     /// Segments sent again (fast retransmit, recovery, or after a timeout).
     pub retransmits: u64,
     pub timeouts: u64,
@@ -109,6 +130,7 @@ impl TcpSender {
     /// A sender of `size` bytes (None: long-lived) from `src` to `dst`.
     pub fn new(flow: FlowId, src: NodeId, dst: NodeId, size: Option<u64>, cfg: &TcpConfig, cc: AnyCc, ecn: bool) -> Self {
         let mss = cfg.mss_bytes as u64;
+        let router = cc.router_assisted();
         TcpSender {
             flow,
             src,
@@ -140,6 +162,12 @@ impl TcpSender {
             probe_deadline: None,
             tlp_high_seq: None,
             ect: ecn,
+            router,
+            fin_sent: false,
+            pace_next: Nanos::ZERO,
+            pace_deadline: None,
+            last_sent: Nanos::ZERO,
+            header_only: 0,
             retransmits: 0,
             timeouts: 0,
             probes: 0,
@@ -158,10 +186,18 @@ impl TcpSender {
     }
     /// When the sender's timer expires (retransmission timeout or tail loss probe), if it runs.
     pub fn timer_deadline(&self) -> Option<Nanos> {
-        match (self.rto_deadline, self.probe_deadline) {
+        let t = match (self.rto_deadline, self.probe_deadline) {
             (Some(r), Some(p)) => Some(r.min(p)),
             (r, p) => r.or(p),
+        };
+        match (t, self.pace_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
+    }
+    /// The rate the sender paces at, if its algorithm is rate-based.
+    pub fn pacing_rate(&self) -> Option<BitsPerSec> {
+        self.cc.pacing_rate()
     }
     /// Whether the sender is in CWR, reducing its window after an ECN echo.
     pub fn in_cwr(&self) -> bool {
@@ -177,15 +213,15 @@ impl TcpSender {
     /// A one-line description of the sender's state, for diagnostics.
     pub fn describe(&self) -> String {
         format!(
-            "probes={} cwr={:?} state={:?} una={} nxt={} max={} cwnd={} ssthresh={} pipe={} recovery={} recover={} retx={:?} lost_hint={} sacked={:?} dupacks={} rto_at={:?} backoff={} rto={:?}",
-            self.probes, self.cwr.map(|c| c.high_seq), self.state, self.snd_una, self.snd_nxt, self.snd_max, self.st.cwnd_bytes, self.st.ssthresh_bytes, self.pipe(),
+            "rate={:?} pace_next={:?} pace_at={:?} round={:?} probes={} cwr={:?} state={:?} una={} nxt={} max={} cwnd={} ssthresh={} pipe={} recovery={} recover={} retx={:?} lost_hint={} sacked={:?} dupacks={} rto_at={:?} backoff={} rto={:?}",
+            self.cc.pacing_rate(), self.pace_next, self.pace_deadline, self.cc.round(), self.probes, self.cwr.map(|c| c.high_seq), self.state, self.snd_una, self.snd_nxt, self.snd_max, self.st.cwnd_bytes, self.st.ssthresh_bytes, self.pipe(),
             self.in_recovery, self.recover, self.retx.ranges(), self.lost_hint, self.sacked.ranges(), self.dupacks, self.rto_deadline, self.backoff, self.rtt.rto()
         )
     }
 
     /// Opens the connection (SYN) or, without handshake, starts sending.
     pub fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        if self.cfg.handshake {
+        if self.cfg.handshake || self.router {
             self.send_syn(now, out);
         } else {
             self.state = State::Established;
@@ -201,16 +237,45 @@ impl TcpSender {
     }
 
     fn send_syn(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        out.push(Packet {
-            flow: self.flow,
-            src: self.src,
-            dst: self.dst,
-            kind: PacketKind::Syn,
-            wire_bytes: self.cfg.header_bytes,
-            ts_sent_ns: now.0,
-            ..Default::default()
-        });
+        let p = Packet { kind: PacketKind::Syn, ..self.header_only_packet(now) };
+        self.push(now, p, out);
         self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
+    }
+
+    /// A packet of this flow without payload, as `send_syn` and header-only packets use.
+    fn header_only_packet(&self, now: Nanos) -> Packet {
+        Packet { flow: self.flow, src: self.src, dst: self.dst, wire_bytes: self.cfg.header_bytes, seq: self.snd_nxt, ts_sent_ns: now.0, ..Default::default() }
+    }
+
+    /// Hands a packet to the network, with the algorithm's router header if it adds one.
+    #[inline]
+    fn push(&mut self, now: Nanos, mut p: Packet, out: &mut Vec<Packet>) {
+        if self.router {
+            let ctx = SendContext {
+                now,
+                kind: p.kind,
+                size: (self.size != u64::MAX).then_some(self.size),
+                bytes_sent: self.snd_max.max(p.seq + p.payload_bytes as u64),
+                snd_una: self.snd_una,
+                srtt: self.rtt.srtt(),
+                mss_bytes: self.st.mss_bytes,
+            };
+            if self.cc.stamp(&ctx, &mut p.router) {
+                p.flags |= flags::ROUTER;
+                p.wire_bytes += p.router.wire_bytes as u32;
+            }
+        }
+        self.last_sent = now;
+        out.push(p);
+    }
+
+    /// Router-assisted flows: the header-only FIN once every byte has been sent.
+    fn send_fin_if_done(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        if self.router && !self.fin_sent && self.snd_max >= self.size {
+            self.fin_sent = true;
+            let p = Packet { kind: PacketKind::Fin, ..self.header_only_packet(now) };
+            self.push(now, p, out);
+        }
     }
 
     /// Handles a packet from the receiver (ACK or SYN-ACK).
@@ -221,7 +286,11 @@ impl TcpSender {
                 self.backoff = 0;
                 self.state = State::Established;
                 self.rto_deadline = None;
+                if p.has(flags::ROUTER) {
+                    self.cc.on_feedback(&mut self.st, &p.router);
+                }
                 if self.size == 0 {
+                    self.send_fin_if_done(now, out);
                     self.finish(now);
                     return;
                 }
@@ -239,6 +308,7 @@ impl TcpSender {
         self.completed_at = Some(now);
         self.rto_deadline = None;
         self.probe_deadline = None;
+        self.pace_deadline = None;
     }
 
     fn on_ack(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
@@ -257,7 +327,9 @@ impl TcpSender {
             }
         }
         let ece = self.ect && p.has(flags::ECE);
-        self.cc.on_feedback(&mut self.st, &p.router);
+        if p.has(flags::ROUTER) {
+            self.cc.on_feedback(&mut self.st, &p.router);
+        }
         if ack > self.snd_una {
             let acked = ack - self.snd_una;
             // Timestamp echo gives a sample even for retransmitted data (RFC 7323).
@@ -403,6 +475,7 @@ impl TcpSender {
         self.probe_deadline = None;
         let eligible = self.cfg.tail_loss_probe
             && self.cfg.sack
+            && !self.router
             && self.state == State::Established
             && !self.in_recovery
             && self.snd_una >= self.recover // not after a timeout until its data is acknowledged
@@ -537,33 +610,80 @@ impl TcpSender {
         None
     }
 
+    /// The window: cwnd, or for a paced flow two rate x SRTT products (at least two segments).
+    #[inline]
+    fn window(&self, rate: Option<BitsPerSec>) -> u64 {
+        let mss = self.st.mss_bytes;
+        match rate {
+            None => self.st.cwnd_bytes.max(mss),
+            Some(r) => {
+                let rtt = self.rtt.srtt().unwrap_or(Nanos::ZERO);
+                let bdp = (r.0 as u128 * rtt.0 as u128 / 4_000_000_000) as u64; // 2 x rate x RTT, bytes
+                bdp.max(2 * mss)
+            }
+        }
+    }
+
     fn send_what_fits(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        self.pace_deadline = None;
         if self.state != State::Established {
             return;
         }
-        let mss = self.st.mss_bytes;
+        let rate = self.cc.pacing_rate();
+        let wnd = self.window(rate);
         loop {
+            if let Some(r) = rate {
+                if r.0 == 0 || now < self.pace_next {
+                    if r.0 > 0 {
+                        self.pace_deadline = Some(self.pace_next);
+                    }
+                    break;
+                }
+            }
+            let before = out.len();
+            if !self.send_one(now, wnd, out) {
+                break;
+            }
+            if let Some(r) = rate {
+                let wire: u64 = out[before..].iter().map(|p| p.wire_bytes as u64).sum();
+                self.pace_next = self.pace_next.max(now) + r.tx_time(wire);
+            }
+        }
+        self.send_fin_if_done(now, out);
+        if rate.is_some() && !self.fin_sent {
+            if let Some(round) = self.cc.round() {
+                let due = (self.last_sent + round).max(now);
+                self.pace_deadline = Some(self.pace_deadline.map_or(due, |d| d.min(due)));
+            }
+        }
+    }
+
+    /// Sends one segment (a hole in recovery, else new data) if the window allows it.
+    #[inline]
+    fn send_one(&mut self, now: Nanos, wnd: u64, out: &mut Vec<Packet>) -> bool {
+        let mss = self.st.mss_bytes;
+        {
             let pipe = self.pipe();
             if self.in_recovery {
-                if pipe + mss > self.st.cwnd_bytes.max(mss) {
-                    break;
+                if pipe + mss > wnd {
+                    return false;
                 }
                 if let Some((seq, len)) = self.next_hole() {
                     self.retransmit(now, seq, len, out);
-                    continue;
+                    return true;
                 }
             }
             // New data (or, after a timeout, data again from snd_nxt).
             let remaining = self.size - self.snd_nxt;
             if remaining == 0 {
-                break;
+                return false;
             }
             let len = remaining.min(mss);
-            if pipe + len > self.st.cwnd_bytes.max(mss) {
-                break;
+            if pipe + len > wnd {
+                return false;
             }
             if self.snd_nxt + len > self.snd_una + self.cfg.rwnd_bytes {
-                break;
+                return false;
             }
             let seq = self.snd_nxt;
             self.emit(now, seq, len, out);
@@ -571,6 +691,7 @@ impl TcpSender {
             if self.snd_nxt > self.snd_max {
                 self.snd_max = self.snd_nxt;
             }
+            true
         }
     }
 
@@ -595,7 +716,7 @@ impl TcpSender {
         if retx {
             f |= flags::RETX;
         }
-        out.push(Packet {
+        let p = Packet {
             flow: self.flow,
             src: self.src,
             dst: self.dst,
@@ -606,7 +727,8 @@ impl TcpSender {
             seq,
             ts_sent_ns: now.0,
             ..Default::default()
-        });
+        };
+        self.push(now, p, out);
     }
 
     fn arm_if_outstanding(&mut self, now: Nanos, restart: bool) {
@@ -622,6 +744,21 @@ impl TcpSender {
     /// The sender's timer fired at `now` (the caller checked the deadline): a tail loss probe
     /// if one is due first, else the retransmission timeout.
     pub fn on_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        if self.pace_deadline.is_some_and(|d| d <= now) && self.rto_deadline.map_or(true, |r| r > now) {
+            let sent = self.last_sent;
+            self.send_what_fits(now, out);
+            // Nothing was due within the round: a header-only packet keeps the requests going.
+            if self.last_sent == sent && self.cc.round().is_some_and(|r| sent + r <= now) {
+                let p = self.header_only_packet(now);
+                self.header_only += 1;
+                self.push(now, p, out);
+                self.send_what_fits(now, out);
+            }
+            if self.rto_deadline.is_none() {
+                self.arm_if_outstanding(now, false);
+            }
+            return;
+        }
         if let Some(p) = self.probe_deadline {
             if p <= now && self.rto_deadline.map_or(true, |r| p <= r) {
                 self.send_probe(now, out);

@@ -293,7 +293,7 @@ mod tests {
         let exp = Atcp::new(exp, &info);
         assert!((exp.weight_at(50, Nanos::ZERO) - 2.0).abs() < 1e-12);
         let time = params("weight_function = \"time\"").unwrap();
-        let time = Atcp::new(time, &FlowInfo { start: Nanos(1000), deadline: Some(Nanos(100)) });
+        let time = Atcp::new(time, &FlowInfo { start: Nanos(1000), deadline: Some(Nanos(100)), ..Default::default() });
         assert!((time.weight_at(0, Nanos(1050)) - 2.0).abs() < 1e-12);
         assert_eq!(time.weight_at(0, Nanos(1101)), 0.5);
     }

@@ -12,9 +12,15 @@
 //!   data (or carries an ECN echo);
 //! - [`CongestionControl::on_congestion`] once per window on loss, on ECN echo, or on timeout;
 //! - [`CongestionControl::on_feedback`] with the router header an ACK echoes.
+//!
+//! Router-assisted algorithms (`Protocol::ROUTER_ASSISTED`) also fill a [`RouterHeader`] on
+//! the packets they send ([`CongestionControl::stamp`]) and bring a switch side: a
+//! [`PortControl`] that every output port of the run keeps (O(1) state per port) and that
+//! reads and rewrites the header of each packet carrying one. Rate-based algorithms return a
+//! rate from [`CongestionControl::pacing_rate`] and the sender paces at it.
 
 use fctlab_engine::{BitsPerSec, Nanos};
-use fctlab_net::RouterHeader;
+use fctlab_net::{PacketKind, RouterHeader};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt;
@@ -25,6 +31,31 @@ pub struct FlowInfo {
     pub start: Nanos,
     /// Relative deadline of the flow, if it has one.
     pub deadline: Option<Nanos>,
+    /// Bytes the flow sends (None: long-lived).
+    pub size: Option<u64>,
+    /// Rate of the sender's own link.
+    pub nic_rate: BitsPerSec,
+}
+
+/// What the sender knows as a packet leaves, for algorithms that fill its router header.
+#[derive(Copy, Clone, Debug)]
+pub struct SendContext {
+    pub now: Nanos,
+    pub kind: PacketKind,
+    /// Bytes the flow sends (None: long-lived).
+    pub size: Option<u64>,
+    /// Bytes sent at least once so far, including this packet's.
+    pub bytes_sent: u64,
+    pub snd_una: u64,
+    pub srtt: Option<Nanos>,
+    pub mss_bytes: u64,
+}
+
+impl SendContext {
+    /// Bytes not yet sent once (the remaining size; None for a long-lived flow).
+    pub fn remaining(&self) -> Option<u64> {
+        self.size.map(|s| s.saturating_sub(self.bytes_sent))
+    }
 }
 
 /// The window state the sender and the algorithm share.
@@ -81,8 +112,22 @@ pub trait CongestionControl {
     /// Router feedback echoed by the receiver.
     fn on_feedback(&mut self, _st: &mut CcState, _hdr: &RouterHeader) {}
 
-    /// A rate to pace at, for rate-based algorithms.
+    /// A rate to pace at, for rate-based algorithms (`Some(0)`: none granted yet). The sender
+    /// then releases one segment per `size / rate`, within a window of two rate x RTT products.
     fn pacing_rate(&self) -> Option<BitsPerSec> {
+        None
+    }
+
+    /// Fills the router header of a packet the flow is about to send; true to carry it (the
+    /// sender then adds `hdr.wire_bytes` to the packet and sets `flags::ROUTER`).
+    fn stamp(&mut self, _ctx: &SendContext, _hdr: &mut RouterHeader) -> bool {
+        false
+    }
+
+    /// For paced flows: the longest the sender may stay silent. When no data packet is due
+    /// within it, a header-only packet goes out instead (so that a flow whose rate is below
+    /// one packet per round still asks for a rate every round and never starves).
+    fn round(&self) -> Option<Nanos> {
         None
     }
 
@@ -154,6 +199,46 @@ pub trait Protocol: CongestionControl + Clone + fmt::Debug + Sized {
     }
     /// A fresh controller for one connection.
     fn new(cfg: &Self::Config, info: &FlowInfo) -> Self;
+    /// Switches take part: the flow opens with a SYN and closes with a FIN whatever
+    /// `[transport] handshake` says, and every output port runs [`Protocol::port`].
+    const ROUTER_ASSISTED: bool = false;
+    /// The switch side: the control state of one output port (router-assisted algorithms).
+    fn port(_cfg: &Self::Config, _link: &PortInfo) -> Option<Box<dyn PortControl>> {
+        None
+    }
+}
+
+/// The output port a [`PortControl`] runs on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PortInfo {
+    pub capacity: BitsPerSec,
+    pub delay: Nanos,
+}
+
+/// The port's state as a packet arrives or the control interval ends.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct PortView {
+    pub now: Nanos,
+    /// Packets and bytes waiting in the buffer (the one being transmitted excluded).
+    pub queue_pkts: u32,
+    pub queue_bytes: u64,
+}
+
+/// The switch side of a router-assisted protocol: the state of one output port. It sees
+/// every packet that carries a router header as the packet is offered to the port (before
+/// the buffer decides), and runs once per control interval while such packets pass.
+pub trait PortControl: fmt::Debug + Send {
+    /// A packet carrying a router header is offered to the port; the header may be rewritten.
+    fn on_packet(&mut self, v: &PortView, kind: PacketKind, wire_bytes: u32, hdr: &mut RouterHeader);
+    /// The control interval ended at `v.now`. Returns the next interval, or None when the port
+    /// has been idle long enough to stop (the next packet starts it again).
+    fn on_tick(&mut self, v: &PortView) -> Option<Nanos>;
+    /// The control interval to use when the port starts (again).
+    fn interval(&self) -> Nanos;
+    /// The rate the port currently offers, bits per second (for traces and tests).
+    fn offered_rate(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// A parameter error: the key it concerns (if one) and what was expected.
@@ -226,6 +311,24 @@ macro_rules! protocols {
                     $($(#[$attr])* AnyCc::$ty(c) => c.weight(),)*
                 }
             }
+            #[inline]
+            pub fn stamp(&mut self, ctx: &SendContext, hdr: &mut RouterHeader) -> bool {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.stamp(ctx, hdr),)*
+                }
+            }
+            pub fn round(&self) -> Option<Nanos> {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.round(),)*
+                }
+            }
+            /// Whether switches take part (see [`Protocol::ROUTER_ASSISTED`]).
+            #[inline]
+            pub fn router_assisted(&self) -> bool {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(_) => <$ty as Protocol>::ROUTER_ASSISTED,)*
+                }
+            }
         }
 
         /// A validated configuration of one algorithm; builds a fresh controller per connection.
@@ -251,6 +354,18 @@ macro_rules! protocols {
             pub fn requires_ecn(&self) -> bool {
                 match self {
                     $($(#[$attr])* CcConfig::$ty(_) => <$ty as Protocol>::REQUIRES_ECN,)*
+                }
+            }
+            /// Whether switches take part (see [`Protocol::ROUTER_ASSISTED`]).
+            pub fn router_assisted(&self) -> bool {
+                match self {
+                    $($(#[$attr])* CcConfig::$ty(_) => <$ty as Protocol>::ROUTER_ASSISTED,)*
+                }
+            }
+            /// The switch side for one output port, for router-assisted algorithms.
+            pub fn port(&self, link: &PortInfo) -> Option<Box<dyn PortControl>> {
+                match self {
+                    $($(#[$attr])* CcConfig::$ty(c) => <$ty as Protocol>::port(c, link),)*
                 }
             }
             /// The parameters as JSON (keys as in scenario files, sizes in bytes).
@@ -309,6 +424,8 @@ protocols! {
     newreno::NewReno,
     dctcp::Dctcp,
     atcp::Atcp,
+    rcp::Rcp,
+    racs::Racs,
     #[cfg(feature = "example-protocols")]
     fixed_window::FixedWindow,
 }

@@ -1,0 +1,291 @@
+//! RCP, the Rate Control Protocol (Dukkipati and McKeown; the thesis's rate-based baseline).
+//!
+//! Every output port offers one rate R to every flow through it and updates it once per
+//! control interval T:
+//!
+//! R(t) = R(t - T) [1 + (T/d) (a (C - y(t)) - b q(t)/d) / C]
+//!
+//! with C the link rate, y the rate of the traffic that arrived over the interval, q the
+//! queue (bits) at the end of the interval and d the average RTT of the flows through the
+//! port: a running average of the RTT field their packets carry. T is d. R stays within
+//! [`MIN_RATE_SHARE`] C and C.
+//!
+//! A packet carries the RCP header (rate, RTT, and the rate echoed back: 12 bytes on data
+//! packets and on the ACKs that echo it); each port lowers the rate field to its R. The
+//! sender paces at the rate the last ACK (or the SYN-ACK, for a new flow) brought back, so a
+//! new flow starts at the rate of its path; it does not react to loss (repairs are paced too).
+//!
+//! Model choices the papers leave open, listed in docs/protocols.md: the RTT average is an
+//! exponential average over packets with gain [`RTT_GAIN`]; a port that has seen no RTT yet
+//! uses `initial_rtt`; a port that stopped after being idle starts again at R = C (the
+//! value its update rule reaches on an idle link); y counts every packet carrying an RCP
+//! header (data, requests, and the ACKs that echo one), so other traffic enters only through q.
+
+use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortView, Protocol, SendContext};
+use fctlab_engine::quantity::Duration;
+use fctlab_engine::{BitsPerSec, Nanos};
+use fctlab_net::{PacketKind, RouterHeader};
+use serde::{Deserialize, Serialize};
+
+/// Bytes of the RCP header on the wire (rate, RTT, reverse rate: 4 bytes each).
+pub const HEADER_BYTES: u8 = 12;
+/// Gain of the per-packet running average of the RTT field at a port.
+pub const RTT_GAIN: f64 = 0.02;
+/// Lowest rate a port offers, as a share of its capacity.
+pub const MIN_RATE_SHARE: f64 = 0.0001;
+/// Control intervals without a packet after which a port stops its timer.
+pub const IDLE_INTERVALS: u32 = 10;
+
+/// RCP's parameters (keys of `[transport]` or a flow).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RcpConfig {
+    /// a: weight of the spare capacity (0.1 in the RCP papers).
+    pub alpha: f64,
+    /// b: weight of the queue (1 in the RCP papers).
+    pub beta: f64,
+    /// The RTT a port assumes before a packet has carried one.
+    pub initial_rtt: Duration,
+}
+
+impl Default for RcpConfig {
+    fn default() -> Self {
+        RcpConfig { alpha: 0.1, beta: 1.0, initial_rtt: Duration(Nanos::from_millis(1)) }
+    }
+}
+
+/// The sender side: the rate its path granted.
+#[derive(Clone, Debug)]
+pub struct Rcp {
+    rate: BitsPerSec,
+    nic_rate: BitsPerSec,
+    srtt: Option<Nanos>,
+}
+
+impl Protocol for Rcp {
+    const NAMES: &'static [&'static str] = &["rcp"];
+    const ROUTER_ASSISTED: bool = true;
+    type Config = RcpConfig;
+    fn check(cfg: &RcpConfig) -> Result<(), String> {
+        if !(cfg.alpha > 0.0 && cfg.alpha.is_finite()) {
+            return Err("`alpha` must be a positive number".into());
+        }
+        if !(cfg.beta >= 0.0 && cfg.beta.is_finite()) {
+            return Err("`beta` must be zero or a positive number".into());
+        }
+        if cfg.initial_rtt.0 == Nanos::ZERO {
+            return Err("`initial_rtt` must be above zero".into());
+        }
+        Ok(())
+    }
+    fn new(_cfg: &RcpConfig, info: &FlowInfo) -> Self {
+        Rcp { rate: BitsPerSec(0), nic_rate: info.nic_rate, srtt: None }
+    }
+    fn port(cfg: &RcpConfig, link: &PortInfo) -> Option<Box<dyn PortControl>> {
+        Some(Box::new(RcpPort::new(cfg, link)))
+    }
+}
+
+impl CongestionControl for Rcp {
+    fn on_ack(&mut self, _st: &mut CcState, ack: &AckSample) {
+        if let Some(r) = ack.rtt {
+            self.srtt = Some(r);
+        }
+    }
+    /// Rates come from the routers: losses and echoes change nothing.
+    fn on_congestion(&mut self, _st: &mut CcState, _ev: CongestionEvent) {}
+    fn on_feedback(&mut self, _st: &mut CcState, hdr: &RouterHeader) {
+        if hdr.rate_bps > 0 {
+            self.rate = BitsPerSec(hdr.rate_bps.min(self.nic_rate.0.max(1)));
+        }
+    }
+    fn pacing_rate(&self) -> Option<BitsPerSec> {
+        Some(self.rate)
+    }
+    fn stamp(&mut self, ctx: &SendContext, hdr: &mut RouterHeader) -> bool {
+        self.srtt = ctx.srtt.or(self.srtt);
+        hdr.rate_bps = u64::MAX;
+        hdr.rtt_ns = ctx.srtt.map_or(0, |r| r.0.min(u32::MAX as u64) as u32);
+        hdr.wire_bytes = HEADER_BYTES;
+        true
+    }
+    /// At least one packet per RTT, so that a flow whose rate fell very low still hears of a
+    /// higher one.
+    fn round(&self) -> Option<Nanos> {
+        self.srtt
+    }
+}
+
+/// The port side: R, the running RTT average and the bytes of the current interval.
+#[derive(Clone, Debug)]
+pub struct RcpPort {
+    capacity_bps: f64,
+    alpha: f64,
+    beta: f64,
+    /// The offered rate R, bits per second.
+    rate_bps: f64,
+    /// d, seconds.
+    avg_rtt_s: f64,
+    bytes_in: u64,
+    last_tick: Nanos,
+    idle: u32,
+    stopped: bool,
+}
+
+impl RcpPort {
+    pub fn new(cfg: &RcpConfig, link: &PortInfo) -> RcpPort {
+        let c = link.capacity.0 as f64;
+        RcpPort {
+            capacity_bps: c,
+            alpha: cfg.alpha,
+            beta: cfg.beta,
+            rate_bps: c,
+            avg_rtt_s: cfg.initial_rtt.0.as_secs_f64(),
+            bytes_in: 0,
+            last_tick: Nanos::ZERO,
+            idle: 0,
+            stopped: true,
+        }
+    }
+
+    /// One application of the update rule over an interval of `t_s` seconds with input
+    /// `bytes_in` and `queue_bytes` queued at its end.
+    pub fn update(&mut self, t_s: f64, bytes_in: u64, queue_bytes: u64) {
+        let c = self.capacity_bps;
+        let d = self.avg_rtt_s;
+        let y = bytes_in as f64 * 8.0 / t_s;
+        let q = queue_bytes as f64 * 8.0;
+        let r = self.rate_bps * (1.0 + (t_s / d) * (self.alpha * (c - y) - self.beta * q / d) / c);
+        self.rate_bps = r.clamp(MIN_RATE_SHARE * c, c);
+    }
+
+    pub fn avg_rtt(&self) -> Nanos {
+        Nanos::from_secs_f64(self.avg_rtt_s)
+    }
+}
+
+impl PortControl for RcpPort {
+    fn on_packet(&mut self, v: &PortView, kind: PacketKind, wire_bytes: u32, hdr: &mut RouterHeader) {
+        if self.stopped {
+            self.stopped = false;
+            self.rate_bps = self.capacity_bps;
+            self.last_tick = v.now;
+            self.bytes_in = 0;
+        }
+        self.bytes_in += wire_bytes as u64;
+        if kind.is_reverse() {
+            return; // an echo on its way back to the sender: counted, not read
+        }
+        if hdr.rtt_ns > 0 {
+            self.avg_rtt_s += RTT_GAIN * (hdr.rtt_ns as f64 * 1e-9 - self.avg_rtt_s);
+        }
+        let r = self.rate_bps as u64;
+        if hdr.rate_bps > r {
+            hdr.rate_bps = r;
+        }
+    }
+
+    fn on_tick(&mut self, v: &PortView) -> Option<Nanos> {
+        let t = v.now.0.saturating_sub(self.last_tick.0);
+        if t > 0 {
+            self.update(t as f64 * 1e-9, self.bytes_in, v.queue_bytes);
+        }
+        self.idle = if self.bytes_in == 0 { self.idle + 1 } else { 0 };
+        self.bytes_in = 0;
+        self.last_tick = v.now;
+        if self.idle >= IDLE_INTERVALS && v.queue_pkts == 0 {
+            self.stopped = true;
+            return None;
+        }
+        Some(self.interval())
+    }
+
+    fn interval(&self) -> Nanos {
+        Nanos::from_secs_f64(self.avg_rtt_s).max(Nanos::from_micros(1))
+    }
+
+    fn offered_rate(&self) -> Option<f64> {
+        Some(self.rate_bps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn port() -> RcpPort {
+        let cfg = RcpConfig { initial_rtt: Duration(Nanos::from_micros(100)), ..Default::default() };
+        RcpPort::new(&cfg, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25) })
+    }
+
+    /// R(t) against the rule worked by hand: C = 1 Gbps, d = T = 100 us, R = 500 Mbps,
+    /// y = 800 Mbps (10 000 bytes in 100 us), q = 3000 bytes = 24 000 bits:
+    /// R' = 500e6 (1 + 1 (0.1 (1e9 - 8e8) - 1 x 24 000 / 1e-4) / 1e9)
+    ///    = 500e6 (1 + (2e7 - 2.4e8) / 1e9) = 500e6 x 0.78 = 390 Mbps.
+    #[test]
+    fn update_rule_matches_a_hand_computation() {
+        let mut p = port();
+        p.rate_bps = 500e6;
+        p.update(100e-6, 10_000, 3000);
+        assert!((p.rate_bps - 390e6).abs() < 1.0, "{}", p.rate_bps);
+        // Spare capacity and no queue: R grows by (T/d) a (C - y)/C; never beyond C.
+        p.rate_bps = 500e6;
+        p.update(100e-6, 0, 0);
+        assert!((p.rate_bps - 550e6).abs() < 1.0, "{}", p.rate_bps);
+        p.rate_bps = 990e6;
+        p.update(100e-6, 0, 0);
+        assert_eq!(p.rate_bps, 1e9);
+    }
+
+    #[test]
+    fn packets_are_stamped_with_the_lower_rate_and_feed_the_rtt_average() {
+        let mut p = port();
+        let v = PortView { now: Nanos(0), ..Default::default() };
+        let mut h = RouterHeader { rate_bps: u64::MAX, rtt_ns: 200_000, ..Default::default() };
+        p.on_packet(&v, PacketKind::Data, 1500, &mut h);
+        assert_eq!(h.rate_bps, 1_000_000_000); // a fresh port offers C
+        // d moved 2% of the way from 100 us to 200 us
+        assert!((p.avg_rtt_s - 102e-6).abs() < 1e-12);
+        p.rate_bps = 300e6;
+        let mut low = RouterHeader { rate_bps: 100_000_000, ..Default::default() };
+        p.on_packet(&v, PacketKind::Data, 1500, &mut low);
+        assert_eq!(low.rate_bps, 100_000_000); // a lower rate upstream stays
+        let mut echo = RouterHeader { rate_bps: u64::MAX, ..Default::default() };
+        p.on_packet(&v, PacketKind::Ack, 52, &mut echo);
+        assert_eq!(echo.rate_bps, u64::MAX); // echoes are not rewritten
+        assert_eq!(p.bytes_in, 1500 + 1500 + 52);
+    }
+
+    #[test]
+    fn an_idle_port_stops_its_timer_and_restarts_at_full_rate() {
+        let mut p = port();
+        let mut h = RouterHeader::default();
+        p.on_packet(&PortView::default(), PacketKind::Syn, 52, &mut h);
+        let mut t = Nanos::ZERO;
+        let mut ticks = 0;
+        while let Some(dt) = p.on_tick(&PortView { now: t, ..Default::default() }) {
+            t = t + dt;
+            ticks += 1;
+            assert!(ticks < 100);
+        }
+        assert_eq!(ticks, IDLE_INTERVALS as usize);
+        p.rate_bps = 1e6;
+        p.on_packet(&PortView { now: t, ..Default::default() }, PacketKind::Data, 1500, &mut h);
+        assert_eq!(p.rate_bps, 1e9);
+    }
+
+    #[test]
+    fn the_sender_paces_at_the_echoed_rate_and_ignores_loss() {
+        let info = FlowInfo { nic_rate: BitsPerSec(1_000_000_000), ..Default::default() };
+        let mut s = Rcp::new(&RcpConfig::default(), &info);
+        let mut st = CcState { cwnd_bytes: 3000, ssthresh_bytes: u64::MAX, mss_bytes: 1500 };
+        assert_eq!(s.pacing_rate(), Some(BitsPerSec(0)));
+        s.on_feedback(&mut st, &RouterHeader { rate_bps: 250_000_000, ..Default::default() });
+        assert_eq!(s.pacing_rate(), Some(BitsPerSec(250_000_000)));
+        s.on_congestion(&mut st, CongestionEvent::Timeout { flight_bytes: 3000 });
+        assert_eq!((s.pacing_rate(), st.cwnd_bytes), (Some(BitsPerSec(250_000_000)), 3000));
+        // Never faster than its own link.
+        s.on_feedback(&mut st, &RouterHeader { rate_bps: u64::MAX, ..Default::default() });
+        assert_eq!(s.pacing_rate(), Some(BitsPerSec(1_000_000_000)));
+    }
+}
