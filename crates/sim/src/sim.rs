@@ -351,24 +351,20 @@ impl Simulation {
         let p = self.pool.get(pid);
         let f = p.flow.0 as usize;
         self.counts.packets_consumed += 1;
-        if p.kind == PacketKind::Fin {
-            // Seen by the switches on the way; the receiver has nothing to do with it.
-            self.pool.free(pid);
-            return;
-        }
         if p.kind == PacketKind::Data && p.payload_bytes > 0 {
             self.counts.data_packets_delivered += 1;
             self.counts.payload_bytes_delivered += p.payload_bytes as u64;
         }
         let Some(conn) = self.conns[f].as_deref_mut() else {
-            self.counts.late_packets += 1;
+            // (A FIN was for the switches on the way; the receiver has nothing to do with it.)
+            self.counts.late_packets += (p.kind != PacketKind::Fin) as u64;
             self.pool.free(pid);
             return;
         };
         match p.kind {
             PacketKind::Data | PacketKind::Syn => conn.rcv.on_packet(self.now, p, &mut self.out),
             PacketKind::Ack | PacketKind::SynAck => conn.snd.on_packet(self.now, p, &mut self.out),
-            PacketKind::Fin => {}
+            PacketKind::Fin => {} // for the switches on the way
         }
         self.pool.free(pid);
         self.after_flow_activity(f);

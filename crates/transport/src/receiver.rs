@@ -28,7 +28,10 @@ pub struct TcpReceiver {
     pending_ce_bytes: u64,
     last_ce: bool,
     pending_ts: u64,
-    pending_router: Option<RouterHeader>,
+    /// The header to echo and, while one waits, `flags::ROUTER` and its size (else 0).
+    pending_router: RouterHeader,
+    echo_flag: u8,
+    echo_bytes: u32,
     delack_deadline: Option<Nanos>,
     /// Data packets that arrived (including duplicates).
     pub data_packets: u64,
@@ -48,7 +51,9 @@ impl TcpReceiver {
             pending_ce_bytes: 0,
             last_ce: false,
             pending_ts: 0,
-            pending_router: None,
+            pending_router: RouterHeader::default(),
+            echo_flag: 0,
+            echo_bytes: 0,
             delack_deadline: None,
             data_packets: 0,
             duplicate_packets: 0,
@@ -94,7 +99,9 @@ impl TcpReceiver {
 
     fn on_data(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
         if p.has(flags::ROUTER) {
-            self.pending_router = Some(p.router);
+            self.pending_router = p.router;
+            self.echo_flag = flags::ROUTER;
+            self.echo_bytes = p.router.wire_bytes as u32;
         }
         if p.payload_bytes == 0 {
             // A header-only request: answered at once, carries no data.
@@ -173,26 +180,26 @@ impl TcpReceiver {
             }
         }
         let ce_bytes = self.pending_ce_bytes;
-        let mut ack = Packet {
+        let router_flag = self.echo_flag;
+        out.push(Packet {
             flow: self.flow,
             src: self.node,
             dst: self.peer,
             kind: PacketKind::Ack,
-            flags: if ce_bytes > 0 { flags::ECE } else { 0 },
+            flags: if ce_bytes > 0 { flags::ECE | router_flag } else { router_flag },
             sack_len: n as u8,
-            wire_bytes: self.cfg.header_bytes,
+            wire_bytes: self.cfg.header_bytes + self.echo_bytes,
+            router: self.pending_router,
             ack: self.rcv_nxt,
             sack,
             ts_echo_ns: self.pending_ts,
             ce_bytes_echo: ce_bytes.min(u32::MAX as u64) as u32,
             ..Default::default()
-        };
-        if let Some(h) = self.pending_router.take() {
-            Self::echo(&mut ack, h);
-        }
-        out.push(ack);
+        });
         self.pending_segments = 0;
         self.pending_ce_bytes = 0;
+        self.echo_flag = 0;
+        self.echo_bytes = 0;
         self.delack_deadline = None;
     }
 }

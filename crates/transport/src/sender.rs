@@ -97,7 +97,9 @@ pub struct TcpSender {
     backoff: u32,
     ecn_recover: u64,
     cwr: Option<Cwr>,
-    /// When a tail loss probe is due (the timer runs to the earlier of this and the RTO).
+    /// The sender's other timer (it runs to the earlier of this and the RTO): when a tail loss
+    /// probe is due or, for a paced flow, when it must act next (next segment or header-only
+    /// packet; paced flows send no tail loss probes).
     probe_deadline: Option<Nanos>,
     /// snd_nxt when the outstanding probe went out.
     tlp_high_seq: Option<u64>,
@@ -107,8 +109,8 @@ pub struct TcpSender {
     fin_sent: bool,
     /// Paced flows: the earliest time the next segment may leave.
     pace_next: Nanos,
-    /// Paced flows: when the sender must act next (next segment or header-only packet).
-    pace_deadline: Option<Nanos>,
+    /// The algorithm is rate-based: the sender paces (see the module documentation).
+    paced: bool,
     /// When the last packet of the flow left.
     last_sent: Nanos,
     /// Header-only packets sent to keep a paced flow's rate requests going.
@@ -131,6 +133,7 @@ impl TcpSender {
     pub fn new(flow: FlowId, src: NodeId, dst: NodeId, size: Option<u64>, cfg: &TcpConfig, cc: AnyCc, ecn: bool) -> Self {
         let mss = cfg.mss_bytes as u64;
         let router = cc.router_assisted();
+        let paced = cc.pacing_rate().is_some();
         TcpSender {
             flow,
             src,
@@ -165,7 +168,7 @@ impl TcpSender {
             router,
             fin_sent: false,
             pace_next: Nanos::ZERO,
-            pace_deadline: None,
+            paced,
             last_sent: Nanos::ZERO,
             header_only: 0,
             retransmits: 0,
@@ -186,13 +189,9 @@ impl TcpSender {
     }
     /// When the sender's timer expires (retransmission timeout or tail loss probe), if it runs.
     pub fn timer_deadline(&self) -> Option<Nanos> {
-        let t = match (self.rto_deadline, self.probe_deadline) {
+        match (self.rto_deadline, self.probe_deadline) {
             (Some(r), Some(p)) => Some(r.min(p)),
             (r, p) => r.or(p),
-        };
-        match (t, self.pace_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
         }
     }
     /// The rate the sender paces at, if its algorithm is rate-based.
@@ -213,8 +212,8 @@ impl TcpSender {
     /// A one-line description of the sender's state, for diagnostics.
     pub fn describe(&self) -> String {
         format!(
-            "rate={:?} pace_next={:?} pace_at={:?} round={:?} probes={} cwr={:?} state={:?} una={} nxt={} max={} cwnd={} ssthresh={} pipe={} recovery={} recover={} retx={:?} lost_hint={} sacked={:?} dupacks={} rto_at={:?} backoff={} rto={:?}",
-            self.cc.pacing_rate(), self.pace_next, self.pace_deadline, self.cc.round(), self.probes, self.cwr.map(|c| c.high_seq), self.state, self.snd_una, self.snd_nxt, self.snd_max, self.st.cwnd_bytes, self.st.ssthresh_bytes, self.pipe(),
+            "rate={:?} pace_next={:?} round={:?} probes={} cwr={:?} state={:?} una={} nxt={} max={} cwnd={} ssthresh={} pipe={} recovery={} recover={} retx={:?} lost_hint={} sacked={:?} dupacks={} rto_at={:?} backoff={} rto={:?}",
+            self.cc.pacing_rate(), self.pace_next, self.cc.round(), self.probes, self.cwr.map(|c| c.high_seq), self.state, self.snd_una, self.snd_nxt, self.snd_max, self.st.cwnd_bytes, self.st.ssthresh_bytes, self.pipe(),
             self.in_recovery, self.recover, self.retx.ranges(), self.lost_hint, self.sacked.ranges(), self.dupacks, self.rto_deadline, self.backoff, self.rtt.rto()
         )
     }
@@ -248,9 +247,18 @@ impl TcpSender {
     }
 
     /// Hands a packet to the network, with the algorithm's router header if it adds one.
-    #[inline]
-    fn push(&mut self, now: Nanos, mut p: Packet, out: &mut Vec<Packet>) {
+    fn push(&mut self, now: Nanos, p: Packet, out: &mut Vec<Packet>) {
+        out.push(p);
+        self.pushed(now, out);
+    }
+
+    /// The packet just appended to `out` leaves now: the algorithm's router header goes on it
+    /// if it adds one. (Packets are built in place in `out`: no copy on the hot path.)
+    #[inline(always)]
+    fn pushed(&mut self, now: Nanos, out: &mut [Packet]) {
+        self.last_sent = now;
         if self.router {
+            let Some(p) = out.last_mut() else { return };
             let ctx = SendContext {
                 now,
                 kind: p.kind,
@@ -265,8 +273,6 @@ impl TcpSender {
                 p.wire_bytes += p.router.wire_bytes as u32;
             }
         }
-        self.last_sent = now;
-        out.push(p);
     }
 
     /// Router-assisted flows: the header-only FIN once every byte has been sent.
@@ -308,7 +314,6 @@ impl TcpSender {
         self.completed_at = Some(now);
         self.rto_deadline = None;
         self.probe_deadline = None;
-        self.pace_deadline = None;
     }
 
     fn on_ack(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
@@ -472,10 +477,12 @@ impl TcpSender {
     /// Arms the tail loss probe if the sender may use one now, or disarms it.
     /// `advancing_rto`: the RTO was just restarted (Linux's argument of the same name).
     fn schedule_probe(&mut self, now: Nanos, advancing_rto: bool) {
+        if self.paced {
+            return; // the timer is the pacing timer
+        }
         self.probe_deadline = None;
         let eligible = self.cfg.tail_loss_probe
             && self.cfg.sack
-            && !self.router
             && self.state == State::Established
             && !self.in_recovery
             && self.snd_una >= self.recover // not after a timeout until its data is acknowledged
@@ -625,41 +632,52 @@ impl TcpSender {
     }
 
     fn send_what_fits(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        self.pace_deadline = None;
+        if self.paced {
+            self.send_paced(now, out);
+            return;
+        }
         if self.state != State::Established {
             return;
         }
-        let rate = self.cc.pacing_rate();
-        let wnd = self.window(rate);
-        loop {
-            if let Some(r) = rate {
-                if r.0 == 0 || now < self.pace_next {
-                    if r.0 > 0 {
-                        self.pace_deadline = Some(self.pace_next);
-                    }
-                    break;
-                }
+        let wnd = self.st.cwnd_bytes.max(self.st.mss_bytes);
+        while self.send_one(now, wnd, out) {}
+        if self.router {
+            self.send_fin_if_done(now, out);
+        }
+    }
+
+    /// `send_what_fits` of a paced flow: what is due at the granted rate, then the timer to
+    /// the next segment or the end of the round.
+    fn send_paced(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        self.probe_deadline = None;
+        if self.state != State::Established {
+            return;
+        }
+        let rate = self.cc.pacing_rate().unwrap_or(BitsPerSec(0));
+        let wnd = self.window(Some(rate));
+        while rate.0 > 0 {
+            if now < self.pace_next {
+                self.probe_deadline = Some(self.pace_next);
+                break;
             }
             let before = out.len();
             if !self.send_one(now, wnd, out) {
                 break;
             }
-            if let Some(r) = rate {
-                let wire: u64 = out[before..].iter().map(|p| p.wire_bytes as u64).sum();
-                self.pace_next = self.pace_next.max(now) + r.tx_time(wire);
-            }
+            let wire: u64 = out[before..].iter().map(|p| p.wire_bytes as u64).sum();
+            self.pace_next = self.pace_next.max(now) + rate.tx_time(wire);
         }
         self.send_fin_if_done(now, out);
-        if rate.is_some() && !self.fin_sent {
+        if !self.fin_sent {
             if let Some(round) = self.cc.round() {
                 let due = (self.last_sent + round).max(now);
-                self.pace_deadline = Some(self.pace_deadline.map_or(due, |d| d.min(due)));
+                self.probe_deadline = Some(self.probe_deadline.map_or(due, |d| d.min(due)));
             }
         }
     }
 
     /// Sends one segment (a hole in recovery, else new data) if the window allows it.
-    #[inline]
+    #[inline(always)]
     fn send_one(&mut self, now: Nanos, wnd: u64, out: &mut Vec<Packet>) -> bool {
         let mss = self.st.mss_bytes;
         {
@@ -716,7 +734,7 @@ impl TcpSender {
         if retx {
             f |= flags::RETX;
         }
-        let p = Packet {
+        out.push(Packet {
             flow: self.flow,
             src: self.src,
             dst: self.dst,
@@ -727,8 +745,8 @@ impl TcpSender {
             seq,
             ts_sent_ns: now.0,
             ..Default::default()
-        };
-        self.push(now, p, out);
+        });
+        self.pushed(now, out);
     }
 
     fn arm_if_outstanding(&mut self, now: Nanos, restart: bool) {
@@ -744,7 +762,7 @@ impl TcpSender {
     /// The sender's timer fired at `now` (the caller checked the deadline): a tail loss probe
     /// if one is due first, else the retransmission timeout.
     pub fn on_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        if self.pace_deadline.is_some_and(|d| d <= now) && self.rto_deadline.map_or(true, |r| r > now) {
+        if self.paced && self.probe_deadline.is_some_and(|d| d <= now) && self.rto_deadline.map_or(true, |r| r > now) {
             let sent = self.last_sent;
             self.send_what_fits(now, out);
             // Nothing was due within the round: a header-only packet keeps the requests going.
@@ -759,7 +777,7 @@ impl TcpSender {
             }
             return;
         }
-        if let Some(p) = self.probe_deadline {
+        if let Some(p) = self.probe_deadline.filter(|_| !self.paced) {
             if p <= now && self.rto_deadline.map_or(true, |r| p <= r) {
                 self.send_probe(now, out);
                 return;
