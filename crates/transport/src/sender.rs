@@ -107,8 +107,10 @@ pub struct TcpSender {
     /// The algorithm is router-assisted (see the module documentation).
     router: bool,
     fin_sent: bool,
-    /// Paced flows: the earliest time the next segment may leave.
-    pace_next: Nanos,
+    /// Paced flows: when the last segment left and its wire bytes; the next may leave once
+    /// those bytes have been sent at the current rate.
+    paced_at: Nanos,
+    paced_bytes: u64,
     /// The algorithm is rate-based: the sender paces (see the module documentation).
     paced: bool,
     /// When the last packet of the flow left.
@@ -167,7 +169,8 @@ impl TcpSender {
             ect: ecn,
             router,
             fin_sent: false,
-            pace_next: Nanos::ZERO,
+            paced_at: Nanos::ZERO,
+            paced_bytes: 0,
             paced,
             last_sent: Nanos::ZERO,
             header_only: 0,
@@ -212,8 +215,8 @@ impl TcpSender {
     /// A one-line description of the sender's state, for diagnostics.
     pub fn describe(&self) -> String {
         format!(
-            "rate={:?} pace_next={:?} round={:?} probes={} cwr={:?} state={:?} una={} nxt={} max={} cwnd={} ssthresh={} pipe={} recovery={} recover={} retx={:?} lost_hint={} sacked={:?} dupacks={} rto_at={:?} backoff={} rto={:?}",
-            self.cc.pacing_rate(), self.pace_next, self.cc.round(), self.probes, self.cwr.map(|c| c.high_seq), self.state, self.snd_una, self.snd_nxt, self.snd_max, self.st.cwnd_bytes, self.st.ssthresh_bytes, self.pipe(),
+            "rate={:?} paced_at={:?} round={:?} probes={} cwr={:?} state={:?} una={} nxt={} max={} cwnd={} ssthresh={} pipe={} recovery={} recover={} retx={:?} lost_hint={} sacked={:?} dupacks={} rto_at={:?} backoff={} rto={:?}",
+            self.cc.pacing_rate(), self.paced_at, self.cc.round(), self.probes, self.cwr.map(|c| c.high_seq), self.state, self.snd_una, self.snd_nxt, self.snd_max, self.st.cwnd_bytes, self.st.ssthresh_bytes, self.pipe(),
             self.in_recovery, self.recover, self.retx.ranges(), self.lost_hint, self.sacked.ranges(), self.dupacks, self.rto_deadline, self.backoff, self.rtt.rto()
         )
     }
@@ -656,16 +659,17 @@ impl TcpSender {
         let rate = self.cc.pacing_rate().unwrap_or(BitsPerSec(0));
         let wnd = self.window(Some(rate));
         while rate.0 > 0 {
-            if now < self.pace_next {
-                self.probe_deadline = Some(self.pace_next);
+            let next = self.paced_at + rate.tx_time(self.paced_bytes);
+            if now < next {
+                self.probe_deadline = Some(next);
                 break;
             }
             let before = out.len();
             if !self.send_one(now, wnd, out) {
                 break;
             }
-            let wire: u64 = out[before..].iter().map(|p| p.wire_bytes as u64).sum();
-            self.pace_next = self.pace_next.max(now) + rate.tx_time(wire);
+            self.paced_at = now;
+            self.paced_bytes = out[before..].iter().map(|p| p.wire_bytes as u64).sum();
         }
         self.send_fin_if_done(now, out);
         if !self.fin_sent {

@@ -6,9 +6,12 @@
 //! R(t) = R(t - T) [1 + (T/d) (a (C - y(t)) - b q(t)/d) / C]
 //!
 //! with C the link rate, y the rate of the traffic that arrived over the interval, q the
-//! queue (bits) at the end of the interval and d the average RTT of the flows through the
-//! port: a running average of the RTT field their packets carry. T is d. R stays within
-//! [`MIN_RATE_SHARE`] C and C.
+//! persistent queue (bits: the smallest queue a packet found on arrival during the interval,
+//! XCP's definition, from which RCP's router descends; the queue at the tick when no packet
+//! came) and d the average RTT of the flows through the
+//! port: a running average of the RTT field their packets carry. T is d. R stays between
+//! one 1500-byte packet per d and C (the lower clip of RCP's ns-2 router, `min_pprtt_`
+//! packets per average RTT, with one packet).
 //!
 //! A packet carries the RCP header (rate, RTT, and the rate echoed back: 12 bytes on data
 //! packets and on the ACKs that echo it); each port lowers the rate field to its R. The
@@ -31,8 +34,8 @@ use serde::{Deserialize, Serialize};
 pub const HEADER_BYTES: u8 = 12;
 /// Gain of the per-packet running average of the RTT field at a port.
 pub const RTT_GAIN: f64 = 0.02;
-/// Lowest rate a port offers, as a share of its capacity.
-pub const MIN_RATE_SHARE: f64 = 0.0001;
+/// The lowest rate a port offers is this many bits per average RTT (one 1500-byte packet).
+pub const MIN_BITS_PER_RTT: f64 = 12_000.0;
 /// Control intervals without a packet after which a port stops its timer.
 pub const IDLE_INTERVALS: u32 = 10;
 
@@ -127,6 +130,8 @@ pub struct RcpPort {
     /// d, seconds.
     avg_rtt_s: f64,
     bytes_in: u64,
+    /// Smallest queue an arriving packet found in this interval.
+    min_queue_bytes: u64,
     last_tick: Nanos,
     idle: u32,
     stopped: bool,
@@ -142,6 +147,7 @@ impl RcpPort {
             rate_bps: c,
             avg_rtt_s: cfg.initial_rtt.0.as_secs_f64(),
             bytes_in: 0,
+            min_queue_bytes: u64::MAX,
             last_tick: Nanos::ZERO,
             idle: 0,
             stopped: true,
@@ -156,7 +162,7 @@ impl RcpPort {
         let y = bytes_in as f64 * 8.0 / t_s;
         let q = queue_bytes as f64 * 8.0;
         let r = self.rate_bps * (1.0 + (t_s / d) * (self.alpha * (c - y) - self.beta * q / d) / c);
-        self.rate_bps = r.clamp(MIN_RATE_SHARE * c, c);
+        self.rate_bps = r.clamp((MIN_BITS_PER_RTT / d).min(c), c);
     }
 
     pub fn avg_rtt(&self) -> Nanos {
@@ -173,6 +179,7 @@ impl PortControl for RcpPort {
             self.bytes_in = 0;
         }
         self.bytes_in += wire_bytes as u64;
+        self.min_queue_bytes = self.min_queue_bytes.min(v.queue_bytes);
         if kind.is_reverse() {
             return; // an echo on its way back to the sender: counted, not read
         }
@@ -188,8 +195,9 @@ impl PortControl for RcpPort {
     fn on_tick(&mut self, v: &PortView) -> Option<Nanos> {
         let t = v.now.0.saturating_sub(self.last_tick.0);
         if t > 0 {
-            self.update(t as f64 * 1e-9, self.bytes_in, v.queue_bytes);
+            self.update(t as f64 * 1e-9, self.bytes_in, self.min_queue_bytes.min(v.queue_bytes));
         }
+        self.min_queue_bytes = u64::MAX;
         self.idle = if self.bytes_in == 0 { self.idle + 1 } else { 0 };
         self.bytes_in = 0;
         self.last_tick = v.now;

@@ -1,0 +1,145 @@
+//! Router-assisted protocols (RCP, RACS) end to end: switch ports stamp rates into the
+//! packets' router header, receivers echo it, senders pace at it.
+
+mod common;
+use common::*;
+use fctlab_engine::Nanos;
+use fctlab_sim::Simulation;
+
+const C: f64 = 1e9;
+
+/// A star (sw0 and h0..h{n}) at 1 Gbps with 25 us links and 100-packet buffers; long-lived
+/// flows h1..h{n} -> h0 starting `stagger_us` apart, plus `extra` flow lines.
+fn star(protocol: &str, n: usize, stagger_us: u64, stop: &str, extra: &str) -> String {
+    let mut s = format!(
+        "seed = 1\nstop_time = \"{stop}\"\n[network]\ntopology = \"star\"\nhosts = {}\nlink_rate = \"1Gbps\"\nlink_delay = \"25us\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"{protocol}\"\nmin_rto = \"10ms\"\ninitial_rtt = \"100us\"\n",
+        n + 1
+    );
+    for i in 1..=n {
+        s += &format!("[[flows]]\nsrc = \"h{i}\"\ndst = \"h0\"\nstart = \"{}us\"\n", (i as u64 - 1) * stagger_us);
+    }
+    s + extra
+}
+
+fn port_index(s: &mut Simulation, src: &str, dst: &str) -> usize {
+    s.results(false).links.iter().position(|l| l.src == src && l.dst == dst).expect("port")
+}
+
+/// Bytes each flow delivered in [from, to], and the bottleneck port's wire bytes and drops.
+fn window(s: &mut Simulation, from: Nanos, to: Nanos, port: usize) -> (Vec<f64>, f64) {
+    s.advance(from);
+    let r0 = s.results(false);
+    s.advance(to);
+    let r1 = s.results(false);
+    let d = r1.flows.iter().zip(&r0.flows).map(|(a, b)| (a.bytes_delivered - b.bytes_delivered) as f64).collect();
+    let wire = (r1.links[port].tx_bytes - r0.links[port].tx_bytes) as f64;
+    (d, wire * 8.0 / (to - from).as_secs_f64() / C)
+}
+
+#[test]
+fn long_flows_fill_the_bottleneck_with_a_short_queue_and_no_drops() {
+    for protocol in ["rcp", "racs"] {
+        for n in [1, 2, 4, 8] {
+            let mut s = sim(&star(protocol, n, 5000, "300ms", ""));
+            let port = port_index(&mut s, "sw0", "h0");
+            let (_, util) = window(&mut s, Nanos::from_millis(100), Nanos::from_millis(300), port);
+            let r = s.results(false);
+            let l = &r.links[port];
+            println!("{protocol} n={n}: utilization {util:.4}, mean queue {:.2} pkts, max {}, drops {}", l.mean_queue_pkts, l.max_queue_pkts, r.summary.drops);
+            assert!(util >= 0.95, "{protocol} with {n} flows: utilization {util}");
+            assert!(l.mean_queue_pkts < 10.0, "{protocol} with {n} flows: mean queue {}", l.mean_queue_pkts);
+            assert_eq!(r.summary.drops, 0, "{protocol} with {n} flows dropped packets");
+        }
+    }
+}
+
+#[test]
+fn rcp_rate_converges_to_c_over_n_and_follows_n_as_flows_leave() {
+    // Four long-lived flows, and four that carry 2 MB each (128 ms at C/8) and leave once done.
+    let mut extra = String::new();
+    for i in 5..=8 {
+        extra += &format!("[[flows]]\nsrc = \"h{i}\"\ndst = \"h0\"\nsize = \"2MB\"\n");
+    }
+    let text = star("rcp", 4, 0, "400ms", &extra).replace("hosts = 5", "hosts = 9");
+    let mut s = sim(&text);
+    let port = port_index(&mut s, "sw0", "h0");
+    s.advance(Nanos::from_millis(30));
+    let r8 = s.port_offered_rate(port).unwrap();
+    let done = s.results(false).flows.iter().filter(|f| f.fct_s.is_some()).count();
+    println!("8 flows: R = {r8:.0} bps (C/8 = {:.0}), {done} done", C / 8.0);
+    assert_eq!(done, 0, "the 2 MB flows must still run at 30 ms");
+    assert!((r8 / (C / 8.0) - 1.0).abs() < 0.05, "R = {r8} with 8 flows");
+    s.advance(Nanos::from_millis(400));
+    let r4 = s.port_offered_rate(port).unwrap();
+    let done = s.results(false).flows.iter().filter(|f| f.fct_s.is_some()).count();
+    println!("after the 2 MB flows left: R = {r4:.0} bps (C/4 = {:.0}), {done} done", C / 4.0);
+    assert_eq!(done, 4);
+    assert!((r4 / (C / 4.0) - 1.0).abs() < 0.05, "R = {r4} with 4 flows");
+}
+
+#[test]
+fn racs_splits_by_weight() {
+    // Equal weights (two long-lived flows: w = w_min each), then fixed weights 2 : 1.
+    for (w1, w2, want) in [("", "", 1.0), ("weight = 2\n", "weight = 1\n", 2.0)] {
+        let text = format!(
+            "seed = 1\nstop_time = \"300ms\"\n[network]\ntopology = \"star\"\nhosts = 3\nlink_rate = \"1Gbps\"\nlink_delay = \"25us\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"racs\"\ninitial_rtt = \"100us\"\n[[flows]]\nsrc = \"h1\"\ndst = \"h0\"\n{w1}[[flows]]\nsrc = \"h2\"\ndst = \"h0\"\nstart = \"1ms\"\n{w2}"
+        );
+        let mut s = sim(&text);
+        let port = port_index(&mut s, "sw0", "h0");
+        let (d, util) = window(&mut s, Nanos::from_millis(50), Nanos::from_millis(300), port);
+        let ratio = d[0] / d[1];
+        println!("weights {w1:?} {w2:?}: ratio {ratio:.4}, utilization {util:.4}");
+        assert!((ratio / want - 1.0).abs() < 0.05, "ratio {ratio}, want {want}");
+    }
+}
+
+/// A 100 KB flow beside a long-lived one: its weight starts at w(68 segments) = 1 + 9
+/// e^-1.37 = 3.3 and rises to 10 as it drains, against the long flow's 1, so it gets at least
+/// 3.3/4.3 = 77% of the link once it has its rate. Its completion time is then at most two
+/// rounds of set-up (SYN, first request) plus 100 KB at 77% of the link; an equal share (50%)
+/// would take 1.5 times as long for the data part.
+#[test]
+fn racs_gives_a_short_flow_the_share_its_size_weight_implies() {
+    let extra = "[[flows]]\nsrc = \"h2\"\ndst = \"h0\"\nsize = \"100KB\"\nstart = \"50ms\"\n";
+    let text = star("racs", 1, 0, "100ms", extra).replace("hosts = 2", "hosts = 3");
+    let r = run(&text);
+    let short = r.flows.iter().find(|f| f.size_bytes == Some(100_000)).unwrap();
+    let fct = short.fct_s.expect("the short flow completes");
+    let rtt = 4.0 * 25e-6 + 3.0 * 1500.0 * 8.0 / C; // four 25 us hops and serialization
+    let setup = 2.0 * rtt;
+    let data_time = fct - setup;
+    let share = 100_000.0 * 8.0 * (1540.0 / 1500.0) / data_time / C;
+    println!("100 KB beside a long flow: FCT {:.3} ms, share {share:.3} of the link after set-up", fct * 1e3);
+    assert!(share >= 0.77 * 0.95, "share {share}");
+}
+
+/// A flow joining a long-lived one: how many rounds (t_trans, the average RTT) until it runs
+/// within 10% of its half of the link.
+#[test]
+fn racs_joining_flow_takes_its_share_within_a_few_rounds() {
+    let text = star("racs", 2, 50_000, "80ms", "");
+    let mut s = sim(&text);
+    let port = port_index(&mut s, "sw0", "h0");
+    s.advance(Nanos::from_millis(50));
+    let t_trans = Nanos::from_micros(110); // about one RTT on this star (set-up below checks)
+    let mut rounds = 0;
+    let mut last = 0u64;
+    let mut settled = None;
+    for k in 1..=40u64 {
+        s.advance(Nanos::from_millis(50) + Nanos(t_trans.0 * k));
+        let b = s.results(false).flows[1].bytes_delivered;
+        let rate = (b - last) as f64 * 8.0 / t_trans.as_secs_f64();
+        last = b;
+        rounds = k;
+        if (rate / (C * 0.5 * 1460.0 / 1512.0) - 1.0).abs() < 0.10 {
+            settled = Some(k);
+            break;
+        }
+    }
+    let _ = port;
+    println!("joining flow within 10% of C/2 after {rounds} rounds of {t_trans:?}");
+    let k = settled.expect("the joining flow never reached its share within 40 rounds");
+    // SYN (1 round), first request (1 round), first data across (1 round) and the round the
+    // measurement straddles.
+    assert!(k <= 5, "took {k} rounds");
+}
