@@ -162,6 +162,9 @@ def transport_line(t: dict) -> str:
     from .numfmt import count, seconds
 
     protos = ", ".join(f"{k} ({v} flows)" for k, v in t["protocols"].items()) or "no flows"
+    from . import _core
+
+    routed = {n for r in _core.protocols() if r.get("router_assisted") for n in r["names"]} & set(t["protocols"])
     ssthresh = "unlimited" if t["initial_ssthresh_bytes"] is None else f"{count(t['initial_ssthresh_bytes'])} B"
     tick = "exact" if not t["rto_granularity_s"] else seconds(t["rto_granularity_s"])
     onoff = lambda b: "on" if b else "off"  # noqa: E731
@@ -172,6 +175,8 @@ def transport_line(t: dict) -> str:
         f"RTO min {seconds(t['min_rto_s'])} initial {seconds(t['initial_rto_s'])} max {seconds(t['max_rto_s'])} "
         f"tick {tick}, ECN {onoff(t['ecn'])} (CWR hold {onoff(t['cwr'])}), tail loss probe {onoff(t['tail_loss_probe'])}, "
         f"handshake {onoff(t['handshake'])}"
+        + (f"; {', '.join(sorted(routed))}: router-assisted (always SYN and FIN, paced at the routers' rate, "
+           "no tail loss probes)" if routed else "")
     )
 
 

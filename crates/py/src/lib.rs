@@ -258,7 +258,7 @@ fn json_to_py(py: Python<'_>, v: &serde_json::Value) -> PyResult<PyObject> {
 
 /// Every registered congestion control: a list of dicts with `names` (the first is the one
 /// results report), `keys` (its parameters), `defaults` (their published values) and
-/// `requires_ecn`.
+/// `requires_ecn` and `router_assisted` (switches take part: see docs/protocols.md).
 #[pyfunction]
 fn protocols(py: Python<'_>) -> PyResult<PyObject> {
     let out = PyList::empty_bound(py);
@@ -268,6 +268,7 @@ fn protocols(py: Python<'_>) -> PyResult<PyObject> {
         d.set_item("keys", (r.keys)().to_vec())?;
         d.set_item("defaults", json_to_py(py, &(r.defaults)())?)?;
         d.set_item("requires_ecn", r.requires_ecn)?;
+        d.set_item("router_assisted", r.router_assisted)?;
         out.append(d)?;
     }
     Ok(out.into())

@@ -75,6 +75,7 @@ impl Monitor {
                 ssthresh_bytes: (snd.st.ssthresh_bytes < u64::MAX / 4).then_some(snd.st.ssthresh_bytes),
                 rate_bps: rate,
                 weight: snd.cc.weight(),
+                pacing_bps: snd.pacing_rate().map(|r| r.0 as f64),
             });
         }
     }

@@ -1,7 +1,8 @@
 """`fctlab reproduce PAPER`: rerun a paper's simulations and write a report that compares
 fctlab's numbers with the paper's.
 
-Papers: ``atcp`` (Adaptive TCP; see docs/reproduce_atcp.md).
+Papers: ``atcp`` (Adaptive TCP; see docs/reproduce_atcp.md) and ``thesis`` (Munir's thesis,
+chapter 4: RACS against RCP; see docs/reproduce_thesis.md).
 
     fctlab reproduce atcp [--quick] [--out DIR] [--items 1,2,7] [--budget SECONDS]
 
@@ -20,7 +21,7 @@ from typing import Optional, Sequence
 
 __all__ = ["main_reproduce", "configure", "run", "PAPERS", "default_scenario_dir"]
 
-PAPERS = ("atcp",)
+PAPERS = ("atcp", "thesis")
 
 
 class _ArgError(Exception):

@@ -346,6 +346,7 @@ def _sample_cwnd(plan: Plan, results: dict, kernel_params: Optional[K.AtcpParams
             out["ssthresh_bytes"].append(None if ssth >= _TI_INFINITE_SSTHRESH else ssth * mss)
             out["rate_bps"].append((acked - a_prev) * 8 / (now - t_prev) if now > t_prev else 0.0)
             out["weight"].append(_kernel_weight(ccs[f.flow_id], kernel_params, acked))
+            out["pacing_bps"].append(None)  # the kernel's protocols here are window-based
 
 
 def _base_rtt(net: Network, src: str, dst: str, port: int) -> float:

@@ -256,6 +256,7 @@ pub struct Registration {
     /// The published defaults of its parameters, as JSON.
     pub defaults: fn() -> serde_json::Value,
     pub requires_ecn: bool,
+    pub router_assisted: bool,
     parse: fn(toml::Table) -> Result<CcConfig, ParamError>,
 }
 
@@ -383,6 +384,7 @@ macro_rules! protocols {
                 keys: fctlab_engine::quantity::fields_of::<<$ty as Protocol>::Config>,
                 defaults: || serde_json::to_value(<<$ty as Protocol>::Config as Default>::default()).unwrap_or(serde_json::Value::Null),
                 requires_ecn: <$ty as Protocol>::REQUIRES_ECN,
+                router_assisted: <$ty as Protocol>::ROUTER_ASSISTED,
                 parse: |t| parse_config::<$ty>(t).map(CcConfig::$ty),
             },)*
         ];
