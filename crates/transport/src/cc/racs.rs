@@ -15,7 +15,11 @@
 //! 4.3) and is granted R = w_c C / W (eq. 4.2) if that is below the rate field. Allocation is
 //! slotted: W as it stood at the start of the current measurement interval t_p is the one
 //! rates divide by, the running W collects the requests of the interval; t_p is the average
-//! RTT that requests carry and goes back as t_trans (the smallest along the path).
+//! RTT that requests carry and goes back as t_trans (the smallest along the path). A grant
+//! divides by the larger of the interval's W and the running W: the thesis admits a flow
+//! with its SYN so that its first request, a round later, finds it counted, but with t_p equal
+//! to the RTT that request can arrive before the next interval starts; the running W already
+//! counts every admitted flow.
 //!
 //! Model choices the thesis leaves open, listed in docs/protocols.md: w_min = 1, w_max = 9,
 //! a = 1/50 per segment (see `RacsConfig`); a request is processed as it is offered to a port,
@@ -214,8 +218,8 @@ impl PortControl for RacsPort {
             self.avg_rtt_s += RTT_GAIN * (hdr.rtt_ns as f64 * 1e-9 - self.avg_rtt_s);
         }
         if w_c > 0.0 {
-            // A flow the interval's W does not include yet counts itself.
-            let w = self.w_slot.max(w_c);
+            // Flows admitted (or grown) since the interval began count too.
+            let w = self.w_slot.max(self.w_running).max(w_c);
             let r = (w_c * self.capacity_bps / w) as u64;
             if r < hdr.rate_bps {
                 hdr.rate_bps = r;
@@ -279,11 +283,15 @@ mod tests {
         assert_eq!(a.rate_bps, 666_666_666);
         assert_eq!(b.rate_bps, 333_333_333);
         assert_eq!(a.interval_ns, 100_000);
-        // A's weight rises to 5 as it drains; the grant still divides by the interval's W = 3
-        // (capped at C), the next interval's by 6.
+        // A's weight rises to 5 as it drains: W becomes 6 at once, and the grant divides by the
+        // larger of the interval's W (3) and the running W (6).
         let a = request(&mut p, PacketKind::Data, 5.0, 2.0);
         assert_eq!(p.total_weight(), 6.0);
-        assert_eq!(a.rate_bps, 1_000_000_000);
+        assert_eq!(a.rate_bps, 833_333_333);
+        // A flow admitted by its SYN within the interval counts at once too.
+        request(&mut p, PacketKind::Syn, 2.0, 0.0);
+        assert_eq!(request(&mut p, PacketKind::Data, 1.0, 1.0).rate_bps, 125_000_000);
+        request(&mut p, PacketKind::Fin, 0.0, 2.0);
         tick(&mut p);
         let b = request(&mut p, PacketKind::Data, 1.0, 1.0);
         assert_eq!(b.rate_bps, 166_666_666);
