@@ -289,6 +289,7 @@ def item5(r: Runner, mode: Mode, out) -> Item:
     afct: dict = {p: {} for p in PROTOCOLS}
     within: dict = {p: {} for p in PROTOCOLS}
     long_tp: dict = {p: {} for p in PROTOCOLS}
+    loss: dict = {p: {} for p in PROTOCOLS}
     flows_hi: dict = {}
     hi = max(mode.rates)
     for p in PROTOCOLS:
@@ -302,9 +303,10 @@ def item5(r: Runner, mode: Mode, out) -> Item:
             within[p][rate] = float((done["fct_s"] <= 0.010).sum()) / len(resp) if len(resp) else float("nan")
             lf = f[f["tag"] == "long"]
             long_tp[p][rate] = float(lf["bytes_delivered"].sum()) * 8 / float(res.summary["sim_time_s"]) / 1e6
+            loss[p][rate] = _loss_rate(res)
             if rate == hi:
                 flows_hi[p] = resp
-    it.numbers = {"afct_s": afct, "done_within_10ms": within, "long_flows_mbps": long_tp}
+    it.numbers = {"afct_s": afct, "done_within_10ms": within, "long_flows_mbps": long_tp, "loss_rate": loss}
     ex = r.expected
     lo = min(mode.rates)
     racs_ratio = afct["racs"][hi] / afct["racs"][lo]
@@ -337,7 +339,8 @@ def item5(r: Runner, mode: Mode, out) -> Item:
             f"{k}: {fmt_time(m['racs'][0])} vs {fmt_time(m['rcp'][0])}" for k, m in by_size.items())
         + ". TCP SACK AFCT: " + " / ".join(fmt_time(afct["tcp"][x]) for x in mode.rates)
         + f" at {mode.rates} flows/s. Long flows' goodput (both together): "
-        + "; ".join(f"{LABEL[p]} " + " / ".join(_mbps(long_tp[p][x]) for x in mode.rates) for p in PROTOCOLS) + ".")
+        + "; ".join(f"{LABEL[p]} " + " / ".join(_mbps(long_tp[p][x]) for x in mode.rates) for p in PROTOCOLS) + ". Loss rates: "
+        + "; ".join(f"{LABEL[p]} " + " / ".join(f"{loss[p][x]:.2%}" for x in mode.rates) for p in PROTOCOLS) + ".")
     fig = new_figure(10, 3.5)
     a, b = fig.subplots(1, 2)
     for p in PROTOCOLS:
