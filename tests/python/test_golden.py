@@ -29,6 +29,9 @@ OVERRIDES = {
     "python/fctlab/benchmarks/dumbbell8_10g.toml": ["stop_time=20ms"],
     "python/fctlab/benchmarks/fattree_k8.toml": ["stop_time=3ms"],
     "python/fctlab/benchmarks/fattree_k16_dctcp.toml": ["network.k=4", "stop_time=3ms"],
+    # the thesis's long runs, shortened to keep the snapshots small
+    "scenarios/papers/thesis/incast.toml": ["workloads.0.rounds=20"],
+    "scenarios/papers/thesis/benchmark.toml": ["workloads.0.until=300ms", "stop_time=400ms"],
 }
 
 
