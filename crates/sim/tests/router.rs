@@ -143,3 +143,28 @@ fn racs_joining_flow_takes_its_share_within_a_few_rounds() {
     // measurement straddles.
     assert!(k <= 5, "took {k} rounds");
 }
+
+/// A RACS flow granted far less than one packet per round (weight 1 beside a weight of 1000:
+/// about 1 Mbps, one 1500-byte packet per 12 ms) keeps sending a header-only request every
+/// round, so when the heavy flow leaves it learns of its new rate within a round or two
+/// instead of at its next data packet.
+#[test]
+fn racs_flow_below_a_packet_per_round_keeps_asking_and_takes_over_at_once() {
+    let text = format!(
+        "seed = 1\nstop_time = \"60ms\"\n[network]\ntopology = \"star\"\nhosts = 3\nlink_rate = \"1Gbps\"\nlink_delay = \"25us\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"racs\"\ninitial_rtt = \"100us\"\n[[flows]]\nsrc = \"h1\"\ndst = \"h0\"\nsize = \"1MB\"\nweight = 1000\n[[flows]]\nsrc = \"h2\"\ndst = \"h0\"\nweight = 1\nstart = \"1ms\"\n"
+    );
+    let mut s = sim(&text);
+    s.advance(Nanos::from_millis(8));
+    let weak_before = s.results(false).flows[1].bytes_delivered;
+    assert!(s.results(false).flows[0].fct_s.is_none(), "the 1 MB flow still runs at 8 ms");
+    assert!(weak_before < 20_000, "the weak flow got {weak_before} bytes in 7 ms beside the heavy one");
+    s.advance(Nanos::from_millis(15));
+    let heavy = s.results(false).flows[0].fct_s.expect("the 1 MB flow finishes within 15 ms");
+    println!("weak flow had {weak_before} bytes at 8 ms; heavy flow done at {:.2} ms", heavy * 1e3);
+    let t0 = Nanos::from_secs_f64(heavy) + Nanos::from_millis(1);
+    let mut s = sim(&text); // the same run again, measured from t0
+    let (d, _) = window(&mut s, t0, t0 + Nanos::from_millis(2), 0);
+    let rate = d[1] * 8.0 / 2e-3;
+    println!("weak flow from 1 ms after: {:.0} Mbps", rate / 1e6);
+    assert!(rate > 0.8 * C * 1460.0 / 1520.0, "weak flow at {rate} bps once alone");
+}
