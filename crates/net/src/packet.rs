@@ -52,8 +52,9 @@ pub struct SackBlock {
 /// - RCP: `rate_bps` (lowered to each port's R), `rtt_ns` (the sender's RTT estimate).
 /// - RACS: the rate request: `weight` (w_c), `prev_weight` (w_p), `rate_bps` (lowered to
 ///   w_c C / W), `rtt_ns`, `interval_ns` (lowered to each port's t_p: t_trans).
-/// - SDC: `load` (raised to each port's load factor), `class` (raised to the highest active
-///   class).
+/// - SDC: `class` and `prev_class` (the sender's class now and as last counted: ports move
+///   their per-class counts), `load` (raised to each port's load factor), `top_class` (raised
+///   to the highest class active at a port).
 #[derive(Copy, Clone, Debug, PartialEq, Default)]
 pub struct RouterHeader {
     /// Lowest rate offered along the path, bits per second.
@@ -68,8 +69,12 @@ pub struct RouterHeader {
     pub interval_ns: u32,
     /// Largest load factor along the path.
     pub load: f32,
-    /// Highest class along the path, or the sender's class.
+    /// The sender's class (protocol-defined numbering; 0: none).
     pub class: u8,
+    /// The sender's class as ports last counted it (0: not counted yet).
+    pub prev_class: u8,
+    /// Highest class active along the path.
+    pub top_class: u8,
     /// Bytes this header occupies on the wire.
     pub wire_bytes: u8,
 }

@@ -2,8 +2,10 @@
 
 - :mod:`fctlab.models.atcp`: weighted AIMD (Theorem 1 of the ATCP design), the two-flow
   completion time, and the square-root law for unsynchronized losses.
+- :mod:`fctlab.models.aimd`: the AIMD model of SDC's analysis (the thesis's section 3.4):
+  stationary windows, throughput, completion times, class-averaged parameters and gains.
 """
 
-from . import atcp
+from . import aimd, atcp
 
-__all__ = ["atcp"]
+__all__ = ["aimd", "atcp"]

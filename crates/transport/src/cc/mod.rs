@@ -428,6 +428,7 @@ protocols! {
     atcp::Atcp,
     rcp::Rcp,
     racs::Racs,
+    sdc::Sdc,
     #[cfg(feature = "example-protocols")]
     fixed_window::FixedWindow,
 }
