@@ -333,6 +333,11 @@ impl Simulation {
         self.port_ctl.get(i).and_then(|c| c.offered_rate())
     }
 
+    /// The active flows per class that the control of port `i` counts (class-based protocols).
+    pub fn port_class_counts(&self, i: usize) -> Option<Vec<u32>> {
+        self.port_ctl.get(i).and_then(|c| c.class_counts())
+    }
+
     #[inline]
     fn receive(&mut self, node: NodeId, pid: PacketId, meta: PacketMeta) {
         if !self.net.node_is_host[node.0 as usize] {

@@ -168,3 +168,48 @@ fn racs_flow_below_a_packet_per_round_keeps_asking_and_takes_over_at_once() {
     println!("weak flow from 1 ms after: {:.0} Mbps", rate / 1e6);
     assert!(rate > 0.8 * C * 1460.0 / 1520.0, "weak flow at {rate} bps once alone");
 }
+
+#[test]
+fn sdc_long_flows_fill_the_link_with_a_small_queue_and_share_it_fairly() {
+    for n in [1, 2, 4, 8] {
+        let mut s = sim(&star("sdc", n, 5000, "600ms", ""));
+        let port = port_index(&mut s, "sw0", "h0");
+        let (d, util) = window(&mut s, Nanos::from_millis(100), Nanos::from_millis(600), port);
+        let r = s.results(false);
+        let l = &r.links[port];
+        let fair = jain(&d);
+        println!("sdc n={n}: utilization {util:.4}, mean queue {:.2} pkts (max {}), Jain {fair:.4}, drops {}", l.mean_queue_pkts, l.max_queue_pkts, r.summary.drops);
+        assert!(util >= 0.95, "{n} flows: utilization {util}");
+        assert!(l.mean_queue_pkts < 10.0, "{n} flows: mean queue {} of a 100-packet buffer", l.mean_queue_pkts);
+        assert!(fair >= 0.95, "{n} flows: Jain {fair}");
+    }
+}
+
+/// SYNs add a flow to its class at every port on the path, a flow that drains moves up, a
+/// FIN removes it: three flows starting in classes A, B and C, sampled at the shared port.
+#[test]
+fn sdc_class_counters_follow_the_flows_and_return_to_zero() {
+    let extra = "[[flows]]\nsrc = \"h1\"\ndst = \"h0\"\nsize = \"30KB\"\n[[flows]]\nsrc = \"h2\"\ndst = \"h0\"\nsize = \"120KB\"\n[[flows]]\nsrc = \"h3\"\ndst = \"h0\"\nsize = \"1MB\"\n";
+    let text = star("sdc", 0, 0, "100ms", extra).replace("hosts = 1", "hosts = 4");
+    let mut s = sim(&text);
+    let port = port_index(&mut s, "sw0", "h0");
+    let mut seen: Vec<Vec<u32>> = Vec::new();
+    for k in 1..=1000u64 {
+        s.advance(Nanos::from_micros(20 * k));
+        let c = s.port_class_counts(port).expect("an SDC port counts classes");
+        if seen.last() != Some(&c) {
+            seen.push(c);
+        }
+        if s.is_finished() {
+            break;
+        }
+    }
+    println!("class counts (A, B, C) at sw0 -> h0 over time: {seen:?}");
+    assert!(s.results(false).flows.iter().all(|f| f.fct_s.is_some()));
+    let first = seen.iter().find(|c| c.iter().any(|&n| n > 0));
+    assert_eq!(first, Some(&vec![1, 1, 1]), "the three SYNs, one per class");
+    assert_eq!(seen.last(), Some(&vec![0, 0, 0]), "every FIN removed its flow");
+    // the 1 MB flow, last to finish, passes through B and A on its own
+    let tail: Vec<&Vec<u32>> = seen.iter().skip_while(|c| **c != vec![0, 0, 1]).collect();
+    assert_eq!(tail, vec![&vec![0, 0, 1], &vec![0, 1, 0], &vec![1, 0, 0], &vec![0, 0, 0]], "{seen:?}");
+}

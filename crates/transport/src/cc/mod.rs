@@ -239,6 +239,10 @@ pub trait PortControl: fmt::Debug + Send {
     fn offered_rate(&self) -> Option<f64> {
         None
     }
+    /// Active flows per class, highest class first (class-based protocols; for tests).
+    fn class_counts(&self) -> Option<Vec<u32>> {
+        None
+    }
 }
 
 /// A parameter error: the key it concerns (if one) and what was expected.

@@ -385,8 +385,8 @@ impl PortControl for SdcPort {
         self.fixed_tp.unwrap_or_else(|| Nanos::from_secs_f64(self.avg_rtt_s)).max(Nanos::from_micros(1))
     }
 
-    fn offered_rate(&self) -> Option<f64> {
-        None
+    fn class_counts(&self) -> Option<Vec<u32>> {
+        Some(self.counts.to_vec())
     }
 }
 
