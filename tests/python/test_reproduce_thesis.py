@@ -29,14 +29,14 @@ def test_quick_run_writes_full_report(quick_run):
     assert wall < 120, f"--quick took {wall:.0f} s"
     md = (out / "report.md").read_text()
     assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
-    for n in range(1, 6):
+    for n in range(1, 7):
         assert f"## Item {n}:" in md
     for e in EXPECTED.rows.values():
         assert f"| {e.quantity} | {e.shown} |" in md, e.id
-    for png in ("thesis_item1_ns2.png", "thesis_item3_ns2.png", "thesis_item5_ns2.png"):
+    for png in ("thesis_item1_ns2.png", "thesis_item3_ns2.png", "thesis_item5_ns2.png", "thesis_item6_ns2.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
     results = json.loads((out / "results.json").read_text())
-    assert all(results["items"][str(n)]["status"] == "done" for n in range(1, 6)), results["items"]
+    assert all(results["items"][str(n)]["status"] == "done" for n in range(1, 7)), results["items"]
 
 
 def test_quick_run_numbers_are_measured(quick_run):
@@ -56,7 +56,13 @@ def test_quick_run_numbers_are_measured(quick_run):
     assert all(v == 0 for v in loss["racs/bytes"].values()), loss
     assert max(loss["rcp/pkt"].values()) > 0
     # every row of the report has a verdict from the known set
-    verdicts = {r["verdict"] for n in range(1, 6) for r in items[str(n)]["rows"]}
+    # SDC (chapter 3): small queues against TCP SACK's, and RED/ECN's queue below DropTail's
+    assert max(queue["sdc"].values()) < max(queue["tcp"].values()) / 2
+    assert max(queue["tcp_red"].values()) < max(queue["tcp"].values())
+    # item 6 comes from the model: class B's AFCT falls as its gain rises
+    b = [items["6"]["numbers"]["fig3_3"][g]["B"]["afct_s"] for g in ("1", "2", "5", "10")]
+    assert b == sorted(b, reverse=True)
+    verdicts = {r["verdict"] for n in range(1, 7) for r in items[str(n)]["rows"]}
     assert verdicts <= {"matches", "direction matches, size differs", "does not match", "not measured"}, verdicts
 
 
@@ -67,6 +73,7 @@ def test_validate_names_the_router_assisted_protocols(capsys):
     assert main(["validate", str(scen)]) == 0
     out = capsys.readouterr().out
     assert "racs: router-assisted (always SYN and FIN" in out
+    assert "sdc" in [p["names"][0] for p in fctlab._core.protocols() if p["router_assisted"]]
     registry = {p["names"][0]: p for p in fctlab._core.protocols()}
     assert registry["rcp"]["router_assisted"] and registry["racs"]["router_assisted"]
     assert not registry["tcp"]["router_assisted"]
