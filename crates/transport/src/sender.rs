@@ -658,18 +658,22 @@ impl TcpSender {
         }
         let rate = self.cc.pacing_rate().unwrap_or(BitsPerSec(0));
         let wnd = self.window(Some(rate));
-        while rate.0 > 0 {
-            let next = self.paced_at + rate.tx_time(self.paced_bytes);
-            if now < next {
-                self.probe_deadline = Some(next);
-                break;
+        // (A rate of 0: nothing granted yet, only the round's header-only packet below.)
+        if rate.0 > 0 {
+            loop {
+                let next = self.paced_at + rate.tx_time(self.paced_bytes);
+                if now < next {
+                    self.probe_deadline = Some(next);
+                    break;
+                }
+                let before = out.len();
+                if !self.send_one(now, wnd, out) {
+                    break;
+                }
+                // The next segment waits for its time above (in this call when it has come).
+                self.paced_at = now;
+                self.paced_bytes = out[before..].iter().map(|p| p.wire_bytes as u64).sum();
             }
-            let before = out.len();
-            if !self.send_one(now, wnd, out) {
-                break;
-            }
-            self.paced_at = now;
-            self.paced_bytes = out[before..].iter().map(|p| p.wire_bytes as u64).sum();
         }
         self.send_fin_if_done(now, out);
         if !self.fin_sent {
