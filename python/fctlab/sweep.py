@@ -1,0 +1,414 @@
+"""Parameter sweeps: ``fctlab sweep SWEEP.toml --out DIR`` and :func:`sweep`.
+
+A sweep file names a base scenario and the values to vary::
+
+    base = "scenario.toml"          # relative to the sweep file
+    seeds = 3                       # seeds 1, 2, 3 (or a list: [1, 7, 9])
+
+    [axes]                          # every combination (grid product)
+    "transport.protocol" = ["tcp", "dctcp"]
+    "workloads.0.load" = [0.3, 0.5, 0.7]
+
+    [zip]                           # lists that vary together (same length)
+    "network.buffer" = ["50pkt", "100pkt"]
+    "network.ecn_threshold" = ["10pkt", "20pkt"]
+
+Every run is the base scenario with one value of each axis, one element of the zipped lists
+and one seed, as ``--set`` overrides. All runs are validated before any starts: a bad axis is
+reported with the scenario error it causes, naming the axis and the value.
+
+Each run has a stable id: a hash of the resolved scenario (its text and overrides) and the
+seed. A run writes its files under a temporary name and renames them when complete, so a
+sweep that is interrupted and started again runs only the runs that are missing, and a partial
+result is never taken for a complete one. Runs execute in a pool of worker processes (all
+cores by default), one simulation per task, or on a Dask cluster (``--cluster tcp://HOST:PORT``)
+through the same ``concurrent.futures`` interface. A failed run is retried up to
+``retries`` times, then recorded as failed with its error; the sweep finishes and lists them.
+
+The store: ``DIR/runs.parquet`` (one row per run: ``run_id``, ``status``, ``error``, the swept
+values, ``seed``, the run's summary fields and ``wall_s``) and ``DIR/flows/run_id=<id>/flows.parquet``
+(each run's flows with its swept values and seed as columns): one Parquet dataset that
+``fctlab query DIR "SQL"`` reads with DuckDB as the tables ``runs`` and ``flows``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from itertools import product
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["SweepError", "Sweep", "Run", "load_sweep", "sweep", "query", "configure", "run"]
+
+_TOP_KEYS = ("base", "seeds", "axes", "zip")
+
+
+class SweepError(ValueError):
+    """A sweep file that cannot be run: names the file, the key and what was expected."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a sweep: its overrides (dotted key -> value) and seed."""
+
+    values: tuple  # ((key, value), ...) in axis order
+    seed: int
+    run_id: str = ""
+
+    def overrides(self) -> list:
+        from .api import _format_value
+
+        return [f"{k}={_format_value(v)}" for k, v in self.values] + [f"seed={self.seed}"]
+
+
+@dataclass
+class Sweep:
+    path: Path
+    base: Path
+    axes: dict
+    zipped: dict
+    seeds: list
+    runs: list = field(default_factory=list)
+
+    @property
+    def keys(self) -> list:
+        return list(self.axes) + list(self.zipped)
+
+
+def _err(path: Path, key: str, msg: str) -> SweepError:
+    return SweepError(f"{path}: {key}: {msg}" if key else f"{path}: {msg}")
+
+
+def _values(path: Path, table: str, key: str, v: Any) -> list:
+    where = f'{table}."{key}"'
+    if not isinstance(v, list):
+        raise _err(path, where, f"expected a list of values, got {type(v).__name__} {v!r}")
+    if not v:
+        raise _err(path, where, "empty list: give at least one value")
+    for x in v:
+        if isinstance(x, (dict, list)) and not (isinstance(x, list) and all(not isinstance(y, (dict, list)) for y in x)):
+            raise _err(path, where, f"{x!r}: a value must be a string, number, boolean or a list of those")
+    return v
+
+
+def load_sweep(path: "str | os.PathLike") -> Sweep:
+    """Reads and checks a sweep file, and validates every run it describes (no run starts)."""
+    from . import api
+
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SweepError(f"{p}: no such sweep file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SweepError(f"{p}: cannot read: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SweepError(f"{p}: not valid TOML: {e}") from None
+    for k in data:
+        if k not in _TOP_KEYS:
+            raise _err(p, k, f"unknown key (known: {', '.join(_TOP_KEYS)})")
+    if not isinstance(data.get("base"), str):
+        raise _err(p, "base", 'required: the base scenario file, e.g. base = "scenario.toml"')
+    base = (p.parent / data["base"]).resolve()
+    if not base.is_file():
+        raise _err(p, "base", f"{data['base']!r}: no such scenario file (looked for {base})")
+    axes = data.get("axes", {})
+    zipped = data.get("zip", {})
+    for name, t in (("axes", axes), ("zip", zipped)):
+        if not isinstance(t, dict):
+            raise _err(p, name, "expected a table of dotted scenario keys to lists")
+    axes = {k: _values(p, "axes", k, v) for k, v in axes.items()}
+    zipped = {k: _values(p, "zip", k, v) for k, v in zipped.items()}
+    both = set(axes) & set(zipped)
+    if both:
+        raise _err(p, f'zip."{sorted(both)[0]}"', "is also an axis: vary a key in one table only")
+    if len({len(v) for v in zipped.values()}) > 1:
+        lens = ", ".join(f'"{k}" has {len(v)}' for k, v in zipped.items())
+        raise _err(p, "zip", f"the lists vary together and must have the same length ({lens})")
+    seeds = data.get("seeds", 1)
+    if isinstance(seeds, bool) or not isinstance(seeds, (int, list)):
+        raise _err(p, "seeds", f"expected a number of seeds or a list of seeds, got {seeds!r}")
+    if isinstance(seeds, int):
+        if not 1 <= seeds <= 100_000:
+            raise _err(p, "seeds", f"expected 1 to 100000 seeds, got {seeds}")
+        seeds = list(range(1, seeds + 1))
+    elif not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+        raise _err(p, "seeds", f"expected a non-empty list of seeds (non-negative integers), got {seeds!r}")
+    sw = Sweep(p, base, axes, zipped, list(seeds))
+    # Each axis value is checked on its own first, so that an error names the axis and the value.
+    for table, t in (("axes", axes), ("zip", zipped)):
+        for k, vs in t.items():
+            for v in vs:
+                r = Run(((k, v),), sw.seeds[0])
+                try:
+                    api.validate(str(base), set=r.overrides())
+                except api.ScenarioError as e:
+                    raise _err(p, f'{table}."{k}" = {_show(v)}', str(e)) from None
+    zip_rows = list(zip(*zipped.values())) if zipped else [()]
+    for combo in product(*axes.values()):
+        for zrow in zip_rows:
+            values = tuple(zip(axes, combo)) + tuple(zip(zipped, zrow))
+            for seed in sw.seeds:
+                r = Run(values, seed)
+                try:
+                    info = api.validate(str(base), set=r.overrides())
+                except api.ScenarioError as e:
+                    shown = ", ".join(f"{k} = {_show(v)}" for k, v in values)
+                    raise _err(p, f"run ({shown}, seed {seed})", str(e)) from None
+                rid = hashlib.sha256(f"{info['scenario_sha256']}\n{seed}".encode()).hexdigest()[:16]
+                sw.runs.append(Run(values, seed, rid))
+    return sw
+
+
+def _show(v: Any) -> str:
+    from .api import _format_value
+
+    return _format_value(v)
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def _run_one(base: str, overrides: list, run_id: str, values: list, seed: int, out: str) -> dict:
+    """Runs one simulation and writes its flows atomically; returns its summary row. Executed
+    in a worker process (or on a Dask worker)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from . import api
+
+    t0 = time.perf_counter()
+    res = api.run(base, set=overrides)
+    wall = time.perf_counter() - t0
+    flows = res.flows_table
+    n = flows.num_rows
+    for k, v in values:
+        flows = flows.append_column(k, pa.array([v] * n))
+    flows = flows.append_column("seed", pa.array([seed] * n, type=pa.int64()))
+    flows = flows.append_column("run_id", pa.array([run_id] * n))
+    root = Path(out) / "flows"
+    tmp = root / f".tmp-{run_id}-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    pq.write_table(flows, tmp / "flows.parquet")
+    summary = dict(res.summary)
+    (tmp / "summary.json").write_text(json.dumps({"summary": summary, "wall_s": wall}, sort_keys=True))
+    final = root / f"run_id={run_id}"
+    if final.exists():  # another attempt finished first: keep it
+        shutil.rmtree(tmp)
+    else:
+        os.replace(tmp, final)
+    return {"run_id": run_id, "wall_s": wall}
+
+
+def _done(out: Path) -> set:
+    root = out / "flows"
+    if not root.is_dir():
+        return set()
+    return {d.name[len("run_id="):] for d in root.iterdir() if d.name.startswith("run_id=") and (d / "summary.json").is_file()}
+
+
+class _Progress:
+    def __init__(self, total: int, log: Callable[[str], None]):
+        self.total, self.log = total, log
+        self.done = self.failed = 0
+        self.t0 = time.perf_counter()
+        self.tty = sys.stderr.isatty()
+
+    def update(self, what: str) -> None:
+        el = time.perf_counter() - self.t0
+        finished = self.done + self.failed
+        left = self.total - finished
+        eta = el / finished * left if finished else float("nan")
+        line = (f"[{finished}/{self.total}] done {self.done}, failed {self.failed}, remaining {left}, "
+                f"{el:.0f} s elapsed" + (f", about {eta:.0f} s left" if left and finished else "") + f": {what}")
+        if self.tty:
+            print("\r" + line[:150].ljust(150), end="" if left else "\n", file=sys.stderr, flush=True)
+        else:
+            self.log(line)
+
+
+def sweep(sweep_file: "str | os.PathLike", out: "str | os.PathLike", workers: Optional[int] = None,
+          cluster: Optional[str] = None, retries: int = 1, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)):
+    """Runs the sweep of `sweep_file` into `out` (resuming: runs already there are skipped) and
+    returns ``runs.parquet`` as a DataFrame."""
+    sw = load_sweep(sweep_file)
+    outp = Path(out)
+    outp.mkdir(parents=True, exist_ok=True)
+    done = _done(outp)
+    todo = [r for r in sw.runs if r.run_id not in done]
+    log(f"fctlab sweep: {len(sw.runs)} runs ({len(sw.runs) - len(todo)} already done), {len(todo)} to run"
+        + (f" on {cluster}" if cluster else f" on {workers or os.cpu_count()} local workers"))
+    failures: dict = {}
+    if todo:
+        failures = _execute(sw, todo, outp, workers, cluster, retries, _Progress(len(todo), log))
+    (outp / "failed.json").write_text(json.dumps(failures, indent=1, sort_keys=True))
+    runs = _write_runs_table(sw, outp, failures)
+    if failures:
+        log(f"fctlab sweep: {len(failures)} runs failed: " + "; ".join(f"{k}: {v}" for k, v in sorted(failures.items())[:5]))
+    log(f"fctlab sweep: wrote {outp / 'runs.parquet'} and {outp / 'flows'}")
+    return runs
+
+
+def _executor(workers: Optional[int], cluster: Optional[str]):
+    if cluster:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise SweepError("--cluster needs Dask's distributed package (pip install 'dask[distributed]')") from None
+        try:
+            client = Client(cluster, timeout="10s")
+        except (OSError, TimeoutError) as e:
+            raise SweepError(f"--cluster {cluster}: cannot reach the Dask scheduler: {e}") from None
+        return client.get_executor(pure=False), client
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    return cf.ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1, mp_context=ctx, max_tasks_per_child=1), None
+
+
+def _execute(sw: Sweep, todo: list, out: Path, workers, cluster, retries: int, prog: _Progress) -> dict:
+    attempts = {r.run_id: 0 for r in todo}
+    failures: dict = {}
+    pending = list(todo)
+    ex, client = _executor(workers, cluster)
+    try:
+        while pending:
+            futs = {ex.submit(_run_one, str(sw.base), r.overrides(), r.run_id, list(r.values), r.seed, str(out)): r for r in pending}
+            pending = []
+            for f in cf.as_completed(futs):
+                r = futs[f]
+                try:
+                    f.result()
+                    prog.done += 1
+                    failures.pop(r.run_id, None)
+                    prog.update(f"run {r.run_id} done")
+                except cf.process.BrokenProcessPool:
+                    raise
+                except Exception as e:  # the run failed: retry a bounded number of times
+                    attempts[r.run_id] += 1
+                    msg = f"{type(e).__name__}: {e}".splitlines()[0]
+                    if attempts[r.run_id] <= retries:
+                        pending.append(r)
+                        prog.update(f"run {r.run_id} failed ({msg}), retrying")
+                    else:
+                        failures[r.run_id] = msg
+                        prog.failed += 1
+                        prog.update(f"run {r.run_id} failed: {msg}")
+    finally:
+        if client is not None:
+            client.close()
+        else:
+            ex.shutdown(wait=True, cancel_futures=True)
+    return failures
+
+
+def _write_runs_table(sw: Sweep, out: Path, failures: dict):
+    import pandas as pd
+
+    rows = []
+    for r in sw.runs:
+        row = {"run_id": r.run_id}
+        row.update({k: v for k, v in r.values})
+        row["seed"] = r.seed
+        d = out / "flows" / f"run_id={r.run_id}" / "summary.json"
+        if d.is_file():
+            info = json.loads(d.read_text())
+            row["status"], row["error"] = "done", None
+            row.update({f"summary_{k}" if k in row else k: v for k, v in info["summary"].items()})
+            row["wall_s"] = info["wall_s"]
+        else:
+            row["status"] = "failed" if r.run_id in failures else "missing"
+            row["error"] = failures.get(r.run_id)
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    tmp = out / ".runs.parquet.tmp"
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, out / "runs.parquet")
+    return df
+
+
+# ----------------------------------------------------------------------------- query
+
+
+def query(directory: "str | os.PathLike", sql: str):
+    """Runs `sql` with DuckDB over a sweep's store (tables ``runs`` and ``flows``); returns a
+    DataFrame."""
+    try:
+        import duckdb
+    except ImportError:
+        raise SweepError("fctlab query needs DuckDB (pip install duckdb)") from None
+    d = Path(directory)
+    if not (d / "runs.parquet").is_file():
+        raise SweepError(f"{d}: not a sweep directory (no runs.parquet)")
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW runs AS SELECT * FROM read_parquet('{(d / 'runs.parquet').as_posix()}')")
+    flows = (d / "flows").as_posix() + "/run_id=*/flows.parquet"
+    con.execute(f"CREATE VIEW flows AS SELECT * FROM read_parquet('{flows}', union_by_name = true)")
+    try:
+        return con.execute(sql).df()
+    except duckdb.Error as e:
+        raise SweepError(f"query: {str(e).splitlines()[0]}") from None
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def configure(p) -> None:
+    p.description = "Run a parameter sweep (sweep subcommand) of a base scenario; see docs/sweeps.md."
+    p.add_argument("sweep_file", help="the sweep file (TOML: base, [axes], [zip], seeds)")
+    p.add_argument("--out", required=True, help="the sweep directory (created; a sweep there is resumed)")
+    p.add_argument("--workers", type=int, default=None, help="local worker processes (default: all cores)")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS", help="a Dask scheduler, tcp://HOST:PORT")
+    p.add_argument("--retries", type=int, default=1, help="attempts after a failure before a run is recorded as failed (default 1)")
+
+
+def run(args) -> int:
+    if args.workers is not None and args.workers < 1:
+        print("fctlab sweep: error: --workers: expected 1 or more", file=sys.stderr)
+        return 2
+    try:
+        runs = sweep(args.sweep_file, args.out, workers=args.workers, cluster=args.cluster, retries=max(0, args.retries))
+    except SweepError as e:
+        print(f"fctlab sweep: error: {e}", file=sys.stderr)
+        return 2
+    return 1 if (runs["status"] != "done").any() else 0
+
+
+def configure_query(p) -> None:
+    p.description = "Run SQL (DuckDB) over a sweep directory: tables runs and flows."
+    p.add_argument("directory", help="a directory written by fctlab sweep")
+    p.add_argument("sql", help='the query, e.g. "SELECT protocol, count(*) FROM flows GROUP BY 1"')
+    p.add_argument("--out", default=None, help="write the result to a .csv or .parquet file instead of printing it")
+
+
+def run_query(args) -> int:
+    try:
+        df = query(args.directory, args.sql)
+    except SweepError as e:
+        print(f"fctlab query: error: {e}", file=sys.stderr)
+        return 2
+    if args.out:
+        if args.out.endswith(".parquet"):
+            df.to_parquet(args.out, index=False)
+        else:
+            df.to_csv(args.out, index=False)
+    else:
+        import pandas as pd
+
+        with pd.option_context("display.max_rows", 200, "display.width", 200):
+            print(df.to_string(index=False))
+    return 0

@@ -1,0 +1,123 @@
+"""`fctlab sweep` and `fctlab query`: expansion, validation before any run, local workers giving
+the sequential results, resuming, and SQL over the store."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from fctlab.cli import main
+from fctlab.sweep import SweepError, load_sweep, query, sweep
+
+BASE = """name = "sweep_base"
+seed = 1
+stop_time = "20ms"
+[network]
+topology = "dumbbell"
+senders = 2
+receivers = 2
+link_rate = "1Gbps"
+link_delay = "10us"
+buffer = "100pkt"
+[transport]
+min_rto = "1ms"
+[[workloads]]
+kind = "poisson"
+senders = "s*"
+receivers = "r*"
+pattern = "pairs"
+sizes = "websearch"
+load = 0.4
+until = "10ms"
+"""
+
+
+def _write(tmp: Path, sweep_text: str) -> Path:
+    (tmp / "base.toml").write_text(BASE)
+    f = tmp / "sweep.toml"
+    f.write_text('base = "base.toml"\n' + sweep_text)
+    return f
+
+
+GRID = '''seeds = 2
+[axes]
+"transport.protocol" = ["tcp", "dctcp"]
+[zip]
+"network.buffer" = ["50pkt", "100pkt"]
+"workloads.0.load" = [0.3, 0.5]
+'''
+
+
+def test_grid_zip_and_seeds_expand_to_stable_ids(tmp_path):
+    sw = load_sweep(_write(tmp_path, GRID))
+    assert len(sw.runs) == 2 * 2 * 2  # protocols x zipped rows x seeds
+    assert {r.values for r in sw.runs} == {
+        (("transport.protocol", p), ("network.buffer", b), ("workloads.0.load", l))
+        for p in ("tcp", "dctcp") for b, l in (("50pkt", 0.3), ("100pkt", 0.5))
+    }
+    ids = [r.run_id for r in sw.runs]
+    assert len(set(ids)) == len(ids)
+    assert ids == [r.run_id for r in load_sweep(tmp_path / "sweep.toml").runs]  # stable
+
+
+@pytest.mark.parametrize("text, where, what", [
+    ('[axes]\n"transport.protocl" = ["tcp"]\n', 'axes."transport.protocl" = "tcp"', "unknown key"),
+    ('[axes]\n"transport.protocol" = []\n', 'axes."transport.protocol"', "empty list"),
+    ('[axes]\n"network.link_rate" = ["10Gbs"]\n', 'axes."network.link_rate" = "10Gbs"', "network.link_rate"),
+    ('[axes]\n"network.buffer" = [12]\n', 'axes."network.buffer" = 12', "network.buffer"),
+    ('[zip]\n"network.buffer" = ["50pkt"]\n"workloads.0.load" = [0.3, 0.5]\n', "zip", "same length"),
+    ('seeds = 0\n', "seeds", "1 to 100000"),
+    ('[axis]\n"a" = [1]\n', "axis", "unknown key"),
+])
+def test_bad_axes_are_rejected_before_any_run(tmp_path, text, where, what):
+    f = _write(tmp_path, text)
+    with pytest.raises(SweepError) as e:
+        sweep(f, tmp_path / "out", workers=1, log=lambda m: None)
+    msg = str(e.value)
+    assert where in msg and what in msg, msg
+    assert not (tmp_path / "out").exists()
+    # the CLI says it on one line and exits 2
+    assert main(["sweep", str(f), "--out", str(tmp_path / "out")]) == 2
+
+
+def _flows(out: Path):
+    return {d.name: pq.read_table(d / "flows.parquet") for d in sorted((out / "flows").glob("run_id=*"))}
+
+
+def test_two_workers_give_the_sequential_results_and_a_rerun_resumes(tmp_path):
+    f = _write(tmp_path, GRID)
+    seq = sweep(f, tmp_path / "seq", workers=1, log=lambda m: None)
+    par = sweep(f, tmp_path / "par", workers=2, log=lambda m: None)
+    assert (seq["status"] == "done").all() and (par["status"] == "done").all()
+    a, b = _flows(tmp_path / "seq"), _flows(tmp_path / "par")
+    assert a.keys() == b.keys() and len(a) == 8
+    for k in a:
+        assert a[k].equals(b[k]), k  # byte for byte the same tables
+    # a half-written run (temporary name) and a missing run: only the missing one runs again
+    victim = sorted((tmp_path / "par" / "flows").glob("run_id=*"))[0]
+    shutil.move(str(victim), str(victim.parent / ".tmp-interrupted-1"))
+    lines = []
+    again = sweep(f, tmp_path / "par", workers=2, log=lines.append)
+    assert "8 runs (7 already done), 1 to run" in lines[0], lines
+    assert (again["status"] == "done").all() and len(_flows(tmp_path / "par")) == 8
+    assert _flows(tmp_path / "par")[victim.name].equals(a[victim.name])
+
+
+def test_query_runs_sql_over_runs_and_flows(tmp_path, capsys):
+    f = _write(tmp_path, '[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n')
+    runs = sweep(f, tmp_path / "out", workers=2, log=lambda m: None)
+    df = query(tmp_path / "out", 'SELECT "transport.protocol" AS p, count(*) AS n, median(fct_s) AS median_fct '
+                                 'FROM flows GROUP BY 1 ORDER BY 1')
+    assert list(df["p"]) == ["dctcp", "tcp"]
+    total = int(df["n"].sum())
+    assert total == sum(int(x) for x in runs["flows_total"])
+    r = query(tmp_path / "out", "SELECT count(*) AS n FROM runs WHERE status = 'done'")
+    assert int(r["n"][0]) == 2
+    assert main(["query", str(tmp_path / "out"), "SELECT count(*) AS n FROM flows"]) == 0
+    assert str(total) in capsys.readouterr().out
+    assert main(["query", str(tmp_path / "out"), "SELECT nope FROM flows"]) == 2
+    assert "fctlab query: error: query:" in capsys.readouterr().err
+    assert main(["query", str(tmp_path), "SELECT 1"]) == 2
