@@ -255,6 +255,9 @@ def sweep(sweep_file: "str | os.PathLike", out: "str | os.PathLike", workers: Op
     failures: dict = {}
     if todo:
         failures = _execute(sw, todo, outp, workers, cluster, retries, _Progress(len(todo), log))
+    # what attempts that died (a killed worker, an interrupted sweep) left under temporary names
+    for tmp in (outp / "flows").glob(".tmp-*") if (outp / "flows").is_dir() else ():
+        shutil.rmtree(tmp, ignore_errors=True)
     (outp / "failed.json").write_text(json.dumps(failures, indent=1, sort_keys=True))
     runs = _write_runs_table(sw, outp, failures)
     if failures:

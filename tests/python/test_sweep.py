@@ -121,3 +121,86 @@ def test_query_runs_sql_over_runs_and_flows(tmp_path, capsys):
     assert main(["query", str(tmp_path / "out"), "SELECT nope FROM flows"]) == 2
     assert "fctlab query: error: query:" in capsys.readouterr().err
     assert main(["query", str(tmp_path), "SELECT 1"]) == 2
+
+
+SLOW = '''seeds = 6
+[axes]
+"transport.protocol" = ["tcp", "dctcp"]
+"stop_time" = ["400ms"]
+"workloads.0.until" = ["300ms"]
+'''
+
+
+def _count_done(out: Path) -> int:
+    d = out / "flows"
+    return len(list(d.glob("run_id=*"))) if d.is_dir() else 0
+
+
+def test_a_dask_cluster_losing_a_worker_still_stores_every_run_once(tmp_path):
+    distributed = pytest.importorskip("distributed", reason="Dask's distributed package is not installed")
+    import os
+    import signal
+    import threading
+    import time
+
+    f = _write(tmp_path, SLOW)
+    out = tmp_path / "out"
+    killed = {}
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        pids = client.run(os.getpid)
+
+        def kill_one():
+            t0 = time.monotonic()
+            while _count_done(out) < 2 and time.monotonic() - t0 < 60:
+                time.sleep(0.05)
+            addr, pid = sorted(pids.items())[0]
+            os.kill(pid, signal.SIGKILL)
+            killed["at"] = _count_done(out)
+
+        th = threading.Thread(target=kill_one, daemon=True)
+        th.start()
+        runs = sweep(f, out, cluster=cluster.scheduler_address, retries=2, log=lambda m: None)
+        th.join(timeout=70)
+    assert "at" in killed and killed["at"] < 12, "the worker was not killed while the sweep ran"
+    assert (runs["status"] == "done").all(), runs[["run_id", "status", "error"]]
+    dirs = sorted(d.name for d in (out / "flows").iterdir())
+    assert dirs == sorted(f"run_id={r}" for r in runs["run_id"]), dirs  # each run once, nothing else
+    # the same results as a local run
+    local = sweep(f, tmp_path / "local", workers=2, log=lambda m: None)
+    for r in local["run_id"]:
+        a = pq.read_table(out / "flows" / f"run_id={r}" / "flows.parquet")
+        assert a.equals(pq.read_table(tmp_path / "local" / "flows" / f"run_id={r}" / "flows.parquet")), r
+
+
+def test_a_killed_local_sweep_resumes_with_only_the_missing_runs(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    f = _write(tmp_path, SLOW)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "fctlab.cli", "sweep", str(f), "--out", str(out), "--workers", "1"]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "python"))
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
+    try:
+        t0 = time.monotonic()
+        while _count_done(out) < 3 and time.monotonic() - t0 < 120 and proc.poll() is None:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)  # the parent only, as `kill -9` would
+        proc.wait(timeout=10)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # and whatever it left running
+        except ProcessLookupError:
+            pass
+    before = _count_done(out)
+    assert 3 <= before < 12, before
+    assert not (out / "runs.parquet").exists()
+    lines = []
+    runs = sweep(f, out, workers=2, log=lines.append)
+    assert f"12 runs ({before} already done), {12 - before} to run" in lines[0], lines[0]
+    assert (runs["status"] == "done").all()
+    assert sorted(d.name for d in (out / "flows").iterdir()) == sorted(f"run_id={r}" for r in runs["run_id"])
