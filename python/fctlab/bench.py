@@ -150,6 +150,73 @@ def startup(repeats: int) -> dict:
     return out
 
 
+#: The sweep benchmark's base scenario: a short Poisson run on a dumbbell.
+SWEEP_BASE = """name = "sweep_bench"
+seed = 1
+stop_time = "60ms"
+[network]
+topology = "dumbbell"
+senders = 4
+receivers = 4
+link_rate = "1Gbps"
+link_delay = "10us"
+buffer = "100pkt"
+[transport]
+min_rto = "1ms"
+[[workloads]]
+kind = "poisson"
+senders = "s*"
+receivers = "r*"
+pattern = "pairs"
+sizes = "websearch"
+load = 0.5
+until = "50ms"
+"""
+
+#: Sweep targets: 2 local workers take at most this share of the sequential wall time; a
+#: group-by over all flows of the query store takes at most this long.
+SWEEP_TARGETS = {"parallel_share": 0.6, "query_s": 2.0}
+
+
+def sweeps(quick: bool) -> dict:
+    """Wall time of one sweep (40 runs; 12 with ``quick``) on 1 and on 2 local workers, whether
+    both stored the same flows byte for byte, and the time of a group-by query over a store of
+    100 runs of about 1,300 flows each (20 runs with ``quick``)."""
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    from .sweep import query, sweep
+
+    n = 12 if quick else 40
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="fctlab-bench-sweep-") as td:
+        d = Path(td)
+        (d / "base.toml").write_text(SWEEP_BASE)
+        (d / "sweep.toml").write_text(f'base = "base.toml"\nseeds = {n // 2}\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n')
+        quiet = lambda m: None  # noqa: E731
+        for w in (1, 2):
+            t0 = time.perf_counter()
+            sweep(d / "sweep.toml", d / f"w{w}", workers=w, log=quiet)
+            out[f"workers_{w}_s"] = time.perf_counter() - t0
+        runs = sorted(p.name for p in (d / "w1" / "flows").glob("run_id=*"))
+        out["identical"] = runs == sorted(p.name for p in (d / "w2" / "flows").glob("run_id=*")) and all(
+            pq.read_table(d / "w1" / "flows" / r / "flows.parquet").equals(pq.read_table(d / "w2" / "flows" / r / "flows.parquet"))
+            for r in runs)
+        out["runs"] = n
+        m = 20 if quick else 100
+        # many small flows per run, so that the query reads a store of some size
+        (d / "q.toml").write_text(f'base = "base.toml"\nseeds = {m // 2}\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n'
+                                  '"workloads.0.sizes" = ["10KB"]\n')
+        sweep(d / "q.toml", d / "q", log=quiet)
+        t0 = time.perf_counter()
+        df = query(d / "q", 'SELECT "transport.protocol", seed, count(*) AS flows, quantile_cont(fct_s, 0.99) AS p99 '
+                            'FROM flows GROUP BY ALL ORDER BY ALL')
+        out["query_s"] = time.perf_counter() - t0
+        out["query_runs"], out["query_flows"] = m, int(df["flows"].sum())
+    return out
+
+
 def configure(p) -> None:
     """The arguments of ``fctlab bench [NAME ...] [--quick] [--json]``."""
     p.description = __doc__
@@ -159,6 +226,7 @@ def configure(p) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object per benchmark")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-startup", action="store_true", help="skip the start-up measurement")
+    p.add_argument("--no-sweep", action="store_true", help="skip the sweep measurement")
 
 
 def main_bench(argv: Optional[Sequence[str]] = None) -> int:
@@ -205,6 +273,23 @@ def run(args) -> int:
             for k, v in st.items():
                 target = STARTUP_TARGETS_S[k]
                 print(f"{'fctlab ' + k:<36}{v:>8.3f}{target:>10.2f}{'' if v <= target else '  over target'}")
+    if not args.no_sweep and not args.names:
+        sw = sweeps(args.quick)
+        share = sw["workers_2_s"] / sw["workers_1_s"]
+        if args.json:
+            print(json.dumps({"benchmark": "sweep", **sw, "parallel_share": share}))
+        else:
+            print()
+            print(f"sweep of {sw['runs']} runs: 1 worker {sw['workers_1_s']:.1f} s, 2 workers {sw['workers_2_s']:.1f} s "
+                  f"({share:.0%} of sequential, target {SWEEP_TARGETS['parallel_share']:.0%}"
+                  f"{'' if share <= SWEEP_TARGETS['parallel_share'] else ', over target'}); same flows: "
+                  f"{'yes' if sw['identical'] else 'NO'}")
+            print(f"query over {sw['query_runs']} runs ({sw['query_flows']:,} flows), p99 FCT by protocol and seed: "
+                  f"{sw['query_s']:.2f} s (target {SWEEP_TARGETS['query_s']:.0f} s"
+                  f"{'' if sw['query_s'] <= SWEEP_TARGETS['query_s'] else ', over target'})")
+        if not sw["identical"]:
+            print("fctlab bench: error: the sweep on 2 workers stored other flows than on 1", file=sys.stderr)
+            return 1
     return 0
 
 
