@@ -204,3 +204,27 @@ def test_a_killed_local_sweep_resumes_with_only_the_missing_runs(tmp_path):
     assert f"12 runs ({before} already done), {12 - before} to run" in lines[0], lines[0]
     assert (runs["status"] == "done").all()
     assert sorted(d.name for d in (out / "flows").iterdir()) == sorted(f"run_id={r}" for r in runs["run_id"])
+
+
+def test_report_of_a_sweep_plots_a_metric_with_intervals_over_seeds(tmp_path, capsys):
+    f = _write(tmp_path, 'seeds = 3\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n"workloads.0.load" = [0.3, 0.6]\n'
+                         '"workloads.0.sizes" = ["10KB"]\n')  # small flows: every run completes some
+    sweep(f, tmp_path / "out", workers=2, log=lambda m: None)
+    assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "rep"), "--format", "md"]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "p99 FCT (s) against transport.protocol, by workloads.0.load" in md
+    assert (tmp_path / "rep" / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from fctlab.report.sweep import sweep_table
+
+    t, x, by, _ = sweep_table(tmp_path / "out", "fct_median", "workloads.0.load", "transport.protocol")
+    assert (x, by) == ("workloads.0.load", "transport.protocol")
+    assert len(t) == 4 and (t["count"] == 3).all() and (t["ci95"] >= 0).all()
+    # the mean over seeds is the mean of the per-run medians
+    from fctlab.sweep import query
+
+    q = query(tmp_path / "out", 'SELECT avg(m) AS m FROM (SELECT run_id, median(fct_s) AS m FROM flows '
+                                'WHERE completed AND "transport.protocol" = \'tcp\' AND "workloads.0.load" = 0.3 GROUP BY run_id)')
+    row = t[(t["transport.protocol"] == "tcp") & (t["workloads.0.load"] == 0.3)]
+    assert float(row["mean"].iloc[0]) == pytest.approx(float(q["m"][0]))
+    assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "rep2"), "--metric", "nope"]) == 2
+    assert "--metric 'nope': not known" in capsys.readouterr().err

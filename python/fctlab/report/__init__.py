@@ -37,12 +37,26 @@ def configure(parser) -> None:
     parser.add_argument("--format", choices=("html", "md"), default="html",
                         help="report format (default: html, self-contained)")
     parser.add_argument("--title", default=None, metavar="T", help="report title")
+    sw = parser.add_argument_group("sweep directories (written by `fctlab sweep`; docs/sweeps.md)")
+    sw.add_argument("--metric", default="fct_p99",
+                    help="what to plot: fct_p99 (default), fct_median, fct_mean, slowdown_p99, or a numeric column of runs.parquet")
+    sw.add_argument("--x", default=None, metavar="KEY", help="the swept key on the x axis (default: the first that varies)")
+    sw.add_argument("--by", default=None, metavar="KEY", help="one line per value of this swept key (default: the next that varies)")
 
 
 def run(args) -> int:
     """Runs ``fctlab report``: 0 on success (the report's path is printed), 2 on bad input (a
     missing run directory or file, an unreadable file), with a one-line message on stderr."""
+    from .sweep import is_sweep_dir, write_sweep_report
+
+    sweep_opts = bool(args.x or args.by or args.metric != "fct_p99")
     try:
+        if len(args.dirs) == 1 and is_sweep_dir(args.dirs[0]):
+            path = write_sweep_report(args.dirs[0], args.out, metric=args.metric, x=args.x, by=args.by, fmt=args.format, title=args.title)
+            print(path)
+            return 0
+        if sweep_opts:
+            raise ValueError("--metric, --x and --by apply to a sweep directory (one DIR written by `fctlab sweep`)")
         path = write_report(args.dirs, args.out, title=args.title, fmt=args.format)
     except (ValueError, OSError) as exc:
         print(f"fctlab report: error: {one_line(exc)}", file=sys.stderr)
