@@ -34,6 +34,7 @@ values, ``seed``, the run's summary fields and ``wall_s``) and ``DIR/flows/run_i
 from __future__ import annotations
 
 import concurrent.futures as cf
+from concurrent.futures.process import BrokenProcessPool
 import hashlib
 import json
 import os
@@ -283,15 +284,19 @@ def _executor(workers: Optional[int], cluster: Optional[str]):
     return cf.ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1, mp_context=ctx, max_tasks_per_child=1), None
 
 
-def _execute(sw: Sweep, todo: list, out: Path, workers, cluster, retries: int, prog: _Progress) -> dict:
+def _execute(sw: Sweep, todo: list, out: Path, workers, cluster, retries: int, prog: _Progress,
+             task: Callable = _run_one, executor=None) -> dict:
+    """Runs `todo` (each through `task`, retried up to `retries` times); returns the failed runs
+    and their errors. `executor` replaces the local pool or cluster (for tests)."""
     attempts = {r.run_id: 0 for r in todo}
     failures: dict = {}
     pending = list(todo)
-    ex, client = _executor(workers, cluster)
+    ex, client = (executor, None) if executor is not None else _executor(workers, cluster)
     try:
         while pending:
-            futs = {ex.submit(_run_one, str(sw.base), r.overrides(), r.run_id, list(r.values), r.seed, str(out)): r for r in pending}
+            futs = {ex.submit(task, str(sw.base), r.overrides(), r.run_id, list(r.values), r.seed, str(out)): r for r in pending}
             pending = []
+            broken = False
             for f in cf.as_completed(futs):
                 r = futs[f]
                 try:
@@ -299,9 +304,10 @@ def _execute(sw: Sweep, todo: list, out: Path, workers, cluster, retries: int, p
                     prog.done += 1
                     failures.pop(r.run_id, None)
                     prog.update(f"run {r.run_id} done")
-                except cf.process.BrokenProcessPool:
-                    raise
                 except Exception as e:  # the run failed: retry a bounded number of times
+                    # A worker that died (killed, out of memory) breaks the local pool: every run
+                    # in flight fails with it and goes round again in a new pool.
+                    broken |= isinstance(e, BrokenProcessPool)
                     attempts[r.run_id] += 1
                     msg = f"{type(e).__name__}: {e}".splitlines()[0]
                     if attempts[r.run_id] <= retries:
@@ -311,10 +317,13 @@ def _execute(sw: Sweep, todo: list, out: Path, workers, cluster, retries: int, p
                         failures[r.run_id] = msg
                         prog.failed += 1
                         prog.update(f"run {r.run_id} failed: {msg}")
+            if broken and executor is None and client is None:
+                ex.shutdown(wait=False, cancel_futures=True)
+                ex, client = _executor(workers, cluster)
     finally:
         if client is not None:
             client.close()
-        else:
+        elif executor is None:
             ex.shutdown(wait=True, cancel_futures=True)
     return failures
 

@@ -228,3 +228,30 @@ def test_report_of_a_sweep_plots_a_metric_with_intervals_over_seeds(tmp_path, ca
     assert float(row["mean"].iloc[0]) == pytest.approx(float(q["m"][0]))
     assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "rep2"), "--metric", "nope"]) == 2
     assert "--metric 'nope': not known" in capsys.readouterr().err
+
+
+def test_a_failing_run_is_retried_then_recorded_and_the_sweep_finishes(tmp_path):
+    import concurrent.futures as cf
+
+    from fctlab import sweep as S
+
+    f = _write(tmp_path, '[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n')
+    sw = S.load_sweep(f)
+    bad = sw.runs[1].run_id
+    calls = []
+
+    def task(base, overrides, run_id, values, seed, out):
+        calls.append(run_id)
+        if run_id == bad:
+            raise RuntimeError("worker ran out of memory")
+        return S._run_one(base, overrides, run_id, values, seed, out)
+
+    out = tmp_path / "out"
+    with cf.ThreadPoolExecutor(max_workers=2) as ex:
+        failures = S._execute(sw, sw.runs, out, None, None, 2, S._Progress(2, lambda m: None), task=task, executor=ex)
+    assert failures == {bad: "RuntimeError: worker ran out of memory"}
+    assert calls.count(bad) == 3 and calls.count(sw.runs[0].run_id) == 1  # one try and two retries
+    runs = S._write_runs_table(sw, out, failures)
+    st = dict(zip(runs["run_id"], runs["status"]))
+    assert st == {sw.runs[0].run_id: "done", bad: "failed"}
+    assert runs.set_index("run_id").loc[bad, "error"] == "RuntimeError: worker ran out of memory"
