@@ -4,7 +4,7 @@ fctlab's numbers with the paper's.
 Papers: ``atcp`` (Adaptive TCP; see docs/reproduce_atcp.md) and ``thesis`` (Munir's thesis,
 chapter 4: RACS against RCP; see docs/reproduce_thesis.md).
 
-    fctlab reproduce atcp [--quick] [--out DIR] [--items 1,2,7] [--budget SECONDS]
+    fctlab reproduce atcp [--quick] [--out DIR] [--items 1,2,7] [--budget SECONDS] [--workers N | --cluster ADDRESS]
 
 The report (``DIR/report.md``, ``DIR/report.html``), its PNG figures and ``results.json``
 are written into ``DIR``. Progress goes to stderr. Exit status: 0 when the report was
@@ -62,6 +62,9 @@ def configure(p) -> None:
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                    help="do not start new items after this much wall-clock time; they are reported as not run")
     p.add_argument("--scenarios", default=None, metavar="DIR", help="directory of the paper's scenario files")
+    p.add_argument("--workers", type=int, default=None, help="run the items in this many local processes (default 1)")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="run the items on a Dask scheduler, tcp://HOST:PORT (its workers must see the output directory)")
 
 
 def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
@@ -82,6 +85,8 @@ def run(args) -> int:
         spec = importlib.import_module(f".{args.paper}", __name__).paper()
         all_items = sorted(spec.items)
         items = _parse_items(args.items, all_items) if args.items is not None else all_items
+        if args.workers is not None and args.workers < 1:
+            raise _ArgError("--workers: expected 1 or more")
         if args.budget is not None and not args.budget > 0:
             raise _ArgError("--budget: expected a positive number of seconds")
         scen = Path(args.scenarios) if args.scenarios else default_scenario_dir(args.paper)
@@ -101,8 +106,13 @@ def run(args) -> int:
     from .common import stderr_log
     from .runner import run_paper
 
+    from ..sweep import SweepError
+
     try:
-        run_paper(spec, items, args.quick, out, scen, stderr_log, budget_s=args.budget)
+        run_paper(spec, items, args.quick, out, scen, stderr_log, budget_s=args.budget, workers=args.workers, cluster=args.cluster)
+    except SweepError as e:
+        print(f"fctlab reproduce: error: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -149,9 +149,49 @@ def _profile_figure(out: Path, fname: str, caption: str, profile: str) -> tuple:
     return new, f"{caption} ({profile} profile)"
 
 
+def _profiles(paper: Paper) -> tuple:
+    return paper.profiles or ((None, {}, ""),)
+
+
+def _run_item(paper: Paper, n: int, profile: int, rn: Runner, mode, out: Path, log: Callable[[str], None]):
+    """Item `n` under the paper's profile number `profile`: (profile name, Item)."""
+    name, overrides, _ = _profiles(paper)[profile]
+    rn.overrides = dict(overrides)
+    rn.label = f"[{name}] " if name else ""
+    rn.profile = name
+    t0 = time.perf_counter()
+    try:
+        it = paper.items[n](rn, mode, out)
+        it.status = "done"
+    except Exception as e:  # an item that fails is reported, the others still run
+        log(traceback.format_exc().rstrip())
+        it = rn.placeholder(n, f"failed: {type(e).__name__}: {e}")
+    it.wall_s = time.perf_counter() - t0
+    if name:
+        it.figures = [_profile_figure(out, f, c, name) for f, c in it.figures]
+    log(f"    item {n}{' under ' + name if name else ''}: {it.summary_verdict} ({it.wall_s:.1f} s)")
+    return name, it
+
+
+def _item_task(paper_name: str, n: int, profile: int, quick: bool, out: str, scenario_dir: str):
+    """One (item, profile) in a worker process or on a Dask worker: (name, Item, simulations,
+    their wall time)."""
+    import importlib
+
+    from .common import stderr_log
+
+    paper = importlib.import_module(f"fctlab.reproduce.{paper_name}").paper()
+    rn = Runner(Path(scenario_dir), Path(out), stderr_log)
+    mode = paper.quick_mode if quick else paper.full_mode
+    name, it = _run_item(paper, n, profile, rn, mode, Path(out), stderr_log)
+    return name, it, rn.runs, rn.wall_s
+
+
 def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: Path, log: Callable[[str], None],
-              budget_s: Optional[float] = None) -> dict:
-    """Runs the selected items of `paper`, writes the report and returns the results."""
+              budget_s: Optional[float] = None, workers: Optional[int] = None, cluster: Optional[str] = None) -> dict:
+    """Runs the selected items of `paper`, writes the report and returns the results. With
+    `workers` above 1 or a Dask `cluster`, the items (under each profile) run in parallel,
+    each in its own process (the budget then does not apply)."""
     import fctlab
 
     mode = paper.quick_mode if quick else paper.full_mode
@@ -162,30 +202,38 @@ def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: P
     done: dict = {}
     order = [n for n in paper.order if n in items]
     log(f"fctlab reproduce {paper.name}: {mode.name} run of items {', '.join(map(str, order))} -> {out}")
-    for k, n in enumerate(order):
+    if (workers or 1) > 1 or cluster:
+        import concurrent.futures as cf
+
+        from ..sweep import _executor
+
+        pool, client = _executor(workers, cluster)
+        try:
+            futs = {pool.submit(_item_task, paper.name, n, pi, quick, str(out.resolve()), str(Path(scenario_dir).resolve())): (n, pi)
+                    for n in order for pi in range(len(_profiles(paper)))}
+            got: dict = {n: {} for n in order}
+            for f in cf.as_completed(futs):
+                n, pi = futs[f]
+                name, it, sims, wall = f.result()
+                rn.runs += sims
+                rn.wall_s += wall
+                got[n][pi] = (name, it)
+        finally:
+            if client is not None:
+                client.close()
+            else:
+                pool.shutdown(wait=True)
+        for n in order:
+            runs = dict(got[n][pi] for pi in sorted(got[n]))
+            done[n] = merge_profiles(runs) if paper.profiles else runs[None]
+    for k, n in enumerate(order if not done else []):
         elapsed = time.perf_counter() - t_start
         if budget_s is not None and elapsed > budget_s:
             log(f"[{k + 1}/{len(order)}] item {n}: not run (time budget of {budget_s:.0f} s used up)")
             done[n] = rn.placeholder(n, f"not run: the time budget of {budget_s:.0f} s was used up before it started")
             continue
         log(f"[{k + 1}/{len(order)}] item {n}: {ex.items[n]['title']}")
-        runs = {}
-        for name, overrides, _ in paper.profiles or ((None, {}, ""),):
-            rn.overrides = dict(overrides)
-            rn.label = f"[{name}] " if name else ""
-            rn.profile = name
-            t0 = time.perf_counter()
-            try:
-                it = paper.items[n](rn, mode, out)
-                it.status = "done"
-            except Exception as e:  # an item that fails is reported, the others still run
-                log(traceback.format_exc().rstrip())
-                it = rn.placeholder(n, f"failed: {type(e).__name__}: {e}")
-            it.wall_s = time.perf_counter() - t0
-            if name:
-                it.figures = [_profile_figure(out, f, c, name) for f, c in it.figures]
-            log(f"    item {n}{' under ' + name if name else ''}: {it.summary_verdict} ({it.wall_s:.1f} s)")
-            runs[name] = it
+        runs = dict(_run_item(paper, n, pi, rn, mode, out, log) for pi in range(len(_profiles(paper))))
         done[n] = merge_profiles(runs) if paper.profiles else runs[None]
     for n in sorted(paper.items):
         if n not in done:
