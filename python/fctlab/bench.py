@@ -186,7 +186,7 @@ def sweeps(quick: bool) -> dict:
 
     import pyarrow.parquet as pq
 
-    from .sweep import query, sweep
+    from .sweeps import query, sweep
 
     n = 12 if quick else 40
     out = {}

@@ -208,8 +208,8 @@ COMMANDS = {
     "compare": ("compare two result directories", "fctlab.compare"),
     "bench": ("run the benchmark scenarios", "fctlab.bench"),
     "reproduce": ("reproduce a paper's experiments beside its numbers", "fctlab.reproduce"),
-    "sweep": ("run a parameter sweep on all cores or a Dask cluster", "fctlab.sweep"),
-    "query": ("run SQL over a sweep's results", "fctlab.query"),
+    "sweep": ("run a parameter sweep on all cores or a Dask cluster", "fctlab.sweeps"),
+    "query": ("run SQL over a sweep's results", "fctlab.sweeps_query"),
     "kernel": ("build, load, unload the ATCP BPF congestion control", "fctlab.kernel"),
     "testbed": ("run scenarios on the real kernel in network namespaces", "fctlab.testbed"),
 }

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from fctlab.cli import main
-from fctlab.sweep import SweepError, load_sweep, query, sweep
+from fctlab.sweeps import SweepError, load_sweep, query, sweep
 
 BASE = """name = "sweep_base"
 seed = 1
@@ -220,7 +220,7 @@ def test_report_of_a_sweep_plots_a_metric_with_intervals_over_seeds(tmp_path, ca
     assert (x, by) == ("workloads.0.load", "transport.protocol")
     assert len(t) == 4 and (t["count"] == 3).all() and (t["ci95"] >= 0).all()
     # the mean over seeds is the mean of the per-run medians
-    from fctlab.sweep import query
+    from fctlab.sweeps import query
 
     q = query(tmp_path / "out", 'SELECT avg(m) AS m FROM (SELECT run_id, median(fct_s) AS m FROM flows '
                                 'WHERE completed AND "transport.protocol" = \'tcp\' AND "workloads.0.load" = 0.3 GROUP BY run_id)')
@@ -233,7 +233,7 @@ def test_report_of_a_sweep_plots_a_metric_with_intervals_over_seeds(tmp_path, ca
 def test_a_failing_run_is_retried_then_recorded_and_the_sweep_finishes(tmp_path):
     import concurrent.futures as cf
 
-    from fctlab import sweep as S
+    from fctlab import sweeps as S
 
     f = _write(tmp_path, '[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n')
     sw = S.load_sweep(f)
@@ -255,3 +255,12 @@ def test_a_failing_run_is_retried_then_recorded_and_the_sweep_finishes(tmp_path)
     st = dict(zip(runs["run_id"], runs["status"]))
     assert st == {sw.runs[0].run_id: "done", bad: "failed"}
     assert runs.set_index("run_id").loc[bad, "error"] == "RuntimeError: worker ran out of memory"
+
+
+def test_the_package_level_functions(tmp_path):
+    import fctlab
+
+    f = _write(tmp_path, "")
+    runs = fctlab.sweep(f, tmp_path / "out", workers=1, log=lambda m: None)
+    assert list(runs["status"]) == ["done"]
+    assert int(fctlab.query(tmp_path / "out", "SELECT count(*) AS n FROM runs")["n"][0]) == 1

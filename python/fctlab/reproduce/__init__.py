@@ -106,7 +106,7 @@ def run(args) -> int:
     from .common import stderr_log
     from .runner import run_paper
 
-    from ..sweep import SweepError
+    from ..sweeps import SweepError
 
     try:
         run_paper(spec, items, args.quick, out, scen, stderr_log, budget_s=args.budget, workers=args.workers, cluster=args.cluster)

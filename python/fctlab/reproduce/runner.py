@@ -205,7 +205,7 @@ def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: P
     if (workers or 1) > 1 or cluster:
         import concurrent.futures as cf
 
-        from ..sweep import _executor
+        from ..sweeps import _executor
 
         pool, client = _executor(workers, cluster)
         try:

@@ -1,4 +1,4 @@
-"""Parameter sweeps: ``fctlab sweep SWEEP.toml --out DIR`` and :func:`sweep`.
+"""Parameter sweeps: ``fctlab sweep SWEEP.toml --out DIR`` and :func:`sweep` (``fctlab.sweep``).
 
 A sweep file names a base scenario and the values to vary::
 
