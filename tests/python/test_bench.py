@@ -19,6 +19,10 @@ def test_bench_quick_runs_and_reports_every_benchmark():
     by_name = {r["benchmark"]: r for r in rows}
     startup = by_name.pop("startup")
     assert startup["run_demo_s"] > 0 and startup["validate_demo_s"] > 0
+    sw = by_name.pop("sweep")
+    assert sw["identical"] is True and sw["runs"] == 12
+    assert sw["workers_1_s"] > 0 and sw["workers_2_s"] > 0 and sw["parallel_share"] > 0
+    assert sw["query_runs"] == 20 and sw["query_flows"] > 0 and sw["query_s"] > 0
     assert sorted(by_name) == sorted(BENCHMARKS)
     for name, r in by_name.items():
         assert r["events"] > 0 and r["events_per_s"] > 0, name
