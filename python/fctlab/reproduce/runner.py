@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import math
 import time
 import traceback
@@ -141,11 +142,12 @@ def report_blocks(intro: list, items: list, footer: list, out: Path) -> list:
     return blocks + list(footer)
 
 
-def _profile_figure(out: Path, fname: str, caption: str, profile: str) -> tuple:
-    """Renames an item's figure after the profile it was made under."""
+def _profile_figure(out: Path, fname: str, caption: str, profile: str, made_in: Optional[Path] = None) -> tuple:
+    """Renames an item's figure after the profile it was made under (moving it from `made_in`,
+    where the item drew it, into `out`)."""
     p = Path(fname)
     new = f"{p.stem}_{profile}{p.suffix}"
-    (out / fname).replace(out / new)
+    ((made_in or out) / fname).replace(out / new)
     return new, f"{caption} ({profile} profile)"
 
 
@@ -153,22 +155,32 @@ def _profiles(paper: Paper) -> tuple:
     return paper.profiles or ((None, {}, ""),)
 
 
-def _run_item(paper: Paper, n: int, profile: int, rn: Runner, mode, out: Path, log: Callable[[str], None]):
-    """Item `n` under the paper's profile number `profile`: (profile name, Item)."""
+def _run_item(paper: Paper, n: int, profile: int, rn: Runner, mode, out: Path, log: Callable[[str], None],
+              scratch: Optional[Path] = None):
+    """Item `n` under the paper's profile number `profile`: (profile name, Item). With
+    `scratch`, the item draws its figures there (items running in parallel under different
+    profiles name their figures alike) and they are moved into `out`."""
     name, overrides, _ = _profiles(paper)[profile]
     rn.overrides = dict(overrides)
     rn.label = f"[{name}] " if name else ""
     rn.profile = name
     t0 = time.perf_counter()
+    draw = scratch or out
+    draw.mkdir(parents=True, exist_ok=True)
     try:
-        it = paper.items[n](rn, mode, out)
+        it = paper.items[n](rn, mode, draw)
         it.status = "done"
     except Exception as e:  # an item that fails is reported, the others still run
         log(traceback.format_exc().rstrip())
         it = rn.placeholder(n, f"failed: {type(e).__name__}: {e}")
     it.wall_s = time.perf_counter() - t0
     if name:
-        it.figures = [_profile_figure(out, f, c, name) for f, c in it.figures]
+        it.figures = [_profile_figure(out, f, c, name, made_in=draw) for f, c in it.figures]
+    elif scratch is not None:
+        for f, _ in it.figures:
+            (scratch / f).replace(out / f)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
     log(f"    item {n}{' under ' + name if name else ''}: {it.summary_verdict} ({it.wall_s:.1f} s)")
     return name, it
 
@@ -183,7 +195,7 @@ def _item_task(paper_name: str, n: int, profile: int, quick: bool, out: str, sce
     paper = importlib.import_module(f"fctlab.reproduce.{paper_name}").paper()
     rn = Runner(Path(scenario_dir), Path(out), stderr_log)
     mode = paper.quick_mode if quick else paper.full_mode
-    name, it = _run_item(paper, n, profile, rn, mode, Path(out), stderr_log)
+    name, it = _run_item(paper, n, profile, rn, mode, Path(out), stderr_log, scratch=Path(out) / f".item{n}-{profile}")
     return name, it, rn.runs, rn.wall_s
 
 
