@@ -380,7 +380,8 @@ def query(directory: "str | os.PathLike", sql: str):
 
 
 def configure(p) -> None:
-    p.description = "Run a parameter sweep (sweep subcommand) of a base scenario; see docs/sweeps.md."
+    p.description = ("Run every combination of a base scenario's varied keys and seeds, on all cores or a Dask "
+                     "cluster, into a resumable results store; see docs/sweeps.md.")
     p.add_argument("sweep_file", help="the sweep file (TOML: base, [axes], [zip], seeds)")
     p.add_argument("--out", required=True, help="the sweep directory (created; a sweep there is resumed)")
     p.add_argument("--workers", type=int, default=None, help="local worker processes (default: all cores)")
