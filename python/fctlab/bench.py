@@ -40,8 +40,9 @@ def _load_toml(text: str) -> dict:
     return tomllib.loads(text)
 
 
-def scenario(name: str, quick: bool) -> dict:
-    """The scenario of benchmark ``name`` as a dict."""
+def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
+    """The scenario of benchmark ``name`` as a dict; ``k`` resizes a fat-tree benchmark (the
+    side-by-side runs against htsim use the k=16 DCTCP set-up at k=8, benches/htsim/run.sh)."""
     if name == "dumbbell8_10g":
         sc = _load_toml(_scenario_text(name))
         if quick:
@@ -49,6 +50,8 @@ def scenario(name: str, quick: bool) -> dict:
         return sc
     if name in ("fattree_k8", "fattree_k16_dctcp"):
         sc = _load_toml(_scenario_text(name))
+        if k is not None:
+            sc["network"]["k"] = k
         k = sc["network"]["k"]
         rng = random.Random(1)
         hosts = list(range(k ** 3 // 4))
