@@ -152,6 +152,11 @@ def _format_value(v: Any) -> str:
     raise TypeError(f"cannot use {type(v).__name__} as a scenario override value")
 
 
+def router_assisted_protocols() -> set:
+    """Every name of the protocols whose switches take part (``Protocol::ROUTER_ASSISTED``)."""
+    return {n for r in _core.protocols() if r.get("router_assisted") for n in r["names"]}
+
+
 def overrides_from_kwargs(kwargs: Mapping[str, Any]) -> list[str]:
     """``network__link_rate="10Gbps"`` becomes ``network.link_rate="10Gbps"``."""
     return [f"{k.replace('__', '.')}={_format_value(v)}" for k, v in kwargs.items()]

@@ -162,9 +162,9 @@ def transport_line(t: dict) -> str:
     from .numfmt import count, seconds
 
     protos = ", ".join(f"{k} ({v} flows)" for k, v in t["protocols"].items()) or "no flows"
-    from . import _core
+    from .api import router_assisted_protocols
 
-    routed = {n for r in _core.protocols() if r.get("router_assisted") for n in r["names"]} & set(t["protocols"])
+    routed = router_assisted_protocols() & set(t["protocols"])
     ssthresh = "unlimited" if t["initial_ssthresh_bytes"] is None else f"{count(t['initial_ssthresh_bytes'])} B"
     tick = "exact" if not t["rto_granularity_s"] else seconds(t["rto_granularity_s"])
     onoff = lambda b: "on" if b else "off"  # noqa: E731

@@ -215,8 +215,8 @@ impl TcpSender {
     /// A one-line description of the sender's state, for diagnostics.
     pub fn describe(&self) -> String {
         format!(
-            "rate={:?} paced_at={:?} round={:?} probes={} cwr={:?} state={:?} una={} nxt={} max={} cwnd={} ssthresh={} pipe={} recovery={} recover={} retx={:?} lost_hint={} sacked={:?} dupacks={} rto_at={:?} backoff={} rto={:?}",
-            self.cc.pacing_rate(), self.paced_at, self.cc.round(), self.probes, self.cwr.map(|c| c.high_seq), self.state, self.snd_una, self.snd_nxt, self.snd_max, self.st.cwnd_bytes, self.st.ssthresh_bytes, self.pipe(),
+            "rate={:?} paced_at={:?} round={:?} header_only={} probes={} cwr={:?} state={:?} una={} nxt={} max={} cwnd={} ssthresh={} pipe={} recovery={} recover={} retx={:?} lost_hint={} sacked={:?} dupacks={} rto_at={:?} backoff={} rto={:?}",
+            self.cc.pacing_rate(), self.paced_at, self.cc.round(), self.header_only, self.probes, self.cwr.map(|c| c.high_seq), self.state, self.snd_una, self.snd_nxt, self.snd_max, self.st.cwnd_bytes, self.st.ssthresh_bytes, self.pipe(),
             self.in_recovery, self.recover, self.retx.ranges(), self.lost_hint, self.sacked.ranges(), self.dupacks, self.rto_deadline, self.backoff, self.rtt.rto()
         )
     }

@@ -102,11 +102,10 @@ def resolve_congestion_controls(plan: Plan, halving: str = "per-episode") -> Opt
             else:
                 raise TestbedError(f"flows[{f.flow_id}]: ATCP weight_function {wf!r} is not available in the kernel (step, linear, fixed)")
         else:
-            from .. import _core
+            from ..api import router_assisted_protocols
 
-            routed = {n for r in _core.protocols() if r.get("router_assisted") for n in r["names"]}
             why = (": it needs switches that stamp rates into packets, which the testbed's Linux bridges do not"
-                   if p in routed else "")
+                   if p in router_assisted_protocols() else "")
             raise TestbedError(f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, atcp){why}")
     if not fixed and fn_params is None:
         return None

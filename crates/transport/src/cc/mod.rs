@@ -56,6 +56,10 @@ impl SendContext {
     pub fn remaining(&self) -> Option<u64> {
         self.size.map(|s| s.saturating_sub(self.bytes_sent))
     }
+    /// The SRTT as the router header's `rtt_ns` field carries it (0: not measured yet).
+    pub fn rtt_field(&self) -> u32 {
+        self.srtt.map_or(0, |r| r.0.min(u32::MAX as u64) as u32)
+    }
 }
 
 /// The window state the sender and the algorithm share.
@@ -213,6 +217,41 @@ pub trait Protocol: CongestionControl + Clone + fmt::Debug + Sized {
 pub struct PortInfo {
     pub capacity: BitsPerSec,
     pub delay: Nanos,
+}
+
+/// Gain of the per-packet running average of the RTT field at a port (the `RTT_GAIN` of RCP's
+/// ns-2 router).
+pub const RTT_GAIN: f64 = 0.02;
+/// Control intervals without a packet after which a port stops its timer.
+pub const IDLE_INTERVALS: u32 = 10;
+
+/// The running average of the RTT field that packets carry through a port (RCP's d, the t_p
+/// of RACS and SDC): exponential with gain [`RTT_GAIN`] per packet that carries one, from a
+/// configured starting value.
+#[derive(Copy, Clone, Debug)]
+pub struct PortRtt {
+    avg_s: f64,
+}
+
+impl PortRtt {
+    pub fn new(initial: Nanos) -> PortRtt {
+        PortRtt { avg_s: initial.as_secs_f64() }
+    }
+    /// One packet's RTT field (0, not measured yet, is skipped).
+    #[inline]
+    pub fn sample(&mut self, rtt_ns: u32) {
+        if rtt_ns > 0 {
+            self.avg_s += RTT_GAIN * (rtt_ns as f64 * 1e-9 - self.avg_s);
+        }
+    }
+    /// The average, seconds.
+    pub fn secs(&self) -> f64 {
+        self.avg_s
+    }
+    /// The average as a control interval (at least 1 us).
+    pub fn interval(&self) -> Nanos {
+        Nanos::from_secs_f64(self.avg_s).max(Nanos::from_micros(1))
+    }
 }
 
 /// The port's state as a packet arrives or the control interval ends.

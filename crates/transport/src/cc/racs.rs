@@ -24,10 +24,9 @@
 //! Model choices the thesis leaves open, listed in docs/protocols.md: w_min = 1, w_max = 9,
 //! a = 1/50 per segment (see `RacsConfig`); a request is processed as it is offered to a port,
 //! before the buffer decides (so a request dropped there still counts there); the RTT average
-//! and idle rules are RCP's (`rcp::RTT_GAIN`, `initial_rtt`).
+//! and idle rules are RCP's ([`PortRtt`], `initial_rtt`, [`IDLE_INTERVALS`]).
 
-use super::rcp::{IDLE_INTERVALS, RTT_GAIN};
-use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortView, Protocol, SendContext};
+use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortRtt, PortView, Protocol, SendContext, IDLE_INTERVALS};
 use fctlab_engine::quantity::Duration;
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::{PacketKind, RouterHeader};
@@ -152,7 +151,7 @@ impl CongestionControl for Racs {
             weight: w_c as f32,
             prev_weight: self.last_weight as f32,
             rate_bps: u64::MAX,
-            rtt_ns: ctx.srtt.map_or(0, |r| r.0.min(u32::MAX as u64) as u32),
+            rtt_ns: ctx.rtt_field(),
             interval_ns: u32::MAX,
             wire_bytes: HEADER_BYTES,
             ..*hdr
@@ -184,14 +183,14 @@ pub struct RacsPort {
     w_running: f64,
     /// W at the start of the interval: rates divide by it.
     w_slot: f64,
-    avg_rtt_s: f64,
+    rtt: PortRtt,
     packets: u64,
     idle: u32,
 }
 
 impl RacsPort {
     pub fn new(cfg: &RacsConfig, link: &PortInfo) -> RacsPort {
-        RacsPort { capacity_bps: link.capacity.0 as f64, w_running: 0.0, w_slot: 0.0, avg_rtt_s: cfg.initial_rtt.0.as_secs_f64(), packets: 0, idle: 0 }
+        RacsPort { capacity_bps: link.capacity.0 as f64, w_running: 0.0, w_slot: 0.0, rtt: PortRtt::new(cfg.initial_rtt.0), packets: 0, idle: 0 }
     }
     /// The running sum of weights (W of eq. 4.3).
     pub fn total_weight(&self) -> f64 {
@@ -199,7 +198,7 @@ impl RacsPort {
     }
     /// t_p: the measurement interval.
     pub fn t_p(&self) -> Nanos {
-        Nanos::from_secs_f64(self.avg_rtt_s).max(Nanos::from_micros(1))
+        self.rtt.interval()
     }
 }
 
@@ -214,9 +213,7 @@ impl PortControl for RacsPort {
         if self.w_running < 1e-6 {
             self.w_running = 0.0; // f32 weights leave crumbs
         }
-        if hdr.rtt_ns > 0 {
-            self.avg_rtt_s += RTT_GAIN * (hdr.rtt_ns as f64 * 1e-9 - self.avg_rtt_s);
-        }
+        self.rtt.sample(hdr.rtt_ns);
         if w_c > 0.0 {
             // Flows admitted (or grown) since the interval began count too.
             let w = self.w_slot.max(self.w_running).max(w_c);

@@ -19,12 +19,12 @@
 //! new flow starts at the rate of its path; it does not react to loss (repairs are paced too).
 //!
 //! Model choices the papers leave open, listed in docs/protocols.md: the RTT average is an
-//! exponential average over packets with gain [`RTT_GAIN`]; a port that has seen no RTT yet
+//! exponential average over packets with gain [`RTT_GAIN`](super::RTT_GAIN); a port that has seen no RTT yet
 //! uses `initial_rtt`; a port that stopped after being idle starts again at R = C (the
 //! value its update rule reaches on an idle link); y counts every packet carrying an RCP
 //! header (data, requests, and the ACKs that echo one), so other traffic enters only through q.
 
-use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortView, Protocol, SendContext};
+use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortRtt, PortView, Protocol, SendContext, IDLE_INTERVALS};
 use fctlab_engine::quantity::Duration;
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::{PacketKind, RouterHeader};
@@ -32,12 +32,8 @@ use serde::{Deserialize, Serialize};
 
 /// Bytes of the RCP header on the wire (rate, RTT, reverse rate: 4 bytes each).
 pub const HEADER_BYTES: u8 = 12;
-/// Gain of the per-packet running average of the RTT field at a port.
-pub const RTT_GAIN: f64 = 0.02;
 /// The lowest rate a port offers is this many bits per average RTT (one 1500-byte packet).
 pub const MIN_BITS_PER_RTT: f64 = 12_000.0;
-/// Control intervals without a packet after which a port stops its timer.
-pub const IDLE_INTERVALS: u32 = 10;
 
 /// RCP's parameters (keys of `[transport]` or a flow).
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -108,7 +104,7 @@ impl CongestionControl for Rcp {
     fn stamp(&mut self, ctx: &SendContext, hdr: &mut RouterHeader) -> bool {
         self.srtt = ctx.srtt.or(self.srtt);
         hdr.rate_bps = u64::MAX;
-        hdr.rtt_ns = ctx.srtt.map_or(0, |r| r.0.min(u32::MAX as u64) as u32);
+        hdr.rtt_ns = ctx.rtt_field();
         hdr.wire_bytes = HEADER_BYTES;
         true
     }
@@ -127,8 +123,8 @@ pub struct RcpPort {
     beta: f64,
     /// The offered rate R, bits per second.
     rate_bps: f64,
-    /// d, seconds.
-    avg_rtt_s: f64,
+    /// d.
+    rtt: PortRtt,
     bytes_in: u64,
     /// Smallest queue an arriving packet found in this interval.
     min_queue_bytes: u64,
@@ -145,7 +141,7 @@ impl RcpPort {
             alpha: cfg.alpha,
             beta: cfg.beta,
             rate_bps: c,
-            avg_rtt_s: cfg.initial_rtt.0.as_secs_f64(),
+            rtt: PortRtt::new(cfg.initial_rtt.0),
             bytes_in: 0,
             min_queue_bytes: u64::MAX,
             last_tick: Nanos::ZERO,
@@ -158,7 +154,7 @@ impl RcpPort {
     /// `bytes_in` and `queue_bytes` queued at its end.
     pub fn update(&mut self, t_s: f64, bytes_in: u64, queue_bytes: u64) {
         let c = self.capacity_bps;
-        let d = self.avg_rtt_s;
+        let d = self.rtt.secs();
         let y = bytes_in as f64 * 8.0 / t_s;
         let q = queue_bytes as f64 * 8.0;
         let r = self.rate_bps * (1.0 + (t_s / d) * (self.alpha * (c - y) - self.beta * q / d) / c);
@@ -166,7 +162,7 @@ impl RcpPort {
     }
 
     pub fn avg_rtt(&self) -> Nanos {
-        Nanos::from_secs_f64(self.avg_rtt_s)
+        Nanos::from_secs_f64(self.rtt.secs())
     }
 }
 
@@ -183,9 +179,7 @@ impl PortControl for RcpPort {
         if kind.is_reverse() {
             return; // an echo on its way back to the sender: counted, not read
         }
-        if hdr.rtt_ns > 0 {
-            self.avg_rtt_s += RTT_GAIN * (hdr.rtt_ns as f64 * 1e-9 - self.avg_rtt_s);
-        }
+        self.rtt.sample(hdr.rtt_ns);
         let r = self.rate_bps as u64;
         if hdr.rate_bps > r {
             hdr.rate_bps = r;
@@ -209,7 +203,7 @@ impl PortControl for RcpPort {
     }
 
     fn interval(&self) -> Nanos {
-        Nanos::from_secs_f64(self.avg_rtt_s).max(Nanos::from_micros(1))
+        self.rtt.interval()
     }
 
     fn offered_rate(&self) -> Option<f64> {
@@ -253,7 +247,7 @@ mod tests {
         p.on_packet(&v, PacketKind::Data, 1500, &mut h);
         assert_eq!(h.rate_bps, 1_000_000_000); // a fresh port offers C
         // d moved 2% of the way from 100 us to 200 us
-        assert!((p.avg_rtt_s - 102e-6).abs() < 1e-12);
+        assert!((p.rtt.secs() - 102e-6).abs() < 1e-12);
         p.rate_bps = 300e6;
         let mut low = RouterHeader { rate_bps: 100_000_000, ..Default::default() };
         p.on_packet(&v, PacketKind::Data, 1500, &mut low);

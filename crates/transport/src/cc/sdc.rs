@@ -27,8 +27,7 @@
 //! (0.789, 0.9), class B (0.5, 0.714). gamma = 1 (doubling per RTT, as TCP's slow start) for
 //! every class and t_p = the average RTT (the model's T = t_p) are fctlab's choices.
 
-use super::rcp::{IDLE_INTERVALS, RTT_GAIN};
-use super::{additive_increase, AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortView, Protocol, SendContext};
+use super::{additive_increase, AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortRtt, PortView, Protocol, SendContext, IDLE_INTERVALS};
 use fctlab_engine::quantity::Duration;
 use fctlab_engine::Nanos;
 use fctlab_net::{PacketKind, RouterHeader};
@@ -271,8 +270,7 @@ impl CongestionControl for Sdc {
                 wire_class(self.class)
             }
         };
-        let rtt_ns = ctx.srtt.map_or(0, |r| r.0.min(u32::MAX as u64) as u32);
-        *hdr = RouterHeader { class, prev_class: self.counted, rtt_ns, ..RouterHeader::default() };
+        *hdr = RouterHeader { class, prev_class: self.counted, rtt_ns: ctx.rtt_field(), ..RouterHeader::default() };
         self.counted = class;
         true
     }
@@ -286,7 +284,7 @@ impl CongestionControl for Sdc {
 pub struct SdcPort {
     capacity_bytes_per_s: f64,
     fixed_tp: Option<Nanos>,
-    avg_rtt_s: f64,
+    rtt: PortRtt,
     /// Active flows of classes A, B, C.
     counts: [u32; 3],
     bytes_in: u64,
@@ -304,7 +302,7 @@ impl SdcPort {
         SdcPort {
             capacity_bytes_per_s: link.capacity.0 as f64 / 8.0,
             fixed_tp: cfg.t_p.map(|d| d.0),
-            avg_rtt_s: cfg.initial_rtt.0.as_secs_f64(),
+            rtt: PortRtt::new(cfg.initial_rtt.0),
             counts: [0; 3],
             bytes_in: 0,
             queue_sum: 0,
@@ -355,9 +353,7 @@ impl PortControl for SdcPort {
                 self.counts[i] += 1;
             }
         }
-        if hdr.rtt_ns > 0 {
-            self.avg_rtt_s += RTT_GAIN * (hdr.rtt_ns as f64 * 1e-9 - self.avg_rtt_s);
-        }
+        self.rtt.sample(hdr.rtt_ns);
         hdr.load = hdr.load.max(self.load as f32);
         hdr.top_class = hdr.top_class.max(self.top());
     }
@@ -382,7 +378,7 @@ impl PortControl for SdcPort {
     }
 
     fn interval(&self) -> Nanos {
-        self.fixed_tp.unwrap_or_else(|| Nanos::from_secs_f64(self.avg_rtt_s)).max(Nanos::from_micros(1))
+        self.fixed_tp.map_or_else(|| self.rtt.interval(), |t| t.max(Nanos::from_micros(1)))
     }
 
     fn class_counts(&self) -> Option<Vec<u32>> {
