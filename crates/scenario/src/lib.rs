@@ -79,6 +79,25 @@ pub struct MonitorConfig {
     pub queues: Vec<String>,
 }
 
+/// `[transport] scheduler`: SCHED_TCP's layer between each origin-destination pair's flows and
+/// its connections (`docs/schedtcp.md`).
+#[derive(Clone, Debug)]
+pub struct SchedulerConfig {
+    pub policy: fctlab_sched::Policy,
+    /// How far ahead of what a connection has sent its data is chosen: 0 for the ideal gtcp
+    /// (at transmission), else the bytes a send buffer holds (SCHED_TCP: not preempted).
+    pub send_buffer_bytes: u64,
+    /// `priority`: class 0 is the first tag, and so on; other tags come after them all.
+    pub priority_tags: Vec<String>,
+}
+
+impl SchedulerConfig {
+    /// The class of a flow with tag `tag` under `priority`.
+    pub fn class_of(&self, tag: &str) -> u32 {
+        self.priority_tags.iter().position(|t| t == tag).unwrap_or(self.priority_tags.len()) as u32
+    }
+}
+
 /// A validated scenario, ready to simulate.
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -98,6 +117,8 @@ pub struct Scenario {
     /// Names of flow groups, indexed by `FlowSpec::group_id` and `FlowSpec::after`.
     pub groups: Vec<String>,
     pub monitor: MonitorConfig,
+    /// The flow scheduling layer of every origin-destination pair, if any.
+    pub scheduler: Option<SchedulerConfig>,
     /// SHA-256 of the scenario text and the overrides applied to it.
     pub sha256: String,
 }

@@ -214,6 +214,7 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
         flows,
         groups,
         monitor,
+        scheduler: transport.scheduler,
         sha256,
     })
 }

@@ -5,6 +5,7 @@ use crate::tables::{de, fields_of, split, At};
 use crate::units::{Duration, Size};
 use crate::ScenarioError;
 use fctlab_engine::Nanos;
+use fctlab_sched::{Policy, Rank};
 use fctlab_transport::{cc, Profile, TcpConfig};
 use serde::Deserialize;
 
@@ -32,6 +33,16 @@ struct Keys {
     dupthresh: Option<u32>,
     cwr: Option<bool>,
     tail_loss_probe: Option<bool>,
+    /// Flow scheduling per origin-destination pair (SCHED_TCP): `tcp`, `srpt`, `las`, `fair`
+    /// or `priority`; absent: no scheduling layer.
+    scheduler: Option<String>,
+    /// Bytes of a connection's send buffer the layer fills ahead (SCHED_TCP); 0 (default):
+    /// the data of each segment is chosen when it is sent (the ideal gtcp).
+    send_buffer: Option<Size>,
+    /// `priority`: flow tags from first to last class (unlisted tags come after them).
+    priority_tags: Option<Vec<String>>,
+    /// `priority`: the rank among the flows of one class (`srpt`, `las` or `fair`; default `las`).
+    priority_then: Option<String>,
 }
 
 /// `[transport]` after validation.
@@ -43,6 +54,7 @@ pub(crate) struct Transport {
     pub profile: Profile,
     /// Protocol parameters given here (each checked to be some protocol's key).
     pub protocol_params: toml::Table,
+    pub scheduler: Option<crate::SchedulerConfig>,
 }
 
 pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, ScenarioError> {
@@ -117,7 +129,36 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
     if tcp.dupthresh == 0 {
         return Err(err("dupthresh", "must be at least 1".into()));
     }
-    let default_protocol = t.protocol.unwrap_or_else(|| "tcp".into());
+    let default_protocol = t.protocol.clone().unwrap_or_else(|| "tcp".into());
     cc::lookup(&default_protocol).map_err(|m| err("protocol", m))?;
-    Ok(Transport { tcp, default_protocol, profile, protocol_params })
+    let scheduler = scheduler(&t, &err)?;
+    Ok(Transport { tcp, default_protocol, profile, protocol_params, scheduler })
+}
+
+fn scheduler(t: &Keys, err: &dyn Fn(&str, String) -> ScenarioError) -> Result<Option<crate::SchedulerConfig>, ScenarioError> {
+    let Some(name) = t.scheduler.as_deref() else {
+        for (key, given) in [("send_buffer", t.send_buffer.is_some()), ("priority_tags", t.priority_tags.is_some()), ("priority_then", t.priority_then.is_some())] {
+            if given {
+                return Err(err(key, "applies to the flow scheduling layer only; set `scheduler` too".into()));
+            }
+        }
+        return Ok(None);
+    };
+    let then = match t.priority_then.as_deref() {
+        None => Rank::Las,
+        Some(r) => Rank::from_name(r).map_err(|m| err("priority_then", m))?,
+    };
+    let policy = Policy::from_name(name, then).map_err(|m| err("scheduler", m))?;
+    if !matches!(policy, Policy::Priority(_)) {
+        for (key, given) in [("priority_tags", t.priority_tags.is_some()), ("priority_then", t.priority_then.is_some())] {
+            if given {
+                return Err(err(key, format!("applies to scheduler = \"priority\" only (scheduler is \"{name}\")")));
+            }
+        }
+    }
+    let send_buffer = t.send_buffer.map_or(0, |s| s.0);
+    if send_buffer > 1 << 40 {
+        return Err(err("send_buffer", format!("must be at most 1TB, got {send_buffer}B")));
+    }
+    Ok(Some(crate::SchedulerConfig { policy, send_buffer_bytes: send_buffer, priority_tags: t.priority_tags.clone().unwrap_or_default() }))
 }

@@ -23,12 +23,13 @@ impl Simulation {
                 _ => None,
             };
             let ideal = st.ideal.map(|d| d.as_secs_f64());
+            let scheduled = self.host.as_ref().filter(|h| h.schedules(i));
             flows.push(FlowResult {
                 flow_id: i as u64,
                 src: name(spec.src),
                 dst: name(spec.dst),
                 size_bytes: spec.size_bytes,
-                bytes_delivered: counts.bytes_delivered,
+                bytes_delivered: scheduled.and_then(|h| h.acked(i)).unwrap_or(counts.bytes_delivered),
                 start_s: st.started_at.map(|t| t.as_secs_f64()),
                 finish_s: st.finish.map(|t| t.as_secs_f64()),
                 fct_s: fct,
@@ -47,6 +48,8 @@ impl Simulation {
                 packets_sent: counts.packets_sent,
                 loss_probes: counts.loss_probes,
                 left_slow_start: counts.left_slow_start,
+                scheduler: scheduled.map_or("none", |h| h.policy().name()).to_string(),
+                conn_finish_s: st.conn_finish.map(|t| t.as_secs_f64()),
             });
         }
         let sim_s = now.as_secs_f64();

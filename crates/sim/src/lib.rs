@@ -14,6 +14,7 @@ mod collect;
 mod ideal;
 mod monitor;
 mod results;
+mod sched;
 mod sim;
 
 pub use results::{Column, ColumnSpec, ColumnType, CwndSample, FlowResult, LinkResult, QueueSample, Results, Row, Schema, Summary, SCHEMAS};

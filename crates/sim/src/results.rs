@@ -219,6 +219,10 @@ result_table!(
         packets_sent: u64,
         loss_probes: u64,
         left_slow_start: bool,
+        /// The scheduling layer's policy (`[transport] scheduler`), or "none".
+        scheduler: String,
+        /// When the connection opened for the flow completed.
+        conn_finish_s: Option<f64>,
     }
 );
 

@@ -3,6 +3,7 @@
 
 use crate::build::{FlowPaths, Network, HOP_REVERSE};
 use crate::monitor::Monitor;
+use crate::sched::HostLayer;
 use fctlab_engine::{EventQueue, Nanos};
 use fctlab_net::packet::flags;
 use fctlab_net::{EnqueueOutcome, FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId};
@@ -62,7 +63,11 @@ impl FlowCounts {
 pub(crate) struct FlowState {
     /// When the flow started (None until it has).
     pub started_at: Option<Nanos>,
+    /// When every byte of it was acknowledged.
     pub finish: Option<Nanos>,
+    /// When the connection opened for it completed (the same time, unless a scheduling layer
+    /// moved its data to other connections).
+    pub conn_finish: Option<Nanos>,
     /// Best-case completion time on its path (None for a long-lived flow).
     pub ideal: Option<Nanos>,
     /// Counters at completion.
@@ -129,6 +134,10 @@ pub struct Simulation {
     /// when no flow uses one), and whether each port's control timer runs.
     port_ctl: Vec<Box<dyn PortControl>>,
     port_ticking: Vec<bool>,
+    /// The flow scheduling layer, when `[transport] scheduler` asks for one, and the flows
+    /// its last step completed.
+    pub(crate) host: Option<HostLayer>,
+    host_done: Vec<u32>,
 }
 
 impl Simulation {
@@ -180,6 +189,7 @@ impl Simulation {
             }
         }
         let port_ticking = vec![false; port_ctl.len()];
+        let host = HostLayer::new(&scenario);
         let mut sim = Simulation {
             now: Nanos::ZERO,
             events: EventQueue::new(),
@@ -203,6 +213,8 @@ impl Simulation {
             finished: false,
             port_ctl,
             port_ticking,
+            host,
+            host_done: Vec::new(),
         };
         if let Some(&first) = sim.start_order.first() {
             let t = sim.scenario.flows[first as usize].start;
@@ -379,6 +391,9 @@ impl Simulation {
     #[inline]
     fn after_flow_activity(&mut self, f: usize) {
         self.flush_out();
+        if self.host.is_some() {
+            self.sync_host(f);
+        }
         let conn = self.conns[f].as_deref().expect("active flow");
         if conn.snd.is_complete() {
             self.complete(f);
@@ -401,6 +416,19 @@ impl Simulation {
                 self.events.push(d, Event::DelAck(f as u32));
             }
         }
+    }
+
+    /// Lets the scheduling layer catch up with connection `f`, and completes the flows whose
+    /// last bytes that acknowledged.
+    #[inline(never)]
+    fn sync_host(&mut self, f: usize) {
+        let Some(host) = self.host.as_mut() else { return };
+        let mut done = std::mem::take(&mut self.host_done);
+        host.sync(f, &self.conns, self.now, &mut done);
+        for j in done.drain(..) {
+            self.flow_done(j as usize);
+        }
+        self.host_done = done;
     }
 
     fn on_timer(&mut self, f: u32, rto: bool) {
@@ -490,17 +518,29 @@ impl Simulation {
         let mut conn = Box::new(Conn { snd, rcv });
         conn.snd.start(self.now, &mut self.out);
         self.conns[f] = Some(conn);
+        if let Some(h) = self.host.as_mut() {
+            h.open(f);
+        }
         self.after_flow_activity(f);
     }
 
+    /// Flow `f`'s connection has completed.
     fn complete(&mut self, f: usize) {
         let conn = self.conns[f].take().expect("active flow");
         let st = &mut self.flows[f];
-        st.finish = Some(self.now);
+        st.conn_finish = Some(self.now);
         st.final_counts = FlowCounts::of(&conn);
         st.rto_at = None;
         st.delack_at = None;
         self.open_flows -= 1;
+        if !self.host.as_ref().is_some_and(|h| h.schedules(f)) {
+            self.flow_done(f);
+        }
+    }
+
+    /// Every byte of flow `f` has been acknowledged.
+    fn flow_done(&mut self, f: usize) {
+        self.flows[f].finish = Some(self.now);
         if let Some(g) = self.scenario.flows[f].group_id {
             let open = &mut self.group_open[g as usize];
             *open -= 1;

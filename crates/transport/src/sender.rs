@@ -190,6 +190,10 @@ impl TcpSender {
     pub fn bytes_acked(&self) -> u64 {
         self.snd_una
     }
+    /// Bytes sent at least once so far (the highest sequence number sent).
+    pub fn bytes_sent(&self) -> u64 {
+        self.snd_max
+    }
     /// When the sender's timer expires (retransmission timeout or tail loss probe), if it runs.
     pub fn timer_deadline(&self) -> Option<Nanos> {
         match (self.rto_deadline, self.probe_deadline) {
