@@ -29,7 +29,7 @@ impl Simulation {
                 src: name(spec.src),
                 dst: name(spec.dst),
                 size_bytes: spec.size_bytes,
-                bytes_delivered: scheduled.and_then(|h| h.acked(i)).unwrap_or(counts.bytes_delivered),
+                bytes_delivered: scheduled.and_then(|h| h.delivered(i)).unwrap_or(counts.bytes_delivered),
                 start_s: st.started_at.map(|t| t.as_secs_f64()),
                 finish_s: st.finish.map(|t| t.as_secs_f64()),
                 fct_s: fct,

@@ -30,11 +30,14 @@ struct Flow {
     size: u64,
     pair: u32,
     class: u32,
-    /// Bytes of it acknowledged so far.
+    /// Bytes of it acknowledged so far, and delivered in order by the receivers.
     acked: u64,
+    delivered: u64,
     /// Bytes of its own connection's sequence space whose data is chosen, and acknowledged.
     mapped: u64,
     credited: u64,
+    /// Bytes of its connection's sequence space the receiver has delivered (counted here).
+    received: u64,
     /// The data of the chosen ranges of its connection, not yet all acknowledged: (end of
     /// the range, flow whose bytes it carries), contiguous from `credited`.
     pieces: VecDeque<(u64, u32)>,
@@ -109,8 +112,9 @@ impl HostLayer {
     /// completes, in the order they complete.
     pub fn sync(&mut self, f: usize, conns: &[Option<Box<Conn>>], now: Nanos, done: &mut Vec<u32>) {
         let Some(fl) = self.flows[f].as_mut() else { return };
-        let snd = &conns[f].as_deref().expect("active connection").snd;
-        let (sent, acked) = (snd.bytes_sent(), snd.bytes_acked());
+        let conn = conns[f].as_deref().expect("active connection");
+        let snd = &conn.snd;
+        let (sent, acked, received) = (snd.bytes_sent(), snd.bytes_acked(), conn.rcv.bytes_delivered());
         if let Some(s) = snd.srtt() {
             self.pairs[fl.pair as usize].srtt = Some(s);
         }
@@ -121,6 +125,7 @@ impl HostLayer {
         while self.flows[f].as_ref().is_some_and(|fl| fl.mapped < target) {
             self.choose_segment(f, conns, now);
         }
+        self.credit_received(f, received);
         let mut at = self.flows[f].as_ref().expect("scheduled").credited;
         while acked > at {
             let fl = self.flows[f].as_mut().expect("scheduled");
@@ -137,6 +142,28 @@ impl HostLayer {
             at = upto;
         }
         self.flows[f].as_mut().expect("scheduled").credited = at;
+    }
+
+    /// Counts the bytes connection `f`'s receiver has delivered up to `received` to the flows
+    /// they belong to (the pieces not yet acknowledged hold them).
+    fn credit_received(&mut self, f: usize, received: u64) {
+        let fl = self.flows[f].as_mut().expect("scheduled");
+        let mut at = fl.received.max(fl.credited);
+        if received <= at {
+            return;
+        }
+        fl.received = received;
+        let first = fl.pieces.partition_point(|&(end, _)| end <= at);
+        for k in first..fl.pieces.len() {
+            let fl = self.flows[f].as_ref().expect("scheduled");
+            let (end, owner) = fl.pieces[k];
+            let upto = end.min(received);
+            self.flows[owner as usize].as_mut().expect("scheduled").delivered += upto - at;
+            at = upto;
+            if at >= received {
+                break;
+            }
+        }
     }
 
     /// Chooses the data of connection `f`'s next segment-sized range.
@@ -184,9 +211,9 @@ impl HostLayer {
         }
     }
 
-    /// Bytes of flow `f` acknowledged so far.
-    pub fn acked(&self, f: usize) -> Option<u64> {
-        self.flows[f].as_ref().map(|fl| fl.acked)
+    /// Bytes of flow `f` the receiver has delivered in order so far.
+    pub fn delivered(&self, f: usize) -> Option<u64> {
+        self.flows[f].as_ref().map(|fl| fl.delivered)
     }
 }
 
