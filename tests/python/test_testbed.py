@@ -473,3 +473,13 @@ def test_router_assisted_protocols_are_refused_with_the_reason(tmp_path):
     plan = load_plan(scen, [])
     with pytest.raises(BadPlan, match=r"flows\[0\]: protocol 'rcp' is not supported by the testbed .*stamp rates"):
         resolve_congestion_controls(plan)
+
+
+def test_a_scheduling_layer_is_refused_with_the_reason(tmp_path):
+    from fctlab.testbed.netns import TestbedError as BadPlan
+
+    scen = tmp_path / "sched.toml"
+    scen.write_text('seed = 1\nstop_time = "1s"\n[network]\ntopology = "star"\nhosts = 3\nlink_rate = "100Mbps"\n'
+                    'link_delay = "1ms"\n[transport]\nscheduler = "srpt"\n[[flows]]\nsrc = "h1"\ndst = "h0"\nsize = "1MB"\n')
+    with pytest.raises(BadPlan, match=r"transport.scheduler = 'srpt': .*simulator only"):
+        load_plan(scen, [])

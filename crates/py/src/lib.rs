@@ -101,6 +101,7 @@ fn network(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<
     d.set_item("seed", sc.seed)?;
     d.set_item("stop_time_s", sc.stop_time.map(|t| t.as_secs_f64()))?;
     d.set_item("topology", &topo.kind)?;
+    d.set_item("scheduler", sc.scheduler.as_ref().map(|c| c.policy.name()))?;
     let nodes = PyList::empty_bound(py);
     for n in &topo.nodes {
         let nd = PyDict::new_bound(py);

@@ -103,6 +103,9 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
     elif queue["kind"] != "droptail":
         raise TestbedError(f"network.queue = {queue['kind']!r}: the testbed has drop-tail (TBF) and ecn "
                            "(TBF with a BPF marker) queues")
+    if net.get("scheduler"):
+        raise TestbedError(f"transport.scheduler = {net['scheduler']!r}: the testbed runs each flow on its own "
+                           "connection; the flow scheduling layer exists in the simulator only")
     if topo not in ("dumbbell", "star"):
         raise TestbedError(f"network.topology = {topo!r}: the testbed supports dumbbell and star")
     hosts = [n["name"] for n in net["nodes"] if n["kind"] == "host"]
