@@ -1,8 +1,9 @@
 """`fctlab reproduce PAPER`: rerun a paper's simulations and write a report that compares
 fctlab's numbers with the paper's.
 
-Papers: ``atcp`` (Adaptive TCP; see docs/reproduce_atcp.md) and ``thesis`` (Munir's thesis,
-chapter 4: RACS against RCP; see docs/reproduce_thesis.md).
+Papers: ``atcp`` (Adaptive TCP; see docs/reproduce_atcp.md), ``thesis`` (Munir's thesis,
+chapters 3 and 4: SDC, RACS and RCP; see docs/reproduce_thesis.md) and ``schedtcp``
+(non-intrusive scheduling of TCP flows; see docs/reproduce_schedtcp.md).
 
     fctlab reproduce atcp [--quick] [--out DIR] [--items 1,2,7] [--budget SECONDS] [--workers N | --cluster ADDRESS]
 
@@ -21,7 +22,7 @@ from typing import Optional, Sequence
 
 __all__ = ["main_reproduce", "configure", "run", "PAPERS", "default_scenario_dir"]
 
-PAPERS = ("atcp", "thesis")
+PAPERS = ("atcp", "thesis", "schedtcp")
 
 
 class _ArgError(Exception):

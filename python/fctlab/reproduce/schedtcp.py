@@ -1,0 +1,351 @@
+"""Reproduction of Ayesta, Bertaux and Carvin, "Non-intrusive scheduling of TCP flows" (IFIP
+Networking 2015): SCHED_TCP's policies in the simulator.
+
+The pair's flows run under ``[transport] scheduler`` = tcp, srpt, las and fair on the same
+arrivals (same scenario and seed), so every flow can be compared with itself under tcp on
+the same sample path, as the paper's Table 2 does across repeated experiments. Item 1 uses
+the ideal gtcp (each segment's data chosen when it is sent), item 2 SCHED_TCP's socket send
+buffers, item 3 the paper's Figures 7-9, item 4 the non-intrusiveness experiment (Fig. 6)
+and item 5 the fluid single-server ideal (``fctlab.models.sched``) on the same arrivals. See
+``docs/reproduce_schedtcp.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .common import MATCH, NO_MATCH, Item, Runner, fmt_pct, fmt_time, new_figure, save_figure
+
+ITEM_ORDER = [4, 1, 2, 3, 5]
+POLICIES = ("srpt", "fair", "las")
+LABEL = {"tcp": "tcp", "srpt": "SRPT", "fair": "FAIR", "las": "LAS", "ps": "PS", "fsp": "FSP"}
+#: a flow is "equal" when its transfer time under the policy is within this of tcp's: a
+#: tenth of the path's 10 ms round trip, below anything a policy changes by moving data
+EQUAL_S = 1e-3
+#: the pair's payload capacity: 12 MB/s of wire bytes carries 1448 of every 1488 bytes
+PAYLOAD_CAPACITY = 12e6 * 1448 / 1488
+#: SCHED_TCP's send buffer (item 2): Linux's initial tcp_wmem (16 KB), and one that
+#: autotuning reaches on this path (256 KB, about two bandwidth-delay products)
+SEND_BUFFERS = ("16KB", "256KB")
+
+
+@dataclass
+class Mode:
+    quick: bool
+    runs: int
+    flows: int
+
+    @property
+    def name(self) -> str:
+        return "quick" if self.quick else "full"
+
+
+QUICK = Mode(True, 3, 150)
+FULL = Mode(False, 50, 1000)
+
+
+def _flows(r: Runner, mode: Mode, policy: str, send_buffer: str = "") -> list:
+    """The pair's flows of every run (one DataFrame per seed), by flow id."""
+    out = []
+    for seed in range(1, mode.runs + 1):
+        kw = {"seed": seed, "workloads__0__count": mode.flows}
+        if policy != "tcp":
+            kw["transport__scheduler"] = policy
+        if send_buffer:
+            kw["transport__send_buffer"] = send_buffer
+        res = r.run("pair.toml", f"{policy}{'/' + send_buffer if send_buffer else ''} seed {seed}", **kw)
+        out.append(res.flows.sort_values("flow_id").reset_index(drop=True))
+    return out
+
+
+def compare(tcp: list, other: list) -> dict:
+    """Table 2's statistics of `other` against `tcp`, flow by flow, pooled over the runs."""
+    d = np.concatenate([o["fct_s"].to_numpy() - t["fct_s"].to_numpy() for t, o in zip(tcp, other)])
+    if np.any(np.isnan(d)):
+        raise RuntimeError("a flow did not complete")
+    faster, slower = d < -EQUAL_S, d > EQUAL_S
+    return {
+        "faster": float(faster.mean()), "slower": float(slower.mean()), "equal": float((~faster & ~slower).mean()),
+        "gain_s": float(-d[faster].mean()) if faster.any() else float("nan"),
+        "loss_s": float(d[slower].mean()) if slower.any() else float("nan"),
+        "mean_fct_s": float(np.mean(np.concatenate([o["fct_s"].to_numpy() for o in other]))),
+        "flows": int(d.size),
+    }
+
+
+def _table_rows(it: Item, ex, prefix: str, stats: dict, policies=POLICIES) -> None:
+    for p in policies:
+        s = stats[p]
+        for key in ("faster", "slower", "equal"):
+            rid = f"{prefix}.{p}_{key}"
+            if rid in ex.rows:
+                it.rows.append(ex.row(rid, s[key], fmt_pct(s[key], False)))
+        for key, sign in (("gain", "-"), ("loss", "+")):
+            rid = f"{prefix}.{p}_{key}"
+            if rid in ex.rows:
+                v = s[f"{key}_s"]
+                it.rows.append(ex.row(rid, v, f"{sign}{fmt_time(v)}" if np.isfinite(v) else "none"))
+
+
+def _load_note(tcp: list, mode: Mode) -> str:
+    offered = [float(t["size_bytes"].sum()) / (t["start_s"].max() - t["start_s"].min()) / PAYLOAD_CAPACITY for t in tcp]
+    return (f"{mode.runs} runs of {mode.flows} flows; realized load (bytes offered over the arrival window, per payload "
+            f"capacity) {np.mean(offered):.2f} on average, {min(offered):.2f} to {max(offered):.2f}")
+
+
+def item1(r: Runner, mode: Mode, out) -> Item:
+    it = r.new_item(1, f"scenario `pair.toml`: s0 -> r0 through 96 Mbps (12 MB/s), 10 ms RTT, 100-packet buffer; "
+                       f"{mode.runs} seeds x {mode.flows} Poisson flows at load 0.9, Lomax sizes (alpha 3, c = 1e-7/B); "
+                       f"every flow compared with itself under tcp on the same seed; 'equal' within {EQUAL_S * 1e3:g} ms; "
+                       "`send_buffer = 0` (the ideal gtcp)")
+    tcp = _flows(r, mode, "tcp")
+    stats = {p: compare(tcp, _flows(r, mode, p)) for p in POLICIES}
+    it.numbers = {"stats": stats, "tcp_mean_fct_s": float(np.mean(np.concatenate([t["fct_s"].to_numpy() for t in tcp])))}
+    _table_rows(it, r.expected, "item1", stats)
+    it.explanation.append(_load_note(tcp, mode) + ". Mean transfer time: tcp " + fmt_time(it.numbers["tcp_mean_fct_s"])
+                          + ", " + ", ".join(f"{LABEL[p]} {fmt_time(stats[p]['mean_fct_s'])}" for p in POLICIES) + ".")
+    it.explanation.append(
+        "fctlab compares each flow with itself under tcp on one sample path; the paper compared two real-network "
+        "experiments with the same arrival sequence, where every transfer time also moves by the network's own noise. "
+        "In fctlab a flow is equal exactly when no other flow of the pair overlapped it in a way the policy could "
+        "use (alone in the system, or the last of a busy period under any work-conserving order), which is why "
+        "'equal' is larger here; a noisy comparison moves such flows into 'faster' or 'slower'.")
+    return it
+
+
+def item2(r: Runner, mode: Mode, out) -> Item:
+    it = r.new_item(2, f"as item 1 with `send_buffer` = {', '.join(SEND_BUFFERS)}: each connection's send buffer is "
+                       "filled up to that many unacknowledged bytes as soon as it has room, and data in it is not "
+                       "preempted")
+    tcp = _flows(r, mode, "tcp")
+    ideal = {p: compare(tcp, _flows(r, mode, p)) for p in POLICIES}
+    by = {b: {p: compare(tcp, _flows(r, mode, p, b)) for p in POLICIES} for b in SEND_BUFFERS}
+    it.numbers = {"ideal": ideal, "send_buffer": by}
+    first = by[SEND_BUFFERS[0]]
+    ok = all(first[p]["faster"] > 0.5 and first[p]["mean_fct_s"] < compare(tcp, tcp)["mean_fct_s"] for p in POLICIES)
+    it.rows.append(r.expected.row("item2.gain", fctlab=f"{SEND_BUFFERS[0]}: " + ", ".join(
+        f"{LABEL[p]} {fmt_pct(first[p]['faster'], False)} faster" for p in POLICIES), verdict=MATCH if ok else NO_MATCH))
+    for p in ("srpt", "fair"):
+        v = first[p]["faster"]
+        it.rows.append(r.expected.row(f"item2.{p}_faster", v, f"{fmt_pct(v, False)} ({SEND_BUFFERS[0]}); "
+                                      + ", ".join(f"{fmt_pct(by[b][p]['faster'], False)} ({b})" for b in SEND_BUFFERS[1:])))
+    it.explanation.append(
+        "How the socket buffer changes the result: " + "; ".join(
+            f"{LABEL[p]} faster {fmt_pct(ideal[p]['faster'], False)} (ideal) -> "
+            + " -> ".join(f"{fmt_pct(by[b][p]['faster'], False)} ({b})" for b in SEND_BUFFERS)
+            + f", mean {fmt_time(ideal[p]['mean_fct_s'])} -> " + " -> ".join(fmt_time(by[b][p]["mean_fct_s"]) for b in SEND_BUFFERS)
+            for p in POLICIES)
+        + ". Data already in a send buffer keeps its place when a smaller flow arrives, so a new flow waits for up to a "
+        "buffer's worth of other flows' data on every connection before its own is sent; the larger the buffer, the "
+        "closer to tcp.")
+    fig = new_figure(6, 3.5)
+    ax = fig.subplots()
+    xs = ["ideal", *SEND_BUFFERS]
+    for p in POLICIES:
+        ax.plot(xs, [ideal[p]["faster"] * 100] + [by[b][p]["faster"] * 100 for b in SEND_BUFFERS], marker="o", label=LABEL[p])
+    ax.set_xlabel("send buffer")
+    ax.set_ylabel("flows faster than tcp (%)")
+    ax.legend()
+    save_figure(fig, out / "schedtcp_item2.png")
+    it.figures.append(("schedtcp_item2.png", "Share of flows faster than with tcp: ideal gtcp against SCHED_TCP's socket send buffers"))
+    return it
+
+
+def _time_weighted_active(flows: list, step_s: float = 0.01) -> np.ndarray:
+    """Flows in progress at every `step_s` of every run, pooled."""
+    from ..models.sched import in_progress
+
+    counts = []
+    for f in flows:
+        t = np.arange(f["start_s"].min(), f["finish_s"].max(), step_s)
+        counts.append(in_progress(f["start_s"], f["finish_s"], t))
+    return np.concatenate(counts)
+
+
+def item3(r: Runner, mode: Mode, out) -> Item:
+    it = r.new_item(3, "the runs of item 1: flows in progress sampled every 10 ms (Fig. 7), transfer-time deciles (Fig. 8), "
+                       "transfer time against size (Fig. 9: spread = interquartile range of transfer time over the median, "
+                       "within size deciles, averaged)")
+    runs = {p: _flows(r, mode, p) for p in ("tcp", *POLICIES)}
+    active = {p: _time_weighted_active(f) for p, f in runs.items()}
+    mean_active = {p: float(a.mean()) for p, a in active.items()}
+    fct = {p: np.concatenate([x["fct_s"].to_numpy() for x in f]) for p, f in runs.items()}
+    size = np.concatenate([x["size_bytes"].to_numpy() for x in runs["tcp"]]).astype(float)
+    deciles = {p: np.quantile(v, np.linspace(0.1, 0.9, 9)) for p, v in fct.items()}
+    long = fct["tcp"] > 6.0
+    edges = np.quantile(size, np.linspace(0, 1, 11))
+    spread = {}
+    for p, v in fct.items():
+        parts = []
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            m = (size >= lo) & (size <= hi)
+            if m.sum() >= 4:
+                q1, q2, q3 = np.quantile(v[m], [0.25, 0.5, 0.75])
+                parts.append((q3 - q1) / q2)
+        spread[p] = float(np.mean(parts))
+    it.numbers = {"mean_active": mean_active, "deciles_s": {p: list(map(float, d)) for p, d in deciles.items()},
+                  "long_flows": int(long.sum()), "spread": spread}
+    ex = r.expected
+    ma = mean_active
+    ok = max(ma["srpt"], ma["fair"]) < ma["las"] < ma["tcp"]
+    it.rows.append(ex.row("item3.active", fctlab=", ".join(f"{LABEL[p]} {ma[p]:.2f}" for p in ("srpt", "fair", "las", "tcp")),
+                          verdict=MATCH if ok else NO_MATCH))
+    if long.sum() >= 5:
+        la, lt = float(fct["las"][long].mean()), float(fct["tcp"][long].mean())
+        it.rows.append(ex.row("item3.long_las", fctlab=f"{int(long.sum())} flows: LAS {fmt_time(la)}, tcp {fmt_time(lt)}",
+                              verdict=MATCH if la > lt else NO_MATCH))
+    else:
+        it.rows.append(ex.row("item3.long_las", fctlab=f"only {int(long.sum())} flows over 6 s", verdict="not measured"))
+    everywhere = all(np.all(deciles[p] <= np.minimum(deciles["las"], deciles["tcp"])) for p in ("srpt", "fair"))
+    it.rows.append(ex.row("item3.size_aware_everywhere", fctlab="deciles (s): " + "; ".join(
+        f"{LABEL[p]} " + "/".join(f"{x:.2f}" for x in deciles[p][[0, 4, 8]]) for p in ("srpt", "fair", "las", "tcp")) + " (10th/50th/90th)",
+        verdict=MATCH if everywhere else NO_MATCH))
+    sp = spread
+    it.rows.append(ex.row("item3.dispersion", fctlab=", ".join(f"{LABEL[p]} {sp[p]:.2f}" for p in ("srpt", "fair", "las", "tcp")),
+                          verdict=MATCH if max(sp["srpt"], sp["fair"]) < min(sp["las"], sp["tcp"]) else NO_MATCH))
+    fig = new_figure(13, 3.8)
+    a, b, c = fig.subplots(1, 3)
+    kmax = int(max(np.quantile(v, 0.99) for v in active.values())) + 1
+    for p in ("tcp", *POLICIES):
+        h = np.bincount(np.minimum(active[p], kmax), minlength=kmax + 1) / len(active[p])
+        a.plot(np.arange(kmax + 1), h, marker=".", label=LABEL[p])
+        v = np.sort(fct[p])
+        b.plot(v, np.arange(1, len(v) + 1) / len(v), label=LABEL[p])
+    first = {p: f[0] for p, f in runs.items()}
+    for p in ("tcp", "las", "srpt", "fair"):
+        c.scatter(first[p]["size_bytes"] / 1e6, first[p]["fct_s"], s=5, label=LABEL[p], alpha=0.6)
+    a.set_xlabel("flows in progress")
+    a.set_ylabel("fraction of time")
+    a.set_title("cf. Fig. 7", fontsize=9)
+    b.set_xscale("log")
+    b.set_xlabel("transfer time (s)")
+    b.set_ylabel("CDF")
+    b.set_title("cf. Fig. 8", fontsize=9)
+    c.set_xlabel("size (MB)")
+    c.set_ylabel("transfer time (s)")
+    c.set_title("cf. Fig. 9 (first run)", fontsize=9)
+    for x in (a, b, c):
+        x.legend(fontsize=8)
+    save_figure(fig, out / "schedtcp_item3.png")
+    it.figures.append(("schedtcp_item3.png", "Flows in progress, transfer-time CDF, transfer time against size (cf. Figs. 7-9)"))
+    return it
+
+
+def item4(r: Runner, mode: Mode, out) -> Item:
+    it = r.new_item(4, "scenario `competing.toml`: long (3.4 MB, t = 0) and short (1 MB, t = 5 s) from s0 to r0, sample "
+                       "(long-lived) from s1 to r1, 2.8 Mbps (350 kB/s) bottleneck, 50 ms RTT; sample's delivery rate "
+                       "every second; the pair under tcp and under SRPT")
+    res = {p: r.run("competing.toml", p, **({} if p == "tcp" else {"transport__scheduler": p})) for p in ("tcp", "srpt")}
+    fin = {p: dict(zip(x.flows["tag"], x.flows["finish_s"])) for p, x in res.items()}
+    rate = {p: x.cwnd[x.cwnd["flow_id"] == 2].sort_values("time_s") for p, x in res.items()}
+    rt, rs = rate["tcp"]["rate_bps"].to_numpy(), rate["srpt"]["rate_bps"].to_numpy()
+    n = min(len(rt), len(rs))
+    diff = float(np.max(np.abs(rs[1:n] - rt[1:n]) / np.maximum(rt[1:n], 1.0))) if n > 1 else float("nan")
+    it.numbers = {"finish_s": fin, "sample_rate_bps": {p: list(map(float, v["rate_bps"])) for p, v in rate.items()},
+                  "max_rel_diff": diff}
+    ex = r.expected
+    it.rows.append(ex.row("item4.sample", fctlab=f"largest difference {fmt_pct(diff, False)} over {n - 1} one-second windows",
+                          verdict=MATCH if diff <= 0.02 else NO_MATCH))
+    st, ss = fin["tcp"]["short"], fin["srpt"]["short"]
+    it.rows.append(ex.row("item4.short", fctlab=f"t = {ss:.1f} s under SRPT, {st:.1f} s under tcp",
+                          verdict=MATCH if ss < st else NO_MATCH))
+    lt, ls = fin["tcp"]["long"], fin["srpt"]["long"]
+    it.rows.append(ex.row("item4.long", fctlab=f"t = {ls:.1f} s under SRPT, {lt:.1f} s under tcp",
+                          verdict=MATCH if abs(ls - lt) <= 0.05 * lt else NO_MATCH))
+    it.explanation.append(
+        "The pair's connections send the same segments at the same times under every policy (the simulator checks "
+        "this, crates/sim/tests/sched.rs), so sample sees the same network; on a real network, as in the paper, the "
+        "two experiments differ by the network's own noise.")
+    fig = new_figure(6, 3.5)
+    ax = fig.subplots()
+    for p, ls_ in (("tcp", "-"), ("srpt", "--")):
+        v = rate[p]
+        ax.plot(v["time_s"], v["rate_bps"] / 8e3, ls_, label=f"sample, pair under {LABEL[p]}")
+    for p, m in (("tcp", "o"), ("srpt", "x")):
+        for tag in ("short", "long"):
+            ax.axvline(fin[p][tag], color="C2" if tag == "short" else "C3", ls=":" if p == "tcp" else "-.", lw=1)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("sample's throughput (kB/s)")
+    ax.set_title("vertical lines: short and long finish (dotted tcp, dash-dot SRPT)", fontsize=8)
+    ax.legend(fontsize=8)
+    save_figure(fig, out / "schedtcp_item4.png")
+    it.figures.append(("schedtcp_item4.png", "Non-intrusiveness: the competing flow's throughput with the pair under tcp and under SRPT (cf. Fig. 6)"))
+    return it
+
+
+def item5(r: Runner, mode: Mode, out) -> Item:
+    from ..models import sched
+
+    it = r.new_item(5, "fctlab.models.sched on the arrivals and sizes of item 1's runs, one server of the pair's payload "
+                       f"capacity ({PAYLOAD_CAPACITY / 1e6:.2f} MB/s): PS (tcp's ideal), SRPT, LAS, FSP (FAIR's ideal); "
+                       "the same faster/slower/equal comparison against PS")
+    tcp = _flows(r, mode, "tcp")
+    fluid = {p: [] for p in sched.POLICIES}
+    for f in tcp:
+        c = sched.compare(f["start_s"].to_numpy(), f["size_bytes"].to_numpy(float), PAYLOAD_CAPACITY)
+        for p in sched.POLICIES:
+            fluid[p].append(pd.DataFrame({"fct_s": c[f"{p}_s"]}))
+    stats = {p: compare(fluid["ps"], fluid[p]) for p in ("srpt", "fsp", "las")}
+    packet = {p: compare(tcp, _flows(r, mode, p)) for p in POLICIES}
+    mean_fluid = {p: float(np.mean(np.concatenate([x["fct_s"].to_numpy() for x in v]))) for p, v in fluid.items()}
+    mean_packet = {"tcp": compare(tcp, tcp)["mean_fct_s"], **{p: packet[p]["mean_fct_s"] for p in POLICIES}}
+    it.numbers = {"fluid": stats, "fluid_mean_s": mean_fluid, "packet_mean_s": mean_packet}
+    ok = mean_packet["srpt"] <= mean_packet["fair"] < mean_packet["tcp"] and mean_fluid["srpt"] <= mean_fluid["fsp"] < mean_fluid["ps"]
+    it.rows.append(r.expected.row("item5.order", fctlab="packet level: " + ", ".join(f"{LABEL[p]} {fmt_time(mean_packet[p])}" for p in ("srpt", "fair", "las", "tcp"))
+                                  + "; fluid: " + ", ".join(f"{LABEL[p]} {fmt_time(mean_fluid[p])}" for p in ("srpt", "fsp", "las", "ps")),
+                                  verdict=MATCH if ok else NO_MATCH))
+    later = stats["fsp"]["slower"]
+    it.rows.append(r.expected.row("item5.fair_never_later", fctlab=f"{fmt_pct(later, False)} of flows (packet-level FAIR: {fmt_pct(packet['fair']['slower'], False)})",
+                                  verdict=MATCH if later == 0 else NO_MATCH))
+    it.explanation.append(
+        "Faster than PS in the fluid model: " + ", ".join(f"{LABEL[p]} {fmt_pct(stats[p]['faster'], False)}" for p in ("srpt", "fsp", "las"))
+        + "; at packet level against tcp: " + ", ".join(f"{LABEL[p]} {fmt_pct(packet[p]['faster'], False)}" for p in POLICIES)
+        + ". The packet level is slower than the fluid ideal throughout: connections open with a handshake-free slow "
+        "start and lose packets at the 100-packet buffer, so tcp is not the fluid PS, and the last ACK of a flow comes a "
+        "round trip after its last byte leaves.")
+    return it
+
+
+ITEMS: dict = {1: item1, 2: item2, 3: item3, 4: item4, 5: item5}
+
+
+def _intro(mode: Mode) -> list:
+    intro = [
+        "Items 1-4 rerun section 6's experiments in the simulator from `scenarios/papers/schedtcp/` with "
+        "`[transport] scheduler` set to tcp, SRPT, LAS and FAIR on the same arrivals; item 5 sets the fluid ideal "
+        "(`fctlab.models.sched`) beside them. The paper measured SCHED_TCP on real networks; fctlab compares each flow "
+        "with itself on one sample path.",
+        "Parameters the paper does not give (round trip, buffer, flows per run, send-buffer sizes, the flow sizes of "
+        "Fig. 6) are chosen and listed in docs/reproduce_schedtcp.md.",
+    ]
+    if mode.quick:
+        intro.append(f"This is a `--quick` run: {QUICK.runs} runs of {QUICK.flows} flows instead of {FULL.runs} of {FULL.flows}; "
+                     "its realized load and numbers vary more than a full run's.")
+    return intro
+
+
+def _footer() -> list:
+    from ..report.render import Heading, Table
+
+    return [Heading("Quick and full runs"), Table(["setting", "`--quick`", "full"], [
+        ["runs (seeds)", str(QUICK.runs), str(FULL.runs)],
+        ["flows per run", str(QUICK.flows), str(FULL.flows)],
+    ], text=True)]
+
+
+def paper():
+    """The SCHED_TCP reproduction for :func:`fctlab.reproduce.runner.run_paper`."""
+    from .runner import Paper
+
+    return Paper("schedtcp", ITEMS, ITEM_ORDER, QUICK, FULL, intro=_intro, footer=_footer, required_files=("pair.toml", "competing.toml"))
+
+
+if __name__ == "__main__":  # python -m fctlab.reproduce.schedtcp [--quick] [--out DIR] [--items ...]
+    import sys
+
+    from . import main_reproduce
+
+    sys.exit(main_reproduce(["schedtcp"] + sys.argv[1:]))
