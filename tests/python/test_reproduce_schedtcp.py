@@ -1,0 +1,71 @@
+"""`fctlab reproduce schedtcp --quick`: a complete report whose rows carry measurements, and
+the scheduling layer seen from Python."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+import fctlab
+from fctlab.reproduce import default_scenario_dir, main_reproduce
+from fctlab.reproduce.expected import Expected
+
+EXPECTED = Expected(default_scenario_dir("schedtcp") / "expected.toml")
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("schedtcp_quick")
+    t0 = time.perf_counter()
+    rc = main_reproduce(["schedtcp", "--quick", "--out", str(out)])
+    return rc, out, time.perf_counter() - t0
+
+
+def test_quick_run_writes_full_report(quick_run):
+    rc, out, wall = quick_run
+    assert rc == 0
+    assert wall < 120, f"--quick took {wall:.0f} s"
+    md = (out / "report.md").read_text()
+    for n in range(1, 6):
+        assert f"## Item {n}:" in md
+    for e in EXPECTED.rows.values():
+        assert f"| {e.quantity} | {e.shown} |" in md, e.id
+    for png in ("schedtcp_item2.png", "schedtcp_item3.png", "schedtcp_item4.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+    items = json.loads((out / "results.json").read_text())["items"]
+    assert all(items[str(n)]["status"] == "done" for n in range(1, 6)), items
+
+
+def test_quick_run_numbers_are_measured(quick_run):
+    """The shares come from simulations: they add up, SRPT and FAIR make most flows faster,
+    and the socket buffer takes some of the gain away."""
+    _, out, _ = quick_run
+    items = json.loads((out / "results.json").read_text())["items"]
+    stats = items["1"]["numbers"]["stats"]
+    for p, s in stats.items():
+        assert abs(s["faster"] + s["slower"] + s["equal"] - 1) < 1e-9, (p, s)
+        assert s["flows"] == 450
+    assert stats["srpt"]["faster"] > 0.6 and stats["fair"]["faster"] > 0.6, stats
+    assert stats["fair"]["slower"] < stats["las"]["slower"]
+    buf = items["2"]["numbers"]["send_buffer"]
+    assert buf["256KB"]["srpt"]["faster"] < stats["srpt"]["faster"], buf
+    # item 4: the competing flow is untouched, the short flow is sooner
+    n4 = items["4"]["numbers"]
+    assert n4["max_rel_diff"] == 0.0 and n4["finish_s"]["srpt"]["short"] < n4["finish_s"]["tcp"]["short"]
+
+
+def test_scheduled_rows_from_python():
+    path = default_scenario_dir("schedtcp") / "competing.toml"
+    tcp = fctlab.run(path).flows
+    srpt = fctlab.run(path, transport__scheduler="srpt").flows
+    assert list(tcp["scheduler"][:2]) == ["none", "none"] and list(srpt["scheduler"][:2]) == ["srpt", "srpt"]
+    # the long-lived competing flow keeps its own connection
+    assert srpt["scheduler"][2] == "none"
+    short = srpt[srpt["tag"] == "short"].iloc[0]
+    # SRPT moved the short flow's bytes onto the long flow's connection: the flow finished
+    # before the connection opened for it
+    assert short["finish_s"] < short["conn_finish_s"]
+    assert np.allclose(tcp["finish_s"][:2], tcp["conn_finish_s"][:2])
