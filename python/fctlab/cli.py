@@ -177,6 +177,9 @@ def transport_line(t: dict) -> str:
         f"handshake {onoff(t['handshake'])}"
         + (f"; {', '.join(sorted(routed))}: router-assisted (always SYN and FIN, paced at the routers' rate, "
            "no tail loss probes)" if routed else "")
+        + (f"; flows scheduled per host pair by {t['scheduler']} ("
+           + (f"send buffers of {count(t['send_buffer_bytes'])} B" if t["send_buffer_bytes"] else "data chosen as each segment is sent")
+           + ")" if t.get("scheduler") else "")
     )
 
 

@@ -68,6 +68,9 @@ fn validate(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec
         protocols.set_item(f.cc.name(), n + 1)?;
     }
     tr.set_item("protocols", protocols)?;
+    // The flow scheduling layer: its policy as the simulator prints it, and its send buffer.
+    tr.set_item("scheduler", sc.scheduler.as_ref().map(|c| c.policy.to_string()))?;
+    tr.set_item("send_buffer_bytes", sc.scheduler.as_ref().map(|c| c.send_buffer_bytes))?;
     d.set_item("transport", tr)?;
     Ok(d.into())
 }

@@ -604,6 +604,8 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
         rows["packets_sent"].append(r.segs_out if r.segs_out is not None else 0)
         rows["loss_probes"].append(None)
         rows["left_slow_start"].append(None)
+        rows["scheduler"].append("none")  # every flow on its own kernel connection
+        rows["conn_finish_s"].append(finish)
     flows = pa.Table.from_pydict(rows, schema=FLOW_SCHEMA)
 
     lrows = {c: [] for c in LINK_SCHEMA.names}
