@@ -1,0 +1,32 @@
+//! SCHED_TCP over real sockets: the policies of `fctlab-sched` choosing which message fills
+//! each chunk written to a pool of plain TCP connections (tokio).
+//!
+//! As in the paper's implementation (Ayesta, Bertaux, Carvin, IFIP Networking 2015, section
+//! 6.1), the sender keeps the connections plain TCP would have: one per message, opened when
+//! the message is sent and carrying exactly that message's size in chunk payload before it is
+//! closed (its *virtual queue*). Which message's bytes fill a chunk is the policy's choice,
+//! made when the connection's socket has room for another chunk (`write` returned); a chunk
+//! in the kernel's send buffer cannot be preempted, so smaller chunks and send buffers
+//! preempt sooner at the cost of more frame headers (docs/schedtcp.md, "Over real sockets").
+//!
+//! The receiver reassembles messages from any connection and delivers each one whole, in
+//! completion order. It answers every completed message with a completion notice (the
+//! message id, 8 bytes) on the connection its last chunk came on, so the sender measures each
+//! message's transfer time from its `send` to that notice: the same definition as the
+//! simulator's (start to the acknowledgement of the last byte).
+//!
+//! Faults are per message and never fatal to the others: a frame that fails its checks (see
+//! [`frame`]) ends its connection and fails the message it names; a connection that ends in
+//! the middle of a frame fails that frame's message; messages still incomplete when the sender
+//! has closed every connection fail with how much arrived. Memory is bounded by the bytes
+//! actually received ([`RecvConfig::max_buffered_bytes`]), never by a declared size.
+
+pub mod frame;
+mod receiver;
+mod sender;
+
+pub use receiver::{Delivery, RecvConfig, Receiver};
+pub use sender::{SendConfig, SendReport, Sender};
+
+/// Bytes of a completion notice: the message id, big-endian.
+pub const NOTICE_BYTES: usize = 8;
