@@ -215,6 +215,7 @@ COMMANDS = {
     "query": ("run SQL over a sweep's results", "fctlab.sweeps_query"),
     "kernel": ("build, load, unload the ATCP BPF congestion control", "fctlab.kernel"),
     "testbed": ("run scenarios on the real kernel in network namespaces", "fctlab.testbed"),
+    "sched": ("send or receive a workload over real sockets with SCHED_TCP's scheduling", "fctlab.sched"),
 }
 _LOCAL = {"run": (configure_run, cmd_run), "validate": (configure_validate, cmd_validate)}
 

@@ -1,6 +1,8 @@
 //! `fctlab._core`: the Python bindings of the simulator. Only conversion lives here; the
 //! Python package (`python/fctlab`) is the user interface.
 
+mod sched;
+
 use fctlab_engine::Nanos;
 use fctlab_scenario::schema::Format;
 use fctlab_sim::{Results, Row, RunStatus, Simulation};
@@ -327,6 +329,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(network, m)?)?;
     m.add_function(wrap_pyfunction!(protocols, m)?)?;
     m.add_function(wrap_pyfunction!(schemas, m)?)?;
+    m.add_function(wrap_pyfunction!(sched::sched_send, m)?)?;
+    m.add_function(wrap_pyfunction!(sched::sched_recv, m)?)?;
+    m.add_function(wrap_pyfunction!(sched::sched_loopback, m)?)?;
     m.add("ScenarioError", m.py().get_type_bound::<ScenarioError>())?;
     m.add("VERSION", fctlab_sim::VERSION)?;
     Ok(())

@@ -30,3 +30,17 @@ pub use sender::{SendConfig, SendReport, Sender};
 
 /// Bytes of a completion notice: the message id, big-endian.
 pub const NOTICE_BYTES: usize = 8;
+
+/// The test content of message `id`: `len` bytes of a xorshift stream seeded by the id, so a
+/// receiver can check every byte of a workload's messages without being told them.
+pub fn pattern(id: u64, len: usize) -> Vec<u8> {
+    let mut x = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}

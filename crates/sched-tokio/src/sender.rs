@@ -44,7 +44,9 @@ pub struct SendReport {
 }
 
 struct Message {
+    /// Its bytes until every one has been handed to a connection (then released).
     data: Arc<Vec<u8>>,
+    size: u64,
     class: u32,
     start: Instant,
     done: Option<Instant>,
@@ -83,7 +85,7 @@ impl State {
             // kernel's window is not read, so no rate: FAIR ranks by bytes left).
             for c in self.pending.iter_mut() {
                 let m = &self.messages[self.index[&c.id]];
-                let size = m.data.len() as u64;
+                let size = m.size;
                 c.tcp = VirtualQueue {
                     remaining: size.saturating_sub(m.own_written),
                     finished_at_ns: m.own_finished_at.map(|t| t.duration_since(self.epoch).as_nanos() as u64),
@@ -99,11 +101,15 @@ impl State {
         c.remaining -= n;
         c.attained += n;
         let id = c.id;
+        let k = self.index[&id];
+        let data = self.messages[k].data.clone();
         if c.remaining == 0 {
             self.pending.remove(i);
+            // The chunks in flight hold the bytes they need: a sender keeps no more than the
+            // messages not yet handed out.
+            self.messages[k].data = Arc::new(Vec::new());
         }
-        let m = &self.messages[self.index[&id]];
-        Some((id, offset, m.data.len() as u64, m.data.clone()))
+        Some((id, offset, self.messages[k].size, data))
     }
 }
 
@@ -131,7 +137,7 @@ impl Sender {
             let mut st = self.state.lock().expect("sender state");
             let id = st.base + st.messages.len() as u64;
             let k = st.messages.len();
-            st.messages.push(Message { data: Arc::new(data), class, start: Instant::now(), done: None, error: None, own_written: 0, own_finished_at: None });
+            st.messages.push(Message { data: Arc::new(data), size, class, start: Instant::now(), done: None, error: None, own_written: 0, own_finished_at: None });
             st.index.insert(id, k);
             if size > 0 {
                 st.pending.push(Candidate { id, remaining: size, attained: 0, class, tcp: VirtualQueue::default() });
@@ -159,13 +165,13 @@ impl Sender {
                     (Some(_), _) => None,
                     (None, Some(e)) => Some(e.clone()),
                     (None, None) => Some(match pending.get(&id) {
-                        Some(left) => format!("{left} of {} B never handed to a connection (a connection failed)", m.data.len()),
+                        Some(left) => format!("{left} of {} B never handed to a connection (a connection failed)", m.size),
                         None => "no completion notice from the receiver".to_string(),
                     }),
                 };
                 SendReport {
                     message: id,
-                    size: m.data.len() as u64,
+                    size: m.size,
                     class: m.class,
                     started: m.start.duration_since(st.epoch),
                     transfer: m.done.map(|d| d.duration_since(m.start)),

@@ -10,17 +10,8 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-/// Deterministic bytes (xorshift) so a mix-up between messages cannot go unseen.
 fn payload(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    fctlab_sched_tokio::pattern(seed, len)
 }
 
 fn local() -> SocketAddr {

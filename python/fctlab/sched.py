@@ -1,0 +1,202 @@
+"""SCHED_TCP over real sockets: ``fctlab sched send|recv`` and the Python API.
+
+The Rust library ``fctlab-sched-tokio`` sends each message over a pool of plain TCP
+connections (one per message, as TCP would have) and lets a policy (``tcp``, ``srpt``,
+``las``, ``fair``, ``priority``) choose which message fills each chunk; the receiver
+reassembles and answers each completed message, so the sender measures its transfer time.
+A workload comes from a scenario file, the same one the simulator runs: its flows (all
+between one pair of hosts) give the sizes, start times and tags. Results are written in the
+simulator's flows-table format (``docs/results.md``); see ``docs/schedtcp.md``.
+
+    fctlab sched recv --listen 10.0.0.2:5000 [--expect N] [--timeout S] [--out DIR]
+    fctlab sched send SCENARIO --to 10.0.0.2:5000 [--policy srpt] [--set KEY=VALUE ...] --out DIR
+
+Exit status: 0 when every message was delivered, 1 when some failed (each one's error is in
+the output), 2 for bad arguments or an unreachable address.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pandas as pd
+
+POLICIES = ("tcp", "srpt", "las", "fair", "priority")
+
+__all__ = ["send", "recv", "loopback", "workload", "POLICIES"]
+
+
+class SchedError(ValueError):
+    """A workload or argument the scheduling layer cannot use; the message names it."""
+
+
+def workload(scenario, *, set: Sequence[str] = ()) -> dict:
+    """The flows of `scenario` as a workload: sizes, start times (s), tags, the one host pair
+    they share, and the scenario's ``[transport]`` scheduler settings."""
+    from . import _core
+    from .api import ScenarioError, _source
+
+    text, name, fmt = _source(scenario)
+    try:
+        flows = _core.flows(text, name, fmt, list(set), [])
+        info = _core.validate(text, name, fmt, list(set), [])
+    except ScenarioError as e:
+        raise SchedError(str(e)) from None
+    if not flows:
+        raise SchedError(f"{name}: no flows")
+    pairs = sorted({(f["src"], f["dst"]) for f in flows})
+    if len(pairs) != 1:
+        raise SchedError(f"{name}: the flows go between {len(pairs)} host pairs ({', '.join(f'{a}->{b}' for a, b in pairs[:4])}"
+                         f"{', ...' if len(pairs) > 4 else ''}); `fctlab sched send` carries one pair's flows")
+    longs = [f["flow_id"] for f in flows if f["size_bytes"] is None]
+    if longs:
+        raise SchedError(f"{name}: flows {longs[:5]} are long-lived; a scheduled workload needs sizes")
+    afters = [f["flow_id"] for f in flows if f["after"]]
+    if afters:
+        raise SchedError(f"{name}: flows {afters[:5]} wait for a group; `fctlab sched send` starts flows at fixed times")
+    t = info["transport"]
+    return {
+        "sizes": [int(f["size_bytes"]) for f in flows],
+        "starts_s": [float(f["start_s"]) for f in flows],
+        "tags": [f["tag"] for f in flows],
+        "src": pairs[0][0],
+        "dst": pairs[0][1],
+        "scheduler": (t.get("scheduler") or "tcp").split(" ")[0],
+    }
+
+
+def _classes(tags: Sequence[str], priority_tags: Sequence[str]) -> list:
+    order = {t: i for i, t in enumerate(priority_tags)}
+    return [order.get(t, len(priority_tags)) for t in tags]
+
+
+def _flows_table(reports: list, sizes: Sequence[int], tags: Sequence[str], src: str, dst: str, policy: str) -> pd.DataFrame:
+    """Sender reports as rows of the flows table (times from the first start)."""
+    t0 = min((r["start_unix_s"] for r in reports), default=0.0)
+    rows = []
+    for r in reports:
+        k = r["index"]
+        ok = r["error"] is None
+        start = r["start_unix_s"] - t0
+        rows.append({
+            "flow_id": k, "src": src, "dst": dst, "size_bytes": sizes[k],
+            "bytes_delivered": sizes[k] if ok else None,
+            "start_s": start, "finish_s": start + r["transfer_s"] if ok else None, "fct_s": r["transfer_s"] if ok else None,
+            "ideal_fct_s": None, "slowdown": None, "completed": ok, "protocol": "tcp",
+            "retransmits": None, "timeouts": None, "deadline_s": None, "tag": tags[k], "group": "",
+            "packets_sent": None, "loss_probes": None, "left_slow_start": None,
+            "scheduler": policy, "conn_finish_s": None, "error": r["error"],
+        })
+    return pd.DataFrame(rows)
+
+
+def loopback(sizes: Sequence[int], starts_s: Sequence[float], *, policy: str = "srpt", tags: Optional[Sequence[str]] = None,
+             priority_tags: Sequence[str] = (), priority_then: str = "las", chunk_bytes: int = 16384,
+             send_buffer_bytes: Optional[int] = None, timeout_s: float = 60.0) -> pd.DataFrame:
+    """Runs a workload over loopback in this process (a receiver and a sender) and returns
+    one row per message in the flows-table format, plus an ``error`` column (None when the
+    message arrived byte-identical)."""
+    from . import _core
+
+    tags = list(tags) if tags is not None else [""] * len(sizes)
+    sent, got = _core.sched_loopback([int(s) for s in sizes], [float(t) for t in starts_s], _classes(tags, priority_tags), policy,
+                                     priority_then, int(chunk_bytes), send_buffer_bytes, float(timeout_s))
+    df = _flows_table(sent, sizes, tags, "127.0.0.1", "127.0.0.1", policy)
+    bad = {d["message"]: d["error"] for d in got if d["error"]}
+    if bad:
+        df["error"] = [bad.get(k) or e for k, e in zip(df["flow_id"], df["error"])]
+        df["completed"] = df["error"].isna()
+    return df
+
+
+def send(to: str, scenario, *, set: Sequence[str] = (), policy: Optional[str] = None, chunk_bytes: int = 16384,
+         send_buffer_bytes: Optional[int] = None, timeout_s: float = 30.0) -> pd.DataFrame:
+    """Sends the flows of `scenario` to the receiver at `to` ("HOST:PORT") under `policy`
+    (default: the scenario's ``[transport] scheduler``, else tcp)."""
+    from . import _core
+
+    w = workload(scenario, set=set)
+    policy = policy or w["scheduler"]
+    if policy not in POLICIES:
+        raise SchedError(f"--policy: unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+    try:
+        reports = _core.sched_send(to, w["sizes"], w["starts_s"], [0] * len(w["sizes"]), policy, "las", int(chunk_bytes),
+                                   send_buffer_bytes, float(timeout_s), 0)
+    except ValueError as e:
+        raise SchedError(str(e)) from None
+    return _flows_table(reports, w["sizes"], w["tags"], w["src"], w["dst"], policy)
+
+
+def recv(listen: str, *, expect: Optional[int] = None, timeout_s: float = 60.0, verify: bool = True) -> pd.DataFrame:
+    """Receives on `listen` ("HOST:PORT") until `expect` messages arrived or failed, or
+    `timeout_s`: one row per delivered or failed message (``message``, ``size_bytes``,
+    ``completed_unix_s``, ``error``)."""
+    from . import _core
+
+    try:
+        got = _core.sched_recv(listen, expect, float(timeout_s), bool(verify))
+    except ValueError as e:
+        raise SchedError(str(e)) from None
+    return pd.DataFrame(got, columns=["message", "size_bytes", "completed_unix_s", "error"])
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def configure(p) -> None:
+    p.description = "SCHED_TCP over real sockets: schedule a workload's messages over a pool of TCP connections."
+    sub = p.add_subparsers(dest="sched_command", metavar="send|recv")
+    r = sub.add_parser("recv", help="receive messages and report each one")
+    r.add_argument("--listen", required=True, metavar="HOST:PORT", help="address to listen on")
+    r.add_argument("--expect", type=int, default=None, help="stop after this many messages (delivered or failed)")
+    r.add_argument("--timeout", type=float, default=60.0, metavar="S", help="stop after this many seconds (default 60)")
+    r.add_argument("--out", default=None, metavar="DIR", help="write received.parquet here")
+    s = sub.add_parser("send", help="send a scenario's flows as messages")
+    s.add_argument("scenario", help="scenario file whose flows (one host pair) make the workload")
+    s.add_argument("--to", required=True, metavar="HOST:PORT", help="the receiver's address")
+    s.add_argument("--policy", default=None, choices=POLICIES, help="scheduling policy (default: the scenario's [transport] scheduler, else tcp)")
+    s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    s.add_argument("--chunk", type=int, default=16384, metavar="BYTES", help="payload bytes per chunk (default 16384)")
+    s.add_argument("--send-buffer", type=int, default=None, metavar="BYTES", help="each socket's send buffer (default: the kernel's)")
+    s.add_argument("--timeout", type=float, default=30.0, metavar="S", help="longest wait for a connection, a write or the notices")
+    s.add_argument("--out", required=True, metavar="DIR", help="write flows.parquet and summary.json here")
+
+
+def run(args) -> int:
+    if args.sched_command is None:
+        print("fctlab sched: error: expected `send` or `recv`", file=sys.stderr)
+        return 2
+    try:
+        if args.sched_command == "recv":
+            df = recv(args.listen, expect=args.expect, timeout_s=args.timeout)
+            errors = int(df["error"].notna().sum())
+            print(f"received {len(df) - errors} messages, {errors} errors")
+            for e in df["error"].dropna()[:10]:
+                print(f"  error: {e}")
+            if args.out:
+                out = Path(args.out)
+                out.mkdir(parents=True, exist_ok=True)
+                df.to_parquet(out / "received.parquet", index=False)
+            return 1 if errors else 0
+        df = send(args.to, args.scenario, set=list(args.set or []), policy=args.policy, chunk_bytes=args.chunk,
+                  send_buffer_bytes=args.send_buffer, timeout_s=args.timeout)
+    except (SchedError, OSError) as e:
+        print(f"fctlab sched {args.sched_command}: error: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    errors = df[df["error"].notna()]
+    df.drop(columns=["error"]).to_parquet(out / "flows.parquet", index=False)
+    done = df[df["completed"]]
+    summary = {"scenario": str(args.scenario), "to": args.to, "policy": str(df["scheduler"].iloc[0]) if len(df) else None,
+               "flows_total": len(df), "flows_completed": len(done), "mean_fct_s": float(done["fct_s"].mean()) if len(done) else None,
+               "errors": {str(k): e for k, e in zip(errors["flow_id"], errors["error"])}}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"sent {len(df)} messages under {summary['policy']}: {len(done)} completed"
+          + (f", mean transfer time {summary['mean_fct_s']:.3f} s" if len(done) else "") + f"; wrote {out}/flows.parquet")
+    for k, e in list(summary["errors"].items())[:10]:
+        print(f"  message {k}: {e}")
+    return 1 if len(errors) else 0
