@@ -106,7 +106,21 @@ fn network(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<
     d.set_item("seed", sc.seed)?;
     d.set_item("stop_time_s", sc.stop_time.map(|t| t.as_secs_f64()))?;
     d.set_item("topology", &topo.kind)?;
-    d.set_item("scheduler", sc.scheduler.as_ref().map(|c| c.policy.name()))?;
+    match &sc.scheduler {
+        None => d.set_item("scheduler", py.None())?,
+        Some(c) => {
+            let sd = PyDict::new_bound(py);
+            sd.set_item("policy", c.policy.name())?;
+            let then = match c.policy {
+                fctlab_sched::Policy::Priority(r) => r.name(),
+                _ => "las",
+            };
+            sd.set_item("priority_then", then)?;
+            sd.set_item("priority_tags", c.priority_tags.clone())?;
+            sd.set_item("send_buffer_bytes", c.send_buffer_bytes)?;
+            d.set_item("scheduler", sd)?;
+        }
+    }
     let nodes = PyList::empty_bound(py);
     for n in &topo.nodes {
         let nd = PyDict::new_bound(py);

@@ -293,6 +293,64 @@ def _sender(ns: str, dst: str, port: int, f: Flow, res: FlowResult, t0: float, s
         s.close()
 
 
+#: Ports of the scheduled pairs' receivers: after every flow's own port.
+SCHED_PORT_BASE = PORT_BASE + 2000
+
+
+def scheduled_pairs(plan: Plan) -> dict:
+    """The sized flows of each host pair, when the plan has a scheduling layer."""
+    pairs: dict = {}
+    if plan.scheduler is not None:
+        for f in plan.flows:
+            if f.size is not None:
+                pairs.setdefault((f.src, f.dst), []).append(f)
+    return pairs
+
+
+def _sched_receiver(ns: str, listen: str, expect: int, ready: threading.Barrier, timeout_s: float, out: list):
+    """One scheduled pair's receiver (fctlab sched): every delivery or error, in order."""
+    from .. import _core
+
+    try:
+        enter(ns)
+        ready.wait(timeout=30)
+        out.extend(_core.sched_recv(listen, expect, timeout_s, True))
+    except threading.BrokenBarrierError:
+        pass
+    except Exception as e:  # noqa: BLE001 - reported for the pair's flows
+        out.append({"message": None, "size_bytes": 0, "completed_unix_s": None, "error": f"receiver: {e}"})
+
+
+def _sched_sender(ns: str, to: str, flows: list, base: int, sched: dict, t0: float, results: dict):
+    """One scheduled pair's sender: the flows' messages at their start times, one report each."""
+    from .. import _core
+
+    try:
+        enter(ns)
+        wait = t0 - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        call_mono, call_unix = time.monotonic(), time.time()
+        tags = sched.get("priority_tags") or []
+        classes = [tags.index(f.tag) if f.tag in tags else len(tags) for f in flows]
+        reports = _core.sched_send(to, [f.size for f in flows], [f.start_s for f in flows], classes, sched["policy"],
+                                   sched.get("priority_then", "las"), 16384, sched.get("send_buffer_bytes") or None, 30.0, base)
+    except Exception as e:  # noqa: BLE001
+        for f in flows:
+            results[f.flow_id].error = f"scheduled sender: {e}"
+        return
+    for r in reports:
+        f = flows[r["index"]]
+        res = results[f.flow_id]
+        res.start = call_mono + (r["start_unix_s"] - call_unix)
+        if r["error"] is None:
+            res.finish = res.start + r["transfer_s"]
+            res.completed = True
+            res.received = f.size
+        else:
+            res.error = r["error"]
+
+
 def _socket_cc(sock: socket.socket) -> Optional[str]:
     """The congestion control the kernel runs on ``sock`` (TCP_CONGESTION), or None."""
     try:
@@ -485,6 +543,7 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
     loaded_here = False
     interrupted = False
     results = {f.flow_id: FlowResult() for f in plan.flows}
+    scheduled: set = set()
     stats, base_rtts, duration = {}, {}, 0.0
     cwnd_rows = None
     net = Network()
@@ -513,11 +572,22 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
         last_start = max(f.start_s for f in plan.flows)
         horizon = plan.stop_time_s if plan.stop_time_s is not None else last_start + max_run_s
         horizon = min(horizon, max_run_s)
-        ready = threading.Barrier(len(plan.flows) + 1)
+        pairs = scheduled_pairs(plan)
+        scheduled = {f.flow_id for fl in pairs.values() for f in fl}
+        plain = [f for f in plan.flows if f.flow_id not in scheduled]
+        ready = threading.Barrier(len(plain) + len(pairs) + 1)
         stop_at: list = [None]
         threads = []
         bound = time.monotonic() + horizon + 30  # sockets never block past this
-        for f in plan.flows:
+        deliveries: dict = {}
+        for k, ((src, dst), fl) in enumerate(pairs.items()):
+            deliveries[(src, dst)] = []
+            t = threading.Thread(target=_sched_receiver, daemon=True,
+                                 args=(net.ns(dst), f"{net.addresses[dst]}:{SCHED_PORT_BASE + k}", len(fl), ready,
+                                       horizon + 30, deliveries[(src, dst)]))
+            t.start()
+            threads.append(t)
+        for f in plain:
             t = threading.Thread(target=_receiver, daemon=True,
                                  args=(net.ns(f.dst), PORT_BASE + f.flow_id, f, results[f.flow_id], ready, stop_at, bound))
             t.start()
@@ -532,7 +602,13 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
         stop_at[0] = stop_abs
         end_abs = t0 + horizon
         groups = Groups(plan.flows)
-        for f in plan.flows:
+        for k, ((src, dst), fl) in enumerate(pairs.items()):
+            t = threading.Thread(target=_sched_sender, daemon=True,
+                                 args=(net.ns(src), f"{net.addresses[dst]}:{SCHED_PORT_BASE + k}", fl, k << 32,
+                                       plan.scheduler, t0, results))
+            t.start()
+            threads.append(t)
+        for f in plain:
             t = threading.Thread(target=_sender, daemon=True,
                                  args=(net.ns(f.src), net.addresses[f.dst], PORT_BASE + f.flow_id, f,
                                        results[f.flow_id], t0, stop_abs, end_abs, groups))
@@ -561,6 +637,19 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
             ends = [r.finish for r in results.values() if r.finish is not None]
             duration = (max(ends) - t0) if ends and all(r.completed for r in results.values()) else time.monotonic() - t0
         stats = net.port_stats()
+        # The receivers' word on each scheduled message: a message that arrived with other
+        # bytes than were sent, or not at all, is not complete whatever the sender heard.
+        for k, ((src, dst), fl) in enumerate(pairs.items()):
+            for d in deliveries[(src, dst)]:
+                if d["error"] is None or d["message"] is None:
+                    if d["error"] is not None:
+                        for f in fl:
+                            results[f.flow_id].error = results[f.flow_id].error or d["error"]
+                    continue
+                i = d["message"] - (k << 32)
+                if 0 <= i < len(fl):
+                    r = results[fl[i].flow_id]
+                    r.error, r.completed, r.finish = d["error"], False, None
     except KeyboardInterrupt:
         interrupted = True
         raise
@@ -604,8 +693,12 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
         rows["packets_sent"].append(r.segs_out if r.segs_out is not None else 0)
         rows["loss_probes"].append(None)
         rows["left_slow_start"].append(None)
-        rows["scheduler"].append("none")  # every flow on its own kernel connection
-        rows["conn_finish_s"].append(finish)
+        if f.flow_id in scheduled:
+            rows["scheduler"].append(plan.scheduler["policy"])
+            rows["conn_finish_s"].append(None)  # the library does not time its connections
+        else:
+            rows["scheduler"].append("none")
+            rows["conn_finish_s"].append(finish)
     flows = pa.Table.from_pydict(rows, schema=FLOW_SCHEMA)
 
     lrows = {c: [] for c in LINK_SCHEMA.names}

@@ -69,6 +69,8 @@ class Plan:
     cwnd_interval_s: Optional[float] = None  # [monitor] cwnd_interval
     cwnd_flows: Optional[list] = None  # [monitor] cwnd_flows (None: every flow)
     delay_s: float = 0.0  # one-way delay emulated on the bottleneck link by a delay line
+    #: [transport] scheduler: policy, priority_then, priority_tags, send_buffer_bytes (None: none)
+    scheduler: Optional[dict] = None
 
 
 #: The testbed opens two threads and two sockets per flow.
@@ -103,9 +105,6 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
     elif queue["kind"] != "droptail":
         raise TestbedError(f"network.queue = {queue['kind']!r}: the testbed has drop-tail (TBF) and ecn "
                            "(TBF with a BPF marker) queues")
-    if net.get("scheduler"):
-        raise TestbedError(f"transport.scheduler = {net['scheduler']!r}: the testbed runs each flow on its own "
-                           "connection; the flow scheduling layer exists in the simulator only")
     if topo not in ("dumbbell", "star"):
         raise TestbedError(f"network.topology = {topo!r}: the testbed supports dumbbell and star")
     hosts = [n["name"] for n in net["nodes"] if n["kind"] == "host"]
@@ -183,6 +182,16 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
     cwnd_flows = mon["cwnd_flows"]
     if mon["queue_interval_s"] is not None:
         notes.append("queue samples (monitor.queue_interval) are not taken by the testbed")
+    sched = net.get("scheduler")
+    if sched is not None:
+        longs = [f.flow_id for f in flows if f.size is None]
+        if longs:
+            notes.append(f"flows {longs[:5]} are long-lived: each keeps its own connection, outside the scheduling layer")
+        afters = [f.flow_id for f in flows if f.size is not None and f.after]
+        if afters:
+            raise TestbedError(f"flows {afters[:5]} wait for a group; the testbed's scheduling layer starts flows at fixed times")
+        notes.append(f"flows of each host pair scheduled by {sched['policy']} over real sockets (fctlab sched: "
+                     "one connection per flow, chunks chosen by the policy)")
     return Plan(
         name=net["name"],
         seed=int(net["seed"]),
@@ -197,4 +206,5 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
         cwnd_interval_s=cwnd_interval,
         cwnd_flows=cwnd_flows,
         delay_s=delay_s,
+        scheduler=sched,
     )
