@@ -532,3 +532,35 @@ def test_a_scheduled_flow_that_waits_for_a_group_is_refused(tmp_path):
                     'servers = ["h1", "h2"]\nresponse_size = "10KB"\nrounds = 2\n')
     with pytest.raises(BadPlan, match=r"wait for a group; the testbed's scheduling layer starts flows at fixed times"):
         load_plan(scen, [])
+
+
+def test_ctrl_c_during_a_scheduled_run_removes_everything(tmp_path):
+    """Ctrl-C while `fctlab sched` carries a pair's flows between namespaces: exit 130, the
+    namespaces and the delay line go, no partial results."""
+    _need_testbed()
+    scen = _sched_scenario(tmp_path, "srpt").read_text().replace("c = 1e-6", "c = 1e-8")  # 50 MB mean: still running
+    p = tmp_path / "long_sched.toml"
+    p.write_text(scen)
+    argv = [sys.executable, "-m", "fctlab.testbed", "run", str(p), "--out", str(tmp_path / "o")]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    prefix = f"fctlab-{proc.pid}-"
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and len(list_namespaces(prefix)) < 7:
+            time.sleep(0.1)
+        assert len(list_namespaces(prefix)) == 7, "the run did not build its network in time"
+        time.sleep(1.5)  # traffic running
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130 and "interrupted" in err, (proc.returncode, err)
+        assert _delay_lines_of(proc.pid) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+        left = list_namespaces(prefix)
+        for n in left:
+            subprocess.run(["ip", "netns", "del", n], check=False, capture_output=True)
+    assert left == []
+    assert not (tmp_path / "o" / "flows.parquet").exists()

@@ -685,12 +685,13 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
         rows["slowdown"].append(fct / ideal if (fct is not None and ideal) else None)
         rows["completed"].append(bool(r.completed))
         rows["protocol"].append(f.protocol)
-        rows["retransmits"].append(r.retransmits if r.retransmits is not None else 0)
+        unmeasured = f.flow_id in scheduled  # the scheduling library does not read TCP_INFO
+        rows["retransmits"].append(None if unmeasured else (r.retransmits if r.retransmits is not None else 0))
         rows["timeouts"].append(None)
         rows["deadline_s"].append(f.deadline_s)
         rows["tag"].append(f.tag)
         rows["group"].append(f.group)
-        rows["packets_sent"].append(r.segs_out if r.segs_out is not None else 0)
+        rows["packets_sent"].append(None if unmeasured else (r.segs_out if r.segs_out is not None else 0))
         rows["loss_probes"].append(None)
         rows["left_slow_start"].append(None)
         if f.flow_id in scheduled:
