@@ -71,7 +71,11 @@ def test_quick_run_numbers_are_measured(quick_run):
             assert abs(s["faster"] + s["slower"] + s["equal"] - 1) < 1e-9 and s["flows"] == 60, (p, s)
         # SRPT and FAIR make a majority of flows faster than tcp on the kernel
         assert k["srpt"]["faster"] > 0.5 and k["fair"]["faster"] > 0.5, k
-        assert len(items["7"]["numbers"]["ratio"]) == 2
+        # The competing flow's throughput with the pair under SRPT against tcp: within 10% in the
+        # full run (docs/reproduce_schedtcp.md); two short real-time runs on a busy CI machine
+        # vary more, so 20% here.
+        ratio = items["7"]["numbers"]["ratio"]
+        assert len(ratio) == 2 and abs(sum(ratio) / 2 - 1) < 0.2, ratio
 
 
 def test_scheduled_rows_from_python():
