@@ -111,10 +111,14 @@ pub fn sched_send(py: Python<'_>, to: &str, sizes: Vec<u64>, starts_s: Vec<f64>,
     report_list(py, epoch, base, &reports)
 }
 
-async fn receive(rx: &mut Receiver, expect: Option<usize>, deadline: Duration, verify: bool, out: &mut Vec<(Option<u64>, u64, Option<f64>, Option<String>)>) {
+/// One delivery as the bindings report it: message id (None: bytes of no message), size,
+/// completion (Unix seconds), error.
+type Received = (Option<u64>, u64, Option<f64>, Option<String>);
+
+async fn receive(rx: &mut Receiver, expect: Option<usize>, deadline: Duration, verify: bool, out: &mut Vec<Received>) {
     let end = tokio::time::Instant::now() + deadline;
     let mut messages = 0;
-    while expect.map_or(true, |n| messages < n) {
+    while expect.is_none_or(|n| messages < n) {
         let Ok(Some(d)) = tokio::time::timeout_at(end, rx.next()).await else { break };
         match d {
             Delivery::Message { id, data, completed_at } => {
@@ -133,7 +137,7 @@ async fn receive(rx: &mut Receiver, expect: Option<usize>, deadline: Duration, v
     }
 }
 
-fn delivery_list(py: Python<'_>, got: &[(Option<u64>, u64, Option<f64>, Option<String>)]) -> PyResult<PyObject> {
+fn delivery_list(py: Python<'_>, got: &[Received]) -> PyResult<PyObject> {
     let out = PyList::empty_bound(py);
     for (id, size, at, err) in got {
         let d = PyDict::new_bound(py);

@@ -63,7 +63,7 @@ fn trajectory(s: &mut Simulation) -> Vec<(u64, u64, u64)> {
     let mut out = Vec::new();
     let mut t = Nanos::ZERO;
     loop {
-        t = t + Nanos::from_millis(20);
+        t += Nanos::from_millis(20);
         let done = s.advance(t) == fctlab_sim::RunStatus::Finished;
         let r = s.results(false);
         let open = r.flows.iter().filter(|f| f.tag == "pair" && f.start_s.is_some() && f.conn_finish_s.is_none()).count() as u64;
