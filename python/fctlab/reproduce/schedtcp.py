@@ -45,7 +45,7 @@ class Mode:
     kernel_runs: int = 2
     kernel_flows: int = 30
     kernel_c: float = 1e-6
-    competing: str = "4MB"
+    competing: str = "8MB"
 
     @property
     def name(self) -> str:
