@@ -42,7 +42,7 @@ def workload(scenario, *, set: Sequence[str] = ()) -> dict:
     text, name, fmt = _source(scenario)
     try:
         flows = _core.flows(text, name, fmt, list(set), [])
-        info = _core.validate(text, name, fmt, list(set), [])
+        sched = _core.network(text, name, fmt, list(set), [])["scheduler"]
     except ScenarioError as e:
         raise SchedError(str(e)) from None
     if not flows:
@@ -57,40 +57,43 @@ def workload(scenario, *, set: Sequence[str] = ()) -> dict:
     afters = [f["flow_id"] for f in flows if f["after"]]
     if afters:
         raise SchedError(f"{name}: flows {afters[:5]} wait for a group; `fctlab sched send` starts flows at fixed times")
-    t = info["transport"]
     return {
         "sizes": [int(f["size_bytes"]) for f in flows],
         "starts_s": [float(f["start_s"]) for f in flows],
         "tags": [f["tag"] for f in flows],
         "src": pairs[0][0],
         "dst": pairs[0][1],
-        "scheduler": (t.get("scheduler") or "tcp").split(" ")[0],
+        "scheduler": sched["policy"] if sched else "tcp",
     }
 
 
-def _classes(tags: Sequence[str], priority_tags: Sequence[str]) -> list:
+def classes(tags: Sequence[str], priority_tags: Sequence[str]) -> list:
+    """Each tag's class under ``priority``: its place in `priority_tags`, unlisted tags last
+    (as the simulator's ``[transport] priority_tags``)."""
     order = {t: i for i, t in enumerate(priority_tags)}
     return [order.get(t, len(priority_tags)) for t in tags]
 
 
 def _flows_table(reports: list, sizes: Sequence[int], tags: Sequence[str], src: str, dst: str, policy: str) -> pd.DataFrame:
     """Sender reports as rows of the flows table (times from the first start)."""
+    from .api import FLOW_SCHEMA
+
     t0 = min((r["start_unix_s"] for r in reports), default=0.0)
     rows = []
     for r in reports:
         k = r["index"]
         ok = r["error"] is None
         start = r["start_unix_s"] - t0
-        rows.append({
-            "flow_id": k, "src": src, "dst": dst, "size_bytes": sizes[k],
-            "bytes_delivered": sizes[k] if ok else None,
+        # Every column of the flows table; what the library does not measure stays null.
+        row = dict.fromkeys(FLOW_SCHEMA.names)
+        row.update({
+            "flow_id": k, "src": src, "dst": dst, "size_bytes": sizes[k], "bytes_delivered": sizes[k] if ok else None,
             "start_s": start, "finish_s": start + r["transfer_s"] if ok else None, "fct_s": r["transfer_s"] if ok else None,
-            "ideal_fct_s": None, "slowdown": None, "completed": ok, "protocol": "tcp",
-            "retransmits": None, "timeouts": None, "deadline_s": None, "tag": tags[k], "group": "",
-            "packets_sent": None, "loss_probes": None, "left_slow_start": None,
-            "scheduler": policy, "conn_finish_s": None, "error": r["error"],
+            "completed": ok, "protocol": "tcp", "tag": tags[k], "group": "", "scheduler": policy,
         })
-    return pd.DataFrame(rows)
+        row["error"] = r["error"]
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*FLOW_SCHEMA.names, "error"])
 
 
 def loopback(sizes: Sequence[int], starts_s: Sequence[float], *, policy: str = "srpt", tags: Optional[Sequence[str]] = None,
@@ -102,7 +105,7 @@ def loopback(sizes: Sequence[int], starts_s: Sequence[float], *, policy: str = "
     from . import _core
 
     tags = list(tags) if tags is not None else [""] * len(sizes)
-    sent, got = _core.sched_loopback([int(s) for s in sizes], [float(t) for t in starts_s], _classes(tags, priority_tags), policy,
+    sent, got = _core.sched_loopback([int(s) for s in sizes], [float(t) for t in starts_s], classes(tags, priority_tags), policy,
                                      priority_then, int(chunk_bytes), send_buffer_bytes, float(timeout_s))
     df = _flows_table(sent, sizes, tags, "127.0.0.1", "127.0.0.1", policy)
     bad = {d["message"]: d["error"] for d in got if d["error"]}

@@ -78,9 +78,10 @@ impl State {
             }
         }
     }
-    /// The next chunk for connection `owner`: (message, offset, bytes), at most `room` bytes.
-    fn next_chunk(&mut self, owner: u64, room: u64) -> Option<(u64, u64, u64, Arc<Vec<u8>>)> {
-        if matches!(self.policy, Policy::Ranked(fctlab_sched::Rank::Fair) | Policy::Priority(fctlab_sched::Rank::Fair)) {
+    /// The next chunk for connection `owner`, at most `room` bytes: (message, offset, bytes
+    /// handed out, message size, the message's data).
+    fn next_chunk(&mut self, owner: u64, room: u64) -> Option<(u64, u64, u64, u64, Arc<Vec<u8>>)> {
+        if self.policy.uses_tcp_twins() {
             // tcp's twin of each pending message: the bytes its own connection has left (the
             // kernel's window is not read, so no rate: FAIR ranks by bytes left).
             for c in self.pending.iter_mut() {
@@ -109,7 +110,7 @@ impl State {
             // messages not yet handed out.
             self.messages[k].data = Arc::new(Vec::new());
         }
-        Some((id, offset, self.messages[k].size, data))
+        Some((id, offset, n, self.messages[k].size, data))
     }
 }
 
@@ -231,9 +232,7 @@ async fn connection(owner: u64, vq: u64, addr: SocketAddr, cfg: SendConfig, stat
         }
     }
     while left > 0 && failed.is_none() {
-        let Some((id, offset, total, data)) = lock().next_chunk(owner, left.min(cfg.chunk_bytes as u64)) else { break };
-        let n = left.min(cfg.chunk_bytes as u64).min(total - offset);
-        // (`next_chunk` handed out min(room, remaining) = n bytes.)
+        let Some((id, offset, n, total, data)) = lock().next_chunk(owner, left.min(cfg.chunk_bytes as u64)) else { break };
         buf.clear();
         frame::encode(id, offset, total, &data[offset as usize..(offset + n) as usize], &mut buf);
         if !carried.contains(&id) {

@@ -98,6 +98,12 @@ impl Policy {
         }
     }
 
+    /// Whether the policy reads each flow's tcp twin ([`Candidate::tcp`]): only `fair` ranks do,
+    /// so callers fill the twins only then.
+    pub fn uses_tcp_twins(self) -> bool {
+        matches!(self, Policy::Ranked(Rank::Fair) | Policy::Priority(Rank::Fair))
+    }
+
     /// The index in `flows` of the flow whose bytes go next into connection `owner` (the id
     /// of the flow the connection was opened for), among the flows with bytes left; None when
     /// no flow has any (under `tcp`: when the owner has none).

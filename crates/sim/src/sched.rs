@@ -20,7 +20,7 @@
 
 use crate::sim::Conn;
 use fctlab_engine::Nanos;
-use fctlab_sched::{Candidate, Policy, Rank, VirtualQueue};
+use fctlab_sched::{Candidate, Policy, VirtualQueue};
 use fctlab_scenario::Scenario;
 use std::collections::{HashMap, VecDeque};
 
@@ -171,7 +171,7 @@ impl HostLayer {
         let fl = self.flows[f].as_ref().expect("scheduled");
         let (from, pair) = (fl.mapped, fl.pair as usize);
         let end = ((from / self.mss + 1) * self.mss).min(fl.size);
-        if uses_fair(self.policy) {
+        if self.policy.uses_tcp_twins() {
             self.refresh_tcp_twins(pair, conns);
         }
         let mut pieces = std::mem::take(&mut self.pieces);
@@ -215,8 +215,4 @@ impl HostLayer {
     pub fn delivered(&self, f: usize) -> Option<u64> {
         self.flows[f].as_ref().map(|fl| fl.delivered)
     }
-}
-
-fn uses_fair(p: Policy) -> bool {
-    matches!(p, Policy::Ranked(Rank::Fair) | Policy::Priority(Rank::Fair))
 }

@@ -331,8 +331,9 @@ def _sched_sender(ns: str, to: str, flows: list, base: int, sched: dict, t0: flo
         if wait > 0:
             time.sleep(wait)
         call_mono, call_unix = time.monotonic(), time.time()
-        tags = sched.get("priority_tags") or []
-        classes = [tags.index(f.tag) if f.tag in tags else len(tags) for f in flows]
+        from ..sched import classes as tag_classes
+
+        classes = tag_classes([f.tag for f in flows], sched.get("priority_tags") or [])
         reports = _core.sched_send(to, [f.size for f in flows], [f.start_s for f in flows], classes, sched["policy"],
                                    sched.get("priority_then", "las"), 16384, sched.get("send_buffer_bytes") or None, 30.0, base)
     except Exception as e:  # noqa: BLE001
