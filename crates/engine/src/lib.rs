@@ -18,4 +18,4 @@ pub mod units;
 
 pub use queue::EventQueue;
 pub use rng::Rng;
-pub use units::{BitsPerSec, Nanos};
+pub use units::{BitsPerSec, Nanos, TxClock};

@@ -103,6 +103,33 @@ impl BitsPerSec {
     }
 }
 
+/// Serialization times at one rate with the rate's division done once: what a port uses for
+/// every packet it sends. Gives exactly [`BitsPerSec::tx_time`].
+#[derive(Copy, Clone, Debug)]
+pub struct TxClock {
+    rate: BitsPerSec,
+    /// Whole picoseconds per byte, or 0 when the rate does not divide 8e12.
+    ps_per_byte: u64,
+}
+
+impl TxClock {
+    pub fn new(rate: BitsPerSec) -> TxClock {
+        let r = rate.0.max(1);
+        let ps_per_byte = if 8_000_000_000_000 % r == 0 { 8_000_000_000_000 / r } else { 0 };
+        TxClock { rate, ps_per_byte }
+    }
+
+    #[inline]
+    pub fn tx_time(&self, bytes: u64) -> Nanos {
+        if self.ps_per_byte != 0 {
+            if let Some(ps) = bytes.checked_mul(self.ps_per_byte) {
+                return Nanos(ps.div_ceil(1000));
+            }
+        }
+        self.rate.tx_time(bytes)
+    }
+}
+
 impl fmt::Display for BitsPerSec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0 as f64;
@@ -121,6 +148,16 @@ impl fmt::Display for BitsPerSec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tx_clock_gives_the_rate_s_tx_time() {
+        for rate in [1u64, 3, 1_000, 100_000_000, 1_000_000_000, 3_000_000_000, 10_000_000_000, 40_000_000_000, 400_000_000_000, 8_000_000_000_001] {
+            let clock = TxClock::new(BitsPerSec(rate));
+            for bytes in [0u64, 1, 40, 1500, 9000, 123_456_789, u64::MAX / 1000, u64::MAX / 8] {
+                assert_eq!(clock.tx_time(bytes), BitsPerSec(rate).tx_time(bytes), "rate {rate} bytes {bytes}");
+            }
+        }
+    }
 
     #[test]
     fn tx_time_rounds_up() {

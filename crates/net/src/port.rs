@@ -9,7 +9,7 @@
 
 use crate::packet::{flags, NodeId, PacketId, PacketMeta};
 use crate::queue::{QueueConfig, QueueState, Verdict};
-use fctlab_engine::{BitsPerSec, Nanos, Rng};
+use fctlab_engine::{BitsPerSec, Nanos, Rng, TxClock};
 use std::collections::VecDeque;
 
 /// A buffer size (or threshold) in packets or bytes.
@@ -81,6 +81,7 @@ pub struct Port {
     pub delay: Nanos,
     pub limit: BufferLimit,
     pub stats: PortStats,
+    clock: TxClock,
     disc: QueueState,
     ring: VecDeque<InFlight>,
     /// Packets/bytes at the tail of the ring whose transmission has not started yet.
@@ -101,8 +102,9 @@ impl Port {
             delay,
             limit,
             stats: PortStats::default(),
+            clock: TxClock::new(rate),
             disc: QueueState::new(queue, rng, rate.tx_time(1500)),
-            ring: VecDeque::with_capacity(64),
+            ring: VecDeque::with_capacity(4),
             waiting_pkts: 0,
             waiting_bytes: 0,
             busy_until: Nanos::ZERO,
@@ -164,7 +166,7 @@ impl Port {
             }
         }
         let tx_start = if self.busy_until > now { self.busy_until } else { now };
-        self.busy_until = tx_start + self.rate.tx_time(wire);
+        self.busy_until = tx_start + self.clock.tx_time(wire);
         let arrive = self.busy_until + self.delay;
         let was_empty = self.ring.is_empty();
         self.ring.push_back(InFlight { pkt: id, meta, tx_start, arrive });
