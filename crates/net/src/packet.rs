@@ -129,18 +129,17 @@ impl Packet {
     /// The fields switches need, carried beside the packet id through the network.
     #[inline]
     pub fn meta(&self) -> PacketMeta {
-        PacketMeta { dst: self.dst, flow: self.flow, wire_bytes: self.wire_bytes, flags: self.flags, hop: 0, kind: self.kind }
+        PacketMeta { flow: self.flow, wire_bytes: self.wire_bytes, flags: self.flags, hop: 0, kind: self.kind }
     }
 }
 
-/// What forwarding needs of a packet: its destination and flow (routing), size (queues) and
-/// ECN flags (marking). Ports keep it beside the packet id, so a packet crossing a switch is
+/// What forwarding needs of a packet: its flow (whose path it follows), size (queues) and ECN
+/// flags (marking). Ports keep it beside the packet id, so a packet crossing a switch is
 /// forwarded without reading the packet itself (a cache miss per hop saved). The flags here
 /// are authoritative while the packet is in the network and are written back to the packet
 /// when it reaches its host.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub struct PacketMeta {
-    pub dst: NodeId,
     pub flow: FlowId,
     pub wire_bytes: u32,
     pub flags: u8,
@@ -221,7 +220,7 @@ mod tests {
     #[test]
     fn record_sizes_are_as_documented() {
         assert_eq!(std::mem::size_of::<Packet>(), 144);
-        assert_eq!(std::mem::size_of::<PacketMeta>(), 16);
+        assert_eq!(std::mem::size_of::<PacketMeta>(), 12);
     }
 
     #[test]

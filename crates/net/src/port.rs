@@ -74,41 +74,74 @@ pub enum EnqueueOutcome {
 }
 
 /// The output port of one directional link.
+///
+/// Laid out for the cache (`repr(C)`, fields in this order, aligned to a line): the first
+/// 64-byte line holds what every packet reads and writes (ring, transmitter, queue length,
+/// far end), the second the per-packet counters and the serialization clock, the rest what
+/// only admission decisions or the results read.
+#[repr(C, align(64))]
 pub struct Port {
-    pub from: NodeId,
-    pub to: NodeId,
-    pub rate: BitsPerSec,
-    pub delay: Nanos,
-    pub limit: BufferLimit,
-    pub stats: PortStats,
-    clock: TxClock,
-    disc: QueueState,
     ring: VecDeque<InFlight>,
-    /// Packets/bytes at the tail of the ring whose transmission has not started yet.
-    waiting_pkts: u32,
-    waiting_bytes: u64,
     /// Time the transmitter becomes free.
     busy_until: Nanos,
+    /// Bytes at the tail of the ring whose transmission has not started yet.
+    waiting_bytes: u64,
     /// Time up to which the queue-length integral has been accumulated.
     area_time: Nanos,
+    /// Packets at the tail of the ring whose transmission has not started yet.
+    waiting_pkts: u32,
+    pub to: NodeId,
+    /// Integral of the queue length in packets over time (packet-nanoseconds).
+    queue_area_pkt_ns: u128,
+    clock: TxClock,
+    pub delay: Nanos,
+    tx_packets: u64,
+    tx_bytes: u64,
+    max_queue_bytes: u64,
+    pub limit: BufferLimit,
+    disc: QueueState,
+    drops: u64,
+    ecn_marks: u64,
+    max_queue_pkts: u32,
+    pub from: NodeId,
+    pub rate: BitsPerSec,
 }
 
 impl Port {
     pub fn new(from: NodeId, to: NodeId, rate: BitsPerSec, delay: Nanos, limit: BufferLimit, queue: &QueueConfig, rng: Rng) -> Port {
         Port {
-            from,
-            to,
-            rate,
-            delay,
-            limit,
-            stats: PortStats::default(),
-            clock: TxClock::new(rate),
-            disc: QueueState::new(queue, rng, rate.tx_time(1500)),
             ring: VecDeque::with_capacity(4),
-            waiting_pkts: 0,
-            waiting_bytes: 0,
             busy_until: Nanos::ZERO,
+            waiting_bytes: 0,
             area_time: Nanos::ZERO,
+            waiting_pkts: 0,
+            to,
+            queue_area_pkt_ns: 0,
+            clock: TxClock::new(rate),
+            delay,
+            tx_packets: 0,
+            tx_bytes: 0,
+            max_queue_bytes: 0,
+            limit,
+            disc: QueueState::new(queue, rng, rate.tx_time(1500)),
+            drops: 0,
+            ecn_marks: 0,
+            max_queue_pkts: 0,
+            from,
+            rate,
+        }
+    }
+
+    /// The port's counters so far.
+    pub fn stats(&self) -> PortStats {
+        PortStats {
+            tx_packets: self.tx_packets,
+            tx_bytes: self.tx_bytes,
+            drops: self.drops,
+            ecn_marks: self.ecn_marks,
+            max_queue_pkts: self.max_queue_pkts,
+            max_queue_bytes: self.max_queue_bytes,
+            queue_area_pkt_ns: self.queue_area_pkt_ns,
         }
     }
 
@@ -122,13 +155,13 @@ impl Port {
             if e.tx_start > now {
                 break;
             }
-            self.stats.queue_area_pkt_ns += self.waiting_pkts as u128 * (e.tx_start.0 - self.area_time.0) as u128;
+            self.queue_area_pkt_ns += self.waiting_pkts as u128 * (e.tx_start.0 - self.area_time.0) as u128;
             self.area_time = e.tx_start;
             self.waiting_pkts -= 1;
             self.waiting_bytes -= e.meta.wire_bytes as u64;
         }
         if now > self.area_time {
-            self.stats.queue_area_pkt_ns += self.waiting_pkts as u128 * (now.0 - self.area_time.0) as u128;
+            self.queue_area_pkt_ns += self.waiting_pkts as u128 * (now.0 - self.area_time.0) as u128;
             self.area_time = now;
         }
     }
@@ -142,7 +175,7 @@ impl Port {
         // Only a packet that has to wait occupies the buffer; an idle transmitter takes it at once.
         let must_wait = self.busy_until > now;
         if must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
-            self.stats.drops += 1;
+            self.drops += 1;
             return EnqueueOutcome::Dropped;
         }
         let idle_for = if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
@@ -152,16 +185,16 @@ impl Port {
                 if meta.has(flags::ECT) {
                     if !meta.has(flags::CE) {
                         meta.flags |= flags::CE;
-                        self.stats.ecn_marks += 1;
+                        self.ecn_marks += 1;
                     }
                 } else if matches!(self.disc, QueueState::Red(_)) {
                     // RED in ECN mode drops what it cannot mark.
-                    self.stats.drops += 1;
+                    self.drops += 1;
                     return EnqueueOutcome::Dropped;
                 }
             }
             Verdict::Drop => {
-                self.stats.drops += 1;
+                self.drops += 1;
                 return EnqueueOutcome::Dropped;
             }
         }
@@ -173,11 +206,11 @@ impl Port {
         if tx_start > now {
             self.waiting_pkts += 1;
             self.waiting_bytes += wire;
-            if self.waiting_pkts > self.stats.max_queue_pkts {
-                self.stats.max_queue_pkts = self.waiting_pkts;
+            if self.waiting_pkts > self.max_queue_pkts {
+                self.max_queue_pkts = self.waiting_pkts;
             }
-            if self.waiting_bytes > self.stats.max_queue_bytes {
-                self.stats.max_queue_bytes = self.waiting_bytes;
+            if self.waiting_bytes > self.max_queue_bytes {
+                self.max_queue_bytes = self.waiting_bytes;
             }
         }
         EnqueueOutcome::Accepted { schedule_arrival: if was_empty { Some(arrive) } else { None } }
@@ -189,8 +222,8 @@ impl Port {
     pub fn pop_arrival(&mut self, now: Nanos) -> (PacketId, PacketMeta, Option<Nanos>) {
         self.advance(now);
         let head = self.ring.pop_front().expect("arrival event on an empty port");
-        self.stats.tx_packets += 1;
-        self.stats.tx_bytes += head.meta.wire_bytes as u64;
+        self.tx_packets += 1;
+        self.tx_bytes += head.meta.wire_bytes as u64;
         (head.pkt, head.meta, self.ring.front().map(|e| e.arrive))
     }
 
@@ -216,7 +249,7 @@ impl Port {
         if until.0 == 0 {
             0.0
         } else {
-            self.stats.queue_area_pkt_ns as f64 / until.0 as f64
+            self.queue_area_pkt_ns as f64 / until.0 as f64
         }
     }
 }
@@ -250,12 +283,12 @@ mod tests {
         assert_eq!(p.queue_at(Nanos(0)), (2, 3000));
         // Buffer of 2 is full: the fourth is dropped and counted.
         assert_eq!(p.enqueue(Nanos(0), d, pd), EnqueueOutcome::Dropped);
-        assert_eq!(p.stats.drops, 1);
+        assert_eq!(p.stats().drops, 1);
         // At 12 us the second packet starts transmitting.
         assert_eq!(p.queue_at(Nanos(12_000)), (1, 1500));
         assert_eq!(p.pop_arrival(Nanos(22_000)), (a, pa, Some(Nanos(34_000))));
         assert_eq!(p.pop_arrival(Nanos(34_000)), (b, pb, Some(Nanos(46_000))));
-        assert_eq!(p.stats.max_queue_pkts, 2);
+        assert_eq!(p.stats().max_queue_pkts, 2);
         // Integral: 2 pkts for 12us, 1 pkt for 12us = 36 pkt-us; mean over 48us = 0.75
         assert!((p.mean_queue_pkts(Nanos(48_000)) - 0.75).abs() < 1e-9);
     }

@@ -52,7 +52,8 @@ pub enum Verdict {
 pub enum QueueState {
     DropTail,
     Ecn { threshold: BufferLimit },
-    Red(RedState),
+    /// Boxed: RED's state is large and read only by RED ports, the others stay compact.
+    Red(Box<RedState>),
 }
 
 #[derive(Clone, Debug)]
@@ -70,7 +71,7 @@ impl QueueState {
         match cfg {
             QueueConfig::DropTail => QueueState::DropTail,
             QueueConfig::Ecn { threshold } => QueueState::Ecn { threshold: *threshold },
-            QueueConfig::Red(c) => QueueState::Red(RedState { cfg: c.clone(), avg: 0.0, count: -1, rng, typical_tx }),
+            QueueConfig::Red(c) => QueueState::Red(Box::new(RedState { cfg: c.clone(), avg: 0.0, count: -1, rng, typical_tx })),
         }
     }
 

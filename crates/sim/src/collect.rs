@@ -59,8 +59,8 @@ impl Simulation {
         let (mut drops, mut marks) = (0, 0);
         for (i, p) in net.ports.iter_mut().enumerate() {
             let mean_q = p.mean_queue_pkts(now);
-            drops += p.stats.drops;
-            marks += p.stats.ecn_marks;
+            drops += p.stats().drops;
+            marks += p.stats().ecn_marks;
             let (bp, bb) = match p.limit {
                 BufferLimit::Packets(n) => (Some(n as u64), None),
                 BufferLimit::Bytes(b) => (None, Some(b)),
@@ -75,13 +75,13 @@ impl Simulation {
                 delay_s: p.delay.as_secs_f64(),
                 buffer_pkts: bp,
                 buffer_bytes: bb,
-                tx_packets: p.stats.tx_packets,
-                tx_bytes: p.stats.tx_bytes,
-                drops: p.stats.drops,
-                ecn_marks: p.stats.ecn_marks,
-                utilization: if sim_s > 0.0 { p.stats.tx_bytes as f64 * 8.0 / (p.rate.as_f64() * sim_s) } else { 0.0 },
-                max_queue_pkts: p.stats.max_queue_pkts as u64,
-                max_queue_bytes: p.stats.max_queue_bytes,
+                tx_packets: p.stats().tx_packets,
+                tx_bytes: p.stats().tx_bytes,
+                drops: p.stats().drops,
+                ecn_marks: p.stats().ecn_marks,
+                utilization: if sim_s > 0.0 { p.stats().tx_bytes as f64 * 8.0 / (p.rate.as_f64() * sim_s) } else { 0.0 },
+                max_queue_pkts: p.stats().max_queue_pkts as u64,
+                max_queue_bytes: p.stats().max_queue_bytes,
                 mean_queue_pkts: mean_q,
             });
         }
