@@ -157,10 +157,36 @@ impl PacketMeta {
     }
 }
 
-/// A pool of packets with a free list: no allocation per packet once warmed up.
+/// The part of a packet every packet has, as the pool keeps it: one 64-byte line. A data
+/// packet's SACK blocks (never used) and a plain-TCP packet's router header (never used) are
+/// not in it; the pool keeps those beside it, written and read only for the packets that
+/// carry them.
+#[derive(Copy, Clone, Debug, Default)]
+#[repr(C, align(64))]
+struct PacketCore {
+    flow: FlowId,
+    src: NodeId,
+    dst: NodeId,
+    kind: PacketKind,
+    flags: u8,
+    sack_len: u8,
+    wire_bytes: u32,
+    payload_bytes: u32,
+    seq: u64,
+    ack: u64,
+    ts_sent_ns: u64,
+    ts_echo_ns: u64,
+    ce_bytes_echo: u32,
+}
+
+/// A pool of packets with a free list: no allocation per packet once warmed up. A packet in
+/// the pool is its 64-byte core plus, only when it carries them, its SACK blocks and router
+/// header (kept in arrays beside the cores, indexed alike).
 #[derive(Default)]
 pub struct PacketPool {
-    slots: Vec<Packet>,
+    cores: Vec<PacketCore>,
+    sacks: Vec<[SackBlock; 3]>,
+    routers: Vec<RouterHeader>,
     free: Vec<u32>,
     live: u32,
     peak_live: u32,
@@ -177,23 +203,82 @@ impl PacketPool {
         if self.live > self.peak_live {
             self.peak_live = self.live;
         }
-        if let Some(i) = self.free.pop() {
-            self.slots[i as usize] = p;
-            PacketId(i)
+        let core = PacketCore {
+            flow: p.flow,
+            src: p.src,
+            dst: p.dst,
+            kind: p.kind,
+            flags: p.flags,
+            sack_len: p.sack_len,
+            wire_bytes: p.wire_bytes,
+            payload_bytes: p.payload_bytes,
+            seq: p.seq,
+            ack: p.ack,
+            ts_sent_ns: p.ts_sent_ns,
+            ts_echo_ns: p.ts_echo_ns,
+            ce_bytes_echo: p.ce_bytes_echo,
+        };
+        let i = if let Some(i) = self.free.pop() {
+            self.cores[i as usize] = core;
+            i as usize
         } else {
-            self.slots.push(p);
-            PacketId(self.slots.len() as u32 - 1)
+            self.cores.push(core);
+            self.cores.len() - 1
+        };
+        if p.sack_len > 0 {
+            Self::put(&mut self.sacks, i, p.sack);
+        }
+        if p.has(flags::ROUTER) {
+            Self::put(&mut self.routers, i, p.router);
+        }
+        PacketId(i as u32)
+    }
+
+    /// Stores `v` at `i` of an array beside the cores (grown to reach it).
+    #[inline]
+    fn put<T: Copy + Default>(side: &mut Vec<T>, i: usize, v: T) {
+        if side.len() <= i {
+            side.resize(i + 1, T::default());
+        }
+        side[i] = v;
+    }
+
+    /// The packet `id` (its SACK blocks and router header as it carries them).
+    #[inline]
+    pub fn get(&self, id: PacketId) -> Packet {
+        let i = id.0 as usize;
+        let c = &self.cores[i];
+        Packet {
+            flow: c.flow,
+            src: c.src,
+            dst: c.dst,
+            kind: c.kind,
+            flags: c.flags,
+            sack_len: c.sack_len,
+            wire_bytes: c.wire_bytes,
+            payload_bytes: c.payload_bytes,
+            seq: c.seq,
+            ack: c.ack,
+            sack: if c.sack_len > 0 { self.sacks[i] } else { Default::default() },
+            ts_sent_ns: c.ts_sent_ns,
+            ts_echo_ns: c.ts_echo_ns,
+            router: if c.flags & flags::ROUTER != 0 { self.routers[i] } else { Default::default() },
+            ce_bytes_echo: c.ce_bytes_echo,
         }
     }
 
+    /// Removes the packet `id` from the pool and returns it.
     #[inline]
-    pub fn get(&self, id: PacketId) -> &Packet {
-        &self.slots[id.0 as usize]
+    pub fn take(&mut self, id: PacketId) -> Packet {
+        let p = self.get(id);
+        self.free(id);
+        p
     }
 
+    /// The router header of packet `id`, which carries one (`flags::ROUTER`).
     #[inline]
-    pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
-        &mut self.slots[id.0 as usize]
+    pub fn router_mut(&mut self, id: PacketId) -> &mut RouterHeader {
+        &mut self.routers[id.0 as usize]
     }
 
     #[inline]
@@ -215,11 +300,11 @@ impl PacketPool {
 mod tests {
     use super::*;
 
-    /// The sizes docs/performance.md states: the packet record read at the hosts, and the
-    /// per-port metadata that switches forward from.
+    /// The sizes docs/performance.md states: a packet as the pool keeps it (its core), and
+    /// the per-port metadata that switches forward from.
     #[test]
     fn record_sizes_are_as_documented() {
-        assert_eq!(std::mem::size_of::<Packet>(), 144);
+        assert_eq!(std::mem::size_of::<PacketCore>(), 64);
         assert_eq!(std::mem::size_of::<PacketMeta>(), 12);
     }
 
@@ -235,5 +320,39 @@ mod tests {
         assert_eq!(pool.get(c).seq, 3);
         assert_eq!(pool.get(b).seq, 2);
         assert_eq!(pool.peak_live(), 2);
+    }
+
+    #[test]
+    fn pool_gives_back_every_field_and_the_side_parts_only_of_packets_that_carry_them() {
+        let mut pool = PacketPool::new();
+        let router = RouterHeader { rate_bps: 5, weight: 1.5, rtt_ns: 7, class: 2, wire_bytes: 12, ..Default::default() };
+        let full = Packet {
+            flow: FlowId(3),
+            src: NodeId(4),
+            dst: NodeId(5),
+            kind: PacketKind::Ack,
+            flags: flags::ROUTER | flags::ECE,
+            sack_len: 2,
+            wire_bytes: 52,
+            payload_bytes: 0,
+            seq: 9,
+            ack: 1 << 40,
+            sack: [SackBlock { start: 1, end: 2 }, SackBlock { start: 3, end: 4 }, SackBlock::default()],
+            ts_sent_ns: 11,
+            ts_echo_ns: 12,
+            router,
+            ce_bytes_echo: 13,
+        };
+        let a = pool.alloc(full.clone());
+        assert_eq!(format!("{:?}", pool.get(a)), format!("{full:?}"));
+        pool.router_mut(a).rate_bps = 1;
+        assert_eq!(pool.take(a).router.rate_bps, 1);
+        // The same slot reused by a data packet without them: no stale SACK blocks or header.
+        let data = Packet { kind: PacketKind::Data, payload_bytes: 1460, seq: 100, sack: full.sack, router, ..Default::default() };
+        let b = pool.alloc(data);
+        assert_eq!(b, a);
+        let back = pool.get(b);
+        assert_eq!((back.sack_len, back.sack, back.router), (0, [SackBlock::default(); 3], RouterHeader::default()));
+        assert_eq!((back.seq, back.payload_bytes), (100, 1460));
     }
 }

@@ -323,7 +323,7 @@ impl Simulation {
         let Some(ctl) = self.port_ctl.get_mut(i) else { return };
         let (queue_pkts, queue_bytes) = self.net.ports[i].queue_at(self.now);
         let v = PortView { now: self.now, queue_pkts, queue_bytes };
-        ctl.on_packet(&v, meta.kind, meta.wire_bytes, &mut self.pool.get_mut(pid).router);
+        ctl.on_packet(&v, meta.kind, meta.wire_bytes, self.pool.router_mut(pid));
         if !self.port_ticking[i] {
             self.port_ticking[i] = true;
             let t = self.now + ctl.interval();
@@ -364,8 +364,8 @@ impl Simulation {
             }
             return;
         }
-        self.pool.get_mut(pid).flags = meta.flags;
-        let p = self.pool.get(pid);
+        let mut p = self.pool.take(pid);
+        p.flags = meta.flags;
         let f = p.flow.0 as usize;
         self.counts.packets_consumed += 1;
         if p.kind == PacketKind::Data && p.payload_bytes > 0 {
@@ -375,15 +375,13 @@ impl Simulation {
         let Some(conn) = self.conns[f].as_deref_mut() else {
             // (A FIN was for the switches on the way; the receiver has nothing to do with it.)
             self.counts.late_packets += (p.kind != PacketKind::Fin) as u64;
-            self.pool.free(pid);
             return;
         };
         match p.kind {
-            PacketKind::Data | PacketKind::Syn => conn.rcv.on_packet(self.now, p, &mut self.out),
-            PacketKind::Ack | PacketKind::SynAck => conn.snd.on_packet(self.now, p, &mut self.out),
+            PacketKind::Data | PacketKind::Syn => conn.rcv.on_packet(self.now, &p, &mut self.out),
+            PacketKind::Ack | PacketKind::SynAck => conn.snd.on_packet(self.now, &p, &mut self.out),
             PacketKind::Fin => {} // for the switches on the way
         }
-        self.pool.free(pid);
         self.after_flow_activity(f);
     }
 
