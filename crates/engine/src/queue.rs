@@ -253,6 +253,13 @@ impl<E: Copy> EventQueue<E> {
         self.settle().then(|| Nanos(self.current[self.pos].0))
     }
 
+    /// The `k`-th next event (0: the earliest) when it is already among the current slot's,
+    /// without moving the queue: for looking ahead cheaply (None tells nothing).
+    #[inline]
+    pub fn upcoming(&self, k: usize) -> Option<&E> {
+        self.current.get(self.pos + k).map(|e| &e.1)
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }

@@ -227,6 +227,14 @@ impl Port {
         (head.pkt, head.meta, self.ring.front().map(|e| e.arrive))
     }
 
+    /// Asks the CPU for the ring head's cache line (a hint, see [`fctlab_engine::prefetch`]).
+    #[inline(always)]
+    pub fn prefetch_head(&self) {
+        if let Some(e) = self.ring.front() {
+            fctlab_engine::prefetch(e);
+        }
+    }
+
     /// Queue occupancy (packets, bytes) at `now`.
     pub fn queue_at(&mut self, now: Nanos) -> (u32, u64) {
         self.advance(now);
