@@ -267,6 +267,14 @@ impl PacketPool {
         }
     }
 
+    /// Asks the CPU for packet `id`'s core (a hint, see [`fctlab_engine::prefetch`]).
+    #[inline(always)]
+    pub fn prefetch(&self, id: PacketId) {
+        if let Some(c) = self.cores.get(id.0 as usize) {
+            fctlab_engine::prefetch(c);
+        }
+    }
+
     /// Removes the packet `id` from the pool and returns it.
     #[inline]
     pub fn take(&mut self, id: PacketId) -> Packet {

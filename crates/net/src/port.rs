@@ -235,6 +235,12 @@ impl Port {
         }
     }
 
+    /// The ring head (the next packet to arrive), if any.
+    #[inline(always)]
+    pub fn head_packet(&self) -> Option<PacketId> {
+        self.ring.front().map(|e| e.pkt)
+    }
+
     /// Queue occupancy (packets, bytes) at `now`.
     pub fn queue_at(&mut self, now: Nanos) -> (u32, u64) {
         self.advance(now);

@@ -293,18 +293,29 @@ impl Simulation {
     }
 
     /// Most events are arrivals at a port chosen at random among thousands: the cache lines
-    /// of the next two are requested before they are needed (the port of the one after next,
-    /// the ring head of the next, which needs its port's line).
+    /// the next ones need are requested ahead, each step needing the line the step before
+    /// requested one event earlier: the port of the event after next but one, the ring head
+    /// of the one after next, and for the next, when it arrives at a host, its packet.
     #[inline(always)]
     fn prefetch_ahead(&self) {
-        if let Some(&Event::Arrival(q)) = self.events.upcoming(1) {
-            if let Some(port) = self.net.ports.get(q as usize) {
+        let ports = &self.net.ports;
+        if let Some(&Event::Arrival(q)) = self.events.upcoming(2) {
+            if let Some(port) = ports.get(q as usize) {
                 fctlab_engine::prefetch(port);
             }
         }
-        if let Some(&Event::Arrival(q)) = self.events.upcoming(0) {
-            if let Some(port) = self.net.ports.get(q as usize) {
+        if let Some(&Event::Arrival(q)) = self.events.upcoming(1) {
+            if let Some(port) = ports.get(q as usize) {
                 port.prefetch_head();
+            }
+        }
+        if let Some(&Event::Arrival(q)) = self.events.upcoming(0) {
+            if let Some(port) = ports.get(q as usize) {
+                if self.net.node_is_host[port.to.0 as usize] {
+                    if let Some(pid) = port.head_packet() {
+                        self.pool.prefetch(pid);
+                    }
+                }
             }
         }
     }
