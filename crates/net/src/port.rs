@@ -237,8 +237,8 @@ impl Port {
 
     /// The ring head (the next packet to arrive), if any.
     #[inline(always)]
-    pub fn head_packet(&self) -> Option<PacketId> {
-        self.ring.front().map(|e| e.pkt)
+    pub fn head(&self) -> Option<(PacketId, PacketMeta)> {
+        self.ring.front().map(|e| (e.pkt, e.meta))
     }
 
     /// Queue occupancy (packets, bytes) at `now`.

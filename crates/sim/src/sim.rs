@@ -295,7 +295,8 @@ impl Simulation {
     /// Most events are arrivals at a port chosen at random among thousands: the cache lines
     /// the next ones need are requested ahead, each step needing the line the step before
     /// requested one event earlier: the port of the event after next but one, the ring head
-    /// of the one after next, and for the next, when it arrives at a host, its packet.
+    /// of the one after next, and for the next its packet when it arrives at a host, else the
+    /// port it goes to.
     #[inline(always)]
     fn prefetch_ahead(&self) {
         let ports = &self.net.ports;
@@ -311,9 +312,11 @@ impl Simulation {
         }
         if let Some(&Event::Arrival(q)) = self.events.upcoming(0) {
             if let Some(port) = ports.get(q as usize) {
-                if self.net.node_is_host[port.to.0 as usize] {
-                    if let Some(pid) = port.head_packet() {
+                if let Some((pid, meta)) = port.head() {
+                    if self.net.node_is_host[port.to.0 as usize] {
                         self.pool.prefetch(pid);
+                    } else if let Some(next) = self.paths.next(meta.flow, meta.hop).and_then(|(p, _)| ports.get(p.0 as usize)) {
+                        fctlab_engine::prefetch(next);
                     }
                 }
             }
