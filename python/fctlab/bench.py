@@ -6,10 +6,19 @@ process. Benchmarks:
 
 - ``dumbbell8_10g``: 8 long-lived flows over a 10 Gbps dumbbell for 1 simulated second;
 - ``fattree_k8``: a permutation of 128 long-lived flows in a k=8 fat-tree, 0.2 s;
-- ``fattree_k16_dctcp``: a permutation of 1024 long-lived DCTCP flows in a k=16 fat-tree
-  (10 Gbps, 9000-byte packets, ECN at 15 packets), 0.21 s;
+- ``fattree_k8_dctcp`` and ``fattree_k16_dctcp``: a permutation of long-lived DCTCP flows
+  in a k=8 (128 hosts) and a k=16 (1024 hosts) fat-tree (10 Gbps, 9000-byte packets, ECN at
+  15 packets), 0.21 s; the same set-up at two sizes, so that the cost per packet as the
+  topology grows is their ratio (printed, with its target);
 - ``flows_100k``: 100,000 finite flows (heavy-tailed sizes, Poisson arrivals at 50% load)
-  on a 64-host leaf-spine, to check that finished flows release their state.
+  on a 64-host leaf-spine, to check that finished flows release their state;
+- ``flows_1m``: 1,000,000 finite flows (Pareto sizes, shape 1.2, mean 25 KB, Poisson at 50%
+  load) on the same leaf-spine: memory and speed with a million flows.
+
+``--against FCTLAB_SIM`` runs the packet-level benchmarks also with another build's
+``fctlab-sim`` binary (``benches/baseline.sh REV`` builds one from any revision),
+alternating the two ``--repeats`` times, and prints both medians and their ratio: a before
+and after in one run, on one machine.
 """
 
 from __future__ import annotations
@@ -25,7 +34,11 @@ from pathlib import Path
 from importlib import resources
 from typing import Optional, Sequence
 
-BENCHMARKS = ("dumbbell8_10g", "fattree_k8", "fattree_k16_dctcp", "flows_100k")
+BENCHMARKS = ("dumbbell8_10g", "fattree_k8", "fattree_k8_dctcp", "fattree_k16_dctcp", "flows_100k", "flows_1m")
+
+#: The data packets per wall-second of the k=16 permutation are at least this share of the
+#: k=8 one's (the same set-up at two sizes).
+SCALE_TARGET = 0.5
 
 
 def _scenario_text(name: str) -> str:
@@ -48,11 +61,15 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
         if quick:
             sc["stop_time"] = "200ms"
         return sc
-    if name in ("fattree_k8", "fattree_k16_dctcp"):
+    if name in ("fattree_k8", "fattree_k8_dctcp", "fattree_k16_dctcp"):
+        requested = name
+        if name == "fattree_k8_dctcp":
+            name, k = "fattree_k16_dctcp", 8 if k is None else k
         sc = _load_toml(_scenario_text(name))
         if k is not None:
             sc["network"]["k"] = k
         k = sc["network"]["k"]
+        sc["name"] = requested if requested == "fattree_k8" else f"fattree_k{k}_dctcp"
         rng = random.Random(1)
         hosts = list(range(k ** 3 // 4))
         perm = hosts[:]
@@ -97,6 +114,31 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
             },
             "transport": {"min_rto": "1ms"},
             "flows": flows,
+        }
+    if name == "flows_1m":
+        return {
+            "name": "flows_50k" if quick else "flows_1m",
+            "seed": 1,
+            "network": {
+                "topology": "leafspine",
+                "leaves": 8,
+                "spines": 4,
+                "hosts_per_leaf": 8,
+                "link_rate": "10Gbps",
+                "fabric_link_rate": "40Gbps",
+                "link_delay": "1us",
+                "buffer": "200pkt",
+            },
+            "transport": {"min_rto": "1ms"},
+            "workloads": [{
+                "kind": "poisson",
+                "senders": "h*",
+                "receivers": "h*",
+                "pattern": "all_to_all",
+                "sizes": {"dist": "pareto", "shape": 1.2, "mean": "25KB"},
+                "load": 0.5,
+                "count": 50_000 if quick else 1_000_000,
+            }],
         }
     raise ValueError(f"unknown benchmark {name!r} (known: {', '.join(BENCHMARKS)})")
 
@@ -230,6 +272,11 @@ def configure(p) -> None:
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-startup", action="store_true", help="skip the start-up measurement")
     p.add_argument("--no-sweep", action="store_true", help="skip the sweep measurement")
+    p.add_argument("--against", metavar="FCTLAB_SIM",
+                   help="also run each benchmark with this fctlab-sim binary of another build "
+                        "(benches/baseline.sh REV builds one) and print both, with their ratio")
+    p.add_argument("--repeats", type=int, metavar="N",
+                   help="runs of each benchmark, median reported (default 1; 3 with --against)")
 
 
 def main_bench(argv: Optional[Sequence[str]] = None) -> int:
@@ -239,8 +286,96 @@ def main_bench(argv: Optional[Sequence[str]] = None) -> int:
     return main(["bench", *(sys.argv[1:] if argv is None else argv)])
 
 
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)  # a JSON string is a TOML basic string
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"no TOML form for {type(v).__name__}")
+
+
+def to_toml(sc: dict) -> str:
+    """A benchmark scenario as TOML (what ``fctlab-sim`` reads): top-level keys, tables, and
+    arrays of tables for lists of dicts."""
+    lines = [f"{k} = {_toml_value(v)}" for k, v in sc.items() if not isinstance(v, (dict, list)) or (isinstance(v, list) and not (v and isinstance(v[0], dict)))]
+    for k, v in sc.items():
+        if isinstance(v, dict):
+            lines += ["", f"[{k}]"] + [f"{json.dumps(a)} = {_toml_value(x)}" for a, x in v.items()]
+        elif isinstance(v, list) and v and isinstance(v[0], dict):
+            for item in v:
+                lines += ["", f"[[{k}]]"] + [f"{json.dumps(a)} = {_toml_value(x)}" for a, x in item.items()]
+    return "\n".join(lines) + "\n"
+
+
+def run_sim(binary: str, name: str, quick: bool) -> dict:
+    """Benchmark ``name`` run by a ``fctlab-sim`` binary (another build), as a record like
+    :func:`run_one`'s; raises RuntimeError with the binary's message when it fails."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="fctlab-bench-") as td:
+        path = Path(td) / f"{name}.toml"
+        path.write_text(to_toml(scenario(name, quick)), encoding="utf-8")
+        with open(Path(td) / "out", "w+") as fo, open(Path(td) / "err", "w+") as fe:
+            try:
+                proc = subprocess.Popen([binary, str(path)], stdout=fo, stderr=fe)
+            except OSError as e:
+                raise RuntimeError(f"cannot run {binary}: {e.strerror}") from None
+            # wait4 gives this child's own peak RSS
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            fo.seek(0)
+            fe.seek(0)
+            out, err = fo.read(), fe.read()
+        peak_kb = usage.ru_maxrss
+    if proc.returncode != 0:
+        said = (err.strip() or out.strip()).splitlines()
+        raise RuntimeError(said[-1] if said else f"exit status {proc.returncode}")
+    fields = dict(tok.split("=", 1) for tok in out.split() if "=" in tok)
+    done, total = fields["flows"].split("/")
+    return {
+        "benchmark": name,
+        "sim_time_s": float(fields["sim_time_s"]),
+        "loop_wall_s": float(fields["wall_time_s"]),
+        "events": int(fields["events"]),
+        "events_per_s": float(fields["events_per_s"]),
+        "data_packets_delivered": int(fields["data_packets_delivered"]),
+        "data_packets_per_wall_s": float(fields["data_pkts_per_wall_s"]),
+        "flows_total": int(total),
+        "flows_completed": int(done),
+        "peak_rss_mb": peak_kb / 1024.0,
+        "binary": binary,
+    }
+
+
+def _median_run(rows: list) -> dict:
+    """The run with the median data packets per wall-second (the lower middle one of an even
+    count), with every run's figure beside it."""
+    ordered = sorted(rows, key=lambda r: r["data_packets_per_wall_s"])
+    r = dict(ordered[(len(ordered) - 1) // 2])
+    r["repeats"] = len(rows)
+    r["data_packets_per_wall_s_runs"] = [x["data_packets_per_wall_s"] for x in rows]
+    return r
+
+
+def _this_build(name: str, quick: bool) -> dict:
+    cmd = [sys.executable, "-m", "fctlab.bench", "--child", name] + (["--quick"] if quick else [])
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip())
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def run(args) -> int:
     """Runs ``fctlab bench``."""
+    import shutil
+
     names = args.names or list(BENCHMARKS)
     for n in names:
         if n not in BENCHMARKS:
@@ -249,23 +384,78 @@ def run(args) -> int:
     if args.child:
         print(json.dumps(run_one(names[0], args.quick)))
         return 0
+    against = args.against
+    if against is not None:
+        found = shutil.which(against) if "/" not in against else (against if Path(against).is_file() else None)
+        if found is None:
+            print(f"fctlab bench: error: --against {against}: no such fctlab-sim binary "
+                  f"(benches/baseline.sh REV builds one from a revision)", file=sys.stderr)
+            return 2
+        against = str(Path(found).resolve())
+    repeats = args.repeats if args.repeats is not None else (3 if against else 1)
+    if repeats < 1:
+        print(f"fctlab bench: error: --repeats {repeats}: must be at least 1", file=sys.stderr)
+        return 2
     if not args.json:
-        print(f"{'benchmark':<16}{'sim s':>8}{'loop wall s':>13}{'events/s':>12}{'data pkts':>12}{'data pkts/wall s':>18}{'flows done':>14}{'peak RSS MB':>13}")
+        print(f"{'benchmark':<18}{'sim s':>8}{'loop wall s':>13}{'events/s':>12}{'data pkts':>12}{'data pkts/wall s':>18}{'flows done':>14}{'peak RSS MB':>13}")
+    results, others = {}, {}
     for n in names:
-        cmd = [sys.executable, "-m", "fctlab.bench", "--child", n] + (["--quick"] if args.quick else [])
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(f"fctlab bench: error: benchmark {n} failed:\n{proc.stderr.strip()}", file=sys.stderr)
-            return 1
-        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        mine, theirs, their_error = [], [], None
+        for _ in range(repeats):
+            try:
+                mine.append(_this_build(n, args.quick))
+            except RuntimeError as e:
+                print(f"fctlab bench: error: benchmark {n} failed:\n{e}", file=sys.stderr)
+                return 1
+            if against and their_error is None:
+                try:
+                    theirs.append(run_sim(against, n, args.quick))
+                except RuntimeError as e:
+                    their_error = str(e)
+        r = _median_run(mine)
+        results[n] = r
+        if theirs:
+            others[n] = _median_run(theirs)
+            r["against"] = {"binary": against, "data_packets_per_wall_s": others[n]["data_packets_per_wall_s"],
+                            "data_packets_per_wall_s_runs": others[n]["data_packets_per_wall_s_runs"],
+                            "peak_rss_mb": others[n]["peak_rss_mb"],
+                            "ratio": r["data_packets_per_wall_s"] / others[n]["data_packets_per_wall_s"]}
+        elif their_error is not None:
+            r["against"] = {"binary": against, "error": their_error}
         if args.json:
             print(json.dumps(r))
+            continue
+        print(
+            f"{n:<18}{r['sim_time_s']:>8.3f}{r['loop_wall_s']:>13.3f}{r['events_per_s']:>12,.0f}"
+            f"{r['data_packets_delivered']:>12,}{r['data_packets_per_wall_s']:>18,.0f}"
+            f"{str(r['flows_completed']) + '/' + str(r['flows_total']):>14}{r['peak_rss_mb']:>13.0f}"
+        )
+        if n in others:
+            o = others[n]
+            print(f"{'  other build':<18}{o['sim_time_s']:>8.3f}{o['loop_wall_s']:>13.3f}{o['events_per_s']:>12,.0f}"
+                  f"{o['data_packets_delivered']:>12,}{o['data_packets_per_wall_s']:>18,.0f}"
+                  f"{str(o['flows_completed']) + '/' + str(o['flows_total']):>14}{o['peak_rss_mb']:>13.0f}"
+                  f"   this build {r['against']['ratio']:.2f}x")
+        elif their_error is not None:
+            print(f"{'  other build':<18}failed: {their_error}")
+    if "fattree_k8_dctcp" in results and "fattree_k16_dctcp" in results:
+        def share(rs):
+            return rs["fattree_k16_dctcp"]["data_packets_per_wall_s"] / rs["fattree_k8_dctcp"]["data_packets_per_wall_s"]
+
+        scale = {"benchmark": "scale", "k16_over_k8": share(results), "target": SCALE_TARGET}
+        if "fattree_k8_dctcp" in others and "fattree_k16_dctcp" in others:
+            scale["other_build_k16_over_k8"] = share(others)
+        if args.json:
+            print(json.dumps(scale))
         else:
-            print(
-                f"{n:<16}{r['sim_time_s']:>8.3f}{r['loop_wall_s']:>13.3f}{r['events_per_s']:>12,.0f}"
-                f"{r['data_packets_delivered']:>12,}{r['data_packets_per_wall_s']:>18,.0f}"
-                f"{str(r['flows_completed']) + '/' + str(r['flows_total']):>14}{r['peak_rss_mb']:>13.0f}"
-            )
+            print()
+            line = (f"data packets per wall-second, k=16 over k=8 DCTCP permutation: {scale['k16_over_k8']:.2f} "
+                    f"(target at least {SCALE_TARGET}{'' if scale['k16_over_k8'] >= SCALE_TARGET else ', under target'})")
+            if "other_build_k16_over_k8" in scale:
+                line += f"; other build {scale['other_build_k16_over_k8']:.2f}"
+            print(line)
+    if repeats > 1 and not args.json:
+        print(f"(each figure: the median of {repeats} runs" + (", the two builds alternating)" if against else ")"))
     if not args.no_startup and not args.names:
         st = startup(3 if args.quick else 7)
         if args.json:
