@@ -397,7 +397,7 @@ def run(args) -> int:
         print(f"fctlab bench: error: --repeats {repeats}: must be at least 1", file=sys.stderr)
         return 2
     if not args.json:
-        print(f"{'benchmark':<18}{'sim s':>8}{'loop wall s':>13}{'events/s':>12}{'data pkts':>12}{'data pkts/wall s':>18}{'flows done':>14}{'peak RSS MB':>13}")
+        print(f"{'benchmark':<18}{'sim s':>8}{'loop wall s':>13}{'events/s':>12}{'data pkts':>12}{'data pkts/wall s':>18}{'flows done':>18}{'peak RSS MB':>13}")
     results, others = {}, {}
     for n in names:
         mine, theirs, their_error = [], [], None
@@ -428,13 +428,13 @@ def run(args) -> int:
         print(
             f"{n:<18}{r['sim_time_s']:>8.3f}{r['loop_wall_s']:>13.3f}{r['events_per_s']:>12,.0f}"
             f"{r['data_packets_delivered']:>12,}{r['data_packets_per_wall_s']:>18,.0f}"
-            f"{str(r['flows_completed']) + '/' + str(r['flows_total']):>14}{r['peak_rss_mb']:>13.0f}"
+            f"{str(r['flows_completed']) + '/' + str(r['flows_total']):>18}{r['peak_rss_mb']:>13.0f}"
         )
         if n in others:
             o = others[n]
             print(f"{'  other build':<18}{o['sim_time_s']:>8.3f}{o['loop_wall_s']:>13.3f}{o['events_per_s']:>12,.0f}"
                   f"{o['data_packets_delivered']:>12,}{o['data_packets_per_wall_s']:>18,.0f}"
-                  f"{str(o['flows_completed']) + '/' + str(o['flows_total']):>14}{o['peak_rss_mb']:>13.0f}"
+                  f"{str(o['flows_completed']) + '/' + str(o['flows_total']):>18}{o['peak_rss_mb']:>13.0f}"
                   f"   this build {r['against']['ratio']:.2f}x")
         elif their_error is not None:
             print(f"{'  other build':<18}failed: {their_error}")
@@ -456,6 +456,8 @@ def run(args) -> int:
             print(line)
     if repeats > 1 and not args.json:
         print(f"(each figure: the median of {repeats} runs" + (", the two builds alternating)" if against else ")"))
+    if others and not args.json:
+        print("(other build: its fctlab-sim, the Rust core alone: its peak RSS has no Python interpreter in it)")
     if not args.no_startup and not args.names:
         st = startup(3 if args.quick else 7)
         if args.json:

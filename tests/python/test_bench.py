@@ -5,10 +5,13 @@ output by people, not asserted here)."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from fctlab.bench import BENCHMARKS
+from fctlab.bench import BENCHMARKS, SCALE_TARGET, scenario, to_toml
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.benchmark
@@ -19,6 +22,10 @@ def test_bench_quick_runs_and_reports_every_benchmark():
     by_name = {r["benchmark"]: r for r in rows}
     startup = by_name.pop("startup")
     assert startup["run_demo_s"] > 0 and startup["validate_demo_s"] > 0
+    scale = by_name.pop("scale")
+    assert scale["target"] == SCALE_TARGET
+    assert scale["k16_over_k8"] == pytest.approx(
+        by_name["fattree_k16_dctcp"]["data_packets_per_wall_s"] / by_name["fattree_k8_dctcp"]["data_packets_per_wall_s"])
     sw = by_name.pop("sweep")
     assert sw["identical"] is True and sw["runs"] == 12
     assert sw["workers_1_s"] > 0 and sw["workers_2_s"] > 0 and sw["parallel_share"] > 0
@@ -34,3 +41,55 @@ def test_bench_quick_runs_and_reports_every_benchmark():
     assert by_name["dumbbell8_10g"]["sim_time_s"] == pytest.approx(0.2)
     assert by_name["fattree_k8"]["sim_time_s"] == pytest.approx(0.05)
     assert by_name["flows_100k"]["flows_completed"] == by_name["flows_100k"]["flows_total"] == 20_000
+    assert by_name["flows_1m"]["flows_completed"] == by_name["flows_1m"]["flows_total"] == 50_000
+    assert by_name["fattree_k8_dctcp"]["sim_time_s"] == pytest.approx(0.05)
+    assert by_name["fattree_k8_dctcp"]["flows_total"] == 128 and by_name["fattree_k16_dctcp"]["flows_total"] == 1024
+
+
+def _fctlab_sim():
+    """This checkout's fctlab-sim binary (built by the Rust tests), or None."""
+    for p in (ROOT / "target" / "release" / "fctlab-sim", ROOT / "target" / "debug" / "fctlab-sim"):
+        if p.is_file():
+            return p
+    return None
+
+
+def test_bench_scenarios_written_as_toml_read_back_the_same():
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python < 3.11
+        import tomli as tomllib
+    for name in BENCHMARKS:
+        sc = scenario(name, True)
+        assert tomllib.loads(to_toml(sc)) == sc, name
+
+
+@pytest.mark.benchmark
+def test_against_another_build_runs_both_and_the_same_build_gives_the_same_packets():
+    sim = _fctlab_sim()
+    if sim is None:
+        pytest.skip("no fctlab-sim binary under target/ (cargo build --release -p fctlab-sim builds it)")
+    p = subprocess.run([sys.executable, "-m", "fctlab.cli", "bench", "fattree_k8_dctcp", "--quick", "--json", "--against", str(sim),
+                        "--repeats", "2"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout.splitlines()[0])
+    assert r["repeats"] == 2 and len(r["data_packets_per_wall_s_runs"]) == 2
+    other = r["against"]
+    assert other["binary"] == str(sim.resolve()) and len(other["data_packets_per_wall_s_runs"]) == 2
+    assert other["ratio"] == pytest.approx(r["data_packets_per_wall_s"] / other["data_packets_per_wall_s"])
+    assert other["peak_rss_mb"] > 0
+    # The binary runs the scenario fctlab.bench wrote as TOML: a build of this source simulates
+    # exactly what the in-process run did (measured speed aside).
+    run = subprocess.run([str(sim), "/dev/stdin"], input=to_toml(scenario("fattree_k8_dctcp", True)), capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert f"data_packets_delivered={r['data_packets_delivered']} " in run.stdout
+
+
+def test_against_a_missing_binary_is_a_clear_error():
+    p = subprocess.run([sys.executable, "-m", "fctlab.cli", "bench", "fattree_k8", "--quick", "--against", "/nonexistent/fctlab-sim"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert "--against /nonexistent/fctlab-sim: no such fctlab-sim binary" in p.stderr and "Traceback" not in p.stderr
+    p = subprocess.run([sys.executable, "-m", "fctlab.cli", "bench", "fattree_k8", "--quick", "--repeats", "0"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "--repeats 0: must be at least 1" in p.stderr
