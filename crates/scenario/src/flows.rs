@@ -66,7 +66,7 @@ pub(crate) fn explicit_flows(entries: Vec<toml::Table>, ctx: &mut FlowCtx<'_>) -
             group,
             group_id,
             after: None,
-            cc: ccfg,
+            cc: std::sync::Arc::new(ccfg),
             ecn,
         });
     }

@@ -62,7 +62,8 @@ pub struct FlowSpec {
     /// Start only once every flow of this group has completed; `start` is then the delay
     /// after that moment (closed-loop workloads: incast rounds, request/response).
     pub after: Option<u32>,
-    pub cc: CcConfig,
+    /// Shared by the flows of one workload (a million generated flows hold one copy).
+    pub cc: std::sync::Arc<CcConfig>,
     /// Data packets carry ECT.
     pub ecn: bool,
 }

@@ -10,7 +10,9 @@ impl Simulation {
     pub fn results(&mut self, interrupted: bool) -> Results {
         let now = self.now;
         let topo = &self.scenario.topology;
-        let name = |n: usize| topo.nodes[n].name.clone();
+        // One copy of each node's name, shared by the rows of its flows.
+        let names: Vec<std::sync::Arc<str>> = topo.nodes.iter().map(|n| std::sync::Arc::from(n.name.as_str())).collect();
+        let name = |n: usize| names[n].clone();
         let mut flows = Vec::with_capacity(self.flows.len());
         for (i, st) in self.flows.iter().enumerate() {
             let spec = &self.scenario.flows[i];
@@ -39,7 +41,7 @@ impl Simulation {
                     _ => None,
                 },
                 completed: st.finish.is_some(),
-                protocol: spec.cc.name().to_string(),
+                protocol: spec.cc.name(),
                 retransmits: counts.retransmits,
                 timeouts: counts.timeouts,
                 deadline_s: spec.deadline.map(|d| d.as_secs_f64()),
@@ -48,7 +50,7 @@ impl Simulation {
                 packets_sent: counts.packets_sent,
                 loss_probes: counts.loss_probes,
                 left_slow_start: counts.left_slow_start,
-                scheduler: scheduled.map_or("none", |h| h.policy().name()).to_string(),
+                scheduler: scheduled.map_or("none", |h| h.policy().name()),
                 conn_finish_s: st.conn_finish.map(|t| t.as_secs_f64()),
             });
         }

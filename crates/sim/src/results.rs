@@ -130,15 +130,35 @@ impl ColumnValue for bool {
     }
 }
 
+fn append_str(s: &str, b: &mut ColumnBuilder) {
+    if b.offsets.is_empty() {
+        b.offsets.push(0);
+    }
+    b.col.data.extend_from_slice(s.as_bytes());
+    b.offsets.push(b.col.data.len() as i32);
+    b.push_valid(true);
+}
+
 impl ColumnValue for String {
     const TYPE: ColumnType = ColumnType::Utf8;
     fn append(&self, b: &mut ColumnBuilder) {
-        if b.offsets.is_empty() {
-            b.offsets.push(0);
-        }
-        b.col.data.extend_from_slice(self.as_bytes());
-        b.offsets.push(b.col.data.len() as i32);
-        b.push_valid(true);
+        append_str(self, b)
+    }
+}
+
+/// A string shared by many rows (a node's name in every row of its flows).
+impl ColumnValue for std::sync::Arc<str> {
+    const TYPE: ColumnType = ColumnType::Utf8;
+    fn append(&self, b: &mut ColumnBuilder) {
+        append_str(self, b)
+    }
+}
+
+/// A name from a fixed set (a protocol, a policy).
+impl ColumnValue for &'static str {
+    const TYPE: ColumnType = ColumnType::Utf8;
+    fn append(&self, b: &mut ColumnBuilder) {
+        append_str(self, b)
     }
 }
 
@@ -199,8 +219,8 @@ result_table!(
     "flows",
     FlowResult {
         flow_id: u64,
-        src: String,
-        dst: String,
+        src: std::sync::Arc<str>,
+        dst: std::sync::Arc<str>,
         size_bytes: Option<u64>,
         bytes_delivered: u64,
         /// Actual start time; None for a flow that never started (waiting for a group).
@@ -210,7 +230,7 @@ result_table!(
         ideal_fct_s: Option<f64>,
         slowdown: Option<f64>,
         completed: bool,
-        protocol: String,
+        protocol: &'static str,
         retransmits: u64,
         timeouts: u64,
         deadline_s: Option<f64>,
@@ -220,7 +240,7 @@ result_table!(
         loss_probes: u64,
         left_slow_start: bool,
         /// The scheduling layer's policy (`[transport] scheduler`), or "none".
-        scheduler: String,
+        scheduler: &'static str,
         /// When the connection opened for the flow completed.
         conn_finish_s: Option<f64>,
     }
