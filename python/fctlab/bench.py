@@ -53,6 +53,20 @@ def _load_toml(text: str) -> dict:
     return tomllib.loads(text)
 
 
+#: The network of the finite-flow benchmarks: 64 hosts on 8 leaves and 4 spines, 10 Gbps
+#: hosts, 40 Gbps fabric.
+LEAFSPINE_64 = {
+    "topology": "leafspine",
+    "leaves": 8,
+    "spines": 4,
+    "hosts_per_leaf": 8,
+    "link_rate": "10Gbps",
+    "fabric_link_rate": "40Gbps",
+    "link_delay": "1us",
+    "buffer": "200pkt",
+}
+
+
 def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
     """The scenario of benchmark ``name`` as a dict; ``k`` resizes a fat-tree benchmark (the
     side-by-side runs against htsim use the k=16 DCTCP set-up at k=8, benches/htsim/run.sh)."""
@@ -102,16 +116,7 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
         return {
             "name": "flows_100k" if not quick else "flows_20k",
             "seed": 1,
-            "network": {
-                "topology": "leafspine",
-                "leaves": 8,
-                "spines": 4,
-                "hosts_per_leaf": 8,
-                "link_rate": "10Gbps",
-                "fabric_link_rate": "40Gbps",
-                "link_delay": "1us",
-                "buffer": "200pkt",
-            },
+            "network": dict(LEAFSPINE_64),
             "transport": {"min_rto": "1ms"},
             "flows": flows,
         }
@@ -119,16 +124,7 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
         return {
             "name": "flows_50k" if quick else "flows_1m",
             "seed": 1,
-            "network": {
-                "topology": "leafspine",
-                "leaves": 8,
-                "spines": 4,
-                "hosts_per_leaf": 8,
-                "link_rate": "10Gbps",
-                "fabric_link_rate": "40Gbps",
-                "link_delay": "1us",
-                "buffer": "200pkt",
-            },
+            "network": dict(LEAFSPINE_64),
             "transport": {"min_rto": "1ms"},
             "workloads": [{
                 "kind": "poisson",
@@ -294,10 +290,14 @@ def _toml_value(v) -> str:
     if isinstance(v, str):
         return json.dumps(v)  # a JSON string is a TOML basic string
     if isinstance(v, dict):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+        return "{ " + ", ".join(_toml_pairs(v)) + " }"
     if isinstance(v, list):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     raise TypeError(f"no TOML form for {type(v).__name__}")
+
+
+def _toml_pairs(d: dict) -> list:
+    return [f"{json.dumps(k)} = {_toml_value(x)}" for k, x in d.items()]
 
 
 def to_toml(sc: dict) -> str:
@@ -306,10 +306,10 @@ def to_toml(sc: dict) -> str:
     lines = [f"{k} = {_toml_value(v)}" for k, v in sc.items() if not isinstance(v, (dict, list)) or (isinstance(v, list) and not (v and isinstance(v[0], dict)))]
     for k, v in sc.items():
         if isinstance(v, dict):
-            lines += ["", f"[{k}]"] + [f"{json.dumps(a)} = {_toml_value(x)}" for a, x in v.items()]
+            lines += ["", f"[{k}]"] + _toml_pairs(v)
         elif isinstance(v, list) and v and isinstance(v[0], dict):
             for item in v:
-                lines += ["", f"[[{k}]]"] + [f"{json.dumps(a)} = {_toml_value(x)}" for a, x in item.items()]
+                lines += ["", f"[[{k}]]"] + _toml_pairs(item)
     return "\n".join(lines) + "\n"
 
 
