@@ -8,6 +8,7 @@
     fctlab reproduce atcp [--quick] [--out DIR]
     fctlab kernel load|unload|status
     fctlab testbed check|run SCENARIO.toml --out DIR
+    fctlab crosscheck SCENARIO.toml --against ns2 --out DIR [--seeds N]
 
 One argparse parser with a subcommand per command (:data:`COMMANDS`); ``fctlab COMMAND -h``
 describes each.
@@ -215,6 +216,7 @@ COMMANDS = {
     "query": ("run SQL over a sweep's results", "fctlab.sweeps_query"),
     "kernel": ("build, load, unload the ATCP BPF congestion control", "fctlab.kernel"),
     "testbed": ("run scenarios on the real kernel in network namespaces", "fctlab.testbed"),
+    "crosscheck": ("run a scenario in fctlab and in ns-2.35 side by side", "fctlab.crosscheck"),
     "sched": ("send or receive a workload over real sockets with SCHED_TCP's scheduling", "fctlab.sched"),
 }
 _LOCAL = {"run": (configure_run, cmd_run), "validate": (configure_validate, cmd_validate)}

@@ -1,0 +1,143 @@
+"""fctlab beside another simulator: one scenario run by both, on the identical flow list, over
+several seeds, with a side-by-side report (docs/crosscheck.md).
+
+    fctlab crosscheck SCENARIO --against ns2 --out DIR [--seeds N] [--set key=value ...]
+
+Layout of DIR: ``seed-S/fctlab/`` and ``seed-S/ns2/`` are run directories in the flows-table
+format (``flows.parquet``, ``links.parquet``, ``summary.json``; the ns-2 one also holds the Tcl
+script and ns's output), ``crosscheck.json`` the statistics, ``report.md`` and ``report.html``
+the report with its plots.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from ..api import ScenarioError, ScenarioLike
+from . import ns2, plan as plan_mod
+from .plan import Unsupported
+
+#: Targets by name: the module that checks a plan, runs it and names the simulator.
+TARGETS = {"ns2": ns2}
+
+
+@dataclass
+class SeedRun:
+    seed: int
+    fctlab_dir: Path
+    other_dir: Path
+    fctlab_wall_s: float
+    other_wall_s: float
+
+
+@dataclass
+class Crosscheck:
+    """The outcome: the runs per seed, the statistics and the report's path."""
+
+    scenario: str
+    against: str
+    out: Path
+    runs: list
+    stats: dict
+    notes: list
+
+
+def _write_other(flows_rows: list, link_rows: list, summary: dict, fctlab_flows, out: Path) -> None:
+    """The other simulator's results as a run directory in fctlab's format: the columns it does
+    not report are null; `ideal_fct_s` (a property of the flow and its path) is fctlab's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ..api import _schema
+
+    ideal = dict(zip(fctlab_flows.column("flow_id").to_pylist(), fctlab_flows.column("ideal_fct_s").to_pylist()))
+    for r in flows_rows:
+        r["ideal_fct_s"] = ideal.get(r["flow_id"])
+        r["slowdown"] = (r["fct_s"] / r["ideal_fct_s"]) if r["fct_s"] is not None and r["ideal_fct_s"] else None
+        r.setdefault("scheduler", "none")
+        r["conn_finish_s"] = r["finish_s"]
+    out.mkdir(parents=True, exist_ok=True)
+    fs, ls = _schema("flows"), _schema("links")
+    pq.write_table(pa.Table.from_pylist(flows_rows, schema=fs), out / "flows.parquet")
+    pq.write_table(pa.Table.from_pylist(link_rows, schema=ls), out / "links.parquet")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+
+def crosscheck(scenario: ScenarioLike, *, against: str = "ns2", out, seeds: int = 5, first_seed: int = 1,
+               set: Sequence[str] = (), unset: Sequence[str] = (), log=None) -> Crosscheck:
+    """Runs `scenario` in fctlab and in `against` for seeds first_seed .. first_seed+seeds-1,
+    writes both runs per seed and the report into `out`.
+
+    Raises ScenarioError (Unsupported names the key ns-2 cannot run) or ns2.NsError."""
+    from ..api import run as fctlab_run
+    from .report import write_report
+
+    if against not in TARGETS:
+        raise ScenarioError(f"--against: {against!r} is not a crosscheck target (known: {', '.join(TARGETS)})")
+    if seeds < 1:
+        raise ScenarioError(f"--seeds: {seeds}: need at least one seed")
+    target = TARGETS[against]
+    out = Path(out)
+    say = log or (lambda msg: None)
+    runs, notes = [], []
+    for k in range(seeds):
+        seed = first_seed + k
+        sets = list(set) + [f"seed={seed}"]
+        p = plan_mod.load(scenario, sets, unset)
+        target.check(p)
+        notes = p.notes
+        d = out / f"seed-{seed}"
+        say(f"seed {seed}: fctlab ({len(p.flows)} flows)")
+        t0 = time.perf_counter()
+        res = fctlab_run(scenario, set=sets, unset=list(unset))
+        fw = time.perf_counter() - t0
+        res.write(d / "fctlab")
+        say(f"seed {seed}: {against}")
+        t0 = time.perf_counter()
+        flows_rows, link_rows, summary = target.run(p, seed, d / against)
+        ow = time.perf_counter() - t0
+        summary["scenario_file"] = str(scenario) if not isinstance(scenario, dict) else "<dict>"
+        summary["overrides"] = sets
+        _write_other(flows_rows, link_rows, summary, res.flows_table, d / against)
+        runs.append(SeedRun(seed, d / "fctlab", d / against, fw, ow))
+    name = str(scenario) if not isinstance(scenario, dict) else "<dict>"
+    stats = write_report(name, against, out, runs, p, notes)
+    return Crosscheck(name, against, out, runs, stats, notes)
+
+
+def configure(parser) -> None:
+    parser.add_argument("scenario", help="scenario file (TOML or JSON)")
+    parser.add_argument("--against", required=True, choices=sorted(TARGETS), help="the other simulator (ns2: ns-2.35's `ns`)")
+    parser.add_argument("--out", required=True, help="output directory: both runs per seed and the report")
+    parser.add_argument("--seeds", type=int, default=5, help="number of seeds, from --first-seed on (default 5)")
+    parser.add_argument("--first-seed", type=int, default=1, help="first seed (default 1)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    parser.add_argument("--unset", action="append", metavar="KEY", help="remove a scenario key (repeatable)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the verdict lines")
+
+
+def run(args) -> int:
+    log = None if args.quiet else (lambda msg: print(f"[crosscheck] {msg}", file=sys.stderr, flush=True))
+    try:
+        cc = crosscheck(args.scenario, against=args.against, out=args.out, seeds=args.seeds, first_seed=args.first_seed,
+                        set=list(args.set or []), unset=list(args.unset or []), log=log)
+    except ScenarioError as e:
+        print(f"fctlab crosscheck: error: {e}", file=sys.stderr)
+        return 2
+    except ns2.NsError as e:
+        print(f"fctlab crosscheck: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"fctlab crosscheck: error: cannot write to {args.out}: {e}", file=sys.stderr)
+        return 2
+    from .report import verdict_lines
+
+    for line in verdict_lines(cc.stats):
+        print(line)
+    print(f"report: {Path(args.out) / 'report.html'} (and report.md)")
+    return 0

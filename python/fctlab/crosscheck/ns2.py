@@ -1,0 +1,403 @@
+"""ns-2.35 as a crosscheck target: a plan (``plan.py``) as an ns-2 Tcl script, the script run
+by ``ns``, and its output as fctlab's result tables.
+
+What the script holds, and why (docs/crosscheck.md has the full list):
+
+- every node an ns-2 node, every link direction a ``simplex-link`` so that each output port has
+  its own queue type and limit (a host's NIC queue DropTail while the switch ports run RED, as
+  fctlab's ports are, or both the same under ``nic_queue = "switch"``);
+- ``queue-limit``: ns-2's DropTail drops when ``length + 1 >= limit`` (drop-tail.cc ``enque``),
+  RED when ``length >= limit`` (red.cc ``enque``), and neither counts the packet on the wire;
+  fctlab's ``buffer = "Npkt"`` holds N waiting packets, so DropTail gets N + 1 and RED N, unless
+  the scenario asks for ns-2's semantics (``buffer_model = "ns2"``), when both get N;
+- TCP as ns-2's one-way agents, ``Agent/TCP/Newreno`` + ``Agent/TCPSink`` or ``Agent/TCP/Sack1``
+  + ``Agent/TCPSink/Sack1`` (``/DelAck`` sinks with delayed ACKs), with the scenario's resolved
+  values; ATCP's weight as ``increase_num_``; each flow sent by ``Application/FTP send BYTES``;
+- per flow, the completion is ns-2's ``done`` callback (``TcpAgent::finish``, called when the
+  cumulative ACK reaches the last packet, tcp.cc), timeouts ``nrexmit_``, retransmitted packets
+  ``nrexmitpack_``, data packets ``ndatapack_``; per port a ``QueueMonitor`` (departures, drops,
+  CE-marked departures, the integral of the queue length).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Optional
+
+from .plan import Plan, Unsupported, single_paths
+
+#: Protocols ns-2.35 (as Debian ships it) can run, by fctlab name.
+PROTOCOLS = ("tcp", "atcp")
+
+NS_BINARY = "ns"
+
+
+def find_ns() -> Optional[str]:
+    """The ``ns`` binary (``FCTLAB_NS`` overrides the search), or None."""
+    env = os.environ.get("FCTLAB_NS")
+    if env:
+        return env if os.access(env, os.X_OK) else None
+    return shutil.which(NS_BINARY)
+
+
+def check(plan: Plan) -> None:
+    """Raises Unsupported, naming the key, for what ns-2.35 cannot run; adds to
+    ``plan.notes`` what it runs differently."""
+    t = plan.tcp
+    if plan.network.get("scheduler"):
+        raise Unsupported("transport.scheduler: ns-2.35 has no flow scheduling layer (SCHED_TCP); remove the key to crosscheck")
+    for f in plan.flows:
+        if f.protocol not in PROTOCOLS:
+            raise Unsupported(
+                f"flows[{f.flow_id}].protocol: {f.protocol!r} is not in ns-2.35 (it has TCP, and ATCP through "
+                f"increase_num_); the crosscheck runs {', '.join(PROTOCOLS)}")
+        if f.protocol == "atcp":
+            atcp_weight(f)
+    if t["tail_loss_probe"]:
+        raise Unsupported("transport.tail_loss_probe: ns-2.35 has no tail loss probe; set it to false (profile = \"ns2\" does)")
+    if t["cwr"]:
+        raise Unsupported("transport.cwr: ns-2.35's TCP has no CWR state (TcpAgent::ecn halves at once); set it to false (profile = \"ns2\" does)")
+    if t["handshake"] and t["initial_cwnd_segments"] != 2:
+        raise Unsupported(
+            f"transport.initial_cwnd: {t['initial_cwnd_segments']} segments with handshake = true; ns-2 with its SYN "
+            "(syn_ and delay_growth_, tcp.cc set_initial_window) opens every connection with one segment and 2 after "
+            "the SYN's ACK whatever windowInit_ says; use initial_cwnd = 2 or handshake = false")
+    if t["rwnd_bytes"] % t["mss_bytes"]:
+        raise Unsupported(f"transport.rwnd: {t['rwnd_bytes']} B is not a whole number of {t['mss_bytes']} B segments (ns-2's window_ counts packets)")
+    ss = t["initial_ssthresh_bytes"]
+    if ss is not None and ss != t["rwnd_bytes"]:
+        raise Unsupported(
+            f"transport.initial_ssthresh: {ss} B differs from rwnd ({t['rwnd_bytes']} B); ns-2 starts ssthresh_ at window_ "
+            "(tcp.cc TcpAgent::reset)")
+    if t.get("scheduler"):
+        raise Unsupported("transport.scheduler: ns-2.35 has no flow scheduling layer")
+    single_paths(plan)
+    for p in plan.ports:
+        q = p.queue
+        if q["kind"] == "ecn" and q["threshold"] is not None and q["threshold"][0] != "pkts":
+            raise Unsupported("network.ecn_threshold: a byte threshold is not translated (ns-2's RED-based marker counts packets here); give it in packets")
+    for key, ns2_way, default in (
+        ("sack_recovery", "ns2", "rfc6675"),
+        ("ecn_reaction", "ns2", "linux"),
+    ):
+        if t.get(key, ns2_way) != ns2_way and (key != "sack_recovery" or t["sack"]):
+            plan.notes.append(f"transport.{key} = {t.get(key)!r}: ns-2 runs its own ({ns2_way!r})")
+    for key in ("singledup", "whole_packets"):
+        if not t.get(key, True):
+            plan.notes.append(f"transport.{key} = false: ns-2 runs with it on (singledup_ 1; sendmsg rounds flows up to whole packets)")
+    if plan.network["queue"]["kind"] == "red" and plan.network["queue"].get("variant", "classic") == "classic":
+        plan.notes.append(
+            "RED (classic): ns-2's RED runs in packet mode with the scenario's thresholds, weight and max_p, without "
+            "wait_ and mark_p_, but keeps what cannot be switched off: no early action while the queue holds at "
+            "most one packet, and no action on the first arrival after the average crosses min_th (red.cc enque)")
+
+
+def atcp_weight(f) -> float:
+    """ATCP's weight as ns-2's ``increase_num_``, which is fixed per flow: the `fixed`
+    function's weight, or the `step` function's when the flow never crosses its threshold."""
+    p = f.params
+    fn = p.get("weight_function")
+    if fn == "fixed":
+        return float(p["weight"])
+    if fn == "step":
+        if f.size_bytes is not None and f.size_bytes <= p["threshold"]:
+            return float(p["w_high"])
+        if f.size_bytes is not None and p["w_high"] == p["w_low"]:
+            return float(p["w_low"])
+        raise Unsupported(
+            f"flows[{f.flow_id}].weight_function: the step weight of this flow changes while it runs "
+            f"({'long-lived' if f.size_bytes is None else f'{f.size_bytes} B'} > threshold {p['threshold']} B); "
+            "ns-2's increase_num_ is one value per flow; use weight_function = \"fixed\" or a size below the threshold")
+    raise Unsupported(f"flows[{f.flow_id}].weight_function: {fn!r} varies during the flow; ns-2's increase_num_ is fixed per flow (use \"fixed\" or \"step\")")
+
+
+def _num(x: float) -> str:
+    """A number for Tcl, exact for the integers and nanosecond times the plans hold."""
+    if float(x).is_integer():
+        return str(int(x))
+    return repr(round(float(x), 12))
+
+
+def _queue_lines(i: int, p, plan: Plan) -> list:
+    """ns-2 queue type and settings of port `i`."""
+    model = plan.network.get("buffer_model", "waiting")
+    q = p.queue
+    kind = q["kind"]
+    lines = []
+    qv = f"[[$ns link $n({p.src}) $n({p.dst})] queue]"
+    if kind == "droptail":
+        qtype = "DropTail"
+    else:
+        qtype = "RED"
+    # the limit
+    if p.buffer is None:
+        limit = 1_000_000_000
+        unit = "pkts"
+    else:
+        unit, n = p.buffer
+        limit = n
+        if model == "waiting" and qtype == "DropTail":
+            limit = n + 1
+    lines.append(f"$ns queue-limit $n({p.src}) $n({p.dst}) {limit}")
+    if unit == "bytes":
+        if qtype != "DropTail":
+            raise Unsupported("network.buffer: byte buffers are translated for DropTail ports only")
+        lines.append(f"{qv} set queue_in_bytes_ true")
+        lines.append(f"{qv} set mean_pktsize_ 1")
+    if kind == "ecn":
+        k = q["threshold"][1]
+        # DCTCP-style step marking with ns-2's RED (thresh_ = maxthresh_ = K, q_weight_ 1):
+        # the instantaneous queue at arrival against K, marks only, no early drop.
+        lines += [f"{qv} set bytes_ false", f"{qv} set queue_in_bytes_ false", f"{qv} set thresh_ {k}",
+                  f"{qv} set maxthresh_ {k}", f"{qv} set q_weight_ 1", f"{qv} set setbit_ true",
+                  f"{qv} set gentle_ false", f"{qv} set wait_ false", f"{qv} set use_mark_p_ true",
+                  f"{qv} set mark_p_ 2.0", f"{qv} set linterm_ 1"]
+    elif kind == "red":
+        lines += _red_lines(qv, q, p)
+    return qtype, lines
+
+
+def _red_lines(qv: str, q: dict, p) -> list:
+    variant = q.get("variant", "classic")
+    out = [f"{qv} set setbit_ {'true' if q.get('ecn') else 'false'}"]
+    if variant == "ns2":
+        # ns-2.35's own defaults (ns-default.tcl), with what the scenario gave explicitly
+        given = q.get("given", {})
+        if "min_threshold" in given:
+            out.append(f"{qv} set thresh_ {_num(given['min_threshold'])}")
+        if "max_threshold" in given:
+            out.append(f"{qv} set maxthresh_ {_num(given['max_threshold'])}")
+        if "max_p" in given:
+            out.append(f"{qv} set linterm_ {_num(1.0 / given['max_p'])}")
+        if "weight" in given:
+            out.append(f"{qv} set q_weight_ {_num(given['weight'])}")
+        if "gentle" in given:
+            out.append(f"{qv} set gentle_ {'true' if given['gentle'] else 'false'}")
+        return out
+    return out + [
+        f"{qv} set bytes_ false", f"{qv} set queue_in_bytes_ false",
+        f"{qv} set thresh_ {_num(q['min_threshold_pkts'])}", f"{qv} set maxthresh_ {_num(q['max_threshold_pkts'])}",
+        f"{qv} set linterm_ {_num(1.0 / q['max_p'])}", f"{qv} set q_weight_ {_num(q['weight'])}",
+        f"{qv} set gentle_ {'true' if q['gentle'] else 'false'}", f"{qv} set wait_ false",
+        f"{qv} set use_mark_p_ false", f"{qv} set mean_pktsize_ 1500",
+    ]
+
+
+def script(plan: Plan, seed: int) -> str:
+    """The Tcl script that runs `plan` in ns-2.35 and prints its results on stdout."""
+    t = plan.tcp
+    mss = t["mss_bytes"]
+    sack = t["sack"]
+    tcp_class = "Agent/TCP/Sack1" if sack else "Agent/TCP/Newreno"
+    sink_class = ("Agent/TCPSink/Sack1" if sack else "Agent/TCPSink") + ("/DelAck" if t["delayed_ack"] else "")
+    L = [
+        f"# {plan.name}, seed {seed}: written by fctlab crosscheck for ns-2.35",
+        "set ns [new Simulator]",
+        f"$defaultRNG seed {seed + 1}",
+        "# TCP as the scenario resolves it (fctlab validate prints the same values)",
+        f"Agent/TCP set packetSize_ {mss}",
+        f"Agent/TCP set tcpip_base_hdr_size_ {t['header_bytes']}",
+        f"Agent/TCP set window_ {t['rwnd_bytes'] // mss}",
+        f"Agent/TCP set windowInit_ {t['initial_cwnd_segments']}",
+        f"Agent/TCP set minrto_ {_num(t['min_rto_s'])}",
+        f"Agent/TCP set rtxcur_init_ {_num(t['initial_rto_s'])}",
+        f"Agent/TCP set maxrto_ {_num(round(t['max_rto_s'], 9))}",
+        f"Agent/TCP set tcpTick_ {_num(t['rto_granularity_s']) if t['rto_granularity_s'] > 0 else '0.000001'}",
+        f"Agent/TCP set numdupacks_ {t['dupthresh']}",
+        f"Agent/TCP set syn_ {'true' if t['handshake'] else 'false'}",
+        f"Agent/TCPSink set packetSize_ {t['header_bytes']}",
+        f"Agent/TCPSink/DelAck set interval_ {_num(t['delayed_ack_timeout_s'])}",
+        "",
+    ]
+    for name in plan.hosts + plan.switches:
+        L.append(f"set n({name}) [$ns node]")
+    for i, p in enumerate(plan.ports):
+        qtype, qlines = _queue_lines(i, p, plan)
+        L.append(f"$ns simplex-link $n({p.src}) $n({p.dst}) {_num(p.rate_bps)} {_num(p.delay_s)} {qtype}")
+        L += qlines
+        L.append(f"set qm({i}) [$ns monitor-queue $n({p.src}) $n({p.dst}) 0]")
+    groups = plan.groups()
+    waiting: dict = {}
+    for f in plan.flows:
+        if f.after:
+            waiting.setdefault(f.after, []).append(f.flow_id)
+    L += [
+        "",
+        "set ndone 0",
+        "set nfinite 0",
+        "Agent/TCP instproc done {} {",
+        "    $self instvar flowid",
+        "    finished $flowid",
+        "}",
+        "proc finished {id} {",
+        "    global ns tcp start ndone nfinite groupleft groupof waiters",
+        "    puts \"F $id [$ns now] [$tcp($id) set nrexmit_] [$tcp($id) set nrexmitpack_] [$tcp($id) set ndatapack_]\"",
+        "    incr ndone",
+        "    if {[info exists groupof($id)]} {",
+        "        set g $groupof($id)",
+        "        incr groupleft($g) -1",
+        "        if {$groupleft($g) == 0 && [info exists waiters($g)]} {",
+        "            foreach w $waiters($g) { $ns at [expr [$ns now] + [lindex $w 1]] \"start_flow [lindex $w 0]\" }",
+        "        }",
+        "    }",
+        "    if {$ndone == $nfinite} { $ns at [$ns now] \"finish\" }",
+        "}",
+        "proc start_flow {id} {",
+        "    global ns ftp size start",
+        "    set start($id) [$ns now]",
+        "    puts \"S $id [$ns now]\"",
+        "    if {$size($id) < 0} { $ftp($id) start } else { $ftp($id) send $size($id) }",
+        "}",
+        "proc flow {id src dst bytes ecn incr} {",
+        "    global ns n tcp sink ftp size nfinite",
+        f"    set tcp($id) [new {tcp_class}]",
+        f"    set sink($id) [new {sink_class}]",
+        "    $tcp($id) set fid_ [expr $id % 32768]",
+        "    $tcp($id) set flowid $id",
+        "    $tcp($id) set ecn_ $ecn",
+        "    $tcp($id) set increase_num_ $incr",
+        "    $ns attach-agent $n($src) $tcp($id)",
+        "    $ns attach-agent $n($dst) $sink($id)",
+        "    $ns connect $tcp($id) $sink($id)",
+        "    set ftp($id) [new Application/FTP]",
+        "    $ftp($id) attach-agent $tcp($id)",
+        "    set size($id) $bytes",
+        "    if {$bytes >= 0} { incr nfinite }",
+        "}",
+    ]
+    for g, members in groups.items():
+        L.append(f"set groupleft({_tcl_word(g)}) {len(members)}")
+        for m in members:
+            L.append(f"set groupof({m}) {_tcl_word(g)}")
+    for g, ws in waiting.items():
+        pairs = " ".join(f"{{{w} {_num(plan.flows[w].start_s)}}}" for w in ws)
+        L.append(f"set waiters({_tcl_word(g)}) {{{pairs}}}")
+    for f in plan.flows:
+        incr = atcp_weight(f) if f.protocol == "atcp" else 1.0
+        size = -1 if f.size_bytes is None else f.size_bytes
+        L.append(f"flow {f.flow_id} {f.src} {f.dst} {size} {1 if f.ecn else 0} {_num(incr)}")
+        if not f.after:
+            L.append(f"$ns at {_num(f.start_s)} \"start_flow {f.flow_id}\"")
+    stop = plan.stop_time_s if plan.stop_time_s is not None else 3600.0
+    L += [
+        "",
+        "proc finish {} {",
+        "    global ns tcp sink qm size start",
+        f"    set now [$ns now]",
+        "    puts \"T $now\"",
+        f"    for {{set i 0}} {{$i < {len(plan.ports)}}} {{incr i}} {{",
+        "        set m $qm($i)",
+        "        puts \"L $i [$m set pdepartures_] [$m set bdepartures_] [$m set pdrops_] [$m set pmarks_] [[$m get-pkts-integrator] set sum_] [[$m get-bytes-integrator] set sum_]\"",
+        "    }",
+        "    foreach id [lsort -integer [array names tcp]] {",
+        "        puts \"A $id [$tcp($id) set ack_] [$tcp($id) set nrexmit_] [$tcp($id) set nrexmitpack_] [$tcp($id) set ndatapack_]\"",
+        "    }",
+        "    exit 0",
+        "}",
+        f"$ns at {_num(stop)} \"finish\"",
+        "if {$nfinite == 0} {}",
+        "$ns run",
+        "",
+    ]
+    return "\n".join(L)
+
+
+def _tcl_word(s: str) -> str:
+    """A group name as one Tcl word (array index)."""
+    return "{" + s.replace("\\", "\\\\").replace("{", "\\{").replace("}", "\\}") + "}"
+
+
+class NsError(RuntimeError):
+    """ns could not be run, or failed; the message says which and how."""
+
+
+def run(plan: Plan, seed: int, workdir: Path, ns: Optional[str] = None, timeout_s: float = 3600.0):
+    """Runs `plan` under ns-2 with `seed` in `workdir` (the script, ns's output and its
+    results are written there). Returns (flows rows, links rows, summary dict)."""
+    ns = ns or find_ns()
+    if ns is None:
+        raise NsError("ns-2.35's `ns` was not found on PATH (Debian: apt-get install ns2; or set FCTLAB_NS)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    tcl = workdir / "run.tcl"
+    tcl.write_text(script(plan, seed))
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run([ns, str(tcl)], cwd=workdir, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise NsError(f"{tcl}: ns did not finish within {timeout_s:.0f} s") from None
+    wall = time.perf_counter() - t0
+    (workdir / "ns.out").write_text(proc.stdout)
+    if proc.stderr:
+        (workdir / "ns.err").write_text(proc.stderr)
+    if proc.returncode != 0 or "\nT " not in "\n" + proc.stdout:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise NsError(f"{tcl}: ns exited with status {proc.returncode}: {' | '.join(tail)}")
+    return parse(plan, proc.stdout, seed, wall)
+
+
+def parse(plan: Plan, out: str, seed: int, wall_s: float):
+    """ns's printed lines as flows rows, links rows and a summary."""
+    t = plan.tcp
+    mss = t["mss_bytes"]
+    starts, finishes, final, links = {}, {}, {}, {}
+    end = None
+    for line in out.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        tag = parts[0]
+        if tag == "S":
+            starts[int(parts[1])] = float(parts[2])
+        elif tag == "F":
+            finishes[int(parts[1])] = (float(parts[2]), int(parts[3]), int(parts[4]), int(parts[5]))
+        elif tag == "A":
+            final[int(parts[1])] = tuple(int(float(x)) for x in parts[2:])
+        elif tag == "L":
+            links[int(parts[1])] = tuple(float(x) for x in parts[2:])
+        elif tag == "T":
+            end = float(parts[1])
+    syn = 1 if t["handshake"] else 0
+    flows = []
+    for f in plan.flows:
+        st = starts.get(f.flow_id)
+        fin = finishes.get(f.flow_id)
+        hi, nto, nrx, ndata = final.get(f.flow_id, (-1, 0, 0, 0))
+        if fin is not None:
+            finish_s, nto, nrx, ndata = fin
+            delivered = f.size_bytes
+        else:
+            finish_s = None
+            segs = max(0, hi + 1 - syn)
+            delivered = segs * mss if f.size_bytes is None else min(f.size_bytes, segs * mss)
+        flows.append({
+            "flow_id": f.flow_id, "src": f.src, "dst": f.dst, "size_bytes": f.size_bytes,
+            "bytes_delivered": delivered if st is not None else 0, "start_s": st, "finish_s": finish_s,
+            "fct_s": (finish_s - st) if finish_s is not None else None,
+            "completed": finish_s is not None, "protocol": f.protocol,
+            # ns-2 counts the SYN among data packets and its resends among retransmissions
+            "retransmits": nrx, "timeouts": nto, "packets_sent": ndata,
+            "tag": f.tag, "group": f.group,
+        })
+    T = end or 0.0
+    link_rows = []
+    for i, p in enumerate(plan.ports):
+        pdep, bdep, pdrop, pmark, pint, bint = links.get(i, (0, 0, 0, 0, 0.0, 0.0))
+        link_rows.append({
+            "link_id": i, "src": p.src, "dst": p.dst, "level": p.level, "rate_bps": p.rate_bps, "delay_s": p.delay_s,
+            "tx_packets": int(pdep), "tx_bytes": int(bdep), "drops": int(pdrop), "ecn_marks": int(pmark),
+            "utilization": (bdep * 8 / p.rate_bps / T) if T > 0 else None,
+            "mean_queue_pkts": (pint / T) if T > 0 else None,
+        })
+    summary = {
+        "simulator": "ns-2.35", "scenario_name": plan.name, "seed": seed, "sim_time_s": T, "wall_time_s": wall_s,
+        "flows_total": len(plan.flows), "flows_started": len(starts), "flows_completed": len(finishes),
+        "drops": int(sum(r["drops"] for r in link_rows)),
+        # a CE packet is counted at every port it leaves; once per packet at the last hop
+        "ecn_marks": int(sum(r["ecn_marks"] for r in link_rows if r["dst"] in set(plan.hosts))),
+    }
+    return flows, link_rows, summary
