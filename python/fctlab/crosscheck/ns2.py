@@ -270,13 +270,15 @@ def script(plan: Plan, seed: int) -> str:
         "    if {$bytes >= 0} { incr nfinite }",
         "}",
     ]
+    # groups by number (names may hold any character)
+    gid = {g: i for i, g in enumerate(groups)}
     for g, members in groups.items():
-        L.append(f"set groupleft({_tcl_word(g)}) {len(members)}")
+        L.append(f"set groupleft({gid[g]}) {len(members)}")
         for m in members:
-            L.append(f"set groupof({m}) {_tcl_word(g)}")
+            L.append(f"set groupof({m}) {gid[g]}")
     for g, ws in waiting.items():
         pairs = " ".join(f"{{{w} {_num(plan.flows[w].start_s)}}}" for w in ws)
-        L.append(f"set waiters({_tcl_word(g)}) {{{pairs}}}")
+        L.append(f"set waiters({gid[g]}) {{{pairs}}}")
     for f in plan.flows:
         incr = atcp_weight(f) if f.protocol == "atcp" else 1.0
         size = -1 if f.size_bytes is None else f.size_bytes
@@ -305,11 +307,6 @@ def script(plan: Plan, seed: int) -> str:
         "",
     ]
     return "\n".join(L)
-
-
-def _tcl_word(s: str) -> str:
-    """A group name as one Tcl word (array index)."""
-    return "{" + s.replace("\\", "\\\\").replace("{", "\\{").replace("}", "\\}") + "}"
 
 
 class NsError(RuntimeError):
