@@ -38,6 +38,10 @@ for tool in clang bpftool tc; do
         break
     fi
 done
+# ns-2.35, the papers' simulator, for `fctlab crosscheck --against ns2` and its tests.
+if ! command -v ns >/dev/null 2>&1; then
+    apt_install ns2 || say "note: ns2 (ns-2.35) not installed (not root or no apt); crosscheck tests will skip"
+fi
 if [ ! -f /usr/include/bpf/bpf_helpers.h ]; then
     apt_install libbpf-dev || true
 fi

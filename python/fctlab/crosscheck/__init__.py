@@ -110,8 +110,28 @@ def crosscheck(scenario: ScenarioLike, *, against: str = "ns2", out, seeds: int 
     return Crosscheck(name, against, out, runs, stats, notes)
 
 
+def suite(directory, *, against: str = "ns2", out, seeds: int = 5, first_seed: int = 1, set: Sequence[str] = (),
+          log=None) -> list:
+    """Every scenario of `directory` (``*.toml``) crosschecked into ``out/<name>/``, and
+    ``out/suite.md``: one table of every graded figure of every set-up."""
+    from .report import suite_table
+
+    files = sorted(Path(directory).glob("*.toml"))
+    if not files:
+        raise ScenarioError(f"{directory}: no scenario files (*.toml) in this directory")
+    say = log or (lambda msg: None)
+    results = []
+    for f in files:
+        say(f"{f.stem}")
+        results.append(crosscheck(f, against=against, out=Path(out) / f.stem, seeds=seeds, first_seed=first_seed,
+                                  set=set, log=log))
+    table = suite_table(results, against, directory, out, seeds)
+    (Path(out) / "suite.md").write_text(table)
+    return results
+
+
 def configure(parser) -> None:
-    parser.add_argument("scenario", help="scenario file (TOML or JSON)")
+    parser.add_argument("scenario", help="scenario file (TOML or JSON), or a directory: every *.toml in it, and a table of all")
     parser.add_argument("--against", required=True, choices=sorted(TARGETS), help="the other simulator (ns2: ns-2.35's `ns`)")
     parser.add_argument("--out", required=True, help="output directory: both runs per seed and the report")
     parser.add_argument("--seeds", type=int, default=5, help="number of seeds, from --first-seed on (default 5)")
@@ -124,6 +144,15 @@ def configure(parser) -> None:
 def run(args) -> int:
     log = None if args.quiet else (lambda msg: print(f"[crosscheck] {msg}", file=sys.stderr, flush=True))
     try:
+        if Path(args.scenario).is_dir():
+            results = suite(args.scenario, against=args.against, out=args.out, seeds=args.seeds, first_seed=args.first_seed,
+                            set=list(args.set or []), log=log)
+            from .report import verdict_lines
+
+            for cc in results:
+                print(f"{Path(cc.scenario).stem}: {verdict_lines(cc.stats)[-1]}")
+            print(f"table: {Path(args.out) / 'suite.md'}")
+            return 0
         cc = crosscheck(args.scenario, against=args.against, out=args.out, seeds=args.seeds, first_seed=args.first_seed,
                         set=list(args.set or []), unset=list(args.unset or []), log=log)
     except ScenarioError as e:

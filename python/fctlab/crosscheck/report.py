@@ -269,3 +269,22 @@ def _json_default(x):
     if isinstance(x, float) and math.isnan(x):
         return None
     raise TypeError(type(x))
+
+
+def suite_table(results: list, against: str, directory, out, seeds: int) -> str:
+    """Markdown: per set-up, every graded figure with both simulators' values and the ratio."""
+    lines = [f"| set-up | figure | {against} | fctlab | ratio | tolerance | within |", "|---|---|---|---|---|---|---|"]
+    for cc in results:
+        name = Path(cc.scenario).stem
+        for c in cc.stats["checks"]:
+            f = _fmt_s if c["unit"] == "s" else _count
+            r = "inf" if math.isinf(c["ratio"]) else f"{c['ratio']:.2f}"
+            lines.append(f"| {name} | {c['what']} | {f(c['other'])} | {f(c['fctlab'])} | {r} | {c['tolerance']:.0%} | "
+                         f"{'yes' if c['ok'] else '**no**'} |")
+        for g in cc.stats["goodput"]:
+            a, o = g["fctlab"][0], g["other"][0]
+            lines.append(f"| {name} | goodput of flow {g['flow_id']} | {o / 1e6:.1f} Mbps | {a / 1e6:.1f} Mbps | "
+                         f"{_ratio(a, o)} | - | - |")
+    lines.append("")
+    lines.append(f"Regenerate: `fctlab crosscheck {directory} --against {against} --out {out} --seeds {seeds}`")
+    return "\n".join(lines) + "\n"
