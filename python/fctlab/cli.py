@@ -172,9 +172,11 @@ def transport_line(t: dict) -> str:
     return (
         f"transport: profile {t['profile']}; {protos}; mss {t['mss_bytes']} B + {t['header_bytes']} B headers, "
         f"initial window {t['initial_cwnd_segments']}, initial ssthresh {ssthresh}, rwnd {count(t['rwnd_bytes'])} B, "
-        f"SACK {onoff(t['sack'])}, delayed ACK {onoff(t['delayed_ack'])}, dupthresh {t['dupthresh']}, "
+        f"SACK {onoff(t['sack'])}" + (f" ({t['sack_recovery']} recovery)" if t['sack'] else "") + ", "
+        f"limited transmit (singledup) {onoff(t['singledup'])}, whole packets {onoff(t['whole_packets'])}, "
+        f"delayed ACK {onoff(t['delayed_ack'])}, dupthresh {t['dupthresh']}, "
         f"RTO min {seconds(t['min_rto_s'])} initial {seconds(t['initial_rto_s'])} max {seconds(t['max_rto_s'])} "
-        f"tick {tick}, ECN {onoff(t['ecn'])} (CWR hold {onoff(t['cwr'])}), tail loss probe {onoff(t['tail_loss_probe'])}, "
+        f"tick {tick}, ECN {onoff(t['ecn'])} ({t['ecn_reaction']} reaction, CWR hold {onoff(t['cwr'])}), tail loss probe {onoff(t['tail_loss_probe'])}, "
         f"handshake {onoff(t['handshake'])}"
         + (f"; {', '.join(sorted(routed))}: router-assisted (always SYN and FIN, paced at the routers' rate, "
            "no tail loss probes)" if routed else "")

@@ -64,6 +64,10 @@ fn validate(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec
     tr.set_item("handshake", t.handshake)?;
     tr.set_item("cwr", t.cwr)?;
     tr.set_item("tail_loss_probe", t.tail_loss_probe)?;
+    tr.set_item("sack_recovery", t.sack_recovery.name())?;
+    tr.set_item("singledup", t.singledup)?;
+    tr.set_item("whole_packets", t.whole_packets)?;
+    tr.set_item("ecn_reaction", t.ecn_reaction.name())?;
     let protocols = PyDict::new_bound(py);
     for f in &sc.flows {
         let n: usize = protocols.get_item(f.cc.name())?.map_or(Ok(0), |v| v.extract())?;

@@ -6,7 +6,7 @@ use crate::units::{Duration, Size};
 use crate::ScenarioError;
 use fctlab_engine::Nanos;
 use fctlab_sched::{Policy, Rank};
-use fctlab_transport::{cc, Profile, TcpConfig};
+use fctlab_transport::{cc, EcnReaction, Profile, SackRecovery, TcpConfig};
 use serde::Deserialize;
 
 /// The TCP keys of `[transport]` (every other key is a protocol parameter).
@@ -33,6 +33,14 @@ struct Keys {
     dupthresh: Option<u32>,
     cwr: Option<bool>,
     tail_loss_probe: Option<bool>,
+    /// `rfc6675` or `ns2` (ns-2.35's Agent/TCP/Sack1): SACK loss recovery.
+    sack_recovery: Option<String>,
+    /// ns-2's singledup_ limited transmit.
+    singledup: Option<bool>,
+    /// ns-2's whole-packet flows (ceil(size / mss) full segments).
+    whole_packets: Option<bool>,
+    /// `linux` or `ns2` (ns-2.35's TcpAgent::ecn()): the reaction to ECN echoes.
+    ecn_reaction: Option<String>,
     /// Flow scheduling per origin-destination pair (SCHED_TCP): `tcp`, `srpt`, `las`, `fair`
     /// or `priority`; absent: no scheduling layer.
     scheduler: Option<String>,
@@ -83,6 +91,16 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
     if header > 1000 {
         return Err(err("header_bytes", format!("must be at most 1000B, got {header}B")));
     }
+    let sack_recovery = match t.sack_recovery.as_deref() {
+        None => d.sack_recovery,
+        Some(name) => SackRecovery::from_name(name)
+            .ok_or_else(|| err("sack_recovery", format!("unknown value \"{name}\" (known: {})", SackRecovery::NAMES.join(", "))))?,
+    };
+    let ecn_reaction = match t.ecn_reaction.as_deref() {
+        None => d.ecn_reaction,
+        Some(name) => EcnReaction::from_name(name)
+            .ok_or_else(|| err("ecn_reaction", format!("unknown value \"{name}\" (known: {})", EcnReaction::NAMES.join(", "))))?,
+    };
     let tcp = TcpConfig {
         mss_bytes: mss as u32,
         header_bytes: header as u32,
@@ -107,6 +125,10 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
         rto_granularity: t.rto_granularity.map(|x| x.0).unwrap_or(d.rto_granularity),
         cwr: t.cwr.unwrap_or(d.cwr),
         tail_loss_probe: t.tail_loss_probe.unwrap_or(d.tail_loss_probe),
+        sack_recovery,
+        singledup: t.singledup.unwrap_or(d.singledup),
+        whole_packets: t.whole_packets.unwrap_or(d.whole_packets),
+        ecn_reaction,
     };
     if tcp.initial_ssthresh_bytes.is_some_and(|b| b < 2 * mss) {
         return Err(err("initial_ssthresh", format!("must be at least two segments ({}B)", 2 * mss)));
@@ -125,6 +147,9 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
     }
     if tcp.rwnd_bytes < mss {
         return Err(err("rwnd", format!("must be at least one segment ({mss}B)")));
+    }
+    if tcp.tail_loss_probe && tcp.sack && tcp.sack_recovery == SackRecovery::Ns2 {
+        return Err(err("tail_loss_probe", "needs sack_recovery = \"rfc6675\" (ns-2's Sack1 recovery has no loss probe)".into()));
     }
     if tcp.dupthresh == 0 {
         return Err(err("dupthresh", "must be at least 1".into()));

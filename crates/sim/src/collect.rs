@@ -31,7 +31,8 @@ impl Simulation {
                 src: name(spec.src),
                 dst: name(spec.dst),
                 size_bytes: spec.size_bytes,
-                bytes_delivered: scheduled.and_then(|h| h.delivered(i)).unwrap_or(counts.bytes_delivered),
+                // (`whole_packets` pads the last segment: the flow's own bytes are at most its size.)
+                bytes_delivered: scheduled.and_then(|h| h.delivered(i)).unwrap_or(counts.bytes_delivered).min(spec.size_bytes.unwrap_or(u64::MAX)),
                 start_s: st.started_at.map(|t| t.as_secs_f64()),
                 finish_s: st.finish.map(|t| t.as_secs_f64()),
                 fct_s: fct,

@@ -114,7 +114,9 @@ impl HostLayer {
         let Some(fl) = self.flows[f].as_mut() else { return };
         let conn = conns[f].as_deref().expect("active connection");
         let snd = &conn.snd;
-        let (sent, acked, received) = (snd.bytes_sent(), snd.bytes_acked(), conn.rcv.bytes_delivered());
+        // Clamped to the flow's size: with `whole_packets` the connection pads its last segment.
+        let size = fl.size;
+        let (sent, acked, received) = (snd.bytes_sent().min(size), snd.bytes_acked().min(size), conn.rcv.bytes_delivered().min(size));
         if let Some(s) = snd.srtt() {
             self.pairs[fl.pair as usize].srtt = Some(s);
         }

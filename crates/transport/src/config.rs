@@ -39,6 +39,75 @@ pub struct TcpConfig {
     /// recovery, a probe segment goes out 2 SRTT (plus 2 ms, or plus min RTO with one
     /// segment in flight) after the last transmission, if that is before the RTO.
     pub tail_loss_probe: bool,
+    /// Loss recovery with SACK: RFC 6675 (with lost-retransmission detection) or ns-2.35's
+    /// `Agent/TCP/Sack1` (`tcp/tcp-sack1.cc` with its `ScoreBoardRQ`). Used only with `sack`.
+    pub sack_recovery: SackRecovery,
+    /// ns-2's `singledup_` limited transmit: each of the first `dupthresh - 1` duplicate ACKs
+    /// sends one new segment if it fits in cwnd plus the duplicate ACKs (`TcpAgent::send_one`).
+    pub singledup: bool,
+    /// ns-2's `TcpAgent::sendmsg`: a flow of S bytes sends ceil(S / mss) full segments.
+    pub whole_packets: bool,
+    /// The reaction to ECN echoes: Linux/RFC 3168 (ssthresh = flight / 2, at least 2 segments)
+    /// or ns-2.35's `TcpAgent::ecn()` and `slowdown()` (see `EcnReaction::Ns2`).
+    pub ecn_reaction: EcnReaction,
+}
+
+/// How a SACK sender recovers from losses (`[transport] sack_recovery`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SackRecovery {
+    /// RFC 6675's pipe and loss rules, with lost-retransmission detection.
+    Rfc6675,
+    /// ns-2.35's `Sack1TcpAgent`: a pipe counted in packets (`pipe_`), holes below the highest
+    /// SACK retransmitted once each in order, a lost retransmission left to the timer.
+    Ns2,
+}
+
+impl SackRecovery {
+    pub const NAMES: &'static [&'static str] = &["rfc6675", "ns2"];
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "rfc6675" => Some(SackRecovery::Rfc6675),
+            "ns2" => Some(SackRecovery::Ns2),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            SackRecovery::Rfc6675 => "rfc6675",
+            SackRecovery::Ns2 => "ns2",
+        }
+    }
+}
+
+/// How a sender reacts to ECN echoes (`[transport] ecn_reaction`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum EcnReaction {
+    /// RFC 3168 as Linux does it: at most once per window and not in loss recovery, the
+    /// algorithm's decrease (for `tcp` ssthresh = max(flight / 2, 2 segments)).
+    Linux,
+    /// ns-2.35's `TcpAgent::ecn()` (`tcp/tcp.cc`): the window halves (`slowdown`, with
+    /// `precisionReduce_`: cwnd = min(cwnd, rwnd) / 2, at least one segment; ssthresh its
+    /// whole segments, at least two), once per window of data (`recover_`, shared with loss
+    /// recovery), ACKs carrying ECE do not open the window, and the first data packet of a
+    /// flow without handshake (seqno 0) is not ECN-capable.
+    Ns2,
+}
+
+impl EcnReaction {
+    pub const NAMES: &'static [&'static str] = &["linux", "ns2"];
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "linux" => Some(EcnReaction::Linux),
+            "ns2" => Some(EcnReaction::Ns2),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            EcnReaction::Linux => "linux",
+            EcnReaction::Ns2 => "ns2",
+        }
+    }
 }
 
 /// A named set of TCP settings (`[transport] profile`). Keys given in the scenario override
@@ -93,6 +162,10 @@ impl Profile {
                 rto_granularity: Nanos::from_millis(10), // tcpTick_ 0.01
                 cwr: false,                         // Agent/TCP has no CWR state
                 tail_loss_probe: false,             // no TLP in ns-2.35
+                sack_recovery: SackRecovery::Ns2,   // Agent/TCP/Sack1 when sack = true
+                singledup: true,                    // singledup_ 1
+                whole_packets: true,                // TcpAgent::sendmsg counts whole packets
+                ecn_reaction: EcnReaction::Ns2,     // TcpAgent::ecn(), precisionReduce_ true
             },
         }
     }
@@ -118,6 +191,10 @@ impl Default for TcpConfig {
             rto_granularity: Nanos::ZERO,
             cwr: true,
             tail_loss_probe: true,
+            sack_recovery: SackRecovery::Rfc6675,
+            singledup: false,
+            whole_packets: false,
+            ecn_reaction: EcnReaction::Linux,
         }
     }
 }

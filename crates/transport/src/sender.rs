@@ -41,7 +41,7 @@
 //! a header-only packet goes out at the end of the round instead.
 
 use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent, SendContext};
-use crate::config::TcpConfig;
+use crate::config::{EcnReaction, SackRecovery, TcpConfig};
 use crate::rtt::RttEstimator;
 use crate::scoreboard::RangeSet;
 use fctlab_engine::{BitsPerSec, Nanos};
@@ -61,6 +61,15 @@ struct Cwr {
 /// Extra delay of a loss probe with more than one segment in flight (Linux's
 /// `TCP_TIMEOUT_MIN_US`, include/net/tcp.h).
 const PROBE_SLACK: Nanos = Nanos::from_millis(2);
+
+/// ns-2's `last_cwnd_action_`: the last reason the window was reduced (tcp.h).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum CwndAction {
+    None,
+    Dupack,
+    Timeout,
+    Ecn,
+}
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum State {
@@ -122,6 +131,19 @@ pub struct TcpSender {
     pub timeouts: u64,
     /// Tail loss probes sent.
     pub probes: u64,
+    /// The last window reduction's cause (ns-2's `last_cwnd_action_`; ns-2 modes only).
+    last_action: CwndAction,
+    /// `sack_recovery = "ns2"`: duplicate ACKs are ignored from a timeout until new data is
+    /// acknowledged (Sack1's `timeout_`).
+    after_timeout: bool,
+    /// `sack_recovery = "ns2"`: Sack1's `pipe_` in fast recovery, in packets.
+    sack1_pipe: i64,
+    /// `sack_recovery = "ns2"`: holes below this were retransmitted in this recovery
+    /// (`ScoreBoardRQ`'s `h_seqno_`).
+    next_retx: u64,
+    /// `ecn_reaction = "ns2"`: ACKs up to this byte still carry ECN-Echo (ns-2's receiver
+    /// repeats it until the first packet sent after the reduction, which carries CWR).
+    ece_until: u64,
     /// Whether the window has left slow start: it reached ssthresh, or a loss, an ECN echo
     /// or a timeout set ssthresh below it.
     pub left_slow_start: bool,
@@ -141,7 +163,13 @@ impl TcpSender {
             src,
             dst,
             cfg: *cfg,
-            size: size.unwrap_or(u64::MAX),
+            // ns-2's TcpAgent::sendmsg (tcp.cc:813) counts a flow in whole packets:
+            // curseq_ += ceil(nbytes / size_), each packet size_ bytes.
+            size: match size {
+                Some(s) if cfg.whole_packets => s.div_ceil(mss) * mss,
+                Some(s) => s,
+                None => u64::MAX,
+            },
             state: State::SynSent,
             snd_una: 0,
             snd_nxt: 0,
@@ -177,6 +205,11 @@ impl TcpSender {
             retransmits: 0,
             timeouts: 0,
             probes: 0,
+            last_action: CwndAction::None,
+            after_timeout: false,
+            sack1_pipe: 0,
+            next_retx: 0,
+            ece_until: 0,
             left_slow_start: false,
             packets_sent: 0,
             completed_at: None,
@@ -329,6 +362,13 @@ impl TcpSender {
         let mss = self.st.mss_bytes;
         let delivered_before = self.snd_una + self.sacked.total();
         let sent_before = self.packets_sent;
+        let sack1 = self.sack1();
+        if sack1 && self.in_recovery {
+            // Sack1TcpAgent::recv (tcp-sack1.cc:179): in fast recovery every ACK takes one
+            // packet out of pipe_.
+            self.sack1_pipe -= 1;
+        }
+        let sacked_total_before = self.sacked.total();
         if self.cfg.sack {
             for b in &p.sack[..p.sack_len as usize] {
                 let (s, e) = (b.start.max(ack), b.end.min(self.snd_max));
@@ -342,6 +382,7 @@ impl TcpSender {
         if p.has(flags::ROUTER) {
             self.cc.on_feedback(&mut self.st, &p.router);
         }
+        let mut counted_dupack = false;
         if ack > self.snd_una {
             let acked = ack - self.snd_una;
             // Timestamp echo gives a sample even for retransmitted data (RFC 7323).
@@ -369,7 +410,20 @@ impl TcpSender {
                     self.in_recovery = false;
                     self.retx.clear();
                     self.rexmits.clear();
-                    self.st.cwnd_bytes = self.st.ssthresh_bytes.max(mss);
+                    if sack1 {
+                        // tcp-sack1.cc:181-193: recover_ = 0, the scoreboard is cleared, and
+                        // newack() leaves cwnd_ as the halving set it.
+                        self.recover = 0;
+                        self.sacked.clear();
+                        self.next_retx = 0;
+                        self.after_timeout = false;
+                    } else {
+                        self.st.cwnd_bytes = self.st.ssthresh_bytes.max(mss);
+                    }
+                } else if sack1 {
+                    // Partial ACK with partial_ack_ false (tcp-sack1.cc:210): pipe_ loses one
+                    // more packet; nothing is sent at once.
+                    self.sack1_pipe -= 1;
                 } else {
                     // Partial ACK: the next unacknowledged segment is lost too. Without SACK it
                     // goes out at once, whatever the window (RFC 6582, section 3.2 step 3).
@@ -385,11 +439,22 @@ impl TcpSender {
                     self.st.cwnd_bytes = self.st.ssthresh_bytes.max(mss);
                     self.cwr = None;
                 }
+                if sack1 {
+                    // A new ACK outside recovery clears the scoreboard and the timeout state
+                    // (tcp-sack1.cc:131-135).
+                    self.sacked.clear();
+                    self.next_retx = 0;
+                    self.after_timeout = false;
+                }
+                // ns-2 opens the window only on ACKs without ECN-Echo (recv_newack_helper,
+                // tcp.cc:1473); its receiver repeats the echo until the packet carrying CWR,
+                // the first one sent after the reduction, arrives.
+                let ns2_ece = self.ns2_ecn() && (ece || ack <= self.ece_until);
                 // In CWR the algorithm still sees the ACK (DCTCP's alpha), but the window is
                 // PRR's: `reduce_cwnd` below sets it on every ACK that delivers data.
                 let sample = AckSample {
                     now,
-                    acked_bytes: acked,
+                    acked_bytes: if ns2_ece { 0 } else { acked },
                     ce_bytes: if ece { (p.ce_bytes_echo as u64).min(acked).max(1) } else { 0 },
                     ece,
                     rtt,
@@ -397,7 +462,9 @@ impl TcpSender {
                     snd_nxt: self.snd_nxt,
                     bytes_sent: self.snd_max,
                 };
-                self.cc.on_ack(&mut self.st, &sample);
+                if !ns2_ece {
+                    self.cc.on_ack(&mut self.st, &sample);
+                }
                 self.left_slow_start |= self.st.cwnd_bytes >= self.st.ssthresh_bytes;
                 // The window never grows past what the receiver accepts (ns-2's window_ caps
                 // cwnd_ in effect; Linux grows cwnd only while it limits the sender).
@@ -412,12 +479,111 @@ impl TcpSender {
             }
             self.arm_if_outstanding(now, true);
         } else if ack == self.snd_una && self.snd_una < self.snd_max {
-            self.dupacks += 1;
+            if !sack1 {
+                self.dupacks += 1;
+                counted_dupack = true;
+            } else if !self.after_timeout && self.sacked.total() != sacked_total_before && (!self.in_recovery || self.dupacks > 0) {
+                // Sack1 counts a duplicate ACK only if its SACK blocks tell something new
+                // (CheckUpdate), and none until new data is acknowledged after a timeout
+                // (timeout_, tcp-sack1.cc:138, 218).
+                self.dupacks += 1;
+                counted_dupack = !self.in_recovery;
+            }
+        }
+        self.react_to_ecn(ece, ack);
+        let delivered = (self.snd_una + self.sacked.total()).saturating_sub(delivered_before);
+        if !self.in_recovery && self.cwr.is_some() {
+            self.reduce_cwnd(delivered, ack_advanced);
+        }
+        if self.in_recovery && !sack1 {
+            self.detect_lost_retransmissions();
+        }
+        if !self.in_recovery && self.snd_una < self.snd_max {
+            if sack1 {
+                if counted_dupack && self.dupacks == self.cfg.dupthresh {
+                    self.sack1_dupack_action(now, out);
+                }
+            } else if self.snd_una >= self.recover {
+                let dupthresh = self.cfg.dupthresh as u64;
+                let sack_says = self.cfg.sack && self.sacked.total() >= dupthresh * mss;
+                // After a probe, a SACK means the holes below it are older than the probe
+                // timeout: RACK marks them lost.
+                let rack_says = self.tlp_high_seq.is_some() && self.sacked.total() > 0;
+                if self.dupacks as u64 >= dupthresh || sack_says || rack_says {
+                    self.enter_recovery();
+                    // Fast retransmit: the first hole goes out at once, whatever the pipe.
+                    if let Some((seq, len)) = self.next_hole() {
+                        self.retransmit(now, seq, len, out);
+                    }
+                }
+            } else if self.ns2_ecn() && counted_dupack && self.dupacks == self.cfg.dupthresh && self.last_action == CwndAction::Ecn {
+                // NewRenoTcpAgent::dupack_action (tcp-newreno.cc:123): a loss in the window
+                // an ECN echo already halved is repaired without a second reduction.
+                self.last_action = CwndAction::Dupack;
+                self.in_recovery = true;
+                self.retx.clear();
+                self.rexmits.clear();
+                self.lost_hint = self.snd_una + mss;
+                if let Some((seq, len)) = self.next_hole() {
+                    self.retransmit(now, seq, len, out);
+                }
+                self.arm_if_outstanding(now, true);
+            }
+        }
+        if self.cfg.singledup && !self.in_recovery && counted_dupack && self.dupacks < self.cfg.dupthresh {
+            // ns-2 sends nothing else on these duplicate ACKs (send_much only when dupacks_
+            // is 0: tcp-newreno.cc:285, tcp-sack1.cc:170).
+            self.send_one_singledup(now, out);
+        } else if sack1 && self.in_recovery {
+            self.sack1_send_much(now, out);
+        } else if !(sack1 && self.dupacks > 0 && !self.in_recovery) {
+            self.send_what_fits(now, out);
+        }
+        if self.rto_deadline.is_none() {
+            self.arm_if_outstanding(now, false);
+        }
+        if ack_advanced || delivered > 0 || self.packets_sent > sent_before {
+            self.schedule_probe(now, ack_advanced);
+        }
+    }
+
+    /// Sack1 (`sack_recovery = "ns2"`) with SACK on.
+    #[inline]
+    fn sack1(&self) -> bool {
+        self.cfg.sack && self.cfg.sack_recovery == SackRecovery::Ns2
+    }
+
+    /// ns-2's ECN reaction (`ecn_reaction = "ns2"`) for this flow: its algorithm keeps Reno's
+    /// decrease (DCTCP and the others keep their own reaction).
+    #[inline]
+    fn ns2_ecn(&self) -> bool {
+        self.cfg.ecn_reaction == EcnReaction::Ns2 && matches!(self.cc, AnyCc::NewReno(_))
+    }
+
+    /// The reaction to an ECN echo on the ACK of `ack`.
+    fn react_to_ecn(&mut self, ece: bool, ack: u64) {
+        if !ece {
+            return;
+        }
+        let mss = self.st.mss_bytes;
+        if self.ns2_ecn() {
+            // TcpAgent::ecn (tcp.cc:1438): once per window of data, the ACK beyond recover_
+            // (shared with loss recovery), or the first echo after a timeout.
+            if !(ack > self.recover || self.last_action == CwndAction::Timeout) || self.in_recovery {
+                return;
+            }
+            self.recover = self.snd_max;
+            self.ecn_recover = self.snd_max;
+            self.last_action = CwndAction::Ecn;
+            self.ns2_halve();
+            self.left_slow_start = true;
+            self.ece_until = self.snd_nxt;
+            return;
         }
         // Once per window (RFC 3168): an echo counts only on an ACK for data sent after the
         // last reduction, i.e. beyond `ecn_recover`. The ACK that reaches `ecn_recover`
         // exactly still acknowledges data sent before it, whose marks were already answered.
-        if ece && !self.in_recovery && self.snd_una > self.ecn_recover {
+        if !self.in_recovery && self.snd_una > self.ecn_recover {
             let flight = self.snd_max - self.snd_una;
             let prior_cwnd = self.st.cwnd_bytes.max(mss);
             self.cc.on_congestion(&mut self.st, CongestionEvent::Ecn { flight_bytes: flight });
@@ -427,33 +593,115 @@ impl TcpSender {
                 self.cwr = Some(Cwr { high_seq: self.snd_nxt, prior_cwnd, delivered: 0, out: 0 });
             }
         }
-        let delivered = (self.snd_una + self.sacked.total()).saturating_sub(delivered_before);
-        if !self.in_recovery && self.cwr.is_some() {
-            self.reduce_cwnd(delivered, ack_advanced);
+    }
+
+    /// ns-2's `slowdown(CLOSE_SSTHRESH_HALF | CLOSE_CWND_HALF)` with `precisionReduce_`
+    /// (tcp.cc:1252): half of min(cwnd, rwnd), cwnd exact (at least one segment), ssthresh in
+    /// whole segments (at least two).
+    fn ns2_halve(&mut self) {
+        let mss = self.st.mss_bytes;
+        let half = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes) / 2;
+        self.st.ssthresh_bytes = (half / mss).max(2) * mss;
+        self.st.cwnd_bytes = half.max(mss);
+    }
+
+    /// `TcpAgent::send_one` (tcp.cc:1596), ns-2's `singledup_`: on each of the first
+    /// `dupthresh - 1` duplicate ACKs one new segment, if the receiver's window allows it and
+    /// it fits in cwnd plus one segment per duplicate ACK.
+    fn send_one_singledup(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        let mss = self.st.mss_bytes;
+        let len = (self.size - self.snd_nxt).min(mss);
+        let outstanding = self.snd_nxt - self.snd_una;
+        if len == 0 || self.state != State::Established || self.paced {
+            return;
         }
-        if self.in_recovery {
-            self.detect_lost_retransmissions();
+        // t_seqno_ <= highest_ack_ + wnd_ and t_seqno_ <= highest_ack_ + cwnd_ + dupacks_,
+        // counted in whole packets.
+        if outstanding + mss > self.cfg.rwnd_bytes.max(mss) || outstanding + mss > self.st.cwnd_bytes + self.dupacks as u64 * mss {
+            return;
         }
-        if !self.in_recovery && self.snd_una >= self.recover && self.snd_una < self.snd_max {
-            let dupthresh = self.cfg.dupthresh as u64;
-            let sack_says = self.cfg.sack && self.sacked.total() >= dupthresh * mss;
-            // After a probe, a SACK means the holes below it are older than the probe
-            // timeout: RACK marks them lost.
-            let rack_says = self.tlp_high_seq.is_some() && self.sacked.total() > 0;
-            if self.dupacks as u64 >= dupthresh || sack_says || rack_says {
-                self.enter_recovery();
-                // Fast retransmit: the first hole goes out at once, whatever the pipe.
-                if let Some((seq, len)) = self.next_hole() {
-                    self.retransmit(now, seq, len, out);
-                }
+        let seq = self.snd_nxt;
+        self.emit(now, seq, len, out);
+        self.snd_nxt += len;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+    }
+
+    /// `Sack1TcpAgent::dupack_action` (tcp-sack1.cc:267) on the `dupthresh`th duplicate ACK.
+    fn sack1_dupack_action(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        let mss = self.st.mss_bytes;
+        // highest_ack_ > recover_, or highest_ack_ == 0 (bugfix_ss_: the first data packet;
+        // with syn_ packet 0 is the SYN, without it the first data packet, whose loss then
+        // waits for the timer).
+        let first = if self.cfg.handshake || self.router { 0 } else { mss };
+        let recovered = self.snd_una > self.recover || self.snd_una == first;
+        let cut = if recovered {
+            true
+        } else if self.ns2_ecn() && self.last_action == CwndAction::Ecn {
+            false // tcp-sack1.cc:277: the ECN reaction already halved this window
+        } else {
+            return; // bug_fix_: no second fast retransmit in one window
+        };
+        self.tlp_high_seq = None;
+        self.probe_deadline = None;
+        self.left_slow_start = true;
+        if cut {
+            self.recover = self.snd_max;
+        }
+        // pipe_ = maxseq_ - highest_ack_ - numdupacks_ (LimTransmitFix_ false)
+        let outstanding = (self.snd_max - self.snd_una).div_ceil(mss) as i64;
+        self.sack1_pipe = outstanding - self.cfg.dupthresh as i64;
+        self.in_recovery = true;
+        self.ecn_recover = self.ecn_recover.max(self.recover);
+        self.retx.clear();
+        self.rexmits.clear();
+        self.last_action = CwndAction::Dupack;
+        if cut {
+            if matches!(self.cc, AnyCc::NewReno(_)) {
+                self.ns2_halve();
+            } else {
+                let flight = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes);
+                self.cc.on_congestion(&mut self.st, CongestionEvent::Loss { flight_bytes: flight });
             }
         }
-        self.send_what_fits(now, out);
-        if self.rto_deadline.is_none() {
-            self.arm_if_outstanding(now, false);
-        }
-        if ack_advanced || delivered > 0 || self.packets_sent > sent_before {
-            self.schedule_probe(now, ack_advanced);
+        // reset_rtx_timer(1, 0), MarkRetran(highest_ack_ + 1), output(last_ack_ + 1): the
+        // first retransmission is not counted in pipe_.
+        self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
+        let len = (self.snd_max - self.snd_una).min(mss);
+        self.next_retx = self.snd_una + len;
+        let seq = self.snd_una;
+        self.emit(now, seq, len, out);
+    }
+
+    /// `Sack1TcpAgent::send_much` in fast recovery (tcp-sack1.cc:436): while pipe_ < cwnd_
+    /// (whole packets), the next hole below the highest SACK at or after the retransmission
+    /// pointer (`ScoreBoardRQ::GetNextRetran`: each hole once, a lost retransmission waits
+    /// for the timer), else new data within the receiver's window of the cumulative ACK.
+    fn sack1_send_much(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        let mss = self.st.mss_bytes;
+        let rwnd = self.cfg.rwnd_bytes.max(mss);
+        while self.sack1_pipe < (self.st.cwnd_bytes / mss) as i64 && self.snd_una < self.size {
+            let from = self.next_retx.max(self.snd_una);
+            let highest = self.sacked.highest().unwrap_or(0);
+            let (g, gap_end) = self.sacked.next_gap(from);
+            if g < highest {
+                if g + mss > self.snd_una + rwnd {
+                    break;
+                }
+                let len = (gap_end - g).min(mss);
+                self.next_retx = g + len;
+                self.emit(now, g, len, out);
+                self.retx.insert(g, g + len);
+            } else {
+                let len = (self.size - self.snd_nxt).min(mss);
+                if len == 0 || self.snd_nxt + mss > self.snd_una + rwnd {
+                    break;
+                }
+                let seq = self.snd_nxt;
+                self.emit(now, seq, len, out);
+                self.snd_nxt += len;
+                self.snd_max = self.snd_max.max(self.snd_nxt);
+            }
+            self.sack1_pipe += 1;
         }
     }
 
@@ -572,6 +820,7 @@ impl TcpSender {
         self.tlp_high_seq = None;
         self.probe_deadline = None;
         self.left_slow_start = true;
+        self.last_action = CwndAction::Dupack;
         self.in_recovery = true;
         self.recover = self.snd_max;
         self.ecn_recover = self.snd_max;
@@ -591,6 +840,8 @@ impl TcpSender {
     #[inline]
     fn pipe(&self) -> u64 {
         let left = match (self.cfg.sack, self.in_recovery) {
+            // Sack1 outside recovery: the window counts from the cumulative ACK (tcp-sack1.cc:440).
+            (true, false) if self.cfg.sack_recovery == SackRecovery::Ns2 => 0,
             (true, _) => self.sacked.covered_in(self.snd_una, self.snd_nxt),
             (false, true) => self.dupacks as u64 * self.st.mss_bytes,
             (false, false) => 0,
@@ -742,7 +993,10 @@ impl TcpSender {
             c.out += len;
         }
         self.packets_sent += 1;
-        let mut f = if self.ect { flags::ECT } else { 0 };
+        // ns-2's output() (tcp.cc:725) sends seqno 0 not ECN-capable: the SYN with syn_, else
+        // the first data packet (every transmission of it).
+        let first_not_ect = seq == 0 && self.cfg.ecn_reaction == EcnReaction::Ns2 && !(self.cfg.handshake || self.router);
+        let mut f = if self.ect && !first_not_ect { flags::ECT } else { 0 };
         if retx {
             f |= flags::RETX;
         }
@@ -818,8 +1072,19 @@ impl TcpSender {
                 }
                 self.timeouts += 1;
                 self.left_slow_start = true;
-                let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
-                self.cc.on_congestion(&mut self.st, CongestionEvent::Timeout { flight_bytes: flight });
+                if self.ns2_ecn() && self.last_action == CwndAction::Ecn && self.snd_una < self.recover {
+                    // TcpAgent::timeout (tcp.cc:1906): in the window an ECN echo already
+                    // halved, ssthresh stays; the window restarts at one segment.
+                    self.st.cwnd_bytes = self.st.mss_bytes;
+                } else {
+                    let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
+                    self.cc.on_congestion(&mut self.st, CongestionEvent::Timeout { flight_bytes: flight });
+                }
+                self.last_action = CwndAction::Timeout;
+                // Sack1TcpAgent::timeout (tcp-sack1.cc:338): dupacks ignored until new data
+                // is acknowledged, scoreboard cleared.
+                self.after_timeout = self.sack1();
+                self.next_retx = 0;
                 self.in_recovery = false;
                 self.recover = self.snd_max;
                 self.ecn_recover = self.snd_max;
@@ -1141,6 +1406,218 @@ mod tests {
             s.on_packet(Nanos::from_micros(100), &p, &mut out);
         }
         assert_eq!(s.timer_deadline(), Some(rto_due));
+    }
+
+    /// The ns2 profile with SACK (ns-2's `Agent/TCP/Sack1`), no handshake, a large receiver
+    /// window and an initial window of 20 segments.
+    fn ns2_sack1(size: Option<u64>) -> TcpSender {
+        let cfg = TcpConfig { sack: true, handshake: false, initial_cwnd_segments: 20, rwnd_bytes: 100 * MSS, initial_ssthresh_bytes: Some(100 * MSS), ..crate::Profile::Ns2.config() };
+        assert_eq!(cfg.mss_bytes as u64, MSS);
+        TcpSender::new(FlowId(0), NodeId(0), NodeId(1), size, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), false)
+    }
+
+    /// Sack1 recovery: pipe_ counted in packets, each hole below the highest SACK sent once,
+    /// new data past the holes while pipe_ < cwnd_, and a lost retransmission left to the
+    /// retransmission timer (ns-2 has no lost-retransmission detection).
+    #[test]
+    fn sack1_lost_retransmission_waits_for_the_timer_while_new_data_flows() {
+        let mut s = ns2_sack1(None);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out);
+        assert_eq!(seqs(&out), (0..20).collect::<Vec<_>>());
+        out.clear();
+        ack(&mut s, 100, 1, &[], &mut out); // slow start: 20, 21
+        assert_eq!(seqs(&out), vec![20, 21]);
+        // Segments 1 and 5 are lost. Two duplicate ACKs: one new segment each (singledup).
+        out.clear();
+        ack(&mut s, 101, 1, &[(2, 3)], &mut out);
+        ack(&mut s, 102, 1, &[(2, 4)], &mut out);
+        assert_eq!(seqs(&out), vec![22, 23]);
+        // The third: fast retransmit of 1; pipe_ = 23 outstanding - 3 = 20 > cwnd_ 10.5.
+        out.clear();
+        ack(&mut s, 103, 1, &[(2, 5)], &mut out);
+        assert!(s.in_recovery());
+        assert_eq!(seqs(&out), vec![1]);
+        assert_eq!((s.st.cwnd_bytes, s.st.ssthresh_bytes), (10_500, 10 * MSS), "half of 21 segments");
+        // Segments 6..=23 arrive, each ACK takes one packet out of pipe_: from pipe_ 20 down
+        // to 9, then one packet per ACK: hole 5 first, then new data.
+        let mut sent = Vec::new();
+        for k in 6..=23u64 {
+            out.clear();
+            ack(&mut s, 104 + k, 1, &[(6, k + 1), (2, 5)], &mut out);
+            sent.extend(seqs(&out));
+        }
+        assert_eq!(sent.iter().filter(|&&q| q == 5).count(), 1, "{sent:?}");
+        assert_eq!(sent[0], 5, "the hole goes first: {sent:?}");
+        assert!(!sent.contains(&1), "1 was retransmitted already: {sent:?}");
+        assert_eq!(sent[1..], (24..24 + sent.len() as u64 - 1).collect::<Vec<_>>(), "then new data: {sent:?}");
+        // The retransmission of 1 is lost; 5 and the new data arrive. SACKs far beyond the
+        // retransmission do not send 1 again: new data keeps flowing, within pipe_ < cwnd_.
+        let top = s.snd_max / MSS;
+        let deadline = s.timer_deadline().expect("the timer runs");
+        let mut more = Vec::new();
+        for k in 24..top {
+            out.clear();
+            ack(&mut s, 200 + k, 1, &[(2, k + 1)], &mut out);
+            more.extend(seqs(&out));
+        }
+        assert!(!more.contains(&1) && !more.is_empty(), "{more:?}");
+        assert!(more.iter().all(|&q| q >= top), "only new data: {more:?}");
+        assert_eq!(s.retransmits, 2);
+        assert_eq!(s.timer_deadline(), Some(deadline), "duplicate ACKs do not restart the timer");
+        out.clear();
+        s.on_timer(deadline, &mut out);
+        assert_eq!((seqs(&out), s.timeouts), (vec![1], 1), "the timer repairs the lost retransmission");
+        assert!(!s.in_recovery());
+    }
+
+    /// Sack1 ends recovery at the recovery point with the window the halving left (no
+    /// deflation to ssthresh), and a first data packet lost without a handshake cannot be
+    /// fast-retransmitted (ns-2's `highest_ack_ > recover_` test with `recover_` = 0).
+    #[test]
+    fn sack1_recovery_ends_at_the_recovery_point_and_the_first_packet_needs_the_timer() {
+        let mut s = ns2_sack1(None);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out);
+        out.clear();
+        for k in 1..=5u64 {
+            ack(&mut s, 100 + k, 0, &[(1, k + 1)], &mut out);
+        }
+        assert!(!s.in_recovery(), "{}", s.describe());
+        assert!(!seqs(&out).contains(&0));
+        let mut s = ns2_sack1(None);
+        s.start(Nanos::ZERO, &mut out);
+        ack(&mut s, 100, 1, &[], &mut out);
+        for k in 2..=4u64 {
+            ack(&mut s, 100 + k, 1, &[(2, k + 1)], &mut out);
+        }
+        assert!(s.in_recovery());
+        let cwnd = s.st.cwnd_bytes;
+        let top = s.snd_max / MSS;
+        ack(&mut s, 200, top, &[], &mut out);
+        assert!(!s.in_recovery());
+        assert_eq!(s.st.cwnd_bytes, cwnd, "cwnd_ stays at half the window");
+    }
+
+    /// ns-2's `singledup_`: the first two duplicate ACKs each send one new segment, if it fits
+    /// in cwnd plus the duplicate ACKs (TcpAgent::send_one), without SACK as with it.
+    #[test]
+    fn singledup_sends_one_new_segment_per_early_duplicate_ack() {
+        for singledup in [true, false] {
+            let cfg = TcpConfig { handshake: false, initial_cwnd_segments: 4, singledup, ..crate::Profile::Ns2.config() };
+            let cc = CcConfig::NewReno(NewRenoConfig {}).build(&Default::default());
+            let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, cc, false);
+            let mut out = Vec::new();
+            s.start(Nanos::ZERO, &mut out);
+            ack(&mut s, 100, 1, &[], &mut out); // cwnd 5: segments 4, 5
+            out.clear();
+            // Segment 1 is lost: 2, 3 and 4 bring duplicate ACKs.
+            ack(&mut s, 101, 1, &[], &mut out);
+            let first = seqs(&out);
+            out.clear();
+            ack(&mut s, 102, 1, &[], &mut out);
+            let second = seqs(&out);
+            if singledup {
+                assert_eq!((first, second), (vec![6], vec![7]), "one new segment per duplicate ACK");
+            } else {
+                assert!(first.is_empty() && second.is_empty());
+            }
+            out.clear();
+            ack(&mut s, 103, 1, &[], &mut out);
+            assert!(s.in_recovery());
+            assert_eq!(seqs(&out)[0], 1, "fast retransmit on the third");
+        }
+        // The window test: 5 outstanding, cwnd 4 (+1 per duplicate ACK): the first duplicate
+        // ACK may not send (6 > 4 + 1), the second may (6 <= 4 + 2).
+        let cfg = TcpConfig { handshake: false, initial_cwnd_segments: 5, ..crate::Profile::Ns2.config() };
+        let mut out = Vec::new();
+        let mut s2 = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), false);
+        s2.start(Nanos::ZERO, &mut out);
+        assert_eq!(s2.snd_max, 5 * MSS);
+        s2.st.cwnd_bytes = 4 * MSS;
+        out.clear();
+        ack(&mut s2, 101, 0, &[], &mut out);
+        assert!(out.is_empty(), "5 + 1 > 4 + 1: {:?}", seqs(&out));
+        ack(&mut s2, 102, 0, &[], &mut out);
+        assert_eq!(seqs(&out), vec![5], "5 + 1 <= 4 + 2");
+    }
+
+    /// `whole_packets`: a flow of 2500 B with 1000 B segments sends three full segments and is
+    /// complete only when the third is acknowledged.
+    #[test]
+    fn whole_packets_rounds_a_flow_up_to_full_segments() {
+        for whole_packets in [true, false] {
+            let cfg = TcpConfig { handshake: false, whole_packets, ..crate::Profile::Ns2.config() };
+            let cc = CcConfig::NewReno(NewRenoConfig {}).build(&Default::default());
+            let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), Some(2500), &cfg, cc, false);
+            let mut out = Vec::new();
+            s.start(Nanos::ZERO, &mut out);
+            ack(&mut s, 100, 2, &[], &mut out);
+            let last = out.last().unwrap();
+            assert_eq!((last.seq, last.payload_bytes), (2000, if whole_packets { 1000 } else { 500 }));
+            let p = Packet { kind: PacketKind::Ack, ack: 2500, ..Default::default() };
+            s.on_packet(Nanos::from_micros(200), &p, &mut out);
+            assert_eq!(s.is_complete(), !whole_packets);
+            let p = Packet { kind: PacketKind::Ack, ack: 3000, ..Default::default() };
+            s.on_packet(Nanos::from_micros(300), &p, &mut out);
+            assert!(s.is_complete());
+        }
+    }
+
+    /// ns-2's ECN reaction (`TcpAgent::ecn()`, `slowdown()` with `precisionReduce_`): the
+    /// window halves exactly, with no floor of two segments (one segment at least, ssthresh
+    /// two), once per window; ACKs with ECN-Echo do not open the window; ns-2's integer
+    /// window sends one segment at a window of 1.5; the first data packet is not ECT.
+    #[test]
+    fn ns2_ecn_reaction_halves_the_window_without_a_two_segment_floor() {
+        let cfg = TcpConfig { handshake: false, initial_cwnd_segments: 3, ecn: true, ..crate::Profile::Ns2.config() };
+        let cc = CcConfig::NewReno(NewRenoConfig {}).build(&Default::default());
+        let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, cc, true);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out);
+        assert_eq!(seqs(&out), vec![0, 1, 2]);
+        assert!(!out[0].has(flags::ECT) && out[1].has(flags::ECT) && out[2].has(flags::ECT), "seqno 0 is not ECN-capable");
+        let ece = |s: &mut TcpSender, t_us: u64, seg: u64, out: &mut Vec<Packet>| {
+            let mut p = Packet { kind: PacketKind::Ack, ack: seg * MSS, ts_echo_ns: 0, ..Default::default() };
+            p.flags |= flags::ECE;
+            p.ce_bytes_echo = MSS as u32;
+            s.on_packet(Nanos::from_micros(t_us), &p, out);
+        };
+        out.clear();
+        ece(&mut s, 100, 1, &mut out);
+        assert_eq!((s.st.cwnd_bytes, s.st.ssthresh_bytes), (1500, 2 * MSS), "3 segments halve to 1.5, ssthresh 2");
+        assert!(out.is_empty(), "2 outstanding, window 1: {:?}", seqs(&out));
+        // The rest of the window: the echo repeats (same congestion), no growth, no new cut.
+        ece(&mut s, 101, 2, &mut out);
+        assert!(out.is_empty());
+        ece(&mut s, 102, 3, &mut out);
+        assert_eq!(s.st.cwnd_bytes, 1500);
+        assert_eq!(seqs(&out), vec![3], "one segment at a time (int window 1)");
+        // An echo for the segment sent after the reduction: halved again, down to one segment.
+        out.clear();
+        ece(&mut s, 200, 4, &mut out);
+        assert_eq!((s.st.cwnd_bytes, s.st.ssthresh_bytes), (MSS, 2 * MSS));
+        assert_eq!(seqs(&out), vec![4]);
+        out.clear();
+        ece(&mut s, 300, 5, &mut out);
+        assert_eq!(s.st.cwnd_bytes, MSS, "at one segment the window stays one segment");
+        // The retransmission of seqno 0 after a timeout is not ECT either.
+        let cfg = TcpConfig { handshake: false, ecn: true, ..crate::Profile::Ns2.config() };
+        let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), true);
+        s.start(Nanos::ZERO, &mut out);
+        out.clear();
+        let d = s.timer_deadline().unwrap();
+        s.on_timer(d, &mut out);
+        assert_eq!(seqs(&out), vec![0]);
+        assert!(!out[0].has(flags::ECT));
+        // With a handshake seqno 0 is the SYN: every data packet is ECT.
+        let cfg = TcpConfig { ecn: true, ..crate::Profile::Ns2.config() };
+        let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), true);
+        s.start(Nanos::ZERO, &mut out);
+        out.clear();
+        let p = Packet { kind: PacketKind::SynAck, ..Default::default() };
+        s.on_packet(Nanos::from_micros(10), &p, &mut out);
+        assert!(out.iter().all(|p| p.has(flags::ECT)) && !out.is_empty());
     }
 
     #[test]
