@@ -30,6 +30,16 @@
 //! RACK's reordering window and its timer are not modelled otherwise; duplicate ACKs and
 //! SACK counts (above) detect losses within a window.
 //!
+//! ns-2.35 modes (the ns2 profile). `sack_recovery = "ns2"` replaces the RFC 6675 rules by
+//! `Agent/TCP/Sack1`'s (tcp-sack1.cc with ScoreBoardRQ): fast retransmit on the `dupthresh`th
+//! duplicate ACK that brings new SACK information, a pipe counted in packets (outstanding
+//! minus dupthresh at the start, one less per ACK, one more per packet sent), each hole
+//! below the highest SACK retransmitted once in order, new data within the receiver's window
+//! past the holes, no lost-retransmission detection, recovery ending at the recovery point
+//! with the halved window, and duplicate ACKs ignored after a timeout until new data is
+//! acknowledged. `singledup`, `whole_packets` and `ecn_reaction = "ns2"` are described at
+//! their functions and fields.
+//!
 //! Router-assisted algorithms. The connection always opens with a SYN, every packet the
 //! algorithm stamps carries its router header (its bytes added to the packet), a header-only
 //! FIN follows the last new data, and ACKs that echo a header hand it to the algorithm.
@@ -163,7 +173,7 @@ impl TcpSender {
             src,
             dst,
             cfg: *cfg,
-            // ns-2's TcpAgent::sendmsg (tcp.cc:813) counts a flow in whole packets:
+            // ns-2's TcpAgent::sendmsg (tcp.cc:818) counts a flow in whole packets:
             // curseq_ += ceil(nbytes / size_), each packet size_ bytes.
             size: match size {
                 Some(s) if cfg.whole_packets => s.div_ceil(mss) * mss,
@@ -364,7 +374,7 @@ impl TcpSender {
         let sent_before = self.packets_sent;
         let sack1 = self.sack1();
         if sack1 && self.in_recovery {
-            // Sack1TcpAgent::recv (tcp-sack1.cc:179): in fast recovery every ACK takes one
+            // Sack1TcpAgent::recv (tcp-sack1.cc:191): in fast recovery every ACK takes one
             // packet out of pipe_.
             self.sack1_pipe -= 1;
         }
@@ -411,7 +421,7 @@ impl TcpSender {
                     self.retx.clear();
                     self.rexmits.clear();
                     if sack1 {
-                        // tcp-sack1.cc:181-193: recover_ = 0, the scoreboard is cleared, and
+                        // tcp-sack1.cc:193-204: recover_ = 0, the scoreboard is cleared, and
                         // newack() leaves cwnd_ as the halving set it.
                         self.recover = 0;
                         self.sacked.clear();
@@ -421,7 +431,7 @@ impl TcpSender {
                         self.st.cwnd_bytes = self.st.ssthresh_bytes.max(mss);
                     }
                 } else if sack1 {
-                    // Partial ACK with partial_ack_ false (tcp-sack1.cc:210): pipe_ loses one
+                    // Partial ACK with partial_ack_ false (tcp-sack1.cc:223): pipe_ loses one
                     // more packet; nothing is sent at once.
                     self.sack1_pipe -= 1;
                 } else {
@@ -441,14 +451,14 @@ impl TcpSender {
                 }
                 if sack1 {
                     // A new ACK outside recovery clears the scoreboard and the timeout state
-                    // (tcp-sack1.cc:131-135).
+                    // (tcp-sack1.cc:138).
                     self.sacked.clear();
                     self.next_retx = 0;
                     self.after_timeout = false;
                 }
                 // ns-2 opens the window only on ACKs without ECN-Echo (recv_newack_helper,
-                // tcp.cc:1473); its receiver repeats the echo until the packet carrying CWR,
-                // the first one sent after the reduction, arrives.
+                // tcp.cc:1478), and its receiver repeats the echo until the packet carrying
+                // CWR, the first one sent after the reduction, arrives (tcp-sink.cc:319-328).
                 let ns2_ece = self.ns2_ecn() && (ece || ack <= self.ece_until);
                 // In CWR the algorithm still sees the ACK (DCTCP's alpha), but the window is
                 // PRR's: `reduce_cwnd` below sets it on every ACK that delivers data.
@@ -485,7 +495,7 @@ impl TcpSender {
             } else if !self.after_timeout && self.sacked.total() != sacked_total_before && (!self.in_recovery || self.dupacks > 0) {
                 // Sack1 counts a duplicate ACK only if its SACK blocks tell something new
                 // (CheckUpdate), and none until new data is acknowledged after a timeout
-                // (timeout_, tcp-sack1.cc:138, 218).
+                // (timeout_, tcp-sack1.cc:144, 232).
                 self.dupacks += 1;
                 counted_dupack = !self.in_recovery;
             }
@@ -517,7 +527,7 @@ impl TcpSender {
                     }
                 }
             } else if self.ns2_ecn() && counted_dupack && self.dupacks == self.cfg.dupthresh && self.last_action == CwndAction::Ecn {
-                // NewRenoTcpAgent::dupack_action (tcp-newreno.cc:123): a loss in the window
+                // NewRenoTcpAgent::dupack_action (tcp-newreno.cc:136): a loss in the window
                 // an ECN echo already halved is repaired without a second reduction.
                 self.last_action = CwndAction::Dupack;
                 self.in_recovery = true;
@@ -532,7 +542,7 @@ impl TcpSender {
         }
         if self.cfg.singledup && !self.in_recovery && counted_dupack && self.dupacks < self.cfg.dupthresh {
             // ns-2 sends nothing else on these duplicate ACKs (send_much only when dupacks_
-            // is 0: tcp-newreno.cc:285, tcp-sack1.cc:170).
+            // is 0: tcp-newreno.cc:292, tcp-sack1.cc:187).
             self.send_one_singledup(now, out);
         } else if sack1 && self.in_recovery {
             self.sack1_send_much(now, out);
@@ -626,7 +636,7 @@ impl TcpSender {
         self.snd_max = self.snd_max.max(self.snd_nxt);
     }
 
-    /// `Sack1TcpAgent::dupack_action` (tcp-sack1.cc:267) on the `dupthresh`th duplicate ACK.
+    /// `Sack1TcpAgent::dupack_action` (tcp-sack1.cc:274) on the `dupthresh`th duplicate ACK.
     fn sack1_dupack_action(&mut self, now: Nanos, out: &mut Vec<Packet>) {
         let mss = self.st.mss_bytes;
         // highest_ack_ > recover_, or highest_ack_ == 0 (bugfix_ss_: the first data packet;
@@ -637,7 +647,7 @@ impl TcpSender {
         let cut = if recovered {
             true
         } else if self.ns2_ecn() && self.last_action == CwndAction::Ecn {
-            false // tcp-sack1.cc:277: the ECN reaction already halved this window
+            false // tcp-sack1.cc:285: the ECN reaction already halved this window
         } else {
             return; // bug_fix_: no second fast retransmit in one window
         };
@@ -672,7 +682,7 @@ impl TcpSender {
         self.emit(now, seq, len, out);
     }
 
-    /// `Sack1TcpAgent::send_much` in fast recovery (tcp-sack1.cc:436): while pipe_ < cwnd_
+    /// `Sack1TcpAgent::send_much` in fast recovery (tcp-sack1.cc:422-434): while pipe_ < cwnd_
     /// (whole packets), the next hole below the highest SACK at or after the retransmission
     /// pointer (`ScoreBoardRQ::GetNextRetran`: each hole once, a lost retransmission waits
     /// for the timer), else new data within the receiver's window of the cumulative ACK.
@@ -840,7 +850,7 @@ impl TcpSender {
     #[inline]
     fn pipe(&self) -> u64 {
         let left = match (self.cfg.sack, self.in_recovery) {
-            // Sack1 outside recovery: the window counts from the cumulative ACK (tcp-sack1.cc:440).
+            // Sack1 outside recovery: the window counts from the cumulative ACK (tcp-sack1.cc:434).
             (true, false) if self.cfg.sack_recovery == SackRecovery::Ns2 => 0,
             (true, _) => self.sacked.covered_in(self.snd_una, self.snd_nxt),
             (false, true) => self.dupacks as u64 * self.st.mss_bytes,
@@ -993,7 +1003,7 @@ impl TcpSender {
             c.out += len;
         }
         self.packets_sent += 1;
-        // ns-2's output() (tcp.cc:725) sends seqno 0 not ECN-capable: the SYN with syn_, else
+        // ns-2's output() (tcp.cc:710-732) sends seqno 0 not ECN-capable: the SYN with syn_, else
         // the first data packet (every transmission of it).
         let first_not_ect = seq == 0 && self.cfg.ecn_reaction == EcnReaction::Ns2 && !(self.cfg.handshake || self.router);
         let mut f = if self.ect && !first_not_ect { flags::ECT } else { 0 };
@@ -1073,7 +1083,7 @@ impl TcpSender {
                 self.timeouts += 1;
                 self.left_slow_start = true;
                 if self.ns2_ecn() && self.last_action == CwndAction::Ecn && self.snd_una < self.recover {
-                    // TcpAgent::timeout (tcp.cc:1906): in the window an ECN echo already
+                    // TcpAgent::timeout (tcp.cc:1920): in the window an ECN echo already
                     // halved, ssthresh stays; the window restarts at one segment.
                     self.st.cwnd_bytes = self.st.mss_bytes;
                 } else {
@@ -1081,7 +1091,7 @@ impl TcpSender {
                     self.cc.on_congestion(&mut self.st, CongestionEvent::Timeout { flight_bytes: flight });
                 }
                 self.last_action = CwndAction::Timeout;
-                // Sack1TcpAgent::timeout (tcp-sack1.cc:338): dupacks ignored until new data
+                // Sack1TcpAgent::timeout (tcp-sack1.cc:390-413): dupacks ignored until new data
                 // is acknowledged, scoreboard cleared.
                 self.after_timeout = self.sack1();
                 self.next_retx = 0;
