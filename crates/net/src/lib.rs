@@ -12,7 +12,7 @@ pub mod routing;
 pub mod topology;
 
 pub use packet::{FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId, RouterHeader, SackBlock};
-pub use port::{BufferLimit, EnqueueOutcome, Port, PortStats};
-pub use queue::{QueueConfig, RedConfig};
+pub use port::{BufferLimit, BufferModel, EnqueueOutcome, Port, PortStats};
+pub use queue::{Ns2RedConfig, QueueConfig, RedConfig};
 pub use routing::Routes;
 pub use topology::{LinkParams, LinkSpec, NodeKind, NodeSpec, Topology, TopologyKind};

@@ -41,6 +41,21 @@ impl BufferLimit {
     }
 }
 
+/// What a buffer of N packets (or B bytes) holds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum BufferModel {
+    /// N packets waiting plus the one being transmitted; a packet that finds the transmitter
+    /// idle is never dropped.
+    #[default]
+    Waiting,
+    /// ns-2's `queue-limit N`: the limit is tested on every arrival, idle transmitter or not.
+    /// DropTail (drop-tail.cc 91-93) drops when waiting + 1 >= N (bytes: waiting bytes + the
+    /// packet's >= B), so it holds N - 1 waiting plus one in transmission; RED (red.cc 686-716)
+    /// drops when waiting >= N (in byte mode: waiting bytes >= N × mean_pktsize_).
+    Ns2,
+}
+
 /// Counters of a port, reported in `links.parquet`.
 #[derive(Clone, Debug, Default)]
 pub struct PortStats {
@@ -103,6 +118,8 @@ pub struct Port {
     drops: u64,
     ecn_marks: u64,
     max_queue_pkts: u32,
+    /// Next to `limit`'s line, read with it on every arrival.
+    buffer_model: BufferModel,
     pub from: NodeId,
     pub rate: BitsPerSec,
 }
@@ -123,12 +140,40 @@ impl Port {
             tx_bytes: 0,
             max_queue_bytes: 0,
             limit,
-            disc: QueueState::new(queue, rng, rate.tx_time(1500)),
+            disc: QueueState::new(queue, rng, rate, delay),
             drops: 0,
             ecn_marks: 0,
             max_queue_pkts: 0,
+            buffer_model: BufferModel::Waiting,
             from,
             rate,
+        }
+    }
+
+    /// The port with the given buffer model (the default is [`BufferModel::Waiting`]).
+    pub fn with_buffer_model(mut self, model: BufferModel) -> Port {
+        self.buffer_model = model;
+        self
+    }
+
+    /// The port's discipline.
+    pub fn discipline(&self) -> &QueueState {
+        &self.disc
+    }
+
+    /// Whether a packet of `wire` bytes finds the buffer full (`must_wait`: the transmitter is
+    /// busy).
+    #[inline]
+    fn full(&self, must_wait: bool, wire: u64) -> bool {
+        match self.buffer_model {
+            BufferModel::Waiting => must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire),
+            BufferModel::Ns2 => match (&self.disc, self.limit) {
+                (QueueState::Ns2Red(r), limit) => r.limit_reached(limit, self.waiting_pkts, self.waiting_bytes),
+                (QueueState::Red(_), limit) => limit.reached(self.waiting_pkts, self.waiting_bytes),
+                (_, BufferLimit::Packets(n)) => self.waiting_pkts + 1 >= n,
+                (_, BufferLimit::Bytes(b)) => self.waiting_bytes + wire >= b,
+                (_, BufferLimit::Unlimited) => false,
+            },
         }
     }
 
@@ -174,12 +219,17 @@ impl Port {
         let wire = meta.wire_bytes as u64;
         // Only a packet that has to wait occupies the buffer; an idle transmitter takes it at once.
         let must_wait = self.busy_until > now;
-        if must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
-            self.drops += 1;
-            return EnqueueOutcome::Dropped;
-        }
+        let full = self.full(must_wait, wire);
         let idle_for = if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
-        match self.disc.on_arrival(self.waiting_pkts, self.waiting_bytes, idle_for) {
+        let verdict = if let QueueState::Ns2Red(r) = &mut self.disc {
+            // ns-2's RED sees every arrival, also one the full buffer drops.
+            r.on_arrival(self.waiting_pkts, self.waiting_bytes, meta.wire_bytes as u32, meta.has(flags::ECT), idle_for, full)
+        } else if full {
+            Verdict::Drop
+        } else {
+            self.disc.on_arrival(self.waiting_pkts, self.waiting_bytes, idle_for)
+        };
+        match verdict {
             Verdict::Accept => {}
             Verdict::Mark => {
                 if meta.has(flags::ECT) {
@@ -329,5 +379,87 @@ mod tests {
             // first goes on the wire, two wait (3000 bytes), the fourth overflows
             assert_eq!(matches!(r, EnqueueOutcome::Dropped), i == 3);
         }
+    }
+
+    #[test]
+    fn layout_keeps_the_hot_line_and_the_size() {
+        let p = port(BufferLimit::Packets(1));
+        let base = &p as *const Port as usize;
+        let off = |f: usize| f - base;
+        // The per-packet line is unchanged; the buffer model sits in the line of `limit`.
+        assert_eq!(off(&p.to as *const _ as usize), 60);
+        assert_eq!(off(&p.limit as *const _ as usize) / 64, off(&p.buffer_model as *const _ as usize) / 64);
+        assert_eq!(std::mem::size_of::<Port>(), 256);
+    }
+
+    fn ns2_port(limit: BufferLimit, queue: &QueueConfig) -> Port {
+        Port::new(NodeId(0), NodeId(1), BitsPerSec(1_000_000_000), Nanos::from_micros(10), limit, queue, Rng::stream(0, 0))
+            .with_buffer_model(BufferModel::Ns2)
+    }
+
+    /// How many of `n` packets offered at once a port accepts.
+    fn accepted(p: &mut Port, n: usize, wire_bytes: u32) -> usize {
+        let mut pool = PacketPool::new();
+        (0..n)
+            .filter(|_| {
+                let pk = crate::packet::Packet { wire_bytes, ..Default::default() };
+                let id = pool.alloc(pk.clone());
+                matches!(p.enqueue(Nanos(0), id, pk.meta()), EnqueueOutcome::Accepted { .. })
+            })
+            .count()
+    }
+
+    #[test]
+    fn ns2_buffer_model_holds_n_minus_one_waiting() {
+        // queue-limit 5 (drop-tail.cc 92): one on the wire and 4 waiting.
+        let mut p = ns2_port(BufferLimit::Packets(5), &QueueConfig::DropTail);
+        assert_eq!(accepted(&mut p, 10, 1500), 5);
+        assert_eq!(p.queue_at(Nanos(0)), (4, 6000));
+        // The default model holds 5 waiting.
+        assert_eq!(accepted(&mut port(BufferLimit::Packets(5)), 10, 1500), 6);
+        // Bytes (drop-tail.cc 93): waiting bytes + the packet's must stay below the limit.
+        assert_eq!(accepted(&mut ns2_port(BufferLimit::Bytes(4500), &QueueConfig::DropTail), 10, 1500), 3);
+        assert_eq!(accepted(&mut ns2_port(BufferLimit::Bytes(4501), &QueueConfig::DropTail), 10, 1500), 4);
+        // The test applies to an idle transmitter too: queue-limit 1 passes nothing.
+        assert_eq!(accepted(&mut ns2_port(BufferLimit::Packets(1), &QueueConfig::DropTail), 3, 1500), 0);
+    }
+
+    #[test]
+    fn ns2_buffer_model_red_limit() {
+        // RED's own test (red.cc 714): drop when N or more wait, so N wait plus one on the wire.
+        let classic = QueueConfig::Red(crate::RedConfig { min_threshold_pkts: 1000.0, max_threshold_pkts: 2000.0, ..Default::default() });
+        assert_eq!(accepted(&mut ns2_port(BufferLimit::Packets(5), &classic), 10, 1500), 6);
+        // ns-2's RED in byte mode: N × mean_pktsize_ bytes (100 × 500 = 50,000: 34 waiting
+        // packets of 1500 bytes reach 51,000).
+        let red = QueueConfig::Red(crate::RedConfig { ns2: Some(crate::Ns2RedConfig::default()), ..Default::default() });
+        assert_eq!(accepted(&mut ns2_port(BufferLimit::Packets(100), &red), 200, 1500), 35);
+        let pkts = QueueConfig::Red(crate::RedConfig { ns2: Some(crate::Ns2RedConfig { bytes: false, ..Default::default() }), ..Default::default() });
+        assert_eq!(accepted(&mut ns2_port(BufferLimit::Packets(100), &pkts), 200, 1500), 101);
+        // Under the default model ns-2's RED holds N waiting packets like any port.
+        let mut p = Port::new(NodeId(0), NodeId(1), BitsPerSec(1_000_000_000), Nanos::from_micros(10), BufferLimit::Packets(100), &red, Rng::stream(0, 0));
+        assert_eq!(accepted(&mut p, 200, 1500), 101);
+        assert!(p.discipline().ns2_red().is_some());
+    }
+
+    #[test]
+    fn ns2_red_marks_at_the_port() {
+        // setbit_ with mark_p_ 1: an ECN-capable packet is marked, one that is not is dropped.
+        let cfg = crate::Ns2RedConfig { min_threshold: Some(1.0), max_threshold: Some(2.0), weight: Some(1.0), bytes: false, ecn: true, mark_p: 1.0, ..Default::default() };
+        let red = QueueConfig::Red(crate::RedConfig { ns2: Some(cfg), ..Default::default() });
+        let mut p = Port::new(NodeId(0), NodeId(1), BitsPerSec(1_000_000_000), Nanos::from_micros(10), BufferLimit::Unlimited, &red, Rng::stream(0, 0));
+        let mut pool = PacketPool::new();
+        let mut offer = |p: &mut Port, ect: bool| {
+            let pk = crate::packet::Packet { wire_bytes: 1500, flags: if ect { flags::ECT } else { 0 }, ..Default::default() };
+            let id = pool.alloc(pk.clone());
+            p.enqueue(Nanos(0), id, pk.meta())
+        };
+        for _ in 0..4 {
+            assert!(matches!(offer(&mut p, true), EnqueueOutcome::Accepted { .. }));
+        }
+        // Queue 3 > 2 × max_th: p = 1 from the first hit on.
+        let outcomes: Vec<bool> = (0..10).map(|_| matches!(offer(&mut p, true), EnqueueOutcome::Accepted { .. })).collect();
+        assert!(outcomes.iter().all(|&a| a));
+        assert!(p.stats().ecn_marks >= 5, "{:?}", p.stats());
+        assert_eq!(offer(&mut p, false), EnqueueOutcome::Dropped);
     }
 }
