@@ -15,7 +15,7 @@ pub mod units;
 pub mod workloads;
 
 use fctlab_engine::Nanos;
-use fctlab_net::{BufferLimit, NodeKind, QueueConfig, Topology};
+use fctlab_net::{BufferLimit, BufferModel, NodeKind, QueueConfig, Topology};
 use fctlab_transport::{CcConfig, TcpConfig};
 use std::fmt;
 
@@ -109,8 +109,12 @@ pub struct Scenario {
     pub topology: Topology,
     /// Discipline of switch output ports.
     pub switch_queue: QueueConfig,
+    /// Discipline of host NIC output queues (DropTail, or the switches' with `nic_queue = "switch"`).
+    pub nic_queue: QueueConfig,
     /// Buffer of host NIC output queues.
     pub nic_buffer: BufferLimit,
+    /// What a buffer limit holds (`buffer_model`), for every port.
+    pub buffer_model: BufferModel,
     pub tcp: TcpConfig,
     /// The `[transport] profile` the TCP settings started from.
     pub profile: fctlab_transport::Profile,

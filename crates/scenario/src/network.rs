@@ -6,7 +6,7 @@ use crate::units::{Buffer, Duration, Rate};
 use crate::ScenarioError;
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::topology::{LinkParams, NodeSpec, TopologyKind};
-use fctlab_net::{BufferLimit, NodeKind, QueueConfig, RedConfig, Topology};
+use fctlab_net::{BufferLimit, BufferModel, NodeKind, Ns2RedConfig, QueueConfig, RedConfig, Topology};
 use serde::Deserialize;
 
 /// Keys every topology takes: default link parameters and the queue discipline.
@@ -27,6 +27,12 @@ struct Common {
     red_weight: Option<f64>,
     red_ecn: Option<bool>,
     red_gentle: Option<bool>,
+    red_variant: Option<String>,
+    red_mark_p: Option<f64>,
+    red_wait: Option<bool>,
+    red_bytes: Option<bool>,
+    nic_queue: Option<String>,
+    buffer_model: Option<String>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -122,12 +128,14 @@ tagged_tables! {
     }
 }
 
-/// The network of a scenario: the built topology, the switch queue discipline and the NIC
-/// buffer.
+/// The network of a scenario: the built topology, the switch and NIC queue disciplines, the NIC
+/// buffer and what a buffer holds.
 pub(crate) struct Network {
     pub topology: Topology,
     pub switch_queue: QueueConfig,
+    pub nic_queue: QueueConfig,
     pub nic_buffer: BufferLimit,
+    pub buffer_model: BufferModel,
 }
 
 /// Reads and builds `[network]`.
@@ -255,7 +263,18 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
             }
         }
     }
-    Ok(Network { topology, switch_queue: queue(&net, &given, at)?, nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(buffer) })
+    let switch_queue = queue(&net, &given, at)?;
+    let nic_queue = match net.nic_queue.as_deref().unwrap_or("droptail") {
+        "droptail" => QueueConfig::DropTail,
+        "switch" => switch_queue.clone(),
+        other => return Err(err("nic_queue", format!("expected \"droptail\" or \"switch\", got \"{other}\""))),
+    };
+    let buffer_model = match net.buffer_model.as_deref().unwrap_or("waiting") {
+        "waiting" => BufferModel::Waiting,
+        "ns2" => BufferModel::Ns2,
+        other => return Err(err("buffer_model", format!("expected \"waiting\" or \"ns2\", got \"{other}\""))),
+    };
+    Ok(Network { topology, switch_queue, nic_queue, nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(buffer), buffer_model })
 }
 
 /// The switch queue discipline from `queue` and its keys (`given`: the keys the table sets).
@@ -288,6 +307,30 @@ fn queue(net: &Common, given: &[&str], at: At<'_>) -> Result<QueueConfig, Scenar
         }
         "red" => {
             let d = RedConfig::default();
+            let ns2 = match net.red_variant.as_deref().unwrap_or("classic") {
+                "classic" => false,
+                "ns2" => true,
+                other => return Err(err("red_variant", format!("expected \"classic\" or \"ns2\", got \"{other}\""))),
+            };
+            if !ns2 {
+                if let Some(k) = given.iter().find(|k| NS2_RED_KEYS.contains(k)) {
+                    return Err(err(k, "only used with red_variant = \"ns2\" (red_variant is \"classic\")".into()));
+                }
+            }
+            let check_p_w = |max_p: f64, weight: f64| -> Result<(), ScenarioError> {
+                if !(0.0..=1.0).contains(&max_p) {
+                    return Err(err("red_max_p", format!("must be a probability in [0, 1], got {max_p}")));
+                }
+                if !(weight > 0.0 && weight <= 1.0) {
+                    return Err(err("red_weight", format!("must be in (0, 1], got {weight}")));
+                }
+                Ok(())
+            };
+            if ns2 {
+                let cfg = ns2_red(net, at)?;
+                check_p_w(cfg.max_p, cfg.weight.unwrap_or(1.0))?;
+                return Ok(QueueConfig::Red(RedConfig { ns2: Some(cfg), ..d }));
+            }
             let cfg = RedConfig {
                 min_threshold_pkts: pkts(net.red_min_threshold, "red_min_threshold", d.min_threshold_pkts)?,
                 max_threshold_pkts: pkts(net.red_max_threshold, "red_max_threshold", d.max_threshold_pkts)?,
@@ -295,18 +338,63 @@ fn queue(net: &Common, given: &[&str], at: At<'_>) -> Result<QueueConfig, Scenar
                 weight: net.red_weight.unwrap_or(d.weight),
                 ecn: net.red_ecn.unwrap_or(false),
                 gentle: net.red_gentle.unwrap_or(d.gentle),
+                ns2: None,
             };
             if cfg.min_threshold_pkts >= cfg.max_threshold_pkts {
                 return Err(err("red_max_threshold", "must be above red_min_threshold".into()));
             }
-            if !(0.0..=1.0).contains(&cfg.max_p) {
-                return Err(err("red_max_p", format!("must be a probability in [0, 1], got {}", cfg.max_p)));
-            }
-            if !(cfg.weight > 0.0 && cfg.weight <= 1.0) {
-                return Err(err("red_weight", format!("must be in (0, 1], got {}", cfg.weight)));
-            }
+            check_p_w(cfg.max_p, cfg.weight)?;
             QueueConfig::Red(cfg)
         }
         other => return Err(err("queue", format!("unknown queue \"{other}\" (known: droptail, ecn, red)"))),
+    })
+}
+
+/// The keys only ns-2's RED takes.
+const NS2_RED_KEYS: [&str; 3] = ["red_mark_p", "red_wait", "red_bytes"];
+
+/// ns-2.35's RED: ns-default.tcl's `Queue/RED` values, overridden by the keys given. A
+/// threshold `"Npkt"` is ns-2's `thresh_ N`: N mean packets of `mean_pktsize_` (500) bytes in
+/// byte mode, N packets with `red_bytes = false`; a byte threshold is taken as it is (byte
+/// mode only).
+fn ns2_red(net: &Common, at: At<'_>) -> Result<Ns2RedConfig, ScenarioError> {
+    let err = |key: &str, m: String| at.err(key, m);
+    let d = Ns2RedConfig::default();
+    let bytes = net.red_bytes.unwrap_or(d.bytes);
+    let threshold = |b: Option<Buffer>, key: &str| -> Result<Option<f64>, ScenarioError> {
+        let t = match b.map(|b| b.0) {
+            None => return Ok(None),
+            Some(BufferLimit::Packets(n)) => n as f64,
+            Some(BufferLimit::Bytes(b)) if bytes => b as f64 / d.mean_pktsize as f64,
+            Some(BufferLimit::Bytes(_)) => return Err(err(key, "with red_bytes = false RED thresholds are in packets, e.g. \"5pkt\"".into())),
+            Some(BufferLimit::Unlimited) => return Err(err(key, "RED thresholds are in packets (\"5pkt\") or bytes (\"30KB\")".into())),
+        };
+        if t <= 0.0 {
+            return Err(err(key, "must be above zero (leave it out for ns-2's automatic threshold)".into()));
+        }
+        Ok(Some(t))
+    };
+    let min_threshold = threshold(net.red_min_threshold, "red_min_threshold")?;
+    let max_threshold = threshold(net.red_max_threshold, "red_max_threshold")?;
+    if let (Some(lo), Some(hi)) = (min_threshold, max_threshold) {
+        if hi < lo {
+            return Err(err("red_max_threshold", "must not be below red_min_threshold".into()));
+        }
+    }
+    let mark_p = net.red_mark_p.unwrap_or(d.mark_p);
+    if !(0.0..=1.0).contains(&mark_p) {
+        return Err(err("red_mark_p", format!("must be a probability in [0, 1], got {mark_p}")));
+    }
+    Ok(Ns2RedConfig {
+        min_threshold,
+        max_threshold,
+        weight: net.red_weight,
+        max_p: net.red_max_p.unwrap_or(d.max_p),
+        mark_p,
+        wait: net.red_wait.unwrap_or(d.wait),
+        bytes,
+        gentle: net.red_gentle.unwrap_or(d.gentle),
+        ecn: net.red_ecn.unwrap_or(d.ecn),
+        ..d
     })
 }

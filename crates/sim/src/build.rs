@@ -3,7 +3,7 @@
 
 use crate::ideal::ideal_fct;
 use fctlab_engine::{Nanos, Rng};
-use fctlab_net::{FlowId, NodeId, NodeKind, Port, PortId, QueueConfig, Routes};
+use fctlab_net::{FlowId, NodeId, NodeKind, Port, PortId, Routes};
 use fctlab_scenario::{Scenario, ScenarioError};
 
 /// The network of a run: ports (two per link, `a -> b` then `b -> a`), their levels, which
@@ -29,7 +29,7 @@ impl Network {
             for (from, to) in [(l.a, l.b), (l.b, l.a)] {
                 let pid = ports.len() as u64;
                 let (limit, queue) = if node_is_host[from] {
-                    (scenario.nic_buffer, QueueConfig::DropTail)
+                    (scenario.nic_buffer, scenario.nic_queue.clone())
                 } else {
                     (l.params.buffer, scenario.switch_queue.clone())
                 };
@@ -41,7 +41,8 @@ impl Network {
                     limit,
                     &queue,
                     Rng::stream(scenario.seed, 0x1_0000_0000 + pid),
-                ));
+                )
+                .with_buffer_model(scenario.buffer_model));
                 port_level.push(l.level);
             }
         }
