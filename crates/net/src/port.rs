@@ -443,8 +443,9 @@ mod tests {
 
     #[test]
     fn ns2_red_marks_at_the_port() {
-        // setbit_ with mark_p_ 1: an ECN-capable packet is marked, one that is not is dropped.
-        let cfg = crate::Ns2RedConfig { min_threshold: Some(1.0), max_threshold: Some(2.0), weight: Some(1.0), bytes: false, ecn: true, mark_p: 1.0, ..Default::default() };
+        // setbit_ with mark_p_ above 1 (stock ns-2.35 compares p < mark_p_): an ECN-capable
+        // packet is marked at any probability, one that is not is dropped.
+        let cfg = crate::Ns2RedConfig { min_threshold: Some(1.0), max_threshold: Some(2.0), weight: Some(1.0), bytes: false, ecn: true, mark_p: 2.0, ..Default::default() };
         let red = QueueConfig::Red(crate::RedConfig { ns2: Some(cfg), ..Default::default() });
         let mut p = Port::new(NodeId(0), NodeId(1), BitsPerSec(1_000_000_000), Nanos::from_micros(10), BufferLimit::Unlimited, &red, Rng::stream(0, 0));
         let mut pool = PacketPool::new();

@@ -439,8 +439,10 @@ impl Ns2RedState {
         if u <= p {
             self.count = 0;
             self.count_bytes = 0;
-            // 561-568: mark only while the probability is at most mark_p_.
-            if self.setbit && ect && p1 <= self.mark_p {
+            // 561-568: mark only while the probability is below mark_p_ (`v_prob1 < mark_p`
+            // in ns-2.35 as released and as Debian ships it; DCTCP patches change it to `<=`,
+            // so that mark_p_ 1 marks at probability 1 too: here such a hit is a drop).
+            if self.setbit && ect && p1 < self.mark_p {
                 Verdict::Mark
             } else {
                 Verdict::Drop
@@ -568,11 +570,14 @@ mod tests {
         // A packet that is not ECN-capable is dropped in both regions.
         let v: Vec<Verdict> = (0..10_000).map(|_| r.on_arrival(10, 0, 1040, false, Nanos::ZERO, false)).collect();
         assert!(v.contains(&Verdict::Drop) && !v.contains(&Verdict::Mark));
-        // With mark_p_ 1 (the ns-2 DCTCP scripts' setting) even the gentle region marks.
+        // With mark_p_ 1 the gentle region marks (its probability stays below 1) ...
         let cfg = Ns2RedConfig { mark_p: 1.0, ..Default::default() };
         let mut r = ns2(Ns2RedConfig { min_threshold: Some(5.0), max_threshold: Some(15.0), weight: Some(1.0), bytes: false, ecn: true, ..cfg }, 1_000_000_000);
         let v: Vec<Verdict> = (0..10_000).map(|_| r.on_arrival(25, 0, 1040, true, Nanos::ZERO, false)).collect();
         assert!(v.contains(&Verdict::Mark) && !v.contains(&Verdict::Drop));
+        // ... but at probability 1 (twice max_th and above) ns-2.35's `v_prob1 < mark_p_` fails: drops.
+        let v: Vec<Verdict> = (0..1_000).map(|_| r.on_arrival(40, 0, 1040, true, Nanos::ZERO, false)).collect();
+        assert!(v.iter().all(|&x| x == Verdict::Drop));
     }
 
     #[test]

@@ -382,8 +382,9 @@ fn ns2_red(net: &Common, at: At<'_>) -> Result<Ns2RedConfig, ScenarioError> {
         }
     }
     let mark_p = net.red_mark_p.unwrap_or(d.mark_p);
-    if !(0.0..=1.0).contains(&mark_p) {
-        return Err(err("red_mark_p", format!("must be a probability in [0, 1], got {mark_p}")));
+    // Above 1 is allowed, as in ns-2: every hit on an ECN-capable packet is then a mark.
+    if !(mark_p >= 0.0 && mark_p.is_finite()) {
+        return Err(err("red_mark_p", format!("must be a number >= 0 (above 1: always mark), got {mark_p}")));
     }
     Ok(Ns2RedConfig {
         min_threshold,

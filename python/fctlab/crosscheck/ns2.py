@@ -90,7 +90,7 @@ def check(plan: Plan) -> None:
     for key in ("singledup", "whole_packets"):
         if not t.get(key, True):
             plan.notes.append(f"transport.{key} = false: ns-2 runs with it on (singledup_ 1; sendmsg rounds flows up to whole packets)")
-    if plan.network["queue"]["kind"] == "red" and plan.network["queue"].get("variant", "classic") == "classic":
+    if plan.network["queue"]["kind"] == "red" and plan.network["queue"]["variant"] == "classic":
         plan.notes.append(
             "RED (classic): ns-2's RED runs in packet mode with the scenario's thresholds, weight and max_p, without "
             "wait_ and mark_p_, but keeps what cannot be switched off: no early action while the queue holds at "
@@ -125,7 +125,7 @@ def _num(x: float) -> str:
 
 def _queue_lines(i: int, p, plan: Plan) -> list:
     """ns-2 queue type and settings of port `i`."""
-    model = plan.network.get("buffer_model", "waiting")
+    model = plan.network["buffer_model"]
     q = p.queue
     kind = q["kind"]
     lines = []
@@ -146,7 +146,7 @@ def _queue_lines(i: int, p, plan: Plan) -> list:
     lines.append(f"$ns queue-limit $n({p.src}) $n({p.dst}) {limit}")
     if unit == "bytes":
         if qtype != "DropTail":
-            raise Unsupported("network.buffer: byte buffers are translated for DropTail ports only")
+            raise Unsupported(f"network.buffer: a byte buffer on the {kind} port {p.src}->{p.dst} is not translated (only DropTail ports')")
         lines.append(f"{qv} set queue_in_bytes_ true")
         lines.append(f"{qv} set mean_pktsize_ 1")
     if kind == "ecn":
@@ -163,22 +163,21 @@ def _queue_lines(i: int, p, plan: Plan) -> list:
 
 
 def _red_lines(qv: str, q: dict, p) -> list:
-    variant = q.get("variant", "classic")
-    out = [f"{qv} set setbit_ {'true' if q.get('ecn') else 'false'}"]
-    if variant == "ns2":
-        # ns-2.35's own defaults (ns-default.tcl), with what the scenario gave explicitly
-        given = q.get("given", {})
-        if "min_threshold" in given:
-            out.append(f"{qv} set thresh_ {_num(given['min_threshold'])}")
-        if "max_threshold" in given:
-            out.append(f"{qv} set maxthresh_ {_num(given['max_threshold'])}")
-        if "max_p" in given:
-            out.append(f"{qv} set linterm_ {_num(1.0 / given['max_p'])}")
-        if "weight" in given:
-            out.append(f"{qv} set q_weight_ {_num(given['weight'])}")
-        if "gentle" in given:
-            out.append(f"{qv} set gentle_ {'true' if given['gentle'] else 'false'}")
-        return out
+    """RED's settings. The ns2 variant is written out whole (ns-2's own defaults unless the
+    scenario changed them; None thresholds and weight are ns-2's automatic 0 and -1), so the
+    script does not depend on ns-default.tcl."""
+    out = [f"{qv} set setbit_ {'true' if q['ecn'] else 'false'}"]
+    if q.get("variant") == "ns2":
+        tf = lambda b: "true" if b else "false"  # noqa: E731
+        return out + [
+            f"{qv} set bytes_ {tf(q['bytes'])}", f"{qv} set queue_in_bytes_ {tf(q['bytes'])}",
+            f"{qv} set mean_pktsize_ {q['mean_pktsize']}",
+            f"{qv} set thresh_ {_num(q['thresh'] or 0)}", f"{qv} set maxthresh_ {_num(q['maxthresh'] or 0)}",
+            f"{qv} set q_weight_ {_num(q['q_weight']) if q['q_weight'] is not None else -1}",
+            f"{qv} set linterm_ {_num(1.0 / q['max_p'])}", f"{qv} set mark_p_ {_num(q['mark_p'])}",
+            f"{qv} set use_mark_p_ true", f"{qv} set wait_ {tf(q['wait'])}", f"{qv} set gentle_ {tf(q['gentle'])}",
+            f"{qv} set targetdelay_ {_num(q['target_delay_s'])}",
+        ]
     return out + [
         f"{qv} set bytes_ false", f"{qv} set queue_in_bytes_ false",
         f"{qv} set thresh_ {_num(q['min_threshold_pkts'])}", f"{qv} set maxthresh_ {_num(q['max_threshold_pkts'])}",

@@ -106,11 +106,9 @@ def load(scenario: ScenarioLike, overrides: Sequence[str] = (), unset: Sequence[
 
 
 def queue_of(net: dict, nic: bool) -> dict:
-    """The discipline of a port: the switch ports' one, and for a host's NIC DropTail unless
-    the scenario gives NICs the switches' discipline (`network.nic_queue = "switch"`)."""
-    if nic and net.get("nic_queue", "droptail") != "switch":
-        return {"kind": "droptail"}
-    return dict(net["queue"])
+    """The discipline of a port: a host's NIC runs `nic_queue` (DropTail, or the switches' one
+    with `network.nic_queue = "switch"`), the others `queue`."""
+    return dict(net["nic_queue"] if nic else net["queue"])
 
 
 def single_paths(plan: Plan) -> None:
