@@ -150,3 +150,119 @@ def test_a_missing_ns_binary_is_a_clear_error(tmp_path, monkeypatch, capsys):
     rc = main(["crosscheck", str(SUITE / "lossy_bottleneck.toml"), "--against", "ns2", "--out", str(tmp_path / "o"), "--seeds", "1"])
     err = capsys.readouterr().err
     assert rc == 2 and "ns-2.35's `ns` was not found" in err
+
+
+# --- each ns-2 mechanism of the ns2 profile, on a tiny set-up, beside ns-2 itself -------------
+
+def both(scenario, sets=(), tmp=None) -> dict:
+    """fctlab and ns-2 on `scenario` (seed 1): per simulator its flows, links and summary."""
+    import tempfile
+
+    cc = crosscheck(scenario, against="ns2", out=tmp or tempfile.mkdtemp(), seeds=1, set=list(sets))
+    out = {}
+    for sim, d in (("fctlab", cc.runs[0].fctlab_dir), ("ns2", cc.runs[0].other_dir)):
+        out[sim] = {"flows": pd.read_parquet(d / "flows.parquet"), "links": pd.read_parquet(d / "links.parquet"),
+                    "summary": json.loads((d / "summary.json").read_text())}
+    return out
+
+
+def two_flows(buffer: str, start: str) -> dict:
+    return {"seed": 1, "network": {"topology": "dumbbell", "senders": 2, "receivers": 2, "link_rate": "10Gbps",
+                                   "bottleneck_rate": "1Gbps", "link_delay": "50us", "buffer": buffer},
+            "transport": {"profile": "ns2", "sack": True, "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
+            "flows": [{"src": "s0", "dst": "r0", "size": "5MB"}, {"src": "s1", "dst": "r1", "size": "5MB", "start": start}]}
+
+
+@needs_ns
+def test_sack1_recovery_as_ns2(tmp_path):
+    """Two 5 MB flows overflowing a 30-packet bottleneck: with ns-2's Sack1 recovery
+    (`sack_recovery = "ns2"`) every FCT is within 0.1% of ns-2's and the retransmissions agree
+    within one; RFC 6675 recovery, on the same set-up, is off by percents."""
+    sc = two_flows("30pkt", "1ms")
+    r = both(sc, tmp=tmp_path / "a")
+    a, b = r["fctlab"]["flows"], r["ns2"]["flows"]
+    assert (abs(a.fct_s / b.fct_s - 1) < 1e-3).all(), (list(a.fct_s), list(b.fct_s))
+    assert (abs(a.retransmits - b.retransmits) <= 1).all()
+    rfc = both(sc, ['transport.sack_recovery="rfc6675"'], tmp=tmp_path / "b")["fctlab"]["flows"]
+    assert (abs(rfc.fct_s / b.fct_s - 1) > 0.01).any(), (list(rfc.fct_s), list(b.fct_s))
+
+
+@needs_ns
+def test_singledup_as_ns2(tmp_path):
+    """One 2 MB flow into a 10-packet bottleneck: each fast retransmit is preceded by duplicate
+    ACKs on which ns-2 sends one new segment each (singledup_). With `singledup` fctlab resends
+    as many segments as ns-2 and finishes within 0.5%; without, it resends one more and later."""
+    sets = ['flows.0.size="2MB"', 'network.buffer="10pkt"']
+    r = both(SUITE / "lossy_bottleneck.toml", sets, tmp=tmp_path / "a")
+    a, b = r["fctlab"]["flows"].iloc[0], r["ns2"]["flows"].iloc[0]
+    assert a.retransmits == b.retransmits and a.timeouts == b.timeouts == 0
+    assert a.fct_s == pytest.approx(b.fct_s, rel=5e-3)
+    off = both(SUITE / "lossy_bottleneck.toml", sets + ["transport.singledup=false"], tmp=tmp_path / "b")["fctlab"]["flows"].iloc[0]
+    assert off.retransmits != b.retransmits
+    assert abs(off.fct_s / b.fct_s - 1) > abs(a.fct_s / b.fct_s - 1)
+
+
+@needs_ns
+def test_whole_packets_as_ns2(tmp_path):
+    """A 2,500-byte flow: ns-2 sends three full 1000-byte packets (sendmsg rounds up), and so does
+    fctlab with `whole_packets`: the same FCT; sending the exact bytes finishes earlier."""
+    sc = star(flows=[{"src": "h1", "dst": "h0", "size": "2500B"}])
+    r = both(sc, tmp=tmp_path / "a")
+    a, b = r["fctlab"]["flows"].iloc[0], r["ns2"]["flows"].iloc[0]
+    assert a.fct_s == pytest.approx(b.fct_s, rel=1e-6) and a.bytes_delivered == b.bytes_delivered == 2500
+    exact = both(sc, ["transport.whole_packets=false"], tmp=tmp_path / "b")["fctlab"]["flows"].iloc[0]
+    assert exact.fct_s < b.fct_s * 0.999
+
+
+@needs_ns
+@pytest.mark.parametrize("model", ["waiting", "ns2"])
+def test_buffer_models_drop_as_ns2(tmp_path, model):
+    """A 20 MB flow into a 20-packet bottleneck, under either buffer model (the script gives ns-2
+    the queue-limit that holds what the scenario's buffer holds): the same drops as ns-2."""
+    r = both(SUITE / "lossy_bottleneck.toml", [f'network.buffer_model="{model}"'], tmp=tmp_path)
+    a, b = r["fctlab"], r["ns2"]
+    assert a["links"].drops.sum() == b["links"].drops.sum() > 0
+    assert a["flows"].fct_s[0] == pytest.approx(b["flows"].fct_s[0], rel=1e-3)
+
+
+ECN_STAR = {
+    "seed": 1, "stop_time": "300ms",
+    "network": {"topology": "star", "hosts": 9, "link_rate": "1Gbps", "link_delay": "10us", "buffer": "100pkt",
+                "queue": "red", "red_variant": "ns2", "red_bytes": False, "red_min_threshold": "5pkt",
+                "red_max_threshold": "5pkt", "red_weight": 1.0, "red_mark_p": 2.0, "red_wait": False,
+                "red_gentle": False, "red_ecn": True},
+    "transport": {"profile": "ns2", "sack": True, "ecn": True, "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
+    "workloads": [{"kind": "long_lived", "senders": "h1..h8", "receivers": ["h0"] * 8}],
+}
+
+
+@needs_ns
+def test_ecn_reaction_as_ns2(tmp_path):
+    """Eight ECN flows into one port marked at 5 packets (windows of one to a few segments):
+    ns-2's reaction (TcpAgent::ecn, the window halved down to one segment, no growth on echoes)
+    keeps the queue short enough that, as in ns-2, nothing overflows; the two-segment floor of
+    the `linux` reaction overflows the buffer hundreds of times."""
+    r = both(ECN_STAR, tmp=tmp_path / "a")
+    assert r["ns2"]["links"].drops.sum() <= 5 and r["fctlab"]["links"].drops.sum() <= 5
+    assert r["ns2"]["summary"]["ecn_marks"] > 1000 and r["fctlab"]["summary"]["ecn_marks"] > 1000
+    goodput = [x["flows"].bytes_delivered.sum() for x in (r["fctlab"], r["ns2"])]
+    assert goodput[0] == pytest.approx(goodput[1], rel=0.02)
+    linux = both(ECN_STAR, ['transport.ecn_reaction="linux"'], tmp=tmp_path / "b")["fctlab"]
+    assert linux["links"].drops.sum() > 100
+
+
+@needs_ns
+def test_ns2_red_byte_mode_and_mark_p_as_ns2(tmp_path):
+    """The thesis's mix under ns-2's RED 5/15 with ECN: byte mode (thresholds of 500-byte mean
+    packets, the 100-packet limit in 500-byte units) and mark_p_ (ECN-capable packets dropped once
+    the probability passes 0.1) give drops and marks within 25% of ns-2's, and the short
+    flows' median FCT within 10%; the same RED marking at any probability drops far fewer."""
+    sets = []
+    r = both(SUITE / "thesis_mix_red_ecn.toml", sets, tmp=tmp_path / "a")
+    a, b = r["fctlab"], r["ns2"]
+    assert a["links"].drops.sum() == pytest.approx(b["links"].drops.sum(), rel=0.25)
+    assert a["summary"]["ecn_marks"] == pytest.approx(b["summary"]["ecn_marks"], rel=0.25)
+    short = lambda f: f[f.tag == "response"].fct_s.median()  # noqa: E731
+    assert short(a["flows"]) == pytest.approx(short(b["flows"]), rel=0.10)
+    always_mark = both(SUITE / "thesis_mix_red_ecn.toml", sets + ["network.red_mark_p=2.0"], tmp=tmp_path / "b")["fctlab"]
+    assert always_mark["links"].drops.sum() < 0.5 * b["links"].drops.sum()
