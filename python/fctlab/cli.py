@@ -172,7 +172,8 @@ def transport_line(t: dict) -> str:
     return (
         f"transport: profile {t['profile']}; {protos}; mss {t['mss_bytes']} B + {t['header_bytes']} B headers, "
         f"initial window {t['initial_cwnd_segments']}, initial ssthresh {ssthresh}, rwnd {count(t['rwnd_bytes'])} B, "
-        f"SACK {onoff(t['sack'])}" + (f" ({t['sack_recovery']} recovery)" if t['sack'] else "") + ", "
+        f"SACK {onoff(t['sack'])}" + (f" ({t['sack_recovery']} recovery)" if t['sack'] else f" ({t['newreno_recovery']} recovery)") + ", "
+        f"{t['window_model']} window, {t['rto_model']} RTO, "
         f"limited transmit (singledup) {onoff(t['singledup'])}, whole packets {onoff(t['whole_packets'])}, "
         f"delayed ACK {onoff(t['delayed_ack'])}, dupthresh {t['dupthresh']}, "
         f"RTO min {seconds(t['min_rto_s'])} initial {seconds(t['initial_rto_s'])} max {seconds(t['max_rto_s'])} "

@@ -68,6 +68,9 @@ fn validate(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec
     tr.set_item("singledup", t.singledup)?;
     tr.set_item("whole_packets", t.whole_packets)?;
     tr.set_item("ecn_reaction", t.ecn_reaction.name())?;
+    tr.set_item("window_model", t.window_model.name())?;
+    tr.set_item("rto_model", t.rto_model.name())?;
+    tr.set_item("newreno_recovery", t.newreno_recovery.name())?;
     let protocols = PyDict::new_bound(py);
     for f in &sc.flows {
         let n: usize = protocols.get_item(f.cc.name())?.map_or(Ok(0), |v| v.extract())?;
@@ -91,16 +94,64 @@ fn buffer_item(py: Python<'_>, b: &fctlab_net::BufferLimit) -> PyObject {
     }
 }
 
+/// A queue discipline as a dict: `kind` ("droptail", "ecn" or "red"); `threshold` for "ecn";
+/// for "red" `variant` ("classic" or "ns2") and its parameters as the port runs them (classic:
+/// `min_threshold_pkts`, `max_threshold_pkts`, `max_p`, `weight`, `gentle`, `ecn`; ns2: ns-2's
+/// `thresh_`, `maxthresh_`, `q_weight_` (None: automatic), `max_p`, `mark_p`, `wait`, `bytes`,
+/// `mean_pktsize`, `target_delay_s`, `gentle`, `ecn`).
+fn queue_item(py: Python<'_>, q: &fctlab_net::QueueConfig) -> PyResult<PyObject> {
+    use fctlab_net::QueueConfig;
+
+    let d = PyDict::new_bound(py);
+    match q {
+        QueueConfig::DropTail => d.set_item("kind", "droptail")?,
+        QueueConfig::Ecn { threshold } => {
+            d.set_item("kind", "ecn")?;
+            d.set_item("threshold", buffer_item(py, threshold))?;
+        }
+        QueueConfig::Red(c) => {
+            d.set_item("kind", "red")?;
+            match &c.ns2 {
+                None => {
+                    d.set_item("variant", "classic")?;
+                    d.set_item("min_threshold_pkts", c.min_threshold_pkts)?;
+                    d.set_item("max_threshold_pkts", c.max_threshold_pkts)?;
+                    d.set_item("max_p", c.max_p)?;
+                    d.set_item("weight", c.weight)?;
+                    d.set_item("gentle", c.gentle)?;
+                    d.set_item("ecn", c.ecn)?;
+                }
+                Some(n) => {
+                    d.set_item("variant", "ns2")?;
+                    d.set_item("thresh", n.min_threshold)?;
+                    d.set_item("maxthresh", n.max_threshold)?;
+                    d.set_item("q_weight", n.weight)?;
+                    d.set_item("max_p", n.max_p)?;
+                    d.set_item("mark_p", n.mark_p)?;
+                    d.set_item("wait", n.wait)?;
+                    d.set_item("bytes", n.bytes)?;
+                    d.set_item("mean_pktsize", n.mean_pktsize)?;
+                    d.set_item("target_delay_s", n.target_delay.as_secs_f64())?;
+                    d.set_item("gentle", n.gentle)?;
+                    d.set_item("ecn", n.ecn)?;
+                }
+            }
+        }
+    }
+    Ok(d.into())
+}
+
 /// The network and run settings of a scenario after validation and overrides: `name`,
 /// `seed`, `stop_time_s`, `topology`, `nodes` (`name`, `kind` "host" or "switch"), `links`
-/// (`a`, `b`, `rate_bps`, `delay_s`, `buffer`, `level`), `nic_buffer`, `queue` (`kind`
-/// "droptail", "ecn" or "red", and `threshold` for "ecn") and `monitor`
+/// (`a`, `b`, `rate_bps`, `delay_s`, `buffer`, `level`), `nic_buffer`, `queue` (the switch
+/// ports' discipline, see `queue_item`), `nic_queue` (the host NICs'), `buffer_model`
+/// ("waiting" or "ns2") and `monitor`
 /// (`cwnd_interval_s`, `cwnd_flows` (None: every flow), `queue_interval_s`). Buffers are
 /// `("pkts", n)`, `("bytes", n)` or None (unlimited).
 #[pyfunction]
 #[pyo3(signature = (text, file, format="toml", overrides=vec![], unset=vec![]))]
 fn network(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>, unset: Vec<String>) -> PyResult<PyObject> {
-    use fctlab_net::{NodeKind, QueueConfig};
+    use fctlab_net::NodeKind;
 
     let sim = load(text, file, format, overrides, unset)?;
     let sc = sim.scenario();
@@ -146,16 +197,12 @@ fn network(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<
     }
     d.set_item("links", links)?;
     d.set_item("nic_buffer", buffer_item(py, &sc.nic_buffer))?;
-    let q = PyDict::new_bound(py);
-    match &sc.switch_queue {
-        QueueConfig::DropTail => q.set_item("kind", "droptail")?,
-        QueueConfig::Ecn { threshold } => {
-            q.set_item("kind", "ecn")?;
-            q.set_item("threshold", buffer_item(py, threshold))?;
-        }
-        QueueConfig::Red(_) => q.set_item("kind", "red")?,
-    }
-    d.set_item("queue", q)?;
+    d.set_item("queue", queue_item(py, &sc.switch_queue)?)?;
+    d.set_item("nic_queue", queue_item(py, &sc.nic_queue)?)?;
+    d.set_item("buffer_model", match sc.buffer_model {
+        fctlab_net::BufferModel::Waiting => "waiting",
+        fctlab_net::BufferModel::Ns2 => "ns2",
+    })?;
     let m = PyDict::new_bound(py);
     m.set_item("cwnd_interval_s", sc.monitor.cwnd_interval.map(|t| t.as_secs_f64()))?;
     m.set_item("cwnd_flows", sc.monitor.cwnd_flows.clone())?;

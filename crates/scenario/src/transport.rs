@@ -6,7 +6,7 @@ use crate::units::{Duration, Size};
 use crate::ScenarioError;
 use fctlab_engine::Nanos;
 use fctlab_sched::{Policy, Rank};
-use fctlab_transport::{cc, EcnReaction, Profile, SackRecovery, TcpConfig};
+use fctlab_transport::{cc, EcnReaction, NewRenoRecovery, Profile, RtoModel, SackRecovery, TcpConfig, WindowModel};
 use serde::Deserialize;
 
 /// The TCP keys of `[transport]` (every other key is a protocol parameter).
@@ -41,6 +41,12 @@ struct Keys {
     whole_packets: Option<bool>,
     /// `linux` or `ns2` (ns-2.35's TcpAgent::ecn()): the reaction to ECN echoes.
     ecn_reaction: Option<String>,
+    /// `bytes` or `ns2` (ns-2.35's cwnd in segments: opencwnd(), slowdown(), window()).
+    window_model: Option<String>,
+    /// `rfc6298` or `ns2` (ns-2.35's timed segment, tick RTTs and backoff).
+    rto_model: Option<String>,
+    /// `rfc6582` or `ns2` (ns-2.35's Agent/TCP/Newreno recovery without SACK).
+    newreno_recovery: Option<String>,
     /// Flow scheduling per origin-destination pair (SCHED_TCP): `tcp`, `srpt`, `las`, `fair`
     /// or `priority`; absent: no scheduling layer.
     scheduler: Option<String>,
@@ -101,6 +107,21 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
         Some(name) => EcnReaction::from_name(name)
             .ok_or_else(|| err("ecn_reaction", format!("unknown value \"{name}\" (known: {})", EcnReaction::NAMES.join(", "))))?,
     };
+    let window_model = match t.window_model.as_deref() {
+        None => d.window_model,
+        Some(name) => WindowModel::from_name(name)
+            .ok_or_else(|| err("window_model", format!("unknown value \"{name}\" (known: {})", WindowModel::NAMES.join(", "))))?,
+    };
+    let rto_model = match t.rto_model.as_deref() {
+        None => d.rto_model,
+        Some(name) => RtoModel::from_name(name)
+            .ok_or_else(|| err("rto_model", format!("unknown value \"{name}\" (known: {})", RtoModel::NAMES.join(", "))))?,
+    };
+    let newreno_recovery = match t.newreno_recovery.as_deref() {
+        None => d.newreno_recovery,
+        Some(name) => NewRenoRecovery::from_name(name)
+            .ok_or_else(|| err("newreno_recovery", format!("unknown value \"{name}\" (known: {})", NewRenoRecovery::NAMES.join(", "))))?,
+    };
     let tcp = TcpConfig {
         mss_bytes: mss as u32,
         header_bytes: header as u32,
@@ -129,6 +150,9 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
         singledup: t.singledup.unwrap_or(d.singledup),
         whole_packets: t.whole_packets.unwrap_or(d.whole_packets),
         ecn_reaction,
+        window_model,
+        rto_model,
+        newreno_recovery,
     };
     if tcp.initial_ssthresh_bytes.is_some_and(|b| b < 2 * mss) {
         return Err(err("initial_ssthresh", format!("must be at least two segments ({}B)", 2 * mss)));
@@ -150,6 +174,12 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
     }
     if tcp.tail_loss_probe && tcp.sack && tcp.sack_recovery == SackRecovery::Ns2 {
         return Err(err("tail_loss_probe", "needs sack_recovery = \"rfc6675\" (ns-2's Sack1 recovery has no loss probe)".into()));
+    }
+    if tcp.window_model == WindowModel::Ns2 && tcp.cwr {
+        return Err(err("window_model", "\"ns2\" needs cwr = false (ns-2 has no CWR state)".into()));
+    }
+    if tcp.rto_model == RtoModel::Ns2 && tcp.rto_granularity == Nanos::ZERO {
+        return Err(err("rto_model", "\"ns2\" needs rto_granularity (ns-2's tcpTick_) above 0".into()));
     }
     if tcp.dupthresh == 0 {
         return Err(err("dupthresh", "must be at least 1".into()));

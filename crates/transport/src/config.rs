@@ -50,6 +50,72 @@ pub struct TcpConfig {
     /// The reaction to ECN echoes: Linux/RFC 3168 (ssthresh = flight / 2, at least 2 segments)
     /// or ns-2.35's `TcpAgent::ecn()` and `slowdown()` (see `EcnReaction::Ns2`).
     pub ecn_reaction: EcnReaction,
+    /// The window of `tcp` and `atcp`: bytes (RFC 5681 with byte counting) or ns-2.35's
+    /// (`WindowModel::Ns2`).
+    pub window_model: WindowModel,
+    /// RTT sampling, RTO computation and backoff: RFC 6298 or ns-2.35's (`RtoModel::Ns2`).
+    pub rto_model: RtoModel,
+    /// NewReno recovery without SACK: RFC 6582 or ns-2.35's `Agent/TCP/Newreno`
+    /// (`NewRenoRecovery::Ns2`).
+    pub newreno_recovery: NewRenoRecovery,
+}
+
+/// Defines a two-valued `[transport]` key: its variants and their scenario names.
+macro_rules! named_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+        pub enum $name { $($(#[$vm])* $v),+ }
+        impl $name {
+            pub const NAMES: &'static [&'static str] = &[$($s),+];
+            pub fn from_name(name: &str) -> Option<Self> {
+                match name { $($s => Some($name::$v),)+ _ => None }
+            }
+            pub fn name(self) -> &'static str {
+                match self { $($name::$v => $s),+ }
+            }
+        }
+    };
+}
+
+named_enum! {
+    /// How `tcp` and `atcp` keep their window (`[transport] window_model`).
+    WindowModel {
+        /// In bytes: slow start with appropriate byte counting (RFC 3465, L = 2 MSS),
+        /// congestion avoidance of one MSS (ATCP: w MSS) per window of acknowledged bytes,
+        /// ssthresh = max(flight / 2, 2 MSS) on a loss or timeout.
+        Bytes = "bytes",
+        /// ns-2.35's `TcpAgent`: cwnd a double in segments, +1 per new ACK in slow start and
+        /// `increase_num_ / cwnd` in congestion avoidance (`opencwnd`, `wnd_option_ 1`; ATCP's
+        /// weight is `increase_num_`), `slowdown()` halving min(cwnd, rwnd) (`windowd()`) on a
+        /// loss or timeout, and int(min(cwnd, rwnd)) whole segments sent (`window()`).
+        Ns2 = "ns2",
+    }
+}
+
+named_enum! {
+    /// How RTTs are sampled and the RTO kept (`[transport] rto_model`).
+    RtoModel {
+        /// RFC 6298 on a timestamp echo of every ACK of new data; the backoff ends on any.
+        Rfc6298 = "rfc6298",
+        /// ns-2.35's `TcpAgent` without timestamps: one timed segment at a time, its RTT in
+        /// whole ticks, SRTT and RTTVAR in fixed point, and the backoff kept until the timed
+        /// segment (one first sent after the timeout or fast retransmit) is acknowledged.
+        Ns2 = "ns2",
+    }
+}
+
+named_enum! {
+    /// NewReno recovery without SACK (`[transport] newreno_recovery`).
+    NewRenoRecovery {
+        /// RFC 6582: a new fast retransmit once the cumulative ACK reaches the recovery
+        /// point, the window set to ssthresh when recovery ends.
+        Rfc6582 = "rfc6582",
+        /// ns-2.35's `NewRenoTcpAgent`: partial window deflation that may shrink cwnd, a new
+        /// fast retransmit only beyond the recovery point, cwnd kept (and opened) on the ACK
+        /// that ends recovery.
+        Ns2 = "ns2",
+    }
 }
 
 /// How a SACK sender recovers from losses (`[transport] sack_recovery`).
@@ -166,6 +232,9 @@ impl Profile {
                 singledup: true,                    // singledup_ 1
                 whole_packets: true,                // TcpAgent::sendmsg counts whole packets
                 ecn_reaction: EcnReaction::Ns2,     // TcpAgent::ecn(), precisionReduce_ true
+                window_model: WindowModel::Ns2,     // opencwnd(), slowdown(), window()
+                rto_model: RtoModel::Ns2,           // rtt_update(), rtt_timeout(), newack()
+                newreno_recovery: NewRenoRecovery::Ns2, // Agent/TCP/Newreno
             },
         }
     }
@@ -195,6 +264,9 @@ impl Default for TcpConfig {
             singledup: false,
             whole_packets: false,
             ecn_reaction: EcnReaction::Linux,
+            window_model: WindowModel::Bytes,
+            rto_model: RtoModel::Rfc6298,
+            newreno_recovery: NewRenoRecovery::Rfc6582,
         }
     }
 }

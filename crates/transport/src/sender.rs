@@ -37,7 +37,10 @@
 //! below the highest SACK retransmitted once in order, new data within the receiver's window
 //! past the holes, no lost-retransmission detection, recovery ending at the recovery point
 //! with the halved window, and duplicate ACKs ignored after a timeout until new data is
-//! acknowledged. `singledup`, `whole_packets` and `ecn_reaction = "ns2"` are described at
+//! acknowledged. `singledup`, `whole_packets`, `ecn_reaction = "ns2"`, `window_model = "ns2"`
+//! (`ns2_opencwnd`, `ns2_slowdown`, `cwnd_segments`), `rto_model = "ns2"` (`timed`,
+//! `ns2_rtt_on_new_ack`, `back_off`) and `newreno_recovery = "ns2"`
+//! (`ns2_partial_window_deflation` and the fast retransmit in `on_ack`) are described at
 //! their functions and fields.
 //!
 //! Router-assisted algorithms. The connection always opens with a SYN, every packet the
@@ -51,7 +54,7 @@
 //! a header-only packet goes out at the end of the round instead.
 
 use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent, SendContext};
-use crate::config::{EcnReaction, SackRecovery, TcpConfig};
+use crate::config::{EcnReaction, NewRenoRecovery, SackRecovery, TcpConfig, WindowModel};
 use crate::rtt::RttEstimator;
 use crate::scoreboard::RangeSet;
 use fctlab_engine::{BitsPerSec, Nanos};
@@ -154,6 +157,15 @@ pub struct TcpSender {
     /// `ecn_reaction = "ns2"`: ACKs up to this byte still carry ECN-Echo (ns-2's receiver
     /// repeats it until the first packet sent after the reduction, which carries CWR).
     ece_until: u64,
+    /// `window_model = "ns2"` (`tcp` and `atcp`): ns-2's `cwnd_`, a double in segments;
+    /// `st.cwnd_bytes` follows it (rounded down to whole bytes).
+    ns2_cwnd: f64,
+    /// `rto_model = "ns2"`: the timed segment (ns-2's `rtt_active_`, `rtt_seq_`, `rtt_ts_`):
+    /// its end and when it was sent. A SYN is timed with end 0.
+    timed: Option<(u64, Nanos)>,
+    /// `rto_model = "ns2"` without SACK: the timer was restarted on a partial ACK of this
+    /// recovery (`firstpartial_`, `newreno_changes1_ 1`).
+    first_partial: bool,
     /// Whether the window has left slow start: it reached ssthresh, or a loss, an ECN echo
     /// or a timeout set ssthresh below it.
     pub left_slow_start: bool,
@@ -220,6 +232,9 @@ impl TcpSender {
             sack1_pipe: 0,
             next_retx: 0,
             ece_until: 0,
+            ns2_cwnd: cfg.initial_cwnd_segments.max(1) as f64,
+            timed: None,
+            first_partial: false,
             left_slow_start: false,
             packets_sent: 0,
             completed_at: None,
@@ -272,6 +287,9 @@ impl TcpSender {
     pub fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
         if self.cfg.handshake || self.router {
             self.send_syn(now, out);
+            if self.rtt.is_ns2() {
+                self.timed = Some((0, now)); // output() of seqno 0 starts the timing
+            }
         } else {
             self.state = State::Established;
             self.send_what_fits(now, out);
@@ -338,8 +356,17 @@ impl TcpSender {
     pub fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
         match (self.state, p.kind) {
             (State::SynSent, PacketKind::SynAck) => {
-                self.rtt.sample(Nanos(now.0.saturating_sub(p.ts_echo_ns)));
-                self.backoff = 0;
+                if self.rtt.is_ns2() {
+                    // newack(): a sample and the end of the backoff only if the SYN was timed,
+                    // i.e. not retransmitted (tcp.cc:1407-1419).
+                    if let Some((_, sent)) = self.timed.take() {
+                        self.rtt.sample_ns2(sent, now);
+                        self.backoff = 0;
+                    }
+                } else {
+                    self.rtt.sample(Nanos(now.0.saturating_sub(p.ts_echo_ns)));
+                    self.backoff = 0;
+                }
                 self.state = State::Established;
                 self.rto_deadline = None;
                 if p.has(flags::ROUTER) {
@@ -397,7 +424,13 @@ impl TcpSender {
             let acked = ack - self.snd_una;
             // Timestamp echo gives a sample even for retransmitted data (RFC 7323).
             let r = Nanos(now.0.saturating_sub(p.ts_echo_ns));
-            self.rtt.sample(r);
+            let partial = self.in_recovery && ack < self.recover;
+            if self.rtt.is_ns2() {
+                self.ns2_rtt_on_new_ack(now, ack, partial);
+            } else {
+                self.rtt.sample(r);
+                self.backoff = 0;
+            }
             let rtt = Some(r);
             self.snd_una = ack;
             if self.snd_nxt < ack {
@@ -405,8 +438,10 @@ impl TcpSender {
             }
             self.sacked.remove_below(ack);
             self.retx.remove_below(ack);
-            let partial = self.in_recovery && ack < self.recover;
-            self.dupacks = if partial && !self.cfg.sack {
+            self.dupacks = if partial && !self.cfg.sack && self.ns2_newreno() {
+                self.ns2_partial_window_deflation(acked);
+                self.dupacks
+            } else if partial && !self.cfg.sack {
                 // The segments that sent duplicate ACKs and are now acknowledged have left the
                 // window's accounting; the retransmitted one did not send any (RFC 6582's
                 // deflation by the data acknowledged, plus one segment).
@@ -414,7 +449,15 @@ impl TcpSender {
             } else {
                 0
             };
-            self.backoff = 0;
+            // ns-2 restarts the timer on the first partial ACK of a recovery only
+            // (NewRenoTcpAgent::partialnewack_helper, tcp-newreno.cc:88, newreno_changes1_ 1).
+            let restart_timer = if partial && !self.cfg.sack && self.rtt.is_ns2() {
+                !std::mem::replace(&mut self.first_partial, true)
+            } else {
+                self.first_partial = false;
+                true
+            };
+            let mut open_on_exit = false;
             if self.in_recovery {
                 if ack >= self.recover {
                     self.in_recovery = false;
@@ -427,8 +470,13 @@ impl TcpSender {
                         self.sacked.clear();
                         self.next_retx = 0;
                         self.after_timeout = false;
+                    } else if self.ns2_newreno() {
+                        // NewRenoTcpAgent::recv (tcp-newreno.cc:229-246): dupwnd_ = 0, cwnd_
+                        // stays as the halving (and deflation) left it, and this ACK opens it
+                        // (recv_newack_helper).
+                        open_on_exit = true;
                     } else {
-                        self.st.cwnd_bytes = self.st.ssthresh_bytes.max(mss);
+                        self.set_cwnd_bytes(self.st.ssthresh_bytes.max(mss));
                     }
                 } else if sack1 {
                     // Partial ACK with partial_ack_ false (tcp-sack1.cc:223): pipe_ loses one
@@ -446,7 +494,7 @@ impl TcpSender {
                 }
             } else {
                 if self.cwr.is_some_and(|c| self.snd_una > c.high_seq) {
-                    self.st.cwnd_bytes = self.st.ssthresh_bytes.max(mss);
+                    self.set_cwnd_bytes(self.st.ssthresh_bytes.max(mss));
                     self.cwr = None;
                 }
                 if sack1 {
@@ -456,6 +504,9 @@ impl TcpSender {
                     self.next_retx = 0;
                     self.after_timeout = false;
                 }
+                open_on_exit = true;
+            }
+            if open_on_exit {
                 // ns-2 opens the window only on ACKs without ECN-Echo (recv_newack_helper,
                 // tcp.cc:1478), and its receiver repeats the echo until the packet carrying
                 // CWR, the first one sent after the reduction, arrives (tcp-sink.cc:319-328).
@@ -473,12 +524,21 @@ impl TcpSender {
                     bytes_sent: self.snd_max,
                 };
                 if !ns2_ece {
-                    self.cc.on_ack(&mut self.st, &sample);
+                    if self.ns2_window() {
+                        // The algorithm sees the ACK (ATCP's weight), the window is ns-2's.
+                        let mut scratch = self.st;
+                        self.cc.on_ack(&mut scratch, &sample);
+                        self.ns2_opencwnd();
+                    } else {
+                        self.cc.on_ack(&mut self.st, &sample);
+                    }
                 }
                 self.left_slow_start |= self.st.cwnd_bytes >= self.st.ssthresh_bytes;
-                // The window never grows past what the receiver accepts (ns-2's window_ caps
-                // cwnd_ in effect; Linux grows cwnd only while it limits the sender).
-                self.st.cwnd_bytes = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes.max(mss));
+                if !self.ns2_window() {
+                    // The window never grows past what the receiver accepts (ns-2's window_
+                    // caps cwnd_ in effect; Linux grows cwnd only while it limits the sender).
+                    self.st.cwnd_bytes = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes.max(mss));
+                }
             }
             if self.snd_una >= self.size {
                 self.finish(now);
@@ -487,7 +547,7 @@ impl TcpSender {
             if self.tlp_high_seq.is_some_and(|h| self.snd_una >= h) {
                 self.tlp_high_seq = None;
             }
-            self.arm_if_outstanding(now, true);
+            self.arm_if_outstanding(now, restart_timer);
         } else if ack == self.snd_una && self.snd_una < self.snd_max {
             if !sack1 {
                 self.dupacks += 1;
@@ -513,6 +573,23 @@ impl TcpSender {
                 if counted_dupack && self.dupacks == self.cfg.dupthresh {
                     self.sack1_dupack_action(now, out);
                 }
+            } else if self.ns2_newreno() {
+                // NewRenoTcpAgent::dupack_action (tcp-newreno.cc:118-177), on the dupthresh-th
+                // duplicate ACK only: a fast retransmit needs highest_ack_ > recover_ (or
+                // highest_ack_ == 0, bugfix_ss_); otherwise nothing but the ECN case below.
+                let first = if self.cfg.handshake || self.router { 0 } else { mss };
+                let recovered = self.snd_una > self.recover || self.snd_una == first;
+                if counted_dupack && self.dupacks == self.cfg.dupthresh {
+                    if recovered {
+                        self.enter_recovery();
+                        if let Some((seq, len)) = self.next_hole() {
+                            self.retransmit(now, seq, len, out);
+                        }
+                        self.ns2_reset_rtx_timer(now);
+                    } else if self.ns2_ecn() && self.last_action == CwndAction::Ecn {
+                        self.ns2_repair_ecn_window(now, out);
+                    }
+                }
             } else if self.snd_una >= self.recover {
                 let dupthresh = self.cfg.dupthresh as u64;
                 let sack_says = self.cfg.sack && self.sacked.total() >= dupthresh * mss;
@@ -525,19 +602,10 @@ impl TcpSender {
                     if let Some((seq, len)) = self.next_hole() {
                         self.retransmit(now, seq, len, out);
                     }
+                    self.ns2_reset_rtx_timer(now);
                 }
             } else if self.ns2_ecn() && counted_dupack && self.dupacks == self.cfg.dupthresh && self.last_action == CwndAction::Ecn {
-                // NewRenoTcpAgent::dupack_action (tcp-newreno.cc:136): a loss in the window
-                // an ECN echo already halved is repaired without a second reduction.
-                self.last_action = CwndAction::Dupack;
-                self.in_recovery = true;
-                self.retx.clear();
-                self.rexmits.clear();
-                self.lost_hint = self.snd_una + mss;
-                if let Some((seq, len)) = self.next_hole() {
-                    self.retransmit(now, seq, len, out);
-                }
-                self.arm_if_outstanding(now, true);
+                self.ns2_repair_ecn_window(now, out);
             }
         }
         if self.cfg.singledup && !self.in_recovery && counted_dupack && self.dupacks < self.cfg.dupthresh {
@@ -554,6 +622,133 @@ impl TcpSender {
         }
         if ack_advanced || delivered > 0 || self.packets_sent > sent_before {
             self.schedule_probe(now, ack_advanced);
+        }
+    }
+
+    /// NewRenoTcpAgent::dupack_action (tcp-newreno.cc:136): a loss in the window an ECN echo
+    /// already halved is repaired without a second reduction.
+    fn ns2_repair_ecn_window(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        self.last_action = CwndAction::Dupack;
+        self.in_recovery = true;
+        self.retx.clear();
+        self.rexmits.clear();
+        self.lost_hint = self.snd_una + self.st.mss_bytes;
+        if let Some((seq, len)) = self.next_hole() {
+            self.retransmit(now, seq, len, out);
+        }
+        self.arm_if_outstanding(now, true);
+        if self.rtt.is_ns2() {
+            self.timed = None; // reset_rtx_timer(1, 0)
+        }
+    }
+
+    /// `reset_rtx_timer(1, 0)` at a fast retransmit (`rto_model = "ns2"`; tcp.cc:976): the
+    /// timer restarts and the timed segment is forgotten (`rtt_active_ = 0`).
+    fn ns2_reset_rtx_timer(&mut self, now: Nanos) {
+        if self.rtt.is_ns2() {
+            self.timed = None;
+            self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
+        }
+    }
+
+    /// ns-2's RTT sample and end of backoff on an ACK of new data up to `ack`
+    /// (`rto_model = "ns2"`, before `snd_una` moves). `TcpAgent::newack` (tcp.cc:1407-1420):
+    /// the timed segment acknowledged gives a sample and ends the backoff (`t_backoff_ = 1`);
+    /// a NewReno partial ACK (`partialnewack`, tcp-newreno.cc:83) ends both without a
+    /// sample; a Sack1 partial ACK ends the backoff whatever was timed (tcp-sack1.cc:224).
+    fn ns2_rtt_on_new_ack(&mut self, now: Nanos, ack: u64, partial: bool) {
+        let timed_acked = self.timed.is_some_and(|(end, _)| ack >= end);
+        if partial && !self.cfg.sack {
+            if timed_acked {
+                self.timed = None;
+                self.backoff = 0;
+            }
+        } else if partial && self.sack1() {
+            self.backoff = 0;
+        } else if timed_acked {
+            if let Some((_, sent)) = self.timed.take() {
+                self.rtt.sample_ns2(sent, now);
+            }
+            self.backoff = 0;
+        }
+    }
+
+    /// ns-2's window (`window_model = "ns2"`) for this flow: `tcp` and `atcp`.
+    #[inline]
+    fn ns2_window(&self) -> bool {
+        self.cfg.window_model == WindowModel::Ns2 && matches!(self.cc, AnyCc::NewReno(_) | AnyCc::Atcp(_))
+    }
+
+    /// ns-2's NewReno recovery (`newreno_recovery = "ns2"`), used without SACK.
+    #[inline]
+    fn ns2_newreno(&self) -> bool {
+        self.cfg.newreno_recovery == NewRenoRecovery::Ns2 && !self.cfg.sack
+    }
+
+    /// Sets ns-2's `cwnd_` (segments) and the byte window that follows it.
+    fn set_cwnd_segments(&mut self, c: f64) {
+        self.ns2_cwnd = c;
+        self.st.cwnd_bytes = ((c * self.st.mss_bytes as f64) as u64).max(1);
+    }
+
+    /// Sets the window in bytes (ns-2's `cwnd_` follows with `window_model = "ns2"`).
+    fn set_cwnd_bytes(&mut self, b: u64) {
+        self.st.cwnd_bytes = b;
+        if self.ns2_window() {
+            self.ns2_cwnd = b as f64 / self.st.mss_bytes as f64;
+        }
+    }
+
+    /// The window in whole segments: ns-2's `int(cwnd_)` with `window_model = "ns2"`.
+    #[inline]
+    fn cwnd_segments(&self) -> u64 {
+        if self.ns2_window() {
+            self.ns2_cwnd as u64
+        } else {
+            self.st.cwnd_bytes / self.st.mss_bytes
+        }
+    }
+
+    /// `TcpAgent::opencwnd` (tcp.cc:1130-1150, `wnd_option_ 1`, `max_ssthresh_ 0`): +1 in
+    /// slow start (cwnd_ < ssthresh_), else `increase_num_ / cwnd_`, ATCP's weight being
+    /// `increase_num_`. cwnd_ is not capped (`window()` applies `window_`).
+    fn ns2_opencwnd(&mut self) {
+        let ssthresh = (self.st.ssthresh_bytes / self.st.mss_bytes) as f64;
+        let c = self.ns2_cwnd;
+        let c = if c < ssthresh { c + 1.0 } else { c + self.cc.weight().unwrap_or(1.0) / c };
+        self.set_cwnd_segments(c);
+    }
+
+    /// `TcpAgent::slowdown(CLOSE_SSTHRESH_HALF | CLOSE_CWND_HALF)` (loss, ECN) or
+    /// `(CLOSE_SSTHRESH_HALF | CLOSE_CWND_RESTART)` (timeout, `wnd_restart_ 1`) with
+    /// `precisionReduce_` (tcp.cc:1252-1350): halfwin = `windowd()` / 2 = min(cwnd_,
+    /// window_) / 2 as a double, ssthresh_ = int(halfwin) (at least 2), cwnd_ = halfwin or 1
+    /// (at least 1).
+    fn ns2_slowdown(&mut self, cwnd_half: bool) {
+        let mss = self.st.mss_bytes;
+        let wnd = (self.cfg.rwnd_bytes / mss).max(1) as f64;
+        let halfwin = self.ns2_cwnd.min(wnd) / 2.0;
+        self.st.ssthresh_bytes = (halfwin as u64).max(2) * mss;
+        self.set_cwnd_segments(if cwnd_half { halfwin.max(1.0) } else { 1.0 });
+    }
+
+    /// `NewRenoTcpAgent::partialnewack` with `partial_window_deflation_ 1`
+    /// (tcp-newreno.cc:62-81): `deflate` packets acknowledged; if dupwnd_ (the duplicate
+    /// ACK count here) exceeds it, dupwnd_ -= deflate - 1, else cwnd_ -= deflate - dupwnd_
+    /// (at least one segment) and dupwnd_ = 1.
+    fn ns2_partial_window_deflation(&mut self, acked: u64) {
+        let mss = self.st.mss_bytes;
+        let deflate = acked.div_ceil(mss) as u32;
+        if self.dupacks > deflate {
+            self.dupacks -= deflate - 1;
+        } else {
+            let by = (deflate - self.dupacks) as u64;
+            if self.ns2_window() {
+                self.set_cwnd_segments((self.ns2_cwnd - by as f64).max(1.0));
+            } else {
+                self.st.cwnd_bytes = self.st.cwnd_bytes.saturating_sub(by * mss).max(mss);
+            }
+            self.dupacks = 1;
         }
     }
 
@@ -609,6 +804,10 @@ impl TcpSender {
     /// (tcp.cc:1252): half of min(cwnd, rwnd), cwnd exact (at least one segment), ssthresh in
     /// whole segments (at least two).
     fn ns2_halve(&mut self) {
+        if self.ns2_window() {
+            self.ns2_slowdown(true);
+            return;
+        }
         let mss = self.st.mss_bytes;
         let half = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes) / 2;
         self.st.ssthresh_bytes = (half / mss).max(2) * mss;
@@ -627,7 +826,8 @@ impl TcpSender {
         }
         // t_seqno_ <= highest_ack_ + wnd_ and t_seqno_ <= highest_ack_ + cwnd_ + dupacks_,
         // counted in whole packets.
-        if outstanding + mss > self.cfg.rwnd_bytes.max(mss) || outstanding + mss > self.st.cwnd_bytes + self.dupacks as u64 * mss {
+        let cwnd = if self.ns2_window() { self.cwnd_segments() * mss } else { self.st.cwnd_bytes };
+        if outstanding + mss > self.cfg.rwnd_bytes.max(mss) || outstanding + mss > cwnd + self.dupacks as u64 * mss {
             return;
         }
         let seq = self.snd_nxt;
@@ -666,7 +866,7 @@ impl TcpSender {
         self.rexmits.clear();
         self.last_action = CwndAction::Dupack;
         if cut {
-            if matches!(self.cc, AnyCc::NewReno(_)) {
+            if matches!(self.cc, AnyCc::NewReno(_)) || self.ns2_window() {
                 self.ns2_halve();
             } else {
                 let flight = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes);
@@ -676,6 +876,9 @@ impl TcpSender {
         // reset_rtx_timer(1, 0), MarkRetran(highest_ack_ + 1), output(last_ack_ + 1): the
         // first retransmission is not counted in pipe_.
         self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
+        if self.rtt.is_ns2() {
+            self.timed = None;
+        }
         let len = (self.snd_max - self.snd_una).min(mss);
         self.next_retx = self.snd_una + len;
         let seq = self.snd_una;
@@ -689,7 +892,7 @@ impl TcpSender {
     fn sack1_send_much(&mut self, now: Nanos, out: &mut Vec<Packet>) {
         let mss = self.st.mss_bytes;
         let rwnd = self.cfg.rwnd_bytes.max(mss);
-        while self.sack1_pipe < (self.st.cwnd_bytes / mss) as i64 && self.snd_una < self.size {
+        while self.sack1_pipe < self.cwnd_segments() as i64 && self.snd_una < self.size {
             let from = self.next_retx.max(self.snd_una);
             let highest = self.sacked.highest().unwrap_or(0);
             let (g, gap_end) = self.sacked.next_gap(from);
@@ -820,7 +1023,9 @@ impl TcpSender {
     fn enter_recovery(&mut self) {
         if self.cwr.take().is_some() {
             // Already reducing for an ECN echo: the loss continues that reduction.
-            self.st.cwnd_bytes = self.st.ssthresh_bytes.max(self.st.mss_bytes);
+            self.set_cwnd_bytes(self.st.ssthresh_bytes.max(self.st.mss_bytes));
+        } else if self.ns2_window() {
+            self.ns2_slowdown(true);
         } else {
             // FlightSize, but not above the window: with many holes, snd_max - snd_una
             // overstates what is really in the network.
@@ -907,7 +1112,13 @@ impl TcpSender {
         if self.state != State::Established {
             return;
         }
-        let wnd = self.st.cwnd_bytes.max(self.st.mss_bytes);
+        let wnd = if self.ns2_window() {
+            // TcpAgent::window() (tcp.cc:899): int(cwnd_) whole segments (window_ applies in
+            // send_one as rwnd).
+            self.cwnd_segments().max(1) * self.st.mss_bytes
+        } else {
+            self.st.cwnd_bytes.max(self.st.mss_bytes)
+        };
         while self.send_one(now, wnd, out) {}
         if self.router {
             self.send_fin_if_done(now, out);
@@ -998,6 +1209,10 @@ impl TcpSender {
         let retx = seq < self.snd_max;
         if retx {
             self.retransmits += 1;
+        } else if self.timed.is_none() && self.rtt.is_ns2() {
+            // output() (tcp.cc:789-797): the first packet beyond maxseq_ sent while none is
+            // timed starts the timing.
+            self.timed = Some((seq + len, now));
         }
         if let Some(c) = self.cwr.as_mut() {
             c.out += len;
@@ -1064,6 +1279,20 @@ impl TcpSender {
         }
     }
 
+    /// One more doubling of the timeout. With `rto_model = "ns2"`, `TcpAgent::rtt_backoff`
+    /// (tcp.cc:622): `t_backoff_` doubles while below 64 or while the timeout is below
+    /// `maxrto_`, and beyond 8 the SRTT is cleared.
+    fn back_off(&mut self) {
+        if !self.rtt.is_ns2() {
+            self.backoff += 1;
+            return;
+        }
+        if self.backoff < 6 || self.rtt.backed_off(self.backoff) < self.cfg.max_rto {
+            self.backoff += 1;
+        }
+        self.rtt.backed_off_ns2(self.backoff);
+    }
+
     fn on_rto(&mut self, now: Nanos, out: &mut Vec<Packet>) {
         self.probe_deadline = None;
         match self.state {
@@ -1072,7 +1301,8 @@ impl TcpSender {
             }
             State::SynSent => {
                 self.timeouts += 1;
-                self.backoff += 1;
+                self.back_off();
+                self.timed = None;
                 self.send_syn(now, out);
             }
             State::Established => {
@@ -1085,7 +1315,11 @@ impl TcpSender {
                 if self.ns2_ecn() && self.last_action == CwndAction::Ecn && self.snd_una < self.recover {
                     // TcpAgent::timeout (tcp.cc:1920): in the window an ECN echo already
                     // halved, ssthresh stays; the window restarts at one segment.
-                    self.st.cwnd_bytes = self.st.mss_bytes;
+                    self.set_cwnd_bytes(self.st.mss_bytes);
+                } else if self.ns2_window() {
+                    // TcpAgent::timeout (tcp.cc:1927): slowdown(CLOSE_SSTHRESH_HALF |
+                    // CLOSE_CWND_RESTART).
+                    self.ns2_slowdown(false);
                 } else {
                     let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
                     self.cc.on_congestion(&mut self.st, CongestionEvent::Timeout { flight_bytes: flight });
@@ -1105,7 +1339,8 @@ impl TcpSender {
                 self.rexmits.clear();
                 self.dupacks = 0;
                 self.snd_nxt = self.snd_una;
-                self.backoff += 1;
+                self.back_off();
+                self.timed = None; // reset_rtx_timer(0, 1): rtt_active_ = 0
                 self.send_what_fits(now, out);
                 self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
             }
@@ -1544,12 +1779,119 @@ mod tests {
         let mut s2 = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), false);
         s2.start(Nanos::ZERO, &mut out);
         assert_eq!(s2.snd_max, 5 * MSS);
-        s2.st.cwnd_bytes = 4 * MSS;
+        s2.set_cwnd_segments(4.0);
         out.clear();
         ack(&mut s2, 101, 0, &[], &mut out);
         assert!(out.is_empty(), "5 + 1 > 4 + 1: {:?}", seqs(&out));
         ack(&mut s2, 102, 0, &[], &mut out);
         assert_eq!(seqs(&out), vec![5], "5 + 1 <= 4 + 2");
+    }
+
+    /// ns-2.35's `Agent/TCP/Newreno` as the ns2 profile has it, without handshake.
+    fn ns2_newreno(initial_cwnd: u32) -> TcpSender {
+        let cfg = TcpConfig { handshake: false, initial_cwnd_segments: initial_cwnd, ..crate::Profile::Ns2.config() };
+        TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), false)
+    }
+
+    /// `window_model = "ns2"`: opencwnd() (+1 in slow start, increase_num_ / cwnd_ after,
+    /// ATCP's weight as increase_num_), int(cwnd_) whole segments sent, and slowdown()
+    /// halving windowd() = min(cwnd_, window_) on a loss and a timeout, not the flight.
+    #[test]
+    fn ns2_window_opens_by_increase_over_cwnd_and_halves_min_of_cwnd_and_window() {
+        let mut s = ns2_newreno(2);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out);
+        ack(&mut s, 100, 1, &[], &mut out);
+        assert_eq!(s.ns2_cwnd, 3.0, "slow start: +1");
+        s.st.ssthresh_bytes = 4 * MSS;
+        s.set_cwnd_segments(4.5);
+        out.clear();
+        ack(&mut s, 200, 2, &[], &mut out);
+        assert_eq!(s.ns2_cwnd, 4.5 + 1.0 / 4.5, "congestion avoidance: +1/cwnd");
+        assert_eq!(seqs(&out), vec![4, 5], "int(4.72) = 4 segments outstanding");
+        // cwnd_ above window_ (20): a loss halves min(cwnd_, window_), whatever is in flight.
+        s.set_cwnd_segments(30.0);
+        for t in 0..3 {
+            ack(&mut s, 300 + t, 2, &[], &mut out);
+        }
+        assert!(s.in_recovery());
+        assert_eq!((s.ns2_cwnd, s.st.ssthresh_bytes), (10.0, 10 * MSS), "{}", s.describe());
+        // A timeout: ssthresh_ = int(min(cwnd_, window_) / 2), cwnd_ = 1.
+        s.set_cwnd_segments(9.5);
+        let t = s.timer_deadline().unwrap();
+        s.on_timer(t, &mut out);
+        assert_eq!((s.ns2_cwnd, s.st.ssthresh_bytes), (1.0, 4 * MSS));
+        // ATCP's weight enters as increase_num_.
+        let cfg = TcpConfig { handshake: false, ..crate::Profile::Ns2.config() };
+        let atcp = crate::cc::atcp::AtcpConfig { function: crate::cc::atcp::WeightFunction::Fixed { weight: 2.0 } };
+        let mut a = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::Atcp(atcp).build(&Default::default()), false);
+        a.start(Nanos::ZERO, &mut out);
+        a.st.ssthresh_bytes = 2 * MSS;
+        a.set_cwnd_segments(4.0);
+        ack(&mut a, 100, 1, &[], &mut out);
+        assert_eq!(a.ns2_cwnd, 4.5, "+ weight / cwnd");
+    }
+
+    /// `rto_model = "ns2"`: the backoff of a timeout stays until a segment first sent after
+    /// it is acknowledged (newack(): rtt_active_ and seqno >= rtt_seq_), not on the first
+    /// new ACK; RTT samples come from the one timed segment.
+    #[test]
+    fn ns2_backoff_is_kept_until_the_timed_segment_is_acknowledged() {
+        let mut s = ns2_newreno(2);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out); // 0 and 1, 0 timed
+        ack(&mut s, 30_000, 1, &[], &mut out); // 3 ticks: RTO max(90 ms, minrto_ 200 ms)
+        assert_eq!(s.rtt.rto(), Nanos::from_millis(200));
+        assert_eq!(s.timed.map(|t| t.0), Some(3 * MSS), "segment 2, the first sent untimed, is timed");
+        let t = s.timer_deadline().unwrap();
+        out.clear();
+        s.on_timer(t, &mut out);
+        assert_eq!((s.backoff, seqs(&out)), (1, vec![1]));
+        assert!(s.timed.is_none());
+        // The retransmission is acknowledged: the backoff stays (RFC 6298 would end it).
+        let t1 = t + Nanos::from_millis(30);
+        out.clear();
+        s.on_packet(t1, &Packet { kind: PacketKind::Ack, ack: 2 * MSS, ..Default::default() }, &mut out);
+        assert_eq!(s.backoff, 1);
+        assert_eq!(s.timer_deadline(), Some(t1 + Nanos::from_millis(400)));
+        assert_eq!(seqs(&out), vec![2, 3], "resent from the timeout: not timed");
+        ack(&mut s, (t1.0 / 1000) + 10_000, 4, &[], &mut out);
+        assert_eq!(s.backoff, 1, "still no segment sent after the timeout acknowledged");
+        let timed_end = s.timed.map(|t| t.0).unwrap();
+        assert_eq!(timed_end, 5 * MSS, "segment 4, the first new one, is timed");
+        ack(&mut s, (t1.0 / 1000) + 20_000, 5, &[], &mut out);
+        assert_eq!(s.backoff, 0, "the timed segment is acknowledged");
+    }
+
+    /// `newreno_recovery = "ns2"`: a partial ACK that acknowledges more packets than dupwnd_
+    /// shrinks cwnd_ (partial_window_deflation_), recovery ends with cwnd_ kept and opened,
+    /// and an ACK at the recovery point exactly allows no new fast retransmit.
+    #[test]
+    fn ns2_newreno_deflates_the_window_and_needs_an_ack_beyond_the_recovery_point() {
+        let mut s = ns2_newreno(10);
+        let mut out = Vec::new();
+        s.start(Nanos::ZERO, &mut out);
+        ack(&mut s, 100, 1, &[], &mut out); // cwnd 11: 1..=11 outstanding
+        for t in 0..3 {
+            ack(&mut s, 200 + t, 1, &[], &mut out); // singledup sends 12 and 13, then the fast retransmit
+        }
+        assert!(s.in_recovery());
+        assert_eq!(s.recover, 14 * MSS);
+        assert_eq!((s.ns2_cwnd, s.st.ssthresh_bytes), (5.5, 5 * MSS));
+        ack(&mut s, 300, 1, &[], &mut out); // dupwnd_ 4
+        out.clear();
+        // 7 packets acknowledged, dupwnd_ 4: cwnd_ -= 3, dupwnd_ = 1; 8 goes out at once.
+        ack(&mut s, 400, 8, &[], &mut out);
+        assert_eq!((s.ns2_cwnd, s.dupacks), (2.5, 1), "{}", s.describe());
+        assert_eq!(seqs(&out), vec![8]);
+        ack(&mut s, 500, 14, &[], &mut out);
+        assert!(!s.in_recovery());
+        assert_eq!(s.ns2_cwnd, 3.5, "kept, then opened by one (below ssthresh_)");
+        assert!(s.snd_max > 14 * MSS);
+        for t in 0..3 {
+            ack(&mut s, 600 + t, 14, &[], &mut out);
+        }
+        assert!(!s.in_recovery(), "highest_ack_ == recover_: no fast retransmit");
     }
 
     /// `whole_packets`: a flow of 2500 B with 1000 B segments sends three full segments and is
