@@ -17,6 +17,8 @@ from typing import Optional
 
 import numpy as np
 
+from ..numfmt import seconds as _fmt_s
+
 KB = 1_000
 #: Size buckets of the crosscheck: finer than the reports' default, because the papers' mixes
 #: put most flows below 100 KB.
@@ -150,16 +152,6 @@ def statistics(runs: list, plan) -> dict:
         b = interval([s["goodput"].get(fid, math.nan) * 8 / t for s, t in zip(per["other"], T)])
         stats["goodput"].append({"flow_id": fid, "fctlab": a, "other": b})
     return stats
-
-
-def _fmt_s(x: float) -> str:
-    if x is None or math.isnan(x):
-        return "-"
-    if x >= 1:
-        return f"{x:.3f} s"
-    if x >= 1e-3:
-        return f"{x * 1e3:.3f} ms"
-    return f"{x * 1e6:.1f} us"
 
 
 def _fmt_iv(iv: tuple, fmt) -> str:
