@@ -278,3 +278,23 @@ def test_a_run_with_a_long_lived_flow_lasts_until_the_stop_time(tmp_path):
     assert r["ns2"]["summary"]["sim_time_s"] == pytest.approx(0.05)
     a, b = (r[s]["flows"].bytes_delivered[1] for s in ("fctlab", "ns2"))
     assert a == pytest.approx(b, rel=0.01)
+
+
+@needs_ns
+@pytest.mark.parametrize("name", ["two_flow_rate", "two_flow_rate_tcp", "two_flow_cwnd"])
+def test_atcp_two_flows_as_ns2(tmp_path, name):
+    """The ATCP paper's two-flow set-ups under the ns2 profile (as `fctlab reproduce atcp` runs
+    them): ATCP as ns-2's increase_num_, Newreno recovery, 100 Mbps DropTail chain. fctlab and
+    ns-2.35 give the same completions, goodputs, retransmissions and drops."""
+    sets = ['transport.profile="ns2"', 'transport.rwnd="1000000B"', 'transport.initial_ssthresh="1000000B"']
+    if name == "two_flow_cwnd":
+        sets.append('stop_time="2s"')
+    r = both(ROOT / "scenarios" / "papers" / "atcp" / f"{name}.toml", sets, tmp=tmp_path)
+    a, b = r["fctlab"], r["ns2"]
+    assert a["links"].drops.sum() == b["links"].drops.sum() > 0
+    assert list(a["flows"].retransmits) == list(b["flows"].retransmits)
+    for x, y in zip(a["flows"].itertuples(), b["flows"].itertuples()):
+        if x.completed:
+            assert x.fct_s == pytest.approx(y.fct_s, rel=1e-6)
+        else:
+            assert x.bytes_delivered == pytest.approx(y.bytes_delivered, rel=1e-3)

@@ -89,8 +89,15 @@ def test_quick_run_reproduces_theorem1(quick_run, profile):
     r = json.loads((out / "results.json").read_text())["items"]
     # Theorem 1: weights 1 and 2 give a 2 : 1 window and throughput ratio; TCP shares equally
     n1 = r["1"]["profiles"][profile]["numbers"]
-    assert n1["weighted_cwnd_ratio"] == pytest.approx(2.0, rel=0.1)
-    assert n1["weighted_rate_ratio"] == pytest.approx(2.0, rel=0.15)
+    if profile == "linux":
+        assert n1["weighted_cwnd_ratio"] == pytest.approx(2.0, rel=0.1)
+        assert n1["weighted_rate_ratio"] == pytest.approx(2.0, rel=0.15)
+    else:
+        # ns-2.35 itself gives about 1.7 on this DropTail chain (the flows do not lose in
+        # proportion to their windows); the ns2 profile runs it packet for packet as ns-2 does
+        # (test_crosscheck.py::test_atcp_two_flows_as_ns2), so the ratio is ns-2's, not the theorem's
+        assert 1.5 < n1["weighted_cwnd_ratio"] < 2.1
+        assert 1.5 < n1["weighted_rate_ratio"] < 2.1
     assert n1["tcp_cwnd_ratio"] == pytest.approx(1.0, rel=0.1)
     # the primary profile's numbers are the item's own
     assert r["1"]["numbers"] == r["1"]["profiles"]["ns2"]["numbers"]
@@ -99,11 +106,12 @@ def test_quick_run_reproduces_theorem1(quick_run, profile):
 def test_quick_run_two_flow_under_each_profile(quick_run):
     _, out, _ = quick_run
     r = json.loads((out / "results.json").read_text())["items"]
-    # ns2: the 10 MB flow's SYN meets the full queue and waits for the 3 s initial RTO; the
-    # report says so, and the large flow is unchanged whatever the small one does
+    # ns2 (as ns-2.35 runs this set-up, test_crosscheck.py::test_atcp_two_flows_as_ns2): the 10 MB
+    # flow's SYN gets through, weight 2 finishes it sooner, and the large flow is unchanged
+    # whatever the small one does
     ns2 = r["2"]["profiles"]["ns2"]["numbers"]
-    assert ns2["small_timeouts_tcp"] + ns2["small_timeouts_weighted"] > 0
-    assert ns2["small_fct_tcp"] > 3.0
+    assert ns2["small_timeouts_tcp"] + ns2["small_timeouts_weighted"] == 0
+    assert ns2["small_fct_weighted"] < 0.9 * ns2["small_fct_tcp"] < 2.0
     assert ns2["large_fct_weighted"] == pytest.approx(ns2["large_fct_tcp"], rel=0.02)
     # Theorem 2 (two flows) under linux: the 10 MB flow gets about twice the large flow's rate
     # and completes sooner with weight 2, within the fluid model's bounds; the 100 MB flow

@@ -759,10 +759,11 @@ impl TcpSender {
     }
 
     /// ns-2's ECN reaction (`ecn_reaction = "ns2"`) for this flow: its algorithm keeps Reno's
-    /// decrease (DCTCP and the others keep their own reaction).
+    /// decrease, as TCP and ATCP (ns-2's `Agent/TCP` with `increase_num_`) do; DCTCP and the
+    /// others keep their own reaction.
     #[inline]
     fn ns2_ecn(&self) -> bool {
-        self.cfg.ecn_reaction == EcnReaction::Ns2 && matches!(self.cc, AnyCc::NewReno(_))
+        self.cfg.ecn_reaction == EcnReaction::Ns2 && matches!(self.cc, AnyCc::NewReno(_) | AnyCc::Atcp(_))
     }
 
     /// The reaction to an ECN echo on the ACK of `ack`.
