@@ -33,6 +33,8 @@ class SeedRun:
     other_dir: Path
     fctlab_wall_s: float
     other_wall_s: float
+    #: the crosscheck's own work: translating, writing the script, reading ns's output, writing both runs
+    own_wall_s: float
 
 
 @dataclass
@@ -87,6 +89,7 @@ def crosscheck(scenario: ScenarioLike, *, against: str = "ns2", out, seeds: int 
     runs, notes = [], []
     for k in range(seeds):
         seed = first_seed + k
+        t_seed = time.perf_counter()
         sets = list(set) + [f"seed={seed}"]
         p = plan_mod.load(scenario, sets, unset)
         target.check(p)
@@ -104,7 +107,8 @@ def crosscheck(scenario: ScenarioLike, *, against: str = "ns2", out, seeds: int 
         summary["scenario_file"] = str(scenario) if not isinstance(scenario, dict) else "<dict>"
         summary["overrides"] = sets
         _write_other(flows_rows, link_rows, summary, res.flows_table, d / against)
-        runs.append(SeedRun(seed, d / "fctlab", d / against, fw, ow))
+        own = time.perf_counter() - t_seed - fw - ow
+        runs.append(SeedRun(seed, d / "fctlab", d / against, fw, ow, own))
     name = str(scenario) if not isinstance(scenario, dict) else "<dict>"
     stats = write_report(name, against, out, runs, p, notes)
     return Crosscheck(name, against, out, runs, stats, notes)
