@@ -120,12 +120,17 @@ pub struct Port {
     max_queue_pkts: u32,
     /// Next to `limit`'s line, read with it on every arrival.
     buffer_model: BufferModel,
+    /// ns-2's admission (its buffer model or its RED) rather than the classic one: one test
+    /// on every arrival, the rest out of the hot path.
+    ns2_admission: bool,
     pub from: NodeId,
     pub rate: BitsPerSec,
 }
 
 impl Port {
     pub fn new(from: NodeId, to: NodeId, rate: BitsPerSec, delay: Nanos, limit: BufferLimit, queue: &QueueConfig, rng: Rng) -> Port {
+        let disc = QueueState::new(queue, rng, rate, delay);
+        let ns2_admission = matches!(disc, QueueState::Ns2Red(_));
         Port {
             ring: VecDeque::with_capacity(4),
             busy_until: Nanos::ZERO,
@@ -140,11 +145,12 @@ impl Port {
             tx_bytes: 0,
             max_queue_bytes: 0,
             limit,
-            disc: QueueState::new(queue, rng, rate, delay),
+            disc,
             drops: 0,
             ecn_marks: 0,
             max_queue_pkts: 0,
             buffer_model: BufferModel::Waiting,
+            ns2_admission,
             from,
             rate,
         }
@@ -153,6 +159,7 @@ impl Port {
     /// The port with the given buffer model (the default is [`BufferModel::Waiting`]).
     pub fn with_buffer_model(mut self, model: BufferModel) -> Port {
         self.buffer_model = model;
+        self.ns2_admission = model == BufferModel::Ns2 || matches!(self.disc, QueueState::Ns2Red(_));
         self
     }
 
@@ -163,8 +170,8 @@ impl Port {
 
     /// Whether a packet of `wire` bytes finds the buffer full (`must_wait`: the transmitter is
     /// busy).
-    #[inline]
-    fn full(&self, must_wait: bool, wire: u64) -> bool {
+    /// Whether ns-2 would drop an arriving packet of `wire` bytes for want of room.
+    fn ns2_full(&self, must_wait: bool, wire: u64) -> bool {
         match self.buffer_model {
             BufferModel::Waiting => must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire),
             BufferModel::Ns2 => match (&self.disc, self.limit) {
@@ -174,6 +181,21 @@ impl Port {
                 (_, BufferLimit::Bytes(b)) => self.waiting_bytes + wire >= b,
                 (_, BufferLimit::Unlimited) => false,
             },
+        }
+    }
+
+    /// ns-2's admission of an arriving packet: its buffer model, and its RED, which sees every
+    /// arrival, also one that the full buffer then drops.
+    #[cold]
+    #[inline(never)]
+    fn ns2_verdict(&mut self, must_wait: bool, meta: &PacketMeta, idle_for: Nanos) -> Verdict {
+        let full = self.ns2_full(must_wait, meta.wire_bytes as u64);
+        if let QueueState::Ns2Red(r) = &mut self.disc {
+            r.on_arrival(self.waiting_pkts, self.waiting_bytes, meta.wire_bytes as u32, meta.has(flags::ECT), idle_for, full)
+        } else if full {
+            Verdict::Drop
+        } else {
+            self.disc.on_arrival(self.waiting_pkts, self.waiting_bytes, idle_for)
         }
     }
 
@@ -219,15 +241,16 @@ impl Port {
         let wire = meta.wire_bytes as u64;
         // Only a packet that has to wait occupies the buffer; an idle transmitter takes it at once.
         let must_wait = self.busy_until > now;
-        let full = self.full(must_wait, wire);
-        let idle_for = if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
-        let verdict = if let QueueState::Ns2Red(r) = &mut self.disc {
-            // ns-2's RED sees every arrival, also one the full buffer drops.
-            r.on_arrival(self.waiting_pkts, self.waiting_bytes, meta.wire_bytes as u32, meta.has(flags::ECT), idle_for, full)
-        } else if full {
-            Verdict::Drop
-        } else {
+        let verdict = if !self.ns2_admission {
+            if must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
+                self.drops += 1;
+                return EnqueueOutcome::Dropped;
+            }
+            let idle_for = if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
             self.disc.on_arrival(self.waiting_pkts, self.waiting_bytes, idle_for)
+        } else {
+            let idle_for = if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
+            self.ns2_verdict(must_wait, &meta, idle_for)
         };
         match verdict {
             Verdict::Accept => {}

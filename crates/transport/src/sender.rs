@@ -1210,7 +1210,7 @@ impl TcpSender {
         let retx = seq < self.snd_max;
         if retx {
             self.retransmits += 1;
-        } else if self.timed.is_none() && self.rtt.is_ns2() {
+        } else if self.rtt.is_ns2() && self.timed.is_none() {
             // output() (tcp.cc:789-797): the first packet beyond maxseq_ sent while none is
             // timed starts the timing.
             self.timed = Some((seq + len, now));
@@ -1219,10 +1219,7 @@ impl TcpSender {
             c.out += len;
         }
         self.packets_sent += 1;
-        // ns-2's output() (tcp.cc:710-732) sends seqno 0 not ECN-capable: the SYN with syn_, else
-        // the first data packet (every transmission of it).
-        let first_not_ect = seq == 0 && self.cfg.ecn_reaction == EcnReaction::Ns2 && !(self.cfg.handshake || self.router);
-        let mut f = if self.ect && !first_not_ect { flags::ECT } else { 0 };
+        let mut f = if self.ect && !(seq == 0 && self.first_not_ect()) { flags::ECT } else { 0 };
         if retx {
             f |= flags::RETX;
         }
@@ -1239,6 +1236,13 @@ impl TcpSender {
             ..Default::default()
         });
         self.pushed(now, out);
+    }
+
+    /// ns-2's output() (tcp.cc:710-732) sends seqno 0 not ECN-capable: the SYN with syn_, else
+    /// the first data packet (every transmission of it).
+    #[cold]
+    fn first_not_ect(&self) -> bool {
+        self.cfg.ecn_reaction == EcnReaction::Ns2 && !(self.cfg.handshake || self.router)
     }
 
     fn arm_if_outstanding(&mut self, now: Nanos, restart: bool) {
