@@ -71,6 +71,21 @@ pub(crate) struct Transport {
     pub scheduler: Option<crate::SchedulerConfig>,
 }
 
+/// A setting given by name (`key = "name"`), or `default` when the scenario does not give it.
+fn named<T>(
+    err: &impl Fn(&str, String) -> ScenarioError,
+    key: &str,
+    given: Option<&str>,
+    default: T,
+    from_name: fn(&str) -> Option<T>,
+    names: &[&str],
+) -> Result<T, ScenarioError> {
+    match given {
+        None => Ok(default),
+        Some(name) => from_name(name).ok_or_else(|| err(key, format!("unknown value \"{name}\" (known: {})", names.join(", ")))),
+    }
+}
+
 pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, ScenarioError> {
     let at = At { file, prefix: "transport" };
     let err = |key: &str, m: String| at.err(key, m);
@@ -97,31 +112,13 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
     if header > 1000 {
         return Err(err("header_bytes", format!("must be at most 1000B, got {header}B")));
     }
-    let sack_recovery = match t.sack_recovery.as_deref() {
-        None => d.sack_recovery,
-        Some(name) => SackRecovery::from_name(name)
-            .ok_or_else(|| err("sack_recovery", format!("unknown value \"{name}\" (known: {})", SackRecovery::NAMES.join(", "))))?,
-    };
-    let ecn_reaction = match t.ecn_reaction.as_deref() {
-        None => d.ecn_reaction,
-        Some(name) => EcnReaction::from_name(name)
-            .ok_or_else(|| err("ecn_reaction", format!("unknown value \"{name}\" (known: {})", EcnReaction::NAMES.join(", "))))?,
-    };
-    let window_model = match t.window_model.as_deref() {
-        None => d.window_model,
-        Some(name) => WindowModel::from_name(name)
-            .ok_or_else(|| err("window_model", format!("unknown value \"{name}\" (known: {})", WindowModel::NAMES.join(", "))))?,
-    };
-    let rto_model = match t.rto_model.as_deref() {
-        None => d.rto_model,
-        Some(name) => RtoModel::from_name(name)
-            .ok_or_else(|| err("rto_model", format!("unknown value \"{name}\" (known: {})", RtoModel::NAMES.join(", "))))?,
-    };
-    let newreno_recovery = match t.newreno_recovery.as_deref() {
-        None => d.newreno_recovery,
-        Some(name) => NewRenoRecovery::from_name(name)
-            .ok_or_else(|| err("newreno_recovery", format!("unknown value \"{name}\" (known: {})", NewRenoRecovery::NAMES.join(", "))))?,
-    };
+    // The ns-2 modes: each a name from its list, or the profile's value.
+    let sack_recovery = named(&err, "sack_recovery", t.sack_recovery.as_deref(), d.sack_recovery, SackRecovery::from_name, SackRecovery::NAMES)?;
+    let ecn_reaction = named(&err, "ecn_reaction", t.ecn_reaction.as_deref(), d.ecn_reaction, EcnReaction::from_name, EcnReaction::NAMES)?;
+    let window_model = named(&err, "window_model", t.window_model.as_deref(), d.window_model, WindowModel::from_name, WindowModel::NAMES)?;
+    let rto_model = named(&err, "rto_model", t.rto_model.as_deref(), d.rto_model, RtoModel::from_name, RtoModel::NAMES)?;
+    let newreno_recovery =
+        named(&err, "newreno_recovery", t.newreno_recovery.as_deref(), d.newreno_recovery, NewRenoRecovery::from_name, NewRenoRecovery::NAMES)?;
     let tcp = TcpConfig {
         mss_bytes: mss as u32,
         header_bytes: header as u32,
