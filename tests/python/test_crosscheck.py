@@ -87,6 +87,15 @@ def test_what_ns2_cannot_run_is_an_error_naming_the_key(change, key):
         ns2.check(plan.load(sc))
 
 
+def test_what_ns2_runs_its_own_way_is_listed_in_the_report():
+    p = plan.load(star(transport={"sack_recovery": "rfc6675", "window_model": "bytes", "whole_packets": False}))
+    ns2.check(p)
+    assert [n.split(" = ")[0] for n in p.notes] == ["transport.sack_recovery", "transport.window_model", "transport.whole_packets"]
+    ecn = plan.load(star(network={"queue": "ecn", "ecn_threshold": "20pkt"}))
+    ns2.check(ecn)
+    assert len(ecn.notes) == 1 and "ECN threshold" in ecn.notes[0]
+
+
 def test_step_weight_that_changes_during_a_flow_is_an_error():
     sc = star(flows=[{"src": "h1", "dst": "h0", "size": "20MB", "protocol": "atcp"}])
     with pytest.raises(Unsupported, match=r"flows\[0\].weight_function"):

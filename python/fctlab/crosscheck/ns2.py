@@ -74,22 +74,28 @@ def check(plan: Plan) -> None:
         raise Unsupported(
             f"transport.initial_ssthresh: {ss} B differs from rwnd ({t['rwnd_bytes']} B); ns-2 starts ssthresh_ at window_ "
             "(tcp.cc TcpAgent::reset)")
-    if t.get("scheduler"):
-        raise Unsupported("transport.scheduler: ns-2.35 has no flow scheduling layer")
     single_paths(plan)
     for p in plan.ports:
         q = p.queue
         if q["kind"] == "ecn" and q["threshold"] is not None and q["threshold"][0] != "pkts":
             raise Unsupported("network.ecn_threshold: a byte threshold is not translated (ns-2's RED-based marker counts packets here); give it in packets")
-    for key, ns2_way, default in (
-        ("sack_recovery", "ns2", "rfc6675"),
-        ("ecn_reaction", "ns2", "linux"),
+    # fctlab's switchable mechanisms that ns-2 has one way only: (key, ns-2's way, used when)
+    for key, ns2_way, used in (
+        ("sack_recovery", "ns2", t["sack"]),
+        ("newreno_recovery", "ns2", not t["sack"]),
+        ("ecn_reaction", "ns2", True),
+        ("window_model", "ns2", True),
+        ("rto_model", "ns2", True),
+        ("singledup", True, True),
+        ("whole_packets", True, True),
     ):
-        if t.get(key, ns2_way) != ns2_way and (key != "sack_recovery" or t["sack"]):
-            plan.notes.append(f"transport.{key} = {t.get(key)!r}: ns-2 runs its own ({ns2_way!r})")
-    for key in ("singledup", "whole_packets"):
-        if not t.get(key, True):
-            plan.notes.append(f"transport.{key} = false: ns-2 runs with it on (singledup_ 1; sendmsg rounds flows up to whole packets)")
+        if used and t[key] != ns2_way:
+            plan.notes.append(f"transport.{key} = {t[key]!r}: ns-2 runs it its own way ({ns2_way!r})")
+    if any(p.queue["kind"] == "ecn" for p in plan.ports):
+        plan.notes.append(
+            "ECN threshold marking: ns-2 marks with RED at thresh_ = maxthresh_ = K, which, unlike fctlab's "
+            "threshold, skips the first arrival after the queue reaches K and acts only while more than one "
+            "packet waits (red.cc enque)")
     if plan.network["queue"]["kind"] == "red" and plan.network["queue"]["variant"] == "classic":
         plan.notes.append(
             "RED (classic): ns-2's RED runs in packet mode with the scenario's thresholds, weight and max_p, without "
@@ -123,18 +129,14 @@ def _num(x: float) -> str:
     return repr(round(float(x), 12))
 
 
-def _queue_lines(i: int, p, plan: Plan) -> list:
-    """ns-2 queue type and settings of port `i`."""
+def _queue_lines(p, plan: Plan) -> tuple:
+    """ns-2's queue type of port `p` and the lines that set it up."""
     model = plan.network["buffer_model"]
     q = p.queue
     kind = q["kind"]
     lines = []
     qv = f"[[$ns link $n({p.src}) $n({p.dst})] queue]"
-    if kind == "droptail":
-        qtype = "DropTail"
-    else:
-        qtype = "RED"
-    # the limit
+    qtype = "DropTail" if kind == "droptail" else "RED"
     if p.buffer is None:
         limit = 1_000_000_000
         unit = "pkts"
@@ -216,7 +218,7 @@ def script(plan: Plan, seed: int) -> str:
     for name in plan.hosts + plan.switches:
         L.append(f"set n({name}) [$ns node]")
     for i, p in enumerate(plan.ports):
-        qtype, qlines = _queue_lines(i, p, plan)
+        qtype, qlines = _queue_lines(p, plan)
         L.append(f"$ns simplex-link $n({p.src}) $n({p.dst}) {_num(p.rate_bps)} {_num(p.delay_s)} {qtype}")
         L += qlines
         L.append(f"set qm({i}) [$ns monitor-queue $n({p.src}) $n({p.dst}) 0]")
