@@ -180,6 +180,7 @@ impl TcpSender {
         let mss = cfg.mss_bytes as u64;
         let router = cc.router_assisted();
         let paced = cc.pacing_rate().is_some();
+        let cfg = &Self::own_config(cfg, &cc);
         TcpSender {
             flow,
             src,
@@ -281,6 +282,26 @@ impl TcpSender {
             self.cc.pacing_rate(), self.paced_at, self.cc.round(), self.header_only, self.probes, self.cwr.map(|c| c.high_seq), self.state, self.snd_una, self.snd_nxt, self.snd_max, self.st.cwnd_bytes, self.st.ssthresh_bytes, self.pipe(),
             self.in_recovery, self.recover, self.retx.ranges(), self.lost_hint, self.sacked.ranges(), self.dupacks, self.rto_deadline, self.backoff, self.rtt.rto()
         )
+    }
+
+    /// The settings this flow runs: ns-2's TCP modes (its recovery, `singledup_`, window, RTO and
+    /// ECN reaction) belong to `Agent/TCP`, so they apply to `tcp` and `atcp` (ns-2's `Agent/TCP`
+    /// with `increase_num_`) only; the other protocols keep fctlab's own (RCP and RACS, for one,
+    /// read the RTT estimate, which ns-2's counts in 10 ms ticks).
+    fn own_config(cfg: &TcpConfig, cc: &AnyCc) -> TcpConfig {
+        if matches!(cc, AnyCc::NewReno(_) | AnyCc::Atcp(_)) {
+            return *cfg;
+        }
+        let linux = TcpConfig::default();
+        TcpConfig {
+            sack_recovery: linux.sack_recovery,
+            singledup: linux.singledup,
+            ecn_reaction: linux.ecn_reaction,
+            window_model: linux.window_model,
+            rto_model: linux.rto_model,
+            newreno_recovery: linux.newreno_recovery,
+            ..*cfg
+        }
     }
 
     /// Opens the connection (SYN) or, without handshake, starts sending.
