@@ -125,9 +125,11 @@ def test_a_lone_flow_completes_at_the_same_time_in_both(tmp_path):
 
 
 @needs_ns
-def test_cli_writes_both_runs_and_the_report(tmp_path, capsys):
+def test_cli_writes_both_runs_and_the_report(tmp_path, capsys, monkeypatch):
+    # --out relative to the working directory, as docs/crosscheck.md writes it
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "xc"
-    rc = main(["crosscheck", str(SUITE / "lossy_bottleneck.toml"), "--against", "ns2", "--out", str(out), "--seeds", "2", "-q"])
+    rc = main(["crosscheck", str(SUITE / "lossy_bottleneck.toml"), "--against", "ns2", "--out", "xc", "--seeds", "2", "-q"])
     assert rc == 0, capsys.readouterr().err
     for seed in (1, 2):
         for sim in ("fctlab", "ns2"):

@@ -326,7 +326,9 @@ def run(plan: Plan, seed: int, workdir: Path, ns: Optional[str] = None, timeout_
     tcl.write_text(script(plan, seed))
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([ns, str(tcl)], cwd=workdir, capture_output=True, text=True, timeout=timeout_s)
+        # ns runs in workdir, so the script is named relative to it (an --out given as a
+        # relative path would otherwise be resolved twice)
+        proc = subprocess.run([ns, tcl.name], cwd=workdir, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise NsError(f"{tcl}: ns did not finish within {timeout_s:.0f} s") from None
     wall = time.perf_counter() - t0
