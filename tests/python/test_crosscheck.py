@@ -214,6 +214,21 @@ def test_singledup_as_ns2(tmp_path):
 
 
 @needs_ns
+def test_sack_blocks_add_to_the_ack_size_as_ns2(tmp_path):
+    """ns-2's Sack1 sink adds 8 bytes per SACK block to each ACK: one flow through a lossy
+    bottleneck sends the same bytes on every port in both simulators, the ACK direction
+    included (more than 40 bytes per ACK there); the RFC 6675 mode's ACKs stay 40 bytes."""
+    r = both(SUITE / "lossy_bottleneck.toml", tmp=tmp_path / "a")
+    a, b = r["fctlab"]["links"], r["ns2"]["links"]
+    assert list(a.tx_packets) == list(b.tx_packets) and list(a.tx_bytes) == list(b.tx_bytes)
+    acks = a[(a.src == "right") & (a.dst == "left")].iloc[0]
+    assert acks.tx_bytes > 40 * acks.tx_packets
+    rfc = both(SUITE / "lossy_bottleneck.toml", ['transport.sack_recovery="rfc6675"'], tmp=tmp_path / "b")["fctlab"]["links"]
+    acks = rfc[(rfc.src == "right") & (rfc.dst == "left")].iloc[0]
+    assert acks.tx_bytes == 40 * acks.tx_packets
+
+
+@needs_ns
 def test_whole_packets_as_ns2(tmp_path):
     """A 2,500-byte flow: ns-2 sends three full 1000-byte packets (sendmsg rounds up), and so does
     fctlab with `whole_packets`: the same FCT; sending the exact bytes finishes earlier."""
@@ -268,7 +283,7 @@ def test_ns2_red_byte_mode_and_mark_p_as_ns2(tmp_path):
     packets, the 100-packet limit in 500-byte units) and mark_p_ (ECN-capable packets dropped once
     the probability passes 0.1) give drops and marks within 25% of ns-2's, and the short
     flows' median FCT within 10%; the same RED marking at any probability drops far fewer."""
-    sets = []
+    sets = ['stop_time="4s"']  # the marking, not the responses' tail, is what is compared
     r = both(SUITE / "thesis_mix_red_ecn.toml", sets, tmp=tmp_path / "a")
     a, b = r["fctlab"], r["ns2"]
     assert a["links"].drops.sum() == pytest.approx(b["links"].drops.sum(), rel=0.25)
@@ -332,7 +347,7 @@ def test_exact_ties_decide_which_flow_waits_for_its_timeout(tmp_path):
     the freed slot is decided by event order, in fctlab by integer time and a FIFO, in ns-2 by the
     rounding of its double-precision times. On equal links the two simulators then time out
     different flows; one nanosecond more delay on one link removes the ties, and both time out
-    the same flow with the same drops."""
+    the same flow at the same time."""
     tied = both(tie_star("50us", "4pkt"), tmp=tmp_path / "a")
     slow = {s: list(tied[s]["flows"].fct_s > 0.2) for s in ("fctlab", "ns2")}
     assert sum(slow["fctlab"]) == sum(slow["ns2"]) == 1
@@ -340,5 +355,8 @@ def test_exact_ties_decide_which_flow_waits_for_its_timeout(tmp_path):
     apart = both(tie_star("50.001us", "4pkt"), tmp=tmp_path / "b")
     a, b = apart["fctlab"], apart["ns2"]
     assert list(a["flows"].fct_s > 0.2) == list(b["flows"].fct_s > 0.2) == [True, False]
-    assert a["links"].drops.sum() == b["links"].drops.sum()
+    # One drop apart at most: on a few ACKs the sinks list different SACK blocks (ns-2 repeats
+    # earlier blocks from a history stack, tcp/tcp-sink.cc lines 700-735), so those ACKs differ
+    # by 8 bytes and later packets by fractions of a microsecond.
+    assert abs(int(a["links"].drops.sum()) - int(b["links"].drops.sum())) <= 1
     assert a["flows"].fct_s[0] == pytest.approx(b["flows"].fct_s[0], rel=1e-3)

@@ -539,7 +539,8 @@ impl Simulation {
         let info = fctlab_transport::FlowInfo { start: self.now, deadline: spec.deadline, size: spec.size_bytes, nic_rate };
         let tcp = &self.scenario.tcp;
         let snd = TcpSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn);
-        let rcv = TcpReceiver::new(id, dst, src, tcp);
+        // the receiver takes the sender's settings (ns-2's modes are tcp's and atcp's only)
+        let rcv = TcpReceiver::new(id, dst, src, snd.config());
         if spec.size_bytes.is_some() {
             self.open_flows += 1;
         } else {

@@ -10,7 +10,7 @@
 //! back on the next ACK (or the SYN-ACK), once, with its bytes added to the ACK. A data packet
 //! without payload (a paced flow's header-only request) is acknowledged at once.
 
-use crate::config::TcpConfig;
+use crate::config::{SackRecovery, TcpConfig};
 use crate::scoreboard::RangeSet;
 use fctlab_engine::Nanos;
 use fctlab_net::packet::flags;
@@ -87,6 +87,17 @@ impl TcpReceiver {
             }
             PacketKind::Data => self.on_data(now, p, out),
             _ => {}
+        }
+    }
+
+    /// The bytes the SACK blocks of an ACK add to its size. With `sack_recovery = "ns2"` the
+    /// receiver is ns-2's `Sack1TcpSink`, which adds 8 bytes per block to the ACK it sends
+    /// (`add_to_ack`, tcp/tcp-sink.cc:755); otherwise SACK blocks are not counted on the wire.
+    fn sack_option_bytes(&self, blocks: usize) -> u32 {
+        if self.cfg.sack && self.cfg.sack_recovery == SackRecovery::Ns2 {
+            8 * blocks as u32
+        } else {
+            0
         }
     }
 
@@ -188,7 +199,7 @@ impl TcpReceiver {
             kind: PacketKind::Ack,
             flags: if ce_bytes > 0 { flags::ECE | router_flag } else { router_flag },
             sack_len: n as u8,
-            wire_bytes: self.cfg.header_bytes + self.echo_bytes,
+            wire_bytes: self.cfg.header_bytes + self.echo_bytes + self.sack_option_bytes(n),
             router: self.pending_router,
             ack: self.rcv_nxt,
             sack,

@@ -304,6 +304,11 @@ impl TcpSender {
         }
     }
 
+    /// The settings this flow runs with (the scenario's, with ns-2's modes for tcp and atcp only).
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
+
     /// Opens the connection (SYN) or, without handshake, starts sending.
     pub fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
         if self.cfg.handshake || self.router {

@@ -24,6 +24,8 @@ KB = 1_000
 #: put most flows below 100 KB.
 BUCKETS = (("<10KB", 0, 10 * KB), ("10-100KB", 10 * KB, 100 * KB), ("100KB-1MB", 100 * KB, 1000 * KB),
            ("1-10MB", 1000 * KB, 10_000 * KB), (">=10MB", 10_000 * KB, math.inf))
+#: Every finite flow, whatever its size: the figures an FCT study quotes first.
+ALL = "all sizes"
 #: A bucket is graded only with at least this many completed flows per seed in both runs.
 MIN_FLOWS = 10
 TOL_MEDIAN, TOL_MEAN, TOL_COUNT = 0.10, 0.20, 0.25
@@ -59,8 +61,8 @@ def _seed_stats(flows, initial_rto_s: float) -> dict:
     finite = flows[flows["size_bytes"].notna()]
     done = finite[finite["completed"]]
     names = done["size_bytes"].map(_bucket)
-    for name, _, _ in BUCKETS:
-        f = done["fct_s"][names == name].to_numpy(dtype=float)
+    for name in _bucket_names():
+        f = done["fct_s"][names == name].to_numpy(dtype=float) if name != ALL else done["fct_s"].to_numpy(dtype=float)
         if f.size:
             out["buckets"][name] = {"n": int(f.size), "median": float(np.median(f)), "mean": float(f.mean()),
                                     "p99": float(np.quantile(f, 0.99))}
@@ -77,6 +79,10 @@ def _seed_stats(flows, initial_rto_s: float) -> dict:
         if r["start_s"] is not None and not math.isnan(r["start_s"]):
             out["goodput"][int(r["flow_id"])] = float(r["bytes_delivered"])
     return out
+
+
+def _bucket_names() -> list:
+    return [name for name, _, _ in BUCKETS] + [ALL]
 
 
 def _paired(a, b) -> dict:
@@ -126,15 +132,15 @@ def statistics(runs: list, plan) -> dict:
         summaries["other"].append(sb)
     stats = {"seeds": [r.seed for r in runs], "buckets": [], "counters": [], "goodput": [], "checks": [],
              "paired": paired, "wall_s": {k: interval(v) for k, v in wall.items()}}
-    for name, _, _ in BUCKETS:
+    for name in _bucket_names():
         rows = {}
         for sim in ("fctlab", "other"):
             seeds = [s["buckets"].get(name) for s in per[sim]]
             if not any(seeds):
                 continue
             rows[sim] = {k: interval([x[k] if x else math.nan for x in seeds]) for k in ("n", "median", "mean", "p99")}
-        if not rows:
-            continue
+        if not rows or (name == ALL and len(stats["buckets"]) < 2):
+            continue  # "all sizes" only beside two or more buckets, not as a copy of one
         stats["buckets"].append({"bucket": name, **rows})
         if len(rows) == 2 and min(rows["fctlab"]["n"][0], rows["other"]["n"][0]) >= MIN_FLOWS:
             stats["checks"].append(_check(f"{name} median FCT", rows["fctlab"]["median"][0], rows["other"]["median"][0], TOL_MEDIAN, "s"))
@@ -224,7 +230,10 @@ def write_report(scenario: str, against: str, out: Path, runs: list, plan, notes
         "waited initial rto: completed flows whose FCT is at least the initial RTO "
         f"({plan.tcp['initial_rto_s']:g} s: a lost SYN or first window), plus unfinished ones. ecn marks: fctlab counts "
         f"the marks its ports set; {other} counts CE packets as they leave the last port before their host (ns-2's "
-        "QueueMonitor pmarks_ counts CE departures), which is the same number when a packet is marked once.", note=True))
+        "QueueMonitor pmarks_ counts CE departures), which is the same number when a packet is marked once. "
+        f"timeouts: {other}'s nrexmit_ does not count a timeout in a window that an ECN echo already halved "
+        "(TcpAgent::timeout, tcp/tcp.cc line 1918); fctlab counts every timeout, so with ECN the two counts differ "
+        "by those.", note=True))
     if stats["goodput"]:
         blocks.append(Heading("Long-lived flows: goodput"))
         blocks.append(Table(["flow", "fctlab", other, "ratio"],
