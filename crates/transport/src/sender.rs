@@ -137,6 +137,8 @@ pub struct TcpSender {
     paced: bool,
     /// When the last packet of the flow left.
     last_sent: Nanos,
+    /// When the last data segment (new or repaired) left.
+    last_data_sent: Nanos,
     /// Header-only packets sent to keep a paced flow's rate requests going.
     pub header_only: u64,
     /// Segments sent again (fast retransmit, recovery, or after a timeout).
@@ -224,6 +226,7 @@ impl TcpSender {
             paced_bytes: 0,
             paced,
             last_sent: Nanos::ZERO,
+            last_data_sent: Nanos::ZERO,
             header_only: 0,
             retransmits: 0,
             timeouts: 0,
@@ -586,6 +589,9 @@ impl TcpSender {
                 counted_dupack = !self.in_recovery;
             }
         }
+        if self.paced && ack == self.snd_una && self.snd_una < self.snd_max && p.ts_echo_ns > self.last_data_sent.0 {
+            self.probe_found_losses();
+        }
         self.react_to_ecn(ece, ack);
         let delivered = (self.snd_una + self.sacked.total()).saturating_sub(delivered_before);
         if !self.in_recovery && self.cwr.is_some() {
@@ -649,6 +655,21 @@ impl TcpSender {
         if ack_advanced || delivered > 0 || self.packets_sent > sent_before {
             self.schedule_probe(now, ack_advanced);
         }
+    }
+
+    /// A paced flow: this ACK answers a packet sent after every outstanding data segment (the
+    /// round's header-only packet), and that data is neither acknowledged nor SACKed. A flow's
+    /// packets keep their order on its path, so all of it is lost, retransmissions included:
+    /// it becomes eligible for repair at once. Without this a paced flow whose whole window was
+    /// dropped hears nothing but these answers, and its window (which counts the lost data as
+    /// in flight) keeps it silent until the retransmission timeout.
+    fn probe_found_losses(&mut self) {
+        if !self.in_recovery {
+            self.enter_recovery();
+        }
+        self.retx.clear();
+        self.rexmits.clear();
+        self.lost_hint = self.snd_max;
     }
 
     /// NewRenoTcpAgent::dupack_action (tcp-newreno.cc:136): a loss in the window an ECN echo
@@ -1244,6 +1265,7 @@ impl TcpSender {
         if let Some(c) = self.cwr.as_mut() {
             c.out += len;
         }
+        self.last_data_sent = now;
         self.packets_sent += 1;
         let mut f = if self.ect && !(seq == 0 && self.first_not_ect()) { flags::ECT } else { 0 };
         if retx {

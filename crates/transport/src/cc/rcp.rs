@@ -20,8 +20,11 @@
 //!
 //! Model choices the papers leave open, listed in docs/protocols.md: the RTT average is an
 //! exponential average over packets with gain [`RTT_GAIN`](super::RTT_GAIN); a port that has seen no RTT yet
-//! uses `initial_rtt`; a port that stopped after being idle starts again at R = C (the
-//! value its update rule reaches on an idle link); y counts every packet carrying an RCP
+//! uses `initial_rtt`; a port that has never carried traffic offers
+//! `initial_rate_fraction` x C (0.05 C: `init_rate_fact_` of RCP's ns-2 router), so flows that
+//! start together at a fresh port do not all start at line rate; a port that stopped after
+//! being idle starts again at R = C (the value its update rule reaches on an idle link, in
+//! ns-2's router as here); y counts every packet carrying an RCP
 //! header (data, requests, and the ACKs that echo one), so other traffic enters only through q.
 
 use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortRtt, PortView, Protocol, SendContext, IDLE_INTERVALS};
@@ -45,11 +48,14 @@ pub struct RcpConfig {
     pub beta: f64,
     /// The RTT a port assumes before a packet has carried one.
     pub initial_rtt: Duration,
+    /// The rate a port that has never carried traffic offers, as a fraction of its link rate
+    /// (`init_rate_fact_` of RCP's ns-2 router, 0.05 there).
+    pub initial_rate_fraction: f64,
 }
 
 impl Default for RcpConfig {
     fn default() -> Self {
-        RcpConfig { alpha: 0.1, beta: 1.0, initial_rtt: Duration(Nanos::from_millis(1)) }
+        RcpConfig { alpha: 0.1, beta: 1.0, initial_rtt: Duration(Nanos::from_millis(1)), initial_rate_fraction: 0.05 }
     }
 }
 
@@ -74,6 +80,9 @@ impl Protocol for Rcp {
         }
         if cfg.initial_rtt.0 == Nanos::ZERO {
             return Err("`initial_rtt` must be above zero".into());
+        }
+        if !(cfg.initial_rate_fraction > 0.0 && cfg.initial_rate_fraction <= 1.0) {
+            return Err("`initial_rate_fraction` must be above 0 and at most 1 (a fraction of the link rate)".into());
         }
         Ok(())
     }
@@ -131,6 +140,8 @@ pub struct RcpPort {
     last_tick: Nanos,
     idle: u32,
     stopped: bool,
+    /// The port has carried traffic before (a restart after idling offers C).
+    used: bool,
 }
 
 impl RcpPort {
@@ -140,13 +151,14 @@ impl RcpPort {
             capacity_bps: c,
             alpha: cfg.alpha,
             beta: cfg.beta,
-            rate_bps: c,
+            rate_bps: (cfg.initial_rate_fraction * c).clamp((MIN_BITS_PER_RTT / cfg.initial_rtt.0.as_secs_f64()).min(c), c),
             rtt: PortRtt::new(cfg.initial_rtt.0),
             bytes_in: 0,
             min_queue_bytes: u64::MAX,
             last_tick: Nanos::ZERO,
             idle: 0,
             stopped: true,
+            used: false,
         }
     }
 
@@ -170,7 +182,9 @@ impl PortControl for RcpPort {
     fn on_packet(&mut self, v: &PortView, kind: PacketKind, wire_bytes: u32, hdr: &mut RouterHeader) {
         if self.stopped {
             self.stopped = false;
-            self.rate_bps = self.capacity_bps;
+            if std::mem::replace(&mut self.used, true) {
+                self.rate_bps = self.capacity_bps;
+            }
             self.last_tick = v.now;
             self.bytes_in = 0;
         }
@@ -245,7 +259,14 @@ mod tests {
         let v = PortView { now: Nanos(0), ..Default::default() };
         let mut h = RouterHeader { rate_bps: u64::MAX, rtt_ns: 200_000, ..Default::default() };
         p.on_packet(&v, PacketKind::Data, 1500, &mut h);
-        assert_eq!(h.rate_bps, 1_000_000_000); // a fresh port offers C
+        // A port that never carried traffic offers 0.05 C (50 Mbps), but never less than the
+        // lower clip of one 1500-byte packet per d: 12,000 bits / 100 us = 120 Mbps here.
+        assert_eq!(h.rate_bps, 120_000_000);
+        let slow = RcpConfig { initial_rtt: Duration(Nanos::from_millis(1)), ..Default::default() };
+        let mut q = RcpPort::new(&slow, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25) });
+        let mut h2 = RouterHeader { rate_bps: u64::MAX, ..Default::default() };
+        q.on_packet(&v, PacketKind::Syn, 52, &mut h2);
+        assert_eq!(h2.rate_bps, 50_000_000); // d = 1 ms: the clip is 12 Mbps, 0.05 C stands
         // d moved 2% of the way from 100 us to 200 us
         assert!((p.rtt.secs() - 102e-6).abs() < 1e-12);
         p.rate_bps = 300e6;
@@ -260,6 +281,7 @@ mod tests {
 
     #[test]
     fn an_idle_port_stops_its_timer_and_restarts_at_full_rate() {
+        // (It first offered 0.05 C: it had never carried traffic.)
         let mut p = port();
         let mut h = RouterHeader::default();
         p.on_packet(&PortView::default(), PacketKind::Syn, 52, &mut h);
