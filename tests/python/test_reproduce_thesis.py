@@ -11,6 +11,7 @@ import pytest
 import fctlab
 from fctlab.reproduce import default_scenario_dir, main_reproduce
 from fctlab.reproduce.expected import Expected
+from fctlab.reproduce.thesis import sign
 
 EXPECTED = Expected(default_scenario_dir("thesis") / "expected.toml")
 
@@ -62,6 +63,13 @@ def test_quick_run_numbers_are_measured(quick_run):
     # item 6 comes from the model: class B's AFCT falls as its gain rises
     b = [items["6"]["numbers"]["fig3_3"][g]["B"]["afct_s"] for g in ("1", "2", "5", "10")]
     assert b == sorted(b, reverse=True)
+    # item 4's order row prints the signs its values have, whatever the thesis's order
+    afct = items["4"]["numbers"]["afct_s"]
+    lo = min(afct["sdc"], key=float)
+    a = [afct[p][lo] for p in ("sdc", "tcp", "tcp_red")]
+    row = next(r for r in items["4"]["rows"] if r["quantity"].startswith("AFCT order"))
+    signs = [t for t in row["fctlab"].split(";")[0].split() if t in "<>="]
+    assert signs == [sign(a[0], a[1]), sign(a[1], a[2])], (row["fctlab"], a)
     verdicts = {r["verdict"] for n in range(1, 7) for r in items[str(n)]["rows"]}
     assert verdicts <= {"matches", "direction matches, size differs", "does not match", "not measured"}, verdicts
 

@@ -84,6 +84,11 @@ def _loss_rate(res) -> float:
     return float(res.summary["drops"]) / sent if sent else float("nan")
 
 
+def sign(a: float, b: float) -> str:
+    """The sign a report prints between two values, taken from the values themselves."""
+    return "<" if a < b else (">" if a > b else "=")
+
+
 def _set(n: int) -> str:
     return "h1" if n == 1 else f"h1..h{n}"
 
@@ -313,7 +318,9 @@ def item4(r: Runner, mode: Mode, out) -> Item:
     it.rows.append(ex.row("item4.afct_sack", afct["tcp"][lo], fmt_time(afct["tcp"][lo])))
     it.rows.append(ex.row("item4.afct_red", afct[RED][lo], fmt_time(afct[RED][lo])))
     order = afct["sdc"][lo] < afct["tcp"][lo] < afct[RED][lo] and loss["sdc"][lo] == 0
-    it.rows.append(ex.row("item4.order", fctlab=f"{fmt_time(afct['sdc'][lo])} < {fmt_time(afct['tcp'][lo])} < {fmt_time(afct[RED][lo])}; "
+    a3 = (afct["sdc"][lo], afct["tcp"][lo], afct[RED][lo])
+    it.rows.append(ex.row("item4.order", fctlab=f"{fmt_time(a3[0])} {sign(a3[0], a3[1])} {fmt_time(a3[1])} "
+                          f"{sign(a3[1], a3[2])} {fmt_time(a3[2])}; "
                           f"SDC loss {loss['sdc'][lo]:.3%}", verdict=MATCH if order else NO_MATCH))
     it.rows.append(ex.row("item4.util_sack", util["tcp"][lo], fmt_pct(util["tcp"][lo], False)))
     table = "; ".join(f"{LABEL[p]} " + " / ".join(f"{fmt_time(afct[p][x])}, {fmt_pct(util[p][x], False)}, loss {loss[p][x]:.3%}" for x in rates) for p in runs)
