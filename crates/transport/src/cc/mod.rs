@@ -219,8 +219,8 @@ pub struct PortInfo {
     pub delay: Nanos,
 }
 
-/// Gain of the per-packet running average of the RTT field at a port (the `RTT_GAIN` of RCP's
-/// ns-2 router).
+/// Gain of the per-packet running average of the RTT field at a port (the `RTT_GAIN` that RCP's
+/// ns-2 router defines; its running code averages by bytes per interval instead).
 pub const RTT_GAIN: f64 = 0.02;
 /// Control intervals without a packet after which a port stops its timer.
 pub const IDLE_INTERVALS: u32 = 10;

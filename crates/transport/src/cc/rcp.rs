@@ -10,8 +10,9 @@
 //! XCP's definition, from which RCP's router descends; the queue at the tick when no packet
 //! came) and d the average RTT of the flows through the
 //! port: a running average of the RTT field their packets carry. T is d. R stays between
-//! one 1500-byte packet per d and C (the lower clip of RCP's ns-2 router, `min_pprtt_`
-//! packets per average RTT, with one packet).
+//! one 1500-byte packet per d and C (RCP's ns-2 router clips lower, at `min_pprtt_` = 0.01
+//! of a 1000-byte packet per average RTT; docs/protocols.md lists this difference and the
+//! others from that reference).
 //!
 //! A packet carries the RCP header (rate, RTT, and the rate echoed back: 12 bytes on data
 //! packets and on the ACKs that echo it); each port lowers the rate field to its R. The
