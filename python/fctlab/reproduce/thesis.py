@@ -17,7 +17,7 @@ import pandas as pd
 
 from .common import DIRECTION, MATCH, NO_MATCH, NOT_MEASURED, Item, Runner, fmt_pct, fmt_time, new_figure, rel_change, save_figure
 
-ITEM_ORDER = [1, 2, 4, 3, 5, 6]
+ITEM_ORDER = [1, 2, 4, 7, 3, 5, 6]
 
 PROTOCOLS = ("racs", "rcp", "sdc", "tcp")
 #: TCP SACK with RED marking ECN-capable packets (chapter 3's "SACK+RED/ECN")
@@ -518,7 +518,13 @@ def item6(r: Runner, mode: Mode, out) -> Item:
     return it
 
 
-ITEMS: dict = {1: item1, 2: item2, 3: item3, 4: item4, 5: item5, 6: item6}
+def item7(r: Runner, mode: Mode, out) -> Item:
+    from .thesis_table34 import item7 as table34
+
+    return table34(r, mode, out)
+
+
+ITEMS: dict = {1: item1, 2: item2, 3: item3, 4: item4, 5: item5, 6: item6, 7: item7}
 
 
 def _intro(mode: Mode) -> list:
@@ -540,6 +546,7 @@ def _intro(mode: Mode) -> list:
 
 def _footer() -> list:
     from ..report.render import Heading, Table
+    from . import thesis_table34 as t34
 
     rows = [
         ["senders, item 1", str(QUICK.senders), str(FULL.senders)],
@@ -547,6 +554,8 @@ def _footer() -> list:
         ["servers n / rounds, item 3", f"{QUICK.incast_n} / {QUICK.incast_rounds}", f"{FULL.incast_n} / {FULL.incast_rounds}"],
         ["arrival rates / window, item 4", f"{QUICK.mix_rates} / {QUICK.mix_until:g} s", f"{FULL.mix_rates} / {FULL.mix_until:g} s"],
         ["arrival rates / window, item 5", f"{QUICK.rates} / {QUICK.bench_until:g} s", f"{FULL.rates} / {FULL.bench_until:g} s"],
+        ["readings / seeds / window, item 7", f"1 / {t34.SEEDS[True]} / {t34.UNTIL[True]:g} s",
+         f"{len(t34.READINGS)} / {t34.SEEDS[False]} / {t34.UNTIL[False]:g} s"],
     ]
     return [Heading("Quick and full runs"), Table(["setting", "`--quick`", "full"], rows, text=True)]
 
