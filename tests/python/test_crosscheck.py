@@ -360,3 +360,41 @@ def test_exact_ties_decide_which_flow_waits_for_its_timeout(tmp_path):
     # by 8 bytes and later packets by fractions of a microsecond.
     assert abs(int(a["links"].drops.sum()) - int(b["links"].drops.sum())) <= 1
     assert a["flows"].fct_s[0] == pytest.approx(b["flows"].fct_s[0], rel=1e-3)
+
+
+def _fake_run(tmp, seed: int, fcts: dict) -> object:
+    """A seed's two run directories holding the given FCTs (size -> list of FCTs per simulator)."""
+    from types import SimpleNamespace
+
+    dirs = {}
+    for sim, rows in fcts.items():
+        d = tmp / f"seed-{seed}" / sim
+        d.mkdir(parents=True)
+        flows = pd.DataFrame([{"flow_id": i, "size_bytes": float(size), "completed": True, "fct_s": fct, "timeouts": 0,
+                               "start_s": 0.0, "bytes_delivered": size} for i, (size, fct) in enumerate(rows)])
+        flows.to_parquet(d / "flows.parquet")
+        pd.DataFrame([{"drops": 0}]).to_parquet(d / "links.parquet")
+        (d / "summary.json").write_text(json.dumps({"drops": 0, "ecn_marks": 0, "sim_time_s": 1.0}))
+        dirs[sim] = d
+    return SimpleNamespace(seed=seed, fctlab_dir=dirs["fctlab"], other_dir=dirs["ns2"], fctlab_wall_s=0.0,
+                           other_wall_s=0.0, own_wall_s=0.0)
+
+
+def test_all_sizes_figures_sit_beside_two_buckets_or_more(tmp_path):
+    """The report grades the median and mean over all sized flows when they fall in two
+    buckets or more (and not as a copy of a single bucket's)."""
+    from types import SimpleNamespace
+
+    from fctlab.crosscheck.report import statistics
+
+    plan = SimpleNamespace(tcp={"initial_rto_s": 3.0})
+    rows = [(5_000, 0.001)] * 10 + [(50_000, 0.004)] * 10
+    runs = [_fake_run(tmp_path / "two", s, {"fctlab": rows, "ns2": [(sz, f * 2) for sz, f in rows]}) for s in (1, 2)]
+    st = statistics(runs, plan)
+    whole = next(b for b in st["buckets"] if b["bucket"] == "all sizes")
+    assert whole["fctlab"]["mean"][0] == pytest.approx(0.0025) and whole["other"]["mean"][0] == pytest.approx(0.005)
+    checks = {c["what"]: c for c in st["checks"]}
+    assert checks["all sizes mean FCT"]["ratio"] == pytest.approx(0.5) and not checks["all sizes mean FCT"]["ok"]
+    one = [(5_000, 0.001)] * 10
+    st1 = statistics([_fake_run(tmp_path / "one", 1, {"fctlab": one, "ns2": one})], plan)
+    assert [b["bucket"] for b in st1["buckets"]] == ["<10KB"]

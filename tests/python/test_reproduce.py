@@ -183,6 +183,10 @@ def test_verdict_rules():
     assert judge_value(2.0, 1.95, 0.10, reference=1.0) == MATCH
     assert judge_value(2.0, 1.5, 0.10, reference=1.0) == DIRECTION
     assert judge_value(2.0, 0.9, 0.10, reference=1.0) == NO_MATCH
+    # over seeds: the paper's number within the tolerance of the 95% interval around the mean
+    assert judge_value(2.0, 1.5, 0.10, half_width=0.3) == MATCH  # 0.5 <= 0.3 + 0.2
+    assert judge_value(2.0, 1.5, 0.10, half_width=0.2) == NO_MATCH  # 0.5 > 0.2 + 0.2
+    assert judge_value(2.0, 1.5, 0.10, half_width=float("nan")) == NO_MATCH  # one seed: no interval
 
 
 def test_expected_rows_are_graded_by_their_rules(tmp_path):

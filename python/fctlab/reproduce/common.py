@@ -71,12 +71,15 @@ def judge_change(paper: float, sim: float, eps: float = NO_CHANGE) -> str:
     return DIRECTION
 
 
-def judge_value(paper: float, sim: float, rel_tol: float = 0.10, reference: Optional[float] = None) -> str:
-    """Verdict on a value: within `rel_tol` of the paper's matches; on the same side of
-    `reference` as the paper's is a direction match."""
+def judge_value(paper: float, sim: float, rel_tol: float = 0.10, reference: Optional[float] = None,
+                half_width: float = 0.0) -> str:
+    """Verdict on a value: the paper's number within `rel_tol` of it (of the paper's number)
+    matches; with `half_width` (of a 95% interval over seeds), within `rel_tol` of the interval
+    around it. On the same side of `reference` as the paper's is a direction match."""
     if sim is None or not math.isfinite(sim):
         return NOT_MEASURED
-    if abs(sim - paper) <= rel_tol * abs(paper):
+    h = half_width if half_width and math.isfinite(half_width) else 0.0
+    if abs(sim - paper) <= h + rel_tol * abs(paper):
         return MATCH
     if reference is not None and _sign(sim - reference, 1e-9) == _sign(paper - reference, 1e-9):
         return DIRECTION

@@ -57,8 +57,9 @@ class Expectation:
     source: str = ""
     values: dict = field(default_factory=dict)
 
-    def verdict(self, measured: Any) -> str:
-        """The verdict on a measured value (a change for `change` rows)."""
+    def verdict(self, measured: Any, half_width: float = 0.0) -> str:
+        """The verdict on a measured value (a change for `change` rows); `half_width`: of the
+        value's 95% interval over seeds, which widens what matches."""
         if self.rule == "not_measured":
             return NOT_MEASURED
         if self.rule == "list":
@@ -68,7 +69,7 @@ class Expectation:
         if measured is None or not math.isfinite(float(measured)):
             return NOT_MEASURED
         if self.rule == "value":
-            return judge_value(self.value, float(measured), self.tolerance, reference=self.reference)
+            return judge_value(self.value, float(measured), self.tolerance, reference=self.reference, half_width=half_width)
         return judge_change(self.change, float(measured), eps=self.eps)
 
 
@@ -155,9 +156,11 @@ class Expected:
     def of_item(self, n: int) -> list:
         return [e for e in self.rows.values() if e.item == n]
 
-    def row(self, rid: str, measured: Any = None, fctlab: str = "", verdict: Optional[str] = None) -> Row:
+    def row(self, rid: str, measured: Any = None, fctlab: str = "", verdict: Optional[str] = None,
+            half_width: float = 0.0) -> Row:
         """The report row of expectation `rid`: `measured` is graded by the row's rule (for a
-        claim the caller passes its `verdict`); `fctlab` is how the measurement is shown."""
+        claim the caller passes its `verdict`); `fctlab` is how the measurement is shown;
+        `half_width`, of the measurement's 95% interval over seeds, widens what matches."""
         e = self[rid]
         if e.rule == "claim":
             if verdict not in (MATCH, DIRECTION, NO_MATCH, NOT_MEASURED):
@@ -166,7 +169,7 @@ class Expected:
         elif e.rule == "not_measured":
             return Row(e.quantity, e.shown, e.reason, NOT_MEASURED)
         else:
-            v = e.verdict(measured)
+            v = e.verdict(measured, half_width)
         return Row(e.quantity, e.shown, fctlab, v)
 
     def summary(self, n: int) -> str:

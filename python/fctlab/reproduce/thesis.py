@@ -10,6 +10,7 @@ numbers beside the thesis's; see ``docs/reproduce_thesis.md``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,14 +45,16 @@ class Mode:
     mix_rates: list
     rates: list
     bench_until: float
+    #: seeds of item 4's runs (its rows are means over them with 95% intervals)
+    mix_seeds: int
 
     @property
     def name(self) -> str:
         return "quick" if self.quick else "full"
 
 
-QUICK = Mode(True, [1, 4], "200ms", [8, 48], 50, 2.0, [10, 200], [100, 2000], 1.0)
-FULL = Mode(False, [1, 2, 4, 8], "500ms", [4, 8, 16, 32, 48], 500, 10.0, [10, 50, 100, 200], [100, 1000, 1300, 2000], 3.0)
+QUICK = Mode(True, [1, 4], "200ms", [8, 48], 50, 2.0, [10, 200], [100, 2000], 1.0, 2)
+FULL = Mode(False, [1, 2, 4, 8], "500ms", [4, 8, 16, 32, 48], 500, 10.0, [10, 50, 100, 200], [100, 1000, 1300, 2000], 3.0, 5)
 
 #: ns-2's TCP (the thesis's simulator) with SACK and a window that does not limit a flow.
 NS2 = {"transport__profile": "ns2", "transport__sack": True, "transport__rwnd": "1000000B",
@@ -281,48 +284,67 @@ def item3(r: Runner, mode: Mode, out) -> Item:
 
 
 def item4(r: Runner, mode: Mode, out) -> Item:
+    from ..crosscheck.report import interval
+
     until = mode.mix_until
     rates = mode.mix_rates
     lo = min(rates)
+    seeds = list(range(1, mode.mix_seeds + 1))
     it = r.new_item(4, f"scenario `mix.toml`: two long-lived flows h9, h10 -> h8 and responses uniform in [2 KB, 50 KB] h11 -> h8, "
-                       f"Poisson at {rates} responses/s over {until:g} s (the thesis gives no rate); AFCT of the responses, "
-                       f"utilization of tor2 -> h8, losses; rows graded at {lo}/s")
+                       f"Poisson at {rates} responses/s over {until:g} s (the thesis gives no rate), seeds {seeds[0]}-{seeds[-1]}; "
+                       f"AFCT of the responses, utilization of tor2 -> h8, losses: means over the seeds with 95% intervals; "
+                       f"rows graded at {lo}/s")
     runs = PROTOCOLS + (RED,)
-    afct: dict = {p: {} for p in runs}
-    util: dict = {p: {} for p in runs}
-    loss: dict = {p: {} for p in runs}
-    timed_out: dict = {p: {} for p in runs}
+    per: dict = {k: {p: {} for p in runs} for k in ("afct", "util", "loss", "timed_out")}
     for p in runs:
         for rate in rates:
-            res = r.run("mix.toml", f"{p} {rate}/s", **_as(p), workloads__0__arrival_rate=f"{rate}/s",
-                        workloads__0__until=f"{until}s", stop_time=f"{until + 0.1}s")
-            f = res.flows
-            resp = f[(f["tag"] == "response") & f["completed"].astype(bool)]
-            afct[p][rate] = float(resp["fct_s"].mean())
-            util[p][rate] = float(_port(res, "tor2", "h8")["utilization"])
-            loss[p][rate] = _loss_rate(res)
-            allr = f[f["tag"] == "response"]
-            timed_out[p][rate] = float((allr["timeouts"] > 0).mean()) if len(allr) else float("nan")
-    it.numbers = {"afct_s": afct, "utilization": util, "loss_rate": loss, "responses_with_timeout": timed_out}
+            for k in per:
+                per[k][p][rate] = []
+            for s in seeds:
+                res = r.run("mix.toml", f"{p} {rate}/s seed {s}", **_as(p), workloads__0__arrival_rate=f"{rate}/s",
+                            workloads__0__until=f"{until}s", stop_time=f"{until + 0.1}s", seed=s)
+                f = res.flows
+                resp = f[(f["tag"] == "response") & f["completed"].astype(bool)]
+                allr = f[f["tag"] == "response"]
+                per["afct"][p][rate].append(float(resp["fct_s"].mean()))
+                per["util"][p][rate].append(float(_port(res, "tor2", "h8")["utilization"]))
+                per["loss"][p][rate].append(_loss_rate(res))
+                per["timed_out"][p][rate].append(float((allr["timeouts"] > 0).mean()) if len(allr) else float("nan"))
+    iv = {k: {p: {x: interval(v) for x, v in d.items()} for p, d in by.items()} for k, by in per.items()}
+    afct = {p: {x: m for x, (m, _) in d.items()} for p, d in iv["afct"].items()}
+    util = {p: {x: m for x, (m, _) in d.items()} for p, d in iv["util"].items()}
+    loss = {p: {x: m for x, (m, _) in d.items()} for p, d in iv["loss"].items()}
+    timed_out = {p: {x: m for x, (m, _) in d.items()} for p, d in iv["timed_out"].items()}
+    it.numbers = {"afct_s": afct, "utilization": util, "loss_rate": loss, "responses_with_timeout": timed_out,
+                  "seeds": seeds, "per_seed": per, "half_width_95": {k: {p: {x: h for x, (_, h) in d.items()} for p, d in by.items()}
+                                                                    for k, by in iv.items()}}
     ex = r.expected
-    it.rows.append(ex.row("item4.afct_racs", afct["racs"][lo], fmt_time(afct["racs"][lo])))
-    it.rows.append(ex.row("item4.afct_rcp", afct["rcp"][lo], fmt_time(afct["rcp"][lo])))
+
+    def value_row(rid: str, k: str, p: str, fmt) -> None:
+        m, h = iv[k][p][lo]
+        shown = fmt(m) if not math.isfinite(h) else f"{fmt(m)} ± {fmt(h)}"
+        it.rows.append(ex.row(rid, m, shown, half_width=h))
+
+    pct = lambda x: fmt_pct(x, False)  # noqa: E731
+    value_row("item4.afct_racs", "afct", "racs", fmt_time)
+    value_row("item4.afct_rcp", "afct", "rcp", fmt_time)
     ch = rel_change(afct["racs"][lo], afct["rcp"][lo])
     it.rows.append(ex.row("item4.afct_change", ch, f"{fmt_time(afct['rcp'][lo])} -> {fmt_time(afct['racs'][lo])} ({fmt_pct(ch)})"))
-    it.rows.append(ex.row("item4.util_racs", util["racs"][lo], fmt_pct(util["racs"][lo], False)))
-    it.rows.append(ex.row("item4.util_rcp", util["rcp"][lo], fmt_pct(util["rcp"][lo], False)))
+    value_row("item4.util_racs", "util", "racs", pct)
+    value_row("item4.util_rcp", "util", "rcp", pct)
+    no_loss = all(x == 0 for p in ("racs", "rcp") for x in per["loss"][p][lo])
     it.rows.append(ex.row("item4.loss", fctlab=f"{loss['racs'][lo]:.2%} and {loss['rcp'][lo]:.2%}",
-                          verdict=MATCH if loss["racs"][lo] == 0 and loss["rcp"][lo] == 0 else NO_MATCH))
-    it.rows.append(ex.row("item4.afct_sdc", afct["sdc"][lo], fmt_time(afct["sdc"][lo])))
-    it.rows.append(ex.row("item4.util_sdc", util["sdc"][lo], fmt_pct(util["sdc"][lo], False)))
-    it.rows.append(ex.row("item4.afct_sack", afct["tcp"][lo], fmt_time(afct["tcp"][lo])))
-    it.rows.append(ex.row("item4.afct_red", afct[RED][lo], fmt_time(afct[RED][lo])))
+                          verdict=MATCH if no_loss else NO_MATCH))
+    value_row("item4.afct_sdc", "afct", "sdc", fmt_time)
+    value_row("item4.util_sdc", "util", "sdc", pct)
+    value_row("item4.afct_sack", "afct", "tcp", fmt_time)
+    value_row("item4.afct_red", "afct", RED, fmt_time)
     order = afct["sdc"][lo] < afct["tcp"][lo] < afct[RED][lo] and loss["sdc"][lo] == 0
     a3 = (afct["sdc"][lo], afct["tcp"][lo], afct[RED][lo])
     it.rows.append(ex.row("item4.order", fctlab=f"{fmt_time(a3[0])} {sign(a3[0], a3[1])} {fmt_time(a3[1])} "
                           f"{sign(a3[1], a3[2])} {fmt_time(a3[2])}; "
                           f"SDC loss {loss['sdc'][lo]:.3%}", verdict=MATCH if order else NO_MATCH))
-    it.rows.append(ex.row("item4.util_sack", util["tcp"][lo], fmt_pct(util["tcp"][lo], False)))
+    value_row("item4.util_sack", "util", "tcp", pct)
     table = "; ".join(f"{LABEL[p]} " + " / ".join(f"{fmt_time(afct[p][x])}, {fmt_pct(util[p][x], False)}, loss {loss[p][x]:.3%}" for x in rates) for p in runs)
     it.explanation.append(f"AFCT and utilization at {rates} responses/s: {table}.")
     it.explanation.append(
@@ -330,8 +352,8 @@ def item4(r: Runner, mode: Mode, out) -> Item:
         + ", ".join(f"{LABEL[p]} {timed_out[p][lo]:.1%}" for p in runs)
         + ". TCP SACK's mean is set by them (a timeout costs at least the 10 ms minimum RTO); the 100-packet "
         "DropTail buffer that the long flows keep full is where they lose packets. RED marking early (fctlab's RED "
-        "defaults, thresholds of 5 and 15 packets) keeps that queue short, so SACK with ECN is fast here; the "
-        "thesis's 42.4 ms for it implies RED settings that it does not give.")
+        "defaults, thresholds of 5 and 15 packets) keeps that queue short, so SACK with ECN is fast here; item 7 "
+        "finds the thesis's 42.4 ms for it with ns-2.35's default RED, in fctlab and in ns-2.35.")
     it.explanation.append(
         "The thesis does not say how often responses come. Under RACS the utilization depends on it: each response "
         "takes its share from the long flows as soon as its SYN admits it, about two round trips before its first data, "
@@ -554,6 +576,7 @@ def _footer() -> list:
         ["servers n / rounds, item 3", f"{QUICK.incast_n} / {QUICK.incast_rounds}", f"{FULL.incast_n} / {FULL.incast_rounds}"],
         ["arrival rates / window, item 4", f"{QUICK.mix_rates} / {QUICK.mix_until:g} s", f"{FULL.mix_rates} / {FULL.mix_until:g} s"],
         ["arrival rates / window, item 5", f"{QUICK.rates} / {QUICK.bench_until:g} s", f"{FULL.rates} / {FULL.bench_until:g} s"],
+        ["seeds, item 4", str(QUICK.mix_seeds), str(FULL.mix_seeds)],
         ["readings / seeds / window, item 7", f"1 / {t34.SEEDS[True]} / {t34.UNTIL[True]:g} s",
          f"{len(t34.READINGS)} / {t34.SEEDS[False]} / {t34.UNTIL[False]:g} s"],
     ]
