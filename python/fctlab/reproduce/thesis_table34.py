@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..crosscheck.report import interval
 from .common import MATCH, NO_MATCH, NOT_MEASURED, Item, Runner, fmt_pct, fmt_time
 
 SCENARIO = "mix.toml"
@@ -72,12 +73,6 @@ READINGS = (
 )
 
 
-def _interval(values) -> tuple:
-    from ..crosscheck.report import interval
-
-    return interval(values)
-
-
 def _figures(flows: pd.DataFrame, links: pd.DataFrame, drops: int) -> tuple:
     """AFCT of the completed responses, utilization of tor2 -> h8, packets dropped per data packet sent."""
     resp = flows[(flows["tag"] == "response") & flows["completed"].astype(bool)]
@@ -94,10 +89,9 @@ def _sets(reading: Reading, p: str, until: float) -> list:
 
 
 def _fctlab_only(r: Runner, reading: Reading, p: str, seeds: int, sets: list) -> list:
-    over = {k.replace(".", "__"): _value(v) for k, v in (x.split("=", 1) for x in sets)}
     figs = []
     for s in range(1, seeds + 1):
-        run = r.run(SCENARIO, f"{reading.key} {p} seed {s}", **over, seed=s)
+        run = r.run(SCENARIO, f"{reading.key} {p} seed {s}", set=tuple(sets), seed=s)
         figs.append(_figures(run.flows, run.links, int(run.summary["drops"])))
     return figs
 
@@ -128,16 +122,6 @@ def _run_both(r: Runner, reading: Reading, p: str, seeds: int, until: float, out
             res[sim].append(_figures(flows, links, drops))
     r.runs += 2 * len(cc.runs)
     return res
-
-
-def _value(v: str):
-    low = v.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return float(v) if "." in v else int(v)
-    except ValueError:
-        return v
 
 
 def _verdict(paper: float, iv: tuple, tol: float, relative: bool) -> str:
@@ -181,9 +165,9 @@ def item7(r: Runner, mode, out) -> Item:
             per = _run_both(r, reading, p, seeds, until, out)
             numbers[reading.key][p] = per
             for k in range(3):
-                a = _interval([x[k] for x in per["fctlab"]])
+                a = interval([x[k] for x in per["fctlab"]])
                 ns = per.get("ns2")
-                b = _interval([x[k] for x in ns]) if ns else (math.nan, math.nan)
+                b = interval([x[k] for x in ns]) if ns else (math.nan, math.nan)
                 paper = PAPER[p][k]
                 verdict = _verdict(paper, a, TOL[k], relative=(k == 0))
                 if p == "sdc":
