@@ -96,10 +96,57 @@ def test_what_ns2_runs_its_own_way_is_listed_in_the_report():
     assert len(ecn.notes) == 1 and "ECN threshold" in ecn.notes[0]
 
 
-def test_step_weight_that_changes_during_a_flow_is_an_error():
-    sc = star(flows=[{"src": "h1", "dst": "h0", "size": "20MB", "protocol": "atcp"}])
+def test_a_weight_function_that_varies_continuously_is_an_error():
+    sc = star(transport={"weight_function": "linear", "threshold_low": "1MB", "threshold_high": "2MB"},
+              flows=[{"src": "h1", "dst": "h0", "size": "3MB", "protocol": "atcp"}])
     with pytest.raises(Unsupported, match=r"flows\[0\].weight_function"):
         ns2.check(plan.load(sc))
+
+
+def test_ecn_ports_run_as_droptail_when_no_flow_is_ecn_capable():
+    """fctlab's threshold marker queues packets that are not ECN-capable up to the buffer's
+    end; ns-2's RED-based marker would drop them above K, so such ports are DropTail there."""
+    ecn = {"queue": "ecn", "ecn_threshold": "20pkt"}
+    tcl = tcl_of(star(network=ecn))
+    assert "$ns simplex-link $n(sw0) $n(h0) 1000000000 5e-05 DropTail" in tcl and "thresh_" not in tcl
+    marked = tcl_of(star(network=ecn, transport={"ecn": True}))
+    assert "$ns simplex-link $n(sw0) $n(h0) 1000000000 5e-05 RED" in marked and "set thresh_ 20" in marked
+
+
+@needs_ns
+def test_step_weight_switches_past_the_threshold_as_in_fctlab(tmp_path):
+    """An ATCP `step` flow larger than its threshold (W_H = 3 up to 1 MB, W_L = 1 after)
+    beside a TCP flow: ns-2's increase_num_ is switched by the script's check of maxseq_
+    every millisecond; both simulators switch the weight within that millisecond and
+    complete the flows within 1%. The windows sampled by both agree."""
+    from fctlab import run
+    from fctlab.crosscheck import run_other
+
+    sc = {"seed": 1, "stop_time": "3s",
+          "network": {"topology": "dumbbell", "senders": 2, "receivers": 2, "link_rate": "1Gbps",
+                      "bottleneck_rate": "100Mbps", "link_delay": "50us", "buffer": "50pkt"},
+          "transport": {"profile": "ns2", "rwnd": "1000000B", "initial_ssthresh": "1000000B",
+                        "w_high": 3, "w_low": 1, "threshold": "1MB"},
+          "monitor": {"cwnd_interval": "1ms"},
+          "flows": [{"src": "s0", "dst": "r0", "size": "3MB", "protocol": "atcp"},
+                    {"src": "s1", "dst": "r1", "size": "3MB", "protocol": "tcp"}]}
+    a = run(sc)
+    b = run_other(sc, a, out=tmp_path)
+    assert any("step weight" in n for n in b.summary["notes"])
+    for x, y in zip(a.flows.itertuples(), b.flows.itertuples()):
+        assert x.completed and y.completed
+        assert y.fct_s == pytest.approx(x.fct_s, rel=0.01)
+
+    def switch(res):
+        w = res.cwnd[res.cwnd.flow_id == 0]
+        assert set(w.weight) == {3.0, 1.0}
+        return float(w[w.weight == 1.0].time_s.min())
+
+    assert abs(switch(a) - switch(b)) <= 0.0011
+    ca = a.cwnd.groupby("flow_id").cwnd_bytes.mean()
+    cb = b.cwnd.groupby("flow_id").cwnd_bytes.mean()
+    assert list(cb.index) == list(ca.index) == [0, 1]
+    assert cb.to_numpy() == pytest.approx(ca.to_numpy(), rel=0.05)
 
 
 def test_groups_wait_by_number_whatever_their_names():

@@ -49,25 +49,48 @@ class Crosscheck:
     notes: list
 
 
-def _write_other(flows_rows: list, link_rows: list, summary: dict, fctlab_flows, out: Path) -> None:
-    """The other simulator's results as a run directory in fctlab's format: the columns it does
-    not report are null; `ideal_fct_s` (a property of the flow and its path) is fctlab's."""
+def other_result(flows_rows: list, link_rows: list, summary: dict, fctlab_flows, cwnd_rows: Sequence = ()):
+    """The other simulator's results as a :class:`fctlab.api.RunResult` in fctlab's format: the
+    columns it does not report are null; `ideal_fct_s` (a property of the flow and its path) and
+    `deadline_s` (of the flow) are fctlab's."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    from ..api import _schema
+    from ..api import RunResult, _schema
 
-    ideal = dict(zip(fctlab_flows.column("flow_id").to_pylist(), fctlab_flows.column("ideal_fct_s").to_pylist()))
+    ids = fctlab_flows.column("flow_id").to_pylist()
+    ideal = dict(zip(ids, fctlab_flows.column("ideal_fct_s").to_pylist()))
+    deadline = dict(zip(ids, fctlab_flows.column("deadline_s").to_pylist()))
     for r in flows_rows:
         r["ideal_fct_s"] = ideal.get(r["flow_id"])
+        r["deadline_s"] = deadline.get(r["flow_id"])
         r["slowdown"] = (r["fct_s"] / r["ideal_fct_s"]) if r["fct_s"] is not None and r["ideal_fct_s"] else None
         r.setdefault("scheduler", "none")
         r["conn_finish_s"] = r["finish_s"]
-    out.mkdir(parents=True, exist_ok=True)
     fs, ls = _schema("flows"), _schema("links")
-    pq.write_table(pa.Table.from_pylist(flows_rows, schema=fs), out / "flows.parquet")
-    pq.write_table(pa.Table.from_pylist(link_rows, schema=ls), out / "links.parquet")
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    cwnd = pa.Table.from_pylist(list(cwnd_rows), schema=_schema("cwnd")) if cwnd_rows else None
+    return RunResult(pa.Table.from_pylist(flows_rows, schema=fs), pa.Table.from_pylist(link_rows, schema=ls), None,
+                     summary, cwnd_table=cwnd)
+
+
+def _write_other(flows_rows: list, link_rows: list, summary: dict, fctlab_flows, out: Path, cwnd_rows: Sequence = ()) -> None:
+    other_result(flows_rows, link_rows, summary, fctlab_flows, cwnd_rows).write(out)
+
+
+def run_other(scenario: ScenarioLike, fctlab_result, *, against: str = "ns2", out, set: Sequence[str] = ()):
+    """`scenario` with the overrides `set` (the seed among them) run by `against` on the flows
+    fctlab ran for `fctlab_result` (the same scenario and overrides), written into `out` and
+    returned as a :class:`fctlab.api.RunResult` (``summary["notes"]``: what it runs
+    differently). Raises Unsupported naming the key it cannot run, or ns2.NsError."""
+    target = TARGETS[against]
+    p = plan_mod.load(scenario, list(set))
+    target.check(p)
+    flows_rows, link_rows, summary, cwnd_rows = target.run(p, p.seed, Path(out))
+    summary["scenario_file"] = str(scenario) if not isinstance(scenario, dict) else "<dict>"
+    summary["overrides"] = list(set)
+    summary["notes"] = list(p.notes)
+    res = other_result(flows_rows, link_rows, summary, fctlab_result.flows_table, cwnd_rows)
+    res.write(out)
+    return res
 
 
 def crosscheck(scenario: ScenarioLike, *, against: str = "ns2", out, seeds: int = 5, first_seed: int = 1,
@@ -102,11 +125,11 @@ def crosscheck(scenario: ScenarioLike, *, against: str = "ns2", out, seeds: int 
         res.write(d / "fctlab")
         say(f"seed {seed}: {against}")
         t0 = time.perf_counter()
-        flows_rows, link_rows, summary = target.run(p, seed, d / against)
+        flows_rows, link_rows, summary, cwnd_rows = target.run(p, seed, d / against)
         ow = time.perf_counter() - t0
         summary["scenario_file"] = str(scenario) if not isinstance(scenario, dict) else "<dict>"
         summary["overrides"] = sets
-        _write_other(flows_rows, link_rows, summary, res.flows_table, d / against)
+        _write_other(flows_rows, link_rows, summary, res.flows_table, d / against, cwnd_rows)
         own = time.perf_counter() - t_seed - fw - ow
         runs.append(SeedRun(seed, d / "fctlab", d / against, fw, ow, own))
     name = str(scenario) if not isinstance(scenario, dict) else "<dict>"

@@ -58,6 +58,10 @@ def check(plan: Plan) -> None:
                 f"increase_num_); the crosscheck runs {', '.join(PROTOCOLS)}")
         if f.protocol == "atcp":
             atcp_weight(f)
+    if any(f.protocol == "atcp" and atcp_step(f) for f in plan.flows):
+        plan.notes.append(
+            f"ATCP step weight: ns-2's increase_num_ is switched from W_H to W_L by a check every "
+            f"{STEP_POLL_S * 1e3:g} ms of whether the flow has sent past its threshold (fctlab switches at the byte)")
     if t["tail_loss_probe"]:
         raise Unsupported("transport.tail_loss_probe: ns-2.35 has no tail loss probe; set it to false (profile = \"ns2\" does)")
     if t["cwr"]:
@@ -91,7 +95,16 @@ def check(plan: Plan) -> None:
     ):
         if used and t[key] != ns2_way:
             plan.notes.append(f"transport.{key} = {t[key]!r}: ns-2 runs it its own way ({ns2_way!r})")
-    if any(p.queue["kind"] == "ecn" for p in plan.ports):
+    ecn_ports = any(p.queue["kind"] == "ecn" for p in plan.ports)
+    if ecn_ports and not any(f.ecn for f in plan.flows):
+        plan.notes.append(
+            "ECN threshold marking: no flow is ECN-capable, so the marking ports run as DropTail queues of the same "
+            "size in ns-2, as they act in fctlab (ns-2's RED-based marker would drop such packets above K)")
+    elif ecn_ports and not all(f.ecn for f in plan.flows):
+        plan.notes.append(
+            "ECN threshold marking: ns-2's RED-based marker drops the packets of flows that are not ECN-capable once "
+            "the queue exceeds K, where fctlab queues them up to the buffer's end")
+    if ecn_ports and any(f.ecn for f in plan.flows):
         plan.notes.append(
             "ECN threshold marking: ns-2 marks with RED at thresh_ = maxthresh_ = K, which, unlike fctlab's "
             "threshold, skips the first arrival after the queue reaches K and acts only while more than one "
@@ -104,22 +117,34 @@ def check(plan: Plan) -> None:
 
 
 def atcp_weight(f) -> float:
-    """ATCP's weight as ns-2's ``increase_num_``, which is fixed per flow: the `fixed`
-    function's weight, or the `step` function's when the flow never crosses its threshold."""
+    """ATCP's weight as ns-2's ``increase_num_`` at the flow's start: the `fixed` function's
+    weight, or the `step` function's W_H (see :func:`atcp_step` for a flow that crosses the
+    threshold)."""
     p = f.params
     fn = p.get("weight_function")
     if fn == "fixed":
         return float(p["weight"])
     if fn == "step":
-        if f.size_bytes is not None and f.size_bytes <= p["threshold"]:
-            return float(p["w_high"])
-        if f.size_bytes is not None and p["w_high"] == p["w_low"]:
-            return float(p["w_low"])
-        raise Unsupported(
-            f"flows[{f.flow_id}].weight_function: the step weight of this flow changes while it runs "
-            f"({'long-lived' if f.size_bytes is None else f'{f.size_bytes} B'} > threshold {p['threshold']} B); "
-            "ns-2's increase_num_ is one value per flow; use weight_function = \"fixed\" or a size below the threshold")
-    raise Unsupported(f"flows[{f.flow_id}].weight_function: {fn!r} varies during the flow; ns-2's increase_num_ is fixed per flow (use \"fixed\" or \"step\")")
+        return float(p["w_high"])
+    raise Unsupported(f"flows[{f.flow_id}].weight_function: {fn!r} varies continuously during the flow; ns-2's "
+                      "increase_num_ is set per flow here (use \"fixed\" or \"step\")")
+
+
+#: How often (s) the script checks whether a `step` flow has sent past its threshold.
+STEP_POLL_S = 0.001
+
+
+def atcp_step(f) -> Optional[tuple]:
+    """(threshold in bytes, W_L) for a `step` flow whose weight can change while it runs (a
+    long-lived flow, or one larger than the threshold), else None. ns-2's agent has no
+    weight function: the script checks every STEP_POLL_S whether the flow has sent more than
+    the threshold (``maxseq_``) and then sets ``increase_num_`` to W_L."""
+    p = f.params
+    if p.get("weight_function") != "step" or p["w_high"] == p["w_low"]:
+        return None
+    if f.size_bytes is not None and f.size_bytes <= p["threshold"]:
+        return None
+    return int(p["threshold"]), float(p["w_low"])
 
 
 def _num(x: float) -> str:
@@ -136,6 +161,10 @@ def _queue_lines(p, plan: Plan) -> tuple:
     kind = q["kind"]
     lines = []
     qv = f"[[$ns link $n({p.src}) $n({p.dst})] queue]"
+    if kind == "ecn" and not any(f.ecn for f in plan.flows):
+        # fctlab's threshold marker lets packets that are not ECN-capable pass to the buffer's
+        # end; ns-2's RED-based marker would drop them above K
+        kind = "droptail"
     qtype = "DropTail" if kind == "droptail" else "RED"
     if p.buffer is None:
         limit = 1_000_000_000
@@ -238,8 +267,9 @@ def script(plan: Plan, seed: int) -> str:
         "    finished $flowid",
         "}",
         "proc finished {id} {",
-        "    global ns tcp start ndone nfinite nlong groupleft groupof waiters",
+        "    global ns tcp start ndone nfinite nlong groupleft groupof waiters fin",
         "    puts \"F $id [$ns now] [$tcp($id) set nrexmit_] [$tcp($id) set nrexmitpack_] [$tcp($id) set ndatapack_]\"",
+        "    set fin($id) 1",
         "    incr ndone",
         "    if {[info exists groupof($id)]} {",
         "        set g $groupof($id)",
@@ -251,10 +281,21 @@ def script(plan: Plan, seed: int) -> str:
         "    if {$ndone == $nfinite && !$nlong} { $ns at [$ns now] \"finish\" }",
         "}",
         "proc start_flow {id} {",
-        "    global ns ftp size start",
+        "    global ns ftp size start step",
         "    set start($id) [$ns now]",
         "    puts \"S $id [$ns now]\"",
         "    if {$size($id) < 0} { $ftp($id) start } else { $ftp($id) send $size($id) }",
+        "    if {[info exists step($id)]} { atcp_step $id }",
+        "}",
+        "# ATCP's step weight: W_L once the flow has sent more than the threshold (packets)",
+        "proc atcp_step {id} {",
+        "    global ns tcp step fin",
+        "    if {[info exists fin($id)]} { return }",
+        f"    if {{[$tcp($id) set maxseq_] + 1 - {1 if t['handshake'] else 0} > [lindex $step($id) 0]}} {{",
+        "        $tcp($id) set increase_num_ [lindex $step($id) 1]",
+        "    } else {",
+        f"        $ns at [expr [$ns now] + {_num(STEP_POLL_S)}] \"atcp_step $id\"",
+        "    }",
         "}",
         "proc flow {id src dst bytes ecn incr} {",
         "    global ns n tcp sink ftp size nfinite",
@@ -286,9 +327,14 @@ def script(plan: Plan, seed: int) -> str:
         incr = atcp_weight(f) if f.protocol == "atcp" else 1.0
         size = -1 if f.size_bytes is None else f.size_bytes
         L.append(f"flow {f.flow_id} {f.src} {f.dst} {size} {1 if f.ecn else 0} {_num(incr)}")
+        st = atcp_step(f) if f.protocol == "atcp" else None
+        if st:
+            # sent > threshold bytes: more than floor(threshold / mss) whole packets
+            L.append(f"set step({f.flow_id}) {{{st[0] // mss} {_num(st[1])}}}")
         if not f.after:
             L.append(f"$ns at {_num(f.start_s)} \"start_flow {f.flow_id}\"")
     stop = plan.stop_time_s if plan.stop_time_s is not None else 3600.0
+    L += _cwnd_sampler(plan)
     L += [
         "",
         "proc finish {} {",
@@ -311,13 +357,40 @@ def script(plan: Plan, seed: int) -> str:
     return "\n".join(L)
 
 
+def _cwnd_sampler(plan: Plan) -> list:
+    """Lines that print the window of every traced running flow at each multiple of the
+    scenario's ``[monitor] cwnd_interval`` (as fctlab samples it): ``W id time cwnd_ ssthresh_
+    ack_ increase_num_``."""
+    mon = plan.network.get("monitor") or {}
+    dt = mon.get("cwnd_interval_s")
+    if not dt:
+        return []
+    ids = [f.flow_id for f in plan.flows] if mon.get("cwnd_flows") is None else list(mon["cwnd_flows"])
+    return [
+        "",
+        f"set cwnd_ids {{{' '.join(map(str, ids))}}}",
+        "proc sample_cwnd {k} {",
+        "    global ns tcp start fin cwnd_ids",
+        "    set now [$ns now]",
+        "    foreach id $cwnd_ids {",
+        "        if {[info exists start($id)] && ![info exists fin($id)]} {",
+        "            puts \"W $id $now [$tcp($id) set cwnd_] [$tcp($id) set ssthresh_] [$tcp($id) set ack_] [$tcp($id) set increase_num_]\"",
+        "        }",
+        "    }",
+        f"    $ns at [expr ($k + 1) * {_num(dt)}] \"sample_cwnd [expr $k + 1]\"",
+        "}",
+        "$ns at 0 \"sample_cwnd 0\"",
+    ]
+
+
 class NsError(RuntimeError):
     """ns could not be run, or failed; the message says which and how."""
 
 
 def run(plan: Plan, seed: int, workdir: Path, ns: Optional[str] = None, timeout_s: float = 3600.0):
     """Runs `plan` under ns-2 with `seed` in `workdir` (the script, ns's output and its
-    results are written there). Returns (flows rows, links rows, summary dict)."""
+    results are written there). Returns (flows rows, links rows, summary dict, cwnd rows: empty
+    unless the scenario samples windows)."""
     ns = ns or find_ns()
     if ns is None:
         raise NsError("ns-2.35's `ns` was not found on PATH (Debian: apt-get install ns2; or set FCTLAB_NS)")
@@ -342,10 +415,13 @@ def run(plan: Plan, seed: int, workdir: Path, ns: Optional[str] = None, timeout_
 
 
 def parse(plan: Plan, out: str, seed: int, wall_s: float):
-    """ns's printed lines as flows rows, links rows and a summary."""
+    """ns's printed lines as flows rows, links rows, a summary and window samples."""
     t = plan.tcp
     mss = t["mss_bytes"]
     starts, finishes, final, links = {}, {}, {}, {}
+    cwnd, last_ack = [], {}
+    dt = (plan.network.get("monitor") or {}).get("cwnd_interval_s")
+    atcp = {f.flow_id for f in plan.flows if f.protocol == "atcp"}
     end = None
     for line in out.splitlines():
         parts = line.split()
@@ -362,6 +438,16 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
             links[int(parts[1])] = tuple(float(x) for x in parts[2:])
         elif tag == "T":
             end = float(parts[1])
+        elif tag == "W":
+            # ack_ counts packets from 0 (the SYN's when there is one), -1 before the first
+            fid, ack = int(parts[1]), int(float(parts[5]))
+            prev = last_ack.get(fid, -1 + (1 if t["handshake"] else 0))
+            last_ack[fid] = ack
+            ss = float(parts[4]) * mss
+            cwnd.append({"time_s": float(parts[2]), "flow_id": fid, "cwnd_bytes": int(float(parts[3]) * mss),
+                         "ssthresh_bytes": int(ss) if ss < 2 ** 40 else None,
+                         "rate_bps": max(0, ack - prev) * mss * 8 / dt,
+                         "weight": float(parts[6]) if fid in atcp else None, "pacing_bps": None})
     syn = 1 if t["handshake"] else 0
     flows = []
     for f in plan.flows:
@@ -401,4 +487,4 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
         # a CE packet is counted at every port it leaves; once per packet at the last hop
         "ecn_marks": int(sum(r["ecn_marks"] for r in link_rows if r["dst"] in set(plan.hosts))),
     }
-    return flows, link_rows, summary
+    return flows, link_rows, summary, cwnd

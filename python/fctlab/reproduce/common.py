@@ -117,6 +117,16 @@ class Row:
     paper: str
     fctlab: str
     verdict: str
+    #: the expectation's id (expected.toml) when the row grades one
+    rid: str = ""
+    #: the graded number (a value, or a change) and the half-width of its 95% interval
+    measured: float = math.nan
+    half_width: float = 0.0
+    #: the same row measured with ns-2.35 (see :func:`fctlab.reproduce.runner.ns2_pass`):
+    #: shown value, verdict against the paper, and whom it agrees with
+    ns2: str = ""
+    ns2_verdict: str = ""
+    ns2_agrees: str = ""
 
 
 @dataclass
@@ -152,6 +162,9 @@ class Item:
 class Runner:
     """Runs scenario files through :func:`fctlab.run`, caching identical runs and logging
     progress to stderr."""
+
+    #: whether runs are made in ns-2.35 (:class:`Ns2Runner`)
+    is_ns2 = False
 
     def __init__(self, scenario_dir: Path, out_dir: Path, log: Callable[[str], None]):
         from .expected import Expected
@@ -215,6 +228,55 @@ class Runner:
             f["seed"] = int(s)
             frames.append(f)
         return pd.concat(frames, ignore_index=True)
+
+
+class Ns2Runner(Runner):
+    """An item's runs made again in ns-2.35, on the flow lists fctlab ran (`base`'s runs):
+    each run goes through :func:`fctlab.crosscheck.run_other` and is written under
+    ``OUT/ns2-runs/``. A run of a protocol ns-2.35 does not have (DCTCP, RCP, RACS, SDC) is
+    `base`'s fctlab run, and its protocol is recorded in `stand_ins`, so that an item comparing
+    TCP with such a protocol compares ns-2's TCP with fctlab's other protocol."""
+
+    is_ns2 = True
+
+    def __init__(self, base: Runner):
+        self.__dict__.update(base.__dict__)
+        self.base = base
+        self._cache = {}
+        self.label = base.label + "[ns-2.35] "
+        self.stand_ins: set = set()
+        self.runs = 0
+        self.wall_s = 0.0
+
+    def run(self, name: str, label: str, **overrides: Any):
+        import hashlib
+
+        from ..api import overrides_from_kwargs
+        from ..crosscheck import run_other
+        from ..crosscheck.ns2 import PROTOCOLS
+
+        merged = {**self.overrides, **overrides}
+        key = (name, tuple(sorted((k, repr(v)) for k, v in merged.items())))
+        if key in self._cache:
+            return self._cache[key]
+        fct = self.base.run(name, label, **overrides)
+        missing = set(fct.flows["protocol"]) - set(PROTOCOLS)
+        if missing:
+            self.stand_ins |= missing
+            self._cache[key] = fct
+            return fct
+        tag = hashlib.sha1(repr(key).encode()).hexdigest()[:12]
+        t0 = time.perf_counter()
+        res = run_other(self.path(name), fct, out=self.out_dir / "ns2-runs" / f"{Path(name).stem}-{tag}",
+                        set=overrides_from_kwargs(merged))
+        wall = time.perf_counter() - t0
+        self.runs += 1
+        self.wall_s += wall
+        f = res.flows
+        self.log(f"    run {self.label}{label}: {name} -> {int(f['completed'].sum())}/{len(f)} flows completed, "
+                 f"{res.summary['sim_time_s']:.2f} s simulated, {wall:.1f} s wall")
+        self._cache[key] = res
+        return res
 
 
 # --------------------------------------------------------------------------- flow statistics

@@ -167,10 +167,28 @@ class Expected:
                 raise ExpectedError(f"{self.path}: {rid}: a claim needs a verdict from the item's check")
             v = verdict
         elif e.rule == "not_measured":
-            return Row(e.quantity, e.shown, e.reason, NOT_MEASURED)
+            return Row(e.quantity, e.shown, e.reason, NOT_MEASURED, rid=rid)
         else:
             v = e.verdict(measured, half_width)
-        return Row(e.quantity, e.shown, fctlab, v)
+        m = float(measured) if isinstance(measured, (int, float)) and not isinstance(measured, bool) else math.nan
+        return Row(e.quantity, e.shown, fctlab, v, rid=rid, measured=m, half_width=float(half_width or 0.0))
+
+    def agrees(self, a: Row, b: Row) -> Optional[bool]:
+        """Whether two measurements of row `a.rid` (fctlab's `a`, another simulator's `b`)
+        agree by the row's own rule: values within the row's tolerance of each other, widened
+        by both 95% intervals; changes by the change rule (same sign, within a factor of two
+        or 5 points); claims by the same verdict. None for rows that only list values."""
+        e = self[a.rid]
+        if e.rule in ("list", "not_measured"):
+            return None
+        if e.rule == "claim":
+            return a.verdict == b.verdict
+        if not (math.isfinite(a.measured) and math.isfinite(b.measured)):
+            return None
+        if e.rule == "value":
+            hw = (a.half_width if math.isfinite(a.half_width) else 0.0) + (b.half_width if math.isfinite(b.half_width) else 0.0)
+            return judge_value(b.measured, a.measured, e.tolerance, half_width=hw) == MATCH
+        return judge_change(b.measured, a.measured, eps=e.eps) == MATCH
 
     def summary(self, n: int) -> str:
         """The paper's numbers of item `n`, for an item that was not run."""

@@ -44,6 +44,12 @@ class Paper:
     #: the settings every run is made under: (name, scenario overrides, description); the first
     #: is the primary one. Empty: the scenario files as they are.
     profiles: tuple = field(default_factory=tuple)
+    #: items that are measured again with ns-2.35 (:func:`ns2_pass`), and the profile whose
+    #: settings they are run under there (None: the scenario files as they are)
+    ns2_items: tuple = field(default_factory=tuple)
+    ns2_profile: Optional[str] = None
+    #: for a row id, why the row has no ns-2.35 measurement ("" when it has one)
+    ns2_missing: Callable[[str], str] = lambda rid: ""
 
 
 def _clean(x):
@@ -69,25 +75,98 @@ def _verdict_line(it) -> str:
     return it.summary_verdict
 
 
+NS2_COLUMNS = ["ns-2.35", "ns-2.35 agrees with"]
+
+
+def _ns2_cells(r) -> list:
+    return [r.ns2 or "-", r.ns2_agrees or "-"] if r is not None else ["-", "-"]
+
+
 def _rows_table(it) -> Table:
-    """The item's rows: one fctlab column and verdict per profile."""
+    """The item's rows: the paper's number, ns-2.35's when the item was measured with it, and
+    one fctlab column and verdict per profile."""
+    subs = it.profiles or {None: it}
+    with_ns2 = any(r.ns2 for sub in subs.values() for r in sub.rows)
     if not it.profiles:
-        return Table(["quantity", "paper", "fctlab", "verdict"], [[r.quantity, r.paper, r.fctlab, r.verdict] for r in it.rows], text=True)
+        header = ["quantity", "paper"] + (NS2_COLUMNS if with_ns2 else []) + ["fctlab", "verdict"]
+        return Table(header, [[r.quantity, r.paper] + (_ns2_cells(r) if with_ns2 else []) + [r.fctlab, r.verdict]
+                              for r in it.rows], text=True)
     names = list(it.profiles)
     by = {p: {r.quantity: r for r in sub.rows} for p, sub in it.profiles.items()}
     quantities = list(dict.fromkeys(r.quantity for sub in it.profiles.values() for r in sub.rows))
-    header = ["quantity", "paper"]
+    header = ["quantity", "paper"] + (NS2_COLUMNS if with_ns2 else [])
     for p in names:
         header += [f"fctlab, {p}", f"verdict, {p}"]
     rows = []
     for q in quantities:
         first = next(by[p][q] for p in names if q in by[p])
         line = [q, first.paper]
+        if with_ns2:
+            line += _ns2_cells(next((by[p][q] for p in names if q in by[p] and by[p][q].ns2), None))
         for p in names:
             r = by[p].get(q)
             line += [r.fctlab, r.verdict] if r else ["-", "-"]
         rows.append(line)
     return Table(header, rows, text=True)
+
+
+AGREES = {(True, True): "the paper and fctlab", (True, False): "the paper", (False, True): "fctlab",
+          (False, False): "neither"}
+
+
+def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], None], scratch: Path) -> None:
+    """Item `n` measured again with ns-2.35 on the same flows (:class:`Ns2Runner`): each of
+    `it`'s rows gets ns-2's value, its verdict against the paper and whom it agrees with (the
+    paper, fctlab, both or neither, each by the row's own rule). Rows ns-2.35 cannot measure
+    say why; without ``ns`` on the machine every row says so."""
+    from ..crosscheck.ns2 import find_ns
+    from .common import MATCH, Ns2Runner
+
+    if find_ns() is None:
+        for r in it.rows:
+            r.ns2 = "not run: ns-2.35's `ns` is not installed"
+        it.explanation.append("ns-2.35 was not run: its `ns` is not installed here (Debian: apt-get install ns2).")
+        return
+    nr = Ns2Runner(rn)
+    log(f"    item {n}: the same runs in ns-2.35")
+    t0 = time.perf_counter()
+    try:
+        twin = paper.items[n](nr, mode, scratch)
+    except Exception as e:  # the fctlab rows stand; the ns-2 column says why it is empty
+        log(traceback.format_exc().rstrip())
+        for r in it.rows:
+            r.ns2 = f"failed: {type(e).__name__}: {e}"
+        return
+    finally:
+        rn.runs += nr.runs
+        rn.wall_s += nr.wall_s
+    by_rid = {r.rid: r for r in twin.rows if r.rid}
+    by_q = {r.quantity: r for r in twin.rows}
+    ex = rn.expected
+    for r in it.rows:
+        if r.rid and ex[r.rid].rule == "not_measured":
+            r.ns2 = "-"
+            continue
+        why = paper.ns2_missing(r.rid) if r.rid else ""
+        t = by_rid.get(r.rid) if r.rid else by_q.get(r.quantity)
+        if why or t is None:
+            r.ns2 = why or "not measured in ns-2.35"
+            continue
+        r.ns2, r.ns2_verdict = t.fctlab, t.verdict
+        if r.rid:
+            with_fctlab = ex.agrees(r, t)
+            with_paper = t.verdict == MATCH
+            r.ns2_agrees = ("-" if with_fctlab is None and ex[r.rid].rule == "list"
+                            else AGREES[(with_paper, bool(with_fctlab))])
+    if nr.stand_ins:
+        it.explanation.append(
+            "ns-2.35 column: " + ", ".join(sorted(p.upper() for p in nr.stand_ins)) + " is not in ns-2.35, so rows that set it "
+            "beside TCP or ATCP compare ns-2.35's TCP and ATCP runs with fctlab's run of it; rows about it alone say so.")
+    it.explanation.append(
+        f"ns-2.35 column: the item's TCP{' and ATCP' if paper.name == 'atcp' else ''} runs made again in ns-2.35 on the "
+        f"identical flow lists ({nr.runs} runs, {time.perf_counter() - t0:.0f} s; scripts and results under `ns2-runs/`). "
+        "'agrees with' applies each row's own rule: the paper's number against ns-2's as against fctlab's, and ns-2's "
+        "value against fctlab's within the row's tolerance widened by both 95% intervals.")
 
 
 def _explanations(it) -> list:
@@ -173,6 +252,11 @@ def _run_item(paper: Paper, n: int, profile: int, rn: Runner, mode, out: Path, l
     except Exception as e:  # an item that fails is reported, the others still run
         log(traceback.format_exc().rstrip())
         it = rn.placeholder(n, f"failed: {type(e).__name__}: {e}")
+    if it.status == "done" and n in paper.ns2_items and name == paper.ns2_profile:
+        twin_dir = draw / f".ns2-item{n}"
+        twin_dir.mkdir(parents=True, exist_ok=True)
+        ns2_pass(paper, n, rn, mode, it, log, twin_dir)
+        shutil.rmtree(twin_dir, ignore_errors=True)
     it.wall_s = time.perf_counter() - t0
     if name:
         it.figures = [_profile_figure(out, f, c, name, made_in=draw) for f, c in it.figures]
@@ -278,12 +362,12 @@ def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: P
                 "reason": it.reason,
                 "verdict": it.summary_verdict,
                 "wall_s": it.wall_s,
-                "rows": [r.__dict__ for r in it.rows],
+                "rows": [_clean(r.__dict__) for r in it.rows],
                 "numbers": _clean(it.numbers),
                 "figures": [f for f, _ in it.figures],
                 "profiles": {
                     p: {"status": sub.status, "reason": sub.reason, "verdict": sub.summary_verdict,
-                        "rows": [r.__dict__ for r in sub.rows], "numbers": _clean(sub.numbers)}
+                        "rows": [_clean(r.__dict__) for r in sub.rows], "numbers": _clean(sub.numbers)}
                     for p, sub in it.profiles.items()
                 },
             }
