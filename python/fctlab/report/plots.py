@@ -79,6 +79,10 @@ def fct_cdf(fcts: Mapping[str, np.ndarray]) -> bytes | None:
         ax.step(np.concatenate([[x[0]], x]), np.concatenate([[0.0], y]), where="post",
                 label=f"{label} ({x.size} flows)")
     ax.set_xscale("log")
+    lo = min(float(x[0]) for x in series.values()) / scale
+    hi = max(float(x[-1]) for x in series.values()) / scale
+    if hi <= lo * 1.01:  # one completion time in all: a log axis needs a range around it
+        ax.set_xlim(lo / 2, lo * 2)
     _plain_log_ticks(ax.xaxis)
     ax.set_ylim(0, 1.02)
     ax.set_xlabel(f"Flow completion time ({unit})")
