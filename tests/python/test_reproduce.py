@@ -8,7 +8,8 @@ import time
 import pytest
 
 from fctlab.reproduce import main_reproduce
-from fctlab.reproduce.common import DIRECTION, MATCH, NO_MATCH, NOT_MEASURED, judge_change, judge_value
+from fctlab.crosscheck.ns2 import find_ns
+from fctlab.reproduce.common import DIRECTION, MATCH, NO_MATCH, NOT_GRADED, NOT_MEASURED, judge_change, judge_value
 from fctlab.reproduce.expected import Expected, ExpectedError
 from fctlab.reproduce import default_scenario_dir
 
@@ -49,7 +50,7 @@ def _check_report(out, items=range(1, 9)):
 def test_quick_run_writes_full_report(quick_run):
     rc, out, wall = quick_run
     assert rc == 0
-    assert wall < 240, f"--quick took {wall:.0f} s"
+    assert wall < 400, f"--quick took {wall:.0f} s"
     md, results, pngs = _check_report(out)
     for h in ITEM_HEADINGS:
         assert h in md
@@ -60,7 +61,8 @@ def test_quick_run_writes_full_report(quick_run):
     # figures where the paper has one, under each profile: cwnd traces (1), throughput (2), shuffle CDF (8)
     for profile in ("ns2", "linux"):
         assert {f"item1_cwnd_{profile}.png", f"item2_throughput_{profile}.png", f"item8_shuffle_cdf_{profile}.png"} <= names
-    assert "| quantity | paper | fctlab, ns2 | verdict, ns2 | fctlab, linux | verdict, linux |" in md
+    ns2_cols = "ns-2.35 | ns-2.35 agrees with | " if find_ns() else ""
+    assert f"| quantity | paper | {ns2_cols}fctlab, ns2 | verdict, ns2 | fctlab, linux | verdict, linux |" in md
     for n, profile in ((n, p) for n in range(1, 9) for p in ("ns2", "linux")):
         item = results["items"][str(n)]["profiles"][profile]
         assert item["status"] == "done", (n, profile, item["reason"])
@@ -77,6 +79,10 @@ def test_quick_run_writes_full_report(quick_run):
                 assert row["verdict"] == NOT_MEASURED and row["fctlab"] == e.reason
             elif e.rule == "list":
                 assert row["verdict"] == "see next rows"
+            elif n >= 3:
+                # measured over the quick run's 2 seeds (item 8: its 3 jobs): shown, not graded
+                assert row["verdict"] == NOT_GRADED, (e.id, row)
+                assert row["fctlab"].endswith(" seeds)") or row["fctlab"].endswith(" jobs)"), (e.id, row)
             else:
                 assert row["verdict"] in (MATCH, DIRECTION, NO_MATCH), (e.id, row)
             # fctlab's column is a measurement, never the paper's own statement
@@ -145,6 +151,34 @@ def test_quick_run_rows_carry_measurements(quick_run):
     assert r["8"]["verdict"] != MATCH or all(x["verdict"] in (MATCH, NOT_MEASURED, "see next rows") for x in r["8"]["rows"])
 
 
+@pytest.mark.skipif(find_ns() is None, reason="ns-2.35's `ns` is not installed (Debian: apt-get install ns2; make test installs it as root)")
+def test_quick_run_sets_ns2_beside_the_paper(quick_run):
+    """Under the ns2 profile every item is measured again in ns-2.35 on the same flows: items 1
+    and 2 (which the ns2 profile runs packet for packet as ns-2.35, test_crosscheck.py) give
+    ns-2's numbers equal to fctlab's; DCTCP rows say that ns-2.35 has no DCTCP; every other
+    graded row has an ns-2 value and says whom it agrees with."""
+    _, out, _ = quick_run
+    r = json.loads((out / "results.json").read_text())["items"]
+    for n in range(1, 9):
+        rows = r[str(n)]["profiles"]["ns2"]["rows"]
+        for row in rows:
+            e = EXPECTED[row["rid"]]
+            assert row["ns2"], (n, row)
+            if e.rule == "not_measured":
+                assert row["ns2"] == "-"
+            elif "dctcp" in e.id:
+                assert row["ns2"] == "DCTCP is not in ns-2.35"
+            elif e.id in ("item3.big_ratio_medium", "item3.ratio_trend", "item3.sum_trend"):
+                assert row["ns2"] == "not measured in ns-2.35"  # the sweeps stay fctlab's
+            elif e.rule != "list":
+                assert row["ns2_agrees"].split(";")[0] in ("the paper and fctlab", "the paper", "fctlab", "neither", "not fctlab")
+        if n in (1, 2):
+            for row in rows:
+                assert row["ns2"] == row["fctlab"], row
+    # ns-2 ran its own runs: the scripts and results are kept
+    assert len(list((out / "ns2-runs").glob("*/run.tcl"))) >= 20
+
+
 def test_items_subset_reports_the_others_as_not_run(tmp_path):
     rc = main_reproduce(["atcp", "--quick", "--items", "1,2", "--out", str(tmp_path)])
     assert rc == 0
@@ -187,6 +221,12 @@ def test_verdict_rules():
     assert judge_value(2.0, 1.5, 0.10, half_width=0.3) == MATCH  # 0.5 <= 0.3 + 0.2
     assert judge_value(2.0, 1.5, 0.10, half_width=0.2) == NO_MATCH  # 0.5 > 0.2 + 0.2
     assert judge_value(2.0, 1.5, 0.10, half_width=float("nan")) == NO_MATCH  # one seed: no interval
+    # a change over seeds matches when some change inside its interval does
+    assert judge_change(-0.40, -0.10, half_width=0.12) == MATCH  # -0.22 is within a factor of two
+    assert judge_change(-0.40, -0.10, half_width=0.05) == DIRECTION
+    assert judge_change(-0.40, +0.10, half_width=0.35) == MATCH  # the interval reaches -0.25
+    assert judge_change(-0.40, +0.10, half_width=0.25) == NO_MATCH  # -0.15 at best: the mean's sign decides
+    assert judge_change(-0.40, +0.10, half_width=0.05) == NO_MATCH
 
 
 def test_expected_rows_are_graded_by_their_rules(tmp_path):
@@ -203,6 +243,11 @@ def test_expected_rows_are_graded_by_their_rules(tmp_path):
     assert ex.row("a", 1.5, "1.5").verdict == DIRECTION
     assert ex.row("a", 0.5, "0.5").verdict == NO_MATCH
     assert ex.row("a", float("nan"), "n/a").verdict == NOT_MEASURED
+    # fewer than five seeds (or jobs): shown with their count, not graded
+    few = ex.row("a", 2.1, "2.1", samples=2)
+    assert (few.verdict, few.fctlab) == (NOT_GRADED, "2.1 (2 seeds)")
+    assert ex.row("a", 2.1, "2.1", samples=5).verdict == MATCH
+    assert ex.row("b", -0.30, "-30%", samples=3, unit="job").fctlab == "-30% (3 jobs)"
     assert ex["b"].shown == "1.8 s -> 1.2 s (-33.3%)" and ex["b"].change == pytest.approx(-1 / 3)
     assert ex.row("b", -0.30, "-30%").verdict == MATCH
     assert ex.row("b", -0.05, "-5%").verdict == DIRECTION

@@ -55,6 +55,7 @@ dst = "r1"
 
 PAPER = Path(__file__).resolve().parents[2] / "scenarios" / "papers" / "atcp"
 THEOREM1 = PAPER / "kernel_theorem1.toml"
+THEOREM1_THREE = PAPER / "kernel_theorem1_three.toml"
 
 
 def _dumbbell(**kw) -> str:
@@ -123,6 +124,26 @@ def test_plan_of_the_theorem1_scenario_without_root():
     assert all(f.ecn for f in plan.flows) and [f.params["weight"] for f in plan.flows] == [1.0, 2.0]
     assert next(l for l in plan.links if l.a == "s1").buf_a == 50_000
     assert any("delay line" in n for n in plan.notes)
+
+
+def test_plan_of_the_three_weight_scenario_without_root():
+    """Weights 1, 2 and 4 run as atcp_w1, atcp_w2 and atcp_w3 with the kernel's fixed weights
+    set to them; the kernel ATCP's halving rule is the scenario's `halving` key (the
+    simulator's default when absent), or the --atcp-halving override."""
+    from fctlab.testbed.netns import TestbedError
+    from fctlab.testbed.runner import resolve_congestion_controls
+
+    plan = load_plan(THEOREM1_THREE)
+    params = resolve_congestion_controls(plan)
+    assert [f.cc for f in plan.flows] == ["atcp_w1", "atcp_w2", "atcp_w3"]
+    assert params.w_fixed == (1.0, 2.0, 4.0) and params.halving == "per-episode"
+    assert [params.w_fixed[K.INSTANCES.index(f.cc) - 1] for f in plan.flows] == [1.0, 2.0, 4.0]
+    plan = load_plan(THEOREM1_THREE, ['transport.halving="per-window"'])
+    assert resolve_congestion_controls(plan).halving == "per-window"
+    assert resolve_congestion_controls(load_plan(THEOREM1_THREE), "per-window").halving == "per-window"
+    plan = load_plan(THEOREM1_THREE, ['flows.2.halving="per-window"'])
+    with pytest.raises(TestbedError, match="must share `halving`"):
+        resolve_congestion_controls(plan)
 
 
 def test_plan_errors_name_the_problem(tmp_path):
@@ -428,6 +449,60 @@ def test_simulator_and_testbed_agree_on_weighted_shares(tmp_path):
     shares = _shares_sim_vs_testbed(tmp_path, THEOREM1)
     for s in shares:
         assert abs(s["relative_difference"]) < 0.15, shares
+
+
+def _steady_shares(cwnd) -> list[float]:
+    """Each flow's share of the throughput after the warm-up (mean traced rate, acked bytes)."""
+    rate = cwnd[cwnd["time_s"] >= WARMUP_S].groupby("flow_id")["rate_bps"].mean().sort_index()
+    return (rate / rate.sum()).tolist()
+
+
+def test_theorem1_three_weights_simulator_and_kernel_agree(tmp_path):
+    """Theorem 1 with weights 1, 2 and 4 (scenarios/papers/atcp/kernel_theorem1_three.toml:
+    ECN threshold marking at 60 packets, 100 Mbps, 2 ms one-way delay, 8 s): the simulator's
+    shares under the `linux` profile (CWR round with PRR, ATCP halving once per congestion
+    episode as the kernel ATCP does) are within 15% of the kernel's, each flow's share taken
+    after a 2 s warm-up and the kernel's as the mean of three runs (about 45 s in all).
+
+    Before the simulator's ATCP halved once per episode, its CWR round let the marks on the
+    packets sent during a reduction halve the window a second time, and the shares were
+    12.3 / 38.8 / 48.8% against the kernel's 13.3 / 29.0 / 57.5%."""
+    _need_atcp()
+    import fctlab
+    import pandas as pd
+
+    sim_res = fctlab.run(THEOREM1_THREE)
+    assert sim_res.summary["ecn_marks"] > 0
+    sim = _steady_shares(sim_res.cwnd)
+    runs = []
+    try:
+        for i in range(3):
+            out = tmp_path / f"k{i}"
+            s = run_testbed(THEOREM1_THREE, out)
+            assert s["congestion_controls"] == {"0": "atcp_w1", "1": "atcp_w2", "2": "atcp_w3"}
+            assert s["atcp_params"]["halving"] == "per-episode"
+            assert s["ecn_marks"] > 0
+            df = pq.read_table(out / "flows.parquet").to_pandas()
+            # together they keep the bottleneck busy (at least 75% of 100 Mbps over 8 s)
+            assert sum(df["bytes_delivered"]) * 8 / 8.0 > 0.75 * 100e6
+            c = pd.read_parquet(out / "cwnd.parquet")
+            # the weights as the kernel applies them (socket's congestion control, loaded object)
+            assert c.groupby("flow_id")["weight"].agg(set).to_dict() == {0: {1.0}, 1: {2.0}, 2: {4.0}}
+            runs.append(_steady_shares(c))
+    finally:
+        for n in _mine():
+            subprocess.run(["ip", "netns", "del", n], check=False, capture_output=True)
+        if K.registered():
+            K.unload()
+    kernel = [statistics.mean(r[k] for r in runs) for k in range(3)]
+    diffs = [(a - b) / b for a, b in zip(sim, kernel)]
+    print(f"shares after {WARMUP_S:g} s, weights 1:2:4: simulator {[round(x, 3) for x in sim]}, kernel runs "
+          f"{[[round(x, 3) for x in r] for r in runs]}, kernel mean {[round(x, 3) for x in kernel]}, "
+          f"relative differences {[f'{d:+.1%}' for d in diffs]}")
+    assert all(abs(d) < 0.15 for d in diffs), (sim, kernel)
+    # the order of the theorem: each heavier flow gets more on both
+    assert sim == sorted(sim) and kernel == sorted(kernel)
+    assert _mine() == [] and not K.registered()
 
 
 def _big_small(tmp_path, runs):

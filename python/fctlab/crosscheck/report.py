@@ -18,6 +18,7 @@ from typing import Optional
 import numpy as np
 
 from ..numfmt import seconds as _fmt_s
+from ..stats import interval
 
 KB = 1_000
 #: Size buckets of the crosscheck: finer than the reports' default, because the papers' mixes
@@ -32,18 +33,6 @@ TOL_MEDIAN, TOL_MEAN, TOL_COUNT = 0.10, 0.20, 0.25
 #: Counters below this (mean per seed, in both runs) are too few to grade as a ratio.
 MIN_COUNT = 5
 
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
-
-
-def interval(values) -> tuple:
-    """(mean, half-width of the 95% Student-t interval) of per-seed values; NaN-free input."""
-    v = np.asarray([x for x in values if x is not None and not math.isnan(x)], dtype=float)
-    if v.size == 0:
-        return (math.nan, math.nan)
-    if v.size == 1:
-        return (float(v[0]), math.nan)
-    t = _T95.get(v.size - 1, 1.96)
-    return (float(v.mean()), float(t * v.std(ddof=1) / math.sqrt(v.size)))
 
 
 def _bucket(size) -> Optional[str]:

@@ -33,6 +33,9 @@ MATCH = "matches"
 DIRECTION = "direction matches, size differs"
 NO_MATCH = "does not match"
 NOT_MEASURED = "not measured"
+#: The verdict of a row measured over fewer than MIN_SAMPLES seeds (or jobs): shown, not graded.
+NOT_GRADED = "not graded (under 5 samples)"
+MIN_SAMPLES = 5
 
 NO_CHANGE = 0.02  # relative changes below 2% count as "no change"
 
@@ -56,10 +59,20 @@ def _sign(x: float, eps: float) -> int:
     return 1 if x > 0 else -1
 
 
-def judge_change(paper: float, sim: float, eps: float = NO_CHANGE) -> str:
-    """Verdict on a relative (or absolute, for percentage points) change."""
+def judge_change(paper: float, sim: float, eps: float = NO_CHANGE, half_width: float = 0.0) -> str:
+    """Verdict on a relative (or absolute, for percentage points) change. With `half_width`
+    (of the change's 95% interval over seeds) it matches when some change inside the interval
+    does (the paper's change lies within the interval widened by the rule's tolerance); the
+    direction is the mean's."""
     if sim is None or not math.isfinite(sim):
         return NOT_MEASURED
+    h = half_width if half_width and math.isfinite(half_width) else 0.0
+    if h > 0:
+        # the values that match `paper` form one interval around it: the nearest point of
+        # [sim - h, sim + h] to `paper` matches if any does
+        near = min(max(paper, sim - h), sim + h)
+        if judge_change(paper, near, eps) == MATCH:
+            return MATCH
     sp, ss = _sign(paper, eps), _sign(sim, eps)
     if sp != ss:
         return NO_MATCH
@@ -91,7 +104,7 @@ def worst(verdicts: Sequence[str]) -> str:
     order = [NO_MATCH, DIRECTION, MATCH]
     vs = [v for v in verdicts if v in order]
     if not vs:
-        return NOT_MEASURED
+        return NOT_GRADED if NOT_GRADED in verdicts else NOT_MEASURED
     return min(vs, key=order.index)
 
 
@@ -283,6 +296,34 @@ class Ns2Runner(Runner):
 
 #: Small flows split by size, to show where a gain comes from.
 SIZE_SPLIT = (("< 10 KB", 0, 10_000), ("10-100 KB", 10_000, 100_000), ("100 KB-1 MB", 100_000, 1_000_000))
+
+
+def per_seed(flows: pd.DataFrame, fn: Callable[[pd.DataFrame], float]) -> dict:
+    """fn of each seed's flows (the `seed` column of :meth:`Runner.run_seeds`), by seed."""
+    return {int(s): float(fn(f)) for s, f in flows.groupby("seed")}
+
+
+def seed_change(base: pd.DataFrame, new: pd.DataFrame, fn: Callable[[pd.DataFrame], float], points: bool = False) -> dict:
+    """A statistic `fn` of two sets of runs on the same seeds (same arrivals): its mean over the
+    seeds under each, and the change from `base` to `new` (relative, or the difference with
+    `points`) per seed, as the mean and 95% half-width over the seeds."""
+    from ..stats import interval
+
+    a, b = per_seed(base, fn), per_seed(new, fn)
+    seeds = sorted(set(a) & set(b))
+    ch = [(b[s] - a[s]) if points else rel_change(b[s], a[s]) for s in seeds]
+    m, h = interval(ch)
+    return {"base": interval([a[s] for s in seeds])[0], "new": interval([b[s] for s in seeds])[0],
+            "change": m, "half_width": h, "seeds": len(seeds), "per_seed": ch}
+
+
+def fmt_change(c: dict, points: bool = False) -> str:
+    """A seed_change as 'change ± half-width' (or the change alone without an interval)."""
+    if points:
+        m = f"{c['change'] * 100:+.1f}"
+        return f"{m} ± {c['half_width'] * 100:.1f} points" if math.isfinite(c["half_width"]) else f"{m} points"
+    m = fmt_pct(c["change"])
+    return f"{m} ± {fmt_pct(c['half_width'], False)}" if math.isfinite(c["half_width"]) else m
 
 
 def size_split(flows: pd.DataFrame) -> dict:

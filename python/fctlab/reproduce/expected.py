@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .common import DIRECTION, MATCH, NO_MATCH, NOT_MEASURED, Row, fmt_pct, judge_change, judge_value, rel_change
+from .common import DIRECTION, MATCH, MIN_SAMPLES, NO_MATCH, NOT_GRADED, NOT_MEASURED, Row, fmt_pct, judge_change, judge_value, rel_change
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -70,7 +70,7 @@ class Expectation:
             return NOT_MEASURED
         if self.rule == "value":
             return judge_value(self.value, float(measured), self.tolerance, reference=self.reference, half_width=half_width)
-        return judge_change(self.change, float(measured), eps=self.eps)
+        return judge_change(self.change, float(measured), eps=self.eps, half_width=half_width)
 
 
 class Expected:
@@ -157,10 +157,12 @@ class Expected:
         return [e for e in self.rows.values() if e.item == n]
 
     def row(self, rid: str, measured: Any = None, fctlab: str = "", verdict: Optional[str] = None,
-            half_width: float = 0.0) -> Row:
+            half_width: float = 0.0, samples: Optional[int] = None, unit: str = "seed") -> Row:
         """The report row of expectation `rid`: `measured` is graded by the row's rule (for a
         claim the caller passes its `verdict`); `fctlab` is how the measurement is shown;
-        `half_width`, of the measurement's 95% interval over seeds, widens what matches."""
+        `half_width`, of the measurement's 95% interval over seeds, widens what matches. A
+        measurement over fewer than MIN_SAMPLES `samples` (seeds, or the `unit` they are) is
+        shown but not graded."""
         e = self[rid]
         if e.rule == "claim":
             if verdict not in (MATCH, DIRECTION, NO_MATCH, NOT_MEASURED):
@@ -170,6 +172,9 @@ class Expected:
             return Row(e.quantity, e.shown, e.reason, NOT_MEASURED, rid=rid)
         else:
             v = e.verdict(measured, half_width)
+        if samples is not None and samples < MIN_SAMPLES and v in (MATCH, DIRECTION, NO_MATCH):
+            v = NOT_GRADED
+            fctlab = f"{fctlab} ({samples} {unit}{'' if samples == 1 else 's'})"
         m = float(measured) if isinstance(measured, (int, float)) and not isinstance(measured, bool) else math.nan
         return Row(e.quantity, e.shown, fctlab, v, rid=rid, measured=m, half_width=float(half_width or 0.0))
 
@@ -188,7 +193,8 @@ class Expected:
         if e.rule == "value":
             hw = (a.half_width if math.isfinite(a.half_width) else 0.0) + (b.half_width if math.isfinite(b.half_width) else 0.0)
             return judge_value(b.measured, a.measured, e.tolerance, half_width=hw) == MATCH
-        return judge_change(b.measured, a.measured, eps=e.eps) == MATCH
+        hw = (a.half_width if math.isfinite(a.half_width) else 0.0) + (b.half_width if math.isfinite(b.half_width) else 0.0)
+        return judge_change(b.measured, a.measured, eps=e.eps, half_width=hw) == MATCH
 
     def summary(self, n: int) -> str:
         """The paper's numbers of item `n`, for an item that was not run."""

@@ -120,7 +120,7 @@ def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], No
     paper, fctlab, both or neither, each by the row's own rule). Rows ns-2.35 cannot measure
     say why; without ``ns`` on the machine every row says so."""
     from ..crosscheck.ns2 import find_ns
-    from .common import MATCH, Ns2Runner
+    from .common import MATCH, NOT_GRADED, Ns2Runner
 
     if find_ns() is None:
         for r in it.rows:
@@ -155,9 +155,12 @@ def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], No
         r.ns2, r.ns2_verdict = t.fctlab, t.verdict
         if r.rid:
             with_fctlab = ex.agrees(r, t)
-            with_paper = t.verdict == MATCH
-            r.ns2_agrees = ("-" if with_fctlab is None and ex[r.rid].rule == "list"
-                            else AGREES[(with_paper, bool(with_fctlab))])
+            if with_fctlab is None and ex[r.rid].rule == "list":
+                r.ns2_agrees = "-"
+            elif t.verdict == NOT_GRADED:
+                r.ns2_agrees = ("fctlab" if with_fctlab else "not fctlab") + "; not graded against the paper"
+            else:
+                r.ns2_agrees = AGREES[(t.verdict == MATCH, bool(with_fctlab))]
     if nr.stand_ins:
         it.explanation.append(
             "ns-2.35 column: " + ", ".join(sorted(p.upper() for p in nr.stand_ins)) + " is not in ns-2.35, so rows that set it "

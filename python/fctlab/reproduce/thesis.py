@@ -284,7 +284,7 @@ def item3(r: Runner, mode: Mode, out) -> Item:
 
 
 def item4(r: Runner, mode: Mode, out) -> Item:
-    from ..crosscheck.report import interval
+    from ..stats import interval
 
     until = mode.mix_until
     rates = mode.mix_rates

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..crosscheck.report import interval
+from ..stats import interval
 from .common import MATCH, NO_MATCH, NOT_MEASURED, Item, Runner, fmt_pct, fmt_time
 
 SCENARIO = "mix.toml"

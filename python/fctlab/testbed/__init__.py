@@ -30,8 +30,9 @@ def configure(p) -> None:
     r.add_argument("scenario")
     r.add_argument("--out", required=True, metavar="DIR")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    r.add_argument("--atcp-halving", choices=("per-episode", "per-window"), default="per-episode",
-                   help="kernel ATCP: one halving per congestion episode (default) or per window as reno")
+    r.add_argument("--atcp-halving", choices=("per-episode", "per-window"), default=None,
+                   help="kernel ATCP: one halving per congestion episode or per window as reno "
+                        "(default: the scenario's ATCP key `halving`, itself per-episode by default)")
     r.add_argument("--max-time", type=float, default=MAX_RUN_S, metavar="SECONDS",
                    help=f"bound on the traffic phase (default {MAX_RUN_S:.0f})")
     sub.add_parser("clean", help="delete namespaces left by testbed processes that no longer exist")

@@ -71,11 +71,14 @@ def _retrans_and_segs(sock: socket.socket) -> tuple[Optional[int], Optional[int]
 # congestion controls
 
 
-def resolve_congestion_controls(plan: Plan, halving: str = "per-episode") -> Optional[K.AtcpParams]:
+def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Optional[K.AtcpParams]:
     """Sets each flow's kernel congestion control; returns the ATCP parameters to load, or
-    None when no flow uses ATCP. ``tcp`` (and its aliases) is the kernel's ``reno``."""
+    None when no flow uses ATCP. ``tcp`` (and its aliases) is the kernel's ``reno``. The
+    kernel ATCP's halving rule is the ATCP flows' ``halving`` key (all alike; the simulator's
+    default ``per-episode`` when absent), or ``halving`` when given."""
     fixed: list[float] = []
     fn_params: Optional[dict] = None
+    halvings: set = set()
     for f in plan.flows:
         p = f.protocol.lower()
         if p in ("tcp", "newreno", "reno"):
@@ -84,6 +87,7 @@ def resolve_congestion_controls(plan: Plan, halving: str = "per-episode") -> Opt
         elif p == "atcp":
             wf = f.params.get("weight_function", "step")
             f.weight_function = wf
+            halvings.add(f.params.get("halving") or "per-episode")
             if wf == "fixed":
                 if "weight" not in f.params:
                     raise TestbedError(f"flows[{f.flow_id}]: weight_function \"fixed\" needs `weight`")
@@ -109,6 +113,10 @@ def resolve_congestion_controls(plan: Plan, halving: str = "per-episode") -> Opt
             raise TestbedError(f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, atcp){why}")
     if not fixed and fn_params is None:
         return None
+    if halving is None:
+        if len(halvings) > 1:
+            raise TestbedError(f"all ATCP flows of a run must share `halving` (the kernel object has one rule): {sorted(halvings)}")
+        halving = halvings.pop()
     w_fixed = (fixed + [1.0, 2.0, 3.0])[:3] if fixed else [1.0, 2.0, 3.0]
     # keep the default mapping (w -> atcp_w<w>) when the weights allow it
     if all(w in (1.0, 2.0, 3.0) for w in fixed):
@@ -525,7 +533,7 @@ def _sigterm_as_interrupt():
 
 
 def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = (), sha256: str = "",
-             max_run_s: float = MAX_RUN_S, atcp_halving: str = "per-episode", progress=None
+             max_run_s: float = MAX_RUN_S, atcp_halving: Optional[str] = None, progress=None
              ) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
     """Runs ``plan``; returns the flows and links tables, the summary, and the cwnd table
     (None unless ``[monitor] cwnd_interval`` is set). ``progress(elapsed_s, flows_done,
@@ -536,7 +544,7 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
 
 
 def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: str, max_run_s: float,
-              atcp_halving: str, progress) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
+              atcp_halving: Optional[str], progress) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
     from ..api import CWND_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA
 
     wall0 = time.monotonic()
@@ -751,9 +759,10 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
 
 
 def run_testbed(scenario: str | os.PathLike, out_dir: str | os.PathLike, *, set: Sequence[str] = (),
-                max_run_s: float = MAX_RUN_S, atcp_halving: str = "per-episode", progress=None) -> dict:
+                max_run_s: float = MAX_RUN_S, atcp_halving: Optional[str] = None, progress=None) -> dict:
     """Validates ``scenario`` with the simulator's checker, runs it in namespaces and writes
-    ``flows.parquet``, ``links.parquet`` and ``summary.json`` into ``out_dir``. Returns the summary."""
+    ``flows.parquet``, ``links.parquet`` and ``summary.json`` into ``out_dir``. Returns the summary.
+    ``atcp_halving`` overrides the ATCP flows' ``halving`` key for the kernel ATCP."""
     from .. import api
 
     try:
