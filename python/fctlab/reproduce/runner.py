@@ -166,8 +166,8 @@ def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], No
             "ns-2.35 column: " + ", ".join(sorted(p.upper() for p in nr.stand_ins)) + " is not in ns-2.35, so rows that set it "
             "beside TCP or ATCP compare ns-2.35's TCP and ATCP runs with fctlab's run of it; rows about it alone say so.")
     it.explanation.append(
-        f"ns-2.35 column: the item's TCP{' and ATCP' if paper.name == 'atcp' else ''} runs made again in ns-2.35 on the "
-        f"identical flow lists ({nr.runs} runs, {time.perf_counter() - t0:.0f} s; scripts and results under `ns2-runs/`). "
+        f"ns-2.35 column: the item's runs of the protocols ns-2.35 has (TCP, and ATCP as increase_num_) made again in "
+        f"ns-2.35 on the identical flow lists ({nr.runs} runs, {time.perf_counter() - t0:.0f} s; scripts and results under `ns2-runs/`). "
         "'agrees with' applies each row's own rule: the paper's number against ns-2's as against fctlab's, and ns-2's "
         "value against fctlab's within the row's tolerance widened by both 95% intervals.")
 

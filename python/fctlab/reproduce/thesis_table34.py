@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..stats import interval
-from .common import MATCH, NO_MATCH, NOT_MEASURED, Item, Runner, fmt_pct, fmt_time
+from .common import MATCH, MIN_SAMPLES, NO_MATCH, NOT_GRADED, NOT_MEASURED, Item, Runner, fmt_pct, fmt_time
 
 SCENARIO = "mix.toml"
 #: Responses per second: the thesis gives no rate; at 100/s a full run has 1,000 responses per
@@ -170,6 +170,8 @@ def item7(r: Runner, mode, out) -> Item:
                 b = interval([x[k] for x in ns]) if ns else (math.nan, math.nan)
                 paper = PAPER[p][k]
                 verdict = _verdict(paper, a, TOL[k], relative=(k == 0))
+                if seeds < MIN_SAMPLES and verdict != NOT_MEASURED:
+                    verdict = NOT_GRADED
                 if p == "sdc":
                     other = "ns-2.35 has no SDC"
                 elif ns is None:
@@ -179,6 +181,8 @@ def item7(r: Runner, mode, out) -> Item:
                     with_fctlab = _agree(a, b)
                     says = {(True, True): "agrees with the thesis and fctlab", (True, False): "agrees with the thesis",
                             (False, True): "agrees with fctlab", (False, False): "agrees with neither"}[(ns_paper, with_fctlab)]
+                    if seeds < MIN_SAMPLES:
+                        says = "agrees with fctlab" if with_fctlab else "differs from fctlab"
                     other = f"ns-2.35 {_fmt(k, b)}, {says}"
                 shown = fmt_time(paper) if k == 0 else f"{paper * 100:.2f}%" if k == 1 else f"{paper * 100:g}%"
                 unfinished = sum(x[3] for x in per["fctlab"])
