@@ -12,6 +12,8 @@ import pytest
 import fctlab
 from fctlab.testbed import check_machine
 from fctlab.reproduce import default_scenario_dir, main_reproduce
+from fctlab.crosscheck.ns2 import find_ns
+from fctlab.reproduce.common import NOT_GRADED
 from fctlab.reproduce.expected import Expected
 
 EXPECTED = Expected(default_scenario_dir("schedtcp") / "expected.toml")
@@ -90,3 +92,19 @@ def test_scheduled_rows_from_python():
     # before the connection opened for it
     assert short["finish_s"] < short["conn_finish_s"]
     assert np.allclose(tcp["finish_s"][:2], tcp["conn_finish_s"][:2])
+
+
+@pytest.mark.skipif(find_ns() is None, reason="ns-2.35's `ns` is not installed (Debian: apt-get install ns2; make test installs it as root)")
+def test_quick_run_sets_the_tcp_baseline_in_ns2(quick_run):
+    """Item 1's comparison set on ns-2.35's TCP as the baseline: every row has ns-2's value and
+    says whom it agrees with, the baseline itself is compared with fctlab's flow by flow, and
+    rows over the quick run's three runs are shown, not graded."""
+    _, out, _ = quick_run
+    item = json.loads((out / "results.json").read_text())["items"]["1"]
+    assert item["rows"]
+    for row in item["rows"]:
+        assert row["ns2"] and row["ns2"] != "-" and row["ns2_agrees"], row
+        assert row["verdict"] == NOT_GRADED and row["fctlab"].endswith("(3 runs)"), row
+    assert any(b.startswith("ns-2.35's tcp baseline against fctlab's") for b in (out / "report.md").read_text().splitlines()
+               for b in [b.lstrip("- ")])
+    assert len(list((out / "ns2-runs").glob("pair-*/run.tcl"))) == 3

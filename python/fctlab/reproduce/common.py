@@ -252,9 +252,18 @@ class Ns2Runner(Runner):
 
     is_ns2 = True
 
-    def __init__(self, base: Runner):
+    def fctlab(self) -> Runner:
+        """A runner of fctlab's runs under the pass's settings (to set beside ns-2's)."""
+        r = Runner.__new__(Runner)
+        r.__dict__.update(self.base.__dict__)
+        r.overrides = {**self.base.overrides, **self.settings}
+        return r
+
+    def __init__(self, base: Runner, settings: Optional[dict] = None):
         self.__dict__.update(base.__dict__)
         self.base = base
+        #: overrides under which both simulators run the pass (settings ns-2.35 can run)
+        self.settings = dict(settings or {})
         self._cache = {}
         self.label = base.label + "[ns-2.35] "
         self.stand_ins: set = set()
@@ -268,12 +277,14 @@ class Ns2Runner(Runner):
         from ..crosscheck import run_other
         from ..crosscheck.ns2 import PROTOCOLS
 
+        overrides = {**self.settings, **overrides}
         merged = {**self.overrides, **overrides}
         key = (name, tuple(sorted((k, repr(v)) for k, v in merged.items())))
         if key in self._cache:
             return self._cache[key]
         fct = self.base.run(name, label, **overrides)
         missing = set(fct.flows["protocol"]) - set(PROTOCOLS)
+        missing |= {f"{s} scheduling" for s in set(fct.flows["scheduler"]) if s not in ("none", None)}
         if missing:
             self.stand_ins |= missing
             self._cache[key] = fct

@@ -50,6 +50,10 @@ class Paper:
     ns2_profile: Optional[str] = None
     #: for a row id, why the row has no ns-2.35 measurement ("" when it has one)
     ns2_missing: Callable[[str], str] = lambda rid: ""
+    #: overrides under which the ns-2.35 pass runs both simulators (when the primary setting
+    #: is one ns-2.35 cannot run), and what they are, for the report
+    ns2_settings: dict = field(default_factory=dict)
+    ns2_settings_note: str = ""
 
 
 def _clean(x):
@@ -127,7 +131,7 @@ def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], No
             r.ns2 = "not run: ns-2.35's `ns` is not installed"
         it.explanation.append("ns-2.35 was not run: its `ns` is not installed here (Debian: apt-get install ns2).")
         return
-    nr = Ns2Runner(rn)
+    nr = Ns2Runner(rn, paper.ns2_settings)
     log(f"    item {n}: the same runs in ns-2.35")
     t0 = time.perf_counter()
     try:
@@ -161,10 +165,14 @@ def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], No
                 r.ns2_agrees = ("fctlab" if with_fctlab else "not fctlab") + "; not graded against the paper"
             else:
                 r.ns2_agrees = AGREES[(t.verdict == MATCH, bool(with_fctlab))]
+    it.explanation += [b for b in twin.explanation if b.startswith("ns-2.35")]
+    if paper.ns2_settings_note:
+        it.explanation.append("ns-2.35 column: " + paper.ns2_settings_note)
     if nr.stand_ins:
+        names = sorted(p if p.endswith("scheduling") else p.upper() for p in nr.stand_ins)
         it.explanation.append(
-            "ns-2.35 column: " + ", ".join(sorted(p.upper() for p in nr.stand_ins)) + " is not in ns-2.35, so rows that set it "
-            "beside TCP or ATCP compare ns-2.35's TCP and ATCP runs with fctlab's run of it; rows about it alone say so.")
+            "ns-2.35 column: " + ", ".join(names) + (" is" if len(names) == 1 else " are") + " not in ns-2.35, so rows that "
+            "set it beside TCP compare ns-2.35's TCP runs with fctlab's runs of it; rows about it alone say so.")
     it.explanation.append(
         f"ns-2.35 column: the item's runs of the protocols ns-2.35 has (TCP, and ATCP as increase_num_) made again in "
         f"ns-2.35 on the identical flow lists ({nr.runs} runs, {time.perf_counter() - t0:.0f} s; scripts and results under `ns2-runs/`). "
