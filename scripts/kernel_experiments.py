@@ -8,8 +8,14 @@ minutes.
 
 Theorem 1 (scenarios/papers/atcp/kernel_theorem1.toml): the throughput ratio of the weight-2
 flow over the weight-1 flow after a 2 s warm-up, under ECN threshold marking and under a
-drop-tail queue, with the kernel ATCP halving once per congestion episode (the default) and
-once per window (as Linux's reno), beside the simulator's ratio for the same scenario.
+drop-tail queue, with ATCP halving once per congestion episode (the default) and once per
+window (as Linux's reno), beside the simulator's ratio for the same scenario and halving rule.
+
+Theorem 1 with three weights (scenarios/papers/atcp/kernel_theorem1_three.toml, weights 1, 2
+and 4, ECN threshold marking): each flow's share of the throughput after the warm-up, kernel
+runs and their mean, beside the simulator's shares with Linux's CWR round (`cwr = true`, the
+`linux` profile) and without it, for each halving rule, and the largest relative difference
+between the simulator (CWR on) and the kernel's mean.
 
 Theorem 2 (scenarios/papers/atcp/kernel_big_small.toml): completion times of the large and
 the small flow under Reno and under ATCP.
@@ -52,6 +58,16 @@ def steady_ratio(cwnd: pd.DataFrame) -> float:
     return float(rate[1] / rate[0])
 
 
+def steady_shares(cwnd: pd.DataFrame) -> list[float]:
+    """Each flow's share of the throughput after the warm-up (mean traced rate)."""
+    rate = cwnd[cwnd["time_s"] >= WARMUP_S].groupby("flow_id")["rate_bps"].mean().sort_index()
+    return (rate / rate.sum()).tolist()
+
+
+def pct(shares: list[float]) -> str:
+    return " / ".join(f"{100 * x:.1f}" for x in shares)
+
+
 def fmt(xs: list[float]) -> str:
     return ", ".join(f"{x:.2f}" for x in xs)
 
@@ -61,8 +77,8 @@ def theorem1(runs: int, out: Path) -> None:
     print("|---|---|---|---|---|---|")
     for qname in QUEUES:
         path = scenario(qname, out)
-        sim_ratio = steady_ratio(fctlab.run(path).cwnd)
         for halving in ("per-episode", "per-window"):
+            sim_ratio = steady_ratio(fctlab.run(path, set=[f"transport.halving={halving}"]).cwnd)
             ratios = []
             for i in range(runs):
                 d = out / f"thm1-{qname.split()[0].lower()}-{halving}-{i}"
@@ -71,6 +87,27 @@ def theorem1(runs: int, out: Path) -> None:
                 print(f"  {qname}, {halving}, run {i}: {ratios[-1]:.3f}", file=sys.stderr)
             print(f"| {qname} | {halving} | {fmt(ratios)} | {statistics.mean(ratios):.2f} | "
                   f"{max(ratios) - min(ratios):.2f} | {sim_ratio:.2f} |")
+
+
+def theorem1_three(runs: int, out: Path) -> None:
+    path = PAPER / "kernel_theorem1_three.toml"
+    print()
+    print("| ATCP halving | kernel shares, % (runs) | kernel mean | simulator, CWR on (`linux`) | "
+          "simulator, CWR off | largest difference, CWR on |")
+    print("|---|---|---|---|---|---|")
+    for halving in ("per-episode", "per-window"):
+        sim = {cwr: steady_shares(fctlab.run(path, set=[f"transport.halving={halving}", f"transport.cwr={cwr}"]).cwnd)
+               for cwr in ("true", "false")}
+        runs_shares = []
+        for i in range(runs):
+            d = out / f"thm1three-{halving}-{i}"
+            run_testbed(path, d, set=[f"transport.halving={halving}"])
+            runs_shares.append(steady_shares(pd.read_parquet(d / "cwnd.parquet")))
+            print(f"  three weights, {halving}, run {i}: {pct(runs_shares[-1])}", file=sys.stderr)
+        mean = [statistics.mean(r[k] for r in runs_shares) for k in range(len(runs_shares[0]))]
+        worst = max(abs(s - k) / k for s, k in zip(sim["true"], mean))
+        print(f"| {halving} | {'; '.join(pct(r) for r in runs_shares)} | {pct(mean)} | {pct(sim['true'])} | "
+              f"{pct(sim['false'])} | {100 * worst:.1f}% |")
 
 
 def theorem2(runs: int, out: Path) -> None:
@@ -104,10 +141,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", type=Path, default=Path("out/kernel-experiments"))
-    ap.add_argument("--only", choices=("theorem1", "theorem2"))
+    ap.add_argument("--only", choices=("theorem1", "theorem1-three", "theorem2"))
     a = ap.parse_args()
     if a.only in (None, "theorem1"):
         theorem1(a.runs, a.out)
+    if a.only in (None, "theorem1-three"):
+        theorem1_three(a.runs, a.out)
     if a.only in (None, "theorem2"):
         theorem2(a.runs, a.out)
     return 0

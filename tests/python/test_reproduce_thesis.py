@@ -147,12 +147,14 @@ def test_two_router_protocols_in_one_run_is_a_clear_error(tmp_path):
 
 def test_items_in_parallel_give_the_sequential_numbers(quick_run, tmp_path):
     _, seq_out, _ = quick_run
-    rc = main_reproduce(["thesis", "--quick", "--workers", "2", "--out", str(tmp_path)])
+    # three items (one with its ns-2.35 pass) keep the test short; each runs in its own process
+    rc = main_reproduce(["thesis", "--quick", "--workers", "2", "--items", "1,2,6", "--out", str(tmp_path)])
     assert rc == 0
     seq = json.loads((seq_out / "results.json").read_text())
     par = json.loads((tmp_path / "results.json").read_text())
-    assert par["simulations"] >= seq["simulations"]  # items no longer share a cache
-    for n, it in seq["items"].items():
+    for n in ("1", "2", "6"):
+        it = seq["items"][n]
+        assert par["items"][n]["status"] == "done", n
         assert par["items"][n]["numbers"] == it["numbers"], n
         assert par["items"][n]["rows"] == it["rows"], n
     assert (tmp_path / "thesis_item6_ns2.png").is_file()

@@ -20,6 +20,14 @@
 //! delivered) and does not grow until the data outstanding at the echo is acknowledged; then
 //! it is ssthresh. A loss during CWR continues the same reduction (no second cut).
 //!
+//! One halving per congestion episode (ATCP's `halving = "per-episode"`, as the kernel's
+//! `atcp.bpf.c`). When a reduction that halved ends (CWR or recovery left), snd_nxt is
+//! remembered; an ECN echo or a loss while snd_una is below it (a signal about data sent
+//! before that reduction ended) starts CWR or recovery as usual but keeps the window:
+//! ssthresh becomes cwnd. Under CWR this is Linux's state machine with the kernel ATCP's
+//! `ssthresh`: marks on the packets sent during the reduction's round cost a further round
+//! without growth, not a second halving. A timeout always halves and forgets the mark.
+//!
 //! Tail loss probe (`tail_loss_probe`, the linux profile; RFC 8985 section 7 as Linux's
 //! `tcp_schedule_loss_probe` schedules it). With SACK and outside recovery, a probe is due
 //! 2 SRTT after the last transmission or progress (plus 2 ms, `TCP_TIMEOUT_MIN_US`, or plus
@@ -119,6 +127,11 @@ pub struct TcpSender {
     backoff: u32,
     ecn_recover: u64,
     cwr: Option<Cwr>,
+    /// One halving per episode: snd_nxt when the last halving reduction ended; signals for
+    /// data below it keep the window (see the module documentation).
+    quiet_until: Option<u64>,
+    /// The CWR or recovery in progress halved the window (the kernel ATCP's `reduced`).
+    episode_halved: bool,
     /// The sender's other timer (it runs to the earlier of this and the RTO): when a tail loss
     /// probe is due or, for a paced flow, when it must act next (next segment or header-only
     /// packet; paced flows send no tail loss probes).
@@ -217,6 +230,8 @@ impl TcpSender {
             backoff: 0,
             ecn_recover: 0,
             cwr: None,
+            quiet_until: None,
+            episode_halved: false,
             probe_deadline: None,
             tlp_high_seq: None,
             ect: ecn,
@@ -507,6 +522,7 @@ impl TcpSender {
                     } else {
                         self.set_cwnd_bytes(self.st.ssthresh_bytes.max(mss));
                     }
+                    self.reduction_ended();
                 } else if sack1 {
                     // Partial ACK with partial_ack_ false (tcp-sack1.cc:223): pipe_ loses one
                     // more packet; nothing is sent at once.
@@ -525,6 +541,7 @@ impl TcpSender {
                 if self.cwr.is_some_and(|c| self.snd_una > c.high_seq) {
                     self.set_cwnd_bytes(self.st.ssthresh_bytes.max(mss));
                     self.cwr = None;
+                    self.reduction_ended();
                 }
                 if sack1 {
                     // A new ACK outside recovery clears the scoreboard and the timeout state
@@ -839,11 +856,16 @@ impl TcpSender {
         if !self.in_recovery && self.snd_una > self.ecn_recover {
             let flight = self.snd_max - self.snd_una;
             let prior_cwnd = self.st.cwnd_bytes.max(mss);
-            self.cc.on_congestion(&mut self.st, CongestionEvent::Ecn { flight_bytes: flight });
+            if !self.keep_window() {
+                self.cc.on_congestion(&mut self.st, CongestionEvent::Ecn { flight_bytes: flight });
+                self.episode_halved = true;
+            }
             self.left_slow_start = true;
             self.ecn_recover = self.snd_nxt;
             if self.cfg.cwr {
                 self.cwr = Some(Cwr { high_seq: self.snd_nxt, prior_cwnd, delivered: 0, out: 0 });
+            } else {
+                self.reduction_ended(); // the window fell at once
             }
         }
     }
@@ -966,6 +988,27 @@ impl TcpSender {
         }
     }
 
+    /// One halving per episode (ATCP's `halving = "per-episode"`): a signal now, with snd_una
+    /// below where the last halving reduction ended, keeps the window (ssthresh = cwnd, as the
+    /// kernel ATCP's `ssthresh` returns it). Returns whether it did.
+    fn keep_window(&mut self) -> bool {
+        let per_episode = matches!(&self.cc, AnyCc::Atcp(a) if a.halves_once_per_episode());
+        if !(per_episode && self.quiet_until.is_some_and(|q| self.snd_una < q)) {
+            return false;
+        }
+        self.st.ssthresh_bytes = self.st.cwnd_bytes.max(2 * self.st.mss_bytes);
+        self.episode_halved = false;
+        true
+    }
+
+    /// CWR or recovery is over (or an ECN reduction without CWR is done): after a halving,
+    /// signals for data sent until now belong to its episode.
+    fn reduction_ended(&mut self) {
+        if std::mem::take(&mut self.episode_halved) {
+            self.quiet_until = Some(self.snd_nxt);
+        }
+    }
+
     /// One ACK's step of proportional rate reduction in CWR (RFC 6937 with Linux's
     /// `tcp_cwnd_reduction`): the window becomes pipe + what may be sent now.
     fn reduce_cwnd(&mut self, delivered: u64, ack_advanced: bool) {
@@ -1074,11 +1117,12 @@ impl TcpSender {
             self.set_cwnd_bytes(self.st.ssthresh_bytes.max(self.st.mss_bytes));
         } else if self.ns2_window() {
             self.ns2_slowdown(true);
-        } else {
+        } else if !self.keep_window() {
             // FlightSize, but not above the window: with many holes, snd_max - snd_una
             // overstates what is really in the network.
             let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
             self.cc.on_congestion(&mut self.st, CongestionEvent::Loss { flight_bytes: flight });
+            self.episode_halved = true;
         }
         self.tlp_high_seq = None;
         self.probe_deadline = None;
@@ -1386,6 +1430,8 @@ impl TcpSender {
                 self.recover = self.snd_max;
                 self.ecn_recover = self.snd_max;
                 self.cwr = None;
+                self.quiet_until = None;
+                self.episode_halved = false;
                 self.tlp_high_seq = None;
                 self.sacked.clear();
                 self.retx.clear();
@@ -1654,6 +1700,65 @@ mod tests {
         assert!(s.st.cwnd_bytes >= 10 * MSS && s.st.cwnd_bytes < 11 * MSS, "{}", s.describe());
     }
 
+    /// ATCP under CWR, one halving per congestion episode (the kernel ATCP's rule): an echo
+    /// for data sent during the reduction's round, arriving after CWR ended, starts a new CWR
+    /// round with the window kept (ssthresh = cwnd); the next echo for later data halves. With
+    /// `halving = "per-window"` the same echo halves a second time.
+    #[test]
+    fn atcp_halves_once_per_episode_under_cwr() {
+        use crate::cc::atcp::{AtcpConfig, Halving, WeightFunction};
+        let run = |halving: Halving| {
+            let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: 20, initial_ssthresh_bytes: Some(20 * MSS), ..Default::default() };
+            assert!(cfg.cwr);
+            let atcp = CcConfig::Atcp(AtcpConfig { function: WeightFunction::Fixed { weight: 1.0 }, halving }).build(&Default::default());
+            let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, atcp, true);
+            let mut out = Vec::new();
+            s.start(Nanos::ZERO, &mut out);
+            let mut t = 100;
+            let mut ack_at = |s: &mut TcpSender, seg: u64, ece: bool| {
+                let mut p = Packet { kind: PacketKind::Ack, ack: seg * MSS, ts_echo_ns: 0, ..Default::default() };
+                if ece {
+                    p.flags |= flags::ECE;
+                    p.ce_bytes_echo = MSS as u32;
+                }
+                t += 1;
+                s.on_packet(Nanos::from_micros(t), &p, &mut Vec::new());
+            };
+            // A mark on the first window: half the flight (19 segments), CWR until 20 is passed.
+            ack_at(&mut s, 1, true);
+            assert!(s.in_cwr());
+            let first = s.st.ssthresh_bytes;
+            assert_eq!(first, 9500, "{}", s.describe());
+            for seg in 2..=20 {
+                ack_at(&mut s, seg, false);
+            }
+            ack_at(&mut s, 21, false);
+            assert!(!s.in_cwr(), "{}", s.describe());
+            assert_eq!(s.st.cwnd_bytes, first);
+            // PRR kept sending during the round: segments 20.. went out before CWR ended.
+            let ended_at = s.snd_nxt / MSS;
+            assert!(ended_at >= 28, "{}", s.describe());
+            // An echo for one of them (sent before the reduction ended).
+            ack_at(&mut s, 22, true);
+            assert!(s.in_cwr(), "any echo outside CWR starts CWR: {}", s.describe());
+            let second = s.st.ssthresh_bytes;
+            // Its round passes without growth; then data sent after it is marked.
+            let high = s.cwr.unwrap().high_seq / MSS;
+            for seg in 23..=high + 1 {
+                ack_at(&mut s, seg, false);
+            }
+            assert!(!s.in_cwr());
+            assert!(s.snd_una / MSS > ended_at);
+            ack_at(&mut s, high + 2, true);
+            (first, second, s.st.ssthresh_bytes)
+        };
+        let (first, second, third) = run(Halving::PerEpisode);
+        assert_eq!(second, first, "the echo for the reduction's own packets keeps the window");
+        assert!(third < 6 * MSS, "a later echo halves: {third}");
+        let (first, second, _) = run(Halving::PerWindow);
+        assert!(second < 6 * MSS, "per window, the same echo halves again: {first} -> {second}");
+    }
+
     /// Tail loss probe (linux profile): a flow whose last segments are lost sends a probe about
     /// two round trips after its last transmission and recovers by SACK, far before the RTO.
     #[test]
@@ -1876,7 +1981,7 @@ mod tests {
         assert_eq!((s.ns2_cwnd, s.st.ssthresh_bytes), (1.0, 4 * MSS));
         // ATCP's weight enters as increase_num_.
         let cfg = TcpConfig { handshake: false, ..crate::Profile::Ns2.config() };
-        let atcp = crate::cc::atcp::AtcpConfig { function: crate::cc::atcp::WeightFunction::Fixed { weight: 2.0 } };
+        let atcp = crate::cc::atcp::AtcpConfig { function: crate::cc::atcp::WeightFunction::Fixed { weight: 2.0 }, halving: Default::default() };
         let mut a = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::Atcp(atcp).build(&Default::default()), false);
         a.start(Nanos::ZERO, &mut out);
         a.st.ssthresh_bytes = 2 * MSS;

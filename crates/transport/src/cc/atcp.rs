@@ -16,6 +16,16 @@
 //!   `w_late` once the deadline has passed.
 //!
 //! Slow start and multiplicative decrease (one half) are NewReno's.
+//!
+//! `halving` says how often the window halves under the Linux reactions (`ecn_reaction =
+//! "linux"`, RFC 6675 or RFC 6582 recovery): `per-episode` (the default), as the kernel's ATCP
+//! (`kernel/atcp.bpf.c`): an ECN echo or a loss for data sent before the previous reduction
+//! ended (below snd_nxt when the sender left its CWR or recovery state) still starts CWR or
+//! recovery, but the window is kept (ssthresh = cwnd), so a reduction that keeps sending
+//! while it lasts (Linux's CWR with proportional rate reduction, `cwr = true`) is not followed
+//! by a second halving caused by its own packets; a timeout always halves. `per-window`: every
+//! echo or loss after the previous reduction's round halves, as NewReno (and Linux's `reno`).
+//! The sender applies the rule (`crate::sender`); ns-2's reactions have their own.
 
 use super::{additive_increase, slow_start, AckSample, CcState, CongestionControl, FlowInfo, Protocol};
 use fctlab_engine::quantity::Size;
@@ -37,12 +47,40 @@ pub enum WeightFunction {
 #[serde(try_from = "AtcpKeys", into = "AtcpKeys")]
 pub struct AtcpConfig {
     pub function: WeightFunction,
+    pub halving: Halving,
+}
+
+/// How often ATCP halves its window (`halving`; see the module documentation).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum Halving {
+    /// Once per congestion episode, as the kernel's ATCP (`kernel/atcp.bpf.c`, its default).
+    #[default]
+    PerEpisode,
+    /// On every signal after the previous reduction's round, as NewReno.
+    PerWindow,
+}
+
+impl Halving {
+    pub const NAMES: &'static [&'static str] = &["per-episode", "per-window"];
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "per-episode" => Some(Halving::PerEpisode),
+            "per-window" => Some(Halving::PerWindow),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Halving::PerEpisode => "per-episode",
+            Halving::PerWindow => "per-window",
+        }
+    }
 }
 
 impl Default for AtcpConfig {
     fn default() -> Self {
         // The paper's choice: W_H = 3, W_L = 1, T = 10 MB.
-        AtcpConfig { function: WeightFunction::Step { w_high: 3.0, w_low: 1.0, threshold_bytes: 10_000_000 } }
+        AtcpConfig { function: WeightFunction::Step { w_high: 3.0, w_low: 1.0, threshold_bytes: 10_000_000 }, halving: Halving::PerEpisode }
     }
 }
 
@@ -75,6 +113,9 @@ pub struct AtcpKeys {
     /// T2 of `linear` and `exponential`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threshold_high: Option<Size>,
+    /// `per-episode` (default) or `per-window`: how often the window halves (any function).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub halving: Option<String>,
 }
 
 fn positive(name: &str, v: f64) -> Result<f64, String> {
@@ -135,14 +176,19 @@ impl TryFrom<AtcpKeys> for AtcpConfig {
             }
             other => return Err(format!("unknown weight_function \"{other}\" (known: step, linear, exponential, fixed, time)")),
         };
-        Ok(AtcpConfig { function })
+        let halving = match p.halving.as_deref() {
+            None => Halving::default(),
+            Some(name) => Halving::from_name(name)
+                .ok_or_else(|| format!("`halving`: unknown value \"{name}\" (known: {})", Halving::NAMES.join(", ")))?,
+        };
+        Ok(AtcpConfig { function, halving })
     }
 }
 
 impl From<AtcpConfig> for AtcpKeys {
     fn from(c: AtcpConfig) -> AtcpKeys {
         let f = |s: &str| Some(s.to_string());
-        match c.function {
+        let keys = match c.function {
             WeightFunction::Step { w_high, w_low, threshold_bytes } => {
                 AtcpKeys { weight_function: f("step"), w_high: Some(w_high), w_low: Some(w_low), threshold: Some(Size(threshold_bytes)), ..Default::default() }
             }
@@ -166,7 +212,8 @@ impl From<AtcpConfig> for AtcpKeys {
             WeightFunction::Time { w_high, w_low, w_late } => {
                 AtcpKeys { weight_function: f("time"), w_high: Some(w_high), w_low: Some(w_low), w_late: Some(w_late), ..Default::default() }
             }
-        }
+        };
+        AtcpKeys { halving: f(c.halving.name()), ..keys }
     }
 }
 
@@ -201,6 +248,11 @@ impl Atcp {
         let mut a = Atcp { cfg, start: info.start, deadline: info.deadline, acc_bytes: 0, weight: 1.0 };
         a.weight = a.weight_at(0, info.start);
         a
+    }
+
+    /// Whether the window halves once per congestion episode (`halving = "per-episode"`).
+    pub fn halves_once_per_episode(&self) -> bool {
+        self.cfg.halving == Halving::PerEpisode
     }
 
     /// The weight after `sent` bytes at time `now`.
@@ -306,6 +358,21 @@ mod tests {
         assert!(e.contains("`threshold` is not used"), "{e}");
         let e = params("weight_function = \"fixed\"\nweight = 0").unwrap_err();
         assert!(e.contains("positive"), "{e}");
+    }
+
+    #[test]
+    fn halving_key() {
+        assert_eq!(params("").unwrap().halving, Halving::PerEpisode);
+        let c = params("weight_function = \"fixed\"\nweight = 2\nhalving = \"per-window\"").unwrap();
+        assert_eq!(c.halving, Halving::PerWindow);
+        assert!(!Atcp::new(c.clone(), &FlowInfo::default()).halves_once_per_episode());
+        assert!(Atcp::new(params("").unwrap(), &FlowInfo::default()).halves_once_per_episode());
+        // written back as scenario keys (flows' `params`), and read again to the same config
+        let keys = AtcpKeys::from(c.clone());
+        assert_eq!(keys.halving.as_deref(), Some("per-window"));
+        assert_eq!(AtcpConfig::try_from(keys).unwrap(), c);
+        let e = params("halving = \"sometimes\"").unwrap_err();
+        assert!(e.contains("`halving`") && e.contains("per-episode, per-window"), "{e}");
     }
 
     #[test]
