@@ -28,7 +28,7 @@ fn dctcp_keeps_the_queue_near_k_at_full_utilization() {
 /// windows of a few tens of packets, as at 100 Mbps and 50 us, the whole-segment granularity
 /// moves the ratio by up to 20%; see docs/atcp.md). The theorem's windows grow in every round,
 /// so Linux's CWR round without growth after each cut is off (`cwr = false`; with it the
-/// ratios move by up to 8%, docs/atcp.md). Returns the ratio of their throughputs over the
+/// ratios move by up to 9%, docs/atcp.md). Returns the ratio of their throughputs over the
 /// last 80% of the run.
 fn weighted_pair(a: u32, b: u32) -> f64 {
     let total_s = 10.0;
