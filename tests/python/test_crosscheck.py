@@ -445,3 +445,25 @@ def test_all_sizes_figures_sit_beside_two_buckets_or_more(tmp_path):
     one = [(5_000, 0.001)] * 10
     st1 = statistics([_fake_run(tmp_path / "one", 1, {"fctlab": one, "ns2": one})], plan)
     assert [b["bucket"] for b in st1["buckets"]] == ["<10KB"]
+
+
+@needs_ns
+def test_byte_counts_past_two_gib_are_not_wrapped(tmp_path):
+    """ns-2's QueueMonitor counts departed bytes in a 32-bit int, which wraps after 2 GiB
+    (18 s at 1 Gbps here); the script adds its progress up every second, so a long run's bytes
+    and utilization are ns-2's own, equal to fctlab's."""
+    from fctlab import run
+    from fctlab.crosscheck import run_other
+
+    sc = {"seed": 1, "stop_time": "18s",
+          "network": {"topology": "dumbbell", "senders": 1, "receivers": 1, "link_rate": "10Gbps",
+                      "bottleneck_rate": "1Gbps", "link_delay": "10us", "buffer": "100pkt"},
+          "transport": {"profile": "ns2", "sack": True, "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
+          "flows": [{"src": "s0", "dst": "r0"}]}
+    a = run(sc)
+    b = run_other(sc, a, out=tmp_path)
+    la = a.links.set_index(["src", "dst"]).loc[("left", "right")]
+    lb = b.links.set_index(["src", "dst"]).loc[("left", "right")]
+    assert la.tx_bytes > 2 ** 31
+    assert lb.tx_bytes == pytest.approx(la.tx_bytes, rel=1e-5)
+    assert lb.utilization == pytest.approx(la.utilization, rel=1e-5)
