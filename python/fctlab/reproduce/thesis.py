@@ -213,8 +213,9 @@ def item2(r: Runner, mode: Mode, out) -> Item:
     it.explanation.append(
         "SDC: " + ", ".join(_mbps(x) for x in tp["sdc"]) + ". Its flows hear the largest load factor along their "
         "paths, so the third flow, which crosses both overloaded links (h3's and tor0 -> h0), is cut for the overloads "
-        "of either, and the flows that cross one of them take the rest; TCP SACK, cut by the losses of either link, ends "
-        "the same way. RCP: " + ", ".join(_mbps(x) for x in tp["rcp"]) + "; TCP SACK: " + ", ".join(_mbps(x) for x in tp["tcp"])
+        "of either, and the flows that cross one of them take the rest (a fluid model of this feedback gives the same "
+        "shape: docs/reproduce_thesis.md). RCP: " + ", ".join(_mbps(x) for x in tp["rcp"]) + "; TCP SACK: "
+        + ", ".join(_mbps(x) for x in tp["tcp"]) + f" (its smallest share is flow {int(np.argmin(tp['tcp'])) + 1}'s)"
         + ". Max-min fair shares are 333, 333, 333 and 667 Mbps of capacity (a little less of goodput after headers).")
     it.explanation.append(
         "RACS shares each link in proportion to the weights of the flows crossing it (eq. 4.2), whether or not a flow "
