@@ -148,11 +148,11 @@ def item2(r: Runner, mode: Mode, out) -> Item:
     first = by[SEND_BUFFERS[0]]
     ok = all(first[p]["faster"] > 0.5 and first[p]["mean_fct_s"] < compare(tcp, tcp)["mean_fct_s"] for p in POLICIES)
     it.rows.append(r.expected.row("item2.gain", fctlab=f"{SEND_BUFFERS[0]}: " + ", ".join(
-        f"{LABEL[p]} {fmt_pct(first[p]['faster'], False)} faster" for p in POLICIES), verdict=MATCH if ok else NO_MATCH))
+        f"{LABEL[p]} {fmt_pct(first[p]['faster'], False)} faster" for p in POLICIES), verdict=MATCH if ok else NO_MATCH, samples=mode.runs, unit="run"))
     for p in ("srpt", "fair"):
         v = first[p]["faster"]
         it.rows.append(r.expected.row(f"item2.{p}_faster", v, f"{fmt_pct(v, False)} ({SEND_BUFFERS[0]}); "
-                                      + ", ".join(f"{fmt_pct(by[b][p]['faster'], False)} ({b})" for b in SEND_BUFFERS[1:])))
+                                      + ", ".join(f"{fmt_pct(by[b][p]['faster'], False)} ({b})" for b in SEND_BUFFERS[1:]), samples=mode.runs, unit="run"))
     it.explanation.append(
         "How the socket buffer changes the result: " + "; ".join(
             f"{LABEL[p]} faster {fmt_pct(ideal[p]['faster'], False)} (ideal) -> "
@@ -217,13 +217,13 @@ def item3(r: Runner, mode: Mode, out) -> Item:
     ma = mean_active
     ok = max(ma["srpt"], ma["fair"]) < ma["las"] < ma["tcp"]
     it.rows.append(ex.row("item3.active", fctlab=", ".join(f"{LABEL[p]} {ma[p]:.2f}" for p in ("srpt", "fair", "las", "tcp")),
-                          verdict=MATCH if ok else NO_MATCH))
+                          verdict=MATCH if ok else NO_MATCH, samples=mode.runs, unit="run"))
     if cross is not None:
         tail = {p: float(np.mean(fct[p] > cross)) for p in ("las", "tcp")}
         it.rows.append(ex.row("item3.long_las", fctlab=f"LAS's CDF below tcp's beyond {fmt_time(cross)} ({fmt_pct(tail['las'], False)} of "
-                              f"LAS's flows take longer, {fmt_pct(tail['tcp'], False)} of tcp's)", verdict=MATCH))
+                              f"LAS's flows take longer, {fmt_pct(tail['tcp'], False)} of tcp's)", verdict=MATCH, samples=mode.runs, unit="run"))
     else:
-        it.rows.append(ex.row("item3.long_las", fctlab="LAS's CDF never falls below tcp's", verdict=NO_MATCH))
+        it.rows.append(ex.row("item3.long_las", fctlab="LAS's CDF never falls below tcp's", verdict=NO_MATCH, samples=mode.runs, unit="run"))
     # (The smallest flows are served at once under SRPT, FAIR and LAS alike: their low deciles
     # coincide up to noise, hence 5%.)
     everywhere = all(np.all(deciles[p] <= 1.05 * np.minimum(deciles["las"], deciles["tcp"])) for p in ("srpt", "fair"))
@@ -231,10 +231,10 @@ def item3(r: Runner, mode: Mode, out) -> Item:
              for p in ("srpt", "fair") for q in ("las", "tcp") for k in range(9) if deciles[p][k] > 1.05 * deciles[q][k]]
     it.rows.append(ex.row("item3.size_aware_everywhere", fctlab="deciles (s): " + "; ".join(
         f"{LABEL[p]} " + "/".join(f"{x:.2f}" for x in deciles[p][[0, 4, 8]]) for p in ("srpt", "fair", "las", "tcp")) + " (10th/50th/90th)"
-        + ("; " + "; ".join(worse) if worse else ""), verdict=MATCH if everywhere else NO_MATCH))
+        + ("; " + "; ".join(worse) if worse else ""), verdict=MATCH if everywhere else NO_MATCH, samples=mode.runs, unit="run"))
     sp = spread
     it.rows.append(ex.row("item3.dispersion", fctlab=", ".join(f"{LABEL[p]} {sp[p]:.2f}" for p in ("srpt", "fair", "las", "tcp")),
-                          verdict=MATCH if max(sp["srpt"], sp["fair"]) < min(sp["las"], sp["tcp"]) else NO_MATCH))
+                          verdict=MATCH if max(sp["srpt"], sp["fair"]) < min(sp["las"], sp["tcp"]) else NO_MATCH, samples=mode.runs, unit="run"))
     fig = new_figure(13, 3.8)
     a, b, c = fig.subplots(1, 3)
     kmax = int(max(np.quantile(v, 0.99) for v in active.values())) + 1
@@ -325,10 +325,10 @@ def item5(r: Runner, mode: Mode, out) -> Item:
     ok = mean_packet["srpt"] <= mean_packet["fair"] < mean_packet["tcp"] and mean_fluid["srpt"] <= mean_fluid["fsp"] < mean_fluid["ps"]
     it.rows.append(r.expected.row("item5.order", fctlab="packet level: " + ", ".join(f"{LABEL[p]} {fmt_time(mean_packet[p])}" for p in ("srpt", "fair", "las", "tcp"))
                                   + "; fluid: " + ", ".join(f"{LABEL[p]} {fmt_time(mean_fluid[p])}" for p in ("srpt", "fsp", "las", "ps")),
-                                  verdict=MATCH if ok else NO_MATCH))
+                                  verdict=MATCH if ok else NO_MATCH, samples=mode.runs, unit="run"))
     later = stats["fsp"]["slower"]
     it.rows.append(r.expected.row("item5.fair_never_later", fctlab=f"{fmt_pct(later, False)} of flows (packet-level FAIR: {fmt_pct(packet['fair']['slower'], False)})",
-                                  verdict=MATCH if later == 0 else NO_MATCH))
+                                  verdict=MATCH if later == 0 else NO_MATCH, samples=mode.runs, unit="run"))
     it.explanation.append(
         "Faster than PS in the fluid model: " + ", ".join(f"{LABEL[p]} {fmt_pct(stats[p]['faster'], False)}" for p in ("srpt", "fsp", "las"))
         + "; at packet level against tcp: " + ", ".join(f"{LABEL[p]} {fmt_pct(packet[p]['faster'], False)}" for p in POLICIES)
@@ -388,10 +388,10 @@ def item6(r: Runner, mode: Mode, out) -> Item:
     ex = r.expected
     ok = ks["srpt"]["faster"] > 0.5 and ks["fair"]["faster"] > 0.5
     it.rows.append(ex.row("item6.majority", fctlab=f"SRPT {fmt_pct(ks['srpt']['faster'], False)}, FAIR {fmt_pct(ks['fair']['faster'], False)}",
-                          verdict=MATCH if ok else NO_MATCH))
+                          verdict=MATCH if ok else NO_MATCH, samples=mode.kernel_runs, unit="run"))
     for p in POLICIES:
         it.rows.append(ex.row(f"item6.{p}_faster", ks[p]["faster"], f"{fmt_pct(ks[p]['faster'], False)}, {fmt_pct(ks[p]['equal'], False)} equal "
-                              f"(simulator {fmt_pct(ss[p]['faster'], False)}, {fmt_pct(ss[p]['equal'], False)} equal)"))
+                              f"(simulator {fmt_pct(ss[p]['faster'], False)}, {fmt_pct(ss[p]['equal'], False)} equal)", samples=mode.kernel_runs, unit="run"))
     it.explanation.append(
         "Mean transfer time on the kernel: " + ", ".join(f"{LABEL[p]} {fmt_time(compare(kern['tcp'], kern[p])['mean_fct_s'])}" for p in KERNEL_POLICIES)
         + "; in the simulator: " + ", ".join(f"{LABEL[p]} {fmt_time(compare(sim['tcp'], sim[p])['mean_fct_s'])}" for p in KERNEL_POLICIES)
@@ -429,7 +429,7 @@ def item7(r: Runner, mode: Mode, out) -> Item:
     mean = float(np.mean(ratio))
     it.numbers = {"throughput_bps": tput, "ratio": ratio}
     it.rows.append(r.expected.row("item7.competing", fctlab=f"SRPT / tcp = {mean:.3f} on average (" + ", ".join(f"{x:.3f}" for x in ratio)
-                                  + f"); {np.mean(tput['tcp']) / 1e6:.1f} Mbps with tcp", verdict=MATCH if abs(mean - 1) <= 0.10 else NO_MATCH))
+                                  + f"); {np.mean(tput['tcp']) / 1e6:.1f} Mbps with tcp", verdict=MATCH if abs(mean - 1) <= 0.10 else NO_MATCH, samples=mode.kernel_runs, unit="run"))
     return it
 
 
