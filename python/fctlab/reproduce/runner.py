@@ -172,7 +172,9 @@ def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], No
         names = sorted(p if p.endswith("scheduling") else p.upper() for p in nr.stand_ins)
         it.explanation.append(
             "ns-2.35 column: " + ", ".join(names) + (" is" if len(names) == 1 else " are") + " not in ns-2.35, so rows that "
-            "set it beside TCP compare ns-2.35's TCP runs with fctlab's runs of it; rows about it alone say so.")
+            + ("set it beside TCP compare ns-2.35's TCP runs with fctlab's runs of it; rows about it alone say so."
+               if len(names) == 1 else "set one of them beside TCP compare ns-2.35's TCP runs with fctlab's runs of it; rows "
+               "about them alone say so."))
     it.explanation.append(
         f"ns-2.35 column: the item's runs of the protocols ns-2.35 has (TCP, and ATCP as increase_num_) made again in "
         f"ns-2.35 on the identical flow lists ({nr.runs} runs, {time.perf_counter() - t0:.0f} s; scripts and results under `ns2-runs/`). "
