@@ -224,8 +224,9 @@ def test_verdict_rules():
     # a change over seeds matches when some change inside its interval does
     assert judge_change(-0.40, -0.10, half_width=0.12) == MATCH  # -0.22 is within a factor of two
     assert judge_change(-0.40, -0.10, half_width=0.05) == DIRECTION
-    assert judge_change(-0.40, +0.10, half_width=0.35) == MATCH  # the interval reaches -0.25
-    assert judge_change(-0.40, +0.10, half_width=0.25) == NO_MATCH  # -0.15 at best: the mean's sign decides
+    # a mean of the other sign does not match, however wide its interval
+    assert judge_change(-0.40, +0.10, half_width=0.35) == NO_MATCH
+    assert judge_change(-0.90, +0.486, half_width=2.517) == NO_MATCH
     assert judge_change(-0.40, +0.10, half_width=0.05) == NO_MATCH
 
 

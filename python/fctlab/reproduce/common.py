@@ -61,15 +61,16 @@ def _sign(x: float, eps: float) -> int:
 
 def judge_change(paper: float, sim: float, eps: float = NO_CHANGE, half_width: float = 0.0) -> str:
     """Verdict on a relative (or absolute, for percentage points) change. With `half_width`
-    (of the change's 95% interval over seeds) it matches when some change inside the interval
-    does (the paper's change lies within the interval widened by the rule's tolerance); the
-    direction is the mean's."""
+    (of the change's 95% interval over seeds) it matches when the mean has the paper's sign and
+    some change inside the interval matches (the paper's change lies within the interval
+    widened by the rule's tolerance); the direction is the mean's."""
     if sim is None or not math.isfinite(sim):
         return NOT_MEASURED
     h = half_width if half_width and math.isfinite(half_width) else 0.0
-    if h > 0:
+    if h > 0 and _sign(sim, eps) == _sign(paper, eps):
         # the values that match `paper` form one interval around it: the nearest point of
-        # [sim - h, sim + h] to `paper` matches if any does
+        # [sim - h, sim + h] to `paper` matches if any does (a mean of the other sign does
+        # not match, however wide its interval)
         near = min(max(paper, sim - h), sim + h)
         if judge_change(paper, near, eps) == MATCH:
             return MATCH
