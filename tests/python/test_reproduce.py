@@ -230,6 +230,29 @@ def test_verdict_rules():
     assert judge_change(-0.40, +0.10, half_width=0.05) == NO_MATCH
 
 
+def test_timeouts_by_cause_from_a_run_and_none_where_not_counted():
+    """A run's flows give their timeouts by cause, adding up to the total; flows without the
+    cause columns (ns-2.35's, the testbed's) give None and say so."""
+    import pandas as pd
+
+    import fctlab
+    from fctlab.reproduce.common import add_causes, fmt_causes, timeout_causes
+
+    # Item 2's 100 MB and 10 MB flows into a 5-packet port with a 1 ms minimum RTO: timeouts.
+    flows = fctlab.run(default_scenario_dir("atcp") / "two_flow_rate_tcp.toml",
+                       set=["network.buffer=5pkt", "transport.min_rto=1ms", "stop_time=3s"]).flows
+    c = timeout_causes(flows)
+    assert c is not None and c["total"] == int(flows["timeouts"].sum()) > 0 and c["data"] > 0
+    assert c["first"] + c["ecn"] + c["data"] == c["total"] and min(c.values()) >= 0
+    assert add_causes([c, c])["total"] == 2 * c["total"] and add_causes([c, None]) is None
+    ns2_like = flows.drop(columns=["first_timeouts", "ecn_timeouts"])
+    assert timeout_causes(ns2_like) is None and fmt_causes(None) == "not counted by cause"
+    text = fmt_causes({"total": 5, "first": 1, "ecn": 2, "data": 2})
+    assert text == "5 (1 of the SYN or first window, 2 after an ECN cut, 2 of data)"
+    testbed_like = flows.assign(first_timeouts=pd.NA)
+    assert timeout_causes(testbed_like) is None
+
+
 def test_expected_rows_are_graded_by_their_rules(tmp_path):
     f = tmp_path / "expected.toml"
     f.write_text(

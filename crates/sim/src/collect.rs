@@ -45,6 +45,8 @@ impl Simulation {
                 protocol: spec.cc.name(),
                 retransmits: counts.retransmits,
                 timeouts: counts.timeouts,
+                first_timeouts: counts.first_timeouts,
+                ecn_timeouts: counts.ecn_timeouts,
                 deadline_s: spec.deadline.map(|d| d.as_secs_f64()),
                 tag: spec.tag.clone(),
                 group: spec.group.clone(),

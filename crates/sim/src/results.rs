@@ -233,6 +233,10 @@ result_table!(
         protocol: &'static str,
         retransmits: u64,
         timeouts: u64,
+        /// Of `timeouts`: of the SYN, or before any data was acknowledged.
+        first_timeouts: u64,
+        /// Of `timeouts`: after the window was last cut by an ECN echo.
+        ecn_timeouts: u64,
         deadline_s: Option<f64>,
         tag: String,
         group: String,

@@ -157,9 +157,16 @@ pub struct TcpSender {
     /// Segments sent again (fast retransmit, recovery, or after a timeout).
     pub retransmits: u64,
     pub timeouts: u64,
+    /// Of `timeouts`, those of a SYN or before any of the flow's data was acknowledged (the
+    /// SYN or the first window lost).
+    pub first_timeouts: u64,
+    /// Of `timeouts`, those whose window was last reduced by an ECN echo (no loss detected
+    /// since): the flow waited with marks, not losses, as its last congestion signal.
+    pub ecn_timeouts: u64,
     /// Tail loss probes sent.
     pub probes: u64,
-    /// The last window reduction's cause (ns-2's `last_cwnd_action_`; ns-2 modes only).
+    /// The last window reduction's cause (ns-2's `last_cwnd_action_`): it steers the ns-2
+    /// modes, and classifies timeouts in all.
     last_action: CwndAction,
     /// `sack_recovery = "ns2"`: duplicate ACKs are ignored from a timeout until new data is
     /// acknowledged (Sack1's `timeout_`).
@@ -245,6 +252,8 @@ impl TcpSender {
             header_only: 0,
             retransmits: 0,
             timeouts: 0,
+            first_timeouts: 0,
+            ecn_timeouts: 0,
             probes: 0,
             last_action: CwndAction::None,
             after_timeout: false,
@@ -862,6 +871,7 @@ impl TcpSender {
             }
             self.left_slow_start = true;
             self.ecn_recover = self.snd_nxt;
+            self.last_action = CwndAction::Ecn;
             if self.cfg.cwr {
                 self.cwr = Some(Cwr { high_seq: self.snd_nxt, prior_cwnd, delivered: 0, out: 0 });
             } else {
@@ -1398,6 +1408,7 @@ impl TcpSender {
             }
             State::SynSent => {
                 self.timeouts += 1;
+                self.first_timeouts += 1;
                 self.back_off();
                 self.timed = None;
                 self.send_syn(now, out);
@@ -1408,6 +1419,11 @@ impl TcpSender {
                     return;
                 }
                 self.timeouts += 1;
+                if self.snd_una == 0 {
+                    self.first_timeouts += 1;
+                } else if self.last_action == CwndAction::Ecn {
+                    self.ecn_timeouts += 1;
+                }
                 self.left_slow_start = true;
                 if self.ns2_ecn() && self.last_action == CwndAction::Ecn && self.snd_una < self.recover {
                     // TcpAgent::timeout (tcp.cc:1920): in the window an ECN echo already
@@ -1542,7 +1558,7 @@ mod tests {
         assert_eq!(deadline.0 % 10_000_000, (1_000_000) % 10_000_000, "RTO of whole 10 ms ticks after the ACK that armed it");
         s.on_timer(deadline, &mut out);
         assert!(out.iter().any(|p| p.has(flags::RETX) && p.seq == mss), "segment 1 is sent again after the timeout");
-        assert_eq!(s.timeouts, 1);
+        assert_eq!((s.timeouts, s.first_timeouts, s.ecn_timeouts), (1, 0, 0), "a data timeout: segment 0 was acknowledged");
     }
 
     /// NewReno without SACK (the ns2 profile): with two losses in a window, the partial ACK
@@ -1871,6 +1887,7 @@ mod tests {
         out.clear();
         s.on_timer(deadline, &mut out);
         assert_eq!((seqs(&out), s.timeouts), (vec![1], 1), "the timer repairs the lost retransmission");
+        assert_eq!((s.first_timeouts, s.ecn_timeouts), (0, 0), "after a loss recovery: a data timeout");
         assert!(!s.in_recovery());
     }
 
@@ -2111,6 +2128,10 @@ mod tests {
         out.clear();
         ece(&mut s, 300, 5, &mut out);
         assert_eq!(s.st.cwnd_bytes, MSS, "at one segment the window stays one segment");
+        // Its last cut was by an echo: a timeout now is counted as one after marks.
+        let d = s.timer_deadline().expect("a segment is outstanding");
+        s.on_timer(d, &mut out);
+        assert_eq!((s.timeouts, s.first_timeouts, s.ecn_timeouts), (1, 0, 1));
         // The retransmission of seqno 0 after a timeout is not ECT either.
         let cfg = TcpConfig { handshake: false, ecn: true, ..crate::Profile::Ns2.config() };
         let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), true);
@@ -2130,6 +2151,55 @@ mod tests {
         assert!(out.iter().all(|p| p.has(flags::ECT)) && !out.is_empty());
     }
 
+    /// Timeouts by cause: of the SYN; after a window cut by an ECN echo (the RFC 3168 path
+    /// as DCTCP and the linux profile take it); after a loss recovery that followed such a cut.
+    #[test]
+    fn timeouts_are_counted_by_cause() {
+        let cfg = TcpConfig {
+            mss_bytes: MSS as u32,
+            handshake: true,
+            ecn: true,
+            tail_loss_probe: false,
+            min_rto: Nanos::from_millis(10),
+            ..Default::default()
+        };
+        let new = || TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), true);
+        let echo = |s: &mut TcpSender, t: Nanos, seg: u64, out: &mut Vec<Packet>| {
+            let mut p = Packet { kind: PacketKind::Ack, ack: seg * MSS, ts_echo_ns: 0, ..Default::default() };
+            p.flags |= flags::ECE;
+            p.ce_bytes_echo = MSS as u32;
+            s.on_packet(t, &p, out);
+        };
+        let mut out = Vec::new();
+        let mut s = new();
+        s.start(Nanos::ZERO, &mut out);
+        let d = s.timer_deadline().unwrap();
+        s.on_timer(d, &mut out);
+        assert_eq!((s.timeouts, s.first_timeouts, s.ecn_timeouts), (1, 1, 0), "the SYN's timeout");
+        out.clear();
+        let t = d + Nanos::from_millis(1);
+        s.on_packet(t, &Packet { kind: PacketKind::SynAck, ..Default::default() }, &mut out);
+        assert!(seqs(&out).len() > 4, "{:?}", seqs(&out));
+        // Segment 0 acknowledged with an echo: the window is cut by the mark.
+        echo(&mut s, t + Nanos::from_micros(100), 1, &mut out);
+        let d = s.timer_deadline().unwrap();
+        s.on_timer(d, &mut out);
+        assert_eq!((s.timeouts, s.first_timeouts, s.ecn_timeouts), (2, 1, 1), "after a cut by an echo");
+        // A cut by an echo, then three duplicate ACKs: the loss recovery is the last cut.
+        let mut s = new();
+        out.clear();
+        s.start(Nanos::ZERO, &mut out);
+        s.on_packet(Nanos::from_micros(50), &Packet { kind: PacketKind::SynAck, ..Default::default() }, &mut out);
+        echo(&mut s, Nanos::from_micros(100), 1, &mut out);
+        for k in 0..3 {
+            ack(&mut s, 110 + k, 1, &[(2, 3 + k)], &mut out);
+        }
+        assert!(s.in_recovery(), "{}", s.describe());
+        let d = s.timer_deadline().unwrap();
+        s.on_timer(d, &mut out);
+        assert_eq!((s.timeouts, s.first_timeouts, s.ecn_timeouts), (1, 0, 0), "a data timeout after a loss recovery");
+    }
+
     #[test]
     fn timeout_goes_back_to_one_segment() {
         let mut s = sender(10);
@@ -2139,7 +2209,7 @@ mod tests {
         let d = s.timer_deadline().unwrap();
         s.on_timer(d, &mut out);
         assert_eq!(seqs(&out), vec![0]);
-        assert_eq!(s.timeouts, 1);
+        assert_eq!((s.timeouts, s.first_timeouts), (1, 1), "nothing acknowledged yet: the first window's timeout");
         assert_eq!(s.st.cwnd_bytes, MSS);
         // backed off: twice the timeout
         assert_eq!(s.timer_deadline().unwrap() - d, Nanos::from_millis(2000).min(Nanos((d.0) * 2)));

@@ -39,6 +39,8 @@ from .common import (
     seed_change,
     size_split,
     split_note,
+    timeout_causes,
+    fmt_causes,
 )
 from ..stats import interval
 
@@ -583,8 +585,10 @@ def item7(rn: Runner, mode: Mode, out: Path) -> Item:
     md = {p: _seed_mean(f, _medium) for p, f in resp.items()}
     dl = {p: _seed_mean(f, meet_ratio) for p, f in resp.items()}
     to = {p: int(f["timeouts"].sum()) for p, f in resp.items()}
+    causes = {p: timeout_causes(f) for p, f in resp.items()}
     inc = {p: int((~f["completed"].astype(bool)).sum()) for p, f in resp.items()}
-    it.numbers.update({"small": sm, "medium": md, "deadline": dl, "timeouts": to, "incomplete": inc, "changes": ch,
+    it.numbers.update({"small": sm, "medium": md, "deadline": dl, "timeouts": to, "timeouts_by_cause": causes,
+                       "incomplete": inc, "changes": ch,
                        "seeds": list(mode.seeds)})
     ex = rn.expected
     it.rows.append(ex.row("item7.small", fctlab=" / ".join(fmt_time(sm[p]) for p in protos)))
@@ -683,6 +687,8 @@ def item7(rn: Runner, mode: Mode, out: Path) -> Item:
         f"{to['tcp'] / max(len(resp['tcp']), 1):.1f} timeouts per response: {why}. The paper's load ('rather "
         "dense flows') and its TCP's initial RTO are not given."
     )
+    it.explanation.append("Retransmission timeouts of the responses, over the seeds, by cause: "
+                          + "; ".join(f"{p.upper()} {fmt_causes(causes[p])}" for p in protos) + ".")
     return it
 
 
@@ -711,6 +717,7 @@ def item8(rn: Runner, mode: Mode, out: Path) -> Item:
     incomplete = {p: int((~f["completed"].astype(bool)).sum()) for p, f in sh.items()}
     med = {p: float(f["fct_s"].median()) for p, f in sh.items()}
     to = {p: int(f["timeouts"].sum()) for p, f in sh.items()}
+    causes = {p: timeout_causes(f) for p, f in sh.items()}
     # The shuffle has nothing random in it (fixed blocks, start times and hosts): every seed
     # gives the same run, so the samples are the jobs, paired by job across the protocols.
     per_job = {p: (f.groupby("group")["fct_s"].mean(), jobs[p].set_index("group")["jct_s"]) for p, f in sh.items()}
@@ -723,7 +730,7 @@ def item8(rn: Runner, mode: Mode, out: Path) -> Item:
 
     ch = {f"{what}_{p}": job_change(p, k) for p in ("atcp", "dctcp") for k, what in ((0, "mean_flow"), (1, "shuffle"))}
     it.numbers = {"mean_flow_fct": mean_fct, "shuffle_time": shuffle, "median_flow_fct": med, "changes_over_jobs": ch,
-                  "timeouts": to, "incomplete": incomplete, "jct_per_job": {p: j["jct_s"].tolist() for p, j in jobs.items()}}
+                  "timeouts": to, "timeouts_by_cause": causes, "incomplete": incomplete, "jct_per_job": {p: j["jct_s"].tolist() for p, j in jobs.items()}}
     ex = rn.expected
     it.rows.append(ex.row("item8.mean_flow", fctlab=" / ".join(fmt_time(mean_fct[p]) for p in protos)))
     for p in ("atcp", "dctcp"):
@@ -760,7 +767,7 @@ def item8(rn: Runner, mode: Mode, out: Path) -> Item:
 
     it.explanation.append(
         "Per-job shuffle times (s): " + "; ".join(f"{p.upper()} " + ", ".join(f"{x:.3f}" for x in jobs[p]["jct_s"]) for p in ("tcp", "dctcp", "atcp"))
-        + f". Retransmission timeouts of shuffle flows: TCP {to['tcp']}, DCTCP {to['dctcp']}, ATCP {to['atcp']}."
+        + ". Retransmission timeouts of shuffle flows by cause: " + "; ".join(f"{p.upper()} {fmt_causes(causes[p])}" for p in protos) + "."
     )
     over = {p: overshoot_flows(f) for p, f in sh.items()}
     it.numbers["overshoot_flows"] = over

@@ -338,6 +338,34 @@ def fmt_change(c: dict, points: bool = False) -> str:
     return f"{m} ± {fmt_pct(c['half_width'], False)}" if math.isfinite(c["half_width"]) else m
 
 
+def timeout_causes(flows: pd.DataFrame) -> Optional[dict]:
+    """The retransmission timeouts of `flows` by cause: ``first`` (of the SYN, or before any
+    data was acknowledged), ``ecn`` (after the window was last cut by an ECN echo), ``data``
+    (the rest) and ``total``. None where the flows carry no causes (ns-2.35's runs, the
+    testbed)."""
+    cols = ("timeouts", "first_timeouts", "ecn_timeouts")
+    if any(c not in flows.columns or flows[c].isna().any() for c in cols):
+        return None
+    total, first, ecn = (int(flows[c].sum()) for c in cols)
+    return {"total": total, "first": first, "ecn": ecn, "data": total - first - ecn}
+
+
+def add_causes(parts: Sequence[Optional[dict]]) -> Optional[dict]:
+    """timeout_causes of several runs added up (None if any is None or there are none)."""
+    if not parts or any(c is None for c in parts):
+        return None
+    return {k: sum(c[k] for c in parts) for k in ("total", "first", "ecn", "data")}
+
+
+def fmt_causes(c: Optional[dict]) -> str:
+    """'12 (3 of the SYN or first window, 0 after an ECN cut, 9 of data)'."""
+    if c is None:
+        return "not counted by cause"
+    if c["total"] == 0:
+        return "0"
+    return f"{c['total']} ({c['first']} of the SYN or first window, {c['ecn']} after an ECN cut, {c['data']} of data)"
+
+
 def size_split(flows: pd.DataFrame) -> dict:
     """Per class of SIZE_SPLIT: flows, median FCT of the completed ones, retransmission
     timeouts per flow and the share of flows whose window left slow start."""

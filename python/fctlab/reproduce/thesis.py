@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ..stats import interval
-from .common import DIRECTION, MATCH, NO_MATCH, NOT_MEASURED, Item, Runner, fmt_pct, fmt_time, new_figure, rel_change, save_figure
+from .common import (DIRECTION, MATCH, NO_MATCH, NOT_MEASURED, Item, Runner, add_causes, fmt_causes, fmt_pct, fmt_time,
+                     new_figure, rel_change, save_figure, timeout_causes)
 
 ITEM_ORDER = [1, 2, 4, 7, 3, 5, 6]
 
@@ -313,6 +314,7 @@ def item4(r: Runner, mode: Mode, out) -> Item:
     if r.is_ns2:  # ns-2.35 measures the graded rate only
         rates = [lo]
     per: dict = {k: {p: {} for p in runs} for k in ("afct", "util", "loss", "timed_out", "median")}
+    causes: dict = {p: [] for p in runs}
     for p in runs:
         for rate in rates:
             for k in per:
@@ -329,13 +331,16 @@ def item4(r: Runner, mode: Mode, out) -> Item:
                 per["util"][p][rate].append(float(_port(res, "tor2", "h8")["utilization"]))
                 per["loss"][p][rate].append(_loss_rate(res))
                 per["timed_out"][p][rate].append(float((allr["timeouts"] > 0).mean()) if len(allr) else float("nan"))
+                if rate == lo:
+                    causes[p].append(timeout_causes(allr))
     iv = {k: {p: {x: interval(v) for x, v in d.items()} for p, d in by.items()} for k, by in per.items()}
     afct = {p: {x: m for x, (m, _) in d.items()} for p, d in iv["afct"].items()}
     util = {p: {x: m for x, (m, _) in d.items()} for p, d in iv["util"].items()}
     loss = {p: {x: m for x, (m, _) in d.items()} for p, d in iv["loss"].items()}
     timed_out = {p: {x: m for x, (m, _) in d.items()} for p, d in iv["timed_out"].items()}
+    causes = {p: add_causes(c) for p, c in causes.items()}
     it.numbers = {"afct_s": afct, "utilization": util, "loss_rate": loss, "responses_with_timeout": timed_out,
-                  "seeds": seeds, "per_seed": per, "half_width_95": {k: {p: {x: h for x, (_, h) in d.items()} for p, d in by.items()}
+                  "timeouts_by_cause": causes, "seeds": seeds, "per_seed": per, "half_width_95": {k: {p: {x: h for x, (_, h) in d.items()} for p, d in by.items()}
                                                                     for k, by in iv.items()}}
     ex = r.expected
 
@@ -373,6 +378,7 @@ def item4(r: Runner, mode: Mode, out) -> Item:
     it.explanation.append(
         f"Responses that waited for a retransmission timeout at {lo}/s: "
         + ", ".join(f"{LABEL[p]} {timed_out[p][lo]:.1%}" for p in runs)
+        + "; their timeouts over the seeds by cause: " + ", ".join(f"{LABEL[p]} {fmt_causes(causes[p])}" for p in runs)
         + ". TCP SACK's mean is set by them (a timeout costs at least the 10 ms minimum RTO); the 100-packet "
         "DropTail buffer that the long flows keep full is where they lose packets. RED marking early (fctlab's RED "
         "defaults, thresholds of 5 and 15 packets) keeps that queue short, so SACK with ECN is fast here; item 7 "

@@ -697,6 +697,8 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
         unmeasured = f.flow_id in scheduled  # the scheduling library does not read TCP_INFO
         rows["retransmits"].append(None if unmeasured else (r.retransmits if r.retransmits is not None else 0))
         rows["timeouts"].append(None)
+        rows["first_timeouts"].append(None)
+        rows["ecn_timeouts"].append(None)
         rows["deadline_s"].append(f.deadline_s)
         rows["tag"].append(f.tag)
         rows["group"].append(f.group)
