@@ -49,7 +49,9 @@ pub fn parse_duration(s: &str) -> Result<Nanos, String> {
         "ms" => 1e6,
         "s" => 1e9,
         "min" => 60e9,
-        "" => return Err(format!("expected a time with a unit like \"25us\" or \"10ms\", got the bare number \"{s}\"")),
+        "" => {
+            return Err(format!("expected a time with a unit like \"25us\" or \"10ms\", got the bare number \"{s}\""))
+        }
         _ => return Err(expect()),
     };
     if v < 0.0 || !v.is_finite() {
@@ -92,7 +94,8 @@ pub fn parse_buffer(s: &str) -> Result<BufferSpec, String> {
     if t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("inf") {
         return Ok(BufferSpec::Unlimited);
     }
-    let (v, unit) = split_number(t).ok_or_else(|| format!("expected a buffer like \"100pkt\", \"150KB\" or \"unlimited\", got \"{s}\""))?;
+    let (v, unit) = split_number(t)
+        .ok_or_else(|| format!("expected a buffer like \"100pkt\", \"150KB\" or \"unlimited\", got \"{s}\""))?;
     match unit.as_str() {
         "pkt" | "pkts" | "p" | "packets" | "packet" => {
             if v < 0.0 || v.fract() != 0.0 || v > u32::MAX as f64 {
@@ -101,7 +104,8 @@ pub fn parse_buffer(s: &str) -> Result<BufferSpec, String> {
             Ok(BufferSpec::Packets(v as u32))
         }
         "" => Err(format!("expected a buffer with a unit like \"100pkt\" or \"150KB\", got the bare number \"{s}\"")),
-        _ => parse_size(t).map(BufferSpec::Bytes).map_err(|_| format!("expected a buffer like \"100pkt\", \"150KB\" or \"unlimited\", got \"{s}\"")),
+        _ => parse_size(t)
+            .map(BufferSpec::Bytes)
+            .map_err(|_| format!("expected a buffer like \"100pkt\", \"150KB\" or \"unlimited\", got \"{s}\"")),
     }
 }
-

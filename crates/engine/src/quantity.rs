@@ -91,7 +91,12 @@ pub fn fields_of<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
         fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
             Err(Stop)
         }
-        fn deserialize_struct<V: Visitor<'de>>(self, _: &'static str, fields: &'static [&'static str], _: V) -> Result<V::Value, Stop> {
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Stop> {
             self.0 = Some(fields);
             Err(Stop)
         }

@@ -151,7 +151,18 @@ mod tests {
 
     #[test]
     fn tx_clock_gives_the_rate_s_tx_time() {
-        for rate in [1u64, 3, 1_000, 100_000_000, 1_000_000_000, 3_000_000_000, 10_000_000_000, 40_000_000_000, 400_000_000_000, 8_000_000_000_001] {
+        for rate in [
+            1u64,
+            3,
+            1_000,
+            100_000_000,
+            1_000_000_000,
+            3_000_000_000,
+            10_000_000_000,
+            40_000_000_000,
+            400_000_000_000,
+            8_000_000_000_001,
+        ] {
             let clock = TxClock::new(BitsPerSec(rate));
             for bytes in [0u64, 1, 40, 1500, 9000, 123_456_789, u64::MAX / 1000, u64::MAX / 8] {
                 assert_eq!(clock.tx_time(bytes), BitsPerSec(rate).tx_time(bytes), "rate {rate} bytes {bytes}");
@@ -166,7 +177,16 @@ mod tests {
         // 1 byte at 3 bps = 2.666..s -> rounded up
         assert_eq!(BitsPerSec(3).tx_time(1), Nanos(2_666_666_667));
         // fast and slow paths agree
-        for rate in [100_000_000u64, 1_000_000_000, 10_000_000_000, 25_000_000_000, 40_000_000_000, 100_000_000_000, 400_000_000_000, 3_000_000_000] {
+        for rate in [
+            100_000_000u64,
+            1_000_000_000,
+            10_000_000_000,
+            25_000_000_000,
+            40_000_000_000,
+            100_000_000_000,
+            400_000_000_000,
+            3_000_000_000,
+        ] {
             for bytes in [1u64, 40, 41, 1500, 9000, 123_456_789] {
                 let exact = (bytes as u128 * 8_000_000_000).div_ceil(rate as u128) as u64;
                 assert_eq!(BitsPerSec(rate).tx_time(bytes), Nanos(exact), "{rate} {bytes}");

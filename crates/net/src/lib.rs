@@ -11,7 +11,9 @@ pub mod queue;
 pub mod routing;
 pub mod topology;
 
-pub use packet::{FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId, RouterHeader, SackBlock};
+pub use packet::{
+    FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId, RouterHeader, SackBlock,
+};
 pub use port::{BufferLimit, BufferModel, EnqueueOutcome, Port, PortStats};
 pub use queue::{Ns2RedConfig, QueueConfig, RedConfig};
 pub use routing::Routes;

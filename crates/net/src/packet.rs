@@ -333,7 +333,8 @@ mod tests {
     #[test]
     fn pool_gives_back_every_field_and_the_side_parts_only_of_packets_that_carry_them() {
         let mut pool = PacketPool::new();
-        let router = RouterHeader { rate_bps: 5, weight: 1.5, rtt_ns: 7, class: 2, wire_bytes: 12, ..Default::default() };
+        let router =
+            RouterHeader { rate_bps: 5, weight: 1.5, rtt_ns: 7, class: 2, wire_bytes: 12, ..Default::default() };
         let full = Packet {
             flow: FlowId(3),
             src: NodeId(4),
@@ -356,7 +357,14 @@ mod tests {
         pool.router_mut(a).rate_bps = 1;
         assert_eq!(pool.take(a).router.rate_bps, 1);
         // The same slot reused by a data packet without them: no stale SACK blocks or header.
-        let data = Packet { kind: PacketKind::Data, payload_bytes: 1460, seq: 100, sack: full.sack, router, ..Default::default() };
+        let data = Packet {
+            kind: PacketKind::Data,
+            payload_bytes: 1460,
+            seq: 100,
+            sack: full.sack,
+            router,
+            ..Default::default()
+        };
         let b = pool.alloc(data);
         assert_eq!(b, a);
         let back = pool.get(b);

@@ -128,7 +128,15 @@ pub struct Port {
 }
 
 impl Port {
-    pub fn new(from: NodeId, to: NodeId, rate: BitsPerSec, delay: Nanos, limit: BufferLimit, queue: &QueueConfig, rng: Rng) -> Port {
+    pub fn new(
+        from: NodeId,
+        to: NodeId,
+        rate: BitsPerSec,
+        delay: Nanos,
+        limit: BufferLimit,
+        queue: &QueueConfig,
+        rng: Rng,
+    ) -> Port {
         let disc = QueueState::new(queue, rng, rate, delay);
         let ns2_admission = matches!(disc, QueueState::Ns2Red(_));
         Port {
@@ -191,7 +199,14 @@ impl Port {
     fn ns2_verdict(&mut self, must_wait: bool, meta: &PacketMeta, idle_for: Nanos) -> Verdict {
         let full = self.ns2_full(must_wait, meta.wire_bytes as u64);
         if let QueueState::Ns2Red(r) = &mut self.disc {
-            r.on_arrival(self.waiting_pkts, self.waiting_bytes, meta.wire_bytes as u32, meta.has(flags::ECT), idle_for, full)
+            r.on_arrival(
+                self.waiting_pkts,
+                self.waiting_bytes,
+                meta.wire_bytes as u32,
+                meta.has(flags::ECT),
+                idle_for,
+                full,
+            )
         } else if full {
             Verdict::Drop
         } else {
@@ -246,10 +261,12 @@ impl Port {
                 self.drops += 1;
                 return EnqueueOutcome::Dropped;
             }
-            let idle_for = if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
+            let idle_for =
+                if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
             self.disc.on_arrival(self.waiting_pkts, self.waiting_bytes, idle_for)
         } else {
-            let idle_for = if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
+            let idle_for =
+                if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
             self.ns2_verdict(must_wait, &meta, idle_for)
         };
         match verdict {
@@ -347,7 +364,15 @@ mod tests {
     use crate::packet::PacketPool;
 
     fn port(limit: BufferLimit) -> Port {
-        Port::new(NodeId(0), NodeId(1), BitsPerSec(1_000_000_000), Nanos::from_micros(10), limit, &QueueConfig::DropTail, Rng::stream(0, 0))
+        Port::new(
+            NodeId(0),
+            NodeId(1),
+            BitsPerSec(1_000_000_000),
+            Nanos::from_micros(10),
+            limit,
+            &QueueConfig::DropTail,
+            Rng::stream(0, 0),
+        )
     }
 
     fn pkt(pool: &mut PacketPool) -> (PacketId, PacketMeta) {
@@ -416,8 +441,16 @@ mod tests {
     }
 
     fn ns2_port(limit: BufferLimit, queue: &QueueConfig) -> Port {
-        Port::new(NodeId(0), NodeId(1), BitsPerSec(1_000_000_000), Nanos::from_micros(10), limit, queue, Rng::stream(0, 0))
-            .with_buffer_model(BufferModel::Ns2)
+        Port::new(
+            NodeId(0),
+            NodeId(1),
+            BitsPerSec(1_000_000_000),
+            Nanos::from_micros(10),
+            limit,
+            queue,
+            Rng::stream(0, 0),
+        )
+        .with_buffer_model(BufferModel::Ns2)
     }
 
     /// How many of `n` packets offered at once a port accepts.
@@ -450,16 +483,32 @@ mod tests {
     #[test]
     fn ns2_buffer_model_red_limit() {
         // RED's own test (red.cc 714): drop when N or more wait, so N wait plus one on the wire.
-        let classic = QueueConfig::Red(crate::RedConfig { min_threshold_pkts: 1000.0, max_threshold_pkts: 2000.0, ..Default::default() });
+        let classic = QueueConfig::Red(crate::RedConfig {
+            min_threshold_pkts: 1000.0,
+            max_threshold_pkts: 2000.0,
+            ..Default::default()
+        });
         assert_eq!(accepted(&mut ns2_port(BufferLimit::Packets(5), &classic), 10, 1500), 6);
         // ns-2's RED in byte mode: N × mean_pktsize_ bytes (100 × 500 = 50,000: 34 waiting
         // packets of 1500 bytes reach 51,000).
-        let red = QueueConfig::Red(crate::RedConfig { ns2: Some(crate::Ns2RedConfig::default()), ..Default::default() });
+        let red =
+            QueueConfig::Red(crate::RedConfig { ns2: Some(crate::Ns2RedConfig::default()), ..Default::default() });
         assert_eq!(accepted(&mut ns2_port(BufferLimit::Packets(100), &red), 200, 1500), 35);
-        let pkts = QueueConfig::Red(crate::RedConfig { ns2: Some(crate::Ns2RedConfig { bytes: false, ..Default::default() }), ..Default::default() });
+        let pkts = QueueConfig::Red(crate::RedConfig {
+            ns2: Some(crate::Ns2RedConfig { bytes: false, ..Default::default() }),
+            ..Default::default()
+        });
         assert_eq!(accepted(&mut ns2_port(BufferLimit::Packets(100), &pkts), 200, 1500), 101);
         // Under the default model ns-2's RED holds N waiting packets like any port.
-        let mut p = Port::new(NodeId(0), NodeId(1), BitsPerSec(1_000_000_000), Nanos::from_micros(10), BufferLimit::Packets(100), &red, Rng::stream(0, 0));
+        let mut p = Port::new(
+            NodeId(0),
+            NodeId(1),
+            BitsPerSec(1_000_000_000),
+            Nanos::from_micros(10),
+            BufferLimit::Packets(100),
+            &red,
+            Rng::stream(0, 0),
+        );
         assert_eq!(accepted(&mut p, 200, 1500), 101);
         assert!(p.discipline().ns2_red().is_some());
     }
@@ -468,12 +517,32 @@ mod tests {
     fn ns2_red_marks_at_the_port() {
         // setbit_ with mark_p_ above 1 (stock ns-2.35 compares p < mark_p_): an ECN-capable
         // packet is marked at any probability, one that is not is dropped.
-        let cfg = crate::Ns2RedConfig { min_threshold: Some(1.0), max_threshold: Some(2.0), weight: Some(1.0), bytes: false, ecn: true, mark_p: 2.0, ..Default::default() };
+        let cfg = crate::Ns2RedConfig {
+            min_threshold: Some(1.0),
+            max_threshold: Some(2.0),
+            weight: Some(1.0),
+            bytes: false,
+            ecn: true,
+            mark_p: 2.0,
+            ..Default::default()
+        };
         let red = QueueConfig::Red(crate::RedConfig { ns2: Some(cfg), ..Default::default() });
-        let mut p = Port::new(NodeId(0), NodeId(1), BitsPerSec(1_000_000_000), Nanos::from_micros(10), BufferLimit::Unlimited, &red, Rng::stream(0, 0));
+        let mut p = Port::new(
+            NodeId(0),
+            NodeId(1),
+            BitsPerSec(1_000_000_000),
+            Nanos::from_micros(10),
+            BufferLimit::Unlimited,
+            &red,
+            Rng::stream(0, 0),
+        );
         let mut pool = PacketPool::new();
         let mut offer = |p: &mut Port, ect: bool| {
-            let pk = crate::packet::Packet { wire_bytes: 1500, flags: if ect { flags::ECT } else { 0 }, ..Default::default() };
+            let pk = crate::packet::Packet {
+                wire_bytes: 1500,
+                flags: if ect { flags::ECT } else { 0 },
+                ..Default::default()
+            };
             let id = pool.alloc(pk.clone());
             p.enqueue(Nanos(0), id, pk.meta())
         };
@@ -481,7 +550,8 @@ mod tests {
             assert!(matches!(offer(&mut p, true), EnqueueOutcome::Accepted { .. }));
         }
         // Queue 3 > 2 × max_th: p = 1 from the first hit on.
-        let outcomes: Vec<bool> = (0..10).map(|_| matches!(offer(&mut p, true), EnqueueOutcome::Accepted { .. })).collect();
+        let outcomes: Vec<bool> =
+            (0..10).map(|_| matches!(offer(&mut p, true), EnqueueOutcome::Accepted { .. })).collect();
         assert!(outcomes.iter().all(|&a| a));
         assert!(p.stats().ecn_marks >= 5, "{:?}", p.stats());
         assert_eq!(offer(&mut p, false), EnqueueOutcome::Dropped);

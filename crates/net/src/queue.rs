@@ -32,7 +32,15 @@ pub struct RedConfig {
 impl Default for RedConfig {
     fn default() -> Self {
         // ns-3's RedQueueDisc defaults: MinTh 5, MaxTh 15, LInterm 50 (max_p 0.02), QW 0.002, Gentle.
-        RedConfig { min_threshold_pkts: 5.0, max_threshold_pkts: 15.0, max_p: 0.02, weight: 0.002, ecn: false, gentle: true, ns2: None }
+        RedConfig {
+            min_threshold_pkts: 5.0,
+            max_threshold_pkts: 15.0,
+            max_p: 0.02,
+            weight: 0.002,
+            ecn: false,
+            gentle: true,
+            ns2: None,
+        }
     }
 }
 
@@ -93,7 +101,9 @@ pub enum QueueConfig {
     DropTail,
     /// Mark CE on ECN-capable packets that arrive when the queue holds `threshold` or more
     /// (DCTCP-style instantaneous threshold K). Packets that are not ECN-capable are not marked.
-    Ecn { threshold: BufferLimit },
+    Ecn {
+        threshold: BufferLimit,
+    },
     Red(RedConfig),
 }
 
@@ -109,7 +119,9 @@ pub enum Verdict {
 #[derive(Clone, Debug)]
 pub enum QueueState {
     DropTail,
-    Ecn { threshold: BufferLimit },
+    Ecn {
+        threshold: BufferLimit,
+    },
     /// Boxed: RED's state is large and read only by RED ports, the others stay compact.
     Red(Box<RedState>),
     /// ns-2.35's RED, boxed for the same reason.
@@ -133,10 +145,16 @@ impl QueueState {
         match cfg {
             QueueConfig::DropTail => QueueState::DropTail,
             QueueConfig::Ecn { threshold } => QueueState::Ecn { threshold: *threshold },
-            QueueConfig::Red(RedConfig { ns2: Some(n), .. }) => QueueState::Ns2Red(Box::new(Ns2RedState::new(n, rng, rate, delay))),
-            QueueConfig::Red(c) => {
-                QueueState::Red(Box::new(RedState { cfg: c.clone(), avg: 0.0, count: -1, rng, typical_tx: rate.tx_time(1500) }))
+            QueueConfig::Red(RedConfig { ns2: Some(n), .. }) => {
+                QueueState::Ns2Red(Box::new(Ns2RedState::new(n, rng, rate, delay)))
             }
+            QueueConfig::Red(c) => QueueState::Red(Box::new(RedState {
+                cfg: c.clone(),
+                avg: 0.0,
+                count: -1,
+                rng,
+                typical_tx: rate.tx_time(1500),
+            })),
         }
     }
 
@@ -334,7 +352,15 @@ impl Ns2RedState {
     /// queue holding `q_pkts` / `q_bytes` (waiting, not the one on the wire), empty for
     /// `idle_for` since the transmitter went idle. `full`: the buffer has no room (the port's
     /// test); the packet is then dropped after the estimator ran ("forced" drop).
-    pub fn on_arrival(&mut self, q_pkts: u32, q_bytes: u64, size: u32, ect: bool, idle_for: Nanos, full: bool) -> Verdict {
+    pub fn on_arrival(
+        &mut self,
+        q_pkts: u32,
+        q_bytes: u64,
+        size: u32,
+        ect: bool,
+        idle_for: Nanos,
+        full: bool,
+    ) -> Verdict {
         // red.cc 637-652: an idle period counts as m arrivals to an empty queue, m = ptc × idle
         // time (ptc from mean_pktsize_; idle_pktsize_ is used only by cautious_ 3).
         let mut m: u64 = 0;
@@ -459,7 +485,12 @@ mod tests {
 
     #[test]
     fn ecn_marks_at_threshold() {
-        let mut q = QueueState::new(&QueueConfig::Ecn { threshold: BufferLimit::Packets(20) }, Rng::stream(1, 1), BitsPerSec(10_000_000_000), Nanos(1000));
+        let mut q = QueueState::new(
+            &QueueConfig::Ecn { threshold: BufferLimit::Packets(20) },
+            Rng::stream(1, 1),
+            BitsPerSec(10_000_000_000),
+            Nanos(1000),
+        );
         assert_eq!(q.on_arrival(19, 0, Nanos::ZERO), Verdict::Accept);
         assert_eq!(q.on_arrival(20, 0, Nanos::ZERO), Verdict::Mark);
     }
@@ -512,7 +543,8 @@ mod tests {
         let slow = ns2(Ns2RedConfig::default(), 1_500_000);
         assert_eq!((slow.th_min_pkts, slow.th_max_pkts, slow.th_min), (5.0, 15.0, 2500.0));
         // Explicit values win; a given minimum alone gives a maximum of three times it.
-        let given = ns2(Ns2RedConfig { min_threshold: Some(20.0), weight: Some(0.002), ..Default::default() }, 1_000_000_000);
+        let given =
+            ns2(Ns2RedConfig { min_threshold: Some(20.0), weight: Some(0.002), ..Default::default() }, 1_000_000_000);
         assert_eq!((given.th_min_pkts, given.th_max_pkts, given.q_w), (20.0, 60.0, 0.002));
     }
 
@@ -572,7 +604,17 @@ mod tests {
         assert!(v.contains(&Verdict::Drop) && !v.contains(&Verdict::Mark));
         // With mark_p_ 1 the gentle region marks (its probability stays below 1) ...
         let cfg = Ns2RedConfig { mark_p: 1.0, ..Default::default() };
-        let mut r = ns2(Ns2RedConfig { min_threshold: Some(5.0), max_threshold: Some(15.0), weight: Some(1.0), bytes: false, ecn: true, ..cfg }, 1_000_000_000);
+        let mut r = ns2(
+            Ns2RedConfig {
+                min_threshold: Some(5.0),
+                max_threshold: Some(15.0),
+                weight: Some(1.0),
+                bytes: false,
+                ecn: true,
+                ..cfg
+            },
+            1_000_000_000,
+        );
         let v: Vec<Verdict> = (0..10_000).map(|_| r.on_arrival(25, 0, 1040, true, Nanos::ZERO, false)).collect();
         assert!(v.contains(&Verdict::Mark) && !v.contains(&Verdict::Drop));
         // ... but at probability 1 (twice max_th and above) ns-2.35's `v_prob1 < mark_p_` fails: drops.
@@ -588,10 +630,20 @@ mod tests {
         r.ave = 1000.0;
         r.q_w = 0.0; // keep the average
         for q in [0, 1] {
-            assert!((0..1000).all(|_| r.on_arrival(q, 1040 * q as u64, 1040, false, Nanos::ZERO, false) == Verdict::Accept));
+            assert!(
+                (0..1000).all(|_| r.on_arrival(q, 1040 * q as u64, 1040, false, Nanos::ZERO, false) == Verdict::Accept)
+            );
         }
         assert!((0..1000).any(|_| r.on_arrival(2, 2080, 1040, false, Nanos::ZERO, false) == Verdict::Drop));
-        let mut b = ns2(Ns2RedConfig { min_threshold: Some(5.0), max_threshold: Some(15.0), weight: Some(0.0), ..Default::default() }, 1_000_000_000);
+        let mut b = ns2(
+            Ns2RedConfig {
+                min_threshold: Some(5.0),
+                max_threshold: Some(15.0),
+                weight: Some(0.0),
+                ..Default::default()
+            },
+            1_000_000_000,
+        );
         b.ave = 1e6;
         assert!((0..1000).all(|_| b.on_arrival(0, 0, 1040, false, Nanos::ZERO, false) == Verdict::Accept));
         assert!((0..1000).any(|_| b.on_arrival(1, 1040, 1040, false, Nanos::ZERO, false) == Verdict::Drop));
@@ -600,7 +652,15 @@ mod tests {
     #[test]
     fn ns2_red_byte_mode() {
         // Average and thresholds in bytes: 5 and 15 mean packets are 2500 and 7500 bytes.
-        let mut r = ns2(Ns2RedConfig { min_threshold: Some(5.0), max_threshold: Some(15.0), weight: Some(1.0), ..Default::default() }, 1_000_000_000);
+        let mut r = ns2(
+            Ns2RedConfig {
+                min_threshold: Some(5.0),
+                max_threshold: Some(15.0),
+                weight: Some(1.0),
+                ..Default::default()
+            },
+            1_000_000_000,
+        );
         assert_eq!((r.th_min, r.th_max), (2500.0, 7500.0));
         r.on_arrival(4, 4160, 1040, false, Nanos::ZERO, false);
         assert_eq!(r.red_avg_for_test(), 4160.0);
@@ -615,7 +675,15 @@ mod tests {
         assert_eq!(r.modify_p(0.05, 1040), 0.0);
         // Small packets are hit far less often than large ones at the same average.
         let hits = |size: u32| {
-            let mut r = ns2(Ns2RedConfig { min_threshold: Some(5.0), max_threshold: Some(15.0), weight: Some(1.0), ..Default::default() }, 1_000_000_000);
+            let mut r = ns2(
+                Ns2RedConfig {
+                    min_threshold: Some(5.0),
+                    max_threshold: Some(15.0),
+                    weight: Some(1.0),
+                    ..Default::default()
+                },
+                1_000_000_000,
+            );
             (0..100_000).filter(|_| r.on_arrival(5, 5000, size, false, Nanos::ZERO, false) == Verdict::Drop).count()
         };
         let (small, large) = (hits(40), hits(1040));

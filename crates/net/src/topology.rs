@@ -221,7 +221,8 @@ mod tests {
     #[test]
     fn custom_rejects_unknown_node() {
         let nodes = vec![NodeSpec { name: "a".into(), kind: NodeKind::Host }];
-        let e = Topology::build(&TopologyKind::Custom { nodes, links: vec![("a".into(), "b".into(), lp())] }, lp()).unwrap_err();
+        let e = Topology::build(&TopologyKind::Custom { nodes, links: vec![("a".into(), "b".into(), lp())] }, lp())
+            .unwrap_err();
         assert!(e.contains("unknown node \"b\""), "{e}");
     }
 }

@@ -23,14 +23,22 @@ fn parse_format(format: &str) -> PyResult<Format> {
 }
 
 fn load(text: &str, file: &str, format: &str, overrides: Vec<String>, unset: Vec<String>) -> PyResult<Simulation> {
-    let sc = fctlab_scenario::load_with(text, file, parse_format(format)?, &overrides, &unset).map_err(|e| ScenarioError::new_err(e.to_string()))?;
+    let sc = fctlab_scenario::load_with(text, file, parse_format(format)?, &overrides, &unset)
+        .map_err(|e| ScenarioError::new_err(e.to_string()))?;
     Simulation::new(sc).map_err(|e| ScenarioError::new_err(e.to_string()))
 }
 
 /// Validates a scenario and describes it.
 #[pyfunction]
 #[pyo3(signature = (text, file, format="toml", overrides=vec![], unset=vec![]))]
-fn validate(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>, unset: Vec<String>) -> PyResult<PyObject> {
+fn validate(
+    py: Python<'_>,
+    text: &str,
+    file: &str,
+    format: &str,
+    overrides: Vec<String>,
+    unset: Vec<String>,
+) -> PyResult<PyObject> {
     let sim = load(text, file, format, overrides, unset)?;
     let sc = sim.scenario();
     let d = PyDict::new_bound(py);
@@ -150,7 +158,14 @@ fn queue_item(py: Python<'_>, q: &fctlab_net::QueueConfig) -> PyResult<PyObject>
 /// `("pkts", n)`, `("bytes", n)` or None (unlimited).
 #[pyfunction]
 #[pyo3(signature = (text, file, format="toml", overrides=vec![], unset=vec![]))]
-fn network(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>, unset: Vec<String>) -> PyResult<PyObject> {
+fn network(
+    py: Python<'_>,
+    text: &str,
+    file: &str,
+    format: &str,
+    overrides: Vec<String>,
+    unset: Vec<String>,
+) -> PyResult<PyObject> {
     use fctlab_net::NodeKind;
 
     let sim = load(text, file, format, overrides, unset)?;
@@ -199,10 +214,13 @@ fn network(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<
     d.set_item("nic_buffer", buffer_item(py, &sc.nic_buffer))?;
     d.set_item("queue", queue_item(py, &sc.switch_queue)?)?;
     d.set_item("nic_queue", queue_item(py, &sc.nic_queue)?)?;
-    d.set_item("buffer_model", match sc.buffer_model {
-        fctlab_net::BufferModel::Waiting => "waiting",
-        fctlab_net::BufferModel::Ns2 => "ns2",
-    })?;
+    d.set_item(
+        "buffer_model",
+        match sc.buffer_model {
+            fctlab_net::BufferModel::Waiting => "waiting",
+            fctlab_net::BufferModel::Ns2 => "ns2",
+        },
+    )?;
     let m = PyDict::new_bound(py);
     m.set_item("cwnd_interval_s", sc.monitor.cwnd_interval.map(|t| t.as_secs_f64()))?;
     m.set_item("cwnd_flows", sc.monitor.cwnd_flows.clone())?;
@@ -218,7 +236,14 @@ fn network(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<
 /// `params` (the protocol's parameters, e.g. ATCP's `weight_function` and weights).
 #[pyfunction]
 #[pyo3(signature = (text, file, format="toml", overrides=vec![], unset=vec![]))]
-fn flows(py: Python<'_>, text: &str, file: &str, format: &str, overrides: Vec<String>, unset: Vec<String>) -> PyResult<PyObject> {
+fn flows(
+    py: Python<'_>,
+    text: &str,
+    file: &str,
+    format: &str,
+    overrides: Vec<String>,
+    unset: Vec<String>,
+) -> PyResult<PyObject> {
     let sim = load(text, file, format, overrides, unset)?;
     let sc = sim.scenario();
     let name = |i: usize| sc.topology.nodes[i].name.clone();
@@ -350,7 +375,9 @@ fn protocols(py: Python<'_>) -> PyResult<PyObject> {
 fn table_to_py<R: Row>(py: Python<'_>, rows: &[R]) -> PyResult<PyObject> {
     let out = PyList::empty_bound(py);
     for c in R::columns(rows) {
-        let bytes = |b: &Option<Vec<u8>>| -> PyObject { b.as_ref().map_or_else(|| py.None(), |b| PyBytes::new_bound(py, b).into()) };
+        let bytes = |b: &Option<Vec<u8>>| -> PyObject {
+            b.as_ref().map_or_else(|| py.None(), |b| PyBytes::new_bound(py, b).into())
+        };
         out.append((c.len, c.null_count, bytes(&c.validity), bytes(&c.offsets), PyBytes::new_bound(py, &c.data)))?;
     }
     Ok(out.into())
@@ -368,7 +395,8 @@ fn to_py(py: Python<'_>, r: &Results) -> PyResult<PyObject> {
         Some(c) => out.set_item("cwnd", table_to_py(py, c)?)?,
         None => out.set_item("cwnd", py.None())?,
     }
-    let summary = serde_json::to_value(&r.summary).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    let summary =
+        serde_json::to_value(&r.summary).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
     out.set_item("summary", json_to_py(py, &summary)?)?;
     Ok(out.into())
 }

@@ -4,7 +4,7 @@
 
 use fctlab_sched::{Policy, Rank};
 use fctlab_sched_tokio::frame::Limits;
-use fctlab_sched_tokio::{pattern, Delivery, RecvConfig, Receiver, SendConfig, SendReport, Sender};
+use fctlab_sched_tokio::{pattern, Delivery, Receiver, RecvConfig, SendConfig, SendReport, Sender};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -12,7 +12,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 fn addr(what: &str, s: &str) -> PyResult<SocketAddr> {
-    s.parse().map_err(|_| PyValueError::new_err(format!("{what}: {s:?} is not an address HOST:PORT (an IP address and a port)")))
+    s.parse().map_err(|_| {
+        PyValueError::new_err(format!("{what}: {s:?} is not an address HOST:PORT (an IP address and a port)"))
+    })
 }
 
 fn policy(name: &str, then: &str) -> PyResult<Policy> {
@@ -33,14 +35,24 @@ fn unix_s(t: SystemTime) -> f64 {
 }
 
 fn runtime() -> PyResult<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| PyOSError::new_err(format!("starting the I/O runtime: {e}")))
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| PyOSError::new_err(format!("starting the I/O runtime: {e}")))
 }
 
 /// The largest message the bindings send (its bytes are held while it is handed out).
 const MAX_MESSAGE: u64 = 1 << 32;
 
 #[allow(clippy::too_many_arguments)]
-fn send_config(policy_name: &str, then: &str, chunk_bytes: u32, send_buffer_bytes: Option<u32>, timeout_s: f64) -> PyResult<SendConfig> {
+fn send_config(
+    policy_name: &str,
+    then: &str,
+    chunk_bytes: u32,
+    send_buffer_bytes: Option<u32>,
+    timeout_s: f64,
+) -> PyResult<SendConfig> {
     let mut cfg = SendConfig::new(policy(policy_name, then)?);
     if !(64..=(1 << 20)).contains(&chunk_bytes) {
         return Err(PyValueError::new_err(format!("chunk_bytes: expected 64 B to 1 MiB, got {chunk_bytes} B")));
@@ -53,10 +65,17 @@ fn send_config(policy_name: &str, then: &str, chunk_bytes: u32, send_buffer_byte
 
 fn check_workload(sizes: &[u64], starts_s: &[f64], classes: &[u32]) -> PyResult<()> {
     if starts_s.len() != sizes.len() || classes.len() != sizes.len() {
-        return Err(PyValueError::new_err(format!("sizes, starts_s and classes must have one length (got {}, {}, {})", sizes.len(), starts_s.len(), classes.len())));
+        return Err(PyValueError::new_err(format!(
+            "sizes, starts_s and classes must have one length (got {}, {}, {})",
+            sizes.len(),
+            starts_s.len(),
+            classes.len()
+        )));
     }
     if let Some((i, s)) = sizes.iter().enumerate().find(|(_, &s)| s > MAX_MESSAGE) {
-        return Err(PyValueError::new_err(format!("sizes[{i}]: {s} B is above the {MAX_MESSAGE} B a message may have")));
+        return Err(PyValueError::new_err(format!(
+            "sizes[{i}]: {s} B is above the {MAX_MESSAGE} B a message may have"
+        )));
     }
     if let Some((i, t)) = starts_s.iter().enumerate().find(|(_, t)| !(t.is_finite() && **t >= 0.0 && **t < 1e6)) {
         return Err(PyValueError::new_err(format!("starts_s[{i}]: expected seconds >= 0, got {t}")));
@@ -65,7 +84,14 @@ fn check_workload(sizes: &[u64], starts_s: &[f64], classes: &[u32]) -> PyResult<
 }
 
 /// Sends message k (id base + k, `sizes[k]` bytes of [`pattern`]) at `starts_s[k]` seconds.
-async fn send_all(to: SocketAddr, cfg: SendConfig, base: u64, sizes: &[u64], starts_s: &[f64], classes: &[u32]) -> (SystemTime, Vec<SendReport>) {
+async fn send_all(
+    to: SocketAddr,
+    cfg: SendConfig,
+    base: u64,
+    sizes: &[u64],
+    starts_s: &[f64],
+    classes: &[u32],
+) -> (SystemTime, Vec<SendReport>) {
     let epoch = SystemTime::now();
     let t0 = tokio::time::Instant::now();
     let mut tx = Sender::new(to, cfg, base);
@@ -102,7 +128,19 @@ fn report_list(py: Python<'_>, epoch: SystemTime, base: u64, reports: &[SendRepo
 #[pyfunction]
 #[pyo3(signature = (to, sizes, starts_s, classes, policy, priority_then="las", chunk_bytes=16384, send_buffer_bytes=None, timeout_s=30.0, base=0))]
 #[allow(clippy::too_many_arguments)]
-pub fn sched_send(py: Python<'_>, to: &str, sizes: Vec<u64>, starts_s: Vec<f64>, classes: Vec<u32>, policy: &str, priority_then: &str, chunk_bytes: u32, send_buffer_bytes: Option<u32>, timeout_s: f64, base: u64) -> PyResult<PyObject> {
+pub fn sched_send(
+    py: Python<'_>,
+    to: &str,
+    sizes: Vec<u64>,
+    starts_s: Vec<f64>,
+    classes: Vec<u32>,
+    policy: &str,
+    priority_then: &str,
+    chunk_bytes: u32,
+    send_buffer_bytes: Option<u32>,
+    timeout_s: f64,
+    base: u64,
+) -> PyResult<PyObject> {
     let to = addr("to", to)?;
     let cfg = send_config(policy, priority_then, chunk_bytes, send_buffer_bytes, timeout_s)?;
     check_workload(&sizes, &starts_s, &classes)?;
@@ -151,14 +189,26 @@ fn delivery_list(py: Python<'_>, got: &[Received]) -> PyResult<PyObject> {
 }
 
 fn recv_config(idle_timeout_s: f64, max_buffered_bytes: u64) -> PyResult<RecvConfig> {
-    Ok(RecvConfig { limits: Limits { max_chunk: 1 << 20, max_message: MAX_MESSAGE }, max_buffered_bytes, idle_timeout: seconds("idle_timeout_s", idle_timeout_s)? })
+    Ok(RecvConfig {
+        limits: Limits { max_chunk: 1 << 20, max_message: MAX_MESSAGE },
+        max_buffered_bytes,
+        idle_timeout: seconds("idle_timeout_s", idle_timeout_s)?,
+    })
 }
 
 /// Receives messages on `listen` until `expect` messages have been delivered or failed, or
 /// `timeout_s` has passed; `verify` checks every byte against the sender's pattern.
 #[pyfunction]
 #[pyo3(signature = (listen, expect=None, timeout_s=60.0, verify=true, idle_timeout_s=2.0, max_buffered_bytes=1 << 30))]
-pub fn sched_recv(py: Python<'_>, listen: &str, expect: Option<usize>, timeout_s: f64, verify: bool, idle_timeout_s: f64, max_buffered_bytes: u64) -> PyResult<PyObject> {
+pub fn sched_recv(
+    py: Python<'_>,
+    listen: &str,
+    expect: Option<usize>,
+    timeout_s: f64,
+    verify: bool,
+    idle_timeout_s: f64,
+    max_buffered_bytes: u64,
+) -> PyResult<PyObject> {
     let at = addr("listen", listen)?;
     let deadline = seconds("timeout_s", timeout_s)?;
     let cfg = recv_config(idle_timeout_s, max_buffered_bytes)?;
@@ -179,7 +229,17 @@ pub fn sched_recv(py: Python<'_>, listen: &str, expect: Option<usize>, timeout_s
 #[pyfunction]
 #[pyo3(signature = (sizes, starts_s, classes, policy, priority_then="las", chunk_bytes=16384, send_buffer_bytes=None, timeout_s=60.0))]
 #[allow(clippy::too_many_arguments)]
-pub fn sched_loopback(py: Python<'_>, sizes: Vec<u64>, starts_s: Vec<f64>, classes: Vec<u32>, policy: &str, priority_then: &str, chunk_bytes: u32, send_buffer_bytes: Option<u32>, timeout_s: f64) -> PyResult<(PyObject, PyObject)> {
+pub fn sched_loopback(
+    py: Python<'_>,
+    sizes: Vec<u64>,
+    starts_s: Vec<f64>,
+    classes: Vec<u32>,
+    policy: &str,
+    priority_then: &str,
+    chunk_bytes: u32,
+    send_buffer_bytes: Option<u32>,
+    timeout_s: f64,
+) -> PyResult<(PyObject, PyObject)> {
     let cfg = send_config(policy, priority_then, chunk_bytes, send_buffer_bytes, timeout_s)?;
     check_workload(&sizes, &starts_s, &classes)?;
     let deadline = seconds("timeout_s", timeout_s)?;
@@ -187,7 +247,9 @@ pub fn sched_loopback(py: Python<'_>, sizes: Vec<u64>, starts_s: Vec<f64>, class
     let rt = runtime()?;
     let res = py.allow_threads(|| {
         rt.block_on(async {
-            let mut rx = Receiver::bind("127.0.0.1:0".parse().expect("address"), rcfg).await.map_err(|e| format!("listening on loopback: {e}"))?;
+            let mut rx = Receiver::bind("127.0.0.1:0".parse().expect("address"), rcfg)
+                .await
+                .map_err(|e| format!("listening on loopback: {e}"))?;
             let to = rx.local_addr();
             let n = sizes.len();
             let recv = async {

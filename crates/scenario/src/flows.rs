@@ -27,7 +27,10 @@ struct FlowKeys {
 
 /// Builds the `[[flows]]` entries, in file order. Returns them with their `after` names, which
 /// [`resolve_afters`] resolves once the workloads have added their flows and groups.
-pub(crate) fn explicit_flows(entries: Vec<toml::Table>, ctx: &mut FlowCtx<'_>) -> Result<(Vec<FlowSpec>, Vec<(usize, String)>), ScenarioError> {
+pub(crate) fn explicit_flows(
+    entries: Vec<toml::Table>,
+    ctx: &mut FlowCtx<'_>,
+) -> Result<(Vec<FlowSpec>, Vec<(usize, String)>), ScenarioError> {
     let mut flows = Vec::with_capacity(entries.len());
     let mut afters: Vec<(usize, String)> = Vec::new();
     let own = fields_of::<FlowKeys>();
@@ -74,7 +77,11 @@ pub(crate) fn explicit_flows(entries: Vec<toml::Table>, ctx: &mut FlowCtx<'_>) -
 }
 
 /// Resolves the `after` of explicit flows: each names a group some flow belongs to.
-pub(crate) fn resolve_afters(flows: &mut [FlowSpec], afters: Vec<(usize, String)>, ctx: &FlowCtx<'_>) -> Result<(), ScenarioError> {
+pub(crate) fn resolve_afters(
+    flows: &mut [FlowSpec],
+    afters: Vec<(usize, String)>,
+    ctx: &FlowCtx<'_>,
+) -> Result<(), ScenarioError> {
     for (i, a) in afters {
         let g = ctx.groups.iter().position(|g| g == &a).filter(|&g| flows.iter().any(|f| f.group_id == Some(g as u32)));
         let Some(g) = g else {
@@ -144,7 +151,8 @@ impl FlowCtx<'_> {
     }
 
     pub fn host_list(&self) -> String {
-        let names: Vec<&str> = self.topology.nodes.iter().filter(|n| n.kind == NodeKind::Host).map(|n| n.name.as_str()).collect();
+        let names: Vec<&str> =
+            self.topology.nodes.iter().filter(|n| n.kind == NodeKind::Host).map(|n| n.name.as_str()).collect();
         if names.len() <= 6 {
             names.join(", ")
         } else {
@@ -157,7 +165,10 @@ impl FlowCtx<'_> {
         match self.topology.find(name) {
             Some(idx) if self.topology.nodes[idx].kind == NodeKind::Host => Ok(idx),
             Some(_) => Err(self.err(key, format!("\"{name}\" is a switch, not a host (hosts: {})", self.host_list()))),
-            None => Err(self.err(key, format!("unknown host \"{name}\" (hosts of this {}: {})", self.topology.kind, self.host_list()))),
+            None => Err(self.err(
+                key,
+                format!("unknown host \"{name}\" (hosts of this {}: {})", self.topology.kind, self.host_list()),
+            )),
         }
     }
 
@@ -178,14 +189,32 @@ impl FlowCtx<'_> {
         }
         if let Some(sw) = s.strip_prefix("under:") {
             let node = topo.find(sw).filter(|&i| topo.nodes[i].kind == NodeKind::Switch).ok_or_else(|| {
-                let switches: Vec<&str> = topo.nodes.iter().filter(|n| n.kind == NodeKind::Switch).map(|n| n.name.as_str()).collect();
-                let shown = if switches.len() <= 8 { switches.join(", ") } else { format!("{}, ..., {} ({} switches)", switches[..4].join(", "), switches[switches.len() - 1], switches.len()) };
+                let switches: Vec<&str> =
+                    topo.nodes.iter().filter(|n| n.kind == NodeKind::Switch).map(|n| n.name.as_str()).collect();
+                let shown = if switches.len() <= 8 {
+                    switches.join(", ")
+                } else {
+                    format!(
+                        "{}, ..., {} ({} switches)",
+                        switches[..4].join(", "),
+                        switches[switches.len() - 1],
+                        switches.len()
+                    )
+                };
                 self.err(key, format!("\"{s}\": no switch \"{sw}\" (switches: {shown})"))
             })?;
             let mut l: Vec<usize> = topo
                 .links
                 .iter()
-                .filter_map(|lk| if lk.a == node { Some(lk.b) } else if lk.b == node { Some(lk.a) } else { None })
+                .filter_map(|lk| {
+                    if lk.a == node {
+                        Some(lk.b)
+                    } else if lk.b == node {
+                        Some(lk.a)
+                    } else {
+                        None
+                    }
+                })
                 .filter(|&h| topo.nodes[h].kind == NodeKind::Host)
                 .collect();
             l.sort();
@@ -207,7 +236,9 @@ impl FlowCtx<'_> {
             let bad = |m: String| self.err(key, format!("range \"{s}\": {m}"));
             let ((pa, lo), (pb, hi)) = match (split(a.trim()), split(b.trim())) {
                 (Some(x), Some(y)) => (x, y),
-                _ => return Err(bad("write it as two names with the same prefix and a number, e.g. \"h8..h31\"".into())),
+                _ => {
+                    return Err(bad("write it as two names with the same prefix and a number, e.g. \"h8..h31\"".into()))
+                }
             };
             if pa != pb {
                 return Err(bad(format!("the two ends have different prefixes (\"{pa}\" and \"{pb}\")")));
@@ -218,7 +249,10 @@ impl FlowCtx<'_> {
             let mut l = Vec::new();
             for n in lo..=hi {
                 let name = format!("{pa}{n}");
-                l.push(self.host(&name, key).map_err(|_| bad(format!("\"{name}\" is not a host (hosts: {})", self.host_list())))?);
+                l.push(
+                    self.host(&name, key)
+                        .map_err(|_| bad(format!("\"{name}\" is not a host (hosts: {})", self.host_list())))?,
+                );
             }
             return Ok(l);
         }
@@ -261,7 +295,10 @@ impl FlowCtx<'_> {
             if !proto_keys.contains(&k.as_str()) {
                 let mut known: Vec<&str> = own_keys.to_vec();
                 known.extend(proto_keys.iter());
-                return Err(self.err(&format!("{prefix}.{k}"), format!("unknown key (with protocol \"{protocol}\" the keys here are: {})", known.join(", "))));
+                return Err(self.err(
+                    &format!("{prefix}.{k}"),
+                    format!("unknown key (with protocol \"{protocol}\" the keys here are: {})", known.join(", ")),
+                ));
             }
             params.insert(k.clone(), v.clone());
         }
@@ -273,4 +310,3 @@ impl FlowCtx<'_> {
         Ok((ccfg, ecn))
     }
 }
-

@@ -17,7 +17,12 @@ pub(crate) struct RawMonitor {
 }
 
 /// Validates `[monitor]` against the topology and the number of flows.
-pub(crate) fn build(m: &RawMonitor, file: &str, topology: &Topology, nflows: usize) -> Result<MonitorConfig, ScenarioError> {
+pub(crate) fn build(
+    m: &RawMonitor,
+    file: &str,
+    topology: &Topology,
+    nflows: usize,
+) -> Result<MonitorConfig, ScenarioError> {
     let at = At { file, prefix: "monitor" };
     let cwnd_flows = match &m.cwnd_flows {
         None => None,
@@ -28,7 +33,10 @@ pub(crate) fn build(m: &RawMonitor, file: &str, topology: &Topology, nflows: usi
                 match v.as_integer() {
                     Some(id) if id >= 0 && (id as usize) < nflows => ids.push(id as u64),
                     _ => {
-                        return Err(at.err(&format!("cwnd_flows[{i}]"), format!("expected a flow id between 0 and {}, got {v}", nflows.saturating_sub(1))))
+                        return Err(at.err(
+                            &format!("cwnd_flows[{i}]"),
+                            format!("expected a flow id between 0 and {}, got {v}", nflows.saturating_sub(1)),
+                        ))
                     }
                 }
             }
@@ -63,7 +71,10 @@ pub(crate) fn build(m: &RawMonitor, file: &str, topology: &Topology, nflows: usi
             matches!((a, b), (Some(a), Some(b)) if topology.links.iter().any(|l| (l.a == a && l.b == b) || (l.a == b && l.b == a)))
         });
         if !ok {
-            return Err(at.err(&format!("queues[{i}]"), format!("\"{q}\" is not a link; write \"a->b\" with two adjacent node names, or \"all\"")));
+            return Err(at.err(
+                &format!("queues[{i}]"),
+                format!("\"{q}\" is not a link; write \"a->b\" with two adjacent node names, or \"all\""),
+            ));
         }
     }
     Ok(monitor)

@@ -144,8 +144,9 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
     let err = |key: &str, m: String| at.err(key, m);
     let topo_name = tag(&table, "topology", at)?;
     table.remove("topology");
-    let own = TopologyTable::keys_of(&topo_name)
-        .ok_or_else(|| err("topology", format!("unknown topology \"{topo_name}\" (known: {})", TopologyTable::NAMES.join(", "))))?;
+    let own = TopologyTable::keys_of(&topo_name).ok_or_else(|| {
+        err("topology", format!("unknown topology \"{topo_name}\" (known: {})", TopologyTable::NAMES.join(", ")))
+    })?;
     let common_keys = crate::tables::fields_of::<Common>();
     let (common, rest) = split(table, common_keys);
     let (specific, unknown) = split(rest, own);
@@ -225,7 +226,12 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
                 let kind = match n.kind.as_str() {
                     "host" => NodeKind::Host,
                     "switch" => NodeKind::Switch,
-                    other => return Err(err(&format!("nodes[{i}].kind"), format!("expected \"host\" or \"switch\", got \"{other}\""))),
+                    other => {
+                        return Err(err(
+                            &format!("nodes[{i}].kind"),
+                            format!("expected \"host\" or \"switch\", got \"{other}\""),
+                        ))
+                    }
                 };
                 nodes.push(NodeSpec { name: n.name.clone(), kind });
             }
@@ -254,7 +260,10 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
         }
     })?;
     if topology.nodes.len() > 1_000_000 {
-        return Err(err("", format!("{} nodes is more than this simulator supports (1,000,000)", topology.nodes.len())));
+        return Err(err(
+            "",
+            format!("{} nodes is more than this simulator supports (1,000,000)", topology.nodes.len()),
+        ));
     }
     if topo_name == "custom" {
         for (i, n) in topology.nodes.iter().enumerate() {
@@ -274,7 +283,13 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
         "ns2" => BufferModel::Ns2,
         other => return Err(err("buffer_model", format!("expected \"waiting\" or \"ns2\", got \"{other}\""))),
     };
-    Ok(Network { topology, switch_queue, nic_queue, nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(buffer), buffer_model })
+    Ok(Network {
+        topology,
+        switch_queue,
+        nic_queue,
+        nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(buffer),
+        buffer_model,
+    })
 }
 
 /// The switch queue discipline from `queue` and its keys (`given`: the keys the table sets).
@@ -301,7 +316,10 @@ fn queue(net: &Common, given: &[&str], at: At<'_>) -> Result<QueueConfig, Scenar
         "droptail" => QueueConfig::DropTail,
         "ecn" => {
             let threshold = net.ecn_threshold.map(|b| b.0).ok_or_else(|| {
-                err("ecn_threshold", "queue = \"ecn\" needs `ecn_threshold` (the marking threshold K, e.g. \"20pkt\")".into())
+                err(
+                    "ecn_threshold",
+                    "queue = \"ecn\" needs `ecn_threshold` (the marking threshold K, e.g. \"20pkt\")".into(),
+                )
             })?;
             QueueConfig::Ecn { threshold }
         }
@@ -366,8 +384,12 @@ fn ns2_red(net: &Common, at: At<'_>) -> Result<Ns2RedConfig, ScenarioError> {
             None => return Ok(None),
             Some(BufferLimit::Packets(n)) => n as f64,
             Some(BufferLimit::Bytes(b)) if bytes => b as f64 / d.mean_pktsize as f64,
-            Some(BufferLimit::Bytes(_)) => return Err(err(key, "with red_bytes = false RED thresholds are in packets, e.g. \"5pkt\"".into())),
-            Some(BufferLimit::Unlimited) => return Err(err(key, "RED thresholds are in packets (\"5pkt\") or bytes (\"30KB\")".into())),
+            Some(BufferLimit::Bytes(_)) => {
+                return Err(err(key, "with red_bytes = false RED thresholds are in packets, e.g. \"5pkt\"".into()))
+            }
+            Some(BufferLimit::Unlimited) => {
+                return Err(err(key, "RED thresholds are in packets (\"5pkt\") or bytes (\"30KB\")".into()))
+            }
         };
         if t <= 0.0 {
             return Err(err(key, "must be above zero (leave it out for ns-2's automatic threshold)".into()));

@@ -48,7 +48,13 @@ pub fn load(text: &str, file: &str, format: Format, overrides: &[String]) -> Res
 
 /// As [`load`], then removes each dotted key of `unset` (`network.ecn_threshold`,
 /// `flows.0.deadline`) after the overrides; a key that is not there is an error naming it.
-pub fn load_with(text: &str, file: &str, format: Format, overrides: &[String], unset: &[String]) -> Result<Scenario, ScenarioError> {
+pub fn load_with(
+    text: &str,
+    file: &str,
+    format: Format,
+    overrides: &[String],
+    unset: &[String],
+) -> Result<Scenario, ScenarioError> {
     let err = |key: &str, message: String| ScenarioError { file: file.to_string(), key: key.to_string(), message };
     let mut root: toml::Value = match format {
         Format::Toml => toml::from_str::<toml::Table>(text).map(toml::Value::Table).map_err(|e| {
@@ -59,7 +65,9 @@ pub fn load_with(text: &str, file: &str, format: Format, overrides: &[String], u
                 None => err("", format!("invalid TOML: {msg}")),
             }
         })?,
-        Format::Json => serde_json::from_str::<toml::Value>(text).map_err(|e| err("", format!("invalid scenario data: {e}")))?,
+        Format::Json => {
+            serde_json::from_str::<toml::Value>(text).map_err(|e| err("", format!("invalid scenario data: {e}")))?
+        }
     };
     for o in overrides {
         apply_override(&mut root, o).map_err(|m| err(&format!("--set {o}"), m))?;
@@ -117,7 +125,8 @@ fn remove_key(root: &mut toml::Value, key: &str) -> Result<(), String> {
                 t.get_mut(*part).ok_or_else(|| format!("no key `{}` in the scenario", parts[..=i].join(".")))?
             }
             toml::Value::Array(a) => {
-                let idx: usize = part.parse().map_err(|_| format!("`{part}` is not an index into the list `{here}`"))?;
+                let idx: usize =
+                    part.parse().map_err(|_| format!("`{part}` is not an index into the list `{here}`"))?;
                 let len = a.len();
                 if last {
                     if idx >= len {
@@ -157,14 +166,22 @@ fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), String> {
                     return Ok(());
                 }
                 if !t.contains_key(*part) && parts[i + 1].parse::<usize>().is_ok() {
-                    return Err(format!("`{}` has no entry {} (the list is empty or missing)", parts[..=i].join("."), parts[i + 1]));
+                    return Err(format!(
+                        "`{}` has no entry {} (the list is empty or missing)",
+                        parts[..=i].join("."),
+                        parts[i + 1]
+                    ));
                 }
                 t.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()))
             }
             toml::Value::Array(a) => {
-                let idx: usize = part.parse().map_err(|_| format!("`{part}` is not an index into the list at this point of the key"))?;
+                let idx: usize = part
+                    .parse()
+                    .map_err(|_| format!("`{part}` is not an index into the list at this point of the key"))?;
                 let len = a.len();
-                let slot = a.get_mut(idx).ok_or_else(|| format!("index {idx} is out of range (the list has {len} entries)"))?;
+                let slot = a
+                    .get_mut(idx)
+                    .ok_or_else(|| format!("index {idx} is out of range (the list has {len} entries)"))?;
                 if last {
                     *slot = parsed;
                     return Ok(());
@@ -284,7 +301,13 @@ start = "1ms"
 
     #[test]
     fn overrides_apply() {
-        let s = load(OK, "t.toml", Format::Toml, &["network.link_rate=10Gbps".into(), "flows.0.size=\"1MB\"".into(), "seed=9".into()]).unwrap();
+        let s = load(
+            OK,
+            "t.toml",
+            Format::Toml,
+            &["network.link_rate=10Gbps".into(), "flows.0.size=\"1MB\"".into(), "seed=9".into()],
+        )
+        .unwrap();
         assert_eq!(s.seed, 9);
         assert_eq!(s.flows[0].size_bytes, Some(1_000_000));
         let e = load(OK, "t.toml", Format::Toml, &["flows.3.size=1".into()]).unwrap_err();
@@ -298,7 +321,14 @@ start = "1ms"
         let e = load(&ecn, "t.toml", Format::Toml, &["network.queue=\"droptail\"".into()]).unwrap_err();
         assert_eq!(e.key, "network.ecn_threshold");
         // ... becomes valid with the key removed.
-        let s = load_with(&ecn, "t.toml", Format::Toml, &["network.queue=\"droptail\"".into()], &["network.ecn_threshold".into()]).unwrap();
+        let s = load_with(
+            &ecn,
+            "t.toml",
+            Format::Toml,
+            &["network.queue=\"droptail\"".into()],
+            &["network.ecn_threshold".into()],
+        )
+        .unwrap();
         assert_eq!(s.switch_queue, fctlab_net::QueueConfig::DropTail);
         let e = load_with(OK, "t.toml", Format::Toml, &[], &["network.ecn_threshold".into()]).unwrap_err();
         assert_eq!(e.key, "--unset network.ecn_threshold");
@@ -308,7 +338,8 @@ start = "1ms"
         let e = load_with(OK, "t.toml", Format::Toml, &[], &["flows.4".into()]).unwrap_err();
         assert!(e.message.contains("out of range"), "{e}");
         // unsets enter the scenario's hash
-        let a = load_with(&ecn, "t.toml", Format::Toml, &[], &["network.ecn_threshold".into(), "network.queue".into()]).unwrap();
+        let a = load_with(&ecn, "t.toml", Format::Toml, &[], &["network.ecn_threshold".into(), "network.queue".into()])
+            .unwrap();
         assert_ne!(a.sha256, load(&ecn, "t.toml", Format::Toml, &[]).unwrap().sha256);
     }
 
@@ -322,7 +353,8 @@ start = "1ms"
 
     #[test]
     fn json_input() {
-        let j = r#"{"network": {"topology": "star", "hosts": 3}, "flows": [{"src": "h0", "dst": "h2", "size": "1MB"}]}"#;
+        let j =
+            r#"{"network": {"topology": "star", "hosts": 3}, "flows": [{"src": "h0", "dst": "h2", "size": "1MB"}]}"#;
         let s = load(j, "<dict>", Format::Json, &[]).unwrap();
         assert_eq!(s.topology.kind, "star");
         assert_eq!(s.flows[0].dst, s.topology.find("h2").unwrap());

@@ -45,7 +45,8 @@ pub(crate) fn de<T: DeserializeOwned>(table: toml::Table, at: At<'_>) -> Result<
 pub(crate) fn tag(table: &toml::Table, key: &str, at: At<'_>) -> Result<String, ScenarioError> {
     match table.get(key) {
         None => Err(at.err("", format!("missing required key `{key}`"))),
-        Some(v) => <String as serde::Deserialize>::deserialize(v.clone()).map_err(|e| at.err(key, clean_serde_message(&e.to_string()))),
+        Some(v) => <String as serde::Deserialize>::deserialize(v.clone())
+            .map_err(|e| at.err(key, clean_serde_message(&e.to_string()))),
     }
 }
 

@@ -82,7 +82,9 @@ fn named<T>(
 ) -> Result<T, ScenarioError> {
     match given {
         None => Ok(default),
-        Some(name) => from_name(name).ok_or_else(|| err(key, format!("unknown value \"{name}\" (known: {})", names.join(", ")))),
+        Some(name) => {
+            from_name(name).ok_or_else(|| err(key, format!("unknown value \"{name}\" (known: {})", names.join(", "))))
+        }
     }
 }
 
@@ -100,8 +102,9 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
     let t: Keys = de(keys, at)?;
     let profile = match t.profile.as_deref() {
         None => Profile::Linux,
-        Some(name) => Profile::from_name(name)
-            .ok_or_else(|| err("profile", format!("unknown profile \"{name}\" (known: {})", Profile::NAMES.join(", "))))?,
+        Some(name) => Profile::from_name(name).ok_or_else(|| {
+            err("profile", format!("unknown profile \"{name}\" (known: {})", Profile::NAMES.join(", ")))
+        })?,
     };
     let d = profile.config();
     let mss = t.mss.map(|s| s.0).unwrap_or(d.mss_bytes as u64);
@@ -113,12 +116,40 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
         return Err(err("header_bytes", format!("must be at most 1000B, got {header}B")));
     }
     // The ns-2 modes: each a name from its list, or the profile's value.
-    let sack_recovery = named(&err, "sack_recovery", t.sack_recovery.as_deref(), d.sack_recovery, SackRecovery::from_name, SackRecovery::NAMES)?;
-    let ecn_reaction = named(&err, "ecn_reaction", t.ecn_reaction.as_deref(), d.ecn_reaction, EcnReaction::from_name, EcnReaction::NAMES)?;
-    let window_model = named(&err, "window_model", t.window_model.as_deref(), d.window_model, WindowModel::from_name, WindowModel::NAMES)?;
-    let rto_model = named(&err, "rto_model", t.rto_model.as_deref(), d.rto_model, RtoModel::from_name, RtoModel::NAMES)?;
-    let newreno_recovery =
-        named(&err, "newreno_recovery", t.newreno_recovery.as_deref(), d.newreno_recovery, NewRenoRecovery::from_name, NewRenoRecovery::NAMES)?;
+    let sack_recovery = named(
+        &err,
+        "sack_recovery",
+        t.sack_recovery.as_deref(),
+        d.sack_recovery,
+        SackRecovery::from_name,
+        SackRecovery::NAMES,
+    )?;
+    let ecn_reaction = named(
+        &err,
+        "ecn_reaction",
+        t.ecn_reaction.as_deref(),
+        d.ecn_reaction,
+        EcnReaction::from_name,
+        EcnReaction::NAMES,
+    )?;
+    let window_model = named(
+        &err,
+        "window_model",
+        t.window_model.as_deref(),
+        d.window_model,
+        WindowModel::from_name,
+        WindowModel::NAMES,
+    )?;
+    let rto_model =
+        named(&err, "rto_model", t.rto_model.as_deref(), d.rto_model, RtoModel::from_name, RtoModel::NAMES)?;
+    let newreno_recovery = named(
+        &err,
+        "newreno_recovery",
+        t.newreno_recovery.as_deref(),
+        d.newreno_recovery,
+        NewRenoRecovery::from_name,
+        NewRenoRecovery::NAMES,
+    )?;
     let tcp = TcpConfig {
         mss_bytes: mss as u32,
         header_bytes: header as u32,
@@ -170,7 +201,10 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
         return Err(err("rwnd", format!("must be at least one segment ({mss}B)")));
     }
     if tcp.tail_loss_probe && tcp.sack && tcp.sack_recovery == SackRecovery::Ns2 {
-        return Err(err("tail_loss_probe", "needs sack_recovery = \"rfc6675\" (ns-2's Sack1 recovery has no loss probe)".into()));
+        return Err(err(
+            "tail_loss_probe",
+            "needs sack_recovery = \"rfc6675\" (ns-2's Sack1 recovery has no loss probe)".into(),
+        ));
     }
     if tcp.window_model == WindowModel::Ns2 && tcp.cwr {
         return Err(err("window_model", "\"ns2\" needs cwr = false (ns-2 has no CWR state)".into()));
@@ -187,9 +221,16 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
     Ok(Transport { tcp, default_protocol, profile, protocol_params, scheduler })
 }
 
-fn scheduler(t: &Keys, err: &dyn Fn(&str, String) -> ScenarioError) -> Result<Option<crate::SchedulerConfig>, ScenarioError> {
+fn scheduler(
+    t: &Keys,
+    err: &dyn Fn(&str, String) -> ScenarioError,
+) -> Result<Option<crate::SchedulerConfig>, ScenarioError> {
     let Some(name) = t.scheduler.as_deref() else {
-        for (key, given) in [("send_buffer", t.send_buffer.is_some()), ("priority_tags", t.priority_tags.is_some()), ("priority_then", t.priority_then.is_some())] {
+        for (key, given) in [
+            ("send_buffer", t.send_buffer.is_some()),
+            ("priority_tags", t.priority_tags.is_some()),
+            ("priority_then", t.priority_then.is_some()),
+        ] {
             if given {
                 return Err(err(key, "applies to the flow scheduling layer only; set `scheduler` too".into()));
             }
@@ -202,7 +243,8 @@ fn scheduler(t: &Keys, err: &dyn Fn(&str, String) -> ScenarioError) -> Result<Op
     };
     let policy = Policy::from_name(name, then).map_err(|m| err("scheduler", m))?;
     if !matches!(policy, Policy::Priority(_)) {
-        for (key, given) in [("priority_tags", t.priority_tags.is_some()), ("priority_then", t.priority_then.is_some())] {
+        for (key, given) in [("priority_tags", t.priority_tags.is_some()), ("priority_then", t.priority_then.is_some())]
+        {
             if given {
                 return Err(err(key, format!("applies to scheduler = \"priority\" only (scheduler is \"{name}\")")));
             }
@@ -212,5 +254,9 @@ fn scheduler(t: &Keys, err: &dyn Fn(&str, String) -> ScenarioError) -> Result<Op
     if send_buffer > 1 << 40 {
         return Err(err("send_buffer", format!("must be at most 1TB, got {send_buffer}B")));
     }
-    Ok(Some(crate::SchedulerConfig { policy, send_buffer_bytes: send_buffer, priority_tags: t.priority_tags.clone().unwrap_or_default() }))
+    Ok(Some(crate::SchedulerConfig {
+        policy,
+        send_buffer_bytes: send_buffer,
+        priority_tags: t.priority_tags.clone().unwrap_or_default(),
+    }))
 }

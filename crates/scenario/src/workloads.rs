@@ -154,15 +154,24 @@ struct Gen<'c, 'a> {
 }
 
 /// Expands workload entry `index` into flows.
-pub(crate) fn generate(mut entry: toml::Table, index: usize, ctx: &mut FlowCtx<'_>, seed: u64) -> Result<Vec<FlowSpec>, ScenarioError> {
+pub(crate) fn generate(
+    mut entry: toml::Table,
+    index: usize,
+    ctx: &mut FlowCtx<'_>,
+    seed: u64,
+) -> Result<Vec<FlowSpec>, ScenarioError> {
     let prefix = format!("workloads[{index}]");
     let file = ctx.file.clone();
     let at = At { file: &file, prefix: &prefix };
     // The kind first: it says which keys the entry takes.
     let kind_name = tag(&entry, "kind", at)?;
-    let own = Kind::keys_of(&kind_name).ok_or_else(|| at.err("kind", format!("unknown workload kind \"{kind_name}\" (known: {})", Kind::NAMES.join(", "))))?;
+    let own = Kind::keys_of(&kind_name).ok_or_else(|| {
+        at.err("kind", format!("unknown workload kind \"{kind_name}\" (known: {})", Kind::NAMES.join(", ")))
+    })?;
     let common_keys = fields_of::<Common>();
-    if let Some(k) = entry.keys().find(|k| !own.contains(&k.as_str()) && !common_keys.contains(&k.as_str()) && Kind::tag_taking(k, &kind_name).is_some()) {
+    if let Some(k) = entry.keys().find(|k| {
+        !own.contains(&k.as_str()) && !common_keys.contains(&k.as_str()) && Kind::tag_taking(k, &kind_name).is_some()
+    }) {
         return Err(at.err(k, format!("not used by a \"{kind_name}\" workload (its keys: {})", own.join(", "))));
     }
     entry.remove("kind");
@@ -221,7 +230,12 @@ fn parse_deadline(ctx: &FlowCtx<'_>, prefix: &str, v: Option<&toml::Value>) -> R
                         "small" => *small = Some(ns),
                         "medium" => *medium = Some(ns),
                         "large" => *large = Some(ns),
-                        _ => return Err(ctx.err(&sub, "size classes are small (< 100KB), medium (100KB to 10MB) and large (>= 10MB)")),
+                        _ => {
+                            return Err(ctx.err(
+                                &sub,
+                                "size classes are small (< 100KB), medium (100KB to 10MB) and large (>= 10MB)",
+                            ))
+                        }
                     }
                 }
             }
@@ -268,7 +282,11 @@ impl Gen<'_, '_> {
 
     fn sizes(&self, sizes: Option<&toml::Value>, required: bool) -> Result<Option<SizeDist>, ScenarioError> {
         let Some(v) = sizes else {
-            return if required { Err(self.err("sizes", format!("a \"{}\" workload needs `sizes`", self.kind))) } else { Ok(None) };
+            return if required {
+                Err(self.err("sizes", format!("a \"{}\" workload needs `sizes`", self.kind)))
+            } else {
+                Ok(None)
+            };
         };
         parse_sizes(self.ctx, &self.key("sizes"), v).map(Some)
     }
@@ -285,9 +303,9 @@ impl Gen<'_, '_> {
             let (a, b) = (topo.find(a.trim())?, topo.find(b.trim())?);
             topo.links.iter().find(|l| (l.a == a && l.b == b) || (l.a == b && l.b == a))
         });
-        found
-            .map(|l| l.params.rate.as_f64())
-            .ok_or_else(|| self.err("load_link", format!("\"{name}\" is not a link; write \"a->b\" with two adjacent node names")))
+        found.map(|l| l.params.rate.as_f64()).ok_or_else(|| {
+            self.err("load_link", format!("\"{name}\" is not a link; write \"a->b\" with two adjacent node names"))
+        })
     }
 
     /// Flows per second from `arrival_rate`, or from `load` given the mean size.
@@ -304,7 +322,8 @@ impl Gen<'_, '_> {
                 if !(load > 0.0 && load.is_finite()) {
                     return Err(self.err("load", format!("must be a positive number (a fraction of the receivers' capacity; above 1 overloads them), got {load}")));
                 }
-                let mean = mean_bytes.ok_or_else(|| self.err("load", "needs `sizes` to turn a load into an arrival rate"))?;
+                let mean =
+                    mean_bytes.ok_or_else(|| self.err("load", "needs `sizes` to turn a load into an arrival rate"))?;
                 let capacity: f64 = match w.load_link.as_deref() {
                     // A fraction of one named link (e.g. a bottleneck).
                     Some(name) => self.link_rate_bps(name)?,
@@ -317,7 +336,9 @@ impl Gen<'_, '_> {
                 };
                 Ok(load * capacity / (8.0 * mean))
             }
-            (None, None) => Err(self.err("load", format!("a \"{}\" workload needs `load` or `arrival_rate`", self.kind))),
+            (None, None) => {
+                Err(self.err("load", format!("a \"{}\" workload needs `load` or `arrival_rate`", self.kind)))
+            }
         }
     }
 
@@ -351,7 +372,14 @@ impl Gen<'_, '_> {
             }
             "pairs" => {
                 if senders.len() != receivers.len() {
-                    return Err(self.err("receivers", format!("pattern \"pairs\" needs as many receivers as senders ({} vs {})", receivers.len(), senders.len())));
+                    return Err(self.err(
+                        "receivers",
+                        format!(
+                            "pattern \"pairs\" needs as many receivers as senders ({} vs {})",
+                            receivers.len(),
+                            senders.len()
+                        ),
+                    ));
                 }
                 if let Some(i) = (0..senders.len()).find(|&i| senders[i] == receivers[i]) {
                     return Err(self.err("receivers", format!("pair {i} is a host to itself")));
@@ -365,7 +393,11 @@ impl Gen<'_, '_> {
                     return Err(self.err("senders", "no sender other than the receiver"));
                 }
             }
-            other => return Err(self.err("pattern", format!("unknown pattern \"{other}\" (known: all_to_all, pairs, many_to_one)"))),
+            other => {
+                return Err(
+                    self.err("pattern", format!("unknown pattern \"{other}\" (known: all_to_all, pairs, many_to_one)"))
+                )
+            }
         }
         let rate = self.rate_per_s(w, Some(dist.mean_bytes()), &receivers)?;
         if !(rate > 0.0 && rate.is_finite()) {
@@ -373,10 +405,15 @@ impl Gen<'_, '_> {
         }
         let (count, until) = (w.count, w.until.map(|d| d.0));
         if count.is_none() && until.is_none() {
-            return Err(self.err("count", "a \"poisson\" workload needs `count` (flows) or `until` (a duration) to end"));
+            return Err(
+                self.err("count", "a \"poisson\" workload needs `count` (flows) or `until` (a duration) to end")
+            );
         }
         if count.is_some_and(|c| c > 20_000_000) {
-            return Err(self.err("count", format!("{} flows is more than this simulator accepts in one run (20,000,000)", count.unwrap_or(0))));
+            return Err(self.err(
+                "count",
+                format!("{} flows is more than this simulator accepts in one run (20,000,000)", count.unwrap_or(0)),
+            ));
         }
         let mean_gap_ns = 1e9 / rate;
         let mut t = 0.0f64;
@@ -418,12 +455,18 @@ impl Gen<'_, '_> {
         Ok(())
     }
 
-    fn response_dist(&self, response_size: Option<Size>, sizes: Option<&toml::Value>) -> Result<SizeDist, ScenarioError> {
+    fn response_dist(
+        &self,
+        response_size: Option<Size>,
+        sizes: Option<&toml::Value>,
+    ) -> Result<SizeDist, ScenarioError> {
         match (response_size, self.sizes(sizes, false)?) {
             (Some(_), Some(_)) => Err(self.err("sizes", "give either `response_size` or `sizes`, not both")),
             (Some(s), None) => SizeDist::fixed(s.0).map_err(|m| self.err("response_size", m)),
             (None, Some(d)) => Ok(d),
-            (None, None) => Err(self.err("response_size", format!("a \"{}\" workload needs `response_size` or `sizes`", self.kind))),
+            (None, None) => {
+                Err(self.err("response_size", format!("a \"{}\" workload needs `response_size` or `sizes`", self.kind)))
+            }
         }
     }
 
@@ -453,14 +496,21 @@ impl Gen<'_, '_> {
     }
 
     /// Job start times: `jobs` jobs, Poisson at `arrival_rate`, or every `job_interval`.
-    fn job_starts(&mut self, jobs: Option<u64>, arrival_rate: Option<&String>, job_interval: Option<Duration>) -> Result<Vec<Nanos>, ScenarioError> {
+    fn job_starts(
+        &mut self,
+        jobs: Option<u64>,
+        arrival_rate: Option<&String>,
+        job_interval: Option<Duration>,
+    ) -> Result<Vec<Nanos>, ScenarioError> {
         let jobs = jobs.unwrap_or(1);
         if jobs == 0 || jobs > 10_000_000 {
             return Err(self.err("jobs", format!("must be between 1 and 10,000,000, got {jobs}")));
         }
         let mut starts = Vec::with_capacity(jobs as usize);
         match (arrival_rate, job_interval) {
-            (Some(_), Some(_)) => return Err(self.err("arrival_rate", "give either `arrival_rate` or `job_interval`, not both")),
+            (Some(_), Some(_)) => {
+                return Err(self.err("arrival_rate", "give either `arrival_rate` or `job_interval`, not both"))
+            }
             (Some(r), None) => {
                 let rate = parse_per_second(r).map_err(|m| self.err("arrival_rate", m))?;
                 // As for Poisson flows: the first job one random gap after `start`.
@@ -515,11 +565,16 @@ impl Gen<'_, '_> {
             None => senders.clone(),
         };
         if receivers.len() < senders.len() {
-            return Err(self.err("receivers", format!("needs at least as many receivers as senders ({} < {})", receivers.len(), senders.len())));
+            return Err(self.err(
+                "receivers",
+                format!("needs at least as many receivers as senders ({} < {})", receivers.len(), senders.len()),
+            ));
         }
         let dist = self.sizes(w.sizes.as_ref(), false)?;
         if dist.is_none() && self.ctx.stop_time.is_none() {
-            return Err(self.err("sizes", "without `sizes` the flows are long-lived and the scenario needs `stop_time`"));
+            return Err(
+                self.err("sizes", "without `sizes` the flows are long-lived and the scenario needs `stop_time`")
+            );
         }
         // A random assignment with no host sending to itself (retry a shuffle; bounded).
         let mut perm: Vec<usize> = receivers.clone();
@@ -547,7 +602,15 @@ impl Gen<'_, '_> {
     fn shuffle(&mut self, w: &Shuffle) -> Result<(), ScenarioError> {
         let mappers = self.hosts(w.mappers.as_ref(), "mappers")?;
         let reducers = self.hosts(w.reducers.as_ref(), "reducers")?;
-        let block = w.block_size.ok_or_else(|| self.err("block_size", "a \"shuffle\" workload needs `block_size` (bytes each mapper sends each reducer)"))?.0;
+        let block = w
+            .block_size
+            .ok_or_else(|| {
+                self.err(
+                    "block_size",
+                    "a \"shuffle\" workload needs `block_size` (bytes each mapper sends each reducer)",
+                )
+            })?
+            .0;
         if block == 0 {
             return Err(self.err("block_size", "must be positive"));
         }
@@ -579,7 +642,14 @@ impl Gen<'_, '_> {
         match pattern {
             "pairs" => {
                 if senders.len() != receivers.len() {
-                    return Err(self.err("receivers", format!("pattern \"pairs\" needs as many receivers as senders ({} vs {})", receivers.len(), senders.len())));
+                    return Err(self.err(
+                        "receivers",
+                        format!(
+                            "pattern \"pairs\" needs as many receivers as senders ({} vs {})",
+                            receivers.len(),
+                            senders.len()
+                        ),
+                    ));
                 }
                 for i in 0..senders.len() {
                     if senders[i] == receivers[i] {
@@ -597,7 +667,12 @@ impl Gen<'_, '_> {
                     }
                 }
             }
-            other => return Err(self.err("pattern", format!("unknown pattern \"{other}\" for long-lived flows (known: pairs, all_to_all)"))),
+            other => {
+                return Err(self.err(
+                    "pattern",
+                    format!("unknown pattern \"{other}\" for long-lived flows (known: pairs, all_to_all)"),
+                ))
+            }
         }
         Ok(())
     }
@@ -605,15 +680,19 @@ impl Gen<'_, '_> {
     fn trace(&mut self, w: &Trace) -> Result<(), ScenarioError> {
         let name = w.file.clone().ok_or_else(|| self.err("file", "a \"trace\" workload needs `file` (a CSV file)"))?;
         let path = relative_to(&self.ctx.file, &name);
-        let text = std::fs::read_to_string(&path).map_err(|e| self.err("file", format!("cannot read {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| self.err("file", format!("cannot read {}: {e}", path.display())))?;
         // CSV with a header line; `#` starts a comment line; fields may be quoted.
-        let mut reader = csv::ReaderBuilder::new().comment(Some(b'#')).trim(csv::Trim::All).from_reader(text.as_bytes());
+        let mut reader =
+            csv::ReaderBuilder::new().comment(Some(b'#')).trim(csv::Trim::All).from_reader(text.as_bytes());
         let key = self.key("file");
         let file = self.ctx.file.clone();
         let csv_err = |e: csv::Error| {
             let at = e.position().map(|p| format!("line {}: ", p.line())).unwrap_or_default();
             let what = match e.kind() {
-                csv::ErrorKind::UnequalLengths { expected_len, len, .. } => format!("expected {expected_len} fields, found {len}"),
+                csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
+                    format!("expected {expected_len} fields, found {len}")
+                }
                 csv::ErrorKind::Utf8 { .. } => "not UTF-8 text".to_string(),
                 _ => e.to_string(),
             };
@@ -632,34 +711,65 @@ impl Gen<'_, '_> {
         }
         for c in &cols {
             if !["start_s", "src", "dst", "size_bytes", "deadline_s", "tag"].contains(&c.as_str()) {
-                return Err(self.err("file", format!("{}: unknown column `{c}` (known: start_s, src, dst, size_bytes, deadline_s, tag)", path.display())));
+                return Err(self.err(
+                    "file",
+                    format!(
+                        "{}: unknown column `{c}` (known: start_s, src, dst, size_bytes, deadline_s, tag)",
+                        path.display()
+                    ),
+                ));
             }
         }
-        let (cs, csrc, cdst, csize, cdl, ctag) = (col("start_s").unwrap_or(0), col("src").unwrap_or(0), col("dst").unwrap_or(0), col("size_bytes").unwrap_or(0), col("deadline_s"), col("tag"));
+        let (cs, csrc, cdst, csize, cdl, ctag) = (
+            col("start_s").unwrap_or(0),
+            col("src").unwrap_or(0),
+            col("dst").unwrap_or(0),
+            col("size_bytes").unwrap_or(0),
+            col("deadline_s"),
+            col("tag"),
+        );
         for record in reader.records() {
             let record = record.map_err(csv_err)?;
             let row = record.position().map_or(0, |p| p.line());
             let fields: Vec<&str> = record.iter().collect();
             let bad = |c: &str, m: String| self.err("file", format!("{}: line {row}, column {c}: {m}", path.display()));
-            let start: f64 = fields[cs].parse().map_err(|_| bad("start_s", format!("expected seconds as a number, got \"{}\"", fields[cs])))?;
+            let start: f64 = fields[cs]
+                .parse()
+                .map_err(|_| bad("start_s", format!("expected seconds as a number, got \"{}\"", fields[cs])))?;
             if !(start >= 0.0 && start.is_finite()) {
                 return Err(bad("start_s", format!("must be a non-negative number of seconds, got {start}")));
             }
-            let size: u64 = fields[csize].parse().map_err(|_| bad("size_bytes", format!("expected a positive whole number of bytes, got \"{}\"", fields[csize])))?;
+            let size: u64 = fields[csize].parse().map_err(|_| {
+                bad("size_bytes", format!("expected a positive whole number of bytes, got \"{}\"", fields[csize]))
+            })?;
             if size == 0 {
                 return Err(bad("size_bytes", "must be positive".into()));
             }
-            let src = self.ctx.topology.find(fields[csrc]).filter(|&i| self.ctx.topology.nodes[i].kind == fctlab_net::NodeKind::Host);
-            let src = src.ok_or_else(|| bad("src", format!("unknown host \"{}\" (hosts: {})", fields[csrc], self.ctx.host_list())))?;
-            let dst = self.ctx.topology.find(fields[cdst]).filter(|&i| self.ctx.topology.nodes[i].kind == fctlab_net::NodeKind::Host);
-            let dst = dst.ok_or_else(|| bad("dst", format!("unknown host \"{}\" (hosts: {})", fields[cdst], self.ctx.host_list())))?;
+            let src = self
+                .ctx
+                .topology
+                .find(fields[csrc])
+                .filter(|&i| self.ctx.topology.nodes[i].kind == fctlab_net::NodeKind::Host);
+            let src = src.ok_or_else(|| {
+                bad("src", format!("unknown host \"{}\" (hosts: {})", fields[csrc], self.ctx.host_list()))
+            })?;
+            let dst = self
+                .ctx
+                .topology
+                .find(fields[cdst])
+                .filter(|&i| self.ctx.topology.nodes[i].kind == fctlab_net::NodeKind::Host);
+            let dst = dst.ok_or_else(|| {
+                bad("dst", format!("unknown host \"{}\" (hosts: {})", fields[cdst], self.ctx.host_list()))
+            })?;
             if src == dst {
                 return Err(bad("dst", "a flow from a host to itself".into()));
             }
             let deadline = match cdl.map(|c| fields[c]) {
                 None | Some("") => self.deadline.for_size(Some(size)),
                 Some(d) => {
-                    let v: f64 = d.parse().map_err(|_| bad("deadline_s", format!("expected seconds as a number, got \"{d}\"")))?;
+                    let v: f64 = d
+                        .parse()
+                        .map_err(|_| bad("deadline_s", format!("expected seconds as a number, got \"{d}\"")))?;
                     if !(v > 0.0 && v.is_finite()) {
                         return Err(bad("deadline_s", format!("must be positive, got {v}")));
                     }
@@ -841,4 +951,3 @@ pub(crate) fn parse_sizes(ctx: &FlowCtx<'_>, key: &str, v: &toml::Value) -> Resu
         other => Err(err(key, format!("expected a distribution name (\"websearch\"), a size (\"10KB\") or a table {{ dist = ... }}, got {other}"))),
     }
 }
-

@@ -75,16 +75,26 @@ impl FrameError {
 impl fmt::Display for FrameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FrameError::BadMagic(m) => write!(f, "not a fctlab scheduling frame (magic {m:02x?}, expected {MAGIC:02x?})"),
+            FrameError::BadMagic(m) => {
+                write!(f, "not a fctlab scheduling frame (magic {m:02x?}, expected {MAGIC:02x?})")
+            }
             FrameError::BadVersion(v) => write!(f, "frame version {v}, this build speaks version {VERSION}"),
-            FrameError::BadFlags { flags, reserved } => write!(f, "unknown frame flags {flags:#04x} / reserved bits {reserved:#06x}"),
-            FrameError::ChunkTooLong { message, len, max } => write!(f, "message {message}: chunk of {len} B, the limit is {max} B"),
-            FrameError::MessageTooLarge { message, total, max } => write!(f, "message {message}: size {total} B, the limit is {max} B"),
+            FrameError::BadFlags { flags, reserved } => {
+                write!(f, "unknown frame flags {flags:#04x} / reserved bits {reserved:#06x}")
+            }
+            FrameError::ChunkTooLong { message, len, max } => {
+                write!(f, "message {message}: chunk of {len} B, the limit is {max} B")
+            }
+            FrameError::MessageTooLarge { message, total, max } => {
+                write!(f, "message {message}: size {total} B, the limit is {max} B")
+            }
             FrameError::BeyondMessage { message, offset, len, total } => {
                 write!(f, "message {message}: chunk {offset}+{len} B lies beyond its size {total} B")
             }
             FrameError::EmptyChunk { message } => write!(f, "message {message}: empty chunk of a non-empty message"),
-            FrameError::Checksum { message, offset } => write!(f, "message {message}: checksum mismatch in the chunk at offset {offset}"),
+            FrameError::Checksum { message, offset } => {
+                write!(f, "message {message}: checksum mismatch in the chunk at offset {offset}")
+            }
         }
     }
 }
@@ -235,7 +245,10 @@ mod tests {
         f[16..24].copy_from_slice(&(u64::MAX - 1).to_be_bytes());
         f[28..36].copy_from_slice(&u64::MAX.to_be_bytes());
         assert!(matches!(decode(&f, &l2), Err(FrameError::BeyondMessage { message: 3, .. })));
-        assert!(matches!(decode(&frame(3, 8, 10, b"abcd"), &l), Err(FrameError::BeyondMessage { offset: 8, len: 4, total: 10, .. })));
+        assert!(matches!(
+            decode(&frame(3, 8, 10, b"abcd"), &l),
+            Err(FrameError::BeyondMessage { offset: 8, len: 4, total: 10, .. })
+        ));
         assert_eq!(decode(&frame(3, 0, 10, b""), &l), Err(FrameError::EmptyChunk { message: 3 }));
         // One flipped bit in the chunk, or in a header field that passed its checks.
         let mut f = good.clone();

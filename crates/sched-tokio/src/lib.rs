@@ -25,7 +25,7 @@ pub mod frame;
 mod receiver;
 mod sender;
 
-pub use receiver::{Delivery, RecvConfig, Receiver};
+pub use receiver::{Delivery, Receiver, RecvConfig};
 pub use sender::{SendConfig, SendReport, Sender};
 
 /// Bytes of a completion notice: the message id, big-endian.

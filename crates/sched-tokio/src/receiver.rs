@@ -28,9 +28,16 @@ impl Default for RecvConfig {
 /// What the receiver hands the application, in completion order.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Delivery {
-    Message { id: u64, data: Vec<u8>, completed_at: SystemTime },
+    Message {
+        id: u64,
+        data: Vec<u8>,
+        completed_at: SystemTime,
+    },
     /// A message that will not be delivered (or bytes that belong to none), and why.
-    Error { id: Option<u64>, error: String },
+    Error {
+        id: Option<u64>,
+        error: String,
+    },
 }
 
 #[derive(Default)]
@@ -81,7 +88,10 @@ impl Shared {
         match st.over.get(&id) {
             Some(Fate::Failed) => return false,
             Some(Fate::Delivered) => {
-                self.error(Some(id), format!("message {id}: {} B more at offset {} after it was delivered", f.chunk.len(), f.offset));
+                self.error(
+                    Some(id),
+                    format!("message {id}: {} B more at offset {} after it was delivered", f.chunk.len(), f.offset),
+                );
                 return false;
             }
             None => {}
@@ -89,7 +99,14 @@ impl Shared {
         let len = f.chunk.len() as u64;
         if st.buffered + len > self.cfg.max_buffered_bytes {
             let held = st.buffered;
-            self.fail(&mut st, id, format!("message {id}: {held} B of incomplete messages held, the limit is {} B", self.cfg.max_buffered_bytes));
+            self.fail(
+                &mut st,
+                id,
+                format!(
+                    "message {id}: {held} B of incomplete messages held, the limit is {} B",
+                    self.cfg.max_buffered_bytes
+                ),
+            );
             return false;
         }
         let p = st.partial.entry(id).or_insert_with(|| Partial { total: f.total, ..Default::default() });
@@ -102,7 +119,11 @@ impl Shared {
         let before = p.chunks.range(..=f.offset).next_back().map(|(o, c)| o + c.len() as u64 > f.offset);
         let after = p.chunks.range(f.offset..).next().map(|(o, _)| *o < f.offset + len.max(1));
         if before == Some(true) || after == Some(true) {
-            self.fail(&mut st, id, format!("message {id}: the chunk at offset {} overlaps one already received", f.offset));
+            self.fail(
+                &mut st,
+                id,
+                format!("message {id}: the chunk at offset {} overlaps one already received", f.offset),
+            );
             return false;
         }
         p.got += len;
@@ -133,7 +154,11 @@ impl Shared {
         let ids: Vec<u64> = st.partial.keys().copied().collect();
         for id in ids {
             let (got, total) = (st.partial[&id].got, st.partial[&id].total);
-            self.fail(&mut st, id, format!("message {id}: incomplete ({got} of {total} B) when the last connection closed"));
+            self.fail(
+                &mut st,
+                id,
+                format!("message {id}: incomplete ({got} of {total} B) when the last connection closed"),
+            );
         }
     }
 }
@@ -264,9 +289,15 @@ fn report_cut(shared: &Shared, buf: &[u8], limits: &Limits, peer: SocketAddr, ho
         Some(Ok(h)) => {
             let mut st = shared.state.lock().expect("receiver state");
             let got = buf.len() - HEADER_BYTES;
-            shared.fail(&mut st, h.message, format!("message {}: {how} inside a chunk ({got} of {} B) from {peer}", h.message, h.len));
+            shared.fail(
+                &mut st,
+                h.message,
+                format!("message {}: {how} inside a chunk ({got} of {} B) from {peer}", h.message, h.len),
+            );
         }
         Some(Err(e)) => bad_frame(shared, e, peer),
-        None => shared.error(None, format!("{how} inside a frame header ({} of {HEADER_BYTES} B) from {peer}", buf.len())),
+        None => {
+            shared.error(None, format!("{how} inside a frame header ({} of {HEADER_BYTES} B) from {peer}", buf.len()))
+        }
     }
 }

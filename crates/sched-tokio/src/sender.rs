@@ -126,7 +126,14 @@ impl Sender {
     /// A sender to the receiver at `addr`. Message ids start at `base` (distinct senders to
     /// one receiver use distinct bases).
     pub fn new(addr: SocketAddr, cfg: SendConfig, base: u64) -> Sender {
-        let state = State { policy: cfg.policy, epoch: Instant::now(), messages: Vec::new(), pending: Vec::new(), index: HashMap::new(), base };
+        let state = State {
+            policy: cfg.policy,
+            epoch: Instant::now(),
+            messages: Vec::new(),
+            pending: Vec::new(),
+            index: HashMap::new(),
+            base,
+        };
         Sender { addr, cfg, state: Arc::new(Mutex::new(state)), tasks: Vec::new() }
     }
 
@@ -138,7 +145,16 @@ impl Sender {
             let mut st = self.state.lock().expect("sender state");
             let id = st.base + st.messages.len() as u64;
             let k = st.messages.len();
-            st.messages.push(Message { data: Arc::new(data), size, class, start: Instant::now(), done: None, error: None, own_written: 0, own_finished_at: None });
+            st.messages.push(Message {
+                data: Arc::new(data),
+                size,
+                class,
+                start: Instant::now(),
+                done: None,
+                error: None,
+                own_written: 0,
+                own_finished_at: None,
+            });
             st.index.insert(id, k);
             if size > 0 {
                 st.pending.push(Candidate { id, remaining: size, attained: 0, class, tcp: VirtualQueue::default() });
@@ -166,7 +182,9 @@ impl Sender {
                     (Some(_), _) => None,
                     (None, Some(e)) => Some(e.clone()),
                     (None, None) => Some(match pending.get(&id) {
-                        Some(left) => format!("{left} of {} B never handed to a connection (a connection failed)", m.size),
+                        Some(left) => {
+                            format!("{left} of {} B never handed to a connection (a connection failed)", m.size)
+                        }
                         None => "no completion notice from the receiver".to_string(),
                     }),
                 };
@@ -232,7 +250,9 @@ async fn connection(owner: u64, vq: u64, addr: SocketAddr, cfg: SendConfig, stat
         }
     }
     while left > 0 && failed.is_none() {
-        let Some((id, offset, n, total, data)) = lock().next_chunk(owner, left.min(cfg.chunk_bytes as u64)) else { break };
+        let Some((id, offset, n, total, data)) = lock().next_chunk(owner, left.min(cfg.chunk_bytes as u64)) else {
+            break;
+        };
         buf.clear();
         frame::encode(id, offset, total, &data[offset as usize..(offset + n) as usize], &mut buf);
         if !carried.contains(&id) {

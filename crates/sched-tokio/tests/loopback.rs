@@ -3,7 +3,7 @@
 
 use fctlab_sched::{Policy, Rank};
 use fctlab_sched_tokio::frame::{self, HEADER_BYTES};
-use fctlab_sched_tokio::{Delivery, RecvConfig, Receiver, SendConfig, Sender};
+use fctlab_sched_tokio::{Delivery, Receiver, RecvConfig, SendConfig, Sender};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -31,8 +31,15 @@ async fn collect(rx: &mut Receiver, n: usize, limit: Duration) -> Vec<Delivery> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_message_arrives_whole_under_every_policy() {
-    let sizes: Vec<usize> = vec![0, 1, 100, 16 * 1024, 16 * 1024 + 1, 50_000, 300_000, 2_000_000, 7, 1_000_000, 123_457, 40_000];
-    for policy in [Policy::Tcp, Policy::Ranked(Rank::Srpt), Policy::Ranked(Rank::Las), Policy::Ranked(Rank::Fair), Policy::Priority(Rank::Srpt)] {
+    let sizes: Vec<usize> =
+        vec![0, 1, 100, 16 * 1024, 16 * 1024 + 1, 50_000, 300_000, 2_000_000, 7, 1_000_000, 123_457, 40_000];
+    for policy in [
+        Policy::Tcp,
+        Policy::Ranked(Rank::Srpt),
+        Policy::Ranked(Rank::Las),
+        Policy::Ranked(Rank::Fair),
+        Policy::Priority(Rank::Srpt),
+    ] {
         let mut rx = Receiver::bind(local(), RecvConfig::default()).await.unwrap();
         let mut cfg = SendConfig::new(policy);
         cfg.chunk_bytes = 4096;
@@ -52,7 +59,9 @@ async fn every_message_arrives_whole_under_every_policy() {
         assert_eq!(got.len(), sizes.len(), "{policy}: {got:?}");
         for d in got {
             match d {
-                Delivery::Message { id, data, .. } => assert!(want.remove(&id).is_some_and(|w| w == data), "{policy}: message {id} differs"),
+                Delivery::Message { id, data, .. } => {
+                    assert!(want.remove(&id).is_some_and(|w| w == data), "{policy}: message {id} differs")
+                }
                 Delivery::Error { id, error } => panic!("{policy}: message {id:?}: {error}"),
             }
         }
@@ -77,7 +86,13 @@ async fn srpt_delivers_a_small_message_before_a_large_one_sent_first() {
         tokio::time::sleep(Duration::from_millis(1)).await;
         let small = tx.send(payload(2, 20_000), 0);
         let got = collect(&mut rx, 2, Duration::from_secs(20)).await;
-        let order: Vec<u64> = got.iter().map(|d| match d { Delivery::Message { id, .. } => *id, e => panic!("{e:?}") }).collect();
+        let order: Vec<u64> = got
+            .iter()
+            .map(|d| match d {
+                Delivery::Message { id, .. } => *id,
+                e => panic!("{e:?}"),
+            })
+            .collect();
         assert_eq!(order[0] == small, small_first, "{policy}: order {order:?} (big {big}, small {small})");
         tx.finish().await;
     }
@@ -107,7 +122,11 @@ fn frame(id: u64, offset: u64, total: u64, chunk: &[u8]) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_fail_their_messages_and_the_others_arrive() {
-    let cfg = RecvConfig { limits: frame::Limits { max_chunk: 64 * 1024, max_message: 1 << 30 }, max_buffered_bytes: 1 << 20, idle_timeout: Duration::from_millis(300) };
+    let cfg = RecvConfig {
+        limits: frame::Limits { max_chunk: 64 * 1024, max_message: 1 << 30 },
+        max_buffered_bytes: 1 << 20,
+        idle_timeout: Duration::from_millis(300),
+    };
     let mut rx = Receiver::bind(local(), cfg).await.unwrap();
     let addr = rx.local_addr();
     let good = payload(9, 1000);

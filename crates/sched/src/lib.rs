@@ -80,7 +80,9 @@ impl Policy {
         match name {
             "tcp" => Ok(Policy::Tcp),
             "priority" => Ok(Policy::Priority(then)),
-            _ => Rank::from_name(name).map(Policy::Ranked).map_err(|_| format!("unknown scheduler \"{name}\" (known: {})", NAMES.join(", "))),
+            _ => Rank::from_name(name)
+                .map(Policy::Ranked)
+                .map_err(|_| format!("unknown scheduler \"{name}\" (known: {})", NAMES.join(", "))),
         }
     }
     pub fn name(self) -> &'static str {

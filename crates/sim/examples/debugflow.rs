@@ -11,6 +11,12 @@ fn main() {
     for i in 1..=n {
         s.advance(Nanos(i * step));
         let r = s.results(false);
-        println!("t={}us sent={} retx={} | {}", i * step / 1000, r.flows[f].packets_sent, r.flows[f].retransmits, s.describe_flow(f).chars().take(600).collect::<String>());
+        println!(
+            "t={}us sent={} retx={} | {}",
+            i * step / 1000,
+            r.flows[f].packets_sent,
+            r.flows[f].retransmits,
+            s.describe_flow(f).chars().take(600).collect::<String>()
+        );
     }
 }

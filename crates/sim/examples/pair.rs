@@ -5,7 +5,8 @@ use fctlab_sim::Simulation;
 /// prints the throughput ratio over the last 80% of the run.
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    let (wa, wb, k, rate, delay, total): (f64, f64, u32, &str, &str, f64) = (a[1].parse().unwrap(), a[2].parse().unwrap(), a[3].parse().unwrap(), &a[4], &a[5], a[6].parse().unwrap());
+    let (wa, wb, k, rate, delay, total): (f64, f64, u32, &str, &str, f64) =
+        (a[1].parse().unwrap(), a[2].parse().unwrap(), a[3].parse().unwrap(), &a[4], &a[5], a[6].parse().unwrap());
     let queue = if k > 0 { format!("queue = \"ecn\"\necn_threshold = \"{k}pkt\"\n") } else { String::new() };
     let ecn = if k > 0 { "ecn = true\n" } else { "" };
     // Further arguments are `[transport]` lines, e.g. `cwr=false` or `profile=\"ns2\"`.
@@ -17,5 +18,11 @@ fn main() {
     s.run();
     let r = s.results(false);
     let d: Vec<f64> = r.flows.iter().zip(&b).map(|(f, b)| (f.bytes_delivered - b) as f64).collect();
-    println!("w={wa}:{wb} K={k} ratio={:.4} want={:.4} marks={} drops={}", d[1] / d[0], wb / wa, r.summary.ecn_marks, r.summary.drops);
+    println!(
+        "w={wa}:{wb} K={k} ratio={:.4} want={:.4} marks={} drops={}",
+        d[1] / d[0],
+        wb / wa,
+        r.summary.ecn_marks,
+        r.summary.drops
+    );
 }

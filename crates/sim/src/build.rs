@@ -33,16 +33,18 @@ impl Network {
                 } else {
                     (l.params.buffer, scenario.switch_queue.clone())
                 };
-                ports.push(Port::new(
-                    NodeId(from as u32),
-                    NodeId(to as u32),
-                    l.params.rate,
-                    l.params.delay,
-                    limit,
-                    &queue,
-                    Rng::stream(scenario.seed, 0x1_0000_0000 + pid),
-                )
-                .with_buffer_model(scenario.buffer_model));
+                ports.push(
+                    Port::new(
+                        NodeId(from as u32),
+                        NodeId(to as u32),
+                        l.params.rate,
+                        l.params.delay,
+                        limit,
+                        &queue,
+                        Rng::stream(scenario.seed, 0x1_0000_0000 + pid),
+                    )
+                    .with_buffer_model(scenario.buffer_model),
+                );
                 port_level.push(l.level);
             }
         }
@@ -77,7 +79,9 @@ impl Network {
             let fwd = routes.path(src, dst, FlowId(i as u32), &self.ports);
             let rev = routes.path(dst, src, FlowId(i as u32), &self.ports);
             let (Some(fwd), Some(rev)) = (fwd, rev) else {
-                return Err(scenario.error(&format!("flows[{i}]"), "no route between its hosts (the topology is disconnected)"));
+                return Err(
+                    scenario.error(&format!("flows[{i}]"), "no route between its hosts (the topology is disconnected)")
+                );
             };
             if fwd.len() > MAX_HOPS || rev.len() > MAX_HOPS {
                 return Err(scenario.error(&format!("flows[{i}]"), format!("its path has more than {MAX_HOPS} hops")));

@@ -11,7 +11,8 @@ impl Simulation {
         let now = self.now;
         let topo = &self.scenario.topology;
         // One copy of each node's name, shared by the rows of its flows.
-        let names: Vec<std::sync::Arc<str>> = topo.nodes.iter().map(|n| std::sync::Arc::from(n.name.as_str())).collect();
+        let names: Vec<std::sync::Arc<str>> =
+            topo.nodes.iter().map(|n| std::sync::Arc::from(n.name.as_str())).collect();
         let name = |n: usize| names[n].clone();
         let mut flows = Vec::with_capacity(self.flows.len());
         for (i, st) in self.flows.iter().enumerate() {
@@ -32,7 +33,10 @@ impl Simulation {
                 dst: name(spec.dst),
                 size_bytes: spec.size_bytes,
                 // (`whole_packets` pads the last segment: the flow's own bytes are at most its size.)
-                bytes_delivered: scheduled.and_then(|h| h.delivered(i)).unwrap_or(counts.bytes_delivered).min(spec.size_bytes.unwrap_or(u64::MAX)),
+                bytes_delivered: scheduled
+                    .and_then(|h| h.delivered(i))
+                    .unwrap_or(counts.bytes_delivered)
+                    .min(spec.size_bytes.unwrap_or(u64::MAX)),
                 start_s: st.started_at.map(|t| t.as_secs_f64()),
                 finish_s: st.finish.map(|t| t.as_secs_f64()),
                 fct_s: fct,
@@ -75,7 +79,11 @@ impl Simulation {
                 link_id: i as u64,
                 src: name(p.from),
                 dst: name(p.to),
-                level: if net.node_is_host[p.from.0 as usize] { "nic".to_string() } else { net.port_level[i].to_string() },
+                level: if net.node_is_host[p.from.0 as usize] {
+                    "nic".to_string()
+                } else {
+                    net.port_level[i].to_string()
+                },
                 rate_bps: p.rate.as_f64(),
                 delay_s: p.delay.as_secs_f64(),
                 buffer_pkts: bp,
@@ -84,7 +92,11 @@ impl Simulation {
                 tx_bytes: p.stats().tx_bytes,
                 drops: p.stats().drops,
                 ecn_marks: p.stats().ecn_marks,
-                utilization: if sim_s > 0.0 { p.stats().tx_bytes as f64 * 8.0 / (p.rate.as_f64() * sim_s) } else { 0.0 },
+                utilization: if sim_s > 0.0 {
+                    p.stats().tx_bytes as f64 * 8.0 / (p.rate.as_f64() * sim_s)
+                } else {
+                    0.0
+                },
                 max_queue_pkts: p.stats().max_queue_pkts as u64,
                 max_queue_bytes: p.stats().max_queue_bytes,
                 mean_queue_pkts: mean_q,
@@ -120,4 +132,3 @@ impl Simulation {
         Results { flows, links, queues: self.monitor.queues.clone(), cwnd: self.monitor.cwnd.clone(), summary }
     }
 }
-

@@ -20,11 +20,10 @@ pub(crate) fn ideal_fct(size: u64, fwd: &[PortId], rev: &[PortId], ports: &[Port
     let first_wire = size.min(mss) + hdr;
     let full_wire = mss + hdr;
     let last_wire = size.saturating_sub((segments - 1) * mss) + hdr;
-    let hops: Vec<(BitsPerSec, Nanos)> = fwd.iter().map(|p| (ports[p.0 as usize].rate, ports[p.0 as usize].delay)).collect();
+    let hops: Vec<(BitsPerSec, Nanos)> =
+        fwd.iter().map(|p| (ports[p.0 as usize].rate, ports[p.0 as usize].delay)).collect();
     let mut fin = vec![Nanos::ZERO; hops.len()];
-    let send = |bytes: u64, fin: &mut [Nanos]| -> Nanos {
-        pipeline(&hops, Nanos::ZERO, bytes, fin)
-    };
+    let send = |bytes: u64, fin: &mut [Nanos]| -> Nanos { pipeline(&hops, Nanos::ZERO, bytes, fin) };
     let mut arrival = send(first_wire, &mut fin);
     let mut prev_arrival = None;
     if segments >= 2 {
@@ -47,7 +46,8 @@ pub(crate) fn ideal_fct(size: u64, fwd: &[PortId], rev: &[PortId], ports: &[Port
     }
     // The last ACK may queue behind the one before it (a short last segment follows its
     // predecessor closely); earlier ACKs are spaced by full-size data and cannot interfere.
-    let rhops: Vec<(BitsPerSec, Nanos)> = rev.iter().map(|p| (ports[p.0 as usize].rate, ports[p.0 as usize].delay)).collect();
+    let rhops: Vec<(BitsPerSec, Nanos)> =
+        rev.iter().map(|p| (ports[p.0 as usize].rate, ports[p.0 as usize].delay)).collect();
     let mut rfin = vec![Nanos::ZERO; rhops.len()];
     if let Some(a) = prev_arrival {
         pipeline(&rhops, a, hdr, &mut rfin);

@@ -17,7 +17,10 @@ mod results;
 mod sched;
 mod sim;
 
-pub use results::{Column, ColumnSpec, ColumnType, CwndSample, FlowResult, LinkResult, QueueSample, Results, Row, Schema, Summary, SCHEMAS};
+pub use results::{
+    Column, ColumnSpec, ColumnType, CwndSample, FlowResult, LinkResult, QueueSample, Results, Row, Schema, Summary,
+    SCHEMAS,
+};
 pub use sim::{RunStatus, Simulation, DEFAULT_HORIZON};
 
 /// Version of the simulator, reported in every summary.

@@ -55,7 +55,13 @@ impl Monitor {
         let Some(s) = self.queues.as_mut() else { return };
         for (pi, name) in &self.sampled_ports {
             let (pk, by) = net.ports[*pi as usize].queue_at(now);
-            s.push(QueueSample { time_s: now.as_secs_f64(), link_id: *pi as u64, link: name.clone(), queue_pkts: pk as u64, queue_bytes: by });
+            s.push(QueueSample {
+                time_s: now.as_secs_f64(),
+                link_id: *pi as u64,
+                link: name.clone(),
+                queue_pkts: pk as u64,
+                queue_bytes: by,
+            });
         }
     }
 

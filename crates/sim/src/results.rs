@@ -357,8 +357,24 @@ mod tests {
     #[test]
     fn columns_follow_the_arrow_layout() {
         let rows = vec![
-            CwndSample { time_s: 0.5, flow_id: 3, cwnd_bytes: 10, ssthresh_bytes: None, rate_bps: 1.0, weight: Some(2.0), pacing_bps: None },
-            CwndSample { time_s: 1.0, flow_id: 4, cwnd_bytes: 20, ssthresh_bytes: Some(7), rate_bps: 2.0, weight: None, pacing_bps: Some(5.0) },
+            CwndSample {
+                time_s: 0.5,
+                flow_id: 3,
+                cwnd_bytes: 10,
+                ssthresh_bytes: None,
+                rate_bps: 1.0,
+                weight: Some(2.0),
+                pacing_bps: None,
+            },
+            CwndSample {
+                time_s: 1.0,
+                flow_id: 4,
+                cwnd_bytes: 20,
+                ssthresh_bytes: Some(7),
+                rate_bps: 2.0,
+                weight: None,
+                pacing_bps: Some(5.0),
+            },
         ];
         let cols = CwndSample::columns(&rows);
         assert_eq!(cols.len(), CwndSample::SCHEMA.columns.len());

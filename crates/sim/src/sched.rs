@@ -20,8 +20,8 @@
 
 use crate::sim::Conn;
 use fctlab_engine::Nanos;
-use fctlab_sched::{Candidate, Policy, VirtualQueue};
 use fctlab_scenario::Scenario;
+use fctlab_sched::{Candidate, Policy, VirtualQueue};
 use std::collections::{HashMap, VecDeque};
 
 /// A flow the layer schedules.
@@ -101,7 +101,8 @@ impl HostLayer {
     /// Flow `f` started: its bytes wait to be handed out.
     pub fn open(&mut self, f: usize) {
         let Some(fl) = &self.flows[f] else { return };
-        let c = Candidate { id: f as u64, remaining: fl.size, attained: 0, class: fl.class, tcp: VirtualQueue::default() };
+        let c =
+            Candidate { id: f as u64, remaining: fl.size, attained: 0, class: fl.class, tcp: VirtualQueue::default() };
         if fl.size > 0 {
             self.pairs[fl.pair as usize].pending.push(c);
         }
@@ -116,14 +117,16 @@ impl HostLayer {
         let snd = &conn.snd;
         // Clamped to the flow's size: with `whole_packets` the connection pads its last segment.
         let size = fl.size;
-        let (sent, acked, received) = (snd.bytes_sent().min(size), snd.bytes_acked().min(size), conn.rcv.bytes_delivered().min(size));
+        let (sent, acked, received) =
+            (snd.bytes_sent().min(size), snd.bytes_acked().min(size), conn.rcv.bytes_delivered().min(size));
         if let Some(s) = snd.srtt() {
             self.pairs[fl.pair as usize].srtt = Some(s);
         }
         if sent >= fl.size && fl.sent_all_at.is_none() {
             fl.sent_all_at = Some(now);
         }
-        let target = if self.send_buffer == 0 { sent } else { fl.size.min(sent.max(acked.saturating_add(self.send_buffer))) };
+        let target =
+            if self.send_buffer == 0 { sent } else { fl.size.min(sent.max(acked.saturating_add(self.send_buffer))) };
         while self.flows[f].as_ref().is_some_and(|fl| fl.mapped < target) {
             self.choose_segment(f, conns, now);
         }
@@ -209,7 +212,11 @@ impl HostLayer {
                 None => (initial_cwnd, srtt.unwrap_or(Nanos::ZERO)),
             };
             let rate = if rtt > Nanos::ZERO { cwnd as f64 / rtt.as_secs_f64() } else { 0.0 };
-            c.tcp = VirtualQueue { remaining: fl.size.saturating_sub(sent), finished_at_ns: fl.sent_all_at.map(|t| t.0), rate_bytes_per_s: rate };
+            c.tcp = VirtualQueue {
+                remaining: fl.size.saturating_sub(sent),
+                finished_at_ns: fl.sent_all_at.map(|t| t.0),
+                rate_bytes_per_s: rate,
+            };
         }
     }
 

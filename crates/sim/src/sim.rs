@@ -162,7 +162,8 @@ impl Simulation {
                 dependents[a as usize].push(i as u32);
             }
         }
-        let mut start_order: Vec<u32> = (0..flows.len() as u32).filter(|&i| scenario.flows[i as usize].after.is_none()).collect();
+        let mut start_order: Vec<u32> =
+            (0..flows.len() as u32).filter(|&i| scenario.flows[i as usize].after.is_none()).collect();
         start_order.sort_by_key(|&i| (scenario.flows[i as usize].start, i));
         let monitor = Monitor::new(&scenario, &net);
         let nflows = flows.len();
@@ -188,7 +189,9 @@ impl Simulation {
         }
         if let Some((_, cfg)) = router_cfg {
             for p in &net.ports {
-                let ctl = cfg.port(&PortInfo { capacity: p.rate, delay: p.delay }).expect("router-assisted protocols have a switch side");
+                let ctl = cfg
+                    .port(&PortInfo { capacity: p.rate, delay: p.delay })
+                    .expect("router-assisted protocols have a switch side");
                 port_ctl.push(ctl);
             }
         }
@@ -245,7 +248,13 @@ impl Simulation {
     /// Diagnostic description of flow `f`'s connection state.
     pub fn describe_flow(&self, f: usize) -> String {
         match self.conns.get(f).and_then(|c| c.as_deref()) {
-            Some(c) => format!("sender: {} | receiver delivered={} | timers rto_at={:?} delack_at={:?}", c.snd.describe(), c.rcv.bytes_delivered(), self.flows[f].rto_at, self.flows[f].delack_at),
+            Some(c) => format!(
+                "sender: {} | receiver delivered={} | timers rto_at={:?} delack_at={:?}",
+                c.snd.describe(),
+                c.rcv.bytes_delivered(),
+                self.flows[f].rto_at,
+                self.flows[f].delack_at
+            ),
             None => "not active".to_string(),
         }
     }
@@ -319,7 +328,9 @@ impl Simulation {
                 if let Some((pid, meta)) = port.head() {
                     if self.net.node_is_host[port.to.0 as usize] {
                         self.pool.prefetch(pid);
-                    } else if let Some(next) = self.paths.next(meta.flow, meta.hop).and_then(|(p, _)| ports.get(p.0 as usize)) {
+                    } else if let Some(next) =
+                        self.paths.next(meta.flow, meta.hop).and_then(|(p, _)| ports.get(p.0 as usize))
+                    {
                         fctlab_engine::prefetch(next);
                     }
                 }
@@ -539,8 +550,12 @@ impl Simulation {
         self.counts.flows_started += 1;
         let id = FlowId(f as u32);
         let (src, dst) = (NodeId(spec.src as u32), NodeId(spec.dst as u32));
-        let nic_rate = self.paths.next(id, 0).map_or(fctlab_engine::BitsPerSec(u64::MAX), |(p, _)| self.net.ports[p.0 as usize].rate);
-        let info = fctlab_transport::FlowInfo { start: self.now, deadline: spec.deadline, size: spec.size_bytes, nic_rate };
+        let nic_rate = self
+            .paths
+            .next(id, 0)
+            .map_or(fctlab_engine::BitsPerSec(u64::MAX), |(p, _)| self.net.ports[p.0 as usize].rate);
+        let info =
+            fctlab_transport::FlowInfo { start: self.now, deadline: spec.deadline, size: spec.size_bytes, nic_rate };
         let tcp = &self.scenario.tcp;
         let snd = TcpSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn);
         // the receiver takes the sender's settings (ns-2's modes are tcp's and atcp's only)

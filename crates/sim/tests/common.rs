@@ -22,7 +22,14 @@ pub fn jain(x: &[f64]) -> f64 {
 }
 
 /// A dumbbell with `n` long-lived flows s_i -> r_i.
-pub fn dumbbell_long_lived(n: usize, rate: &str, delay: &str, buffer: &str, stop: &str, extra_transport: &str) -> String {
+pub fn dumbbell_long_lived(
+    n: usize,
+    rate: &str,
+    delay: &str,
+    buffer: &str,
+    stop: &str,
+    extra_transport: &str,
+) -> String {
     let mut s = format!(
         "seed = 1\nstop_time = \"{stop}\"\n[network]\ntopology = \"dumbbell\"\nsenders = {n}\nreceivers = {n}\nlink_rate = \"{rate}\"\nlink_delay = \"{delay}\"\nbuffer = \"{buffer}\"\n[transport]\nmin_rto = \"10ms\"\n{extra_transport}\n"
     );

@@ -16,7 +16,11 @@ fn dctcp_keeps_the_queue_near_k_at_full_utilization() {
     let r = run(&s);
     let b = r.links.iter().find(|l| l.src == "left" && l.dst == "right").unwrap();
     assert!(b.utilization >= 0.95, "utilization {}", b.utilization);
-    assert!(b.mean_queue_pkts >= k / 2.0 && b.mean_queue_pkts <= 2.0 * k, "mean queue {} for K = {k}", b.mean_queue_pkts);
+    assert!(
+        b.mean_queue_pkts >= k / 2.0 && b.mean_queue_pkts <= 2.0 * k,
+        "mean queue {} for K = {k}",
+        b.mean_queue_pkts
+    );
     assert!(b.ecn_marks > 0);
     assert_eq!(r.summary.drops, 0, "DCTCP should not overflow a 200-packet buffer");
     assert!(r.flows.iter().all(|f| f.protocol == "dctcp"));

@@ -68,11 +68,23 @@ fn bad_values_name_the_key() {
         ("queue = \"red\"\nred_variant = \"ns3\"", "network.red_variant: expected \"classic\" or \"ns2\", got \"ns3\""),
         ("nic_queue = \"red\"", "network.nic_queue: expected \"droptail\" or \"switch\", got \"red\""),
         ("buffer_model = \"bytes\"", "network.buffer_model: expected \"waiting\" or \"ns2\", got \"bytes\""),
-        ("queue = \"red\"\nred_wait = false", "network.red_wait: only used with red_variant = \"ns2\" (red_variant is \"classic\")"),
+        (
+            "queue = \"red\"\nred_wait = false",
+            "network.red_wait: only used with red_variant = \"ns2\" (red_variant is \"classic\")",
+        ),
         ("red_variant = \"ns2\"", "network.red_variant: only used with queue = \"red\" (queue is \"droptail\")"),
-        ("queue = \"red\"\nred_variant = \"ns2\"\nred_mark_p = -0.5", "network.red_mark_p: must be a number >= 0 (above 1: always mark), got -0.5"),
-        ("queue = \"red\"\nred_variant = \"ns2\"\nred_bytes = false\nred_min_threshold = \"30KB\"", "network.red_min_threshold: with red_bytes = false"),
-        ("queue = \"red\"\nred_variant = \"ns2\"\nred_min_threshold = \"20pkt\"\nred_max_threshold = \"10pkt\"", "network.red_max_threshold: must not be below"),
+        (
+            "queue = \"red\"\nred_variant = \"ns2\"\nred_mark_p = -0.5",
+            "network.red_mark_p: must be a number >= 0 (above 1: always mark), got -0.5",
+        ),
+        (
+            "queue = \"red\"\nred_variant = \"ns2\"\nred_bytes = false\nred_min_threshold = \"30KB\"",
+            "network.red_min_threshold: with red_bytes = false",
+        ),
+        (
+            "queue = \"red\"\nred_variant = \"ns2\"\nred_min_threshold = \"20pkt\"\nred_max_threshold = \"10pkt\"",
+            "network.red_max_threshold: must not be below",
+        ),
         ("queue = \"red\"\nred_variant = \"ns2\"\nred_weight = 0.0", "network.red_weight: must be in (0, 1]"),
         ("queue = \"red\"\nred_variant = \"ns2\"\nred_wait = \"yes\"", "network.red_wait:"),
     ];
@@ -81,5 +93,8 @@ fn bad_values_name_the_key() {
         assert!(got.contains(want), "{network}: {got}");
     }
     // Byte thresholds are allowed under the ns2 variant, and equal thresholds as in ns-2.
-    assert_eq!(err("queue = \"red\"\nred_variant = \"ns2\"\nred_min_threshold = \"30KB\"\nred_max_threshold = \"60pkt\""), "");
+    assert_eq!(
+        err("queue = \"red\"\nred_variant = \"ns2\"\nred_min_threshold = \"30KB\"\nred_max_threshold = \"60pkt\""),
+        ""
+    );
 }

@@ -8,9 +8,33 @@ use fctlab_sim::Simulation;
 const BASE: &str = include_str!("../../../scenarios/examples/demo.toml");
 
 const TOKENS: &[&str] = &[
-    "\"1Gbps\"", "\"-5MB\"", "0", "-1", "1e400", "\"\"", "true", "\"0pkt\"", "\"unlimited\"", "[]", "{}", "\"all\"", "\"s*\"",
-    "\"ecn\"", "\"red\"", "\"atcp\"", "\"dctcp\"", "\"fattree\"", "\"custom\"", "4294967296", "\"1ns\"", "\"99999s\"", "=", "[[flows]]",
-    "[network]", "\"h0\"", "\"left\"",
+    "\"1Gbps\"",
+    "\"-5MB\"",
+    "0",
+    "-1",
+    "1e400",
+    "\"\"",
+    "true",
+    "\"0pkt\"",
+    "\"unlimited\"",
+    "[]",
+    "{}",
+    "\"all\"",
+    "\"s*\"",
+    "\"ecn\"",
+    "\"red\"",
+    "\"atcp\"",
+    "\"dctcp\"",
+    "\"fattree\"",
+    "\"custom\"",
+    "4294967296",
+    "\"1ns\"",
+    "\"99999s\"",
+    "=",
+    "[[flows]]",
+    "[network]",
+    "\"h0\"",
+    "\"left\"",
 ];
 
 fn mangle(text: &str, rng: &mut Rng) -> String {

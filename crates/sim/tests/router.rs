@@ -45,7 +45,10 @@ fn long_flows_fill_the_bottleneck_with_a_short_queue_and_no_drops() {
             let (_, util) = window(&mut s, Nanos::from_millis(100), Nanos::from_millis(300), port);
             let r = s.results(false);
             let l = &r.links[port];
-            println!("{protocol} n={n}: utilization {util:.4}, mean queue {:.2} pkts, max {}, drops {}", l.mean_queue_pkts, l.max_queue_pkts, r.summary.drops);
+            println!(
+                "{protocol} n={n}: utilization {util:.4}, mean queue {:.2} pkts, max {}, drops {}",
+                l.mean_queue_pkts, l.max_queue_pkts, r.summary.drops
+            );
             assert!(util >= 0.95, "{protocol} with {n} flows: utilization {util}");
             assert!(l.mean_queue_pkts < 10.0, "{protocol} with {n} flows: mean queue {}", l.mean_queue_pkts);
             assert_eq!(r.summary.drops, 0, "{protocol} with {n} flows dropped packets");
@@ -80,7 +83,10 @@ fn rcp_rate_converges_to_c_over_n_and_follows_n_as_flows_leave() {
     let r4 = v.iter().sum::<f64>() / v.len() as f64;
     let (lo, hi) = (v.iter().cloned().fold(f64::MAX, f64::min), v.iter().cloned().fold(0.0, f64::max));
     let done = s.results(false).flows.iter().filter(|f| f.fct_s.is_some()).count();
-    println!("after the 2 MB flows left: R = {r4:.0} bps on average, {lo:.0} - {hi:.0} (C/4 = {:.0}), {done} done", C / 4.0);
+    println!(
+        "after the 2 MB flows left: R = {r4:.0} bps on average, {lo:.0} - {hi:.0} (C/4 = {:.0}), {done} done",
+        C / 4.0
+    );
     assert_eq!(done, 4);
     assert!((r4 / (C / 4.0) - 1.0).abs() < 0.05, "R = {r4} with 4 flows");
 }
@@ -186,7 +192,10 @@ fn sdc_long_flows_fill_the_link_with_a_small_queue_and_share_it_fairly() {
         let r = s.results(false);
         let l = &r.links[port];
         let fair = jain(&d);
-        println!("sdc n={n}: utilization {util:.4}, mean queue {:.2} pkts (max {}), Jain {fair:.4}, drops {}", l.mean_queue_pkts, l.max_queue_pkts, r.summary.drops);
+        println!(
+            "sdc n={n}: utilization {util:.4}, mean queue {:.2} pkts (max {}), Jain {fair:.4}, drops {}",
+            l.mean_queue_pkts, l.max_queue_pkts, r.summary.drops
+        );
         assert!(util >= 0.95, "{n} flows: utilization {util}");
         assert!(l.mean_queue_pkts < 10.0, "{n} flows: mean queue {} of a 100-packet buffer", l.mean_queue_pkts);
         assert!(fair >= 0.95, "{n} flows: Jain {fair}");
@@ -259,7 +268,11 @@ fn rcp_flows_starting_together_share_the_link_without_drops_or_stalls() {
         }
     }
     let r = s.results(false);
-    println!("longest stretch without sending: {worst} RTTs; drops {}; FCTs {:?}", r.summary.drops, r.flows.iter().map(|f| f.fct_s).collect::<Vec<_>>());
+    println!(
+        "longest stretch without sending: {worst} RTTs; drops {}; FCTs {:?}",
+        r.summary.drops,
+        r.flows.iter().map(|f| f.fct_s).collect::<Vec<_>>()
+    );
     assert!(worst <= 10, "a flow sent nothing for {worst} RTTs without a timeout");
     assert_eq!(r.summary.drops, 0, "drops beyond what a new flow's rate of 0.05 C implies (none)");
     let mut s = sim(&text);

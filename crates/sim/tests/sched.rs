@@ -66,7 +66,9 @@ fn trajectory(s: &mut Simulation) -> Vec<(u64, u64, u64)> {
         t += Nanos::from_millis(20);
         let done = s.advance(t) == fctlab_sim::RunStatus::Finished;
         let r = s.results(false);
-        let open = r.flows.iter().filter(|f| f.tag == "pair" && f.start_s.is_some() && f.conn_finish_s.is_none()).count() as u64;
+        let open =
+            r.flows.iter().filter(|f| f.tag == "pair" && f.start_s.is_some() && f.conn_finish_s.is_none()).count()
+                as u64;
         out.push((r.links[nic].tx_bytes, open, r.flows[0].bytes_delivered));
         if done {
             return out;
@@ -96,13 +98,29 @@ fn the_wire_is_the_same_under_every_policy() {
             for send_buffer in ["", "64KB"] {
                 let mut s = sim(&pair(60, buffer, &scheduled(policy, send_buffer)));
                 let got = trajectory(&mut s);
-                assert_eq!(got.len(), reference.len(), "{policy}/{send_buffer}/{buffer}: the run lasted a different time");
+                assert_eq!(
+                    got.len(),
+                    reference.len(),
+                    "{policy}/{send_buffer}/{buffer}: the run lasted a different time"
+                );
                 for (k, (g, r)) in got.iter().zip(&reference).enumerate() {
                     // Within one segment per open connection (here: equal).
                     let slack = 1448 * r.1.max(1);
-                    assert!(g.0.abs_diff(r.0) <= slack, "{policy}/{send_buffer}/{buffer} at {} ms: {} vs {} bytes sent", 20 * (k + 1), g.0, r.0);
+                    assert!(
+                        g.0.abs_diff(r.0) <= slack,
+                        "{policy}/{send_buffer}/{buffer} at {} ms: {} vs {} bytes sent",
+                        20 * (k + 1),
+                        g.0,
+                        r.0
+                    );
                     // The competing flow's acknowledged bytes within 2%.
-                    assert!(g.2.abs_diff(r.2) as f64 <= 0.02 * r.2.max(1) as f64, "{policy}/{send_buffer}/{buffer} at {} ms: competing flow {} vs {}", 20 * (k + 1), g.2, r.2);
+                    assert!(
+                        g.2.abs_diff(r.2) as f64 <= 0.02 * r.2.max(1) as f64,
+                        "{policy}/{send_buffer}/{buffer} at {} ms: competing flow {} vs {}",
+                        20 * (k + 1),
+                        g.2,
+                        r.2
+                    );
                 }
                 let rs = s.results(false);
                 let (c, cb) = (&rs.flows[0], &rb.flows[0]);
@@ -111,7 +129,10 @@ fn the_wire_is_the_same_under_every_policy() {
                 // ...while the pair's flows did finish at other times.
                 let moved = pair_flows(&rs).iter().zip(pair_flows(&rb)).filter(|(a, b)| a.fct_s != b.fct_s).count();
                 assert!(moved > 10, "{policy}/{send_buffer}/{buffer}: only {moved} flows finished at another time");
-                println!("{policy:8} send_buffer {send_buffer:>5} buffer {buffer:>9}: {} samples equal, {moved} flows moved", got.len());
+                println!(
+                    "{policy:8} send_buffer {send_buffer:>5} buffer {buffer:>9}: {} samples equal, {moved} flows moved",
+                    got.len()
+                );
             }
         }
     }
@@ -122,13 +143,24 @@ fn every_flow_is_delivered_whole_and_tcp_changes_nothing() {
     let rb = run(&pair(60, "100pkt", ""));
     let rt = run(&pair(60, "100pkt", "scheduler = \"tcp\""));
     for (a, b) in rt.flows.iter().zip(&rb.flows) {
-        assert_eq!((a.finish_s, a.conn_finish_s, a.bytes_delivered), (b.finish_s, b.finish_s, b.bytes_delivered), "flow {}", a.flow_id);
+        assert_eq!(
+            (a.finish_s, a.conn_finish_s, a.bytes_delivered),
+            (b.finish_s, b.finish_s, b.bytes_delivered),
+            "flow {}",
+            a.flow_id
+        );
     }
     assert!(rb.flows.iter().all(|f| f.scheduler == "none") && pair_flows(&rt).iter().all(|f| f.scheduler == "tcp"));
     for policy in POLICIES {
         let r = run(&pair(60, "100pkt", &scheduled(policy, "")));
         for f in pair_flows(&r) {
-            assert!(f.completed && f.bytes_delivered == f.size_bytes.unwrap(), "{policy}: flow {} delivered {} of {:?}", f.flow_id, f.bytes_delivered, f.size_bytes);
+            assert!(
+                f.completed && f.bytes_delivered == f.size_bytes.unwrap(),
+                "{policy}: flow {} delivered {} of {:?}",
+                f.flow_id,
+                f.bytes_delivered,
+                f.size_bytes
+            );
             assert_eq!(f.scheduler, policy);
         }
         // Other connections carried some flows' data: a flow and its own connection finish apart.
@@ -189,7 +221,12 @@ fn priority_serves_the_first_listed_tag_first() {
     let tcp = urgent.replace("scheduler = \"priority\"\npriority_tags = [\"urgent\"]\npriority_then = \"srpt\"", "");
     let (rp, rt) = (run(&urgent), run(&tcp));
     let mean = |r: &Results, tag: &str| {
-        let v: Vec<f64> = r.flows.iter().filter(|f| f.tag == tag).map(|f| f.fct_s.unwrap() / (f.size_bytes.unwrap() as f64)).collect();
+        let v: Vec<f64> = r
+            .flows
+            .iter()
+            .filter(|f| f.tag == tag)
+            .map(|f| f.fct_s.unwrap() / (f.size_bytes.unwrap() as f64))
+            .collect();
         v.iter().sum::<f64>() / v.len() as f64
     };
     let (u_p, u_t, p_p) = (mean(&rp, "urgent"), mean(&rt, "urgent"), mean(&rp, "pair"));
@@ -200,7 +237,12 @@ fn priority_serves_the_first_listed_tag_first() {
 
 #[test]
 fn scheduler_keys_are_checked() {
-    let err = |t: &str| fctlab_scenario::load(&pair(5, "100pkt", t), "t.toml", fctlab_scenario::schema::Format::Toml, &[]).err().unwrap_or_else(|| panic!("accepted: {t}")).to_string();
+    let err = |t: &str| {
+        fctlab_scenario::load(&pair(5, "100pkt", t), "t.toml", fctlab_scenario::schema::Format::Toml, &[])
+            .err()
+            .unwrap_or_else(|| panic!("accepted: {t}"))
+            .to_string()
+    };
     let e = err("scheduler = \"sjf\"");
     assert!(e.contains("transport.scheduler") && e.contains("\"sjf\"") && e.contains("srpt"), "{e}");
     let e = err("send_buffer = \"64KB\"");

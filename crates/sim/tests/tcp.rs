@@ -108,7 +108,11 @@ fn many_to_one_buffer(extra_transport: &str, queue: &str, buffer: &str) -> Strin
     );
     for i in 1..9 {
         for j in 0..4 {
-            s += &format!("[[flows]]\nsrc = \"h{i}\"\ndst = \"h0\"\nsize = \"{}KB\"\nstart = \"{}us\"\n", 50 + 150 * j + 7 * i, 300 * j);
+            s += &format!(
+                "[[flows]]\nsrc = \"h{i}\"\ndst = \"h0\"\nsize = \"{}KB\"\nstart = \"{}us\"\n",
+                50 + 150 * j + 7 * i,
+                300 * j
+            );
         }
     }
     s
@@ -168,7 +172,10 @@ fn ecn_marking_replaces_drops() {
 
 #[test]
 fn red_drops_early() {
-    let r = run(&many_to_one("", "queue = \"red\"\nred_min_threshold = \"3pkt\"\nred_max_threshold = \"12pkt\"\nred_weight = 0.05"));
+    let r = run(&many_to_one(
+        "",
+        "queue = \"red\"\nred_min_threshold = \"3pkt\"\nred_max_threshold = \"12pkt\"\nred_weight = 0.05",
+    ));
     assert!(r.summary.drops > 0);
     assert_all_complete_and_conserved(&r);
 }
@@ -191,10 +198,14 @@ fn ecmp_spreads_flows_over_a_fat_tree() {
     }
     let r = run(&s);
     assert_all_complete_and_conserved(&r);
-    let used_cores = r.links.iter().filter(|l| l.src.starts_with("core") && l.tx_packets > 0).map(|l| l.src.clone()).collect::<std::collections::BTreeSet<_>>();
+    let used_cores = r
+        .links
+        .iter()
+        .filter(|l| l.src.starts_with("core") && l.tx_packets > 0)
+        .map(|l| l.src.clone())
+        .collect::<std::collections::BTreeSet<_>>();
     assert!(used_cores.len() >= 3, "ECMP used only {used_cores:?}");
 }
-
 
 #[test]
 fn slowdown_never_below_one_and_utilization_never_above_one() {
@@ -203,7 +214,12 @@ fn slowdown_never_below_one_and_utilization_never_above_one() {
         "[network]\ntopology = \"dumbbell\"\nsenders = 3\nreceivers = 3\nlink_rate = \"10Gbps\"\nbottleneck_rate = \"1Gbps\"\nlink_delay = \"5us\"\n",
     );
     for (i, size) in [1461u64, 1u64, 2921, 100_001, 7_777_777].iter().enumerate() {
-        s += &format!("[[flows]]\nsrc = \"s{}\"\ndst = \"r{}\"\nsize = \"{size}B\"\nstart = \"{}ms\"\n", i % 3, (i + 1) % 3, i * 20);
+        s += &format!(
+            "[[flows]]\nsrc = \"s{}\"\ndst = \"r{}\"\nsize = \"{size}B\"\nstart = \"{}ms\"\n",
+            i % 3,
+            (i + 1) % 3,
+            i * 20
+        );
     }
     let r = run(&s);
     for f in &r.flows {
@@ -251,7 +267,13 @@ fn ns2_profile_window_starts_at_two_and_stays_at_most_twenty_packets() {
     let c = r.cwnd.as_ref().unwrap();
     assert_eq!(c[0].cwnd_bytes, 4 * 1000);
     assert!(c.iter().map(|s| s.cwnd_bytes).max().unwrap() > 20 * 1000);
-    let e = fctlab_scenario::load(&toml.replace("\"ns2\"", "\"ns3\""), "t.toml", fctlab_scenario::schema::Format::Toml, &[]).unwrap_err();
+    let e = fctlab_scenario::load(
+        &toml.replace("\"ns2\"", "\"ns3\""),
+        "t.toml",
+        fctlab_scenario::schema::Format::Toml,
+        &[],
+    )
+    .unwrap_err();
     assert_eq!(e.key, "transport.profile");
     assert!(e.message.contains("unknown profile \"ns3\" (known: linux, ns2)"), "{e}");
 }

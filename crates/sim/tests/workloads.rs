@@ -12,7 +12,8 @@ fn load_err(toml: &str) -> fctlab_scenario::ScenarioError {
     fctlab_scenario::load(toml, "w.toml", Format::Toml, &[]).expect_err("should fail")
 }
 
-const STAR16: &str = "seed = 3\n[network]\ntopology = \"star\"\nhosts = 16\nlink_rate = \"10Gbps\"\nlink_delay = \"2us\"\n";
+const STAR16: &str =
+    "seed = 3\n[network]\ntopology = \"star\"\nhosts = 16\nlink_rate = \"10Gbps\"\nlink_delay = \"2us\"\n";
 
 #[test]
 fn poisson_offered_load_matches_request_and_arrivals_are_exponential() {
@@ -74,8 +75,14 @@ fn incast_rounds_are_exact_and_closed_loop() {
     assert!(r.flows.iter().all(|f| f.completed && f.bytes_delivered == 25_000));
     // each round starts exactly when the last response of the previous round arrived
     for round in 1..20 {
-        let prev_end = r.flows.iter().filter(|f| f.group == format!("incast0:{}", round - 1)).map(|f| f.finish_s.unwrap()).fold(0.0, f64::max);
-        let starts: Vec<f64> = r.flows.iter().filter(|f| f.group == format!("incast0:{round}")).map(|f| f.start_s.unwrap()).collect();
+        let prev_end = r
+            .flows
+            .iter()
+            .filter(|f| f.group == format!("incast0:{}", round - 1))
+            .map(|f| f.finish_s.unwrap())
+            .fold(0.0, f64::max);
+        let starts: Vec<f64> =
+            r.flows.iter().filter(|f| f.group == format!("incast0:{round}")).map(|f| f.start_s.unwrap()).collect();
         assert_eq!(starts.len(), 8);
         for s in starts {
             assert!((s - prev_end).abs() < 1e-12, "round {round} starts at {s}, previous ended {prev_end}");
@@ -100,7 +107,12 @@ fn shuffle_jobs_and_partition_aggregate() {
     assert_eq!(pa.len(), 12);
     let r = run(&toml);
     for j in 0..2 {
-        let req_end = r.flows.iter().filter(|f| f.group == format!("pa1:{j}:requests")).map(|f| f.finish_s.unwrap()).fold(0.0, f64::max);
+        let req_end = r
+            .flows
+            .iter()
+            .filter(|f| f.group == format!("pa1:{j}:requests"))
+            .map(|f| f.finish_s.unwrap())
+            .fold(0.0, f64::max);
         for f in r.flows.iter().filter(|f| f.group == format!("pa1:{j}")) {
             assert!(f.completed && f.bytes_delivered == 20_000);
             assert!((f.start_s.unwrap() - req_end).abs() < 1e-12);
@@ -119,7 +131,10 @@ fn partition_aggregate_without_requests_starts_responses_at_the_job_time() {
     assert_eq!(sc.flows.len(), 9, "three responses per job, no requests");
     for (i, f) in sc.flows.iter().enumerate() {
         let job = i as u64 / 3;
-        assert_eq!((f.group.as_str(), f.after, f.start.0), (format!("pa0:{job}").as_str(), None, 1_000_000 + job * 5_000_000));
+        assert_eq!(
+            (f.group.as_str(), f.after, f.start.0),
+            (format!("pa0:{job}").as_str(), None, 1_000_000 + job * 5_000_000)
+        );
         assert_eq!(sc.topology.nodes[f.dst].name, "h10");
     }
 }
@@ -141,7 +156,11 @@ fn trace_replay_exact_and_errors_name_line_and_column() {
     let dir = std::env::temp_dir().join(format!("fctlab-trace-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let good = dir.join("good.csv");
-    std::fs::write(&good, "start_s,src,dst,size_bytes,deadline_s,tag\n0.001,h1,h2,5000,0.01,web\n# comment\n0.002,h3,h4,7000,,backup\n").unwrap();
+    std::fs::write(
+        &good,
+        "start_s,src,dst,size_bytes,deadline_s,tag\n0.001,h1,h2,5000,0.01,web\n# comment\n0.002,h3,h4,7000,,backup\n",
+    )
+    .unwrap();
     let toml = format!("{STAR16}[[workloads]]\nkind = \"trace\"\nfile = \"{}\"\n", good.display());
     let sc = load(&toml);
     assert_eq!(sc.flows.len(), 2);
@@ -172,7 +191,13 @@ fn deadlines_by_size_class_and_protocol_keys() {
     ));
     for f in &sc.flows {
         let s = f.size_bytes.unwrap();
-        let want = if s < 100_000 { Some(30) } else if s < 10_000_000 { Some(300) } else { None };
+        let want = if s < 100_000 {
+            Some(30)
+        } else if s < 10_000_000 {
+            Some(300)
+        } else {
+            None
+        };
         assert_eq!(f.deadline.map(|d| d.0 / 1_000_000), want, "size {s}");
     }
 }
@@ -181,7 +206,9 @@ fn deadlines_by_size_class_and_protocol_keys() {
 fn workload_errors_are_precise() {
     let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"poison\"\n"));
     assert_eq!(e.key, "workloads[0].kind");
-    let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"incast\"\nclient = \"h0\"\nservers = \"all\"\nresponse_size = \"1KB\"\n"));
+    let e = load_err(&format!(
+        "{STAR16}[[workloads]]\nkind = \"incast\"\nclient = \"h0\"\nservers = \"all\"\nresponse_size = \"1KB\"\n"
+    ));
     assert!(e.message.contains("client cannot also be a server"), "{e}");
     let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"all\"\nreceivers = \"all\"\nsizes = \"websearch\"\nload = 0.5\n"));
     assert_eq!(e.key, "workloads[0].count");
@@ -189,9 +216,14 @@ fn workload_errors_are_precise() {
     assert_eq!(e.key, "workloads[0].sizes");
     assert!(e.message.contains("websearch"), "{e}");
     // Size tables: keys come from each distribution's struct.
-    let sized = |t: &str| load_err(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"all\"\nreceivers = \"all\"\nsizes = {t}\nload = 0.5\ncount = 3\n"));
+    let sized = |t: &str| {
+        load_err(&format!("{STAR16}[[workloads]]\nkind = \"poisson\"\nsenders = \"all\"\nreceivers = \"all\"\nsizes = {t}\nload = 0.5\ncount = 3\n"))
+    };
     let e = sized("{ dist = \"uniform\", min = \"1KB\", mean = \"5KB\" }");
-    assert_eq!((e.key.as_str(), e.message.as_str()), ("workloads[0].sizes.mean", "not a parameter of \"uniform\" (its parameters: min, max)"));
+    assert_eq!(
+        (e.key.as_str(), e.message.as_str()),
+        ("workloads[0].sizes.mean", "not a parameter of \"uniform\" (its parameters: min, max)")
+    );
     let e = sized("{ dist = \"lognormal\", mean = \"5KB\" }");
     assert_eq!((e.key.as_str(), e.message.as_str()), ("workloads[0].sizes.sigma", "\"lognormal\" needs `sigma`"));
     let e = sized("{ dist = \"pareto\", shape = \"steep\", mean = \"5KB\" }");
@@ -239,7 +271,9 @@ fn poisson_load_relative_to_a_named_link() {
 #[test]
 fn host_ranges_and_hosts_under_a_switch() {
     const LS: &str = "seed = 1\nstop_time = \"10ms\"\n[network]\ntopology = \"leafspine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 8\n";
-    let perm = |senders: &str, receivers: &str| format!("{LS}[[workloads]]\nkind = \"permutation\"\nsenders = {senders}\nreceivers = {receivers}\nsizes = \"10KB\"\n");
+    let perm = |senders: &str, receivers: &str| {
+        format!("{LS}[[workloads]]\nkind = \"permutation\"\nsenders = {senders}\nreceivers = {receivers}\nsizes = \"10KB\"\n")
+    };
     let names = |sc: &fctlab_scenario::Scenario, f: fn(&fctlab_scenario::FlowSpec) -> usize| {
         let mut v: Vec<String> = sc.flows.iter().map(|x| sc.topology.nodes[f(x)].name.clone()).collect();
         v.sort_by_key(|n| n[1..].parse::<u32>().unwrap());

@@ -211,30 +211,30 @@ impl Profile {
             Profile::Linux => TcpConfig::default(),
             // ns-2.35 tcl/lib/ns-default.tcl, Agent/TCP (and Agent/TCPSink for ACKs).
             Profile::Ns2 => TcpConfig {
-                mss_bytes: 1000,                    // packetSize_ 1000
-                header_bytes: 40,                   // tcpip_base_hdr_size_ 40
-                initial_cwnd_segments: 2,           // windowInit_ 2
-                min_rto: Nanos::from_millis(200),   // minrto_ 0.2
-                initial_rto: Nanos::from_secs(3),   // rtxcur_init_ 3.0
-                max_rto: Nanos::from_secs(60),      // maxrto_ 60
-                delayed_ack: false,                 // Agent/TCPSink: one ACK per packet
+                mss_bytes: 1000,                              // packetSize_ 1000
+                header_bytes: 40,                             // tcpip_base_hdr_size_ 40
+                initial_cwnd_segments: 2,                     // windowInit_ 2
+                min_rto: Nanos::from_millis(200),             // minrto_ 0.2
+                initial_rto: Nanos::from_secs(3),             // rtxcur_init_ 3.0
+                max_rto: Nanos::from_secs(60),                // maxrto_ 60
+                delayed_ack: false,                           // Agent/TCPSink: one ACK per packet
                 delayed_ack_timeout: Nanos::from_millis(100), // Agent/TCPSink/DelAck interval_ (unused)
-                sack: false,                        // Agent/TCP(/Newreno): no SACK
-                ecn: false,                         // ecn_ 0
-                handshake: true,                    // syn_ true
-                rwnd_bytes: 20 * 1000,              // window_ 20 packets
-                dupthresh: 3,                       // numdupacks_ 3
-                initial_ssthresh_bytes: Some(20 * 1000), // ssthresh_ starts at window_
-                rto_granularity: Nanos::from_millis(10), // tcpTick_ 0.01
-                cwr: false,                         // Agent/TCP has no CWR state
-                tail_loss_probe: false,             // no TLP in ns-2.35
-                sack_recovery: SackRecovery::Ns2,   // Agent/TCP/Sack1 when sack = true
-                singledup: true,                    // singledup_ 1
-                whole_packets: true,                // TcpAgent::sendmsg counts whole packets
-                ecn_reaction: EcnReaction::Ns2,     // TcpAgent::ecn(), precisionReduce_ true
-                window_model: WindowModel::Ns2,     // opencwnd(), slowdown(), window()
-                rto_model: RtoModel::Ns2,           // rtt_update(), rtt_timeout(), newack()
-                newreno_recovery: NewRenoRecovery::Ns2, // Agent/TCP/Newreno
+                sack: false,                                  // Agent/TCP(/Newreno): no SACK
+                ecn: false,                                   // ecn_ 0
+                handshake: true,                              // syn_ true
+                rwnd_bytes: 20 * 1000,                        // window_ 20 packets
+                dupthresh: 3,                                 // numdupacks_ 3
+                initial_ssthresh_bytes: Some(20 * 1000),      // ssthresh_ starts at window_
+                rto_granularity: Nanos::from_millis(10),      // tcpTick_ 0.01
+                cwr: false,                                   // Agent/TCP has no CWR state
+                tail_loss_probe: false,                       // no TLP in ns-2.35
+                sack_recovery: SackRecovery::Ns2,             // Agent/TCP/Sack1 when sack = true
+                singledup: true,                              // singledup_ 1
+                whole_packets: true,                          // TcpAgent::sendmsg counts whole packets
+                ecn_reaction: EcnReaction::Ns2,               // TcpAgent::ecn(), precisionReduce_ true
+                window_model: WindowModel::Ns2,               // opencwnd(), slowdown(), window()
+                rto_model: RtoModel::Ns2,                     // rtt_update(), rtt_timeout(), newack()
+                newreno_recovery: NewRenoRecovery::Ns2,       // Agent/TCP/Newreno
             },
         }
     }

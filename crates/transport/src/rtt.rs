@@ -149,7 +149,8 @@ mod tests {
 
     #[test]
     fn coarse_timer_rounds_up_to_whole_ticks() {
-        let cfg = TcpConfig { min_rto: Nanos::from_millis(1), rto_granularity: Nanos::from_millis(10), ..Default::default() };
+        let cfg =
+            TcpConfig { min_rto: Nanos::from_millis(1), rto_granularity: Nanos::from_millis(10), ..Default::default() };
         let mut e = RttEstimator::new(&cfg);
         e.sample(Nanos::from_millis(10)); // 30 ms: already whole ticks
         assert_eq!(e.rto(), Nanos::from_millis(30));
@@ -160,7 +161,12 @@ mod tests {
     #[test]
     fn ns2_rto_in_whole_ticks_with_fixed_point_srtt() {
         // ns-2.35 tcpTick_ 0.01, minrto_ 0.2: the RTT counts the tick boundaries crossed.
-        let cfg = TcpConfig { min_rto: Nanos::from_millis(1), rto_granularity: Nanos::from_millis(10), rto_model: RtoModel::Ns2, ..Default::default() };
+        let cfg = TcpConfig {
+            min_rto: Nanos::from_millis(1),
+            rto_granularity: Nanos::from_millis(10),
+            rto_model: RtoModel::Ns2,
+            ..Default::default()
+        };
         let mut e = RttEstimator::new(&cfg);
         // Sent at 5 ms, acknowledged at 38 ms: boundaries 10, 20, 30 -> 3 ticks.
         e.sample_ns2(Nanos::from_millis(5), Nanos::from_millis(38));

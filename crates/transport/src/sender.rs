@@ -198,7 +198,15 @@ pub struct TcpSender {
 
 impl TcpSender {
     /// A sender of `size` bytes (None: long-lived) from `src` to `dst`.
-    pub fn new(flow: FlowId, src: NodeId, dst: NodeId, size: Option<u64>, cfg: &TcpConfig, cc: AnyCc, ecn: bool) -> Self {
+    pub fn new(
+        flow: FlowId,
+        src: NodeId,
+        dst: NodeId,
+        size: Option<u64>,
+        cfg: &TcpConfig,
+        cc: AnyCc,
+        ecn: bool,
+    ) -> Self {
         let mss = cfg.mss_bytes as u64;
         let router = cc.router_assisted();
         let paced = cc.pacing_rate().is_some();
@@ -364,7 +372,15 @@ impl TcpSender {
 
     /// A packet of this flow without payload, as `send_syn` and header-only packets use.
     fn header_only_packet(&self, now: Nanos) -> Packet {
-        Packet { flow: self.flow, src: self.src, dst: self.dst, wire_bytes: self.cfg.header_bytes, seq: self.snd_nxt, ts_sent_ns: now.0, ..Default::default() }
+        Packet {
+            flow: self.flow,
+            src: self.src,
+            dst: self.dst,
+            wire_bytes: self.cfg.header_bytes,
+            seq: self.snd_nxt,
+            ts_sent_ns: now.0,
+            ..Default::default()
+        }
     }
 
     /// Hands a packet to the network, with the algorithm's router header if it adds one.
@@ -607,7 +623,10 @@ impl TcpSender {
             if !sack1 {
                 self.dupacks += 1;
                 counted_dupack = true;
-            } else if !self.after_timeout && self.sacked.total() != sacked_total_before && (!self.in_recovery || self.dupacks > 0) {
+            } else if !self.after_timeout
+                && self.sacked.total() != sacked_total_before
+                && (!self.in_recovery || self.dupacks > 0)
+            {
                 // Sack1 counts a duplicate ACK only if its SACK blocks tell something new
                 // (CheckUpdate), and none until new data is acknowledged after a timeout
                 // (timeout_, tcp-sack1.cc:144, 232).
@@ -662,7 +681,11 @@ impl TcpSender {
                     }
                     self.ns2_reset_rtx_timer(now);
                 }
-            } else if self.ns2_ecn() && counted_dupack && self.dupacks == self.cfg.dupthresh && self.last_action == CwndAction::Ecn {
+            } else if self.ns2_ecn()
+                && counted_dupack
+                && self.dupacks == self.cfg.dupthresh
+                && self.last_action == CwndAction::Ecn
+            {
                 self.ns2_repair_ecn_window(now, out);
             }
         }
@@ -1082,17 +1105,18 @@ impl TcpSender {
         }
         let mss = self.st.mss_bytes;
         let len = (self.size - self.snd_nxt).min(mss);
-        let head = if len > 0 && self.snd_nxt == self.snd_max && self.snd_nxt + len <= self.snd_una + self.cfg.rwnd_bytes {
-            let seq = self.snd_nxt;
-            self.emit(now, seq, len, out);
-            self.snd_nxt += len;
-            self.snd_max = self.snd_nxt;
-            false
-        } else {
-            let seq = ((self.snd_max - 1) / mss * mss).max(self.snd_una);
-            self.emit(now, seq, self.snd_max - seq, out);
-            seq == self.snd_una
-        };
+        let head =
+            if len > 0 && self.snd_nxt == self.snd_max && self.snd_nxt + len <= self.snd_una + self.cfg.rwnd_bytes {
+                let seq = self.snd_nxt;
+                self.emit(now, seq, len, out);
+                self.snd_nxt += len;
+                self.snd_max = self.snd_nxt;
+                false
+            } else {
+                let seq = ((self.snd_max - 1) / mss * mss).max(self.snd_una);
+                self.emit(now, seq, self.snd_max - seq, out);
+                seq == self.snd_una
+            };
         self.probes += 1;
         self.tlp_high_seq = Some(self.snd_nxt);
         // The RTO still counts from the oldest outstanding segment, unless the probe resent it.
@@ -1168,7 +1192,8 @@ impl TcpSender {
             return outstanding;
         }
         let (from, to) = (self.snd_una, self.lost_limit());
-        let lost = if to > from { (to - from) - self.sacked.covered_in(from, to) - self.retx.covered_in(from, to) } else { 0 };
+        let lost =
+            if to > from { (to - from) - self.sacked.covered_in(from, to) - self.retx.covered_in(from, to) } else { 0 };
         outstanding.saturating_sub(lost)
     }
 
@@ -1473,8 +1498,21 @@ mod tests {
     const MSS: u64 = 1000;
 
     fn sender(cwnd_segments: u32) -> TcpSender {
-        let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: cwnd_segments, min_rto: Nanos::from_millis(10), ..Default::default() };
-        TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), false)
+        let cfg = TcpConfig {
+            mss_bytes: MSS as u32,
+            initial_cwnd_segments: cwnd_segments,
+            min_rto: Nanos::from_millis(10),
+            ..Default::default()
+        };
+        TcpSender::new(
+            FlowId(0),
+            NodeId(0),
+            NodeId(1),
+            None,
+            &cfg,
+            CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()),
+            false,
+        )
     }
 
     /// An ACK for `ack` carrying SACK blocks given in segments.
@@ -1554,11 +1592,22 @@ mod tests {
         ack_at(&mut s, 2001, 1, &mut out);
         assert!(!out.iter().any(|p| p.has(flags::RETX)), "no fast retransmit on two duplicate ACKs");
         let deadline = s.timer_deadline().expect("the timer runs");
-        assert!(deadline - Nanos::from_micros(1000) >= Nanos::from_millis(200), "RTO {deadline} is at least min RTO after the last new ACK");
-        assert_eq!(deadline.0 % 10_000_000, (1_000_000) % 10_000_000, "RTO of whole 10 ms ticks after the ACK that armed it");
+        assert!(
+            deadline - Nanos::from_micros(1000) >= Nanos::from_millis(200),
+            "RTO {deadline} is at least min RTO after the last new ACK"
+        );
+        assert_eq!(
+            deadline.0 % 10_000_000,
+            (1_000_000) % 10_000_000,
+            "RTO of whole 10 ms ticks after the ACK that armed it"
+        );
         s.on_timer(deadline, &mut out);
         assert!(out.iter().any(|p| p.has(flags::RETX) && p.seq == mss), "segment 1 is sent again after the timeout");
-        assert_eq!((s.timeouts, s.first_timeouts, s.ecn_timeouts), (1, 0, 0), "a data timeout: segment 0 was acknowledged");
+        assert_eq!(
+            (s.timeouts, s.first_timeouts, s.ecn_timeouts),
+            (1, 0, 0),
+            "a data timeout: segment 0 was acknowledged"
+        );
     }
 
     /// NewReno without SACK (the ns2 profile): with two losses in a window, the partial ACK
@@ -1566,7 +1615,13 @@ mod tests {
     /// data flowing (window inflation), so recovery ends without a timeout.
     #[test]
     fn newreno_without_sack_repairs_two_losses_by_partial_ack() {
-        let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: 20, sack: false, tail_loss_probe: false, ..Default::default() };
+        let cfg = TcpConfig {
+            mss_bytes: MSS as u32,
+            initial_cwnd_segments: 20,
+            sack: false,
+            tail_loss_probe: false,
+            ..Default::default()
+        };
         let cc = CcConfig::NewReno(NewRenoConfig {}).build(&Default::default());
         let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, cc, false);
         let mut out = Vec::new();
@@ -1640,8 +1695,15 @@ mod tests {
     fn ecn_echo_halves_once_per_window() {
         // Without the CWR hold (ns-2): the window drops at once.
         let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: 20, cwr: false, ..Default::default() };
-        let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg,
-                                   CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), true);
+        let mut s = TcpSender::new(
+            FlowId(0),
+            NodeId(0),
+            NodeId(1),
+            None,
+            &cfg,
+            CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()),
+            true,
+        );
         let mut out = Vec::new();
         s.start(Nanos::ZERO, &mut out);
         assert_eq!(out.len(), 20);
@@ -1672,7 +1734,12 @@ mod tests {
     #[test]
     fn ecn_reduction_holds_the_window_until_its_round_ends() {
         use crate::cc::dctcp::DctcpConfig;
-        let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: 20, initial_ssthresh_bytes: Some(20 * MSS), ..Default::default() };
+        let cfg = TcpConfig {
+            mss_bytes: MSS as u32,
+            initial_cwnd_segments: 20,
+            initial_ssthresh_bytes: Some(20 * MSS),
+            ..Default::default()
+        };
         assert!(cfg.cwr, "the linux profile holds the window in CWR");
         let dctcp = CcConfig::Dctcp(DctcpConfig { g: 1.0 / 16.0, alpha_init: 1.0 }).build(&Default::default());
         let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, dctcp, true);
@@ -1724,9 +1791,15 @@ mod tests {
     fn atcp_halves_once_per_episode_under_cwr() {
         use crate::cc::atcp::{AtcpConfig, Halving, WeightFunction};
         let run = |halving: Halving| {
-            let cfg = TcpConfig { mss_bytes: MSS as u32, initial_cwnd_segments: 20, initial_ssthresh_bytes: Some(20 * MSS), ..Default::default() };
+            let cfg = TcpConfig {
+                mss_bytes: MSS as u32,
+                initial_cwnd_segments: 20,
+                initial_ssthresh_bytes: Some(20 * MSS),
+                ..Default::default()
+            };
             assert!(cfg.cwr);
-            let atcp = CcConfig::Atcp(AtcpConfig { function: WeightFunction::Fixed { weight: 1.0 }, halving }).build(&Default::default());
+            let atcp = CcConfig::Atcp(AtcpConfig { function: WeightFunction::Fixed { weight: 1.0 }, halving })
+                .build(&Default::default());
             let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, atcp, true);
             let mut out = Vec::new();
             s.start(Nanos::ZERO, &mut out);
@@ -1830,9 +1903,24 @@ mod tests {
     /// The ns2 profile with SACK (ns-2's `Agent/TCP/Sack1`), no handshake, a large receiver
     /// window and an initial window of 20 segments.
     fn ns2_sack1(size: Option<u64>) -> TcpSender {
-        let cfg = TcpConfig { sack: true, handshake: false, initial_cwnd_segments: 20, rwnd_bytes: 100 * MSS, initial_ssthresh_bytes: Some(100 * MSS), ..crate::Profile::Ns2.config() };
+        let cfg = TcpConfig {
+            sack: true,
+            handshake: false,
+            initial_cwnd_segments: 20,
+            rwnd_bytes: 100 * MSS,
+            initial_ssthresh_bytes: Some(100 * MSS),
+            ..crate::Profile::Ns2.config()
+        };
         assert_eq!(cfg.mss_bytes as u64, MSS);
-        TcpSender::new(FlowId(0), NodeId(0), NodeId(1), size, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), false)
+        TcpSender::new(
+            FlowId(0),
+            NodeId(0),
+            NodeId(1),
+            size,
+            &cfg,
+            CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()),
+            false,
+        )
     }
 
     /// Sack1 recovery: pipe_ counted in packets, each hole below the highest SACK sent once,
@@ -1924,7 +2012,8 @@ mod tests {
     #[test]
     fn singledup_sends_one_new_segment_per_early_duplicate_ack() {
         for singledup in [true, false] {
-            let cfg = TcpConfig { handshake: false, initial_cwnd_segments: 4, singledup, ..crate::Profile::Ns2.config() };
+            let cfg =
+                TcpConfig { handshake: false, initial_cwnd_segments: 4, singledup, ..crate::Profile::Ns2.config() };
             let cc = CcConfig::NewReno(NewRenoConfig {}).build(&Default::default());
             let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, cc, false);
             let mut out = Vec::new();
@@ -1951,7 +2040,15 @@ mod tests {
         // ACK may not send (6 > 4 + 1), the second may (6 <= 4 + 2).
         let cfg = TcpConfig { handshake: false, initial_cwnd_segments: 5, ..crate::Profile::Ns2.config() };
         let mut out = Vec::new();
-        let mut s2 = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), false);
+        let mut s2 = TcpSender::new(
+            FlowId(0),
+            NodeId(0),
+            NodeId(1),
+            None,
+            &cfg,
+            CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()),
+            false,
+        );
         s2.start(Nanos::ZERO, &mut out);
         assert_eq!(s2.snd_max, 5 * MSS);
         s2.set_cwnd_segments(4.0);
@@ -1965,7 +2062,15 @@ mod tests {
     /// ns-2.35's `Agent/TCP/Newreno` as the ns2 profile has it, without handshake.
     fn ns2_newreno(initial_cwnd: u32) -> TcpSender {
         let cfg = TcpConfig { handshake: false, initial_cwnd_segments: initial_cwnd, ..crate::Profile::Ns2.config() };
-        TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), false)
+        TcpSender::new(
+            FlowId(0),
+            NodeId(0),
+            NodeId(1),
+            None,
+            &cfg,
+            CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()),
+            false,
+        )
     }
 
     /// `window_model = "ns2"`: opencwnd() (+1 in slow start, increase_num_ / cwnd_ after,
@@ -1998,8 +2103,19 @@ mod tests {
         assert_eq!((s.ns2_cwnd, s.st.ssthresh_bytes), (1.0, 4 * MSS));
         // ATCP's weight enters as increase_num_.
         let cfg = TcpConfig { handshake: false, ..crate::Profile::Ns2.config() };
-        let atcp = crate::cc::atcp::AtcpConfig { function: crate::cc::atcp::WeightFunction::Fixed { weight: 2.0 }, halving: Default::default() };
-        let mut a = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::Atcp(atcp).build(&Default::default()), false);
+        let atcp = crate::cc::atcp::AtcpConfig {
+            function: crate::cc::atcp::WeightFunction::Fixed { weight: 2.0 },
+            halving: Default::default(),
+        };
+        let mut a = TcpSender::new(
+            FlowId(0),
+            NodeId(0),
+            NodeId(1),
+            None,
+            &cfg,
+            CcConfig::Atcp(atcp).build(&Default::default()),
+            false,
+        );
         a.start(Nanos::ZERO, &mut out);
         a.st.ssthresh_bytes = 2 * MSS;
         a.set_cwnd_segments(4.0);
@@ -2103,7 +2219,10 @@ mod tests {
         let mut out = Vec::new();
         s.start(Nanos::ZERO, &mut out);
         assert_eq!(seqs(&out), vec![0, 1, 2]);
-        assert!(!out[0].has(flags::ECT) && out[1].has(flags::ECT) && out[2].has(flags::ECT), "seqno 0 is not ECN-capable");
+        assert!(
+            !out[0].has(flags::ECT) && out[1].has(flags::ECT) && out[2].has(flags::ECT),
+            "seqno 0 is not ECN-capable"
+        );
         let ece = |s: &mut TcpSender, t_us: u64, seg: u64, out: &mut Vec<Packet>| {
             let mut p = Packet { kind: PacketKind::Ack, ack: seg * MSS, ts_echo_ns: 0, ..Default::default() };
             p.flags |= flags::ECE;
@@ -2134,7 +2253,15 @@ mod tests {
         assert_eq!((s.timeouts, s.first_timeouts, s.ecn_timeouts), (1, 0, 1));
         // The retransmission of seqno 0 after a timeout is not ECT either.
         let cfg = TcpConfig { handshake: false, ecn: true, ..crate::Profile::Ns2.config() };
-        let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), true);
+        let mut s = TcpSender::new(
+            FlowId(0),
+            NodeId(0),
+            NodeId(1),
+            None,
+            &cfg,
+            CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()),
+            true,
+        );
         s.start(Nanos::ZERO, &mut out);
         out.clear();
         let d = s.timer_deadline().unwrap();
@@ -2143,7 +2270,15 @@ mod tests {
         assert!(!out[0].has(flags::ECT));
         // With a handshake seqno 0 is the SYN: every data packet is ECT.
         let cfg = TcpConfig { ecn: true, ..crate::Profile::Ns2.config() };
-        let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), true);
+        let mut s = TcpSender::new(
+            FlowId(0),
+            NodeId(0),
+            NodeId(1),
+            None,
+            &cfg,
+            CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()),
+            true,
+        );
         s.start(Nanos::ZERO, &mut out);
         out.clear();
         let p = Packet { kind: PacketKind::SynAck, ..Default::default() };
@@ -2163,7 +2298,17 @@ mod tests {
             min_rto: Nanos::from_millis(10),
             ..Default::default()
         };
-        let new = || TcpSender::new(FlowId(0), NodeId(0), NodeId(1), None, &cfg, CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()), true);
+        let new = || {
+            TcpSender::new(
+                FlowId(0),
+                NodeId(0),
+                NodeId(1),
+                None,
+                &cfg,
+                CcConfig::NewReno(NewRenoConfig {}).build(&Default::default()),
+                true,
+            )
+        };
         let echo = |s: &mut TcpSender, t: Nanos, seg: u64, out: &mut Vec<Packet>| {
             let mut p = Packet { kind: PacketKind::Ack, ack: seg * MSS, ts_echo_ns: 0, ..Default::default() };
             p.flags |= flags::ECE;

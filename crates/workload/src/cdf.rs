@@ -67,13 +67,8 @@ const BUILTINS: [Builtin; 5] = [
     },
 ];
 
-const BUILTIN_NAMES: [&str; 5] = [
-    BUILTINS[0].name,
-    BUILTINS[1].name,
-    BUILTINS[2].name,
-    BUILTINS[3].name,
-    BUILTINS[4].name,
-];
+const BUILTIN_NAMES: [&str; 5] =
+    [BUILTINS[0].name, BUILTINS[1].name, BUILTINS[2].name, BUILTINS[3].name, BUILTINS[4].name];
 
 struct Builtin {
     name: &'static str,
@@ -113,9 +108,7 @@ impl Cdf {
     /// multiplied by `size_unit_bytes`. Errors start with `source:line:` and say what is wrong.
     pub fn parse(text: &str, size_unit_bytes: f64, source: &str) -> Result<Cdf, String> {
         if !(size_unit_bytes.is_finite() && size_unit_bytes > 0.0) {
-            return Err(format!(
-                "{source}: size unit must be a positive number of bytes (got {size_unit_bytes})"
-            ));
+            return Err(format!("{source}: size unit must be a positive number of bytes (got {size_unit_bytes})"));
         }
         // (line number, size in file units, probability as written)
         let mut rows: Vec<(usize, f64, f64)> = Vec::new();
@@ -136,9 +129,7 @@ impl Cdf {
             let number = |s: &str, what: &str| -> Result<f64, String> {
                 match s.parse::<f64>() {
                     Ok(v) if v.is_finite() => Ok(v),
-                    _ => Err(format!(
-                        "{source}:{line_no}: {what} {s:?} is not a finite number"
-                    )),
+                    _ => Err(format!("{source}:{line_no}: {what} {s:?} is not a finite number")),
                 }
             };
             let size = number(cols[0], "size")?;
@@ -149,14 +140,10 @@ impl Cdf {
             rows.push((line_no, size, prob));
         }
         let Some(&(last_line, _, last_prob)) = rows.last() else {
-            return Err(format!(
-                "{source}: no data lines; a CDF needs at least 2 points"
-            ));
+            return Err(format!("{source}: no data lines; a CDF needs at least 2 points"));
         };
         if rows.len() < 2 {
-            return Err(format!(
-                "{source}:{last_line}: only 1 data point; a CDF needs at least 2 points"
-            ));
+            return Err(format!("{source}:{last_line}: only 1 data point; a CDF needs at least 2 points"));
         }
         let scale = if (last_prob - 100.0).abs() <= 100.0 * LAST_PROB_SLACK {
             100.0
@@ -219,10 +206,7 @@ impl Cdf {
     /// The exact mean in bytes of the piecewise-linear distribution (point masses included).
     /// Samples, rounded to whole bytes and at least 1 byte, have a mean within 1 byte of it.
     pub fn mean_bytes(&self) -> f64 {
-        self.points
-            .windows(2)
-            .map(|w| (w[1].1 - w[0].1) * (w[0].0 + w[1].0) / 2.0)
-            .sum()
+        self.points.windows(2).map(|w| (w[1].1 - w[0].1) * (w[0].0 + w[1].0) / 2.0).sum()
     }
 
     /// The points `(size_bytes, cumulative probability)`, starting at probability 0 and ending
@@ -255,18 +239,12 @@ fn check_point(size: f64, prob: f64, prev: Option<(f64, f64)>, scale: f64) -> Re
         return Err(format!("size {size} must be a finite number >= 0"));
     }
     if !prob.is_finite() || prob < 0.0 || prob > scale * (1.0 + LAST_PROB_SLACK) {
-        let range = if scale == 100.0 {
-            "[0, 100] (percent)"
-        } else {
-            "[0, 1]"
-        };
+        let range = if scale == 100.0 { "[0, 100] (percent)" } else { "[0, 1]" };
         return Err(format!("cumulative probability {prob} is outside {range}"));
     }
     if let Some((prev_size, prev_prob)) = prev {
         if size < prev_size {
-            return Err(format!(
-                "size {size} is smaller than the previous size {prev_size}; sizes must not decrease"
-            ));
+            return Err(format!("size {size} is smaller than the previous size {prev_size}; sizes must not decrease"));
         }
         if prob < prev_prob {
             return Err(format!(
@@ -282,17 +260,11 @@ fn check_point(size: f64, prob: f64, prev: Option<(f64, f64)>, scale: f64) -> Re
 /// largest size; then the leading point mass becomes a vertical step from probability 0.
 fn finish(mut points: Vec<(f64, f64)>, source: &str) -> Result<Cdf, String> {
     if points.len() < 2 {
-        return Err(format!(
-            "{} point(s); a CDF needs at least 2 points",
-            points.len()
-        ));
+        return Err(format!("{} point(s); a CDF needs at least 2 points", points.len()));
     }
     let last = points.len() - 1;
     if (points[last].1 - 1.0).abs() > LAST_PROB_SLACK {
-        return Err(format!(
-            "last cumulative probability is {}; it must be 1",
-            points[last].1
-        ));
+        return Err(format!("last cumulative probability is {}; it must be 1", points[last].1));
     }
     if points[last].0 <= 0.0 {
         return Err("the largest size is 0; flows need at least 1 byte".to_string());
@@ -304,10 +276,7 @@ fn finish(mut points: Vec<(f64, f64)>, source: &str) -> Result<Cdf, String> {
     if points[0].1 > 0.0 {
         points.insert(0, (points[0].0, 0.0));
     }
-    Ok(Cdf {
-        points,
-        source: source.to_string(),
-    })
+    Ok(Cdf { points, source: source.to_string() })
 }
 
 /// Rounds a size in bytes to the nearest whole byte, at least 1 (saturating at `u64::MAX`).
@@ -358,10 +327,7 @@ mod tests {
             assert_eq!(cdf.points()[0].1, 0.0);
             assert_eq!(cdf.points().last().unwrap().1, 1.0);
             let m = cdf.mean_bytes();
-            assert!(
-                rel_err(m, mean) < 1e-3,
-                "{name}: mean {m} B, README {mean} B"
-            );
+            assert!(rel_err(m, mean) < 1e-3, "{name}: mean {m} B, README {mean} B");
         }
         assert!(Cdf::builtin("nonexistent").is_none());
     }
@@ -396,10 +362,7 @@ mod tests {
                 100.0 * (m - mean) / mean,
                 100.0 * (m6 - mean) / mean
             );
-            assert!(
-                rel_err(m, mean) < 0.02,
-                "{name}: sampled {m} vs {mean} over {n} samples"
-            );
+            assert!(rel_err(m, mean) < 0.02, "{name}: sampled {m} vs {mean} over {n} samples");
         }
     }
 
@@ -490,40 +453,19 @@ mod tests {
     fn parse_errors_name_the_line_and_the_problem() {
         let err = |text: &str| Cdf::parse(text, 1.0, "my.cdf").unwrap_err();
         let e = err("# header\n0 0\n10 abc\n20 1\n");
-        assert!(
-            e.starts_with("my.cdf:3:") && e.contains("\"abc\" is not a finite number"),
-            "{e}"
-        );
+        assert!(e.starts_with("my.cdf:3:") && e.contains("\"abc\" is not a finite number"), "{e}");
         let e = err("0 0\n20 0.5\n10 1\n");
-        assert!(
-            e.starts_with("my.cdf:3:") && e.contains("sizes must not decrease"),
-            "{e}"
-        );
+        assert!(e.starts_with("my.cdf:3:") && e.contains("sizes must not decrease"), "{e}");
         let e = err("0 0\n10 0.6\n20 0.5\n30 1\n");
-        assert!(
-            e.starts_with("my.cdf:3:") && e.contains("probabilities must not decrease"),
-            "{e}"
-        );
+        assert!(e.starts_with("my.cdf:3:") && e.contains("probabilities must not decrease"), "{e}");
         let e = err("0 0\n10 1.5\n20 1\n");
-        assert!(
-            e.starts_with("my.cdf:2:") && e.contains("outside [0, 1]"),
-            "{e}"
-        );
+        assert!(e.starts_with("my.cdf:2:") && e.contains("outside [0, 1]"), "{e}");
         let e = err("0 0\n10 -5\n20 100\n");
-        assert!(
-            e.starts_with("my.cdf:2:") && e.contains("outside [0, 100]"),
-            "{e}"
-        );
+        assert!(e.starts_with("my.cdf:2:") && e.contains("outside [0, 100]"), "{e}");
         let e = err("0 0\n10 0.5\n20 0.97\n");
-        assert!(
-            e.starts_with("my.cdf:3:") && e.contains("last cumulative probability"),
-            "{e}"
-        );
+        assert!(e.starts_with("my.cdf:3:") && e.contains("last cumulative probability"), "{e}");
         let e = err("# only a comment\n10 1\n");
-        assert!(
-            e.starts_with("my.cdf:2:") && e.contains("at least 2 points"),
-            "{e}"
-        );
+        assert!(e.starts_with("my.cdf:2:") && e.contains("at least 2 points"), "{e}");
         let e = err("# nothing\n");
         assert!(e.contains("no data lines"), "{e}");
         let e = err("0 0\n10 1 2 1\n");
@@ -534,10 +476,7 @@ mod tests {
         let e = err("-5 0\n10 1\n");
         assert!(e.starts_with("my.cdf:1:") && e.contains(">= 0"), "{e}");
         let e = err("0 0\n0 1\n");
-        assert!(
-            e.starts_with("my.cdf:2:") && e.contains("largest size is 0"),
-            "{e}"
-        );
+        assert!(e.starts_with("my.cdf:2:") && e.contains("largest size is 0"), "{e}");
         let e = Cdf::parse("0 0\n1 1\n", 0.0, "u").unwrap_err();
         assert!(e.contains("size unit"), "{e}");
     }
@@ -548,10 +487,7 @@ mod tests {
         assert_eq!(cdf.mean_bytes(), 2.0);
         assert_eq!(cdf.source(), "pts");
         let e = Cdf::from_points(&[(0.0, 0.0), (4.0, 0.6), (3.0, 1.0)], "pts").unwrap_err();
-        assert!(
-            e.starts_with("pts: point 2:") && e.contains("must not decrease"),
-            "{e}"
-        );
+        assert!(e.starts_with("pts: point 2:") && e.contains("must not decrease"), "{e}");
         let e = Cdf::from_points(&[(0.0, 0.0), (4.0, 100.0)], "pts").unwrap_err();
         assert!(e.contains("outside [0, 1]"), "{e}");
     }

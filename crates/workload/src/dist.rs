@@ -39,11 +39,7 @@ pub enum SizeDist {
     ParetoC { alpha: f64, c_per_byte: f64 },
     /// Pareto with shape `shape` truncated to `[min_bytes, max_bytes]`:
     /// `P(S <= x) = (1 - (min/x)^shape) / (1 - (min/max)^shape)`.
-    BoundedPareto {
-        shape: f64,
-        min_bytes: f64,
-        max_bytes: f64,
-    },
+    BoundedPareto { shape: f64, min_bytes: f64, max_bytes: f64 },
     /// An empirical CDF, linearly interpolated (see [`Cdf`]).
     Empirical(Cdf),
 }
@@ -56,10 +52,7 @@ impl SizeDist {
 
     /// Uniform over the integers `min_bytes..=max_bytes`, with `1 <= min_bytes <= max_bytes`.
     pub fn uniform(min_bytes: u64, max_bytes: u64) -> Result<SizeDist, String> {
-        validated(SizeDist::Uniform {
-            min_bytes,
-            max_bytes,
-        })
+        validated(SizeDist::Uniform { min_bytes, max_bytes })
     }
 
     /// Exponential with mean `mean_bytes > 0`.
@@ -86,11 +79,7 @@ impl SizeDist {
 
     /// Pareto with `shape > 0` truncated to `[min_bytes, max_bytes]`, `1 <= min_bytes < max_bytes`.
     pub fn bounded_pareto(shape: f64, min_bytes: f64, max_bytes: f64) -> Result<SizeDist, String> {
-        validated(SizeDist::BoundedPareto {
-            shape,
-            min_bytes,
-            max_bytes,
-        })
+        validated(SizeDist::BoundedPareto { shape, min_bytes, max_bytes })
     }
 
     /// An empirical distribution. Never fails: a [`Cdf`] is checked when it is built.
@@ -107,22 +96,15 @@ impl SizeDist {
                     return Err("fixed: size must be at least 1 B (got 0)".to_string());
                 }
             }
-            SizeDist::Uniform {
-                min_bytes,
-                max_bytes,
-            } => {
+            SizeDist::Uniform { min_bytes, max_bytes } => {
                 if min_bytes < 1 {
                     return Err("uniform: min must be at least 1 B (got 0)".to_string());
                 }
                 if max_bytes < min_bytes {
-                    return Err(format!(
-                        "uniform: max must be >= min (got min = {min_bytes} B, max = {max_bytes} B)"
-                    ));
+                    return Err(format!("uniform: max must be >= min (got min = {min_bytes} B, max = {max_bytes} B)"));
                 }
             }
-            SizeDist::Exponential { mean_bytes } => {
-                positive("exponential", "mean", mean_bytes, " B")?
-            }
+            SizeDist::Exponential { mean_bytes } => positive("exponential", "mean", mean_bytes, " B")?,
             SizeDist::Lognormal { mean_bytes, sigma } => {
                 positive("lognormal", "mean", mean_bytes, " B")?;
                 if !(sigma.is_finite() && sigma >= 0.0) {
@@ -150,16 +132,10 @@ impl SizeDist {
                 }
                 positive("pareto_c", "c", c_per_byte, " per byte")?;
             }
-            SizeDist::BoundedPareto {
-                shape,
-                min_bytes,
-                max_bytes,
-            } => {
+            SizeDist::BoundedPareto { shape, min_bytes, max_bytes } => {
                 positive("bounded_pareto", "shape", shape, "")?;
                 if !(min_bytes.is_finite() && min_bytes >= 1.0) {
-                    return Err(format!(
-                        "bounded_pareto: min must be at least 1 B (got {min_bytes} B)"
-                    ));
+                    return Err(format!("bounded_pareto: min must be at least 1 B (got {min_bytes} B)"));
                 }
                 if !(max_bytes.is_finite() && max_bytes > min_bytes) {
                     return Err(format!(
@@ -181,10 +157,7 @@ impl SizeDist {
                 rng.uniform(); // keeps one draw per sample, like the others
                 *size_bytes
             }
-            SizeDist::Uniform {
-                min_bytes,
-                max_bytes,
-            } => {
+            SizeDist::Uniform { min_bytes, max_bytes } => {
                 let span = max_bytes - min_bytes; // count - 1; may be u64::MAX
                 let k = (rng.uniform() * (span as f64 + 1.0)) as u64;
                 min_bytes + k.min(span)
@@ -212,11 +185,7 @@ impl SizeDist {
                 // ((1 - u)^(-1/alpha) - 1) / c
                 round_size((-(-rng.uniform()).ln_1p() / alpha).exp_m1() / c_per_byte)
             }
-            SizeDist::BoundedPareto {
-                shape,
-                min_bytes,
-                max_bytes,
-            } => {
+            SizeDist::BoundedPareto { shape, min_bytes, max_bytes } => {
                 // min (1 - u (1 - (min/max)^shape))^(-1/shape)
                 let q = -(shape * (min_bytes / max_bytes).ln()).exp_m1();
                 let x = min_bytes * (-(-rng.uniform() * q).ln_1p() / shape).exp();
@@ -231,19 +200,14 @@ impl SizeDist {
     pub fn mean_bytes(&self) -> f64 {
         match self {
             SizeDist::Fixed { size_bytes } => *size_bytes as f64,
-            SizeDist::Uniform {
-                min_bytes,
-                max_bytes,
-            } => (*min_bytes as f64 + *max_bytes as f64) / 2.0,
+            SizeDist::Uniform { min_bytes, max_bytes } => (*min_bytes as f64 + *max_bytes as f64) / 2.0,
             SizeDist::Exponential { mean_bytes }
             | SizeDist::Lognormal { mean_bytes, .. }
             | SizeDist::Pareto { mean_bytes, .. } => *mean_bytes,
             SizeDist::ParetoC { alpha, c_per_byte } => 1.0 / (c_per_byte * (alpha - 1.0)),
-            SizeDist::BoundedPareto {
-                shape,
-                min_bytes,
-                max_bytes,
-            } => bounded_pareto_mean(*shape, *min_bytes, *max_bytes),
+            SizeDist::BoundedPareto { shape, min_bytes, max_bytes } => {
+                bounded_pareto_mean(*shape, *min_bytes, *max_bytes)
+            }
             SizeDist::Empirical(cdf) => cdf.mean_bytes(),
         }
     }
@@ -252,10 +216,7 @@ impl SizeDist {
     pub fn describe(&self) -> String {
         match self {
             SizeDist::Fixed { size_bytes } => format!("fixed(size={size_bytes} B)"),
-            SizeDist::Uniform {
-                min_bytes,
-                max_bytes,
-            } => {
+            SizeDist::Uniform { min_bytes, max_bytes } => {
                 format!("uniform(min={min_bytes} B, max={max_bytes} B)")
             }
             SizeDist::Exponential { mean_bytes } => format!("exponential(mean={mean_bytes} B)"),
@@ -265,15 +226,10 @@ impl SizeDist {
             SizeDist::Pareto { shape, mean_bytes } => {
                 format!("pareto(shape={shape}, mean={mean_bytes} B)")
             }
-            SizeDist::ParetoC { alpha, c_per_byte } => format!(
-                "pareto_c(alpha={alpha}, c={c_per_byte:e} per B, mean={} B)",
-                self.mean_bytes().round()
-            ),
-            SizeDist::BoundedPareto {
-                shape,
-                min_bytes,
-                max_bytes,
-            } => format!(
+            SizeDist::ParetoC { alpha, c_per_byte } => {
+                format!("pareto_c(alpha={alpha}, c={c_per_byte:e} per B, mean={} B)", self.mean_bytes().round())
+            }
+            SizeDist::BoundedPareto { shape, min_bytes, max_bytes } => format!(
                 "bounded_pareto(shape={shape}, min={min_bytes} B, max={max_bytes} B, mean={} B)",
                 self.mean_bytes().round()
             ),
@@ -298,9 +254,7 @@ fn positive(dist: &str, param: &str, v: f64, unit: &str) -> Result<(), String> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
-        Err(format!(
-            "{dist}: {param} must be a finite number > 0 (got {v}{unit})"
-        ))
+        Err(format!("{dist}: {param} must be a finite number > 0 (got {v}{unit})"))
     }
 }
 
@@ -312,11 +266,7 @@ fn bounded_pareto_mean(a: f64, lo: f64, hi: f64) -> f64 {
     let ln_r = (lo / hi).ln();
     let b = a - 1.0;
     // (1 - r^b) / b, and its limit -ln r at b = 0
-    let g = if b.abs() < 1e-12 {
-        -ln_r
-    } else {
-        -(b * ln_r).exp_m1() / b
-    };
+    let g = if b.abs() < 1e-12 { -ln_r } else { -(b * ln_r).exp_m1() / b };
     a * lo * g / -(a * ln_r).exp_m1()
 }
 
@@ -361,11 +311,7 @@ mod tests {
                 d.describe(),
                 100.0 * (m - want) / want
             );
-            assert!(
-                rel_err(m, want) < 0.02,
-                "{}: sampled {m} vs {want}",
-                d.describe()
-            );
+            assert!(rel_err(m, want) < 0.02, "{}: sampled {m} vs {want}", d.describe());
         }
     }
 
@@ -423,17 +369,11 @@ mod tests {
                 integral += f(a + k as f64 * h) * if k % 2 == 1 { 4.0 } else { 2.0 };
             }
             let numeric = lo + integral * h / 3.0;
-            assert!(
-                rel_err(d.mean_bytes(), numeric) < 1e-9,
-                "shape {shape}: {} vs {numeric}",
-                d.mean_bytes()
-            );
+            assert!(rel_err(d.mean_bytes(), numeric) < 1e-9, "shape {shape}: {} vs {numeric}", d.mean_bytes());
         }
         // The shape = 1 formula joins the general one continuously.
         let at_1 = SizeDist::bounded_pareto(1.0, lo, hi).unwrap().mean_bytes();
-        let near_1 = SizeDist::bounded_pareto(1.0 + 1e-7, lo, hi)
-            .unwrap()
-            .mean_bytes();
+        let near_1 = SizeDist::bounded_pareto(1.0 + 1e-7, lo, hi).unwrap().mean_bytes();
         assert!(rel_err(near_1, at_1) < 1e-6, "{at_1} vs {near_1}");
         assert!(rel_err(at_1, lo * hi / (hi - lo) * (hi / lo).ln()) < 1e-12);
     }
@@ -447,16 +387,8 @@ mod tests {
             assert!((5..=8).contains(&x));
             counts[(x - 5) as usize] += 1;
         }
-        assert!(
-            counts
-                .iter()
-                .all(|&c| (c as f64 / 25_000.0 - 1.0).abs() < 0.03),
-            "{counts:?}"
-        );
-        assert_eq!(
-            samples(&SizeDist::uniform(7, 7).unwrap(), 10, 1),
-            vec![7; 10]
-        );
+        assert!(counts.iter().all(|&c| (c as f64 / 25_000.0 - 1.0).abs() < 0.03), "{counts:?}");
+        assert_eq!(samples(&SizeDist::uniform(7, 7).unwrap(), 10, 1), vec![7; 10]);
         let wide = SizeDist::uniform(1, u64::MAX).unwrap();
         assert!(samples(&wide, 1000, 2).iter().all(|&x| x >= 1));
     }
@@ -470,10 +402,7 @@ mod tests {
         let median = xs[xs.len() / 2] as f64;
         let want = (m.ln() - sigma * sigma / 2.0).exp();
         assert!(rel_err(median, want) < 0.01, "{median} vs {want}");
-        assert_eq!(
-            samples(&SizeDist::lognormal(5_000.0, 0.0).unwrap(), 5, 1),
-            vec![5_000; 5]
-        );
+        assert_eq!(samples(&SizeDist::lognormal(5_000.0, 0.0).unwrap(), 5, 1), vec![5_000; 5]);
     }
 
     #[test]
@@ -486,10 +415,7 @@ mod tests {
             (SizeDist::pareto(1.2, 10.0).unwrap(), 1),
             (SizeDist::pareto_c(3.0, 0.1).unwrap(), 1),
             (SizeDist::bounded_pareto(1.0, 1.0, 10.0).unwrap(), 1),
-            (
-                SizeDist::empirical(Cdf::builtin("google_rpc").unwrap()).unwrap(),
-                1,
-            ),
+            (SizeDist::empirical(Cdf::builtin("google_rpc").unwrap()).unwrap(), 1),
         ];
         for (d, draws) in cases {
             let mut a = Rng::stream(1, 2);
@@ -512,11 +438,7 @@ mod tests {
             SizeDist::lognormal(0.5, 2.0).unwrap(),
         ];
         for d in tiny {
-            assert!(
-                samples(&d, 10_000, 9).iter().all(|&x| x >= 1),
-                "{}",
-                d.describe()
-            );
+            assert!(samples(&d, 10_000, 9).iter().all(|&x| x >= 1), "{}", d.describe());
         }
     }
 
@@ -534,62 +456,30 @@ mod tests {
             (SizeDist::pareto(1.2, 0.0), "pareto: mean"),
             (SizeDist::pareto_c(1.0, 1e-7), "pareto_c: alpha must be > 1"),
             (SizeDist::pareto_c(3.0, 0.0), "pareto_c: c must be"),
-            (
-                SizeDist::pareto_c(3.0, f64::INFINITY),
-                "pareto_c: c must be",
-            ),
-            (
-                SizeDist::bounded_pareto(0.0, 1.0, 10.0),
-                "bounded_pareto: shape",
-            ),
-            (
-                SizeDist::bounded_pareto(1.1, 0.5, 10.0),
-                "bounded_pareto: min",
-            ),
-            (
-                SizeDist::bounded_pareto(1.1, 10.0, 10.0),
-                "bounded_pareto: max must be larger",
-            ),
-            (
-                SizeDist::bounded_pareto(1.1, 10.0, f64::NAN),
-                "bounded_pareto: max",
-            ),
+            (SizeDist::pareto_c(3.0, f64::INFINITY), "pareto_c: c must be"),
+            (SizeDist::bounded_pareto(0.0, 1.0, 10.0), "bounded_pareto: shape"),
+            (SizeDist::bounded_pareto(1.1, 0.5, 10.0), "bounded_pareto: min"),
+            (SizeDist::bounded_pareto(1.1, 10.0, 10.0), "bounded_pareto: max must be larger"),
+            (SizeDist::bounded_pareto(1.1, 10.0, f64::NAN), "bounded_pareto: max"),
         ];
         for (res, want) in cases {
             let e = res.unwrap_err();
-            assert!(
-                e.starts_with(want) && e.contains("got"),
-                "{e:?} should start with {want:?}"
-            );
+            assert!(e.starts_with(want) && e.contains("got"), "{e:?} should start with {want:?}");
         }
     }
 
     #[test]
     fn describe_names_the_parameters() {
-        assert_eq!(
-            SizeDist::pareto(1.2, 25_000.0).unwrap().describe(),
-            "pareto(shape=1.2, mean=25000 B)"
-        );
+        assert_eq!(SizeDist::pareto(1.2, 25_000.0).unwrap().describe(), "pareto(shape=1.2, mean=25000 B)");
         assert_eq!(
             SizeDist::pareto_c(3.0, 1e-7).unwrap().describe(),
             "pareto_c(alpha=3, c=1e-7 per B, mean=5000000 B)"
         );
+        assert_eq!(SizeDist::uniform(2_000, 50_000).unwrap().describe(), "uniform(min=2000 B, max=50000 B)");
+        assert_eq!(SizeDist::fixed(1_000_000).unwrap().to_string(), "fixed(size=1000000 B)");
+        assert_eq!(SizeDist::lognormal(100_000.0, 1.0).unwrap().describe(), "lognormal(mean=100000 B, sigma=1)");
         assert_eq!(
-            SizeDist::uniform(2_000, 50_000).unwrap().describe(),
-            "uniform(min=2000 B, max=50000 B)"
-        );
-        assert_eq!(
-            SizeDist::fixed(1_000_000).unwrap().to_string(),
-            "fixed(size=1000000 B)"
-        );
-        assert_eq!(
-            SizeDist::lognormal(100_000.0, 1.0).unwrap().describe(),
-            "lognormal(mean=100000 B, sigma=1)"
-        );
-        assert_eq!(
-            SizeDist::empirical(Cdf::builtin("websearch").unwrap())
-                .unwrap()
-                .describe(),
+            SizeDist::empirical(Cdf::builtin("websearch").unwrap()).unwrap().describe(),
             "cdf(websearch (websearch_dctcp.txt), mean=1711250 B)"
         );
     }

@@ -436,7 +436,10 @@ macro_rules! protocols {
 
 /// The registry entry of protocol `name`, or the error naming the known ones.
 pub fn lookup(name: &str) -> Result<&'static Registration, String> {
-    REGISTRY.iter().find(|r| r.names.contains(&name)).ok_or_else(|| format!("unknown protocol \"{name}\" (known: {})", known_names().join(", ")))
+    REGISTRY
+        .iter()
+        .find(|r| r.names.contains(&name))
+        .ok_or_else(|| format!("unknown protocol \"{name}\" (known: {})", known_names().join(", ")))
 }
 
 /// Every protocol name, canonical names first within each entry.
