@@ -86,7 +86,7 @@ pub fn fields_of<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
             Stop
         }
     }
-    impl<'de, 'a> Deserializer<'de> for &'a mut Capture {
+    impl<'de> Deserializer<'de> for &mut Capture {
         type Error = Stop;
         fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
             Err(Stop)

@@ -199,14 +199,7 @@ impl Port {
     fn ns2_verdict(&mut self, must_wait: bool, meta: &PacketMeta, idle_for: Nanos) -> Verdict {
         let full = self.ns2_full(must_wait, meta.wire_bytes as u64);
         if let QueueState::Ns2Red(r) = &mut self.disc {
-            r.on_arrival(
-                self.waiting_pkts,
-                self.waiting_bytes,
-                meta.wire_bytes as u32,
-                meta.has(flags::ECT),
-                idle_for,
-                full,
-            )
+            r.on_arrival(self.waiting_pkts, self.waiting_bytes, meta.wire_bytes, meta.has(flags::ECT), idle_for, full)
         } else if full {
             Verdict::Drop
         } else {

@@ -1,6 +1,11 @@
 //! `fctlab._core`: the Python bindings of the simulator. Only conversion lives here; the
 //! Python package (`python/fctlab`) is the user interface.
 
+// pyo3's `#[pyfunction]` expansion converts every `PyResult` error into `PyErr`, which
+// clippy reports at each signature; and a Python function's keyword arguments are its
+// parameters, however many.
+#![allow(clippy::useless_conversion, clippy::too_many_arguments)]
+
 mod sched;
 
 use fctlab_engine::Nanos;

@@ -156,7 +156,7 @@ type Received = (Option<u64>, u64, Option<f64>, Option<String>);
 async fn receive(rx: &mut Receiver, expect: Option<usize>, deadline: Duration, verify: bool, out: &mut Vec<Received>) {
     let end = tokio::time::Instant::now() + deadline;
     let mut messages = 0;
-    while expect.is_none_or(|n| messages < n) {
+    while expect.map_or(true, |n| messages < n) {
         let Ok(Some(d)) = tokio::time::timeout_at(end, rx.next()).await else { break };
         match d {
             Delivery::Message { id, data, completed_at } => {

@@ -25,12 +25,12 @@ struct FlowKeys {
     ecn: Option<bool>,
 }
 
+/// The explicit flows and, by index, the name each waits for (`after`).
+pub(crate) type ExplicitFlows = (Vec<FlowSpec>, Vec<(usize, String)>);
+
 /// Builds the `[[flows]]` entries, in file order. Returns them with their `after` names, which
 /// [`resolve_afters`] resolves once the workloads have added their flows and groups.
-pub(crate) fn explicit_flows(
-    entries: Vec<toml::Table>,
-    ctx: &mut FlowCtx<'_>,
-) -> Result<(Vec<FlowSpec>, Vec<(usize, String)>), ScenarioError> {
+pub(crate) fn explicit_flows(entries: Vec<toml::Table>, ctx: &mut FlowCtx<'_>) -> Result<ExplicitFlows, ScenarioError> {
     let mut flows = Vec::with_capacity(entries.len());
     let mut afters: Vec<(usize, String)> = Vec::new();
     let own = fields_of::<FlowKeys>();

@@ -11,6 +11,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::task::JoinHandle;
 
+/// A chunk handed to a connection: (message, offset, bytes handed out, message size, the
+/// message's data).
+type Chunk = (u64, u64, u64, u64, Arc<Vec<u8>>);
+
 /// How a [`Sender`] runs.
 #[derive(Copy, Clone, Debug)]
 pub struct SendConfig {
@@ -80,7 +84,7 @@ impl State {
     }
     /// The next chunk for connection `owner`, at most `room` bytes: (message, offset, bytes
     /// handed out, message size, the message's data).
-    fn next_chunk(&mut self, owner: u64, room: u64) -> Option<(u64, u64, u64, u64, Arc<Vec<u8>>)> {
+    fn next_chunk(&mut self, owner: u64, room: u64) -> Option<Chunk> {
         if self.policy.uses_tcp_twins() {
             // tcp's twin of each pending message: the bytes its own connection has left (the
             // kernel's window is not read, so no rate: FAIR ranks by bytes left).

@@ -164,9 +164,7 @@ fn racs_joining_flow_takes_its_share_within_a_few_rounds() {
 /// instead of at its next data packet.
 #[test]
 fn racs_flow_below_a_packet_per_round_keeps_asking_and_takes_over_at_once() {
-    let text = format!(
-        "seed = 1\nstop_time = \"60ms\"\n[network]\ntopology = \"star\"\nhosts = 3\nlink_rate = \"1Gbps\"\nlink_delay = \"25us\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"racs\"\ninitial_rtt = \"100us\"\n[[flows]]\nsrc = \"h1\"\ndst = \"h0\"\nsize = \"1MB\"\nweight = 1000\n[[flows]]\nsrc = \"h2\"\ndst = \"h0\"\nweight = 1\nstart = \"1ms\"\n"
-    );
+    let text = "seed = 1\nstop_time = \"60ms\"\n[network]\ntopology = \"star\"\nhosts = 3\nlink_rate = \"1Gbps\"\nlink_delay = \"25us\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"racs\"\ninitial_rtt = \"100us\"\n[[flows]]\nsrc = \"h1\"\ndst = \"h0\"\nsize = \"1MB\"\nweight = 1000\n[[flows]]\nsrc = \"h2\"\ndst = \"h0\"\nweight = 1\nstart = \"1ms\"\n".to_string();
     let mut s = sim(&text);
     s.advance(Nanos::from_millis(8));
     let weak_before = s.results(false).flows[1].bytes_delivered;
@@ -254,7 +252,7 @@ fn rcp_flows_starting_together_share_the_link_without_drops_or_stalls() {
     let mut worst = 0u32;
     let mut t = Nanos::ZERO;
     while t < Nanos::from_millis(1000) {
-        t = t + rtt;
+        t += rtt;
         s.advance(t);
         let r = s.results(false);
         if r.flows.iter().all(|f| f.fct_s.is_some()) {

@@ -1596,11 +1596,7 @@ mod tests {
             deadline - Nanos::from_micros(1000) >= Nanos::from_millis(200),
             "RTO {deadline} is at least min RTO after the last new ACK"
         );
-        assert_eq!(
-            deadline.0 % 10_000_000,
-            (1_000_000) % 10_000_000,
-            "RTO of whole 10 ms ticks after the ACK that armed it"
-        );
+        assert_eq!(deadline.0 % 10_000_000, (1_000_000), "RTO of whole 10 ms ticks after the ACK that armed it");
         s.on_timer(deadline, &mut out);
         assert!(out.iter().any(|p| p.has(flags::RETX) && p.seq == mss), "segment 1 is sent again after the timeout");
         assert_eq!(

@@ -172,8 +172,8 @@ def item7(r: Runner, mode, out) -> Item:
             numbers[reading.key][p] = per
             mine = fmt_causes(add_causes([x[4] for x in per["fctlab"]]))
             ns = per.get("ns2")
-            theirs = f"; ns-2.35 {sum(x[4] for x in ns)}" if ns else ""
-            timeouts.append(f"{reading.name}, {LABEL[p]}: {mine}{theirs}")
+            theirs = f", ns-2.35 {sum(x[4] for x in ns)}" if ns else ""
+            timeouts.append(f"{LABEL[p]} ({reading.name}): {mine}{theirs}")
             for k in range(3):
                 a = interval([x[k] for x in per["fctlab"]])
                 ns = per.get("ns2")

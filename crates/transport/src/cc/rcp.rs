@@ -289,7 +289,7 @@ mod tests {
         let mut t = Nanos::ZERO;
         let mut ticks = 0;
         while let Some(dt) = p.on_tick(&PortView { now: t, ..Default::default() }) {
-            t = t + dt;
+            t += dt;
             ticks += 1;
             assert!(ticks < 100);
         }

@@ -176,7 +176,7 @@ impl Protocol for Sdc {
         if !(cfg.gain_ac >= 1.0 && cfg.gain_bc >= 1.0 && cfg.gain_ac.is_finite() && cfg.gain_bc.is_finite()) {
             return Err("`gain_ac` and `gain_bc` must be numbers of at least 1".into());
         }
-        if !(cfg.gain_ac >= cfg.gain_bc) {
+        if cfg.gain_ac < cfg.gain_bc {
             return Err("`gain_ac` must be at least `gain_bc` (class A is above class B)".into());
         }
         let beta_ok = |b: f64| b > 0.0 && b < 1.0;
