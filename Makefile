@@ -1,5 +1,5 @@
 # fctlab: every target sets itself up (scripts/setup.sh) on a fresh machine.
-.PHONY: setup demo test test-rust test-python bench clean
+.PHONY: setup demo test test-rust test-python lint fmt bench clean
 
 VENV := .venv
 FCTLAB := $(VENV)/bin/fctlab
@@ -22,6 +22,18 @@ test-rust:
 test-python:
 	$(VENV)/bin/python -m pytest -q
 	$(VENV)/bin/python -m pytest -q -m benchmark  # smoke run of `fctlab bench --quick` (not timed)
+
+## The lint contract: rustfmt and clippy (no warnings) on the Rust side, ruff's formatter and
+## checks on the Python side. `make fmt` applies both formatters.
+lint: setup
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --quiet -- -D warnings
+	$(VENV)/bin/ruff format --check --quiet .
+	$(VENV)/bin/ruff check --quiet .
+
+fmt: setup
+	cargo fmt --all
+	$(VENV)/bin/ruff format --quiet .
 
 ## Benchmarks: events/s, data packets delivered per wall-second, peak memory.
 bench: setup

@@ -28,6 +28,14 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
     apt_install cargo rustc || die "cargo (Rust) not found; install Rust 1.74 or newer (https://rustup.rs)"
 fi
+# rustfmt and clippy for `make lint`, where rustup manages the toolchain
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+    if command -v rustup >/dev/null 2>&1; then
+        rustup component add rustfmt clippy >/dev/null 2>&1 || say "note: could not add rustfmt/clippy; \`make lint\` needs them"
+    else
+        say "note: rustfmt/clippy not found; \`make lint\` needs them (rustup component add rustfmt clippy)"
+    fi
+fi
 command -v cc >/dev/null 2>&1 || apt_install build-essential || die "a C compiler (cc) is needed to link the Rust core"
 
 # Kernel side (ATCP in BPF, the namespace testbed): compilers and tools from Debian. Only

@@ -44,7 +44,7 @@ import time
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional
 
 if sys.version_info >= (3, 11):
     import tomllib

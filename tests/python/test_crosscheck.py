@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import math
-import shutil
 from pathlib import Path
 
 import pandas as pd

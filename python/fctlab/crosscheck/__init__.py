@@ -11,16 +11,15 @@ the report with its plots.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Sequence
 
 from ..api import ScenarioError, ScenarioLike
 from . import ns2, plan as plan_mod
-from .plan import Unsupported
+from .plan import Unsupported as Unsupported  # the error the functions below raise
 
 #: Targets by name: the module that checks a plan, runs it and names the simulator.
 TARGETS = {"ns2": ns2}

@@ -21,7 +21,6 @@ What the script holds, and why (docs/crosscheck.md has the full list):
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import subprocess
@@ -364,7 +363,7 @@ def script(plan: Plan, seed: int) -> str:
         "$ns at 1.0 \"poll_bytes\"",
         "proc finish {} {",
         "    global ns tcp sink qm size start btotal",
-        f"    set now [$ns now]",
+        "    set now [$ns now]",
         "    puts \"T $now\"",
         "    add_bytes",
         f"    for {{set i 0}} {{$i < {len(plan.ports)}}} {{incr i}} {{",
