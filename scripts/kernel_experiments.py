@@ -45,8 +45,7 @@ def scenario(queue: str, out: Path) -> Path:
     src = PAPER / "kernel_theorem1.toml"
     if queue != "drop-tail":
         return src
-    lines = [l for l in src.read_text().splitlines()
-             if not l.startswith(("queue =", "ecn_threshold =", "ecn ="))]
+    lines = [l for l in src.read_text().splitlines() if not l.startswith(("queue =", "ecn_threshold =", "ecn ="))]
     out.mkdir(parents=True, exist_ok=True)
     dst = out / "kernel_theorem1_droptail.toml"
     dst.write_text("\n".join(lines) + "\n")
@@ -85,19 +84,25 @@ def theorem1(runs: int, out: Path) -> None:
                 run_testbed(path, d, atcp_halving=halving)
                 ratios.append(steady_ratio(pd.read_parquet(d / "cwnd.parquet")))
                 print(f"  {qname}, {halving}, run {i}: {ratios[-1]:.3f}", file=sys.stderr)
-            print(f"| {qname} | {halving} | {fmt(ratios)} | {statistics.mean(ratios):.2f} | "
-                  f"{max(ratios) - min(ratios):.2f} | {sim_ratio:.2f} |")
+            print(
+                f"| {qname} | {halving} | {fmt(ratios)} | {statistics.mean(ratios):.2f} | "
+                f"{max(ratios) - min(ratios):.2f} | {sim_ratio:.2f} |"
+            )
 
 
 def theorem1_three(runs: int, out: Path) -> None:
     path = PAPER / "kernel_theorem1_three.toml"
     print()
-    print("| ATCP halving | kernel shares, % (runs) | kernel mean | simulator, CWR on (`linux`) | "
-          "simulator, CWR off | largest difference, CWR on |")
+    print(
+        "| ATCP halving | kernel shares, % (runs) | kernel mean | simulator, CWR on (`linux`) | "
+        "simulator, CWR off | largest difference, CWR on |"
+    )
     print("|---|---|---|---|---|---|")
     for halving in ("per-episode", "per-window"):
-        sim = {cwr: steady_shares(fctlab.run(path, set=[f"transport.halving={halving}", f"transport.cwr={cwr}"]).cwnd)
-               for cwr in ("true", "false")}
+        sim = {
+            cwr: steady_shares(fctlab.run(path, set=[f"transport.halving={halving}", f"transport.cwr={cwr}"]).cwnd)
+            for cwr in ("true", "false")
+        }
         runs_shares = []
         for i in range(runs):
             d = out / f"thm1three-{halving}-{i}"
@@ -106,8 +111,10 @@ def theorem1_three(runs: int, out: Path) -> None:
             print(f"  three weights, {halving}, run {i}: {pct(runs_shares[-1])}", file=sys.stderr)
         mean = [statistics.mean(r[k] for r in runs_shares) for k in range(len(runs_shares[0]))]
         worst = max(abs(s - k) / k for s, k in zip(sim["true"], mean))
-        print(f"| {halving} | {'; '.join(pct(r) for r in runs_shares)} | {pct(mean)} | {pct(sim['true'])} | "
-              f"{pct(sim['false'])} | {100 * worst:.1f}% |")
+        print(
+            f"| {halving} | {'; '.join(pct(r) for r in runs_shares)} | {pct(mean)} | {pct(sim['true'])} | "
+            f"{pct(sim['false'])} | {100 * worst:.1f}% |"
+        )
 
 
 def theorem2(runs: int, out: Path) -> None:
@@ -133,8 +140,10 @@ def theorem2(runs: int, out: Path) -> None:
     for proto in ("tcp", "atcp"):
         f = fctlab.run(PAPER / "kernel_big_small.toml", set=[f'transport.protocol="{proto}"']).flows.set_index("tag")
         name = "Reno" if proto == "tcp" else "ATCP"
-        print(f"simulator, {name}: large flow {f.loc['large', 'fct_s']:.3f} s, small flow {f.loc['small', 'fct_s']:.3f} s "
-              f"(small flow timeouts: {int(f.loc['small', 'timeouts'])})")
+        print(
+            f"simulator, {name}: large flow {f.loc['large', 'fct_s']:.3f} s, small flow {f.loc['small', 'fct_s']:.3f} s "
+            f"(small flow timeouts: {int(f.loc['small', 'timeouts'])})"
+        )
 
 
 def main() -> int:

@@ -21,6 +21,7 @@ ScenarioError = _core.ScenarioError
 
 ScenarioLike = Union[str, os.PathLike, Mapping[str, Any]]
 
+
 @functools.lru_cache(maxsize=None)
 def _schema(table: str):
     """The Arrow schema of a result table, as the simulator core defines it. Every field is

@@ -85,11 +85,13 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
         k = sc["network"]["k"]
         sc["name"] = requested if requested == "fattree_k8" else f"fattree_k{k}_dctcp"
         rng = random.Random(1)
-        hosts = list(range(k ** 3 // 4))
+        hosts = list(range(k**3 // 4))
         perm = hosts[:]
         while any(a == b for a, b in zip(hosts, perm)):
             rng.shuffle(perm)
-        sc["flows"] = [{"src": f"h{a}", "dst": f"h{b}", "start": f"{rng.randrange(0, 100)}us"} for a, b in zip(hosts, perm)]
+        sc["flows"] = [
+            {"src": f"h{a}", "dst": f"h{b}", "start": f"{rng.randrange(0, 100)}us"} for a, b in zip(hosts, perm)
+        ]
         if quick:
             sc["stop_time"] = "50ms" if k == 8 else "10ms"
         return sc
@@ -126,15 +128,17 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
             "seed": 1,
             "network": dict(LEAFSPINE_64),
             "transport": {"min_rto": "1ms"},
-            "workloads": [{
-                "kind": "poisson",
-                "senders": "h*",
-                "receivers": "h*",
-                "pattern": "all_to_all",
-                "sizes": {"dist": "pareto", "shape": 1.2, "mean": "25KB"},
-                "load": 0.5,
-                "count": 50_000 if quick else 1_000_000,
-            }],
+            "workloads": [
+                {
+                    "kind": "poisson",
+                    "senders": "h*",
+                    "receivers": "h*",
+                    "pattern": "all_to_all",
+                    "sizes": {"dist": "pareto", "shape": 1.2, "mean": "25KB"},
+                    "load": 0.5,
+                    "count": 50_000 if quick else 1_000_000,
+                }
+            ],
         }
     raise ValueError(f"unknown benchmark {name!r} (known: {', '.join(BENCHMARKS)})")
 
@@ -234,7 +238,9 @@ def sweeps(quick: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="fctlab-bench-sweep-") as td:
         d = Path(td)
         (d / "base.toml").write_text(SWEEP_BASE)
-        (d / "sweep.toml").write_text(f'base = "base.toml"\nseeds = {n // 2}\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n')
+        (d / "sweep.toml").write_text(
+            f'base = "base.toml"\nseeds = {n // 2}\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n'
+        )
         quiet = lambda m: None  # noqa: E731
         for w in (1, 2):
             t0 = time.perf_counter()
@@ -242,17 +248,25 @@ def sweeps(quick: bool) -> dict:
             out[f"workers_{w}_s"] = time.perf_counter() - t0
         runs = sorted(p.name for p in (d / "w1" / "flows").glob("run_id=*"))
         out["identical"] = runs == sorted(p.name for p in (d / "w2" / "flows").glob("run_id=*")) and all(
-            pq.read_table(d / "w1" / "flows" / r / "flows.parquet").equals(pq.read_table(d / "w2" / "flows" / r / "flows.parquet"))
-            for r in runs)
+            pq.read_table(d / "w1" / "flows" / r / "flows.parquet").equals(
+                pq.read_table(d / "w2" / "flows" / r / "flows.parquet")
+            )
+            for r in runs
+        )
         out["runs"] = n
         m = 20 if quick else 100
         # many small flows per run, so that the query reads a store of some size
-        (d / "q.toml").write_text(f'base = "base.toml"\nseeds = {m // 2}\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n'
-                                  '"workloads.0.sizes" = ["10KB"]\n')
+        (d / "q.toml").write_text(
+            f'base = "base.toml"\nseeds = {m // 2}\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n'
+            '"workloads.0.sizes" = ["10KB"]\n'
+        )
         sweep(d / "q.toml", d / "q", log=quiet)
         t0 = time.perf_counter()
-        df = query(d / "q", 'SELECT "transport.protocol", seed, count(*) AS flows, quantile_cont(fct_s, 0.99) AS p99 '
-                            'FROM flows GROUP BY ALL ORDER BY ALL')
+        df = query(
+            d / "q",
+            'SELECT "transport.protocol", seed, count(*) AS flows, quantile_cont(fct_s, 0.99) AS p99 '
+            "FROM flows GROUP BY ALL ORDER BY ALL",
+        )
         out["query_s"] = time.perf_counter() - t0
         out["query_runs"], out["query_flows"] = m, int(df["flows"].sum())
     return out
@@ -268,11 +282,15 @@ def configure(p) -> None:
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-startup", action="store_true", help="skip the start-up measurement")
     p.add_argument("--no-sweep", action="store_true", help="skip the sweep measurement")
-    p.add_argument("--against", metavar="FCTLAB_SIM",
-                   help="also run each benchmark with this fctlab-sim binary of another build "
-                        "(benches/baseline.sh REV builds one) and print both, with their ratio")
-    p.add_argument("--repeats", type=int, metavar="N",
-                   help="runs of each benchmark, median reported (default 1; 3 with --against)")
+    p.add_argument(
+        "--against",
+        metavar="FCTLAB_SIM",
+        help="also run each benchmark with this fctlab-sim binary of another build "
+        "(benches/baseline.sh REV builds one) and print both, with their ratio",
+    )
+    p.add_argument(
+        "--repeats", type=int, metavar="N", help="runs of each benchmark, median reported (default 1; 3 with --against)"
+    )
 
 
 def main_bench(argv: Optional[Sequence[str]] = None) -> int:
@@ -303,7 +321,11 @@ def _toml_pairs(d: dict) -> list:
 def to_toml(sc: dict) -> str:
     """A benchmark scenario as TOML (what ``fctlab-sim`` reads): top-level keys, tables, and
     arrays of tables for lists of dicts."""
-    lines = [f"{k} = {_toml_value(v)}" for k, v in sc.items() if not isinstance(v, (dict, list)) or (isinstance(v, list) and not (v and isinstance(v[0], dict)))]
+    lines = [
+        f"{k} = {_toml_value(v)}"
+        for k, v in sc.items()
+        if not isinstance(v, (dict, list)) or (isinstance(v, list) and not (v and isinstance(v[0], dict)))
+    ]
     for k, v in sc.items():
         if isinstance(v, dict):
             lines += ["", f"[{k}]"] + _toml_pairs(v)
@@ -388,8 +410,11 @@ def run(args) -> int:
     if against is not None:
         found = shutil.which(against) if "/" not in against else (against if Path(against).is_file() else None)
         if found is None:
-            print(f"fctlab bench: error: --against {against}: no such fctlab-sim binary "
-                  f"(benches/baseline.sh REV builds one from a revision)", file=sys.stderr)
+            print(
+                f"fctlab bench: error: --against {against}: no such fctlab-sim binary "
+                f"(benches/baseline.sh REV builds one from a revision)",
+                file=sys.stderr,
+            )
             return 2
         against = str(Path(found).resolve())
     repeats = args.repeats if args.repeats is not None else (3 if against else 1)
@@ -397,7 +422,9 @@ def run(args) -> int:
         print(f"fctlab bench: error: --repeats {repeats}: must be at least 1", file=sys.stderr)
         return 2
     if not args.json:
-        print(f"{'benchmark':<18}{'sim s':>8}{'loop wall s':>13}{'events/s':>12}{'data pkts':>12}{'data pkts/wall s':>18}{'flows done':>18}{'peak RSS MB':>13}")
+        print(
+            f"{'benchmark':<18}{'sim s':>8}{'loop wall s':>13}{'events/s':>12}{'data pkts':>12}{'data pkts/wall s':>18}{'flows done':>18}{'peak RSS MB':>13}"
+        )
     results, others = {}, {}
     for n in names:
         mine, theirs, their_error = [], [], None
@@ -416,10 +443,13 @@ def run(args) -> int:
         results[n] = r
         if theirs:
             others[n] = _median_run(theirs)
-            r["against"] = {"binary": against, "data_packets_per_wall_s": others[n]["data_packets_per_wall_s"],
-                            "data_packets_per_wall_s_runs": others[n]["data_packets_per_wall_s_runs"],
-                            "peak_rss_mb": others[n]["peak_rss_mb"],
-                            "ratio": r["data_packets_per_wall_s"] / others[n]["data_packets_per_wall_s"]}
+            r["against"] = {
+                "binary": against,
+                "data_packets_per_wall_s": others[n]["data_packets_per_wall_s"],
+                "data_packets_per_wall_s_runs": others[n]["data_packets_per_wall_s_runs"],
+                "peak_rss_mb": others[n]["peak_rss_mb"],
+                "ratio": r["data_packets_per_wall_s"] / others[n]["data_packets_per_wall_s"],
+            }
         elif their_error is not None:
             r["against"] = {"binary": against, "error": their_error}
         if args.json:
@@ -432,15 +462,20 @@ def run(args) -> int:
         )
         if n in others:
             o = others[n]
-            print(f"{'  other build':<18}{o['sim_time_s']:>8.3f}{o['loop_wall_s']:>13.3f}{o['events_per_s']:>12,.0f}"
-                  f"{o['data_packets_delivered']:>12,}{o['data_packets_per_wall_s']:>18,.0f}"
-                  f"{str(o['flows_completed']) + '/' + str(o['flows_total']):>18}{o['peak_rss_mb']:>13.0f}"
-                  f"   this build {r['against']['ratio']:.2f}x")
+            print(
+                f"{'  other build':<18}{o['sim_time_s']:>8.3f}{o['loop_wall_s']:>13.3f}{o['events_per_s']:>12,.0f}"
+                f"{o['data_packets_delivered']:>12,}{o['data_packets_per_wall_s']:>18,.0f}"
+                f"{str(o['flows_completed']) + '/' + str(o['flows_total']):>18}{o['peak_rss_mb']:>13.0f}"
+                f"   this build {r['against']['ratio']:.2f}x"
+            )
         elif their_error is not None:
             print(f"{'  other build':<18}failed: {their_error}")
     if "fattree_k8_dctcp" in results and "fattree_k16_dctcp" in results:
+
         def share(rs):
-            return rs["fattree_k16_dctcp"]["data_packets_per_wall_s"] / rs["fattree_k8_dctcp"]["data_packets_per_wall_s"]
+            return (
+                rs["fattree_k16_dctcp"]["data_packets_per_wall_s"] / rs["fattree_k8_dctcp"]["data_packets_per_wall_s"]
+            )
 
         scale = {"benchmark": "scale", "k16_over_k8": share(results), "target": SCALE_TARGET}
         if "fattree_k8_dctcp" in others and "fattree_k16_dctcp" in others:
@@ -449,8 +484,10 @@ def run(args) -> int:
             print(json.dumps(scale))
         else:
             print()
-            line = (f"data packets per wall-second, k=16 over k=8 DCTCP permutation: {scale['k16_over_k8']:.2f} "
-                    f"(target at least {SCALE_TARGET}{'' if scale['k16_over_k8'] >= SCALE_TARGET else ', under target'})")
+            line = (
+                f"data packets per wall-second, k=16 over k=8 DCTCP permutation: {scale['k16_over_k8']:.2f} "
+                f"(target at least {SCALE_TARGET}{'' if scale['k16_over_k8'] >= SCALE_TARGET else ', under target'})"
+            )
             if "other_build_k16_over_k8" in scale:
                 line += f"; other build {scale['other_build_k16_over_k8']:.2f}"
             print(line)
@@ -475,13 +512,17 @@ def run(args) -> int:
             print(json.dumps({"benchmark": "sweep", **sw, "parallel_share": share}))
         else:
             print()
-            print(f"sweep of {sw['runs']} runs: 1 worker {sw['workers_1_s']:.1f} s, 2 workers {sw['workers_2_s']:.1f} s "
-                  f"({share:.0%} of sequential, target {SWEEP_TARGETS['parallel_share']:.0%}"
-                  f"{'' if share <= SWEEP_TARGETS['parallel_share'] else ', over target'}); same flows: "
-                  f"{'yes' if sw['identical'] else 'NO'}")
-            print(f"query over {sw['query_runs']} runs ({sw['query_flows']:,} flows), p99 FCT by protocol and seed: "
-                  f"{sw['query_s']:.2f} s (target {SWEEP_TARGETS['query_s']:.0f} s"
-                  f"{'' if sw['query_s'] <= SWEEP_TARGETS['query_s'] else ', over target'})")
+            print(
+                f"sweep of {sw['runs']} runs: 1 worker {sw['workers_1_s']:.1f} s, 2 workers {sw['workers_2_s']:.1f} s "
+                f"({share:.0%} of sequential, target {SWEEP_TARGETS['parallel_share']:.0%}"
+                f"{'' if share <= SWEEP_TARGETS['parallel_share'] else ', over target'}); same flows: "
+                f"{'yes' if sw['identical'] else 'NO'}"
+            )
+            print(
+                f"query over {sw['query_runs']} runs ({sw['query_flows']:,} flows), p99 FCT by protocol and seed: "
+                f"{sw['query_s']:.2f} s (target {SWEEP_TARGETS['query_s']:.0f} s"
+                f"{'' if sw['query_s'] <= SWEEP_TARGETS['query_s'] else ', over target'})"
+            )
         if not sw["identical"]:
             print("fctlab bench: error: the sweep on 2 workers stored other flows than on 1", file=sys.stderr)
             return 1

@@ -24,8 +24,6 @@ from typing import Optional, Sequence
 from ._argparse import OneLineParser
 
 
-
-
 def _fmt_s(x: float) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
@@ -69,9 +67,13 @@ def summary_table(res) -> str:
         lines.append(f"  slowdown   mean {pc.mean(sd).as_py():.2f}  median {q(sd, 0.5):.2f}  p99 {q(sd, 0.99):.2f}")
     ll = t.filter(pc.is_null(t.column("size_bytes")))
     if ll.num_rows and s["sim_time_s"] > 0:
-        gp = [b * 8 / max(s["sim_time_s"] - (t0 or 0.0), 1e-12)
-              for b, t0 in zip(ll.column("bytes_delivered").to_pylist(), ll.column("start_s").to_pylist())]
-        lines.append(f"  long-lived {ll.num_rows} flows, goodput mean {_fmt_rate(sum(gp) / len(gp))}bps, total {_fmt_rate(sum(gp))}bps")
+        gp = [
+            b * 8 / max(s["sim_time_s"] - (t0 or 0.0), 1e-12)
+            for b, t0 in zip(ll.column("bytes_delivered").to_pylist(), ll.column("start_s").to_pylist())
+        ]
+        lines.append(
+            f"  long-lived {ll.num_rows} flows, goodput mean {_fmt_rate(sum(gp) / len(gp))}bps, total {_fmt_rate(sum(gp))}bps"
+        )
     lines.append(
         f"  network    {s['data_packets_delivered']} data packets delivered, {s['drops']} drops, "
         f"{s['ecn_marks']} ECN marks, retransmits {pc.sum(t.column('retransmits')).as_py() or 0}, timeouts {pc.sum(t.column('timeouts')).as_py() or 0}"
@@ -92,8 +94,10 @@ def _progress_printer(stream, stop_s: Optional[float]):
         filled = int(frac * 24)
         left = f", ~{elapsed * (1 - frac) / frac:.0f}s left" if frac >= 0.02 else ""
         of = f" of {duration(stop_s)}" if stop_s else ""
-        stream.write(f"\r  [{'#' * filled}{'.' * (24 - filled)}] {frac * 100:3.0f}%  simulated {duration(sim_s)}{of}, "
-                     f"{done}/{total} flows done, {elapsed:.0f}s{left}   ")
+        stream.write(
+            f"\r  [{'#' * filled}{'.' * (24 - filled)}] {frac * 100:3.0f}%  simulated {duration(sim_s)}{of}, "
+            f"{done}/{total} flows done, {elapsed:.0f}s{left}   "
+        )
         stream.flush()
 
     return cb
@@ -128,11 +132,16 @@ def cmd_run(args) -> int:
         return 2
     if not args.quiet:
         print(summary_table(res))
-        files = "flows.parquet, links.parquet, summary.json" + (", queues.parquet" if res.queues_table is not None else "")
+        files = "flows.parquet, links.parquet, summary.json" + (
+            ", queues.parquet" if res.queues_table is not None else ""
+        )
         files += ", cwnd.parquet" if res.cwnd_table is not None else ""
         print(f"  wrote      {out}/ ({files})")
     if res.summary.get("interrupted"):
-        print("interrupted: results cover the simulated time reached; unfinished flows have completed=false", file=sys.stderr)
+        print(
+            "interrupted: results cover the simulated time reached; unfinished flows have completed=false",
+            file=sys.stderr,
+        )
         return 130
     return 0
 
@@ -172,18 +181,32 @@ def transport_line(t: dict) -> str:
     return (
         f"transport: profile {t['profile']}; {protos}; mss {t['mss_bytes']} B + {t['header_bytes']} B headers, "
         f"initial window {t['initial_cwnd_segments']}, initial ssthresh {ssthresh}, rwnd {count(t['rwnd_bytes'])} B, "
-        f"SACK {onoff(t['sack'])}" + (f" ({t['sack_recovery']} recovery)" if t['sack'] else f" ({t['newreno_recovery']} recovery)") + ", "
+        f"SACK {onoff(t['sack'])}"
+        + (f" ({t['sack_recovery']} recovery)" if t["sack"] else f" ({t['newreno_recovery']} recovery)")
+        + ", "
         f"{t['window_model']} window, {t['rto_model']} RTO, "
         f"limited transmit (singledup) {onoff(t['singledup'])}, whole packets {onoff(t['whole_packets'])}, "
         f"delayed ACK {onoff(t['delayed_ack'])}, dupthresh {t['dupthresh']}, "
         f"RTO min {seconds(t['min_rto_s'])} initial {seconds(t['initial_rto_s'])} max {seconds(t['max_rto_s'])} "
         f"tick {tick}, ECN {onoff(t['ecn'])} ({t['ecn_reaction']} reaction, CWR hold {onoff(t['cwr'])}), tail loss probe {onoff(t['tail_loss_probe'])}, "
         f"handshake {onoff(t['handshake'])}"
-        + (f"; {', '.join(sorted(routed))}: router-assisted (always SYN and FIN, paced at the routers' rate, "
-           "no tail loss probes)" if routed else "")
-        + (f"; flows scheduled per host pair by {t['scheduler']} ("
-           + (f"send buffers of {count(t['send_buffer_bytes'])} B" if t["send_buffer_bytes"] else "data chosen as each segment is sent")
-           + ")" if t.get("scheduler") else "")
+        + (
+            f"; {', '.join(sorted(routed))}: router-assisted (always SYN and FIN, paced at the routers' rate, "
+            "no tail loss probes)"
+            if routed
+            else ""
+        )
+        + (
+            f"; flows scheduled per host pair by {t['scheduler']} ("
+            + (
+                f"send buffers of {count(t['send_buffer_bytes'])} B"
+                if t["send_buffer_bytes"]
+                else "data chosen as each segment is sent"
+            )
+            + ")"
+            if t.get("scheduler")
+            else ""
+        )
     )
 
 
@@ -192,9 +215,13 @@ def configure_run(r) -> None:
     r.add_argument("scenario", help="scenario file (.toml, or .json)")
     r.add_argument("--out", required=True, help="directory for flows.parquet, links.parquet, summary.json")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
-    r.add_argument("--unset", action="append", metavar="KEY", help="remove a scenario key, after the overrides (repeatable)")
+    r.add_argument(
+        "--unset", action="append", metavar="KEY", help="remove a scenario key, after the overrides (repeatable)"
+    )
     r.add_argument("--sample-queues", metavar="INTERVAL", help='sample switch queues every INTERVAL (e.g. "100us")')
-    r.add_argument("--trace-cwnd", metavar="INTERVAL", help='sample every flow\'s congestion window every INTERVAL (e.g. "1ms")')
+    r.add_argument(
+        "--trace-cwnd", metavar="INTERVAL", help='sample every flow\'s congestion window every INTERVAL (e.g. "1ms")'
+    )
     r.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
 
 
@@ -202,7 +229,9 @@ def configure_validate(v) -> None:
     v.description = "Check a scenario without running it and describe it."
     v.add_argument("scenario")
     v.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
-    v.add_argument("--unset", action="append", metavar="KEY", help="remove a scenario key, after the overrides (repeatable)")
+    v.add_argument(
+        "--unset", action="append", metavar="KEY", help="remove a scenario key, after the overrides (repeatable)"
+    )
 
 
 #: Every command: its one-line help, and the module whose ``configure(parser)`` adds its

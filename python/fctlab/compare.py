@@ -23,9 +23,21 @@ from .report.runs import Run, load_run
 
 __all__ = ["compare_runs", "format_comparison", "main_compare"]
 
-_STAT_COLUMNS = ("count", "completed", "excluded_incomplete",
-                 "mean_fct_s", "median_fct_s", "p95_fct_s", "p99_fct_s", "max_fct_s",
-                 "mean_slowdown", "median_slowdown", "p95_slowdown", "p99_slowdown", "max_slowdown")
+_STAT_COLUMNS = (
+    "count",
+    "completed",
+    "excluded_incomplete",
+    "mean_fct_s",
+    "median_fct_s",
+    "p95_fct_s",
+    "p99_fct_s",
+    "max_fct_s",
+    "mean_slowdown",
+    "median_slowdown",
+    "p95_slowdown",
+    "p99_slowdown",
+    "max_slowdown",
+)
 
 
 def _plain(x: Any) -> Any:
@@ -116,8 +128,7 @@ def compare_runs(
     stats_b = _bucket_stats(run_b.flows)
     order = list(stats_a) + [b for b in stats_b if b not in stats_a]
     empty = {c: (0 if c in ("count", "completed", "excluded_incomplete") else None) for c in _STAT_COLUMNS}
-    buckets = [{"bucket": b, "a": stats_a.get(b, dict(empty)), "b": stats_b.get(b, dict(empty))}
-               for b in order]
+    buckets = [{"bucket": b, "a": stats_a.get(b, dict(empty)), "b": stats_b.get(b, dict(empty))} for b in order]
     reason = None
     missing = [c for c in ("src", "dst") if c not in run_a.flows.columns or c not in run_b.flows.columns]
     if missing:
@@ -126,8 +137,10 @@ def compare_runs(
         reason = metrics.flow_set_mismatch(run_a.flows, run_b.flows)
     paired = None
     if reason is None:
-        paired = {k: _plain(v) for k, v in
-                  metrics.paired_comparison(run_a.flows, run_b.flows, tolerance=tolerance, rel=True).items()}
+        paired = {
+            k: _plain(v)
+            for k, v in metrics.paired_comparison(run_a.flows, run_b.flows, tolerance=tolerance, rel=True).items()
+        }
     return {
         "tolerance": float(tolerance),
         "runs": {"a": _run_info(run_a), "b": _run_info(run_b)},
@@ -152,9 +165,17 @@ def _throughput_shares(run_a: Run, run_b: Run) -> list[dict[str, Any]] | None:
     if len(ids) < 2 or ia.loc[ids].sum() <= 0 or ib.loc[ids].sum() <= 0:
         return None
     sa, sb = ia.loc[ids] / ia.loc[ids].sum(), ib.loc[ids] / ib.loc[ids].sum()
-    return [{"flow_id": int(i), "bytes_a": float(ia[i]), "bytes_b": float(ib[i]), "share_a": float(sa[i]),
-             "share_b": float(sb[i]), "relative_difference": float((sb[i] - sa[i]) / sa[i]) if sa[i] > 0 else None}
-            for i in ids]
+    return [
+        {
+            "flow_id": int(i),
+            "bytes_a": float(ia[i]),
+            "bytes_b": float(ib[i]),
+            "share_a": float(sa[i]),
+            "share_b": float(sb[i]),
+            "relative_difference": float((sb[i] - sa[i]) / sa[i]) if sa[i] > 0 else None,
+        }
+        for i in ids
+    ]
 
 
 def _change(a: Any, b: Any) -> str:
@@ -182,8 +203,10 @@ def format_comparison(result: dict[str, Any]) -> str:
     lines = []
     for key, r in (("A", ra), ("B", rb)):
         scen = f", scenario {r['scenario_name']}" if r.get("scenario_name") else ""
-        lines.append(f"Run {key}: {r['label']} ({r['dir']}{scen}): {numfmt.count(r['flows'])} flows, "
-                     f"{numfmt.count(r['completed'])} completed")
+        lines.append(
+            f"Run {key}: {r['label']} ({r['dir']}{scen}): {numfmt.count(r['flows'])} flows, "
+            f"{numfmt.count(r['completed'])} completed"
+        )
     lines.append("")
     lines.append("FCT statistics per size bucket (completed flows only; change = (B - A) / A)")
     w_bucket, w_metric, w_val = 12, 16, 12
@@ -203,8 +226,10 @@ def format_comparison(result: dict[str, Any]) -> str:
     for entry in result["buckets"]:
         a, b = entry["a"], entry["b"]
         name = str(entry["bucket"])
-        rows = [("flows", numfmt.count(a["count"]), numfmt.count(b["count"]), ""),
-                ("completed", numfmt.count(a["completed"]), numfmt.count(b["completed"]), "")]
+        rows = [
+            ("flows", numfmt.count(a["count"]), numfmt.count(b["count"]), ""),
+            ("completed", numfmt.count(a["completed"]), numfmt.count(b["completed"]), ""),
+        ]
         if a["completed"] or b["completed"]:
             rows += [(label, f(a[col]), f(b[col]), _change(a[col], b[col])) for label, col, f in metrics_rows]
         for i, (label, va, vb, ch) in enumerate(rows):
@@ -216,8 +241,10 @@ def format_comparison(result: dict[str, Any]) -> str:
         lines.append("Throughput shares of the flows still open at the end (share of their delivered bytes)")
         lines.append(f"  {'flow':>6}{'A':>10}{'B':>10}{'B vs A':>10}")
         for sh in shares:
-            lines.append(f"  {sh['flow_id']:>6}{numfmt.percent(sh['share_a']):>10}{numfmt.percent(sh['share_b']):>10}"
-                         f"{_change(sh['share_a'], sh['share_b']):>10}")
+            lines.append(
+                f"  {sh['flow_id']:>6}{numfmt.percent(sh['share_a']):>10}{numfmt.percent(sh['share_b']):>10}"
+                f"{_change(sh['share_a'], sh['share_b']):>10}"
+            )
         lines.append("")
     paired = result.get("paired")
     if paired is None:
@@ -225,34 +252,48 @@ def format_comparison(result: dict[str, Any]) -> str:
         return "\n".join(lines) + "\n"
     tol = paired["tolerance"]
     tol_text = f"within {tol * 100:g}% of A's FCT" if paired["rel"] else f"within {numfmt.seconds(tol)}"
-    lines.append(f"Paired comparison of B against A ({numfmt.count(paired['completed_both'])} flows "
-                 f"completed in both; equal when {tol_text})")
+    lines.append(
+        f"Paired comparison of B against A ({numfmt.count(paired['completed_both'])} flows "
+        f"completed in both; equal when {tol_text})"
+    )
     if paired["completed_both"] == 0:
         lines.append("  no flow completed in both runs")
     else:
         lines.append(f"  {'':<8}{'share':>8}{'flows':>9}   mean change of FCT")
-        gain = (f"{numfmt.signed_percent(-paired['mean_gain'])} ({numfmt.signed_seconds(-paired['mean_gain_s'])})"
-                if paired["mean_gain"] is not None else numfmt.NA)
-        loss = (f"{numfmt.signed_percent(paired['mean_loss'])} ({numfmt.signed_seconds(paired['mean_loss_s'])})"
-                if paired["mean_loss"] is not None else numfmt.NA)
-        for label, key, change in (("faster", "faster", gain), ("slower", "slower", loss),
-                                   ("equal", "equal", "")):
-            lines.append(f"  {label:<8}{numfmt.percent(paired['share_' + key]):>8}"
-                         f"{numfmt.count(paired[key]):>9}   {change}".rstrip())
-    lines.append(f"  completed only in A: {numfmt.count(paired['completed_only_a'])}, "
-                 f"only in B: {numfmt.count(paired['completed_only_b'])}, "
-                 f"in neither: {numfmt.count(paired['completed_neither'])}")
+        gain = (
+            f"{numfmt.signed_percent(-paired['mean_gain'])} ({numfmt.signed_seconds(-paired['mean_gain_s'])})"
+            if paired["mean_gain"] is not None
+            else numfmt.NA
+        )
+        loss = (
+            f"{numfmt.signed_percent(paired['mean_loss'])} ({numfmt.signed_seconds(paired['mean_loss_s'])})"
+            if paired["mean_loss"] is not None
+            else numfmt.NA
+        )
+        for label, key, change in (("faster", "faster", gain), ("slower", "slower", loss), ("equal", "equal", "")):
+            lines.append(
+                f"  {label:<8}{numfmt.percent(paired['share_' + key]):>8}"
+                f"{numfmt.count(paired[key]):>9}   {change}".rstrip()
+            )
+    lines.append(
+        f"  completed only in A: {numfmt.count(paired['completed_only_a'])}, "
+        f"only in B: {numfmt.count(paired['completed_only_b'])}, "
+        f"in neither: {numfmt.count(paired['completed_neither'])}"
+    )
     return "\n".join(lines) + "\n"
 
 
 def configure(parser) -> None:
     """The arguments of ``fctlab compare DIR_A DIR_B [--tolerance 0.05] [--json]``."""
-    parser.description = ("Compare run B against reference run A: FCT statistics per size bucket "
-                          "and, when both runs hold the same flows, a flow-by-flow comparison.")
+    parser.description = (
+        "Compare run B against reference run A: FCT statistics per size bucket "
+        "and, when both runs hold the same flows, a flow-by-flow comparison."
+    )
     parser.add_argument("dir_a", metavar="DIR_A", help="reference run directory")
     parser.add_argument("dir_b", metavar="DIR_B", help="run directory compared against DIR_A")
-    parser.add_argument("--tolerance", type=float, default=0.05,
-                        help="relative FCT difference still counted as equal (default: 0.05)")
+    parser.add_argument(
+        "--tolerance", type=float, default=0.05, help="relative FCT difference still counted as equal (default: 0.05)"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 

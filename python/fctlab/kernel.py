@@ -69,9 +69,14 @@ class KernelError(Exception):
 
 
 _SIZE_UNITS = {
-    "": 1, "b": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30,
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
 }
 
 
@@ -205,7 +210,10 @@ def missing_tools() -> list[str]:
     for tool in ("clang", "bpftool"):
         if shutil.which(tool) is None:
             out.append(f"{tool} (apt package {APT_PACKAGES[tool]})")
-    if not Path("/usr/include/bpf/bpf_helpers.h").is_file() and not Path("/usr/local/include/bpf/bpf_helpers.h").is_file():
+    if (
+        not Path("/usr/include/bpf/bpf_helpers.h").is_file()
+        and not Path("/usr/local/include/bpf/bpf_helpers.h").is_file()
+    ):
         out.append("bpf/bpf_helpers.h (apt package libbpf-dev)")
     return out
 
@@ -216,9 +224,13 @@ def check_environment(*, need_root: bool = True) -> None:
         raise KernelError("loading a congestion control needs root (CAP_BPF and CAP_NET_ADMIN); run as root")
     miss = missing_tools()
     if miss:
-        raise KernelError("missing " + ", ".join(miss) + "; install with: apt-get install -y clang llvm libbpf-dev bpftool")
+        raise KernelError(
+            "missing " + ", ".join(miss) + "; install with: apt-get install -y clang llvm libbpf-dev bpftool"
+        )
     if not VMLINUX_BTF.is_file():
-        raise KernelError(f"{VMLINUX_BTF} not found: the kernel was built without BTF (CONFIG_DEBUG_INFO_BTF=y is needed)")
+        raise KernelError(
+            f"{VMLINUX_BTF} not found: the kernel was built without BTF (CONFIG_DEBUG_INFO_BTF=y is needed)"
+        )
 
 
 #: bpf(2) syscall numbers by machine, for the permission probe.
@@ -309,8 +321,19 @@ def build(*, force: bool = False, source: str = "atcp.bpf.c") -> Path:
         tmp = obj.with_suffix(f".{os.getpid()}.tmp")
         _run(
             [
-                "clang", "-target", "bpf", "-O2", "-g", "-Wall", "-Werror",
-                f"-D__TARGET_ARCH_{_target_arch()}", f"-I{out}", "-c", str(src), "-o", str(tmp),
+                "clang",
+                "-target",
+                "bpf",
+                "-O2",
+                "-g",
+                "-Wall",
+                "-Werror",
+                f"-D__TARGET_ARCH_{_target_arch()}",
+                f"-I{out}",
+                "-c",
+                str(src),
+                "-o",
+                str(tmp),
             ],
             timeout=180,
         )
@@ -360,7 +383,7 @@ def patch_symbol(obj: Path, symbol: str, blob: bytes, dst: Path) -> None:
         at = sec["sh_offset"] + sym["st_value"]
     except ELFError as e:
         raise KernelError(f"{obj}: not a valid ELF object ({e})") from None
-    data[at:at + size] = blob
+    data[at : at + size] = blob
     dst.write_bytes(bytes(data))
 
 
@@ -526,8 +549,6 @@ def socket_congestion(sock: socket.socket) -> str:
 # Command line
 
 
-
-
 def configure(p) -> None:
     """The arguments of ``fctlab kernel build|load|unload|status``."""
     p.description = "ATCP as a Linux BPF congestion control."
@@ -540,12 +561,21 @@ def configure(p) -> None:
     ld.add_argument("--threshold-low", default="1MB", help="linear: T1 (default 1MB)")
     ld.add_argument("--threshold-high", default="10MB", help="linear: T2 (default 10MB)")
     ld.add_argument("--w-fixed", default="1,2,3", help="weights of atcp_w1,atcp_w2,atcp_w3 (default 1,2,3)")
-    ld.add_argument("--halving", choices=sorted(HALVING), default="per-episode",
-                    help="per-episode (default): one halving per congestion episode; per-window: as Linux's reno")
+    ld.add_argument(
+        "--halving",
+        choices=sorted(HALVING),
+        default="per-episode",
+        help="per-episode (default): one halving per congestion episode; per-window: as Linux's reno",
+    )
     ld.add_argument("--no-replace", action="store_true", help="fail instead of replacing loaded instances")
     ul = sub.add_parser("unload", help="unregister all fctlab instances")
-    ul.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                    help="also wait up to SECONDS for sockets still using them to close")
+    ul.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="also wait up to SECONDS for sockets still using them to close",
+    )
     st = sub.add_parser("status", help="show what is registered and its parameters")
     st.add_argument("--json", action="store_true")
     bd = sub.add_parser("build", help="compile kernel/atcp.bpf.c and kernel/ecn_mark.bpf.c only")
@@ -573,8 +603,10 @@ def _describe(params: AtcpParams) -> str:
     if params.function == "step":
         fn = f"step W_H={params.w_high:g} W_L={params.w_low:g} T={params.threshold} B"
     else:
-        fn = (f"linear W_H={params.w_high:g} W_L={params.w_low:g} "
-              f"T1={params.threshold_low} B T2={params.threshold_high} B")
+        fn = (
+            f"linear W_H={params.w_high:g} W_L={params.w_low:g} "
+            f"T1={params.threshold_low} B T2={params.threshold_high} B"
+        )
     fixed = ", ".join(f"atcp_w{i + 1}: w={w:g}" for i, w in enumerate(params.w_fixed))
     return f"atcp: {fn}; {fixed}; halving {params.halving}"
 
@@ -603,8 +635,10 @@ def run(a) -> int:
             print(f"unregistered {', '.join(names)}" if names else "nothing registered")
             left = struct_ops_maps()
             if left:
-                print(f"  {len(left)} map(s) kept until their sockets close: "
-                      + ", ".join(f"{m['name']} (id {m['id']})" for m in left))
+                print(
+                    f"  {len(left)} map(s) kept until their sockets close: "
+                    + ", ".join(f"{m['name']} (id {m['id']})" for m in left)
+                )
         elif a.cmd == "status":
             s = status()
             if a.json:
@@ -616,8 +650,10 @@ def run(a) -> int:
                 if s["maps"] is None:
                     print("  (run as root to list BPF maps and parameters)")
                 elif s["lingering"]:
-                    print("  unregistered, kept until their sockets close: "
-                          + ", ".join(f"{m['name']} (id {m['id']})" for m in s["lingering"]))
+                    print(
+                        "  unregistered, kept until their sockets close: "
+                        + ", ".join(f"{m['name']} (id {m['id']})" for m in s["lingering"])
+                    )
     except KernelError as e:
         print(f"fctlab kernel {a.cmd}: error: {e}", file=sys.stderr)
         return 2

@@ -86,9 +86,7 @@ def _require(df: Any, columns: Iterable[str], *, func: str, arg: str) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
         have = ", ".join(repr(str(c)) for c in df.columns) or "no columns"
-        raise ValueError(
-            f"{func}: {arg} is missing column(s) {', '.join(repr(c) for c in missing)} (it has {have})"
-        )
+        raise ValueError(f"{func}: {arg} is missing column(s) {', '.join(repr(c) for c in missing)} (it has {have})")
 
 
 def _floats(s: pd.Series, *, func: str) -> np.ndarray:
@@ -372,8 +370,7 @@ def fct_stats(
     """
     func = "fct_stats"
     keys = _normalize_by(by)
-    _require(flows, ["fct_s", "slowdown", "completed", *_key_columns(keys)],
-             func=func, arg="flows")
+    _require(flows, ["fct_s", "slowdown", "completed", *_key_columns(keys)], func=func, arg="flows")
     _check_buckets(buckets)
     fct = _floats(flows["fct_s"], func=func)
     slowdown = _floats(flows["slowdown"], func=func)
@@ -382,8 +379,7 @@ def fct_stats(
     def compute(idx: np.ndarray) -> dict[str, Any]:
         ok = done[idx]
         n_ok = int(ok.sum())
-        row: dict[str, Any] = {"count": int(idx.size), "completed": n_ok,
-                               "excluded_incomplete": int(idx.size) - n_ok}
+        row: dict[str, Any] = {"count": int(idx.size), "completed": n_ok, "excluded_incomplete": int(idx.size) - n_ok}
         row.update(_describe(fct[idx][ok], "fct_s"))
         row.update(_describe(slowdown[idx][ok], "slowdown"))
         return row
@@ -429,8 +425,7 @@ def deadline_meet_ratio(
     """
     func = "deadline_meet_ratio"
     keys = _normalize_by(by)
-    _require(flows, ["deadline_s", "fct_s", "completed", *_key_columns(keys)],
-             func=func, arg="flows")
+    _require(flows, ["deadline_s", "fct_s", "completed", *_key_columns(keys)], func=func, arg="flows")
     deadline = _floats(flows["deadline_s"], func=func)
     fct = _floats(flows["fct_s"], func=func)
     done = _bools(flows["completed"], func=func) & ~np.isnan(fct)
@@ -487,11 +482,17 @@ def job_completion_times(flows: pd.DataFrame) -> pd.DataFrame:
     group = flows["group"]
     in_job = (group.notna() & (group.astype(str) != "")).to_numpy(dtype=bool)
     if not in_job.any():
-        return pd.DataFrame({
-            "group": pd.Series([], dtype=object), "flows": pd.Series([], dtype="int64"),
-            "completed_flows": pd.Series([], dtype="int64"), "start_s": pd.Series([], dtype="float64"),
-            "finish_s": pd.Series([], dtype="float64"), "jct_s": pd.Series([], dtype="float64"),
-            "completed": pd.Series([], dtype=bool)})
+        return pd.DataFrame(
+            {
+                "group": pd.Series([], dtype=object),
+                "flows": pd.Series([], dtype="int64"),
+                "completed_flows": pd.Series([], dtype="int64"),
+                "start_s": pd.Series([], dtype="float64"),
+                "finish_s": pd.Series([], dtype="float64"),
+                "jct_s": pd.Series([], dtype="float64"),
+                "completed": pd.Series([], dtype=bool),
+            }
+        )
     start = _floats(flows["start_s"], func=func)[in_job]
     finish = _floats(flows["finish_s"], func=func)[in_job]
     done = _bools(flows["completed"], func=func)[in_job] & ~np.isnan(finish)
@@ -503,15 +504,17 @@ def job_completion_times(flows: pd.DataFrame) -> pd.DataFrame:
         all_done = bool(done[sel].all())
         job_start = float(np.nanmin(start[sel])) if not np.isnan(start[sel]).all() else np.nan
         job_finish = float(finish[sel].max()) if all_done else np.nan
-        rows.append({
-            "group": name,
-            "flows": int(sel.sum()),
-            "completed_flows": int(done[sel].sum()),
-            "start_s": job_start,
-            "finish_s": job_finish,
-            "jct_s": job_finish - job_start if all_done else np.nan,
-            "completed": all_done,
-        })
+        rows.append(
+            {
+                "group": name,
+                "flows": int(sel.sum()),
+                "completed_flows": int(done[sel].sum()),
+                "start_s": job_start,
+                "finish_s": job_finish,
+                "jct_s": job_finish - job_start if all_done else np.nan,
+                "completed": all_done,
+            }
+        )
     out = pd.DataFrame(rows, columns=columns)
     return out.sort_values(["start_s", "group"], kind="stable").reset_index(drop=True)
 
@@ -614,8 +617,10 @@ def flow_set_mismatch(flows_a: pd.DataFrame, flows_b: pd.DataFrame) -> str | Non
         if not same.all():
             bad = a.index[~same]
             fid = bad[0]
-            return (f"{len(bad)} flow(s) differ in {col} between the runs "
-                    f"(e.g. flow {fid}: {a.at[fid, col]!r} in A, {b.at[fid, col]!r} in B)")
+            return (
+                f"{len(bad)} flow(s) differ in {col} between the runs "
+                f"(e.g. flow {fid}: {a.at[fid, col]!r} in A, {b.at[fid, col]!r} in B)"
+            )
     return None
 
 
@@ -787,13 +792,15 @@ def loss_rate(links: pd.DataFrame) -> LossRate:
     offered = tx + drops
     with np.errstate(divide="ignore", invalid="ignore"):
         per = np.where(offered > 0, drops / np.where(offered > 0, offered, 1.0), np.nan)
-    per_link = pd.DataFrame({
-        "link_id": links["link_id"].to_numpy(),
-        "link": _link_labels(links).to_numpy(),
-        "tx_packets": links["tx_packets"].to_numpy(),
-        "drops": links["drops"].to_numpy(),
-        "loss_rate": per,
-    })
+    per_link = pd.DataFrame(
+        {
+            "link_id": links["link_id"].to_numpy(),
+            "link": _link_labels(links).to_numpy(),
+            "tx_packets": links["tx_packets"].to_numpy(),
+            "drops": links["drops"].to_numpy(),
+            "loss_rate": per,
+        }
+    )
     total = float(np.nansum(offered))
     overall = float(np.nansum(drops)) / total if total > 0 else np.nan
     return LossRate(overall, per_link)
@@ -836,8 +843,7 @@ def link_utilization(links: pd.DataFrame, *, top: int | None = None) -> pd.DataF
         if col in links.columns:
             out[col] = links[col].to_numpy()
     out["utilization"] = _floats(links["utilization"], func=func)
-    out = out.sort_values(["utilization", "link_id"], ascending=[False, True], kind="stable",
-                          na_position="last")
+    out = out.sort_values(["utilization", "link_id"], ascending=[False, True], kind="stable", na_position="last")
     if top is not None:
         out = out.head(top)
     return out.reset_index(drop=True)

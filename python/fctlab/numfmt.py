@@ -5,7 +5,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["is_number", "seconds", "duration", "number", "count", "percent", "signed_percent", "signed_seconds", "one_line", "NA"]
+__all__ = [
+    "is_number",
+    "seconds",
+    "duration",
+    "number",
+    "count",
+    "percent",
+    "signed_percent",
+    "signed_seconds",
+    "one_line",
+    "NA",
+]
 
 NA = "n/a"
 """Placeholder for a value that does not exist (e.g. a statistic over no flows)."""

@@ -49,14 +49,18 @@ def workload(scenario, *, set: Sequence[str] = ()) -> dict:
         raise SchedError(f"{name}: no flows")
     pairs = sorted({(f["src"], f["dst"]) for f in flows})
     if len(pairs) != 1:
-        raise SchedError(f"{name}: the flows go between {len(pairs)} host pairs ({', '.join(f'{a}->{b}' for a, b in pairs[:4])}"
-                         f"{', ...' if len(pairs) > 4 else ''}); `fctlab sched send` carries one pair's flows")
+        raise SchedError(
+            f"{name}: the flows go between {len(pairs)} host pairs ({', '.join(f'{a}->{b}' for a, b in pairs[:4])}"
+            f"{', ...' if len(pairs) > 4 else ''}); `fctlab sched send` carries one pair's flows"
+        )
     longs = [f["flow_id"] for f in flows if f["size_bytes"] is None]
     if longs:
         raise SchedError(f"{name}: flows {longs[:5]} are long-lived; a scheduled workload needs sizes")
     afters = [f["flow_id"] for f in flows if f["after"]]
     if afters:
-        raise SchedError(f"{name}: flows {afters[:5]} wait for a group; `fctlab sched send` starts flows at fixed times")
+        raise SchedError(
+            f"{name}: flows {afters[:5]} wait for a group; `fctlab sched send` starts flows at fixed times"
+        )
     return {
         "sizes": [int(f["size_bytes"]) for f in flows],
         "starts_s": [float(f["start_s"]) for f in flows],
@@ -74,7 +78,9 @@ def classes(tags: Sequence[str], priority_tags: Sequence[str]) -> list:
     return [order.get(t, len(priority_tags)) for t in tags]
 
 
-def _flows_table(reports: list, sizes: Sequence[int], tags: Sequence[str], src: str, dst: str, policy: str) -> pd.DataFrame:
+def _flows_table(
+    reports: list, sizes: Sequence[int], tags: Sequence[str], src: str, dst: str, policy: str
+) -> pd.DataFrame:
     """Sender reports as rows of the flows table (times from the first start)."""
     from .api import FLOW_SCHEMA
 
@@ -86,27 +92,56 @@ def _flows_table(reports: list, sizes: Sequence[int], tags: Sequence[str], src: 
         start = r["start_unix_s"] - t0
         # Every column of the flows table; what the library does not measure stays null.
         row = dict.fromkeys(FLOW_SCHEMA.names)
-        row.update({
-            "flow_id": k, "src": src, "dst": dst, "size_bytes": sizes[k], "bytes_delivered": sizes[k] if ok else None,
-            "start_s": start, "finish_s": start + r["transfer_s"] if ok else None, "fct_s": r["transfer_s"] if ok else None,
-            "completed": ok, "protocol": "tcp", "tag": tags[k], "group": "", "scheduler": policy,
-        })
+        row.update(
+            {
+                "flow_id": k,
+                "src": src,
+                "dst": dst,
+                "size_bytes": sizes[k],
+                "bytes_delivered": sizes[k] if ok else None,
+                "start_s": start,
+                "finish_s": start + r["transfer_s"] if ok else None,
+                "fct_s": r["transfer_s"] if ok else None,
+                "completed": ok,
+                "protocol": "tcp",
+                "tag": tags[k],
+                "group": "",
+                "scheduler": policy,
+            }
+        )
         row["error"] = r["error"]
         rows.append(row)
     return pd.DataFrame(rows, columns=[*FLOW_SCHEMA.names, "error"])
 
 
-def loopback(sizes: Sequence[int], starts_s: Sequence[float], *, policy: str = "srpt", tags: Optional[Sequence[str]] = None,
-             priority_tags: Sequence[str] = (), priority_then: str = "las", chunk_bytes: int = 16384,
-             send_buffer_bytes: Optional[int] = None, timeout_s: float = 60.0) -> pd.DataFrame:
+def loopback(
+    sizes: Sequence[int],
+    starts_s: Sequence[float],
+    *,
+    policy: str = "srpt",
+    tags: Optional[Sequence[str]] = None,
+    priority_tags: Sequence[str] = (),
+    priority_then: str = "las",
+    chunk_bytes: int = 16384,
+    send_buffer_bytes: Optional[int] = None,
+    timeout_s: float = 60.0,
+) -> pd.DataFrame:
     """Runs a workload over loopback in this process (a receiver and a sender) and returns
     one row per message in the flows-table format, plus an ``error`` column (None when the
     message arrived byte-identical)."""
     from . import _core
 
     tags = list(tags) if tags is not None else [""] * len(sizes)
-    sent, got = _core.sched_loopback([int(s) for s in sizes], [float(t) for t in starts_s], classes(tags, priority_tags), policy,
-                                     priority_then, int(chunk_bytes), send_buffer_bytes, float(timeout_s))
+    sent, got = _core.sched_loopback(
+        [int(s) for s in sizes],
+        [float(t) for t in starts_s],
+        classes(tags, priority_tags),
+        policy,
+        priority_then,
+        int(chunk_bytes),
+        send_buffer_bytes,
+        float(timeout_s),
+    )
     df = _flows_table(sent, sizes, tags, "127.0.0.1", "127.0.0.1", policy)
     bad = {d["message"]: d["error"] for d in got if d["error"]}
     if bad:
@@ -115,8 +150,16 @@ def loopback(sizes: Sequence[int], starts_s: Sequence[float], *, policy: str = "
     return df
 
 
-def send(to: str, scenario, *, set: Sequence[str] = (), policy: Optional[str] = None, chunk_bytes: int = 16384,
-         send_buffer_bytes: Optional[int] = None, timeout_s: float = 30.0) -> pd.DataFrame:
+def send(
+    to: str,
+    scenario,
+    *,
+    set: Sequence[str] = (),
+    policy: Optional[str] = None,
+    chunk_bytes: int = 16384,
+    send_buffer_bytes: Optional[int] = None,
+    timeout_s: float = 30.0,
+) -> pd.DataFrame:
     """Sends the flows of `scenario` to the receiver at `to` ("HOST:PORT") under `policy`
     (default: the scenario's ``[transport] scheduler``, else tcp)."""
     from . import _core
@@ -126,8 +169,18 @@ def send(to: str, scenario, *, set: Sequence[str] = (), policy: Optional[str] = 
     if policy not in POLICIES:
         raise SchedError(f"--policy: unknown policy {policy!r} (known: {', '.join(POLICIES)})")
     try:
-        reports = _core.sched_send(to, w["sizes"], w["starts_s"], [0] * len(w["sizes"]), policy, "las", int(chunk_bytes),
-                                   send_buffer_bytes, float(timeout_s), 0)
+        reports = _core.sched_send(
+            to,
+            w["sizes"],
+            w["starts_s"],
+            [0] * len(w["sizes"]),
+            policy,
+            "las",
+            int(chunk_bytes),
+            send_buffer_bytes,
+            float(timeout_s),
+            0,
+        )
     except ValueError as e:
         raise SchedError(str(e)) from None
     return _flows_table(reports, w["sizes"], w["tags"], w["src"], w["dst"], policy)
@@ -160,11 +213,24 @@ def configure(p) -> None:
     s = sub.add_parser("send", help="send a scenario's flows as messages")
     s.add_argument("scenario", help="scenario file whose flows (one host pair) make the workload")
     s.add_argument("--to", required=True, metavar="HOST:PORT", help="the receiver's address")
-    s.add_argument("--policy", default=None, choices=POLICIES, help="scheduling policy (default: the scenario's [transport] scheduler, else tcp)")
+    s.add_argument(
+        "--policy",
+        default=None,
+        choices=POLICIES,
+        help="scheduling policy (default: the scenario's [transport] scheduler, else tcp)",
+    )
     s.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     s.add_argument("--chunk", type=int, default=16384, metavar="BYTES", help="payload bytes per chunk (default 16384)")
-    s.add_argument("--send-buffer", type=int, default=None, metavar="BYTES", help="each socket's send buffer (default: the kernel's)")
-    s.add_argument("--timeout", type=float, default=30.0, metavar="S", help="longest wait for a connection, a write or the notices")
+    s.add_argument(
+        "--send-buffer",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="each socket's send buffer (default: the kernel's)",
+    )
+    s.add_argument(
+        "--timeout", type=float, default=30.0, metavar="S", help="longest wait for a connection, a write or the notices"
+    )
     s.add_argument("--out", required=True, metavar="DIR", help="write flows.parquet and summary.json here")
 
 
@@ -184,8 +250,15 @@ def run(args) -> int:
                 out.mkdir(parents=True, exist_ok=True)
                 df.to_parquet(out / "received.parquet", index=False)
             return 1 if errors else 0
-        df = send(args.to, args.scenario, set=list(args.set or []), policy=args.policy, chunk_bytes=args.chunk,
-                  send_buffer_bytes=args.send_buffer, timeout_s=args.timeout)
+        df = send(
+            args.to,
+            args.scenario,
+            set=list(args.set or []),
+            policy=args.policy,
+            chunk_bytes=args.chunk,
+            send_buffer_bytes=args.send_buffer,
+            timeout_s=args.timeout,
+        )
     except (SchedError, OSError) as e:
         print(f"fctlab sched {args.sched_command}: error: {e}", file=sys.stderr)
         return 2
@@ -194,12 +267,21 @@ def run(args) -> int:
     errors = df[df["error"].notna()]
     df.drop(columns=["error"]).to_parquet(out / "flows.parquet", index=False)
     done = df[df["completed"]]
-    summary = {"scenario": str(args.scenario), "to": args.to, "policy": str(df["scheduler"].iloc[0]) if len(df) else None,
-               "flows_total": len(df), "flows_completed": len(done), "mean_fct_s": float(done["fct_s"].mean()) if len(done) else None,
-               "errors": {str(k): e for k, e in zip(errors["flow_id"], errors["error"])}}
+    summary = {
+        "scenario": str(args.scenario),
+        "to": args.to,
+        "policy": str(df["scheduler"].iloc[0]) if len(df) else None,
+        "flows_total": len(df),
+        "flows_completed": len(done),
+        "mean_fct_s": float(done["fct_s"].mean()) if len(done) else None,
+        "errors": {str(k): e for k, e in zip(errors["flow_id"], errors["error"])},
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"sent {len(df)} messages under {summary['policy']}: {len(done)} completed"
-          + (f", mean transfer time {summary['mean_fct_s']:.3f} s" if len(done) else "") + f"; wrote {out}/flows.parquet")
+    print(
+        f"sent {len(df)} messages under {summary['policy']}: {len(done)} completed"
+        + (f", mean transfer time {summary['mean_fct_s']:.3f} s" if len(done) else "")
+        + f"; wrote {out}/flows.parquet"
+    )
     for k, e in list(summary["errors"].items())[:10]:
         print(f"  message {k}: {e}")
     return 1 if len(errors) else 0

@@ -99,7 +99,9 @@ def _values(path: Path, table: str, key: str, v: Any) -> list:
     if not v:
         raise _err(path, where, "empty list: give at least one value")
     for x in v:
-        if isinstance(x, (dict, list)) and not (isinstance(x, list) and all(not isinstance(y, (dict, list)) for y in x)):
+        if isinstance(x, (dict, list)) and not (
+            isinstance(x, list) and all(not isinstance(y, (dict, list)) for y in x)
+        ):
             raise _err(path, where, f"{x!r}: a value must be a string, number, boolean or a list of those")
     return v
 
@@ -219,7 +221,11 @@ def _done(out: Path) -> set:
     root = out / "flows"
     if not root.is_dir():
         return set()
-    return {d.name[len("run_id="):] for d in root.iterdir() if d.name.startswith("run_id=") and (d / "summary.json").is_file()}
+    return {
+        d.name[len("run_id=") :]
+        for d in root.iterdir()
+        if d.name.startswith("run_id=") and (d / "summary.json").is_file()
+    }
 
 
 class _Progress:
@@ -234,16 +240,24 @@ class _Progress:
         finished = self.done + self.failed
         left = self.total - finished
         eta = el / finished * left if finished else float("nan")
-        line = (f"[{finished}/{self.total}] done {self.done}, failed {self.failed}, remaining {left}, "
-                f"{el:.0f} s elapsed" + (f", about {eta:.0f} s left" if left and finished else "") + f": {what}")
+        line = (
+            f"[{finished}/{self.total}] done {self.done}, failed {self.failed}, remaining {left}, "
+            f"{el:.0f} s elapsed" + (f", about {eta:.0f} s left" if left and finished else "") + f": {what}"
+        )
         if self.tty:
             print("\r" + line[:150].ljust(150), end="" if left else "\n", file=sys.stderr, flush=True)
         else:
             self.log(line)
 
 
-def sweep(sweep_file: "str | os.PathLike", out: "str | os.PathLike", workers: Optional[int] = None,
-          cluster: Optional[str] = None, retries: int = 1, log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)):
+def sweep(
+    sweep_file: "str | os.PathLike",
+    out: "str | os.PathLike",
+    workers: Optional[int] = None,
+    cluster: Optional[str] = None,
+    retries: int = 1,
+    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+):
     """Runs the sweep of `sweep_file` into `out` (resuming: runs already there are skipped) and
     returns ``runs.parquet`` as a DataFrame."""
     sw = load_sweep(sweep_file)
@@ -251,8 +265,10 @@ def sweep(sweep_file: "str | os.PathLike", out: "str | os.PathLike", workers: Op
     outp.mkdir(parents=True, exist_ok=True)
     done = _done(outp)
     todo = [r for r in sw.runs if r.run_id not in done]
-    log(f"fctlab sweep: {len(sw.runs)} runs ({len(sw.runs) - len(todo)} already done), {len(todo)} to run"
-        + (f" on {cluster}" if cluster else f" on {workers or os.cpu_count()} local workers"))
+    log(
+        f"fctlab sweep: {len(sw.runs)} runs ({len(sw.runs) - len(todo)} already done), {len(todo)} to run"
+        + (f" on {cluster}" if cluster else f" on {workers or os.cpu_count()} local workers")
+    )
     failures: dict = {}
     if todo:
         failures = _execute(sw, todo, outp, workers, cluster, retries, _Progress(len(todo), log))
@@ -262,7 +278,10 @@ def sweep(sweep_file: "str | os.PathLike", out: "str | os.PathLike", workers: Op
     (outp / "failed.json").write_text(json.dumps(failures, indent=1, sort_keys=True))
     runs = _write_runs_table(sw, outp, failures)
     if failures:
-        log(f"fctlab sweep: {len(failures)} runs failed: " + "; ".join(f"{k}: {v}" for k, v in sorted(failures.items())[:5]))
+        log(
+            f"fctlab sweep: {len(failures)} runs failed: "
+            + "; ".join(f"{k}: {v}" for k, v in sorted(failures.items())[:5])
+        )
     log(f"fctlab sweep: wrote {outp / 'runs.parquet'} and {outp / 'flows'}")
     return runs
 
@@ -281,11 +300,22 @@ def _executor(workers: Optional[int], cluster: Optional[str]):
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
-    return cf.ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1, mp_context=ctx, max_tasks_per_child=1), None
+    return cf.ProcessPoolExecutor(
+        max_workers=workers or os.cpu_count() or 1, mp_context=ctx, max_tasks_per_child=1
+    ), None
 
 
-def _execute(sw: Sweep, todo: list, out: Path, workers, cluster, retries: int, prog: _Progress,
-             task: Callable = _run_one, executor=None) -> dict:
+def _execute(
+    sw: Sweep,
+    todo: list,
+    out: Path,
+    workers,
+    cluster,
+    retries: int,
+    prog: _Progress,
+    task: Callable = _run_one,
+    executor=None,
+) -> dict:
     """Runs `todo` (each through `task`, retried up to `retries` times); returns the failed runs
     and their errors. `executor` replaces the local pool or cluster (for tests)."""
     attempts = {r.run_id: 0 for r in todo}
@@ -294,7 +324,10 @@ def _execute(sw: Sweep, todo: list, out: Path, workers, cluster, retries: int, p
     ex, client = (executor, None) if executor is not None else _executor(workers, cluster)
     try:
         while pending:
-            futs = {ex.submit(task, str(sw.base), r.overrides(), r.run_id, list(r.values), r.seed, str(out)): r for r in pending}
+            futs = {
+                ex.submit(task, str(sw.base), r.overrides(), r.run_id, list(r.values), r.seed, str(out)): r
+                for r in pending
+            }
             pending = []
             broken = False
             for f in cf.as_completed(futs):
@@ -380,13 +413,17 @@ def query(directory: "str | os.PathLike", sql: str):
 
 
 def configure(p) -> None:
-    p.description = ("Run every combination of a base scenario's varied keys and seeds, on all cores or a Dask "
-                     "cluster, into a resumable results store; see docs/sweeps.md.")
+    p.description = (
+        "Run every combination of a base scenario's varied keys and seeds, on all cores or a Dask "
+        "cluster, into a resumable results store; see docs/sweeps.md."
+    )
     p.add_argument("sweep_file", help="the sweep file (TOML: base, [axes], [zip], seeds)")
     p.add_argument("--out", required=True, help="the sweep directory (created; a sweep there is resumed)")
     p.add_argument("--workers", type=int, default=None, help="local worker processes (default: all cores)")
     p.add_argument("--cluster", default=None, metavar="ADDRESS", help="a Dask scheduler, tcp://HOST:PORT")
-    p.add_argument("--retries", type=int, default=1, help="attempts after a failure before a run is recorded as failed (default 1)")
+    p.add_argument(
+        "--retries", type=int, default=1, help="attempts after a failure before a run is recorded as failed (default 1)"
+    )
 
 
 def run(args) -> int:
@@ -394,7 +431,9 @@ def run(args) -> int:
         print("fctlab sweep: error: --workers: expected 1 or more", file=sys.stderr)
         return 2
     try:
-        runs = sweep(args.sweep_file, args.out, workers=args.workers, cluster=args.cluster, retries=max(0, args.retries))
+        runs = sweep(
+            args.sweep_file, args.out, workers=args.workers, cluster=args.cluster, retries=max(0, args.retries)
+        )
     except SweepError as e:
         print(f"fctlab sweep: error: {e}", file=sys.stderr)
         return 2

@@ -13,12 +13,34 @@ ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "scenarios" / "examples" / "demo.toml"
 
 FLOW_COLUMNS = [
-    "flow_id", "src", "dst", "size_bytes", "bytes_delivered", "start_s", "finish_s", "fct_s", "ideal_fct_s",
-    "slowdown", "completed", "protocol", "retransmits", "timeouts",
+    "flow_id",
+    "src",
+    "dst",
+    "size_bytes",
+    "bytes_delivered",
+    "start_s",
+    "finish_s",
+    "fct_s",
+    "ideal_fct_s",
+    "slowdown",
+    "completed",
+    "protocol",
+    "retransmits",
+    "timeouts",
 ]
 SUMMARY_KEYS = [
-    "sim_time_s", "wall_time_s", "events", "events_per_s", "data_packets_delivered", "flows_total", "flows_completed",
-    "drops", "ecn_marks", "seed", "version", "scenario_sha256",
+    "sim_time_s",
+    "wall_time_s",
+    "events",
+    "events_per_s",
+    "data_packets_delivered",
+    "flows_total",
+    "flows_completed",
+    "drops",
+    "ecn_marks",
+    "seed",
+    "version",
+    "scenario_sha256",
 ]
 
 
@@ -97,8 +119,16 @@ def test_different_seeds_can_differ_only_through_randomness():
     # the same seed, the same flows.
     sc = small()
     sc["flows"] = []
-    sc["workloads"] = [{"kind": "poisson", "senders": "all", "receivers": "all", "sizes": "websearch",
-                        "arrival_rate": "2000/s", "count": 20}]
+    sc["workloads"] = [
+        {
+            "kind": "poisson",
+            "senders": "all",
+            "receivers": "all",
+            "sizes": "websearch",
+            "arrival_rate": "2000/s",
+            "count": 20,
+        }
+    ]
     r1, r2, r1b = (fctlab.run(sc, seed=s).flows for s in (1, 2, 1))
     pd.testing.assert_frame_equal(r1, r1b)
     assert list(r1["size_bytes"]) != list(r2["size_bytes"])
@@ -160,8 +190,13 @@ def test_workloads_from_python_dict():
         "network": {"topology": "star", "hosts": 9, "link_rate": "1Gbps", "link_delay": "5us"},
         "transport": {"min_rto": "1ms"},
         "workloads": [
-            {"kind": "incast", "client": "h0", "servers": "all" if False else [f"h{i}" for i in range(1, 9)],
-             "response_size": "25KB", "rounds": 5}
+            {
+                "kind": "incast",
+                "client": "h0",
+                "servers": "all" if False else [f"h{i}" for i in range(1, 9)],
+                "response_size": "25KB",
+                "rounds": 5,
+            }
         ],
     }
     res = fctlab.run(sc)
@@ -177,8 +212,17 @@ def test_workloads_from_python_dict():
 def test_partition_aggregate_jct_spans_requests_and_responses():
     sc = {
         "network": {"topology": "star", "hosts": 5, "link_rate": "1Gbps", "link_delay": "5us"},
-        "workloads": [{"kind": "partition_aggregate", "aggregator": "h0", "workers": ["h1", "h2", "h3", "h4"],
-                       "request_size": "2KB", "response_size": "30KB", "jobs": 3, "job_interval": "5ms"}],
+        "workloads": [
+            {
+                "kind": "partition_aggregate",
+                "aggregator": "h0",
+                "workers": ["h1", "h2", "h3", "h4"],
+                "request_size": "2KB",
+                "response_size": "30KB",
+                "jobs": 3,
+                "job_interval": "5ms",
+            }
+        ],
     }
     from fctlab.metrics import job_completion_times
 

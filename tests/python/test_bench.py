@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.benchmark
 def test_bench_quick_runs_and_reports_every_benchmark():
-    p = subprocess.run([sys.executable, "-m", "fctlab.cli", "bench", "--quick", "--json"], capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [sys.executable, "-m", "fctlab.cli", "bench", "--quick", "--json"], capture_output=True, text=True, timeout=600
+    )
     assert p.returncode == 0, p.stderr
     rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     by_name = {r["benchmark"]: r for r in rows}
@@ -25,7 +27,8 @@ def test_bench_quick_runs_and_reports_every_benchmark():
     scale = by_name.pop("scale")
     assert scale["target"] == SCALE_TARGET
     assert scale["k16_over_k8"] == pytest.approx(
-        by_name["fattree_k16_dctcp"]["data_packets_per_wall_s"] / by_name["fattree_k8_dctcp"]["data_packets_per_wall_s"])
+        by_name["fattree_k16_dctcp"]["data_packets_per_wall_s"] / by_name["fattree_k8_dctcp"]["data_packets_per_wall_s"]
+    )
     sw = by_name.pop("sweep")
     assert sw["identical"] is True and sw["runs"] == 12
     assert sw["workers_1_s"] > 0 and sw["workers_2_s"] > 0 and sw["parallel_share"] > 0
@@ -69,8 +72,24 @@ def test_against_another_build_runs_both_and_the_same_build_gives_the_same_packe
     sim = _fctlab_sim()
     if sim is None:
         pytest.skip("no fctlab-sim binary under target/ (cargo build --release -p fctlab-sim builds it)")
-    p = subprocess.run([sys.executable, "-m", "fctlab.cli", "bench", "fattree_k8_dctcp", "--quick", "--json", "--against", str(sim),
-                        "--repeats", "2"], capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fctlab.cli",
+            "bench",
+            "fattree_k8_dctcp",
+            "--quick",
+            "--json",
+            "--against",
+            str(sim),
+            "--repeats",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout.splitlines()[0])
     assert r["repeats"] == 2 and len(r["data_packets_per_wall_s_runs"]) == 2
@@ -80,16 +99,26 @@ def test_against_another_build_runs_both_and_the_same_build_gives_the_same_packe
     assert other["peak_rss_mb"] > 0
     # The binary runs the scenario fctlab.bench wrote as TOML: a build of this source simulates
     # exactly what the in-process run did (measured speed aside).
-    run = subprocess.run([str(sim), "/dev/stdin"], input=to_toml(scenario("fattree_k8_dctcp", True)), capture_output=True, text=True)
+    run = subprocess.run(
+        [str(sim), "/dev/stdin"], input=to_toml(scenario("fattree_k8_dctcp", True)), capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stderr
     assert f"data_packets_delivered={r['data_packets_delivered']} " in run.stdout
 
 
 def test_against_a_missing_binary_is_a_clear_error():
-    p = subprocess.run([sys.executable, "-m", "fctlab.cli", "bench", "fattree_k8", "--quick", "--against", "/nonexistent/fctlab-sim"],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "fctlab.cli", "bench", "fattree_k8", "--quick", "--against", "/nonexistent/fctlab-sim"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 2
     assert "--against /nonexistent/fctlab-sim: no such fctlab-sim binary" in p.stderr and "Traceback" not in p.stderr
-    p = subprocess.run([sys.executable, "-m", "fctlab.cli", "bench", "fattree_k8", "--quick", "--repeats", "0"],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "fctlab.cli", "bench", "fattree_k8", "--quick", "--repeats", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 2 and "--repeats 0: must be at least 1" in p.stderr

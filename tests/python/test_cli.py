@@ -121,8 +121,14 @@ def test_ctrl_c_writes_partial_results(tmp_path):
     )
     # SIGINT at its default in the child, as on a terminal, even when this test runs from a
     # background job (which starts with SIGINT ignored, and Python then installs no handler)
-    proc = subprocess.Popen(FCTLAB + ["run", str(f), "--out", str(tmp_path / "o")], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+    proc = subprocess.Popen(
+        FCTLAB + ["run", str(f), "--out", str(tmp_path / "o")],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
     time.sleep(3.0)  # well into the simulation loop (start-up takes well under a second)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
@@ -152,8 +158,16 @@ def test_light_commands_do_not_import_heavy_libraries():
         p = subprocess.run([sys.executable, "-c", probe.format(argv=argv)], capture_output=True, text=True, timeout=120)
         return p.stdout.strip().splitlines()[-1]
 
-    p = subprocess.run([sys.executable, "-c", "import sys, fctlab; print(sorted(m for m in ('pyarrow', 'pandas', 'matplotlib') if m in sys.modules))"],
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, fctlab; print(sorted(m for m in ('pyarrow', 'pandas', 'matplotlib') if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.stdout.strip() == "[]"
     assert heavy(["fctlab", "validate", demo]) == "[]"
     import tempfile
@@ -163,11 +177,23 @@ def test_light_commands_do_not_import_heavy_libraries():
 
 
 def test_validate_prints_the_resolved_transport_settings():
-    out = subprocess_run(["validate", str(DEMO), "--set", 'transport.profile="ns2"', "--set", "transport.initial_cwnd=4"])
+    out = subprocess_run(
+        ["validate", str(DEMO), "--set", 'transport.profile="ns2"', "--set", "transport.initial_cwnd=4"]
+    )
     line = [l for l in out.splitlines() if l.strip().startswith("transport:")][0]
     # the ns2 profile's values, with the explicitly given key overriding it
-    for part in ("profile ns2", "tcp (9 flows)", "mss 1000 B", "initial window 4", "initial ssthresh 20,000 B",
-                 "rwnd 20,000 B", "SACK off", "initial 3 s", "tick 10 ms", "handshake on"):
+    for part in (
+        "profile ns2",
+        "tcp (9 flows)",
+        "mss 1000 B",
+        "initial window 4",
+        "initial ssthresh 20,000 B",
+        "rwnd 20,000 B",
+        "SACK off",
+        "initial 3 s",
+        "tick 10 ms",
+        "handshake on",
+    ):
         assert part in line, (part, line)
     line = [l for l in subprocess_run(["validate", str(DEMO)]).splitlines() if "transport:" in l][0]
     assert "profile linux" in line and "SACK on" in line and "initial ssthresh unlimited" in line, line
@@ -198,14 +224,25 @@ def test_unset_makes_an_invalid_override_valid_and_is_recorded(tmp_path):
 
     p = cli("run", str(sc), "--out", str(tmp_path / "a"), "--set", "network.queue=droptail")
     assert p.returncode == 2 and "network.ecn_threshold: only used with queue" in p.stderr
-    p = cli("run", str(sc), "--out", str(tmp_path / "b"), "--set", "network.queue=droptail", "--unset", "network.ecn_threshold")
+    p = cli(
+        "run",
+        str(sc),
+        "--out",
+        str(tmp_path / "b"),
+        "--set",
+        "network.queue=droptail",
+        "--unset",
+        "network.ecn_threshold",
+    )
     assert p.returncode == 0, p.stderr
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert summary["unset"] == ["network.ecn_threshold"] and summary["overrides"] == ["network.queue=droptail"]
     p = cli("validate", str(sc), "--unset", "network.ecn_treshold")
     assert p.returncode == 2
-    assert p.stderr.strip() == (f"fctlab validate: error: {sc}: --unset network.ecn_treshold: no key `ecn_treshold` in `network` "
-                                "to remove (its keys: ecn_threshold, queue, receivers, senders, topology)"), p.stderr
+    assert p.stderr.strip() == (
+        f"fctlab validate: error: {sc}: --unset network.ecn_treshold: no key `ecn_treshold` in `network` "
+        "to remove (its keys: ecn_threshold, queue, receivers, senders, topology)"
+    ), p.stderr
 
 
 def test_validate_writes_times_in_their_unit(tmp_path):
@@ -223,7 +260,9 @@ def test_progress_line_shows_a_bar_and_an_estimate():
     cb = _progress_printer(out, 0.21)
     cb(0.105, 3, 8)
     line = out.getvalue()
-    assert "[############............]  50%" in line and "simulated 105ms of 210ms" in line and "3/8 flows done" in line, line
+    assert (
+        "[############............]  50%" in line and "simulated 105ms of 210ms" in line and "3/8 flows done" in line
+    ), line
     assert "left" in line  # an estimate of the wall time left once a few percent are done
     out = io.StringIO()
     _progress_printer(out, None)(0.5, 2, 8)  # no stop time: the share of flows completed

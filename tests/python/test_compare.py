@@ -9,8 +9,6 @@ import pandas as pd
 import pytest
 
 
-
-
 from fctlab import compare
 
 
@@ -19,22 +17,32 @@ def _make_run(root: Path, name: str, fct: list, sizes: list | None = None) -> Pa
     sizes = sizes or [1_000, 2_000, 200_000, 20_000_000, 3_000][:n]
     d = root / name
     d.mkdir()
-    pd.DataFrame({
-        "flow_id": pd.array(range(1, n + 1), dtype="int64"),
-        "src": ["h0"] * n,
-        "dst": [f"h{i}" for i in range(1, n + 1)],
-        "size_bytes": pd.array(sizes, dtype="Int64"),
-        "start_s": [0.0] * n,
-        "finish_s": fct,
-        "fct_s": fct,
-        "ideal_fct_s": [0.5] * n,
-        "slowdown": [None if f is None else f / 0.5 for f in fct],
-        "completed": [f is not None for f in fct],
-        "protocol": ["tcp"] * n,
-    }).to_parquet(d / "flows.parquet", index=False)
-    (d / "summary.json").write_text(json.dumps({
-        "sim_time_s": 10.0, "wall_time_s": 1.0, "events_per_s": 1e6, "drops": 0, "scenario_name": "pair",
-    }))
+    pd.DataFrame(
+        {
+            "flow_id": pd.array(range(1, n + 1), dtype="int64"),
+            "src": ["h0"] * n,
+            "dst": [f"h{i}" for i in range(1, n + 1)],
+            "size_bytes": pd.array(sizes, dtype="Int64"),
+            "start_s": [0.0] * n,
+            "finish_s": fct,
+            "fct_s": fct,
+            "ideal_fct_s": [0.5] * n,
+            "slowdown": [None if f is None else f / 0.5 for f in fct],
+            "completed": [f is not None for f in fct],
+            "protocol": ["tcp"] * n,
+        }
+    ).to_parquet(d / "flows.parquet", index=False)
+    (d / "summary.json").write_text(
+        json.dumps(
+            {
+                "sim_time_s": 10.0,
+                "wall_time_s": 1.0,
+                "events_per_s": 1e6,
+                "drops": 0,
+                "scenario_name": "pair",
+            }
+        )
+    )
     return d
 
 
@@ -72,8 +80,11 @@ def test_format_comparison(pair):
     assert any(l.split()[:3] == ["small", "flows", "3"] for l in lines)
     assert any(l.split() == ["median", "FCT", "1", "s", "1", "s", "+0.0%"] for l in lines)
     assert "Paired comparison of B against A (4 flows completed in both; equal when within 5% of A's FCT)" in text
-    rows = {l.split()[0]: l.split()[1:] for l in lines if l.startswith("  ") and l.split()[0] in
-            ("faster", "slower", "equal")}
+    rows = {
+        l.split()[0]: l.split()[1:]
+        for l in lines
+        if l.startswith("  ") and l.split()[0] in ("faster", "slower", "equal")
+    }
     assert rows["faster"] == ["50.0%", "2", "-37.5%", "(-500", "ms)"]
     assert rows["slower"] == ["25.0%", "1", "+25.0%", "(+1", "s)"]
     assert rows["equal"] == ["25.0%", "1"]

@@ -16,13 +16,19 @@ from fctlab.crosscheck.plan import Unsupported
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "scenarios" / "crosscheck"
 
-needs_ns = pytest.mark.skipif(ns2.find_ns() is None, reason="ns-2.35's `ns` is not installed (Debian: apt-get install ns2; make test installs it as root)")
+needs_ns = pytest.mark.skipif(
+    ns2.find_ns() is None,
+    reason="ns-2.35's `ns` is not installed (Debian: apt-get install ns2; make test installs it as root)",
+)
 
 
 def star(**extra) -> dict:
-    sc = {"seed": 1, "network": {"topology": "star", "hosts": 3, "link_rate": "1Gbps", "link_delay": "50us", "buffer": "100pkt"},
-          "transport": {"profile": "ns2", "sack": True, "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
-          "flows": [{"src": "h1", "dst": "h0", "size": "100KB"}]}
+    sc = {
+        "seed": 1,
+        "network": {"topology": "star", "hosts": 3, "link_rate": "1Gbps", "link_delay": "50us", "buffer": "100pkt"},
+        "transport": {"profile": "ns2", "sack": True, "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
+        "flows": [{"src": "h1", "dst": "h0", "size": "100KB"}],
+    }
     for table, values in extra.items():
         if isinstance(values, dict):
             sc.setdefault(table, {}).update(values)
@@ -39,6 +45,7 @@ def tcl_of(sc: dict) -> str:
 
 # --- the translation -------------------------------------------------------------------------
 
+
 def test_every_link_direction_is_a_port_with_the_limit_of_its_queue():
     tcl = tcl_of(star())
     # 3 host links, 2 directions each
@@ -54,9 +61,16 @@ def test_every_link_direction_is_a_port_with_the_limit_of_its_queue():
 
 def test_tcp_settings_follow_the_resolved_profile():
     tcl = tcl_of(star(transport={"min_rto": "10ms", "initial_rto": "3s"}))
-    for line in ("Agent/TCP set packetSize_ 1000", "Agent/TCP set window_ 1000", "Agent/TCP set minrto_ 0.01",
-                 "Agent/TCP set rtxcur_init_ 3", "Agent/TCP set syn_ true", "Agent/TCP set tcpTick_ 0.01",
-                 "new Agent/TCP/Sack1", "new Agent/TCPSink/Sack1"):
+    for line in (
+        "Agent/TCP set packetSize_ 1000",
+        "Agent/TCP set window_ 1000",
+        "Agent/TCP set minrto_ 0.01",
+        "Agent/TCP set rtxcur_init_ 3",
+        "Agent/TCP set syn_ true",
+        "Agent/TCP set tcpTick_ 0.01",
+        "new Agent/TCP/Sack1",
+        "new Agent/TCPSink/Sack1",
+    ):
         assert line in tcl, line
     newreno = tcl_of(star(transport={"sack": False, "delayed_ack": True}))
     assert "new Agent/TCP/Newreno" in newreno and "new Agent/TCPSink/DelAck" in newreno
@@ -68,14 +82,20 @@ def test_atcp_weight_is_increase_num():
     assert "flow 0 h1 h0 -1 0 4" in tcl_of(sc)
 
 
-@pytest.mark.parametrize("change, key", [
-    ({"transport": {"protocol": "dctcp"}}, "flows[0].protocol"),
-    ({"transport": {"profile": "linux"}}, "transport.tail_loss_probe"),
-    ({"transport": {"profile": "linux", "tail_loss_probe": False}}, "transport.cwr"),
-    ({"transport": {"scheduler": "srpt"}}, "transport.scheduler"),
-    ({"transport": {"initial_cwnd": 10}}, "transport.initial_cwnd"),
-    ({"network": {"topology": "leafspine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2, "hosts": None}}, "network.topology"),
-])
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"transport": {"protocol": "dctcp"}}, "flows[0].protocol"),
+        ({"transport": {"profile": "linux"}}, "transport.tail_loss_probe"),
+        ({"transport": {"profile": "linux", "tail_loss_probe": False}}, "transport.cwr"),
+        ({"transport": {"scheduler": "srpt"}}, "transport.scheduler"),
+        ({"transport": {"initial_cwnd": 10}}, "transport.initial_cwnd"),
+        (
+            {"network": {"topology": "leafspine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2, "hosts": None}},
+            "network.topology",
+        ),
+    ],
+)
 def test_what_ns2_cannot_run_is_an_error_naming_the_key(change, key):
     sc = star(**change)
     sc["network"] = {k: v for k, v in sc["network"].items() if v is not None}
@@ -88,15 +108,21 @@ def test_what_ns2_cannot_run_is_an_error_naming_the_key(change, key):
 def test_what_ns2_runs_its_own_way_is_listed_in_the_report():
     p = plan.load(star(transport={"sack_recovery": "rfc6675", "window_model": "bytes", "whole_packets": False}))
     ns2.check(p)
-    assert [n.split(" = ")[0] for n in p.notes] == ["transport.sack_recovery", "transport.window_model", "transport.whole_packets"]
+    assert [n.split(" = ")[0] for n in p.notes] == [
+        "transport.sack_recovery",
+        "transport.window_model",
+        "transport.whole_packets",
+    ]
     ecn = plan.load(star(network={"queue": "ecn", "ecn_threshold": "20pkt"}))
     ns2.check(ecn)
     assert len(ecn.notes) == 1 and "ECN threshold" in ecn.notes[0]
 
 
 def test_a_weight_function_that_varies_continuously_is_an_error():
-    sc = star(transport={"weight_function": "linear", "threshold_low": "1MB", "threshold_high": "2MB"},
-              flows=[{"src": "h1", "dst": "h0", "size": "3MB", "protocol": "atcp"}])
+    sc = star(
+        transport={"weight_function": "linear", "threshold_low": "1MB", "threshold_high": "2MB"},
+        flows=[{"src": "h1", "dst": "h0", "size": "3MB", "protocol": "atcp"}],
+    )
     with pytest.raises(Unsupported, match=r"flows\[0\].weight_function"):
         ns2.check(plan.load(sc))
 
@@ -120,14 +146,32 @@ def test_step_weight_switches_past_the_threshold_as_in_fctlab(tmp_path):
     from fctlab import run
     from fctlab.crosscheck import run_other
 
-    sc = {"seed": 1, "stop_time": "3s",
-          "network": {"topology": "dumbbell", "senders": 2, "receivers": 2, "link_rate": "1Gbps",
-                      "bottleneck_rate": "100Mbps", "link_delay": "50us", "buffer": "50pkt"},
-          "transport": {"profile": "ns2", "rwnd": "1000000B", "initial_ssthresh": "1000000B",
-                        "w_high": 3, "w_low": 1, "threshold": "1MB"},
-          "monitor": {"cwnd_interval": "1ms"},
-          "flows": [{"src": "s0", "dst": "r0", "size": "3MB", "protocol": "atcp"},
-                    {"src": "s1", "dst": "r1", "size": "3MB", "protocol": "tcp"}]}
+    sc = {
+        "seed": 1,
+        "stop_time": "3s",
+        "network": {
+            "topology": "dumbbell",
+            "senders": 2,
+            "receivers": 2,
+            "link_rate": "1Gbps",
+            "bottleneck_rate": "100Mbps",
+            "link_delay": "50us",
+            "buffer": "50pkt",
+        },
+        "transport": {
+            "profile": "ns2",
+            "rwnd": "1000000B",
+            "initial_ssthresh": "1000000B",
+            "w_high": 3,
+            "w_low": 1,
+            "threshold": "1MB",
+        },
+        "monitor": {"cwnd_interval": "1ms"},
+        "flows": [
+            {"src": "s0", "dst": "r0", "size": "3MB", "protocol": "atcp"},
+            {"src": "s1", "dst": "r1", "size": "3MB", "protocol": "tcp"},
+        ],
+    }
     a = run(sc)
     b = run_other(sc, a, out=tmp_path)
     assert any("step weight" in n for n in b.summary["notes"])
@@ -148,14 +192,19 @@ def test_step_weight_switches_past_the_threshold_as_in_fctlab(tmp_path):
 
 
 def test_groups_wait_by_number_whatever_their_names():
-    sc = star(flows=[{"src": "h1", "dst": "h0", "size": "10KB", "group": "a {b} $c"},
-                     {"src": "h2", "dst": "h0", "size": "10KB", "after": "a {b} $c", "start": "1ms"}])
+    sc = star(
+        flows=[
+            {"src": "h1", "dst": "h0", "size": "10KB", "group": "a {b} $c"},
+            {"src": "h2", "dst": "h0", "size": "10KB", "after": "a {b} $c", "start": "1ms"},
+        ]
+    )
     tcl = tcl_of(sc)
     assert "set groupleft(0) 1" in tcl and "set groupof(0) 0" in tcl and "set waiters(0) {{1 0.001}}" in tcl
     assert '"start_flow 1"' not in tcl  # flow 1 starts from flow 0's completion only
 
 
 # --- beside ns-2.35 --------------------------------------------------------------------------
+
 
 @needs_ns
 def test_a_lone_flow_completes_at_the_same_time_in_both(tmp_path):
@@ -174,7 +223,9 @@ def test_cli_writes_both_runs_and_the_report(tmp_path, capsys, monkeypatch):
     # --out relative to the working directory, as docs/crosscheck.md writes it
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "xc"
-    rc = main(["crosscheck", str(SUITE / "lossy_bottleneck.toml"), "--against", "ns2", "--out", "xc", "--seeds", "2", "-q"])
+    rc = main(
+        ["crosscheck", str(SUITE / "lossy_bottleneck.toml"), "--against", "ns2", "--out", "xc", "--seeds", "2", "-q"]
+    )
     assert rc == 0, capsys.readouterr().err
     for seed in (1, 2):
         for sim in ("fctlab", "ns2"):
@@ -193,8 +244,10 @@ def test_cli_writes_both_runs_and_the_report(tmp_path, capsys, monkeypatch):
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
     sc = tmp_path / "dctcp.toml"
-    sc.write_text('[network]\ntopology = "star"\nhosts = 2\n[transport]\nprofile = "ns2"\nprotocol = "dctcp"\n'
-                  '[[flows]]\nsrc = "h0"\ndst = "h1"\nsize = "10KB"\n')
+    sc.write_text(
+        '[network]\ntopology = "star"\nhosts = 2\n[transport]\nprofile = "ns2"\nprotocol = "dctcp"\n'
+        '[[flows]]\nsrc = "h0"\ndst = "h1"\nsize = "10KB"\n'
+    )
     rc = main(["crosscheck", str(sc), "--against", "ns2", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "flows[0].protocol" in err and "dctcp" in err
@@ -203,12 +256,24 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 
 def test_a_missing_ns_binary_is_a_clear_error(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FCTLAB_NS", str(tmp_path / "no-such-ns"))
-    rc = main(["crosscheck", str(SUITE / "lossy_bottleneck.toml"), "--against", "ns2", "--out", str(tmp_path / "o"), "--seeds", "1"])
+    rc = main(
+        [
+            "crosscheck",
+            str(SUITE / "lossy_bottleneck.toml"),
+            "--against",
+            "ns2",
+            "--out",
+            str(tmp_path / "o"),
+            "--seeds",
+            "1",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "ns-2.35's `ns` was not found" in err
 
 
 # --- each ns-2 mechanism of the ns2 profile, on a tiny set-up, beside ns-2 itself -------------
+
 
 def both(scenario, sets=(), tmp=None) -> dict:
     """fctlab and ns-2 on `scenario` (seed 1): per simulator its flows, links and summary."""
@@ -217,16 +282,29 @@ def both(scenario, sets=(), tmp=None) -> dict:
     cc = crosscheck(scenario, against="ns2", out=tmp or tempfile.mkdtemp(), seeds=1, set=list(sets))
     out = {}
     for sim, d in (("fctlab", cc.runs[0].fctlab_dir), ("ns2", cc.runs[0].other_dir)):
-        out[sim] = {"flows": pd.read_parquet(d / "flows.parquet"), "links": pd.read_parquet(d / "links.parquet"),
-                    "summary": json.loads((d / "summary.json").read_text())}
+        out[sim] = {
+            "flows": pd.read_parquet(d / "flows.parquet"),
+            "links": pd.read_parquet(d / "links.parquet"),
+            "summary": json.loads((d / "summary.json").read_text()),
+        }
     return out
 
 
 def two_flows(buffer: str, start: str) -> dict:
-    return {"seed": 1, "network": {"topology": "dumbbell", "senders": 2, "receivers": 2, "link_rate": "10Gbps",
-                                   "bottleneck_rate": "1Gbps", "link_delay": "50us", "buffer": buffer},
-            "transport": {"profile": "ns2", "sack": True, "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
-            "flows": [{"src": "s0", "dst": "r0", "size": "5MB"}, {"src": "s1", "dst": "r1", "size": "5MB", "start": start}]}
+    return {
+        "seed": 1,
+        "network": {
+            "topology": "dumbbell",
+            "senders": 2,
+            "receivers": 2,
+            "link_rate": "10Gbps",
+            "bottleneck_rate": "1Gbps",
+            "link_delay": "50us",
+            "buffer": buffer,
+        },
+        "transport": {"profile": "ns2", "sack": True, "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
+        "flows": [{"src": "s0", "dst": "r0", "size": "5MB"}, {"src": "s1", "dst": "r1", "size": "5MB", "start": start}],
+    }
 
 
 @needs_ns
@@ -253,7 +331,9 @@ def test_singledup_as_ns2(tmp_path):
     a, b = r["fctlab"]["flows"].iloc[0], r["ns2"]["flows"].iloc[0]
     assert a.retransmits == b.retransmits and a.timeouts == b.timeouts == 0
     assert a.fct_s == pytest.approx(b.fct_s, rel=5e-3)
-    off = both(SUITE / "lossy_bottleneck.toml", sets + ["transport.singledup=false"], tmp=tmp_path / "b")["fctlab"]["flows"].iloc[0]
+    off = both(SUITE / "lossy_bottleneck.toml", sets + ["transport.singledup=false"], tmp=tmp_path / "b")["fctlab"][
+        "flows"
+    ].iloc[0]
     assert off.retransmits != b.retransmits
     assert abs(off.fct_s / b.fct_s - 1) > abs(a.fct_s / b.fct_s - 1)
 
@@ -268,7 +348,9 @@ def test_sack_blocks_add_to_the_ack_size_as_ns2(tmp_path):
     assert list(a.tx_packets) == list(b.tx_packets) and list(a.tx_bytes) == list(b.tx_bytes)
     acks = a[(a.src == "right") & (a.dst == "left")].iloc[0]
     assert acks.tx_bytes > 40 * acks.tx_packets
-    rfc = both(SUITE / "lossy_bottleneck.toml", ['transport.sack_recovery="rfc6675"'], tmp=tmp_path / "b")["fctlab"]["links"]
+    rfc = both(SUITE / "lossy_bottleneck.toml", ['transport.sack_recovery="rfc6675"'], tmp=tmp_path / "b")["fctlab"][
+        "links"
+    ]
     acks = rfc[(rfc.src == "right") & (rfc.dst == "left")].iloc[0]
     assert acks.tx_bytes == 40 * acks.tx_packets
 
@@ -297,11 +379,25 @@ def test_buffer_models_drop_as_ns2(tmp_path, model):
 
 
 ECN_STAR = {
-    "seed": 1, "stop_time": "300ms",
-    "network": {"topology": "star", "hosts": 9, "link_rate": "1Gbps", "link_delay": "10us", "buffer": "100pkt",
-                "queue": "red", "red_variant": "ns2", "red_bytes": False, "red_min_threshold": "5pkt",
-                "red_max_threshold": "5pkt", "red_weight": 1.0, "red_mark_p": 2.0, "red_wait": False,
-                "red_gentle": False, "red_ecn": True},
+    "seed": 1,
+    "stop_time": "300ms",
+    "network": {
+        "topology": "star",
+        "hosts": 9,
+        "link_rate": "1Gbps",
+        "link_delay": "10us",
+        "buffer": "100pkt",
+        "queue": "red",
+        "red_variant": "ns2",
+        "red_bytes": False,
+        "red_min_threshold": "5pkt",
+        "red_max_threshold": "5pkt",
+        "red_weight": 1.0,
+        "red_mark_p": 2.0,
+        "red_wait": False,
+        "red_gentle": False,
+        "red_ecn": True,
+    },
     "transport": {"profile": "ns2", "sack": True, "ecn": True, "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
     "workloads": [{"kind": "long_lived", "senders": "h1..h8", "receivers": ["h0"] * 8}],
 }
@@ -335,7 +431,9 @@ def test_ns2_red_byte_mode_and_mark_p_as_ns2(tmp_path):
     assert a["summary"]["ecn_marks"] == pytest.approx(b["summary"]["ecn_marks"], rel=0.25)
     short = lambda f: f[f.tag == "response"].fct_s.median()  # noqa: E731
     assert short(a["flows"]) == pytest.approx(short(b["flows"]), rel=0.10)
-    always_mark = both(SUITE / "thesis_mix_red_ecn.toml", sets + ["network.red_mark_p=2.0"], tmp=tmp_path / "b")["fctlab"]
+    always_mark = both(SUITE / "thesis_mix_red_ecn.toml", sets + ["network.red_mark_p=2.0"], tmp=tmp_path / "b")[
+        "fctlab"
+    ]
     assert always_mark["links"].drops.sum() < 0.5 * b["links"].drops.sum()
 
 
@@ -374,15 +472,32 @@ def test_atcp_two_flows_as_ns2(tmp_path, name):
 def tie_star(h1_delay: str, buffer: str) -> dict:
     """Two hosts blasting 300 KB each (initial window 10, no handshake) into one port of a
     small buffer; all links 1 Gbps, so arrivals and departures fall on the same nanoseconds."""
-    return {"seed": 1,
-            "network": {"topology": "custom", "link_rate": "1Gbps", "link_delay": "50us", "buffer": buffer,
-                        "buffer_model": "ns2",
-                        "nodes": [{"name": "sw0", "kind": "switch"}, {"name": "h0", "kind": "host"},
-                                  {"name": "h1", "kind": "host"}, {"name": "h2", "kind": "host"}],
-                        "links": [{"a": "h0", "b": "sw0"}, {"a": "h1", "b": "sw0", "delay": h1_delay}, {"a": "h2", "b": "sw0"}]},
-            "transport": {"profile": "ns2", "sack": True, "handshake": False, "initial_cwnd": 10,
-                          "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
-            "flows": [{"src": "h1", "dst": "h0", "size": "300KB"}, {"src": "h2", "dst": "h0", "size": "300KB"}]}
+    return {
+        "seed": 1,
+        "network": {
+            "topology": "custom",
+            "link_rate": "1Gbps",
+            "link_delay": "50us",
+            "buffer": buffer,
+            "buffer_model": "ns2",
+            "nodes": [
+                {"name": "sw0", "kind": "switch"},
+                {"name": "h0", "kind": "host"},
+                {"name": "h1", "kind": "host"},
+                {"name": "h2", "kind": "host"},
+            ],
+            "links": [{"a": "h0", "b": "sw0"}, {"a": "h1", "b": "sw0", "delay": h1_delay}, {"a": "h2", "b": "sw0"}],
+        },
+        "transport": {
+            "profile": "ns2",
+            "sack": True,
+            "handshake": False,
+            "initial_cwnd": 10,
+            "rwnd": "1000000B",
+            "initial_ssthresh": "1000000B",
+        },
+        "flows": [{"src": "h1", "dst": "h0", "size": "300KB"}, {"src": "h2", "dst": "h0", "size": "300KB"}],
+    }
 
 
 @needs_ns
@@ -415,14 +530,27 @@ def _fake_run(tmp, seed: int, fcts: dict) -> object:
     for sim, rows in fcts.items():
         d = tmp / f"seed-{seed}" / sim
         d.mkdir(parents=True)
-        flows = pd.DataFrame([{"flow_id": i, "size_bytes": float(size), "completed": True, "fct_s": fct, "timeouts": 0,
-                               "start_s": 0.0, "bytes_delivered": size} for i, (size, fct) in enumerate(rows)])
+        flows = pd.DataFrame(
+            [
+                {
+                    "flow_id": i,
+                    "size_bytes": float(size),
+                    "completed": True,
+                    "fct_s": fct,
+                    "timeouts": 0,
+                    "start_s": 0.0,
+                    "bytes_delivered": size,
+                }
+                for i, (size, fct) in enumerate(rows)
+            ]
+        )
         flows.to_parquet(d / "flows.parquet")
         pd.DataFrame([{"drops": 0}]).to_parquet(d / "links.parquet")
         (d / "summary.json").write_text(json.dumps({"drops": 0, "ecn_marks": 0, "sim_time_s": 1.0}))
         dirs[sim] = d
-    return SimpleNamespace(seed=seed, fctlab_dir=dirs["fctlab"], other_dir=dirs["ns2"], fctlab_wall_s=0.0,
-                           other_wall_s=0.0, own_wall_s=0.0)
+    return SimpleNamespace(
+        seed=seed, fctlab_dir=dirs["fctlab"], other_dir=dirs["ns2"], fctlab_wall_s=0.0, other_wall_s=0.0, own_wall_s=0.0
+    )
 
 
 def test_all_sizes_figures_sit_beside_two_buckets_or_more(tmp_path):
@@ -453,16 +581,26 @@ def test_byte_counts_past_two_gib_are_not_wrapped(tmp_path):
     from fctlab import run
     from fctlab.crosscheck import run_other
 
-    sc = {"seed": 1, "stop_time": "18s",
-          "network": {"topology": "dumbbell", "senders": 1, "receivers": 1, "link_rate": "10Gbps",
-                      "bottleneck_rate": "1Gbps", "link_delay": "10us", "buffer": "100pkt"},
-          "transport": {"profile": "ns2", "sack": True, "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
-          "flows": [{"src": "s0", "dst": "r0"}]}
+    sc = {
+        "seed": 1,
+        "stop_time": "18s",
+        "network": {
+            "topology": "dumbbell",
+            "senders": 1,
+            "receivers": 1,
+            "link_rate": "10Gbps",
+            "bottleneck_rate": "1Gbps",
+            "link_delay": "10us",
+            "buffer": "100pkt",
+        },
+        "transport": {"profile": "ns2", "sack": True, "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
+        "flows": [{"src": "s0", "dst": "r0"}],
+    }
     a = run(sc)
     b = run_other(sc, a, out=tmp_path)
     la = a.links.set_index(["src", "dst"]).loc[("left", "right")]
     lb = b.links.set_index(["src", "dst"]).loc[("left", "right")]
-    assert la.tx_bytes > 2 ** 31
+    assert la.tx_bytes > 2**31
     assert lb.tx_bytes == pytest.approx(la.tx_bytes, rel=1e-5)
     assert lb.utilization == pytest.approx(la.utilization, rel=1e-5)
 
@@ -474,11 +612,20 @@ def test_a_flow_of_more_than_two_gib_completes_in_ns2(tmp_path):
     from fctlab import run
     from fctlab.crosscheck import run_other
 
-    sc = {"seed": 1,
-          "network": {"topology": "dumbbell", "senders": 1, "receivers": 1, "link_rate": "10Gbps",
-                      "bottleneck_rate": "10Gbps", "link_delay": "10us", "buffer": "1000pkt"},
-          "transport": {"profile": "ns2", "sack": True, "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
-          "flows": [{"src": "s0", "dst": "r0", "size": "2200000000B"}]}
+    sc = {
+        "seed": 1,
+        "network": {
+            "topology": "dumbbell",
+            "senders": 1,
+            "receivers": 1,
+            "link_rate": "10Gbps",
+            "bottleneck_rate": "10Gbps",
+            "link_delay": "10us",
+            "buffer": "1000pkt",
+        },
+        "transport": {"profile": "ns2", "sack": True, "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
+        "flows": [{"src": "s0", "dst": "r0", "size": "2200000000B"}],
+    }
     a = run(sc)
     b = run_other(sc, a, out=tmp_path)
     assert a.flows.completed[0] and b.flows.completed[0]

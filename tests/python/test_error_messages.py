@@ -23,21 +23,42 @@ GOLDEN = ROOT / "tests" / "golden" / "errors.txt"
 RECORD = os.environ.get("FCTLAB_GOLDEN_RECORD") == "1"
 
 #: Keys that belong to some table or kind, inserted where they do not belong.
-FOREIGN = ["hosts", "k", "senders", "bottleneck_rate", "ecn_threshold", "red_max_p", "client", "rounds", "load",
-           "block_size", "file", "weight", "dctcp_g", "nodes", "cwnd_interval"]
+FOREIGN = [
+    "hosts",
+    "k",
+    "senders",
+    "bottleneck_rate",
+    "ecn_threshold",
+    "red_max_p",
+    "client",
+    "rounds",
+    "load",
+    "block_size",
+    "file",
+    "weight",
+    "dctcp_g",
+    "nodes",
+    "cwnd_interval",
+]
 #: Values of the wrong type or unit.
-BAD_VALUES = ["\"fast\"", "-3", "1.5", "true", "\"10Mb\"", "\"1Gbs\"", "[1, 2]", "{ a = 1 }", "\"\""]
+BAD_VALUES = ['"fast"', "-3", "1.5", "true", '"10Mb"', '"1Gbs"', "[1, 2]", "{ a = 1 }", '""']
 
 
 def scenario_files():
     # expected.toml files hold a paper's published numbers, not a scenario
-    return sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "scenarios").rglob("*.toml") if p.name != "expected.toml")
+    return sorted(
+        p.relative_to(ROOT).as_posix() for p in (ROOT / "scenarios").rglob("*.toml") if p.name != "expected.toml"
+    )
 
 
 def mutations(rel: str):
     """(label, override list) pairs for one scenario."""
     data = tomllib.loads((ROOT / rel).read_text())
-    tables = [("network", data.get("network", {})), ("transport", data.get("transport", {})), ("monitor", data.get("monitor", {}))]
+    tables = [
+        ("network", data.get("network", {})),
+        ("transport", data.get("transport", {})),
+        ("monitor", data.get("monitor", {})),
+    ]
     for i, w in enumerate(data.get("workloads", [])):
         tables.append((f"workloads.{i}", w))
     for i, f in enumerate(data.get("flows", [])[:2]):
@@ -84,4 +105,6 @@ def test_error_messages_are_unchanged():
         pytest.skip("recorded")
     want = GOLDEN.read_text().splitlines()
     diff = [(w, g) for w, g in zip(want, got) if w != g]
-    assert len(got) == len(want) and not diff, "\n".join(f"- {w}\n+ {g}" for w, g in diff[:20]) or f"{len(want)} lines recorded, {len(got)} now"
+    assert len(got) == len(want) and not diff, (
+        "\n".join(f"- {w}\n+ {g}" for w, g in diff[:20]) or f"{len(want)} lines recorded, {len(got)} now"
+    )

@@ -96,4 +96,6 @@ def test_same_results_as_the_snapshot(rel):
                 f"  columns:  {header}\n  expected: {want[diff] if diff < len(want) else '<end>'}\n"
                 f"  got:      {got[diff] if diff < len(got) else '<end>'}"
             )
-    assert digest_text == (GOLDEN / f"{name}.samples.txt").read_text(), f"{rel}: sampled queue/cwnd tables differ from the snapshot"
+    assert digest_text == (GOLDEN / f"{name}.samples.txt").read_text(), (
+        f"{rel}: sampled queue/cwnd tables differ from the snapshot"
+    )

@@ -52,8 +52,15 @@ def test_parse_bytes():
 
 
 def test_params_pack_roundtrip():
-    p = K.AtcpParams(function="linear", w_high=2.5, w_low=0.5, threshold_low=1000, threshold_high=5000,
-                     w_fixed=(1, 2, 4), halving="per-window")
+    p = K.AtcpParams(
+        function="linear",
+        w_high=2.5,
+        w_low=0.5,
+        threshold_low=1000,
+        threshold_high=5000,
+        w_fixed=(1, 2, 4),
+        halving="per-window",
+    )
     raw = p.pack()
     assert len(raw) == struct.calcsize(K.PARAMS_FORMAT) == 56
     q = K.AtcpParams.unpack(raw)
@@ -119,7 +126,7 @@ def test_patch_params_writes_rodata(tmp_path):
         sym = elf.get_section_by_name(".symtab").get_symbol_by_name(K.PARAMS_SYMBOL)[0]
         rodata = elf.get_section(sym["st_shndx"])
         at = rodata["sh_offset"] + sym["st_value"]
-    assert data[at:at + sym["st_size"]] == p.pack()
+    assert data[at : at + sym["st_size"]] == p.pack()
     # objects that are not what the loader expects are named, not patched
     with pytest.raises(K.KernelError, match="not a valid ELF object"):
         K.patch_params(_write(tmp_path / "junk.o", b"not an object"), p, tmp_path / "x.o")

@@ -9,23 +9,23 @@ import pandas as pd
 import pytest
 
 
-
-
 import fctlab.metrics as m
 
 
 @pytest.fixture
 def flows() -> pd.DataFrame:
     # size edges: 99_999 is small, 100_000 medium, 10_000_000 large (lower edges inclusive)
-    return pd.DataFrame({
-        "flow_id": [1, 2, 3, 4, 5, 6],
-        "size_bytes": pd.array([1_000, 50_000, 100_000, 10_000_000, 99_999, None], dtype="Int64"),
-        "fct_s": [1.0, 3.0, 2.0, 10.0, None, None],
-        "slowdown": [2.0, 4.0, 1.0, 5.0, None, None],
-        "completed": [True, True, True, True, False, False],
-        "protocol": ["tcp", "tcp", "dctcp", "dctcp", "dctcp", "dctcp"],
-        "deadline_s": [1.0, 3.0, None, 20.0, 5.0, None],
-    })
+    return pd.DataFrame(
+        {
+            "flow_id": [1, 2, 3, 4, 5, 6],
+            "size_bytes": pd.array([1_000, 50_000, 100_000, 10_000_000, 99_999, None], dtype="Int64"),
+            "fct_s": [1.0, 3.0, 2.0, 10.0, None, None],
+            "slowdown": [2.0, 4.0, 1.0, 5.0, None, None],
+            "completed": [True, True, True, True, False, False],
+            "protocol": ["tcp", "tcp", "dctcp", "dctcp", "dctcp", "dctcp"],
+            "deadline_s": [1.0, 3.0, None, 20.0, 5.0, None],
+        }
+    )
 
 
 # -- fct_stats ---------------------------------------------------------------
@@ -98,8 +98,7 @@ def test_fct_stats_missing_column(flows):
 def test_assign_buckets_edges():
     sizes = pd.Series([0, 99_999, 100_000, 9_999_999, 10_000_000, None])
     assert m.assign_buckets(sizes).tolist() == ["small", "small", "medium", "medium", "large", "long-lived"]
-    assert m.describe_buckets() == ["small: size < 100 KB", "medium: 100 KB <= size < 10 MB",
-                                    "large: size >= 10 MB"]
+    assert m.describe_buckets() == ["small: size < 100 KB", "medium: 100 KB <= size < 10 MB", "large: size >= 10 MB"]
 
 
 # -- deadlines ----------------------------------------------------------------
@@ -126,12 +125,14 @@ def test_deadline_meet_ratio_without_deadlines(flows):
 
 
 def test_job_completion_times_with_incomplete_job():
-    flows = pd.DataFrame({
-        "group": ["incast:2", "incast:1", "incast:1", "incast:2", "", None],
-        "start_s": [3.0, 0.0, 0.5, 3.2, 0.0, 0.0],
-        "finish_s": [4.0, 1.0, 2.5, None, 1.0, 1.0],
-        "completed": [True, True, True, False, True, True],
-    })
+    flows = pd.DataFrame(
+        {
+            "group": ["incast:2", "incast:1", "incast:1", "incast:2", "", None],
+            "start_s": [3.0, 0.0, 0.5, 3.2, 0.0, 0.0],
+            "finish_s": [4.0, 1.0, 2.5, None, 1.0, 1.0],
+            "completed": [True, True, True, False, True, True],
+        }
+    )
     jobs = m.job_completion_times(flows)
     assert jobs["group"].tolist() == ["incast:1", "incast:2"]
     assert jobs["flows"].tolist() == [2, 2]
@@ -143,8 +144,7 @@ def test_job_completion_times_with_incomplete_job():
 
 
 def test_job_completion_times_no_groups():
-    flows = pd.DataFrame({"group": ["", ""], "start_s": [0.0, 1.0], "finish_s": [1.0, 2.0],
-                          "completed": [True, True]})
+    flows = pd.DataFrame({"group": ["", ""], "start_s": [0.0, 1.0], "finish_s": [1.0, 2.0], "completed": [True, True]})
     assert len(m.job_completion_times(flows)) == 0
     with pytest.raises(ValueError, match="'group'"):
         m.job_completion_times(flows.drop(columns="group"))
@@ -165,14 +165,16 @@ def test_active_flows_over_time():
 
 @pytest.fixture
 def links() -> pd.DataFrame:
-    return pd.DataFrame({
-        "link_id": [0, 1, 2],
-        "src": ["a", "b", "c"],
-        "dst": ["b", "c", "d"],
-        "tx_packets": [90, 100, 0],
-        "drops": [10, 0, 0],
-        "utilization": [0.5, 0.9, 0.1],
-    })
+    return pd.DataFrame(
+        {
+            "link_id": [0, 1, 2],
+            "src": ["a", "b", "c"],
+            "dst": ["b", "c", "d"],
+            "tx_packets": [90, 100, 0],
+            "drops": [10, 0, 0],
+            "utilization": [0.5, 0.9, 0.1],
+        }
+    )
 
 
 def test_loss_rate(links):
@@ -198,13 +200,15 @@ def test_link_utilization(links):
 @pytest.fixture
 def queues() -> pd.DataFrame:
     # link 0: 0 pkts on [0, 1), 10 on [1, 3), 4 on [3, end); link 1 given out of order
-    return pd.DataFrame({
-        "time_s": [0.0, 1.0, 3.0, 2.0, 0.0],
-        "link_id": [0, 0, 0, 1, 1],
-        "link": ["a->b", "a->b", "a->b", "b->c", "b->c"],
-        "queue_pkts": [0, 10, 4, 6, 2],
-        "queue_bytes": [0, 15_000, 6_000, 9_000, 3_000],
-    })
+    return pd.DataFrame(
+        {
+            "time_s": [0.0, 1.0, 3.0, 2.0, 0.0],
+            "link_id": [0, 0, 0, 1, 1],
+            "link": ["a->b", "a->b", "a->b", "b->c", "b->c"],
+            "queue_pkts": [0, 10, 4, 6, 2],
+            "queue_bytes": [0, 15_000, 6_000, 9_000, 3_000],
+        }
+    )
 
 
 def test_queue_stats_time_weighted(queues):
@@ -244,12 +248,20 @@ def _pair_tables():
         "dst": ["h1", "h2", "h3", "h1", "h2", "h3", "h1"],
         "size_bytes": [1_000, 2_000, 3_000, 4_000, 5_000, 6_000, 7_000],
     }
-    a = pd.DataFrame({**common,
-                      "fct_s": [1.0, 2.0, 1.0, 4.0, 1.0, None, None],
-                      "completed": [True, True, True, True, True, False, False]})
-    b = pd.DataFrame({**common,
-                      "fct_s": [0.5, 1.5, 1.02, 5.0, None, 2.0, None],
-                      "completed": [True, True, True, True, False, True, False]})
+    a = pd.DataFrame(
+        {
+            **common,
+            "fct_s": [1.0, 2.0, 1.0, 4.0, 1.0, None, None],
+            "completed": [True, True, True, True, True, False, False],
+        }
+    )
+    b = pd.DataFrame(
+        {
+            **common,
+            "fct_s": [0.5, 1.5, 1.02, 5.0, None, 2.0, None],
+            "completed": [True, True, True, True, False, True, False],
+        }
+    )
     return a, b.iloc[::-1].reset_index(drop=True)  # B in another order: the join is on flow_id
 
 

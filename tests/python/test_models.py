@@ -36,8 +36,16 @@ def test_simulated_weighted_flows_follow_theorem1():
     sc = {
         "seed": 1,
         "stop_time": "5s",
-        "network": {"topology": "dumbbell", "senders": 2, "receivers": 2, "link_rate": "1Gbps", "link_delay": "100us",
-                    "buffer": "200pkt", "queue": "ecn", "ecn_threshold": "65pkt"},
+        "network": {
+            "topology": "dumbbell",
+            "senders": 2,
+            "receivers": 2,
+            "link_rate": "1Gbps",
+            "link_delay": "100us",
+            "buffer": "200pkt",
+            "queue": "ecn",
+            "ecn_threshold": "65pkt",
+        },
         "transport": {"protocol": "atcp", "weight_function": "fixed", "ecn": True, "min_rto": "10ms"},
         "flows": [{"src": "s0", "dst": "r0", "weight": 1}, {"src": "s1", "dst": "r1", "weight": 2, "start": "1ms"}],
         "monitor": {"cwnd_interval": "10ms"},

@@ -33,6 +33,9 @@ def test_the_table_matches_the_registry():
     for p in registry:
         also, params, ecn = rows[p["names"][0]]
         assert also == ", ".join(f"`{n}`" for n in p["names"][1:]), p["names"][0]
-        want = ", ".join(f"`{k}` ({fmt(p['defaults'][k])})" if k in p["defaults"] else f"`{k}`" for k in p["keys"]) or "none"
+        want = (
+            ", ".join(f"`{k}` ({fmt(p['defaults'][k])})" if k in p["defaults"] else f"`{k}`" for k in p["keys"])
+            or "none"
+        )
         assert params == want, p["names"][0]
         assert ecn == ("always" if p["requires_ecn"] else "as `[transport] ecn`"), p["names"][0]

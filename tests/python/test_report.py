@@ -11,8 +11,6 @@ import pandas as pd
 import pytest
 
 
-
-
 from fctlab import report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -22,32 +20,45 @@ def _flows(n: int, *, completed: bool = True, protocol: str = "tcp") -> pd.DataF
     sizes = [2_000, 50_000, 300_000, 5_000_000, 20_000_000, None][:n]
     fct = [0.0004 * (i + 1) * (1 if s is None else 1 + s / 1e6) for i, s in enumerate(sizes)]
     done = [completed and s is not None for s in sizes]
-    return pd.DataFrame({
-        "flow_id": pd.array(range(n), dtype="int64"),
-        "src": [f"h{i}" for i in range(n)],
-        "dst": ["h9"] * n,
-        "size_bytes": pd.array(sizes, dtype="Int64"),
-        "bytes_delivered": pd.array([s or 1_000 for s in sizes], dtype="int64"),
-        "start_s": [0.001 * i for i in range(n)],
-        "finish_s": [0.001 * i + f if d else None for i, (f, d) in enumerate(zip(fct, done))],
-        "fct_s": [f if d else None for f, d in zip(fct, done)],
-        "ideal_fct_s": [None if s is None else f / 2 for f, s in zip(fct, sizes)],
-        "slowdown": [2.0 if d else None for d in done],
-        "completed": done,
-        "protocol": [protocol] * n,
-        "retransmits": pd.array([0] * n, dtype="int64"),
-        "timeouts": pd.array([0] * n, dtype="int64"),
-        "deadline_s": [0.01] + [None] * (n - 1),
-        "tag": ["web"] * n,
-        "group": ["incast:1", "incast:1"] + [""] * (n - 2),
-    })
+    return pd.DataFrame(
+        {
+            "flow_id": pd.array(range(n), dtype="int64"),
+            "src": [f"h{i}" for i in range(n)],
+            "dst": ["h9"] * n,
+            "size_bytes": pd.array(sizes, dtype="Int64"),
+            "bytes_delivered": pd.array([s or 1_000 for s in sizes], dtype="int64"),
+            "start_s": [0.001 * i for i in range(n)],
+            "finish_s": [0.001 * i + f if d else None for i, (f, d) in enumerate(zip(fct, done))],
+            "fct_s": [f if d else None for f, d in zip(fct, done)],
+            "ideal_fct_s": [None if s is None else f / 2 for f, s in zip(fct, sizes)],
+            "slowdown": [2.0 if d else None for d in done],
+            "completed": done,
+            "protocol": [protocol] * n,
+            "retransmits": pd.array([0] * n, dtype="int64"),
+            "timeouts": pd.array([0] * n, dtype="int64"),
+            "deadline_s": [0.01] + [None] * (n - 1),
+            "tag": ["web"] * n,
+            "group": ["incast:1", "incast:1"] + [""] * (n - 2),
+        }
+    )
 
 
 def _summary(flows: pd.DataFrame, name: str) -> dict:
-    return {"sim_time_s": 0.05, "wall_time_s": 0.2, "events": 1000, "events_per_s": 5000.0,
-            "data_packets_delivered": 100, "flows_total": len(flows),
-            "flows_completed": int(flows["completed"].sum()), "drops": 3, "ecn_marks": 1, "seed": 7,
-            "version": "0.1.0", "scenario_sha256": "0" * 64, "scenario_name": name}
+    return {
+        "sim_time_s": 0.05,
+        "wall_time_s": 0.2,
+        "events": 1000,
+        "events_per_s": 5000.0,
+        "data_packets_delivered": 100,
+        "flows_total": len(flows),
+        "flows_completed": int(flows["completed"].sum()),
+        "drops": 3,
+        "ecn_marks": 1,
+        "seed": 7,
+        "version": "0.1.0",
+        "scenario_sha256": "0" * 64,
+        "scenario_name": name,
+    }
 
 
 def _make_run(root: Path, name: str, flows: pd.DataFrame, *, extras: bool) -> Path:
@@ -56,35 +67,43 @@ def _make_run(root: Path, name: str, flows: pd.DataFrame, *, extras: bool) -> Pa
     flows.to_parquet(d / "flows.parquet", index=False)
     (d / "summary.json").write_text(json.dumps(_summary(flows, name)))
     if extras:
-        pd.DataFrame({
-            "link_id": pd.array([0, 1, 2], dtype="int64"),
-            "src": ["h0", "s0", "s0"], "dst": ["s0", "h9", "h1"],
-            "rate_bps": [1e9] * 3, "delay_s": [1e-6] * 3,
-            "buffer_pkts": pd.array([100, 100, 100], dtype="Int64"),
-            "buffer_bytes": pd.array([None, None, None], dtype="Int64"),
-            "tx_packets": pd.array([100, 95, 5], dtype="int64"),
-            "tx_bytes": pd.array([150_000, 142_500, 7_500], dtype="int64"),
-            "drops": pd.array([0, 3, 0], dtype="int64"),
-            "ecn_marks": pd.array([0, 1, 0], dtype="int64"),
-            "utilization": [0.024, 0.0228, 0.0012],
-            "max_queue_pkts": pd.array([2, 40, 1], dtype="int64"),
-            "mean_queue_pkts": [0.1, 12.0, 0.01],
-        }).to_parquet(d / "links.parquet", index=False)
+        pd.DataFrame(
+            {
+                "link_id": pd.array([0, 1, 2], dtype="int64"),
+                "src": ["h0", "s0", "s0"],
+                "dst": ["s0", "h9", "h1"],
+                "rate_bps": [1e9] * 3,
+                "delay_s": [1e-6] * 3,
+                "buffer_pkts": pd.array([100, 100, 100], dtype="Int64"),
+                "buffer_bytes": pd.array([None, None, None], dtype="Int64"),
+                "tx_packets": pd.array([100, 95, 5], dtype="int64"),
+                "tx_bytes": pd.array([150_000, 142_500, 7_500], dtype="int64"),
+                "drops": pd.array([0, 3, 0], dtype="int64"),
+                "ecn_marks": pd.array([0, 1, 0], dtype="int64"),
+                "utilization": [0.024, 0.0228, 0.0012],
+                "max_queue_pkts": pd.array([2, 40, 1], dtype="int64"),
+                "mean_queue_pkts": [0.1, 12.0, 0.01],
+            }
+        ).to_parquet(d / "links.parquet", index=False)
         times = [0.0, 0.01, 0.02, 0.03, 0.04]
-        pd.DataFrame({
-            "time_s": times * 2,
-            "link_id": pd.array([1] * 5 + [0] * 5, dtype="int64"),
-            "link": ["s0->h9"] * 5 + ["h0->s0"] * 5,
-            "queue_pkts": pd.array([0, 20, 40, 10, 0, 0, 1, 2, 1, 0], dtype="int64"),
-            "queue_bytes": pd.array([q * 1500 for q in [0, 20, 40, 10, 0, 0, 1, 2, 1, 0]], dtype="int64"),
-        }).to_parquet(d / "queues.parquet", index=False)
-        pd.DataFrame({
-            "time_s": times * 2,
-            "flow_id": pd.array([0] * 5 + [1] * 5, dtype="int64"),
-            "cwnd_bytes": pd.array([14_600, 29_200, 58_400, 29_200, 43_800] * 2, dtype="int64"),
-            "rate_bps": [None] * 10,
-            "weight": [None] * 10,
-        }).to_parquet(d / "cwnd.parquet", index=False)
+        pd.DataFrame(
+            {
+                "time_s": times * 2,
+                "link_id": pd.array([1] * 5 + [0] * 5, dtype="int64"),
+                "link": ["s0->h9"] * 5 + ["h0->s0"] * 5,
+                "queue_pkts": pd.array([0, 20, 40, 10, 0, 0, 1, 2, 1, 0], dtype="int64"),
+                "queue_bytes": pd.array([q * 1500 for q in [0, 20, 40, 10, 0, 0, 1, 2, 1, 0]], dtype="int64"),
+            }
+        ).to_parquet(d / "queues.parquet", index=False)
+        pd.DataFrame(
+            {
+                "time_s": times * 2,
+                "flow_id": pd.array([0] * 5 + [1] * 5, dtype="int64"),
+                "cwnd_bytes": pd.array([14_600, 29_200, 58_400, 29_200, 43_800] * 2, dtype="int64"),
+                "rate_bps": [None] * 10,
+                "weight": [None] * 10,
+            }
+        ).to_parquet(d / "cwnd.parquet", index=False)
     return d
 
 
@@ -96,8 +115,15 @@ def runs(tmp_path: Path) -> tuple[Path, Path]:
     return good, stuck
 
 
-EXPECTED_PNGS = {"fct_cdf.png", "fct_by_bucket.png", "slowdown_by_bucket.png", "active_flows.png",
-                 "link_utilization.png", "queues_tcp.png", "cwnd_tcp.png"}
+EXPECTED_PNGS = {
+    "fct_cdf.png",
+    "fct_by_bucket.png",
+    "slowdown_by_bucket.png",
+    "active_flows.png",
+    "link_utilization.png",
+    "queues_tcp.png",
+    "cwnd_tcp.png",
+}
 
 
 def test_write_report_html(runs, tmp_path):
@@ -113,8 +139,7 @@ def test_write_report_html(runs, tmp_path):
     assert path == out / "report.html" and path.is_file()
     text = path.read_text(encoding="utf-8")
     assert "<h1>Two runs</h1>" in text
-    for heading in ("Runs", "Flow completion times", "Deadlines", "Jobs", "Links", "Queues",
-                    "Congestion windows"):
+    for heading in ("Runs", "Flow completion times", "Deadlines", "Jobs", "Links", "Queues", "Congestion windows"):
         assert f"<h2>{heading}</h2>" in text
     assert "stuck: no completed flows (4 flows, none completed)." in text
     assert "By protocol" in text and "By tag" in text

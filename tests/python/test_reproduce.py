@@ -60,7 +60,11 @@ def test_quick_run_writes_full_report(quick_run):
     names = {p.name for p in pngs}
     # figures where the paper has one, under each profile: cwnd traces (1), throughput (2), shuffle CDF (8)
     for profile in ("ns2", "linux"):
-        assert {f"item1_cwnd_{profile}.png", f"item2_throughput_{profile}.png", f"item8_shuffle_cdf_{profile}.png"} <= names
+        assert {
+            f"item1_cwnd_{profile}.png",
+            f"item2_throughput_{profile}.png",
+            f"item8_shuffle_cdf_{profile}.png",
+        } <= names
     ns2_cols = "ns-2.35 | ns-2.35 agrees with | " if find_ns() else ""
     assert f"| quantity | paper | {ns2_cols}fctlab, ns2 | verdict, ns2 | fctlab, linux | verdict, linux |" in md
     for n, profile in ((n, p) for n in range(1, 9) for p in ("ns2", "linux")):
@@ -148,10 +152,15 @@ def test_quick_run_rows_carry_measurements(quick_run):
     rows8 = {x["quantity"]: x for x in r["8"]["rows"]}
     for rid in ("item8.job_atcp", "item8.job_dctcp"):
         assert rows8[EXPECTED[rid].quantity]["verdict"] == NOT_MEASURED
-    assert r["8"]["verdict"] != MATCH or all(x["verdict"] in (MATCH, NOT_MEASURED, "see next rows") for x in r["8"]["rows"])
+    assert r["8"]["verdict"] != MATCH or all(
+        x["verdict"] in (MATCH, NOT_MEASURED, "see next rows") for x in r["8"]["rows"]
+    )
 
 
-@pytest.mark.skipif(find_ns() is None, reason="ns-2.35's `ns` is not installed (Debian: apt-get install ns2; make test installs it as root)")
+@pytest.mark.skipif(
+    find_ns() is None,
+    reason="ns-2.35's `ns` is not installed (Debian: apt-get install ns2; make test installs it as root)",
+)
 def test_quick_run_sets_ns2_beside_the_paper(quick_run):
     """Under the ns2 profile every item is measured again in ns-2.35 on the same flows: items 1
     and 2 (which the ns2 profile runs packet for packet as ns-2.35, test_crosscheck.py) give
@@ -171,7 +180,13 @@ def test_quick_run_sets_ns2_beside_the_paper(quick_run):
             elif e.id in ("item3.big_ratio_medium", "item3.ratio_trend", "item3.sum_trend"):
                 assert row["ns2"] == "not measured in ns-2.35"  # the sweeps stay fctlab's
             elif e.rule != "list":
-                assert row["ns2_agrees"].split(";")[0] in ("the paper and fctlab", "the paper", "fctlab", "neither", "not fctlab")
+                assert row["ns2_agrees"].split(";")[0] in (
+                    "the paper and fctlab",
+                    "the paper",
+                    "fctlab",
+                    "neither",
+                    "not fctlab",
+                )
         if n in (1, 2):
             for row in rows:
                 assert row["ns2"] == row["fctlab"], row
@@ -239,8 +254,10 @@ def test_timeouts_by_cause_from_a_run_and_none_where_not_counted():
     from fctlab.reproduce.common import add_causes, fmt_causes, timeout_causes
 
     # Item 2's 100 MB and 10 MB flows into a 5-packet port with a 1 ms minimum RTO: timeouts.
-    flows = fctlab.run(default_scenario_dir("atcp") / "two_flow_rate_tcp.toml",
-                       set=["network.buffer=5pkt", "transport.min_rto=1ms", "stop_time=3s"]).flows
+    flows = fctlab.run(
+        default_scenario_dir("atcp") / "two_flow_rate_tcp.toml",
+        set=["network.buffer=5pkt", "transport.min_rto=1ms", "stop_time=3s"],
+    ).flows
     c = timeout_causes(flows)
     assert c is not None and c["total"] == int(flows["timeouts"].sum()) > 0 and c["data"] > 0
     assert c["first"] + c["ecn"] + c["data"] == c["total"] and min(c.values()) >= 0

@@ -94,7 +94,10 @@ def test_scheduled_rows_from_python():
     assert np.allclose(tcp["finish_s"][:2], tcp["conn_finish_s"][:2])
 
 
-@pytest.mark.skipif(find_ns() is None, reason="ns-2.35's `ns` is not installed (Debian: apt-get install ns2; make test installs it as root)")
+@pytest.mark.skipif(
+    find_ns() is None,
+    reason="ns-2.35's `ns` is not installed (Debian: apt-get install ns2; make test installs it as root)",
+)
 def test_quick_run_sets_the_tcp_baseline_in_ns2(quick_run):
     """Item 1's comparison set on ns-2.35's TCP as the baseline: every row has ns-2's value and
     says whom it agrees with, the baseline itself is compared with fctlab's flow by flow, and
@@ -105,6 +108,9 @@ def test_quick_run_sets_the_tcp_baseline_in_ns2(quick_run):
     for row in item["rows"]:
         assert row["ns2"] and row["ns2"] != "-" and row["ns2_agrees"], row
         assert row["verdict"] == NOT_GRADED and row["fctlab"].endswith("(3 runs)"), row
-    assert any(b.startswith("ns-2.35's tcp baseline against fctlab's") for b in (out / "report.md").read_text().splitlines()
-               for b in [b.lstrip("- ")])
+    assert any(
+        b.startswith("ns-2.35's tcp baseline against fctlab's")
+        for b in (out / "report.md").read_text().splitlines()
+        for b in [b.lstrip("- ")]
+    )
     assert len(list((out / "ns2-runs").glob("pair-*/run.tcl"))) == 3

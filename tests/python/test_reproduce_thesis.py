@@ -82,12 +82,17 @@ def test_quick_run_numbers_are_measured(quick_run):
     else:
         print("ns-2.35 not installed: item 7's ns-2 column not checked")
     verdicts = {r["verdict"] for n in range(1, 8) for r in items[str(n)]["rows"]}
-    assert verdicts <= {"matches", "direction matches, size differs", "does not match", "not measured", NOT_GRADED}, verdicts
+    assert verdicts <= {"matches", "direction matches, size differs", "does not match", "not measured", NOT_GRADED}, (
+        verdicts
+    )
     # rows over the quick run's two seeds are shown, not graded
     assert {r["verdict"] for r in items["4"]["rows"]} == {NOT_GRADED}
 
 
-@pytest.mark.skipif(find_ns() is None, reason="ns-2.35's `ns` is not installed (Debian: apt-get install ns2; make test installs it as root)")
+@pytest.mark.skipif(
+    find_ns() is None,
+    reason="ns-2.35's `ns` is not installed (Debian: apt-get install ns2; make test installs it as root)",
+)
 def test_quick_run_sets_ns2_beside_the_thesis(quick_run):
     """Items 1, 3, 4 and 5 measured again in ns-2.35 on the same flows: every row about TCP SACK
     or SACK+RED/ECN has ns-2's value and says whom it agrees with; rows about RCP, RACS or SDC

@@ -42,13 +42,13 @@ def _write(tmp: Path, sweep_text: str) -> Path:
     return f
 
 
-GRID = '''seeds = 2
+GRID = """seeds = 2
 [axes]
 "transport.protocol" = ["tcp", "dctcp"]
 [zip]
 "network.buffer" = ["50pkt", "100pkt"]
 "workloads.0.load" = [0.3, 0.5]
-'''
+"""
 
 
 def test_grid_zip_and_seeds_expand_to_stable_ids(tmp_path):
@@ -56,22 +56,26 @@ def test_grid_zip_and_seeds_expand_to_stable_ids(tmp_path):
     assert len(sw.runs) == 2 * 2 * 2  # protocols x zipped rows x seeds
     assert {r.values for r in sw.runs} == {
         (("transport.protocol", p), ("network.buffer", b), ("workloads.0.load", l))
-        for p in ("tcp", "dctcp") for b, l in (("50pkt", 0.3), ("100pkt", 0.5))
+        for p in ("tcp", "dctcp")
+        for b, l in (("50pkt", 0.3), ("100pkt", 0.5))
     }
     ids = [r.run_id for r in sw.runs]
     assert len(set(ids)) == len(ids)
     assert ids == [r.run_id for r in load_sweep(tmp_path / "sweep.toml").runs]  # stable
 
 
-@pytest.mark.parametrize("text, where, what", [
-    ('[axes]\n"transport.protocl" = ["tcp"]\n', 'axes."transport.protocl" = "tcp"', "unknown key"),
-    ('[axes]\n"transport.protocol" = []\n', 'axes."transport.protocol"', "empty list"),
-    ('[axes]\n"network.link_rate" = ["10Gbs"]\n', 'axes."network.link_rate" = "10Gbs"', "network.link_rate"),
-    ('[axes]\n"network.buffer" = [12]\n', 'axes."network.buffer" = 12', "network.buffer"),
-    ('[zip]\n"network.buffer" = ["50pkt"]\n"workloads.0.load" = [0.3, 0.5]\n', "zip", "same length"),
-    ('seeds = 0\n', "seeds", "1 to 100000"),
-    ('[axis]\n"a" = [1]\n', "axis", "unknown key"),
-])
+@pytest.mark.parametrize(
+    "text, where, what",
+    [
+        ('[axes]\n"transport.protocl" = ["tcp"]\n', 'axes."transport.protocl" = "tcp"', "unknown key"),
+        ('[axes]\n"transport.protocol" = []\n', 'axes."transport.protocol"', "empty list"),
+        ('[axes]\n"network.link_rate" = ["10Gbs"]\n', 'axes."network.link_rate" = "10Gbs"', "network.link_rate"),
+        ('[axes]\n"network.buffer" = [12]\n', 'axes."network.buffer" = 12', "network.buffer"),
+        ('[zip]\n"network.buffer" = ["50pkt"]\n"workloads.0.load" = [0.3, 0.5]\n', "zip", "same length"),
+        ("seeds = 0\n", "seeds", "1 to 100000"),
+        ('[axis]\n"a" = [1]\n', "axis", "unknown key"),
+    ],
+)
 def test_bad_axes_are_rejected_before_any_run(tmp_path, text, where, what):
     f = _write(tmp_path, text)
     with pytest.raises(SweepError) as e:
@@ -109,8 +113,10 @@ def test_two_workers_give_the_sequential_results_and_a_rerun_resumes(tmp_path):
 def test_query_runs_sql_over_runs_and_flows(tmp_path, capsys):
     f = _write(tmp_path, '[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n')
     runs = sweep(f, tmp_path / "out", workers=2, log=lambda m: None)
-    df = query(tmp_path / "out", 'SELECT "transport.protocol" AS p, count(*) AS n, median(fct_s) AS median_fct '
-                                 'FROM flows GROUP BY 1 ORDER BY 1')
+    df = query(
+        tmp_path / "out",
+        'SELECT "transport.protocol" AS p, count(*) AS n, median(fct_s) AS median_fct FROM flows GROUP BY 1 ORDER BY 1',
+    )
     assert list(df["p"]) == ["dctcp", "tcp"]
     total = int(df["n"].sum())
     assert total == sum(int(x) for x in runs["flows_total"])
@@ -123,12 +129,12 @@ def test_query_runs_sql_over_runs_and_flows(tmp_path, capsys):
     assert main(["query", str(tmp_path), "SELECT 1"]) == 2
 
 
-SLOW = '''seeds = 6
+SLOW = """seeds = 6
 [axes]
 "transport.protocol" = ["tcp", "dctcp"]
 "stop_time" = ["400ms"]
 "workloads.0.until" = ["300ms"]
-'''
+"""
 
 
 def _count_done(out: Path) -> int:
@@ -146,8 +152,12 @@ def test_a_dask_cluster_losing_a_worker_still_stores_every_run_once(tmp_path):
     f = _write(tmp_path, SLOW)
     out = tmp_path / "out"
     killed = {}
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         pids = client.run(os.getpid)
 
         def kill_one():
@@ -207,8 +217,11 @@ def test_a_killed_local_sweep_resumes_with_only_the_missing_runs(tmp_path):
 
 
 def test_report_of_a_sweep_plots_a_metric_with_intervals_over_seeds(tmp_path, capsys):
-    f = _write(tmp_path, 'seeds = 3\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n"workloads.0.load" = [0.3, 0.6]\n'
-                         '"workloads.0.sizes" = ["10KB"]\n')  # small flows: every run completes some
+    f = _write(
+        tmp_path,
+        'seeds = 3\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n"workloads.0.load" = [0.3, 0.6]\n'
+        '"workloads.0.sizes" = ["10KB"]\n',
+    )  # small flows: every run completes some
     sweep(f, tmp_path / "out", workers=2, log=lambda m: None)
     assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "rep"), "--format", "md"]) == 0
     md = (tmp_path / "rep" / "report.md").read_text()
@@ -222,8 +235,11 @@ def test_report_of_a_sweep_plots_a_metric_with_intervals_over_seeds(tmp_path, ca
     # the mean over seeds is the mean of the per-run medians
     from fctlab.sweeps import query
 
-    q = query(tmp_path / "out", 'SELECT avg(m) AS m FROM (SELECT run_id, median(fct_s) AS m FROM flows '
-                                'WHERE completed AND "transport.protocol" = \'tcp\' AND "workloads.0.load" = 0.3 GROUP BY run_id)')
+    q = query(
+        tmp_path / "out",
+        "SELECT avg(m) AS m FROM (SELECT run_id, median(fct_s) AS m FROM flows "
+        'WHERE completed AND "transport.protocol" = \'tcp\' AND "workloads.0.load" = 0.3 GROUP BY run_id)',
+    )
     row = t[(t["transport.protocol"] == "tcp") & (t["workloads.0.load"] == 0.3)]
     assert float(row["mean"].iloc[0]) == pytest.approx(float(q["m"][0]))
     assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "rep2"), "--metric", "nope"]) == 2

@@ -99,9 +99,18 @@ def _mine() -> list[str]:
 
 def test_plan_parsing_without_root(tmp_path):
     p = tmp_path / "s.toml"
-    p.write_text(_dumbbell(name="p", stop="", rate="150Mbps", proto="tcp", transport="",
-                           f0='size = "1MB"', f1='size = "2MB"\nstart = "10ms"'))
-    plan = load_plan(p, ["flows.1.size=\"3MB\""])
+    p.write_text(
+        _dumbbell(
+            name="p",
+            stop="",
+            rate="150Mbps",
+            proto="tcp",
+            transport="",
+            f0='size = "1MB"',
+            f1='size = "2MB"\nstart = "10ms"',
+        )
+    )
+    plan = load_plan(p, ['flows.1.size="3MB"'])
     assert plan.topology == "dumbbell" and sorted(plan.hosts) == ["r0", "r1", "s0", "s1"]
     assert plan.links[0].level == "bottleneck"
     assert plan.links[0].rate_a == 150e6 and plan.links[0].buf_a == 100 * 1514
@@ -151,8 +160,18 @@ def test_plan_errors_name_the_problem(tmp_path):
     p.write_text(_dumbbell(name="bad", stop="", rate="150Mbs", proto="tcp", transport="", f0='size = "1MB"', f1=""))
     with pytest.raises(Exception, match="bottleneck_rate"):
         load_plan(p)
-    p.write_text(_dumbbell(name="red", stop='stop_time = "1s"', rate="150Mbps", proto="tcp", transport="",
-                           f0="", f1="", net='queue = "red"'))
+    p.write_text(
+        _dumbbell(
+            name="red",
+            stop='stop_time = "1s"',
+            rate="150Mbps",
+            proto="tcp",
+            transport="",
+            f0="",
+            f1="",
+            net='queue = "red"',
+        )
+    )
     with pytest.raises(Exception, match="drop-tail .* and ecn"):
         load_plan(p)
 
@@ -197,10 +216,12 @@ def test_poisson_workload_plan_matches_the_simulator(tmp_path):
 
 def _incast(tmp_path):
     p = tmp_path / "incast.toml"
-    head = POISSON[:POISSON.index("[[workloads]]")].replace('bottleneck_rate = "200Mbps"',
-                                                             'bottleneck_rate = "200Mbps"\nbottleneck_delay = "1ms"')
-    p.write_text(head + '[[workloads]]\nkind = "incast"\nclient = "r0"\nservers = "s*"\n'
-                 'response_size = "200KB"\nrounds = 3\n')
+    head = POISSON[: POISSON.index("[[workloads]]")].replace(
+        'bottleneck_rate = "200Mbps"', 'bottleneck_rate = "200Mbps"\nbottleneck_delay = "1ms"'
+    )
+    p.write_text(
+        head + '[[workloads]]\nkind = "incast"\nclient = "r0"\nservers = "s*"\nresponse_size = "200KB"\nrounds = 3\n'
+    )
     return p
 
 
@@ -218,7 +239,7 @@ def test_incast_rounds_run_one_after_another(tmp_path):
     s = run_testbed(_incast(tmp_path), tmp_path / "o")
     df = pq.read_table(tmp_path / "o" / "flows.parquet").to_pandas()
     assert s["flows_completed"] == 9 and (df["bytes_delivered"] == 200_000).all()
-    rounds = [df.iloc[3 * k:3 * k + 3] for k in range(3)]
+    rounds = [df.iloc[3 * k : 3 * k + 3] for k in range(3)]
     for prev, nxt in zip(rounds, rounds[1:]):
         assert nxt["start_s"].min() >= prev["finish_s"].max() - 1e-3, (prev, nxt)
     assert _mine() == []
@@ -250,8 +271,17 @@ def test_check(capsys):
 def test_small_dumbbell_run(tmp_path):
     _need_testbed()
     p = tmp_path / "small.toml"
-    p.write_text(_dumbbell(name="small", stop="", rate="150Mbps", proto="tcp", transport="",
-                                 f0='size = "4MB"', f1='size = "2MB"\nstart = "100ms"\ntag = "late"'))
+    p.write_text(
+        _dumbbell(
+            name="small",
+            stop="",
+            rate="150Mbps",
+            proto="tcp",
+            transport="",
+            f0='size = "4MB"',
+            f1='size = "2MB"\nstart = "100ms"\ntag = "late"',
+        )
+    )
     t = time.monotonic()
     s = run_testbed(p, tmp_path / "out")
     assert time.monotonic() - t < 30
@@ -276,18 +306,37 @@ def test_interrupt_cleans_up(tmp_path, how):
     runner or a service manager stopping it): the namespaces, the delay line and ATCP go."""
     _need_atcp()
     p = tmp_path / "long.toml"
-    p.write_text(_dumbbell(name="long", stop='stop_time = "20s"', rate="100Mbps", proto="atcp",
-                           transport='weight_function = "fixed"', f0="weight = 1", f1="weight = 2",
-                           net='bottleneck_delay = "2ms"\nqueue = "ecn"\necn_threshold = "20pkt"'))
+    p.write_text(
+        _dumbbell(
+            name="long",
+            stop='stop_time = "20s"',
+            rate="100Mbps",
+            proto="atcp",
+            transport='weight_function = "fixed"',
+            f0="weight = 1",
+            f1="weight = 2",
+            net='bottleneck_delay = "2ms"\nqueue = "ecn"\necn_threshold = "20pkt"',
+        )
+    )
     # SIGINT at its default in the child, as on a terminal (a background job starts with it
     # ignored, and Python then installs no KeyboardInterrupt handler)
     if how == "cli-sigint":
         argv = [sys.executable, "-m", "fctlab.testbed", "run", str(p), "--out", str(tmp_path / "o")]
     else:
-        argv = [sys.executable, "-c", "import sys; from fctlab.testbed import run_testbed; run_testbed(sys.argv[1], sys.argv[2])",
-                str(p), str(tmp_path / "o")]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        argv = [
+            sys.executable,
+            "-c",
+            "import sys; from fctlab.testbed import run_testbed; run_testbed(sys.argv[1], sys.argv[2])",
+            str(p),
+            str(tmp_path / "o"),
+        ]
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     prefix = f"fctlab-{proc.pid}-"
     try:
         deadline = time.monotonic() + 15
@@ -327,8 +376,18 @@ def test_delay_line_sets_the_base_rtt(tmp_path):
     counts), and the delay line is gone after the run."""
     _need_testbed()
     p = tmp_path / "delay.toml"
-    p.write_text(_dumbbell(name="delay", stop="", rate="100Mbps", proto="tcp", transport="",
-                           f0='size = "2MB"', f1='size = "1MB"', net='bottleneck_delay = "5ms"'))
+    p.write_text(
+        _dumbbell(
+            name="delay",
+            stop="",
+            rate="100Mbps",
+            proto="tcp",
+            transport="",
+            f0='size = "2MB"',
+            f1='size = "1MB"',
+            net='bottleneck_delay = "5ms"',
+        )
+    )
     s = run_testbed(p, tmp_path / "o")
     df = pq.read_table(tmp_path / "o" / "flows.parquet").to_pandas()
     assert df["completed"].all() and df["bytes_delivered"].tolist() == [2_000_000, 1_000_000]
@@ -352,9 +411,18 @@ def test_ecn_threshold_marking(tmp_path, ecn):
     if K.missing_tools():
         pytest.skip("the ECN marker needs " + ", ".join(K.missing_tools()))
     p = tmp_path / "ecn.toml"
-    p.write_text(_dumbbell(name="ecn", stop='stop_time = "3s"', rate="100Mbps", proto="tcp",
-                           transport=f"ecn = {str(ecn).lower()}", f0="", f1="",
-                           net='bottleneck_delay = "1ms"\nqueue = "ecn"\necn_threshold = "15pkt"'))
+    p.write_text(
+        _dumbbell(
+            name="ecn",
+            stop='stop_time = "3s"',
+            rate="100Mbps",
+            proto="tcp",
+            transport=f"ecn = {str(ecn).lower()}",
+            f0="",
+            f1="",
+            net='bottleneck_delay = "1ms"\nqueue = "ecn"\necn_threshold = "15pkt"',
+        )
+    )
     s = run_testbed(p, tmp_path / "o")
     links = pq.read_table(tmp_path / "o" / "links.parquet").to_pandas()
     bottleneck = links[(links["src"] == "left") & (links["dst"] == "right")].iloc[0]
@@ -407,8 +475,10 @@ def test_theorem1_weighted_share(tmp_path):
         assert s["ecn_marks"] > 0
         ratios.append(_steady_ratio(tmp_path / f"o{i}"))
     mean = sum(ratios) / len(ratios)
-    print(f"theorem 1 throughput ratios w2/w1 after {WARMUP_S:g} s: {[round(r, 3) for r in ratios]}, "
-          f"mean {mean:.3f}, spread {max(ratios) - min(ratios):.3f}")
+    print(
+        f"theorem 1 throughput ratios w2/w1 after {WARMUP_S:g} s: {[round(r, 3) for r in ratios]}, "
+        f"mean {mean:.3f}, spread {max(ratios) - min(ratios):.3f}"
+    )
     assert 1.6 <= mean <= 2.4, ratios
     assert _mine() == [] and not K.registered()
 
@@ -438,8 +508,9 @@ def test_simulator_and_testbed_agree_on_throughput_shares(tmp_path):
     _need_testbed()
     # 10 s: over 5 s the kernel's split of two equal flows still wanders by up to ~15%.
     p = tmp_path / "shares.toml"
-    p.write_text(_dumbbell(name="shares", stop='stop_time = "10s"', rate="100Mbps", proto="tcp",
-                           transport="", f0="", f1=""))
+    p.write_text(
+        _dumbbell(name="shares", stop='stop_time = "10s"', rate="100Mbps", proto="tcp", transport="", f0="", f1="")
+    )
     shares = _shares_sim_vs_testbed(tmp_path, p)
     for s in shares:
         assert abs(s["relative_difference"]) < 0.15, shares
@@ -499,9 +570,11 @@ def test_theorem1_three_weights_simulator_and_kernel_agree(tmp_path):
             K.unload()
     kernel = [statistics.mean(r[k] for r in runs) for k in range(3)]
     diffs = [(a - b) / b for a, b in zip(sim, kernel)]
-    print(f"shares after {WARMUP_S:g} s, weights 1:2:4: simulator {[round(x, 3) for x in sim]}, kernel runs "
-          f"{[[round(x, 3) for x in r] for r in runs]}, kernel mean {[round(x, 3) for x in kernel]}, "
-          f"relative differences {[f'{d:+.1%}' for d in diffs]}")
+    print(
+        f"shares after {WARMUP_S:g} s, weights 1:2:4: simulator {[round(x, 3) for x in sim]}, kernel runs "
+        f"{[[round(x, 3) for x in r] for r in runs]}, kernel mean {[round(x, 3) for x in kernel]}, "
+        f"relative differences {[f'{d:+.1%}' for d in diffs]}"
+    )
     assert all(abs(d) < 0.15 for d in diffs), (sim, kernel)
     # the order of the theorem: each heavier flow gets more on both
     assert sim == sorted(sim) and kernel == sorted(kernel)
@@ -522,7 +595,9 @@ def _big_small(tmp_path, runs):
     for proto in ("tcp", "atcp"):
         fcts = []
         for i in range(runs):
-            run_testbed(PAPER / "kernel_big_small.toml", tmp_path / f"{proto}{i}", set=[f'transport.protocol="{proto}"'])
+            run_testbed(
+                PAPER / "kernel_big_small.toml", tmp_path / f"{proto}{i}", set=[f'transport.protocol="{proto}"']
+            )
             df = pq.read_table(tmp_path / f"{proto}{i}" / "flows.parquet").to_pandas()
             assert df["completed"].all()
             fcts.append(df["fct_s"].tolist())
@@ -546,8 +621,10 @@ def test_router_assisted_protocols_are_refused_with_the_reason(tmp_path):
     from fctlab.testbed.runner import resolve_congestion_controls
 
     scen = tmp_path / "rcp.toml"
-    scen.write_text('seed = 1\nstop_time = "1s"\n[network]\ntopology = "star"\nhosts = 3\nlink_rate = "100Mbps"\n'
-                    'link_delay = "1ms"\n[transport]\nprotocol = "rcp"\n[[flows]]\nsrc = "h1"\ndst = "h0"\n')
+    scen.write_text(
+        'seed = 1\nstop_time = "1s"\n[network]\ntopology = "star"\nhosts = 3\nlink_rate = "100Mbps"\n'
+        'link_delay = "1ms"\n[transport]\nprotocol = "rcp"\n[[flows]]\nsrc = "h1"\ndst = "h0"\n'
+    )
     plan = load_plan(scen, [])
     with pytest.raises(BadPlan, match=r"flows\[0\]: protocol 'rcp' is not supported by the testbed .*stamp rates"):
         resolve_congestion_controls(plan)
@@ -605,9 +682,11 @@ def test_a_scheduled_flow_that_waits_for_a_group_is_refused(tmp_path):
     from fctlab.testbed.netns import TestbedError as BadPlan
 
     scen = tmp_path / "sched.toml"
-    scen.write_text('seed = 1\nstop_time = "1s"\n[network]\ntopology = "star"\nhosts = 3\nlink_rate = "100Mbps"\n'
-                    'link_delay = "1ms"\n[transport]\nscheduler = "srpt"\n[[workloads]]\nkind = "incast"\nclient = "h0"\n'
-                    'servers = ["h1", "h2"]\nresponse_size = "10KB"\nrounds = 2\n')
+    scen.write_text(
+        'seed = 1\nstop_time = "1s"\n[network]\ntopology = "star"\nhosts = 3\nlink_rate = "100Mbps"\n'
+        'link_delay = "1ms"\n[transport]\nscheduler = "srpt"\n[[workloads]]\nkind = "incast"\nclient = "h0"\n'
+        'servers = ["h1", "h2"]\nresponse_size = "10KB"\nrounds = 2\n'
+    )
     with pytest.raises(BadPlan, match=r"wait for a group; the testbed's scheduling layer starts flows at fixed times"):
         load_plan(scen, [])
 
@@ -620,8 +699,13 @@ def test_ctrl_c_during_a_scheduled_run_removes_everything(tmp_path):
     p = tmp_path / "long_sched.toml"
     p.write_text(scen)
     argv = [sys.executable, "-m", "fctlab.testbed", "run", str(p), "--out", str(tmp_path / "o")]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     prefix = f"fctlab-{proc.pid}-"
     try:
         deadline = time.monotonic() + 15

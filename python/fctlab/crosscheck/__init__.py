@@ -67,11 +67,18 @@ def other_result(flows_rows: list, link_rows: list, summary: dict, fctlab_flows,
         r["conn_finish_s"] = r["finish_s"]
     fs, ls = _schema("flows"), _schema("links")
     cwnd = pa.Table.from_pylist(list(cwnd_rows), schema=_schema("cwnd")) if cwnd_rows else None
-    return RunResult(pa.Table.from_pylist(flows_rows, schema=fs), pa.Table.from_pylist(link_rows, schema=ls), None,
-                     summary, cwnd_table=cwnd)
+    return RunResult(
+        pa.Table.from_pylist(flows_rows, schema=fs),
+        pa.Table.from_pylist(link_rows, schema=ls),
+        None,
+        summary,
+        cwnd_table=cwnd,
+    )
 
 
-def _write_other(flows_rows: list, link_rows: list, summary: dict, fctlab_flows, out: Path, cwnd_rows: Sequence = ()) -> None:
+def _write_other(
+    flows_rows: list, link_rows: list, summary: dict, fctlab_flows, out: Path, cwnd_rows: Sequence = ()
+) -> None:
     other_result(flows_rows, link_rows, summary, fctlab_flows, cwnd_rows).write(out)
 
 
@@ -92,8 +99,17 @@ def run_other(scenario: ScenarioLike, fctlab_result, *, against: str = "ns2", ou
     return res
 
 
-def crosscheck(scenario: ScenarioLike, *, against: str = "ns2", out, seeds: int = 5, first_seed: int = 1,
-               set: Sequence[str] = (), unset: Sequence[str] = (), log=None) -> Crosscheck:
+def crosscheck(
+    scenario: ScenarioLike,
+    *,
+    against: str = "ns2",
+    out,
+    seeds: int = 5,
+    first_seed: int = 1,
+    set: Sequence[str] = (),
+    unset: Sequence[str] = (),
+    log=None,
+) -> Crosscheck:
     """Runs `scenario` in fctlab and in `against` for seeds first_seed .. first_seed+seeds-1,
     writes both runs per seed and the report into `out`.
 
@@ -136,8 +152,9 @@ def crosscheck(scenario: ScenarioLike, *, against: str = "ns2", out, seeds: int 
     return Crosscheck(name, against, out, runs, stats, notes)
 
 
-def suite(directory, *, against: str = "ns2", out, seeds: int = 5, first_seed: int = 1, set: Sequence[str] = (),
-          log=None) -> list:
+def suite(
+    directory, *, against: str = "ns2", out, seeds: int = 5, first_seed: int = 1, set: Sequence[str] = (), log=None
+) -> list:
     """Every scenario of `directory` (``*.toml``) crosschecked into ``out/<name>/``, and
     ``out/suite.md``: one table of every graded figure of every set-up."""
     from .report import suite_table
@@ -149,16 +166,21 @@ def suite(directory, *, against: str = "ns2", out, seeds: int = 5, first_seed: i
     results = []
     for f in files:
         say(f"{f.stem}")
-        results.append(crosscheck(f, against=against, out=Path(out) / f.stem, seeds=seeds, first_seed=first_seed,
-                                  set=set, log=log))
+        results.append(
+            crosscheck(f, against=against, out=Path(out) / f.stem, seeds=seeds, first_seed=first_seed, set=set, log=log)
+        )
     table = suite_table(results, against, directory, out, seeds)
     (Path(out) / "suite.md").write_text(table)
     return results
 
 
 def configure(parser) -> None:
-    parser.add_argument("scenario", help="scenario file (TOML or JSON), or a directory: every *.toml in it, and a table of all")
-    parser.add_argument("--against", required=True, choices=sorted(TARGETS), help="the other simulator (ns2: ns-2.35's `ns`)")
+    parser.add_argument(
+        "scenario", help="scenario file (TOML or JSON), or a directory: every *.toml in it, and a table of all"
+    )
+    parser.add_argument(
+        "--against", required=True, choices=sorted(TARGETS), help="the other simulator (ns2: ns-2.35's `ns`)"
+    )
     parser.add_argument("--out", required=True, help="output directory: both runs per seed and the report")
     parser.add_argument("--seeds", type=int, default=5, help="number of seeds, from --first-seed on (default 5)")
     parser.add_argument("--first-seed", type=int, default=1, help="first seed (default 1)")
@@ -171,16 +193,31 @@ def run(args) -> int:
     log = None if args.quiet else (lambda msg: print(f"[crosscheck] {msg}", file=sys.stderr, flush=True))
     try:
         if Path(args.scenario).is_dir():
-            results = suite(args.scenario, against=args.against, out=args.out, seeds=args.seeds, first_seed=args.first_seed,
-                            set=list(args.set or []), log=log)
+            results = suite(
+                args.scenario,
+                against=args.against,
+                out=args.out,
+                seeds=args.seeds,
+                first_seed=args.first_seed,
+                set=list(args.set or []),
+                log=log,
+            )
             from .report import verdict_lines
 
             for cc in results:
                 print(f"{Path(cc.scenario).stem}: {verdict_lines(cc.stats)[-1]}")
             print(f"table: {Path(args.out) / 'suite.md'}")
             return 0
-        cc = crosscheck(args.scenario, against=args.against, out=args.out, seeds=args.seeds, first_seed=args.first_seed,
-                        set=list(args.set or []), unset=list(args.unset or []), log=log)
+        cc = crosscheck(
+            args.scenario,
+            against=args.against,
+            out=args.out,
+            seeds=args.seeds,
+            first_seed=args.first_seed,
+            set=list(args.set or []),
+            unset=list(args.unset or []),
+            log=log,
+        )
     except ScenarioError as e:
         print(f"fctlab crosscheck: error: {e}", file=sys.stderr)
         return 2

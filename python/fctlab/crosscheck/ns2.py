@@ -49,39 +49,53 @@ def check(plan: Plan) -> None:
     ``plan.notes`` what it runs differently."""
     t = plan.tcp
     if plan.network.get("scheduler"):
-        raise Unsupported("transport.scheduler: ns-2.35 has no flow scheduling layer (SCHED_TCP); remove the key to crosscheck")
+        raise Unsupported(
+            "transport.scheduler: ns-2.35 has no flow scheduling layer (SCHED_TCP); remove the key to crosscheck"
+        )
     for f in plan.flows:
         if f.protocol not in PROTOCOLS:
             raise Unsupported(
                 f"flows[{f.flow_id}].protocol: {f.protocol!r} is not in ns-2.35 (it has TCP, and ATCP through "
-                f"increase_num_); the crosscheck runs {', '.join(PROTOCOLS)}")
+                f"increase_num_); the crosscheck runs {', '.join(PROTOCOLS)}"
+            )
         if f.protocol == "atcp":
             atcp_weight(f)
     if any(f.protocol == "atcp" and atcp_step(f) for f in plan.flows):
         plan.notes.append(
             f"ATCP step weight: ns-2's increase_num_ is switched from W_H to W_L by a check every "
-            f"{STEP_POLL_S * 1e3:g} ms of whether the flow has sent past its threshold (fctlab switches at the byte)")
+            f"{STEP_POLL_S * 1e3:g} ms of whether the flow has sent past its threshold (fctlab switches at the byte)"
+        )
     if t["tail_loss_probe"]:
-        raise Unsupported("transport.tail_loss_probe: ns-2.35 has no tail loss probe; set it to false (profile = \"ns2\" does)")
+        raise Unsupported(
+            'transport.tail_loss_probe: ns-2.35 has no tail loss probe; set it to false (profile = "ns2" does)'
+        )
     if t["cwr"]:
-        raise Unsupported("transport.cwr: ns-2.35's TCP has no CWR state (TcpAgent::ecn halves at once); set it to false (profile = \"ns2\" does)")
+        raise Unsupported(
+            'transport.cwr: ns-2.35\'s TCP has no CWR state (TcpAgent::ecn halves at once); set it to false (profile = "ns2" does)'
+        )
     if t["handshake"] and t["initial_cwnd_segments"] != 2:
         raise Unsupported(
             f"transport.initial_cwnd: {t['initial_cwnd_segments']} segments with handshake = true; ns-2 with its SYN "
             "(syn_ and delay_growth_, tcp.cc set_initial_window) opens every connection with one segment and 2 after "
-            "the SYN's ACK whatever windowInit_ says; use initial_cwnd = 2 or handshake = false")
+            "the SYN's ACK whatever windowInit_ says; use initial_cwnd = 2 or handshake = false"
+        )
     if t["rwnd_bytes"] % t["mss_bytes"]:
-        raise Unsupported(f"transport.rwnd: {t['rwnd_bytes']} B is not a whole number of {t['mss_bytes']} B segments (ns-2's window_ counts packets)")
+        raise Unsupported(
+            f"transport.rwnd: {t['rwnd_bytes']} B is not a whole number of {t['mss_bytes']} B segments (ns-2's window_ counts packets)"
+        )
     ss = t["initial_ssthresh_bytes"]
     if ss is not None and ss != t["rwnd_bytes"]:
         raise Unsupported(
             f"transport.initial_ssthresh: {ss} B differs from rwnd ({t['rwnd_bytes']} B); ns-2 starts ssthresh_ at window_ "
-            "(tcp.cc TcpAgent::reset)")
+            "(tcp.cc TcpAgent::reset)"
+        )
     single_paths(plan)
     for p in plan.ports:
         q = p.queue
         if q["kind"] == "ecn" and q["threshold"] is not None and q["threshold"][0] != "pkts":
-            raise Unsupported("network.ecn_threshold: a byte threshold is not translated (ns-2's RED-based marker counts packets here); give it in packets")
+            raise Unsupported(
+                "network.ecn_threshold: a byte threshold is not translated (ns-2's RED-based marker counts packets here); give it in packets"
+            )
     # fctlab's switchable mechanisms that ns-2 has one way only: (key, ns-2's way, used when)
     for key, ns2_way, used in (
         ("sack_recovery", "ns2", t["sack"]),
@@ -98,21 +112,25 @@ def check(plan: Plan) -> None:
     if ecn_ports and not any(f.ecn for f in plan.flows):
         plan.notes.append(
             "ECN threshold marking: no flow is ECN-capable, so the marking ports run as DropTail queues of the same "
-            "size in ns-2, as they act in fctlab (ns-2's RED-based marker would drop such packets above K)")
+            "size in ns-2, as they act in fctlab (ns-2's RED-based marker would drop such packets above K)"
+        )
     elif ecn_ports and not all(f.ecn for f in plan.flows):
         plan.notes.append(
             "ECN threshold marking: ns-2's RED-based marker drops the packets of flows that are not ECN-capable once "
-            "the queue exceeds K, where fctlab queues them up to the buffer's end")
+            "the queue exceeds K, where fctlab queues them up to the buffer's end"
+        )
     if ecn_ports and any(f.ecn for f in plan.flows):
         plan.notes.append(
             "ECN threshold marking: ns-2 marks with RED at thresh_ = maxthresh_ = K, which, unlike fctlab's "
             "threshold, skips the first arrival after the queue reaches K and acts only while more than one "
-            "packet waits (red.cc enque)")
+            "packet waits (red.cc enque)"
+        )
     if plan.network["queue"]["kind"] == "red" and plan.network["queue"]["variant"] == "classic":
         plan.notes.append(
             "RED (classic): ns-2's RED runs in packet mode with the scenario's thresholds, weight and max_p, without "
             "wait_ and mark_p_, but keeps what cannot be switched off: no early action while the queue holds at "
-            "most one packet, and no action on the first arrival after the average crosses min_th (red.cc enque)")
+            "most one packet, and no action on the first arrival after the average crosses min_th (red.cc enque)"
+        )
 
 
 def atcp_weight(f) -> float:
@@ -125,8 +143,10 @@ def atcp_weight(f) -> float:
         return float(p["weight"])
     if fn == "step":
         return float(p["w_high"])
-    raise Unsupported(f"flows[{f.flow_id}].weight_function: {fn!r} varies continuously during the flow; ns-2's "
-                      "increase_num_ is set per flow here (use \"fixed\" or \"step\")")
+    raise Unsupported(
+        f"flows[{f.flow_id}].weight_function: {fn!r} varies continuously during the flow; ns-2's "
+        'increase_num_ is set per flow here (use "fixed" or "step")'
+    )
 
 
 #: How often (s) the script checks whether a `step` flow has sent past its threshold.
@@ -176,17 +196,28 @@ def _queue_lines(p, plan: Plan) -> tuple:
     lines.append(f"$ns queue-limit $n({p.src}) $n({p.dst}) {limit}")
     if unit == "bytes":
         if qtype != "DropTail":
-            raise Unsupported(f"network.buffer: a byte buffer on the {kind} port {p.src}->{p.dst} is not translated (only DropTail ports')")
+            raise Unsupported(
+                f"network.buffer: a byte buffer on the {kind} port {p.src}->{p.dst} is not translated (only DropTail ports')"
+            )
         lines.append(f"{qv} set queue_in_bytes_ true")
         lines.append(f"{qv} set mean_pktsize_ 1")
     if kind == "ecn":
         k = q["threshold"][1]
         # DCTCP-style step marking with ns-2's RED (thresh_ = maxthresh_ = K, q_weight_ 1):
         # the instantaneous queue at arrival against K, marks only, no early drop.
-        lines += [f"{qv} set bytes_ false", f"{qv} set queue_in_bytes_ false", f"{qv} set thresh_ {k}",
-                  f"{qv} set maxthresh_ {k}", f"{qv} set q_weight_ 1", f"{qv} set setbit_ true",
-                  f"{qv} set gentle_ false", f"{qv} set wait_ false", f"{qv} set use_mark_p_ true",
-                  f"{qv} set mark_p_ 2.0", f"{qv} set linterm_ 1"]
+        lines += [
+            f"{qv} set bytes_ false",
+            f"{qv} set queue_in_bytes_ false",
+            f"{qv} set thresh_ {k}",
+            f"{qv} set maxthresh_ {k}",
+            f"{qv} set q_weight_ 1",
+            f"{qv} set setbit_ true",
+            f"{qv} set gentle_ false",
+            f"{qv} set wait_ false",
+            f"{qv} set use_mark_p_ true",
+            f"{qv} set mark_p_ 2.0",
+            f"{qv} set linterm_ 1",
+        ]
     elif kind == "red":
         lines += _red_lines(qv, q, p)
     return qtype, lines
@@ -200,20 +231,30 @@ def _red_lines(qv: str, q: dict, p) -> list:
     if q.get("variant") == "ns2":
         tf = lambda b: "true" if b else "false"  # noqa: E731
         return out + [
-            f"{qv} set bytes_ {tf(q['bytes'])}", f"{qv} set queue_in_bytes_ {tf(q['bytes'])}",
+            f"{qv} set bytes_ {tf(q['bytes'])}",
+            f"{qv} set queue_in_bytes_ {tf(q['bytes'])}",
             f"{qv} set mean_pktsize_ {q['mean_pktsize']}",
-            f"{qv} set thresh_ {_num(q['thresh'] or 0)}", f"{qv} set maxthresh_ {_num(q['maxthresh'] or 0)}",
+            f"{qv} set thresh_ {_num(q['thresh'] or 0)}",
+            f"{qv} set maxthresh_ {_num(q['maxthresh'] or 0)}",
             f"{qv} set q_weight_ {_num(q['q_weight']) if q['q_weight'] is not None else -1}",
-            f"{qv} set linterm_ {_num(1.0 / q['max_p'])}", f"{qv} set mark_p_ {_num(q['mark_p'])}",
-            f"{qv} set use_mark_p_ true", f"{qv} set wait_ {tf(q['wait'])}", f"{qv} set gentle_ {tf(q['gentle'])}",
+            f"{qv} set linterm_ {_num(1.0 / q['max_p'])}",
+            f"{qv} set mark_p_ {_num(q['mark_p'])}",
+            f"{qv} set use_mark_p_ true",
+            f"{qv} set wait_ {tf(q['wait'])}",
+            f"{qv} set gentle_ {tf(q['gentle'])}",
             f"{qv} set targetdelay_ {_num(q['target_delay_s'])}",
         ]
     return out + [
-        f"{qv} set bytes_ false", f"{qv} set queue_in_bytes_ false",
-        f"{qv} set thresh_ {_num(q['min_threshold_pkts'])}", f"{qv} set maxthresh_ {_num(q['max_threshold_pkts'])}",
-        f"{qv} set linterm_ {_num(1.0 / q['max_p'])}", f"{qv} set q_weight_ {_num(q['weight'])}",
-        f"{qv} set gentle_ {'true' if q['gentle'] else 'false'}", f"{qv} set wait_ false",
-        f"{qv} set use_mark_p_ false", f"{qv} set mean_pktsize_ 1500",
+        f"{qv} set bytes_ false",
+        f"{qv} set queue_in_bytes_ false",
+        f"{qv} set thresh_ {_num(q['min_threshold_pkts'])}",
+        f"{qv} set maxthresh_ {_num(q['max_threshold_pkts'])}",
+        f"{qv} set linterm_ {_num(1.0 / q['max_p'])}",
+        f"{qv} set q_weight_ {_num(q['weight'])}",
+        f"{qv} set gentle_ {'true' if q['gentle'] else 'false'}",
+        f"{qv} set wait_ false",
+        f"{qv} set use_mark_p_ false",
+        f"{qv} set mean_pktsize_ 1500",
     ]
 
 
@@ -267,22 +308,22 @@ def script(plan: Plan, seed: int) -> str:
         "}",
         "proc finished {id} {",
         "    global ns tcp start ndone nfinite nlong groupleft groupof waiters fin",
-        "    puts \"F $id [$ns now] [$tcp($id) set nrexmit_] [$tcp($id) set nrexmitpack_] [$tcp($id) set ndatapack_]\"",
+        '    puts "F $id [$ns now] [$tcp($id) set nrexmit_] [$tcp($id) set nrexmitpack_] [$tcp($id) set ndatapack_]"',
         "    set fin($id) 1",
         "    incr ndone",
         "    if {[info exists groupof($id)]} {",
         "        set g $groupof($id)",
         "        incr groupleft($g) -1",
         "        if {$groupleft($g) == 0 && [info exists waiters($g)]} {",
-        "            foreach w $waiters($g) { $ns at [expr [$ns now] + [lindex $w 1]] \"start_flow [lindex $w 0]\" }",
+        '            foreach w $waiters($g) { $ns at [expr [$ns now] + [lindex $w 1]] "start_flow [lindex $w 0]" }',
         "        }",
         "    }",
-        "    if {$ndone == $nfinite && !$nlong} { $ns at [$ns now] \"finish\" }",
+        '    if {$ndone == $nfinite && !$nlong} { $ns at [$ns now] "finish" }',
         "}",
         "proc start_flow {id} {",
         "    global ns ftp size start step",
         "    set start($id) [$ns now]",
-        "    puts \"S $id [$ns now]\"",
+        '    puts "S $id [$ns now]"',
         "    if {$size($id) < 0} { $ftp($id) start } else { send_all $id $size($id) }",
         "    if {[info exists step($id)]} { atcp_step $id }",
         "}",
@@ -301,7 +342,7 @@ def script(plan: Plan, seed: int) -> str:
         f"    if {{[$tcp($id) set maxseq_] + 1 - {1 if t['handshake'] else 0} > [lindex $step($id) 0]}} {{",
         "        $tcp($id) set increase_num_ [lindex $step($id) 1]",
         "    } else {",
-        f"        $ns at [expr [$ns now] + {_num(STEP_POLL_S)}] \"atcp_step $id\"",
+        f'        $ns at [expr [$ns now] + {_num(STEP_POLL_S)}] "atcp_step $id"',
         "    }",
         "}",
         "proc flow {id src dst bytes ecn incr} {",
@@ -339,7 +380,7 @@ def script(plan: Plan, seed: int) -> str:
             # sent > threshold bytes: more than floor(threshold / mss) whole packets
             L.append(f"set step({f.flow_id}) {{{st[0] // mss} {_num(st[1])}}}")
         if not f.after:
-            L.append(f"$ns at {_num(f.start_s)} \"start_flow {f.flow_id}\"")
+            L.append(f'$ns at {_num(f.start_s)} "start_flow {f.flow_id}"')
     stop = plan.stop_time_s if plan.stop_time_s is not None else 3600.0
     L += _cwnd_sampler(plan)
     L += [
@@ -358,24 +399,24 @@ def script(plan: Plan, seed: int) -> str:
         "proc poll_bytes {} {",
         "    global ns",
         "    add_bytes",
-        "    $ns at [expr [$ns now] + 1.0] \"poll_bytes\"",
+        '    $ns at [expr [$ns now] + 1.0] "poll_bytes"',
         "}",
-        "$ns at 1.0 \"poll_bytes\"",
+        '$ns at 1.0 "poll_bytes"',
         "proc finish {} {",
         "    global ns tcp sink qm size start btotal",
         "    set now [$ns now]",
-        "    puts \"T $now\"",
+        '    puts "T $now"',
         "    add_bytes",
         f"    for {{set i 0}} {{$i < {len(plan.ports)}}} {{incr i}} {{",
         "        set m $qm($i)",
-        "        puts \"L $i [$m set pdepartures_] $btotal($i) [$m set pdrops_] [$m set pmarks_] [[$m get-pkts-integrator] set sum_] [[$m get-bytes-integrator] set sum_]\"",
+        '        puts "L $i [$m set pdepartures_] $btotal($i) [$m set pdrops_] [$m set pmarks_] [[$m get-pkts-integrator] set sum_] [[$m get-bytes-integrator] set sum_]"',
         "    }",
         "    foreach id [lsort -integer [array names tcp]] {",
-        "        puts \"A $id [$tcp($id) set ack_] [$tcp($id) set nrexmit_] [$tcp($id) set nrexmitpack_] [$tcp($id) set ndatapack_]\"",
+        '        puts "A $id [$tcp($id) set ack_] [$tcp($id) set nrexmit_] [$tcp($id) set nrexmitpack_] [$tcp($id) set ndatapack_]"',
         "    }",
         "    exit 0",
         "}",
-        f"$ns at {_num(stop)} \"finish\"",
+        f'$ns at {_num(stop)} "finish"',
         "$ns run",
         "",
     ]
@@ -399,12 +440,12 @@ def _cwnd_sampler(plan: Plan) -> list:
         "    set now [$ns now]",
         "    foreach id $cwnd_ids {",
         "        if {[info exists start($id)] && ![info exists fin($id)]} {",
-        "            puts \"W $id $now [$tcp($id) set cwnd_] [$tcp($id) set ssthresh_] [$tcp($id) set ack_] [$tcp($id) set increase_num_]\"",
+        '            puts "W $id $now [$tcp($id) set cwnd_] [$tcp($id) set ssthresh_] [$tcp($id) set ack_] [$tcp($id) set increase_num_]"',
         "        }",
         "    }",
-        f"    $ns at [expr ($k + 1) * {_num(dt)}] \"sample_cwnd [expr $k + 1]\"",
+        f'    $ns at [expr ($k + 1) * {_num(dt)}] "sample_cwnd [expr $k + 1]"',
         "}",
-        "$ns at 0 \"sample_cwnd 0\"",
+        '$ns at 0 "sample_cwnd 0"',
     ]
 
 
@@ -469,10 +510,17 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
             prev = last_ack.get(fid, -1 + (1 if t["handshake"] else 0))
             last_ack[fid] = ack
             ss = float(parts[4]) * mss
-            cwnd.append({"time_s": float(parts[2]), "flow_id": fid, "cwnd_bytes": int(float(parts[3]) * mss),
-                         "ssthresh_bytes": int(ss) if ss < 2 ** 40 else None,
-                         "rate_bps": max(0, ack - prev) * mss * 8 / dt,
-                         "weight": float(parts[6]) if fid in atcp else None, "pacing_bps": None})
+            cwnd.append(
+                {
+                    "time_s": float(parts[2]),
+                    "flow_id": fid,
+                    "cwnd_bytes": int(float(parts[3]) * mss),
+                    "ssthresh_bytes": int(ss) if ss < 2**40 else None,
+                    "rate_bps": max(0, ack - prev) * mss * 8 / dt,
+                    "weight": float(parts[6]) if fid in atcp else None,
+                    "pacing_bps": None,
+                }
+            )
     syn = 1 if t["handshake"] else 0
     flows = []
     for f in plan.flows:
@@ -486,28 +534,55 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
             finish_s = None
             segs = max(0, hi + 1 - syn)
             delivered = segs * mss if f.size_bytes is None else min(f.size_bytes, segs * mss)
-        flows.append({
-            "flow_id": f.flow_id, "src": f.src, "dst": f.dst, "size_bytes": f.size_bytes,
-            "bytes_delivered": delivered if st is not None else 0, "start_s": st, "finish_s": finish_s,
-            "fct_s": (finish_s - st) if finish_s is not None else None,
-            "completed": finish_s is not None, "protocol": f.protocol,
-            # ns-2 counts the SYN among data packets and its resends among retransmissions
-            "retransmits": nrx, "timeouts": nto, "packets_sent": ndata,
-            "tag": f.tag, "group": f.group,
-        })
+        flows.append(
+            {
+                "flow_id": f.flow_id,
+                "src": f.src,
+                "dst": f.dst,
+                "size_bytes": f.size_bytes,
+                "bytes_delivered": delivered if st is not None else 0,
+                "start_s": st,
+                "finish_s": finish_s,
+                "fct_s": (finish_s - st) if finish_s is not None else None,
+                "completed": finish_s is not None,
+                "protocol": f.protocol,
+                # ns-2 counts the SYN among data packets and its resends among retransmissions
+                "retransmits": nrx,
+                "timeouts": nto,
+                "packets_sent": ndata,
+                "tag": f.tag,
+                "group": f.group,
+            }
+        )
     T = end or 0.0
     link_rows = []
     for i, p in enumerate(plan.ports):
         pdep, bdep, pdrop, pmark, pint, bint = links.get(i, (0, 0, 0, 0, 0.0, 0.0))
-        link_rows.append({
-            "link_id": i, "src": p.src, "dst": p.dst, "level": p.level, "rate_bps": p.rate_bps, "delay_s": p.delay_s,
-            "tx_packets": int(pdep), "tx_bytes": int(bdep), "drops": int(pdrop), "ecn_marks": int(pmark),
-            "utilization": (bdep * 8 / p.rate_bps / T) if T > 0 else None,
-            "mean_queue_pkts": (pint / T) if T > 0 else None,
-        })
+        link_rows.append(
+            {
+                "link_id": i,
+                "src": p.src,
+                "dst": p.dst,
+                "level": p.level,
+                "rate_bps": p.rate_bps,
+                "delay_s": p.delay_s,
+                "tx_packets": int(pdep),
+                "tx_bytes": int(bdep),
+                "drops": int(pdrop),
+                "ecn_marks": int(pmark),
+                "utilization": (bdep * 8 / p.rate_bps / T) if T > 0 else None,
+                "mean_queue_pkts": (pint / T) if T > 0 else None,
+            }
+        )
     summary = {
-        "simulator": "ns-2.35", "scenario_name": plan.name, "seed": seed, "sim_time_s": T, "wall_time_s": wall_s,
-        "flows_total": len(plan.flows), "flows_started": len(starts), "flows_completed": len(finishes),
+        "simulator": "ns-2.35",
+        "scenario_name": plan.name,
+        "seed": seed,
+        "sim_time_s": T,
+        "wall_time_s": wall_s,
+        "flows_total": len(plan.flows),
+        "flows_started": len(starts),
+        "flows_completed": len(finishes),
         "drops": int(sum(r["drops"] for r in link_rows)),
         # a CE packet is counted at every port it leaves; once per packet at the last hop
         "ecn_marks": int(sum(r["ecn_marks"] for r in link_rows if r["dst"] in set(plan.hosts))),

@@ -98,8 +98,22 @@ def load(scenario: ScenarioLike, overrides: Sequence[str] = (), unset: Sequence[
         hosts=[n["name"] for n in net["nodes"] if n["kind"] == "host"],
         switches=[n["name"] for n in net["nodes"] if n["kind"] != "host"],
         ports=ports,
-        flows=[Flow(f["flow_id"], f["src"], f["dst"], f["size_bytes"], f["start_s"], f["protocol"], bool(f["ecn"]),
-                    dict(f["params"] or {}), f["tag"], f["group"], f["after"]) for f in flows],
+        flows=[
+            Flow(
+                f["flow_id"],
+                f["src"],
+                f["dst"],
+                f["size_bytes"],
+                f["start_s"],
+                f["protocol"],
+                bool(f["ecn"]),
+                dict(f["params"] or {}),
+                f["tag"],
+                f["group"],
+                f["after"],
+            )
+            for f in flows
+        ],
         tcp=dict(val["transport"]),
         network=net,
     )
@@ -129,7 +143,8 @@ def single_paths(plan: Plan) -> None:
                 f"network.topology: {plan.network['topology']} joins {f.src} and {f.dst} (flow {f.flow_id}) by "
                 f"{count[f.dst]} equal-cost paths; fctlab spreads flows over them by a hash and ns-2's static "
                 "routing takes one, so the two would not carry the same flows on the same links. Use a "
-                "single-path topology (star, dumbbell, chain, tree, leafspine with one spine, or a custom tree)")
+                "single-path topology (star, dumbbell, chain, tree, leafspine with one spine, or a custom tree)"
+            )
 
 
 def _path_counts(adj: dict, src: str, hosts: set) -> tuple:

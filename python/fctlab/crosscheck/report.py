@@ -23,8 +23,13 @@ from ..stats import interval
 KB = 1_000
 #: Size buckets of the crosscheck: finer than the reports' default, because the papers' mixes
 #: put most flows below 100 KB.
-BUCKETS = (("<10KB", 0, 10 * KB), ("10-100KB", 10 * KB, 100 * KB), ("100KB-1MB", 100 * KB, 1000 * KB),
-           ("1-10MB", 1000 * KB, 10_000 * KB), (">=10MB", 10_000 * KB, math.inf))
+BUCKETS = (
+    ("<10KB", 0, 10 * KB),
+    ("10-100KB", 10 * KB, 100 * KB),
+    ("100KB-1MB", 100 * KB, 1000 * KB),
+    ("1-10MB", 1000 * KB, 10_000 * KB),
+    (">=10MB", 10_000 * KB, math.inf),
+)
 #: Every finite flow, whatever its size: the figures an FCT study quotes first.
 ALL = "all sizes"
 #: A bucket is graded only with at least this many completed flows per seed in both runs.
@@ -32,7 +37,6 @@ MIN_FLOWS = 10
 TOL_MEDIAN, TOL_MEAN, TOL_COUNT = 0.10, 0.20, 0.25
 #: Counters below this (mean per seed, in both runs) are too few to grade as a ratio.
 MIN_COUNT = 5
-
 
 
 def _bucket(size) -> Optional[str]:
@@ -53,8 +57,12 @@ def _seed_stats(flows, initial_rto_s: float) -> dict:
     for name in _bucket_names():
         f = done["fct_s"][names == name].to_numpy(dtype=float) if name != ALL else done["fct_s"].to_numpy(dtype=float)
         if f.size:
-            out["buckets"][name] = {"n": int(f.size), "median": float(np.median(f)), "mean": float(f.mean()),
-                                    "p99": float(np.quantile(f, 0.99))}
+            out["buckets"][name] = {
+                "n": int(f.size),
+                "median": float(np.median(f)),
+                "mean": float(f.mean()),
+                "p99": float(np.quantile(f, 0.99)),
+            }
     long = flows[flows["size_bytes"].isna()]
     c = out["counters"]
     c["completed"] = int(finite["completed"].sum())
@@ -75,13 +83,20 @@ def _bucket_names() -> list:
 
 
 def _paired(a, b) -> dict:
-    m = a[["flow_id", "fct_s", "completed"]].merge(b[["flow_id", "fct_s", "completed"]], on="flow_id", suffixes=("_a", "_b"))
+    m = a[["flow_id", "fct_s", "completed"]].merge(
+        b[["flow_id", "fct_s", "completed"]], on="flow_id", suffixes=("_a", "_b")
+    )
     m = m[m["completed_a"] & m["completed_b"]]
     if m.empty:
         return {"n": 0}
     r = (m["fct_s_a"] / m["fct_s_b"]).to_numpy(dtype=float)
-    return {"n": int(r.size), "median_ratio": float(np.median(r)), "p10_ratio": float(np.quantile(r, 0.1)),
-            "p90_ratio": float(np.quantile(r, 0.9)), "within_10pct": float(np.mean(np.abs(r - 1) <= 0.10))}
+    return {
+        "n": int(r.size),
+        "median_ratio": float(np.median(r)),
+        "p10_ratio": float(np.quantile(r, 0.1)),
+        "p90_ratio": float(np.quantile(r, 0.9)),
+        "within_10pct": float(np.mean(np.abs(r - 1) <= 0.10)),
+    }
 
 
 def _check(what: str, a: float, b: float, tol: float, unit: str) -> dict:
@@ -119,8 +134,15 @@ def statistics(runs: list, plan) -> dict:
         wall["own"].append(r.own_wall_s)
         summaries["fctlab"].append(sa)
         summaries["other"].append(sb)
-    stats = {"seeds": [r.seed for r in runs], "buckets": [], "counters": [], "goodput": [], "checks": [],
-             "paired": paired, "wall_s": {k: interval(v) for k, v in wall.items()}}
+    stats = {
+        "seeds": [r.seed for r in runs],
+        "buckets": [],
+        "counters": [],
+        "goodput": [],
+        "checks": [],
+        "paired": paired,
+        "wall_s": {k: interval(v) for k, v in wall.items()},
+    }
     for name in _bucket_names():
         rows = {}
         for sim in ("fctlab", "other"):
@@ -132,14 +154,29 @@ def statistics(runs: list, plan) -> dict:
             continue  # "all sizes" only beside two or more buckets, not as a copy of one
         stats["buckets"].append({"bucket": name, **rows})
         if len(rows) == 2 and min(rows["fctlab"]["n"][0], rows["other"]["n"][0]) >= MIN_FLOWS:
-            stats["checks"].append(_check(f"{name} median FCT", rows["fctlab"]["median"][0], rows["other"]["median"][0], TOL_MEDIAN, "s"))
-            stats["checks"].append(_check(f"{name} mean FCT", rows["fctlab"]["mean"][0], rows["other"]["mean"][0], TOL_MEAN, "s"))
-    for key in ("completed", "unfinished", "waited_initial_rto", "flows_with_timeout", "timeouts_finite",
-                "timeouts_long", "drops", "ecn_marks"):
+            stats["checks"].append(
+                _check(f"{name} median FCT", rows["fctlab"]["median"][0], rows["other"]["median"][0], TOL_MEDIAN, "s")
+            )
+            stats["checks"].append(
+                _check(f"{name} mean FCT", rows["fctlab"]["mean"][0], rows["other"]["mean"][0], TOL_MEAN, "s")
+            )
+    for key in (
+        "completed",
+        "unfinished",
+        "waited_initial_rto",
+        "flows_with_timeout",
+        "timeouts_finite",
+        "timeouts_long",
+        "drops",
+        "ecn_marks",
+    ):
         a = interval([s["counters"][key] for s in per["fctlab"]])
         b = interval([s["counters"][key] for s in per["other"]])
         stats["counters"].append({"counter": key, "fctlab": a, "other": b})
-        if key in ("drops", "timeouts_finite", "timeouts_long", "waited_initial_rto", "ecn_marks") and max(a[0], b[0]) >= MIN_COUNT:
+        if (
+            key in ("drops", "timeouts_finite", "timeouts_long", "waited_initial_rto", "ecn_marks")
+            and max(a[0], b[0]) >= MIN_COUNT
+        ):
             stats["checks"].append(_check(key.replace("_", " "), a[0], b[0], TOL_COUNT, "count"))
     long_ids = sorted(set().union(*[s["goodput"].keys() for s in per["fctlab"]]))
     T = [s.get("sim_time_s") for s in summaries["other"]]
@@ -173,8 +210,10 @@ def verdict_lines(stats: dict) -> list:
     for c in stats["checks"]:
         f = _fmt_s if c["unit"] == "s" else _count
         r = "inf" if math.isinf(c["ratio"]) else f"{c['ratio']:.2f}"
-        lines.append(f"{'ok  ' if c['ok'] else 'MISS'} {c['what']}: fctlab {f(c['fctlab'])}, {other} {f(c['other'])} "
-                     f"(ratio {r}, tolerance {c['tolerance']:.0%})")
+        lines.append(
+            f"{'ok  ' if c['ok'] else 'MISS'} {c['what']}: fctlab {f(c['fctlab'])}, {other} {f(c['other'])} "
+            f"(ratio {r}, tolerance {c['tolerance']:.0%})"
+        )
     n_ok = sum(c["ok"] for c in stats["checks"])
     lines.append(f"{n_ok} of {len(stats['checks'])} figures within tolerance over {len(stats['seeds'])} seeds")
     return lines
@@ -191,18 +230,32 @@ def write_report(scenario: str, against: str, out: Path, runs: list, plan, notes
     stats.update({"scenario": scenario, "against": against, "notes": list(notes)})
     other = against
     blocks = [
-        Paragraph(f"`{scenario}` run by fctlab and by {other} on the identical flow list ({len(plan.flows)} flows), "
-                  f"seeds {', '.join(map(str, stats['seeds']))}. Figures are means over seeds ± the 95% interval; "
-                  "ratios are fctlab / " + other + "."),
+        Paragraph(
+            f"`{scenario}` run by fctlab and by {other} on the identical flow list ({len(plan.flows)} flows), "
+            f"seeds {', '.join(map(str, stats['seeds']))}. Figures are means over seeds ± the 95% interval; "
+            "ratios are fctlab / " + other + "."
+        ),
     ]
     if notes:
         blocks += [Heading("Where the two runs differ in set-up"), Bullets(list(notes))]
     blocks.append(Heading("Verdict"))
-    blocks.append(Table(["figure", "fctlab", other, "ratio", "tolerance", "within"],
-                        [[c["what"], (_fmt_s if c["unit"] == "s" else _count)(c["fctlab"]),
-                          (_fmt_s if c["unit"] == "s" else _count)(c["other"]),
-                          "inf" if math.isinf(c["ratio"]) else f"{c['ratio']:.2f}", f"{c['tolerance']:.0%}",
-                          "yes" if c["ok"] else "**no**"] for c in stats["checks"]], text=True))
+    blocks.append(
+        Table(
+            ["figure", "fctlab", other, "ratio", "tolerance", "within"],
+            [
+                [
+                    c["what"],
+                    (_fmt_s if c["unit"] == "s" else _count)(c["fctlab"]),
+                    (_fmt_s if c["unit"] == "s" else _count)(c["other"]),
+                    "inf" if math.isinf(c["ratio"]) else f"{c['ratio']:.2f}",
+                    f"{c['tolerance']:.0%}",
+                    "yes" if c["ok"] else "**no**",
+                ]
+                for c in stats["checks"]
+            ],
+            text=True,
+        )
+    )
     blocks.append(Heading("FCT by size bucket (completed flows)"))
     rows = []
     for b in stats["buckets"]:
@@ -210,42 +263,97 @@ def write_report(scenario: str, against: str, out: Path, runs: list, plan, notes
             a, o = b.get("fctlab", {}).get(k, (math.nan, math.nan)), b.get("other", {}).get(k, (math.nan, math.nan))
             n = f"{b.get('fctlab', {}).get('n', (math.nan,))[0]:.0f} / {b.get('other', {}).get('n', (math.nan,))[0]:.0f}"
             rows.append([f"{b['bucket']} {k}", n, _fmt_iv(a, _fmt_s), _fmt_iv(o, _fmt_s), _ratio(a[0], o[0])])
-    blocks.append(Table(["bucket, statistic", "flows per seed (fctlab / " + other + ")", "fctlab", other, "ratio"], rows, text=True))
+    blocks.append(
+        Table(
+            ["bucket, statistic", "flows per seed (fctlab / " + other + ")", "fctlab", other, "ratio"], rows, text=True
+        )
+    )
     blocks.append(Heading("Counters per seed"))
-    blocks.append(Table(["counter", "fctlab", other, "ratio"],
-                        [[c["counter"].replace("_", " "), _fmt_iv(c["fctlab"], _count), _fmt_iv(c["other"], _count),
-                          _ratio(c["fctlab"][0], c["other"][0])] for c in stats["counters"]], text=True))
-    blocks.append(Paragraph(
-        "waited initial rto: completed flows whose FCT is at least the initial RTO "
-        f"({plan.tcp['initial_rto_s']:g} s: a lost SYN or first window), plus unfinished ones. ecn marks: fctlab counts "
-        f"the marks its ports set; {other} counts CE packets as they leave the last port before their host (ns-2's "
-        "QueueMonitor pmarks_ counts CE departures), which is the same number when a packet is marked once. "
-        f"timeouts: {other}'s nrexmit_ does not count a timeout in a window that an ECN echo already halved "
-        "(TcpAgent::timeout, tcp/tcp.cc line 1918); fctlab counts every timeout, so with ECN the two counts differ "
-        "by those.", note=True))
+    blocks.append(
+        Table(
+            ["counter", "fctlab", other, "ratio"],
+            [
+                [
+                    c["counter"].replace("_", " "),
+                    _fmt_iv(c["fctlab"], _count),
+                    _fmt_iv(c["other"], _count),
+                    _ratio(c["fctlab"][0], c["other"][0]),
+                ]
+                for c in stats["counters"]
+            ],
+            text=True,
+        )
+    )
+    blocks.append(
+        Paragraph(
+            "waited initial rto: completed flows whose FCT is at least the initial RTO "
+            f"({plan.tcp['initial_rto_s']:g} s: a lost SYN or first window), plus unfinished ones. ecn marks: fctlab counts "
+            f"the marks its ports set; {other} counts CE packets as they leave the last port before their host (ns-2's "
+            "QueueMonitor pmarks_ counts CE departures), which is the same number when a packet is marked once. "
+            f"timeouts: {other}'s nrexmit_ does not count a timeout in a window that an ECN echo already halved "
+            "(TcpAgent::timeout, tcp/tcp.cc line 1918); fctlab counts every timeout, so with ECN the two counts differ "
+            "by those.",
+            note=True,
+        )
+    )
     if stats["goodput"]:
         blocks.append(Heading("Long-lived flows: goodput"))
-        blocks.append(Table(["flow", "fctlab", other, "ratio"],
-                            [[str(g["flow_id"]), _fmt_iv(g["fctlab"], lambda x: f"{x / 1e6:.1f} Mbps"),
-                              _fmt_iv(g["other"], lambda x: f"{x / 1e6:.1f} Mbps"), _ratio(g["fctlab"][0], g["other"][0])]
-                             for g in stats["goodput"]], text=True))
+        blocks.append(
+            Table(
+                ["flow", "fctlab", other, "ratio"],
+                [
+                    [
+                        str(g["flow_id"]),
+                        _fmt_iv(g["fctlab"], lambda x: f"{x / 1e6:.1f} Mbps"),
+                        _fmt_iv(g["other"], lambda x: f"{x / 1e6:.1f} Mbps"),
+                        _ratio(g["fctlab"][0], g["other"][0]),
+                    ]
+                    for g in stats["goodput"]
+                ],
+                text=True,
+            )
+        )
     blocks.append(Heading("Flow by flow"))
-    blocks.append(Table(["seed", "flows completed in both", "median ratio", "10th-90th percentile", "within 10%"],
-                        [[str(s), str(p["n"]), f"{p.get('median_ratio', math.nan):.3f}",
-                          f"{p.get('p10_ratio', math.nan):.3f} - {p.get('p90_ratio', math.nan):.3f}",
-                          f"{p.get('within_10pct', math.nan):.0%}"] for s, p in zip(stats["seeds"], stats["paired"])], text=True))
+    blocks.append(
+        Table(
+            ["seed", "flows completed in both", "median ratio", "10th-90th percentile", "within 10%"],
+            [
+                [
+                    str(s),
+                    str(p["n"]),
+                    f"{p.get('median_ratio', math.nan):.3f}",
+                    f"{p.get('p10_ratio', math.nan):.3f} - {p.get('p90_ratio', math.nan):.3f}",
+                    f"{p.get('within_10pct', math.nan):.0%}",
+                ]
+                for s, p in zip(stats["seeds"], stats["paired"])
+            ],
+            text=True,
+        )
+    )
     fcts = {}
     for label, attr in (("fctlab", "fctlab_dir"), (other, "other_dir")):
-        v = [pd.read_parquet(getattr(r, attr) / "flows.parquet", columns=["fct_s"])["fct_s"].to_numpy(dtype=float) for r in runs]
+        v = [
+            pd.read_parquet(getattr(r, attr) / "flows.parquet", columns=["fct_s"])["fct_s"].to_numpy(dtype=float)
+            for r in runs
+        ]
         fcts[label] = np.concatenate(v) if v else np.array([])
     png = plots.fct_cdf(fcts)
     if png:
         blocks.insert(1, Image("fct_cdf.png", png, "FCT distributions of both simulators, all seeds"))
     w = stats["wall_s"]
-    blocks.append(Paragraph(f"Wall time per seed: fctlab {_fmt_iv(w['fctlab'], _fmt_s)}, {other} {_fmt_iv(w['other'], _fmt_s)} "
-                            f"(its script run by ns and its output read back), the crosscheck's own work (translation, "
-                            f"writing both runs) {_fmt_iv(w['own'], _fmt_s)}.", note=True))
-    blocks.append(Paragraph(f"Regenerate: `fctlab crosscheck {scenario} --against {other} --out {out} --seeds {len(runs)}`", note=True))
+    blocks.append(
+        Paragraph(
+            f"Wall time per seed: fctlab {_fmt_iv(w['fctlab'], _fmt_s)}, {other} {_fmt_iv(w['other'], _fmt_s)} "
+            f"(its script run by ns and its output read back), the crosscheck's own work (translation, "
+            f"writing both runs) {_fmt_iv(w['own'], _fmt_s)}.",
+            note=True,
+        )
+    )
+    blocks.append(
+        Paragraph(
+            f"Regenerate: `fctlab crosscheck {scenario} --against {other} --out {out} --seeds {len(runs)}`", note=True
+        )
+    )
     title = f"Crosscheck: {Path(scenario).stem} in fctlab and {other}"
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.html").write_text(render_html(title, blocks))
@@ -272,12 +380,16 @@ def suite_table(results: list, against: str, directory, out, seeds: int) -> str:
         for c in cc.stats["checks"]:
             f = _fmt_s if c["unit"] == "s" else _count
             r = "inf" if math.isinf(c["ratio"]) else f"{c['ratio']:.2f}"
-            lines.append(f"| {name} | {c['what']} | {f(c['other'])} | {f(c['fctlab'])} | {r} | {c['tolerance']:.0%} | "
-                         f"{'yes' if c['ok'] else '**no**'} |")
+            lines.append(
+                f"| {name} | {c['what']} | {f(c['other'])} | {f(c['fctlab'])} | {r} | {c['tolerance']:.0%} | "
+                f"{'yes' if c['ok'] else '**no**'} |"
+            )
         for g in cc.stats["goodput"]:
             a, o = g["fctlab"][0], g["other"][0]
-            lines.append(f"| {name} | goodput of flow {g['flow_id']} | {o / 1e6:.1f} Mbps | {a / 1e6:.1f} Mbps | "
-                         f"{_ratio(a, o)} | - | - |")
+            lines.append(
+                f"| {name} | goodput of flow {g['flow_id']} | {o / 1e6:.1f} Mbps | {a / 1e6:.1f} Mbps | "
+                f"{_ratio(a, o)} | - | - |"
+            )
     lines.append("")
     lines.append(f"Regenerate: `fctlab crosscheck {directory} --against {against} --out {out} --seeds {seeds}`")
     return "\n".join(lines) + "\n"

@@ -25,8 +25,18 @@ from typing import Sequence
 import numpy as np
 
 __all__ = [
-    "stationary", "max_throughput", "avg_throughput", "network_throughput", "fct", "flows_completed",
-    "class_shares", "effective_params", "gain", "class_params", "ClassResult", "class_analysis",
+    "stationary",
+    "max_throughput",
+    "avg_throughput",
+    "network_throughput",
+    "fct",
+    "flows_completed",
+    "class_shares",
+    "effective_params",
+    "gain",
+    "class_params",
+    "ClassResult",
+    "class_analysis",
 ]
 
 
@@ -137,17 +147,29 @@ class ClassResult:
     afct_s: float  # (3.14)
 
 
-def class_analysis(gain_ac: float = 10.0, gain_bc: float = 2.0, alpha_c: float = 0.5, beta_c: float = 0.5,
-                   thresholds: Sequence[float] = (50, 100, 100_000), flows: Sequence[int] = (15, 5, 1),
-                   rtt_s: float = 300e-6, capacity_bps: float = 1e9, packet_bytes: int = 1500,
-                   beta_max: float = 0.9) -> list:
+def class_analysis(
+    gain_ac: float = 10.0,
+    gain_bc: float = 2.0,
+    alpha_c: float = 0.5,
+    beta_c: float = 0.5,
+    thresholds: Sequence[float] = (50, 100, 100_000),
+    flows: Sequence[int] = (15, 5, 1),
+    rtt_s: float = 300e-6,
+    capacity_bps: float = 1e9,
+    packet_bytes: int = 1500,
+    beta_max: float = 0.9,
+) -> list:
     """The section 3.4.5 analysis: classes A, B, C with gains G_AC, G_BC over class C's
     (alpha, beta); ``flows`` flows per class, each of the size of its class's threshold
     (``thresholds`` = d_a, d_b, d_c packets) and so draining through the classes above it; all
     sharing one link of ``capacity_bps`` with round trip ``rtt_s``. Returns a
     :class:`ClassResult` per class: effective parameters (3.16-3.17), throughput per flow (3.12)
     and AFCT (3.14)."""
-    alphas, betas = zip(class_params(gain_ac, alpha_c, beta_c, beta_max), class_params(gain_bc, alpha_c, beta_c, beta_max), (alpha_c, beta_c))
+    alphas, betas = zip(
+        class_params(gain_ac, alpha_c, beta_c, beta_max),
+        class_params(gain_bc, alpha_c, beta_c, beta_max),
+        (alpha_c, beta_c),
+    )
     eff = [effective_params(d, thresholds[:2], alphas, betas) for d in thresholds]
     per_flow_a = [e[0] for e, n in zip(eff, flows) for _ in range(n)]
     per_flow_b = [e[1] for e, n in zip(eff, flows) for _ in range(n)]

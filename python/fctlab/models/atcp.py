@@ -47,7 +47,9 @@ def theorem1_ratio(a: float, b: float) -> float:
     return b / a
 
 
-def window_recursion(a: float, b: float, network_bytes: float, w1_bytes: float, events: int) -> List[Tuple[float, float]]:
+def window_recursion(
+    a: float, b: float, network_bytes: float, w1_bytes: float, events: int
+) -> List[Tuple[float, float]]:
     """The windows at successive congestion events, by the recursion of the proof of Theorem 1.
 
     ``w_{j+1} = w_j / 2 + (S / 2) * a / (a + b)``, and ``w'_j = S - w_j``. Returns

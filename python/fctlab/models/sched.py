@@ -81,8 +81,9 @@ def _run(a, s, order, c: float, rates) -> np.ndarray:
     return finish
 
 
-def completion_times(arrivals_s: Sequence[float], sizes_bytes: Sequence[float], capacity_bytes_per_s: float,
-                     policy: str) -> np.ndarray:
+def completion_times(
+    arrivals_s: Sequence[float], sizes_bytes: Sequence[float], capacity_bytes_per_s: float, policy: str
+) -> np.ndarray:
     """Each flow's completion time (seconds, same order as the input) under `policy` on a
     server of `capacity_bytes_per_s`."""
     if policy not in POLICIES:
@@ -93,11 +94,14 @@ def completion_times(arrivals_s: Sequence[float], sizes_bytes: Sequence[float], 
     if policy == "ps":
         return _run(a, s, order, c, lambda t, act, rem, att: ([c / len(act)] * len(act), inf))
     if policy == "srpt":
+
         def srpt(t, act, rem, att):
             best = min(act, key=lambda j: (rem[j], a[j], j))
             return [c if j == best else 0.0 for j in act], inf
+
         return _run(a, s, order, c, srpt)
     if policy == "las":
+
         def las(t, act, rem, att):
             low = min(att[j] for j in act)
             tol = 1e-9 * max(1.0, low)
@@ -106,6 +110,7 @@ def completion_times(arrivals_s: Sequence[float], sizes_bytes: Sequence[float], 
             share = c / len(group)
             horizon = (min(above) - low) / share if above else inf
             return [share if j in group else 0.0 for j in act], horizon
+
         return _run(a, s, order, c, las)
     # fsp: earliest PS completion first, among the flows present
     ps = completion_times(arrivals_s, sizes_bytes, capacity_bytes_per_s, "ps")
@@ -113,13 +118,16 @@ def completion_times(arrivals_s: Sequence[float], sizes_bytes: Sequence[float], 
     def fsp(t, act, rem, att):
         best = min(act, key=lambda j: (ps[j], a[j], j))
         return [c if j == best else 0.0 for j in act], inf
+
     return _run(a, s, order, c, fsp)
 
 
 def compare(arrivals_s: Sequence[float], sizes_bytes: Sequence[float], capacity_bytes_per_s: float) -> pd.DataFrame:
     """One row per flow: arrival, size, and the transfer time (completion minus arrival)
     under every policy of :data:`POLICIES` (columns ``<policy>_s``)."""
-    out = pd.DataFrame({"arrival_s": np.asarray(arrivals_s, dtype=float), "size_bytes": np.asarray(sizes_bytes, dtype=float)})
+    out = pd.DataFrame(
+        {"arrival_s": np.asarray(arrivals_s, dtype=float), "size_bytes": np.asarray(sizes_bytes, dtype=float)}
+    )
     for p in POLICIES:
         out[f"{p}_s"] = completion_times(arrivals_s, sizes_bytes, capacity_bytes_per_s, p) - out["arrival_s"]
     return out

@@ -32,16 +32,28 @@ def configure(parser) -> None:
     """The arguments of ``fctlab report DIR [DIR ...] --out OUTDIR [--format html|md] [--title T]``."""
     parser.description = "Write an HTML or Markdown report (tables and PNG plots) over run directories."
     parser.add_argument("dirs", nargs="+", metavar="DIR", help="run directory written by `fctlab run`")
-    parser.add_argument("--out", required=True, metavar="OUTDIR",
-                        help="output directory for the report and its PNG files (created if needed)")
-    parser.add_argument("--format", choices=("html", "md"), default="html",
-                        help="report format (default: html, self-contained)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="OUTDIR",
+        help="output directory for the report and its PNG files (created if needed)",
+    )
+    parser.add_argument(
+        "--format", choices=("html", "md"), default="html", help="report format (default: html, self-contained)"
+    )
     parser.add_argument("--title", default=None, metavar="T", help="report title")
     sw = parser.add_argument_group("sweep directories (written by `fctlab sweep`; docs/sweeps.md)")
-    sw.add_argument("--metric", default="fct_p99",
-                    help="what to plot: fct_p99 (default), fct_median, fct_mean, slowdown_p99, or a numeric column of runs.parquet")
-    sw.add_argument("--x", default=None, metavar="KEY", help="the swept key on the x axis (default: the first that varies)")
-    sw.add_argument("--by", default=None, metavar="KEY", help="one line per value of this swept key (default: the next that varies)")
+    sw.add_argument(
+        "--metric",
+        default="fct_p99",
+        help="what to plot: fct_p99 (default), fct_median, fct_mean, slowdown_p99, or a numeric column of runs.parquet",
+    )
+    sw.add_argument(
+        "--x", default=None, metavar="KEY", help="the swept key on the x axis (default: the first that varies)"
+    )
+    sw.add_argument(
+        "--by", default=None, metavar="KEY", help="one line per value of this swept key (default: the next that varies)"
+    )
 
 
 def run(args) -> int:
@@ -52,7 +64,9 @@ def run(args) -> int:
     sweep_opts = bool(args.x or args.by or args.metric != "fct_p99")
     try:
         if len(args.dirs) == 1 and is_sweep_dir(args.dirs[0]):
-            path = write_sweep_report(args.dirs[0], args.out, metric=args.metric, x=args.x, by=args.by, fmt=args.format, title=args.title)
+            path = write_sweep_report(
+                args.dirs[0], args.out, metric=args.metric, x=args.x, by=args.by, fmt=args.format, title=args.title
+            )
             print(path)
             return 0
         if sweep_opts:

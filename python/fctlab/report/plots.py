@@ -76,8 +76,9 @@ def fct_cdf(fcts: Mapping[str, np.ndarray]) -> bytes | None:
     for label, x in series.items():
         y = np.arange(1, x.size + 1) / x.size
         x = x / scale
-        ax.step(np.concatenate([[x[0]], x]), np.concatenate([[0.0], y]), where="post",
-                label=f"{label} ({x.size} flows)")
+        ax.step(
+            np.concatenate([[x[0]], x]), np.concatenate([[0.0], y]), where="post", label=f"{label} ({x.size} flows)"
+        )
     ax.set_xscale("log")
     lo = min(float(x[0]) for x in series.values()) / scale
     hi = max(float(x[-1]) for x in series.values()) / scale
@@ -112,8 +113,10 @@ def bucket_bars(
                 buckets.append(b)
     panels = (("median", "Median"), ("p99", "99th percentile"))
     values = {
-        stat: {label: df.set_index("bucket")[f"{stat}_{metric}"].reindex(buckets).to_numpy(dtype=float)
-               for label, df in stats.items()}
+        stat: {
+            label: df.set_index("bucket")[f"{stat}_{metric}"].reindex(buckets).to_numpy(dtype=float)
+            for label, df in stats.items()
+        }
         for stat, _ in panels
     }
     if metric.endswith("_s"):  # times: in the unit the values need, named in the label
@@ -174,8 +177,13 @@ def active_flows(series: Mapping[str, pd.DataFrame]) -> bytes | None:
     fig = _new()
     ax = fig.add_subplot()
     for label, df in series.items():
-        ax.plot(df["time_s"].to_numpy(dtype=float), df["active_flows"].to_numpy(dtype=float),
-                drawstyle="steps-post", linewidth=1.2, label=label)
+        ax.plot(
+            df["time_s"].to_numpy(dtype=float),
+            df["active_flows"].to_numpy(dtype=float),
+            drawstyle="steps-post",
+            linewidth=1.2,
+            label=label,
+        )
     ax.set_xlabel("Time (s)")
     ax.set_ylabel("Active flows")
     ax.set_title("Active flows over time")
@@ -197,8 +205,13 @@ def queue_lengths(queues: pd.DataFrame, label: str, links: list, names: Mapping)
     ax = fig.add_subplot()
     for lid in links:
         q = queues[queues["link_id"] == lid].sort_values("time_s", kind="stable")
-        ax.plot(q["time_s"].to_numpy(dtype=float), q["queue_pkts"].to_numpy(dtype=float),
-                drawstyle="steps-post", linewidth=1.0, label=str(names.get(lid, lid)))
+        ax.plot(
+            q["time_s"].to_numpy(dtype=float),
+            q["queue_pkts"].to_numpy(dtype=float),
+            drawstyle="steps-post",
+            linewidth=1.0,
+            label=str(names.get(lid, lid)),
+        )
     ax.set_xlabel("Time (s)")
     ax.set_ylabel("Queue length (packets)")
     ax.set_title(f"Queue length over time: {label}")
@@ -217,8 +230,13 @@ def cwnd_traces(cwnd: pd.DataFrame, label: str, flow_ids: list) -> bytes | None:
     ax = fig.add_subplot()
     for fid in flow_ids:
         c = cwnd[cwnd["flow_id"] == fid].sort_values("time_s", kind="stable")
-        ax.plot(c["time_s"].to_numpy(dtype=float), c["cwnd_bytes"].to_numpy(dtype=float) / 1000.0,
-                drawstyle="steps-post", linewidth=1.0, label=f"flow {fid}")
+        ax.plot(
+            c["time_s"].to_numpy(dtype=float),
+            c["cwnd_bytes"].to_numpy(dtype=float) / 1000.0,
+            drawstyle="steps-post",
+            linewidth=1.0,
+            label=f"flow {fid}",
+        )
     ax.set_xlabel("Time (s)")
     ax.set_ylabel("Congestion window (KB, 1 KB = 1000 bytes)")
     ax.set_title(f"Congestion window over time: {label}")

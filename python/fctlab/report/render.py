@@ -68,6 +68,7 @@ def _inline(text: str) -> str:
         t = rx.sub(rep, t)
     return t
 
+
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
        max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.4; }
@@ -117,8 +118,7 @@ def render_html(title: str, blocks: list[Block]) -> str:
             out.append("</tbody></table>")
         elif isinstance(b, Image):
             data = base64.b64encode(b.png).decode("ascii")
-            out.append(f'<img src="data:image/png;base64,{data}" alt="{esc(b.alt)}" '
-                       f'title="{esc(b.filename)}">')
+            out.append(f'<img src="data:image/png;base64,{data}" alt="{esc(b.alt)}" title="{esc(b.filename)}">')
         elif isinstance(b, Bullets):
             out.append("<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in b.items) + "</ul>")
         else:  # pragma: no cover - all block types are handled above

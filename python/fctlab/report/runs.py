@@ -71,9 +71,7 @@ def _read_parquet(path: Path, run_dir: Path, required: tuple[str, ...]) -> pd.Da
         raise RunLoadError(f"cannot read {path.name} in run directory '{run_dir}': {exc}") from None
     missing = [c for c in required if c not in df.columns]
     if missing:
-        raise RunLoadError(
-            f"{path.name} in run directory '{run_dir}' is missing column(s) {', '.join(missing)}"
-        )
+        raise RunLoadError(f"{path.name} in run directory '{run_dir}' is missing column(s) {', '.join(missing)}")
     return df
 
 

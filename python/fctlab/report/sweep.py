@@ -28,7 +28,7 @@ def is_sweep_dir(d) -> bool:
 def _swept(runs: pd.DataFrame) -> list:
     """The swept keys: the columns between run_id and seed, in order."""
     cols = list(runs.columns)
-    return cols[cols.index("run_id") + 1: cols.index("seed")]
+    return cols[cols.index("run_id") + 1 : cols.index("seed")]
 
 
 def sweep_table(d, metric: str, x: Optional[str], by: Optional[str]):
@@ -57,7 +57,9 @@ def sweep_table(d, metric: str, x: Optional[str], by: Optional[str]):
         label, fn = FLOW_METRICS[metric]
         vals = []
         for rid in runs["run_id"]:
-            f = pq.read_table(d / "flows" / f"run_id={rid}" / "flows.parquet", columns=["fct_s", "ideal_fct_s", "completed"]).to_pandas()
+            f = pq.read_table(
+                d / "flows" / f"run_id={rid}" / "flows.parquet", columns=["fct_s", "ideal_fct_s", "completed"]
+            ).to_pandas()
             f = f[f["completed"].astype(bool)]
             vals.append(float(fn(f)) if len(f) else math.nan)
         runs = runs.assign(_m=vals)
@@ -74,8 +76,15 @@ def sweep_table(d, metric: str, x: Optional[str], by: Optional[str]):
     return t, x, by, label
 
 
-def write_sweep_report(d, out, metric: str = "fct_p99", x: Optional[str] = None, by: Optional[str] = None,
-                       fmt: str = "html", title: Optional[str] = None) -> Path:
+def write_sweep_report(
+    d,
+    out,
+    metric: str = "fct_p99",
+    x: Optional[str] = None,
+    by: Optional[str] = None,
+    fmt: str = "html",
+    title: Optional[str] = None,
+) -> Path:
     """Writes the report of sweep directory `d` into `out`; returns its path."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -92,7 +101,9 @@ def write_sweep_report(d, out, metric: str = "fct_p99", x: Optional[str] = None,
     for val, part in lines:
         part = part.sort_values(x) if numeric_x else part
         xs = part[x] if numeric_x else part[x].astype(str)
-        ax.errorbar(xs, part["mean"], yerr=part["ci95"], marker="o", capsize=3, label=None if by is None else f"{by} = {val}")
+        ax.errorbar(
+            xs, part["mean"], yerr=part["ci95"], marker="o", capsize=3, label=None if by is None else f"{by} = {val}"
+        )
     ax.set_xlabel(x)
     ax.set_ylabel(label)
     if by is not None:
@@ -106,13 +117,19 @@ def write_sweep_report(d, out, metric: str = "fct_p99", x: Optional[str] = None,
     seeds = int(t["count"].max())
     blocks = [
         Heading(f"{label} against {x}" + (f", by {by}" if by else "")),
-        Paragraph(f"Sweep `{d}`: each point is the mean over the seeds of the runs with those values (up to {seeds}); "
-                  "the bars are 95% intervals of that mean (1.96 standard deviations over the square root of the "
-                  "number of seeds). Failed runs are left out."),
+        Paragraph(
+            f"Sweep `{d}`: each point is the mean over the seeds of the runs with those values (up to {seeds}); "
+            "the bars are 95% intervals of that mean (1.96 standard deviations over the square root of the "
+            "number of seeds). Failed runs are left out."
+        ),
         Image("sweep.png", png, f"{label} against {x}"),
-        Table(([by] if by else []) + [x, "mean", "95% interval +-", "seeds"],
-              [([str(r[by])] if by else []) + [str(r[x]), number(r["mean"]), number(r["ci95"]), str(int(r["count"]))]
-               for _, r in t.iterrows()]),
+        Table(
+            ([by] if by else []) + [x, "mean", "95% interval +-", "seeds"],
+            [
+                ([str(r[by])] if by else []) + [str(r[x]), number(r["mean"]), number(r["ci95"]), str(int(r["count"]))]
+                for _, r in t.iterrows()
+            ],
+        ),
     ]
     title = title or f"Sweep report: {Path(d).name}"
     if fmt == "md":

@@ -93,22 +93,47 @@ class _Report:
             s = r.summary
             flows = s.get("flows_total", len(r.flows))
             completed = s.get("flows_completed", int(_completed_mask(r.flows).sum()))
-            rows.append([
-                r.label, str(r.path), str(s.get("scenario_name", numfmt.NA)),
-                numfmt.count(flows), numfmt.count(completed),
-                numfmt.seconds(s.get("sim_time_s")), numfmt.seconds(s.get("wall_time_s")),
-                numfmt.count(s.get("events_per_s")), numfmt.count(s.get("drops")),
-                numfmt.count(s.get("ecn_marks")), str(s.get("seed", numfmt.NA)),
-            ])
-        self.table(["Run", "Directory", "Scenario", "Flows", "Completed", "Sim time", "Wall time",
-                    "Events/s", "Drops", "ECN marks", "Seed"], rows)
+            rows.append(
+                [
+                    r.label,
+                    str(r.path),
+                    str(s.get("scenario_name", numfmt.NA)),
+                    numfmt.count(flows),
+                    numfmt.count(completed),
+                    numfmt.seconds(s.get("sim_time_s")),
+                    numfmt.seconds(s.get("wall_time_s")),
+                    numfmt.count(s.get("events_per_s")),
+                    numfmt.count(s.get("drops")),
+                    numfmt.count(s.get("ecn_marks")),
+                    str(s.get("seed", numfmt.NA)),
+                ]
+            )
+        self.table(
+            [
+                "Run",
+                "Directory",
+                "Scenario",
+                "Flows",
+                "Completed",
+                "Sim time",
+                "Wall time",
+                "Events/s",
+                "Drops",
+                "ECN marks",
+                "Seed",
+            ],
+            rows,
+        )
 
     def fct_section(self) -> None:
         self.heading("fct")
-        self.para("Size buckets: " + "; ".join(metrics.describe_buckets(self.buckets))
-                  + " (1 KB = 1000 bytes). FCT and slowdown statistics are over completed flows;"
-                  " flows that did not complete are counted under \"Incomplete\" and excluded."
-                  " Slowdown is a flow's FCT divided by its ideal FCT (fct_s / ideal_fct_s).")
+        self.para(
+            "Size buckets: "
+            + "; ".join(metrics.describe_buckets(self.buckets))
+            + " (1 KB = 1000 bytes). FCT and slowdown statistics are over completed flows;"
+            ' flows that did not complete are counted under "Incomplete" and excluded.'
+            " Slowdown is a flow's FCT divided by its ideal FCT (fct_s / ideal_fct_s)."
+        )
         by_bucket: dict[str, pd.DataFrame] = {}
         completed_fcts: dict[str, np.ndarray] = {}
         for r in self.runs:
@@ -125,27 +150,52 @@ class _Report:
             fct = r.flows["fct_s"].to_numpy(dtype="float64", na_value=np.nan)
             completed_fcts[r.label] = fct[_completed_mask(r.flows)]
             overall.insert(0, "bucket", "all")
-            rows = [_fct_row(row) for _, row in pd.concat([overall, buckets]).iterrows()
-                    if row["count"] > 0 or row["bucket"] in {b[0] for b in self.buckets}]
-            self.table(["Bucket", "Flows", "Completed", "Incomplete", "Mean FCT", "Median FCT",
-                        "p95 FCT", "p99 FCT", "Max FCT", "Median slowdown", "p99 slowdown"],
-                       rows, caption=r.label)
+            rows = [
+                _fct_row(row)
+                for _, row in pd.concat([overall, buckets]).iterrows()
+                if row["count"] > 0 or row["bucket"] in {b[0] for b in self.buckets}
+            ]
+            self.table(
+                [
+                    "Bucket",
+                    "Flows",
+                    "Completed",
+                    "Incomplete",
+                    "Mean FCT",
+                    "Median FCT",
+                    "p95 FCT",
+                    "p99 FCT",
+                    "Max FCT",
+                    "Median slowdown",
+                    "p99 slowdown",
+                ],
+                rows,
+                caption=r.label,
+            )
         if not completed_fcts:
             self.para("No completed flows in any run: no FCT plots.", note=True)
         else:
             self.image("fct_cdf", _plots().fct_cdf(completed_fcts), "CDF of flow completion times per run")
-            self.image("fct_by_bucket",
-                       _plots().bucket_bars(by_bucket, "fct_s", "Flow completion time (s)",
-                                            "FCT by flow size: median and 99th percentile"),
-                       "Median and p99 FCT per size bucket")
-            self.image("slowdown_by_bucket",
-                       _plots().bucket_bars(by_bucket, "slowdown", "Slowdown (FCT / ideal FCT)",
-                                            "Slowdown by flow size: median and 99th percentile",
-                                            plain_ticks=True),
-                       "Median and p99 slowdown per size bucket")
+            self.image(
+                "fct_by_bucket",
+                _plots().bucket_bars(
+                    by_bucket, "fct_s", "Flow completion time (s)", "FCT by flow size: median and 99th percentile"
+                ),
+                "Median and p99 FCT per size bucket",
+            )
+            self.image(
+                "slowdown_by_bucket",
+                _plots().bucket_bars(
+                    by_bucket,
+                    "slowdown",
+                    "Slowdown (FCT / ideal FCT)",
+                    "Slowdown by flow size: median and 99th percentile",
+                    plain_ticks=True,
+                ),
+                "Median and p99 slowdown per size bucket",
+            )
         self.grouped_tables("protocol", "By protocol", lambda v: v.nunique(dropna=False) > 1)
-        self.grouped_tables("tag", "By tag",
-                            lambda v: bool((v.notna() & (v.astype(str) != "")).any()))
+        self.grouped_tables("tag", "By tag", lambda v: bool((v.notna() & (v.astype(str) != "")).any()))
         self.active_flows()
 
     def grouped_tables(self, column: str, title: str, show) -> None:
@@ -158,12 +208,31 @@ class _Report:
             st = metrics.fct_stats(r.flows, by=column, buckets=self.buckets)
             for _, row in st.iterrows():
                 key = row[column]
-                rows.append([r.label, numfmt.NA if key is None else (str(key) or "(empty)"),
-                             numfmt.count(row["count"]), numfmt.count(row["completed"]),
-                             numfmt.seconds(row["median_fct_s"]), numfmt.seconds(row["p99_fct_s"]),
-                             numfmt.number(row["median_slowdown"]), numfmt.number(row["p99_slowdown"])])
-        self.table(["Run", column.capitalize(), "Flows", "Completed", "Median FCT", "p99 FCT",
-                    "Median slowdown", "p99 slowdown"], rows)
+                rows.append(
+                    [
+                        r.label,
+                        numfmt.NA if key is None else (str(key) or "(empty)"),
+                        numfmt.count(row["count"]),
+                        numfmt.count(row["completed"]),
+                        numfmt.seconds(row["median_fct_s"]),
+                        numfmt.seconds(row["p99_fct_s"]),
+                        numfmt.number(row["median_slowdown"]),
+                        numfmt.number(row["p99_slowdown"]),
+                    ]
+                )
+        self.table(
+            [
+                "Run",
+                column.capitalize(),
+                "Flows",
+                "Completed",
+                "Median FCT",
+                "p99 FCT",
+                "Median slowdown",
+                "p99 slowdown",
+            ],
+            rows,
+        )
 
     def active_flows(self) -> None:
         series = {}
@@ -191,14 +260,23 @@ class _Report:
         if not runs:
             return
         self.heading("deadlines")
-        self.para("A flow meets its deadline when it completes within deadline_s of its start;"
-                  " a flow that did not complete missed it.")
+        self.para(
+            "A flow meets its deadline when it completes within deadline_s of its start;"
+            " a flow that did not complete missed it."
+        )
         rows = []
         for r in runs:
             d = metrics.deadline_meet_ratio(r.flows).iloc[0]
-            rows.append([r.label, numfmt.count(d["with_deadline"]), numfmt.count(d["met"]),
-                         numfmt.count(d["missed"]), numfmt.count(d["missed_incomplete"]),
-                         numfmt.percent(d["meet_ratio"])])
+            rows.append(
+                [
+                    r.label,
+                    numfmt.count(d["with_deadline"]),
+                    numfmt.count(d["met"]),
+                    numfmt.count(d["missed"]),
+                    numfmt.count(d["missed_incomplete"]),
+                    numfmt.percent(d["meet_ratio"]),
+                ]
+            )
         self.table(["Run", "With deadline", "Met", "Missed", "Missed (incomplete)", "Meet ratio"], rows)
 
     def jobs_section(self) -> None:
@@ -211,9 +289,11 @@ class _Report:
         if not jobs:
             return
         self.heading("jobs")
-        self.para("A job is the set of flows sharing a group id (an incast round, a shuffle)."
-                  " Its completion time (JCT) runs from its first flow's start to its last flow's"
-                  " finish; a job with an incomplete flow is incomplete and has no JCT.")
+        self.para(
+            "A job is the set of flows sharing a group id (an incast round, a shuffle)."
+            " Its completion time (JCT) runs from its first flow's start to its last flow's"
+            " finish; a job with an incomplete flow is incomplete and has no JCT."
+        )
         rows = []
         for label, j in jobs.items():
             jct = j["jct_s"].to_numpy(dtype=float)
@@ -221,7 +301,12 @@ class _Report:
             stats = [numfmt.NA] * 4
             if jct.size:
                 p50, p99 = np.percentile(jct, [50, 99])
-                stats = [numfmt.seconds(jct.mean()), numfmt.seconds(p50), numfmt.seconds(p99), numfmt.seconds(jct.max())]
+                stats = [
+                    numfmt.seconds(jct.mean()),
+                    numfmt.seconds(p50),
+                    numfmt.seconds(p99),
+                    numfmt.seconds(jct.max()),
+                ]
             rows.append([label, numfmt.count(len(j)), numfmt.count(int(j["completed"].sum())), *stats])
         self.table(["Run", "Jobs", "Completed jobs", "Mean JCT", "Median JCT", "p99 JCT", "Max JCT"], rows)
 
@@ -237,31 +322,48 @@ class _Report:
             links = r.links
             loss = metrics.loss_rate(links)
             util = metrics.link_utilization(links)
-            busiest = (f"{util.at[0, 'link']} ({numfmt.percent(util.at[0, 'utilization'])})"
-                       if len(util) else numfmt.NA)
+            busiest = f"{util.at[0, 'link']} ({numfmt.percent(util.at[0, 'utilization'])})" if len(util) else numfmt.NA
             ecn = int(links["ecn_marks"].sum()) if "ecn_marks" in links.columns else None
-            rows.append([r.label, numfmt.count(len(links)), numfmt.count(links["tx_packets"].sum()),
-                         numfmt.count(links["drops"].sum()), numfmt.percent(loss.overall, 3), numfmt.count(ecn),
-                         numfmt.percent(util["utilization"].mean()), busiest])
+            rows.append(
+                [
+                    r.label,
+                    numfmt.count(len(links)),
+                    numfmt.count(links["tx_packets"].sum()),
+                    numfmt.count(links["drops"].sum()),
+                    numfmt.percent(loss.overall, 3),
+                    numfmt.count(ecn),
+                    numfmt.percent(util["utilization"].mean()),
+                    busiest,
+                ]
+            )
             utils[r.label] = util.head(_TOP_LINKS)
-        self.para("Loss rate is drops / (packets sent + drops) summed over all output ports;"
-                  " utilization is the fraction of the simulated time a link spent sending.")
-        self.table(["Run", "Links", "Packets sent", "Drops", "Loss rate", "ECN marks",
-                    "Mean utilization", "Busiest link"], rows)
+        self.para(
+            "Loss rate is drops / (packets sent + drops) summed over all output ports;"
+            " utilization is the fraction of the simulated time a link spent sending."
+        )
+        self.table(
+            ["Run", "Links", "Packets sent", "Drops", "Loss rate", "ECN marks", "Mean utilization", "Busiest link"],
+            rows,
+        )
         for r in self.runs:
             if r.links is None:
                 self.para(f"{r.label}: no links.parquet.", note=True)
-        self.image("link_utilization", _plots().utilization_bars(utils),
-                   f"Utilization of the {_TOP_LINKS} most utilized links per run")
+        self.image(
+            "link_utilization",
+            _plots().utilization_bars(utils),
+            f"Utilization of the {_TOP_LINKS} most utilized links per run",
+        )
 
     def queues_section(self) -> None:
         self.heading("queues")
         if all(r.queues is None for r in self.runs):
             self.para("No queue samples (queues.parquet) in any run.", note=True)
             return
-        self.para("Queue samples are piecewise constant: each holds until the link's next sample"
-                  " (the last one until the end of the run). Mean and percentiles are weighted by"
-                  " that time.")
+        self.para(
+            "Queue samples are piecewise constant: each holds until the link's next sample"
+            " (the last one until the end of the run). Mean and percentiles are weighted by"
+            " that time."
+        )
         for r in self.runs:
             if r.queues is None:
                 self.para(f"{r.label}: no queues.parquet.", note=True)
@@ -274,19 +376,35 @@ class _Report:
             st = metrics.queue_stats(r.queues, end_time_s=end if end is not None and end >= latest else None)
             st = st.sort_values(["mean_queue_pkts", "link_id"], ascending=[False, True], kind="stable")
             top = st.head(_TOP_LINKS)
-            rows = [[str(row["link"]), numfmt.count(row["samples"]), numfmt.number(row["mean_queue_pkts"]),
-                     numfmt.number(row["p50_queue_pkts"]), numfmt.number(row["p90_queue_pkts"]),
-                     numfmt.number(row["p99_queue_pkts"]), numfmt.number(row["max_queue_pkts"])]
-                    for _, row in top.iterrows()]
-            caption = (f"{r.label}: {len(top)} of {len(st)} sampled links, by time-weighted mean"
-                       if len(st) > len(top) else f"{r.label}")
-            self.table(["Link", "Samples", "Mean (pkts)", "p50 (pkts)", "p90 (pkts)", "p99 (pkts)",
-                        "Max (pkts)"], rows, caption=caption)
+            rows = [
+                [
+                    str(row["link"]),
+                    numfmt.count(row["samples"]),
+                    numfmt.number(row["mean_queue_pkts"]),
+                    numfmt.number(row["p50_queue_pkts"]),
+                    numfmt.number(row["p90_queue_pkts"]),
+                    numfmt.number(row["p99_queue_pkts"]),
+                    numfmt.number(row["max_queue_pkts"]),
+                ]
+                for _, row in top.iterrows()
+            ]
+            caption = (
+                f"{r.label}: {len(top)} of {len(st)} sampled links, by time-weighted mean"
+                if len(st) > len(top)
+                else f"{r.label}"
+            )
+            self.table(
+                ["Link", "Samples", "Mean (pkts)", "p50 (pkts)", "p90 (pkts)", "p99 (pkts)", "Max (pkts)"],
+                rows,
+                caption=caption,
+            )
             lines = top.head(_TOP_QUEUE_LINES)
             names = dict(zip(st["link_id"], st["link"]))
-            self.image(f"queues_{self.slugs[r.label]}",
-                       _plots().queue_lengths(r.queues, r.label, list(lines["link_id"]), names),
-                       f"Queue length over time, {r.label}")
+            self.image(
+                f"queues_{self.slugs[r.label]}",
+                _plots().queue_lengths(r.queues, r.label, list(lines["link_id"]), names),
+                f"Queue length over time, {r.label}",
+            )
 
     def cwnd_section(self) -> None:
         self.heading("cwnd")
@@ -304,8 +422,11 @@ class _Report:
             shown = ids[:_TOP_CWND_FLOWS]
             if len(ids) > len(shown):
                 self.para(f"{r.label}: showing the {len(shown)} lowest flow ids of {len(ids)} traced flows.")
-            self.image(f"cwnd_{self.slugs[r.label]}", _plots().cwnd_traces(r.cwnd, r.label, shown),
-                       f"Congestion window over time, {r.label}")
+            self.image(
+                f"cwnd_{self.slugs[r.label]}",
+                _plots().cwnd_traces(r.cwnd, r.label, shown),
+                f"Congestion window over time, {r.label}",
+            )
 
     def build(self) -> list[Block]:
         self.runs_section()
@@ -335,11 +456,15 @@ def _fct_row(row: pd.Series) -> list[str]:
     if row["completed"] == 0:
         stats = [numfmt.NA] * 7
     else:
-        stats = [numfmt.seconds(row[c]) for c in ("mean_fct_s", "median_fct_s", "p95_fct_s", "p99_fct_s",
-                                                "max_fct_s")]
+        stats = [numfmt.seconds(row[c]) for c in ("mean_fct_s", "median_fct_s", "p95_fct_s", "p99_fct_s", "max_fct_s")]
         stats += [numfmt.number(row["median_slowdown"]), numfmt.number(row["p99_slowdown"])]
-    return [str(row["bucket"]), numfmt.count(row["count"]), numfmt.count(row["completed"]),
-            numfmt.count(row["excluded_incomplete"]), *stats]
+    return [
+        str(row["bucket"]),
+        numfmt.count(row["count"]),
+        numfmt.count(row["completed"]),
+        numfmt.count(row["excluded_incomplete"]),
+        *stats,
+    ]
 
 
 def write_report(

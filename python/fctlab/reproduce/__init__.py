@@ -60,12 +60,21 @@ def configure(p) -> None:
     p.add_argument("--quick", action="store_true", help="shorter runs (a few minutes in total); noisier numbers")
     p.add_argument("--out", default=None, help="output directory (default: out/reproduce_<paper>[_quick])")
     p.add_argument("--items", default=None, help="comma-separated item numbers to run (default: all)")
-    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                   help="do not start new items after this much wall-clock time; they are reported as not run")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="do not start new items after this much wall-clock time; they are reported as not run",
+    )
     p.add_argument("--scenarios", default=None, metavar="DIR", help="directory of the paper's scenario files")
     p.add_argument("--workers", type=int, default=None, help="run the items in this many local processes (default 1)")
-    p.add_argument("--cluster", default=None, metavar="ADDRESS",
-                   help="run the items on a Dask scheduler, tcp://HOST:PORT (its workers must see the output directory)")
+    p.add_argument(
+        "--cluster",
+        default=None,
+        metavar="ADDRESS",
+        help="run the items on a Dask scheduler, tcp://HOST:PORT (its workers must see the output directory)",
+    )
 
 
 def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
@@ -93,7 +102,9 @@ def run(args) -> int:
         scen = Path(args.scenarios) if args.scenarios else default_scenario_dir(args.paper)
         if not (scen / "expected.toml").is_file() or not all((scen / f).is_file() for f in spec.required_files):
             raise _ArgError(f"--scenarios: {scen} does not hold the {args.paper} scenario files")
-        out = Path(args.out) if args.out else Path("out") / (f"reproduce_{args.paper}" + ("_quick" if args.quick else ""))
+        out = (
+            Path(args.out) if args.out else Path("out") / (f"reproduce_{args.paper}" + ("_quick" if args.quick else ""))
+        )
         try:
             out.mkdir(parents=True, exist_ok=True)
             if not os.access(out, os.W_OK):
@@ -110,7 +121,17 @@ def run(args) -> int:
     from ..sweeps import SweepError
 
     try:
-        run_paper(spec, items, args.quick, out, scen, stderr_log, budget_s=args.budget, workers=args.workers, cluster=args.cluster)
+        run_paper(
+            spec,
+            items,
+            args.quick,
+            out,
+            scen,
+            stderr_log,
+            budget_s=args.budget,
+            workers=args.workers,
+            cluster=args.cluster,
+        )
     except SweepError as e:
         print(f"fctlab reproduce: error: {e}", file=sys.stderr)
         return 2

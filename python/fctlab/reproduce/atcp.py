@@ -83,14 +83,20 @@ FULL = Mode(False, [1, 2, 3, 4, 5], "600s", [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], "3
 
 #: The TCP settings every item runs under; the first is the primary one.
 PROFILES = (
-    ("ns2", {"transport__profile": "ns2", "transport__rwnd": "1000000B", "transport__initial_ssthresh": "1000000B"},
-     "ns-2.35's `Agent/TCP` defaults, the paper's simulator (`profile = \"ns2\"`: initial window 2, 1000 B "
-     "packets, no SACK, no delayed ACKs, 200 ms minimum RTO in 10 ms ticks), with `window_` (and the "
-     "initial ssthresh that follows it) raised from 20 to 1000 packets: with 20 the two flows of item 1 "
-     "could never fill the 50-packet queue, and the paper's figure shows them halving"),
-    ("linux", {"transport__profile": "linux"},
-     "a modern Linux-like TCP (`profile = \"linux\"`: initial window 10, SACK, 1460 B segments, CWR "
-     "reduction, tail loss probes)"),
+    (
+        "ns2",
+        {"transport__profile": "ns2", "transport__rwnd": "1000000B", "transport__initial_ssthresh": "1000000B"},
+        "ns-2.35's `Agent/TCP` defaults, the paper's simulator (`profile = \"ns2\"`: initial window 2, 1000 B "
+        "packets, no SACK, no delayed ACKs, 200 ms minimum RTO in 10 ms ticks), with `window_` (and the "
+        "initial ssthresh that follows it) raised from 20 to 1000 packets: with 20 the two flows of item 1 "
+        "could never fill the 50-packet queue, and the paper's figure shows them halving",
+    ),
+    (
+        "linux",
+        {"transport__profile": "linux"},
+        'a modern Linux-like TCP (`profile = "linux"`: initial window 10, SACK, 1460 B segments, CWR '
+        "reduction, tail loss probes)",
+    ),
 )
 
 
@@ -155,7 +161,7 @@ def _shared_halving(c: pd.DataFrame, t0: float, window: float = 0.010) -> tuple:
 def item1(rn: Runner, mode: Mode, out: Path) -> Item:
     it = rn.new_item(
         1,
-        "`two_flow_cwnd.toml` (weighted TCP: protocol `atcp`, `weight_function = \"fixed\"`, weights 1 "
+        '`two_flow_cwnd.toml` (weighted TCP: protocol `atcp`, `weight_function = "fixed"`, weights 1 '
         "and 2) and `two_flow_cwnd_tcp.toml` (TCP). Chain h0 - sw0 - sw1 - sw2 - h2, all links 100 Mbps "
         "and 50 us; both flows leave h0, so h0's output queue (50-packet DropTail, the ns-2 default "
         "limit) is the bottleneck, as the first node's queue is in a 3-node ns-2 chain. min RTO 200 ms. "
@@ -168,7 +174,9 @@ def item1(rn: Runner, mode: Mode, out: Path) -> Item:
     def ratios(res):
         c = res.cwnd[res.cwnd["time_s"] >= t0]
         g = c.groupby("flow_id")[["cwnd_bytes", "rate_bps"]].mean()
-        return float(g.loc[1, "cwnd_bytes"] / g.loc[0, "cwnd_bytes"]), float(g.loc[1, "rate_bps"] / g.loc[0, "rate_bps"])
+        return float(g.loc[1, "cwnd_bytes"] / g.loc[0, "cwnd_bytes"]), float(
+            g.loc[1, "rate_bps"] / g.loc[0, "rate_bps"]
+        )
 
     wc, wr = ratios(w)
     tc, tr = ratios(t)
@@ -189,14 +197,22 @@ def item1(rn: Runner, mode: Mode, out: Path) -> Item:
     it.rows.append(ex.row("item1.weighted_rate_ratio", wr, f"{wr:.3f}"))
     it.rows.append(ex.row("item1.tcp_cwnd_ratio", tc, f"{tc:.3f}"))
     share = both / n if n else float("nan")
-    it.rows.append(ex.row("item1.both_halved", fctlab=f"{both} of {n} ({fmt_pct(share, signed=False)})",
-                          verdict=(MATCH if share > 0.5 else NO_MATCH) if n else NOT_MEASURED))
+    it.rows.append(
+        ex.row(
+            "item1.both_halved",
+            fctlab=f"{both} of {n} ({fmt_pct(share, signed=False)})",
+            verdict=(MATCH if share > 0.5 else NO_MATCH) if n else NOT_MEASURED,
+        )
+    )
 
     fig = new_figure(10, 3.8)
     axes = fig.subplots(1, 2, sharey=True)
     for ax, res, title in ((axes[0], t, "(a) TCP"), (axes[1], w, "(b) weighted TCP, weights 1 and 2")):
         c = res.cwnd
-        for fid, lab in ((0, "flow 1" + (" (weight 1)" if res is w else "")), (1, "flow 2" + (" (weight 2)" if res is w else ""))):
+        for fid, lab in (
+            (0, "flow 1" + (" (weight 1)" if res is w else "")),
+            (1, "flow 2" + (" (weight 2)" if res is w else "")),
+        ):
             s = c[c["flow_id"] == fid]
             ax.plot(s["time_s"], s["cwnd_bytes"] / 1e3, lw=0.8, label=lab)
         ax.set_title(title)
@@ -207,8 +223,11 @@ def item1(rn: Runner, mode: Mode, out: Path) -> Item:
     save_figure(fig, out / "item1_cwnd.png")
     it.figures.append(("item1_cwnd.png", "Item 1: congestion windows of the two flows, TCP (a) and weighted TCP (b)"))
 
-    reach = (f"The windows reach the 1 : 2 ratio of Theorem 1 ({wc:.2f})." if abs(wc - 2) <= 0.2 else
-             f"The window ratio is {wc:.2f}, not the 2 of Theorem 1.")
+    reach = (
+        f"The windows reach the 1 : 2 ratio of Theorem 1 ({wc:.2f})."
+        if abs(wc - 2) <= 0.2
+        else f"The window ratio is {wc:.2f}, not the 2 of Theorem 1."
+    )
     it.explanation.append(
         reach + " The network holds about 50 packets "
         "of buffer plus a bandwidth-delay product of a few packets, so the windows are a few tens of "
@@ -263,21 +282,38 @@ def item2(rn: Runner, mode: Mode, out: Path) -> Item:
     _, _, tr = _overlap_rates(t, 1, 0)
     model_w = two_flow_fct(10e6, 100e6 / 8, 2.0)
     model_t = two_flow_fct(10e6, 100e6 / 8, 1.0)
-    it.numbers = {"small_fct_tcp": st, "small_fct_weighted": sw, "large_fct_tcp": lt, "large_fct_weighted": lw,
-                  "share_ratio_weighted": wr, "share_ratio_tcp": tr, "model_weighted": model_w, "model_tcp": model_t}
+    it.numbers = {
+        "small_fct_tcp": st,
+        "small_fct_weighted": sw,
+        "large_fct_tcp": lt,
+        "large_fct_weighted": lw,
+        "share_ratio_weighted": wr,
+        "share_ratio_tcp": tr,
+        "model_weighted": model_w,
+        "model_tcp": model_t,
+    }
     ex = rn.expected
     it.rows.append(ex.row("item2.small_fct_tcp", st, fmt_time(st)))
     it.rows.append(ex.row("item2.small_fct_weighted", sw, fmt_time(sw)))
     it.rows.append(ex.row("item2.small_fct_change", rel_change(sw, st), fmt_pct(rel_change(sw, st))))
     it.rows.append(ex.row("item2.share_ratio_weighted", wr, f"{wr:.2f}"))
     it.rows.append(ex.row("item2.share_ratio_tcp", tr, f"{tr:.2f}"))
-    it.rows.append(ex.row("item2.large_fct_change", rel_change(lw, lt), f"{fmt_time(lt)} -> {fmt_time(lw)} ({fmt_pct(rel_change(lw, lt))})"))
+    it.rows.append(
+        ex.row(
+            "item2.large_fct_change",
+            rel_change(lw, lt),
+            f"{fmt_time(lt)} -> {fmt_time(lw)} ({fmt_pct(rel_change(lw, lt))})",
+        )
+    )
 
     fig = new_figure(10, 3.8)
     axes = fig.subplots(1, 2, sharey=True)
     for ax, res, title in ((axes[0], t, "(a) TCP"), (axes[1], w, "(b) weighted TCP")):
         c = res.cwnd
-        for fid, lab in ((0, "100 MB flow" + (" (weight 1)" if res is w else "")), (1, "10 MB flow" + (" (weight 2)" if res is w else ""))):
+        for fid, lab in (
+            (0, "100 MB flow" + (" (weight 1)" if res is w else "")),
+            (1, "10 MB flow" + (" (weight 2)" if res is w else "")),
+        ):
             s = c[c["flow_id"] == fid]
             # 50 ms bins: the 10 ms samples jump when a loss recovery ends (cumulative ACK)
             b = s.groupby((s["time_s"] // 0.05) * 0.05)["rate_bps"].mean()
@@ -288,7 +324,9 @@ def item2(rn: Runner, mode: Mode, out: Path) -> Item:
         ax.legend(loc="upper right", fontsize=8)
     axes[0].set_ylabel("throughput (Mbps, 50 ms bins)")
     save_figure(fig, out / "item2_throughput.png")
-    it.figures.append(("item2_throughput.png", "Item 2: throughput of the 100 MB and 10 MB flows, TCP (a) and weighted TCP (b)"))
+    it.figures.append(
+        ("item2_throughput.png", "Item 2: throughput of the 100 MB and 10 MB flows, TCP (a) and weighted TCP (b)")
+    )
 
     it.explanation.append(
         f"The fluid model of Theorem 2 (`fctlab.models.atcp.two_flow_fct`: (S/C)(1 + 1/R) at 100 Mbps) gives "
@@ -324,8 +362,15 @@ def _chain_ov(mode: Mode) -> dict:
 def _atcp_flows(rn: Runner, mode: Mode, file: str, wh: float, wl: float, extra: dict = None) -> pd.DataFrame:
     ov = dict(_chain_ov(mode) if file.startswith("chain") else {})
     ov.update(extra or {})
-    return rn.run_seeds(file, f"ATCP W_H={wh:g} W_L={wl:g}", mode.seeds, transport__protocol="atcp",
-                        transport__w_high=float(wh), transport__w_low=float(wl), **ov)
+    return rn.run_seeds(
+        file,
+        f"ATCP W_H={wh:g} W_L={wl:g}",
+        mode.seeds,
+        transport__protocol="atcp",
+        transport__w_high=float(wh),
+        transport__w_low=float(wl),
+        **ov,
+    )
 
 
 def _tcp_flows(rn: Runner, mode: Mode, file: str, extra: dict = None) -> pd.DataFrame:
@@ -368,52 +413,106 @@ def item3(rn: Runner, mode: Mode, out: Path) -> Item:
     b_s, b_m = cs["new"], cm["new"]
     tcp_iv = interval(list(per_seed(tcp, _medium).values()))
     it.numbers = {
-        "tcp_small": tcp_s, "tcp_medium": tcp_m, "atcp31_small": b_s, "atcp31_medium": b_m,
+        "tcp_small": tcp_s,
+        "tcp_medium": tcp_m,
+        "atcp31_small": b_s,
+        "atcp31_medium": b_m,
         "ratio": {str(k): [v[0], v[1]] for k, v in ratio_res.items()},
         "sum": {str(k): [v[0], v[1]] for k, v in sum_res.items()},
     }
     ex = rn.expected
-    it.rows.append(ex.row("item3.tcp_medium", tcp_iv[0], fmt_time(tcp_iv[0]) + (f" ± {fmt_time(tcp_iv[1])}" if np.isfinite(tcp_iv[1]) else ""),
-                          half_width=tcp_iv[1], samples=cm["seeds"]))
-    it.rows.append(ex.row("item3.atcp31_medium", cm["change"], f"{fmt_time(b_m)} ({fmt_change(cm)})", half_width=cm["half_width"],
-                          samples=cm["seeds"]))
-    it.rows.append(ex.row("item3.atcp31_small", cs["change"], _seed_arrow(cs), half_width=cs["half_width"], samples=cs["seeds"]))
+    it.rows.append(
+        ex.row(
+            "item3.tcp_medium",
+            tcp_iv[0],
+            fmt_time(tcp_iv[0]) + (f" ± {fmt_time(tcp_iv[1])}" if np.isfinite(tcp_iv[1]) else ""),
+            half_width=tcp_iv[1],
+            samples=cm["seeds"],
+        )
+    )
+    it.rows.append(
+        ex.row(
+            "item3.atcp31_medium",
+            cm["change"],
+            f"{fmt_time(b_m)} ({fmt_change(cm)})",
+            half_width=cm["half_width"],
+            samples=cm["seeds"],
+        )
+    )
+    it.rows.append(
+        ex.row("item3.atcp31_small", cs["change"], _seed_arrow(cs), half_width=cs["half_width"], samples=cs["seeds"])
+    )
     big = [r for r in ratios if r > 2]
     if big:
         chg = [rel_change(ratio_res[r][1], tcp_m) for r in big]
-        it.rows.append(ex.row("item3.big_ratio_medium", float(np.nanmean(chg)), ", ".join(f"{r}:1 {fmt_pct(c)}" for r, c in zip(big, chg)),
-                              samples=len(mode.seeds)))
+        it.rows.append(
+            ex.row(
+                "item3.big_ratio_medium",
+                float(np.nanmean(chg)),
+                ", ".join(f"{r}:1 {fmt_pct(c)}" for r, c in zip(big, chg)),
+                samples=len(mode.seeds),
+            )
+        )
     meds = [ratio_res[r][1] for r in ratios]
     if len(meds) >= 2:
         noninc = all(meds[i + 1] <= meds[i] * 1.05 for i in range(len(meds) - 1))
         falls = meds[-1] < meds[0] * 0.98
         v = MATCH if (noninc and falls) else (DIRECTION if falls else NO_MATCH)
-        it.rows.append(ex.row("item3.ratio_trend", fctlab=", ".join(f"{r}:1 {fmt_time(m)}" for r, m in zip(mode.ratios, meds)), verdict=v,
-                              samples=len(mode.seeds)))
+        it.rows.append(
+            ex.row(
+                "item3.ratio_trend",
+                fctlab=", ".join(f"{r}:1 {fmt_time(m)}" for r, m in zip(mode.ratios, meds)),
+                verdict=v,
+                samples=len(mode.seeds),
+            )
+        )
     smeds = [sum_res[s][1] for s in sums]
     if len(smeds) >= 3:
         k = int(np.nanargmin(smeds))
         interior = 0 < k < len(smeds) - 1 and smeds[0] > smeds[k] * 1.02 and smeds[-1] > smeds[k] * 1.02
         # falls to the minimum and rises after it, allowing 5% of noise at each step
         unimodal = all(smeds[i + 1] <= smeds[i] * 1.05 for i in range(k)) and all(
-            smeds[i + 1] >= smeds[i] / 1.05 for i in range(k, len(smeds) - 1))
+            smeds[i + 1] >= smeds[i] / 1.05 for i in range(k, len(smeds) - 1)
+        )
         v = MATCH if (interior and unimodal) else NO_MATCH
-        it.rows.append(ex.row("item3.sum_trend", fctlab=", ".join(f"{s}: {fmt_time(m)}" for s, m in zip(mode.sums, smeds)), verdict=v,
-                              samples=len(mode.seeds)))
+        it.rows.append(
+            ex.row(
+                "item3.sum_trend",
+                fctlab=", ".join(f"{s}: {fmt_time(m)}" for s, m in zip(mode.sums, smeds)),
+                verdict=v,
+                samples=len(mode.seeds),
+            )
+        )
     elif smeds:
-        it.rows.append(ex.row("item3.sum_trend", fctlab=", ".join(f"{s}: {fmt_time(m)}" for s, m in zip(sums, smeds)) + " (only 2 points in --quick)",
-                              verdict=NOT_MEASURED))
+        it.rows.append(
+            ex.row(
+                "item3.sum_trend",
+                fctlab=", ".join(f"{s}: {fmt_time(m)}" for s, m in zip(sums, smeds)) + " (only 2 points in --quick)",
+                verdict=NOT_MEASURED,
+            )
+        )
     cd = seed_change(tcp, best, meet_ratio, points=True)
     tcp_d, b_d = cd["base"], cd["new"]
-    it.numbers.update({"tcp_deadline": tcp_d, "atcp31_deadline": b_d, "changes": {"small": cs, "medium": cm, "deadline": cd}})
-    it.rows.append(ex.row("item3.deadline", cd["change"], f"{fmt_pct(tcp_d, False)} -> {fmt_pct(b_d, False)} ({fmt_change(cd, points=True)})",
-                          half_width=cd["half_width"], samples=cd["seeds"]))
+    it.numbers.update(
+        {"tcp_deadline": tcp_d, "atcp31_deadline": b_d, "changes": {"small": cs, "medium": cm, "deadline": cd}}
+    )
+    it.rows.append(
+        ex.row(
+            "item3.deadline",
+            cd["change"],
+            f"{fmt_pct(tcp_d, False)} -> {fmt_pct(b_d, False)} ({fmt_change(cd, points=True)})",
+            half_width=cd["half_width"],
+            samples=cd["seeds"],
+        )
+    )
     if rn.is_ns2:
         return it
 
     fig = new_figure(10, 6.5)
     axes = fig.subplots(2, 2)
-    for col, (xs, res, xlabel) in enumerate(((mode.sums, sum_res, "W_H + W_L (W_H : W_L = 3 : 1)"), (mode.ratios, ratio_res, "W_H : W_L (W_L = 1)"))):
+    for col, (xs, res, xlabel) in enumerate(
+        ((mode.sums, sum_res, "W_H + W_L (W_H : W_L = 3 : 1)"), (mode.ratios, ratio_res, "W_H : W_L (W_L = 1)"))
+    ):
         for row, (idx, name, ref) in enumerate(((0, "small flows", tcp_s), (1, "medium flows", tcp_m))):
             ax = axes[row][col]
             ys = [res[x][idx] * 1e3 for x in xs]
@@ -425,7 +524,9 @@ def item3(rn: Runner, mode: Mode, out: Path) -> Item:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=8)
     save_figure(fig, out / "item3_sweep.png")
-    it.figures.append(("item3_sweep.png", "Item 3: median completion times of small and medium flows against W_H + W_L and W_H : W_L"))
+    it.figures.append(
+        ("item3_sweep.png", "Item 3: median completion times of small and medium flows against W_H + W_L and W_H : W_L")
+    )
 
     it.explanation.append(f"Flows: {_counts_note(tcp)}.")
     it.numbers["split"] = {"tcp": size_split(tcp), "atcp31": size_split(best)}
@@ -453,7 +554,11 @@ DENSE = [
     ("Non-dense flows", "item4.non_dense", {}),
     ("Dense non-large flows", "item4.dense_non_large", {"workloads__0__arrival_rate": "8/s"}),
     ("Dense large flows", "item4.dense_large", {"workloads__1__arrival_rate": "0.16/s"}),
-    ("Dense all flows", "item4.dense_all", {"workloads__0__arrival_rate": "8/s", "workloads__1__arrival_rate": "0.16/s"}),
+    (
+        "Dense all flows",
+        "item4.dense_all",
+        {"workloads__0__arrival_rate": "8/s", "workloads__1__arrival_rate": "0.16/s"},
+    ),
 ]
 
 
@@ -463,7 +568,11 @@ def _two_protocol_rows(rn: Runner, it: Item, key: str, tcp: pd.DataFrame, atcp: 
     out = {}
     for name, fn in (("small", _small), ("medium", _medium)):
         c = seed_change(tcp, atcp, fn)
-        it.rows.append(rn.expected.row(f"{key}.{name}", c["change"], _seed_arrow(c), half_width=c["half_width"], samples=c["seeds"]))
+        it.rows.append(
+            rn.expected.row(
+                f"{key}.{name}", c["change"], _seed_arrow(c), half_width=c["half_width"], samples=c["seeds"]
+            )
+        )
         out.update({f"tcp_{name}": c["base"], f"atcp_{name}": c["new"], f"{name}_change": c})
     return out
 
@@ -482,9 +591,20 @@ def item4(rn: Runner, mode: Mode, out: Path) -> Item:
         atcp = _atcp_flows(rn, mode, "chain_campus.toml", 3.0, 1.0, ov)
         res[label] = _two_protocol_rows(rn, it, key, tcp, atcp)
         it.explanation.append(f"{label}. " + split_note({"TCP": size_split(tcp), "ATCP": size_split(atcp)}))
-    dense = seed_change(_tcp_flows(rn, mode, "chain_campus.toml", DENSE[0][2]), _tcp_flows(rn, mode, "chain_campus.toml", DENSE[3][2]), _medium)
-    it.rows.append(rn.expected.row("item4.tcp_density", dense["change"], _seed_arrow(dense), half_width=dense["half_width"],
-                                   samples=dense["seeds"]))
+    dense = seed_change(
+        _tcp_flows(rn, mode, "chain_campus.toml", DENSE[0][2]),
+        _tcp_flows(rn, mode, "chain_campus.toml", DENSE[3][2]),
+        _medium,
+    )
+    it.rows.append(
+        rn.expected.row(
+            "item4.tcp_density",
+            dense["change"],
+            _seed_arrow(dense),
+            half_width=dense["half_width"],
+            samples=dense["seeds"],
+        )
+    )
     it.numbers = res
     it.explanation.append(
         "The paper's small-flow medians (hundreds of ms) cannot be reached with the synthetic trace, whose "
@@ -542,8 +662,15 @@ def item6(rn: Runner, mode: Mode, out: Path) -> Item:
     it.numbers = _two_protocol_rows(rn, it, "item6.web", sel(tcp), sel(atcp))
     backup = seed_change(tcp, atcp, lambda f: f[f["tag"] == "backup"]["fct_s"].mean())
     it.numbers.update({"backup_tcp": backup["base"], "backup_atcp": backup["new"], "backup_change": backup})
-    it.rows.append(rn.expected.row("item6.backup", backup["change"], _seed_arrow(backup), half_width=backup["half_width"],
-                                   samples=backup["seeds"]))
+    it.rows.append(
+        rn.expected.row(
+            "item6.backup",
+            backup["change"],
+            _seed_arrow(backup),
+            half_width=backup["half_width"],
+            samples=backup["seeds"],
+        )
+    )
     it.explanation.append(f"Web and database flows: {_counts_note(sel(tcp))}.")
     it.explanation.append(
         "The paper gives neither the tree's size and rates nor the flow rates; the values here are chosen "
@@ -567,7 +694,7 @@ def item7(rn: Runner, mode: Mode, out: Path) -> Item:
         f"not modelled); {mode.fat_jobs} queries, Poisson at 8.2/s (80% of h0's link), run until {mode.fat_stop} so "
         "that responses held back by timeouts still complete; "
         "background: one long-lived flow h39 -> h0. Every switch port: 100-packet "
-        "buffer, CE marking above 20 packets (`queue = \"ecn\"`). DCTCP flows are ECN-capable; TCP and ATCP "
+        'buffer, CE marking above 20 packets (`queue = "ecn"`). DCTCP flows are ECN-capable; TCP and ATCP '
         "flows are not, so for them the same ports are 100-packet DropTail queues. min RTO 200 ms for all. "
         "ATCP: step function, W_H = 3, W_L = 1, T = 10 MB.",
     )
@@ -576,8 +703,13 @@ def item7(rn: Runner, mode: Mode, out: Path) -> Item:
     runs = {p: rn.run_seeds("fattree_incast.toml", p.upper(), mode.seeds, transport__protocol=p, **ov) for p in protos}
     resp = {p: f[f["tag"] == "response"] for p, f in runs.items()}
     ch = {}
-    for rid, a, b in (("small_dctcp", "tcp", "dctcp"), ("small_atcp", "tcp", "atcp"), ("medium_dctcp", "tcp", "dctcp"),
-                      ("medium_atcp", "tcp", "atcp"), ("medium_atcp_dctcp", "dctcp", "atcp")):
+    for rid, a, b in (
+        ("small_dctcp", "tcp", "dctcp"),
+        ("small_atcp", "tcp", "atcp"),
+        ("medium_dctcp", "tcp", "dctcp"),
+        ("medium_atcp", "tcp", "atcp"),
+        ("medium_atcp_dctcp", "dctcp", "atcp"),
+    ):
         ch[rid] = seed_change(resp[a], resp[b], _small if rid.startswith("small") else _medium)
     for p in ("dctcp", "atcp"):
         ch[f"deadline_{p}"] = seed_change(resp["tcp"], resp[p], meet_ratio, points=True)
@@ -587,27 +719,50 @@ def item7(rn: Runner, mode: Mode, out: Path) -> Item:
     to = {p: int(f["timeouts"].sum()) for p, f in resp.items()}
     causes = {p: timeout_causes(f) for p, f in resp.items()}
     inc = {p: int((~f["completed"].astype(bool)).sum()) for p, f in resp.items()}
-    it.numbers.update({"small": sm, "medium": md, "deadline": dl, "timeouts": to, "timeouts_by_cause": causes,
-                       "incomplete": inc, "changes": ch,
-                       "seeds": list(mode.seeds)})
+    it.numbers.update(
+        {
+            "small": sm,
+            "medium": md,
+            "deadline": dl,
+            "timeouts": to,
+            "timeouts_by_cause": causes,
+            "incomplete": inc,
+            "changes": ch,
+            "seeds": list(mode.seeds),
+        }
+    )
     ex = rn.expected
     it.rows.append(ex.row("item7.small", fctlab=" / ".join(fmt_time(sm[p]) for p in protos)))
     for p in ("dctcp", "atcp"):
         c = ch[f"small_{p}"]
-        it.rows.append(ex.row(f"item7.small_{p}", c["change"], fmt_change(c), half_width=c["half_width"], samples=c["seeds"]))
+        it.rows.append(
+            ex.row(f"item7.small_{p}", c["change"], fmt_change(c), half_width=c["half_width"], samples=c["seeds"])
+        )
     it.rows.append(ex.row("item7.medium", fctlab=" / ".join(fmt_time(md[p]) for p in protos)))
     for rid in ("medium_dctcp", "medium_atcp", "medium_atcp_dctcp"):
         c = ch[rid]
-        it.rows.append(ex.row(f"item7.{rid}", c["change"], fmt_change(c), half_width=c["half_width"], samples=c["seeds"]))
+        it.rows.append(
+            ex.row(f"item7.{rid}", c["change"], fmt_change(c), half_width=c["half_width"], samples=c["seeds"])
+        )
     it.rows.append(ex.row("item7.deadline", fctlab=" / ".join(fmt_pct(dl[p], False) for p in protos)))
     for p in ("dctcp", "atcp"):
         c = ch[f"deadline_{p}"]
-        it.rows.append(ex.row(f"item7.deadline_{p}", c["change"], fmt_change(c, points=True), half_width=c["half_width"],
-                              samples=c["seeds"]))
+        it.rows.append(
+            ex.row(
+                f"item7.deadline_{p}",
+                c["change"],
+                fmt_change(c, points=True),
+                half_width=c["half_width"],
+                samples=c["seeds"],
+            )
+        )
 
     fig = new_figure(10, 3.8)
     axes = fig.subplots(1, 2)
-    for ax, bucket, title in ((axes[0], "small", "(a) small flows (< 100 KB)"), (axes[1], "medium", "(b) medium flows (100 KB - 10 MB)")):
+    for ax, bucket, title in (
+        (axes[0], "small", "(a) small flows (< 100 KB)"),
+        (axes[1], "medium", "(b) medium flows (100 KB - 10 MB)"),
+    ):
         from fctlab.metrics import assign_buckets
 
         for p in ("tcp", "dctcp", "atcp"):
@@ -637,20 +792,28 @@ def item7(rn: Runner, mode: Mode, out: Path) -> Item:
     )
     if rn.profile == "ns2" and not rn.is_ns2:
         # Evidence for what the paper's ATCP gain looks like: TCP with SACK and nothing else.
-        sack = rn.run_seeds("fattree_incast.toml", "TCP with SACK", mode.seeds, transport__protocol="tcp", transport__sack=True, **ov)
+        sack = rn.run_seeds(
+            "fattree_incast.toml", "TCP with SACK", mode.seeds, transport__protocol="tcp", transport__sack=True, **ov
+        )
         sf = sack[sack["tag"] == "response"]
         s_sack, d_sack = _seed_mean(sf, _small), _seed_mean(sf, meet_ratio)
         it.numbers.update({"small_tcp_sack": s_sack, "deadline_tcp_sack": d_sack})
-        head = (f"TCP with SACK alone (the same run with `sack = true`, no other change): small-flow median "
-                f"{fmt_time(sm['tcp'])} -> {fmt_time(s_sack)} ({fmt_pct(rel_change(s_sack, sm['tcp']))}), deadline meet ratio "
-                f"{fmt_pct(dl['tcp'], False)} -> {fmt_pct(d_sack, False)}. ")
+        head = (
+            f"TCP with SACK alone (the same run with `sack = true`, no other change): small-flow median "
+            f"{fmt_time(sm['tcp'])} -> {fmt_time(s_sack)} ({fmt_pct(rel_change(s_sack, sm['tcp']))}), deadline meet ratio "
+            f"{fmt_pct(dl['tcp'], False)} -> {fmt_pct(d_sack, False)}. "
+        )
         if s_sack < 0.5 * sm["tcp"]:
-            tail = ("SACK-based recovery alone gives most of the paper's small-flow drop, which a weighted additive "
-                    "increase does not: the paper's ATCP pattern (210 -> 21 ms) is the pattern of better loss recovery.")
+            tail = (
+                "SACK-based recovery alone gives most of the paper's small-flow drop, which a weighted additive "
+                "increase does not: the paper's ATCP pattern (210 -> 21 ms) is the pattern of better loss recovery."
+            )
         else:
-            tail = ("Better loss recovery does not give the paper's small-flow gain either: the small responses that "
-                    "wait lose packets of their first window, where too few packets follow for duplicate ACKs or SACK "
-                    "to signal the loss, and wait for a timeout.")
+            tail = (
+                "Better loss recovery does not give the paper's small-flow gain either: the small responses that "
+                "wait lose packets of their first window, where too few packets follow for duplicate ACKs or SACK "
+                "to signal the loss, and wait for a timeout."
+            )
         it.explanation.append(head + tail)
     it.explanation.append(
         "A small response is a few segments and is sent within its initial window: ATCP changes only the "
@@ -676,10 +839,10 @@ def item7(rn: Runner, mode: Mode, out: Path) -> Item:
         )
     why = {
         "ns2": "the handshake gives an RTT sample, so a timeout is the 200 ms minimum RTO, but the burst that "
-               "filled the buffer is often still there when the segment is resent, and the second timeout is "
-               "doubled (200 + 400 ms)",
+        "filled the buffer is often still there when the segment is resent, and the second timeout is "
+        "doubled (200 + 400 ms)",
         "linux": "without a handshake the flow has no RTT sample when its first window is lost, and waits for "
-                 "the initial RTO of 1 s (5 x the 200 ms minimum)",
+        "the initial RTO of 1 s (5 x the 200 ms minimum)",
     }.get(rn.profile or "", "timeouts per flow are above")
     it.explanation.append(
         f"The paper's 210 ms TCP median for small flows is the size of one 200 ms minimum RTO: most small TCP "
@@ -687,8 +850,11 @@ def item7(rn: Runner, mode: Mode, out: Path) -> Item:
         f"{to['tcp'] / max(len(resp['tcp']), 1):.1f} timeouts per response: {why}. The paper's load ('rather "
         "dense flows') and its TCP's initial RTO are not given."
     )
-    it.explanation.append("Retransmission timeouts of the responses, over the seeds, by cause: "
-                          + "; ".join(f"{p.upper()} {fmt_causes(causes[p])}" for p in protos) + ".")
+    it.explanation.append(
+        "Retransmission timeouts of the responses, over the seeds, by cause: "
+        + "; ".join(f"{p.upper()} {fmt_causes(causes[p])}" for p in protos)
+        + "."
+    )
     return it
 
 
@@ -729,26 +895,60 @@ def item8(rn: Runner, mode: Mode, out: Path) -> Item:
         return {"change": m, "half_width": h, "jobs": len(common)}
 
     ch = {f"{what}_{p}": job_change(p, k) for p in ("atcp", "dctcp") for k, what in ((0, "mean_flow"), (1, "shuffle"))}
-    it.numbers = {"mean_flow_fct": mean_fct, "shuffle_time": shuffle, "median_flow_fct": med, "changes_over_jobs": ch,
-                  "timeouts": to, "timeouts_by_cause": causes, "incomplete": incomplete, "jct_per_job": {p: j["jct_s"].tolist() for p, j in jobs.items()}}
+    it.numbers = {
+        "mean_flow_fct": mean_fct,
+        "shuffle_time": shuffle,
+        "median_flow_fct": med,
+        "changes_over_jobs": ch,
+        "timeouts": to,
+        "timeouts_by_cause": causes,
+        "incomplete": incomplete,
+        "jct_per_job": {p: j["jct_s"].tolist() for p, j in jobs.items()},
+    }
     ex = rn.expected
     it.rows.append(ex.row("item8.mean_flow", fctlab=" / ".join(fmt_time(mean_fct[p]) for p in protos)))
     for p in ("atcp", "dctcp"):
         c = ch[f"mean_flow_{p}"]
-        it.rows.append(ex.row(f"item8.mean_flow_{p}", c["change"], fmt_change(c), half_width=c["half_width"], samples=c["jobs"], unit="job"))
+        it.rows.append(
+            ex.row(
+                f"item8.mean_flow_{p}",
+                c["change"],
+                fmt_change(c),
+                half_width=c["half_width"],
+                samples=c["jobs"],
+                unit="job",
+            )
+        )
     it.rows.append(ex.row("item8.shuffle", fctlab=" / ".join(fmt_time(shuffle[p]) for p in protos)))
     for p in ("atcp", "dctcp"):
         c = ch[f"shuffle_{p}"]
-        it.rows.append(ex.row(f"item8.shuffle_{p}", c["change"], fmt_change(c), half_width=c["half_width"], samples=c["jobs"], unit="job"))
+        it.rows.append(
+            ex.row(
+                f"item8.shuffle_{p}",
+                c["change"],
+                fmt_change(c),
+                half_width=c["half_width"],
+                samples=c["jobs"],
+                unit="job",
+            )
+        )
     it.rows.append(ex.row("item8.job_atcp"))
     it.rows.append(ex.row("item8.job_dctcp"))
     leftmost = min(protos, key=lambda p: med[p])
-    it.rows.append(ex.row("item8.leftmost", fctlab=f"{leftmost.upper()} (medians " + " / ".join(fmt_time(med[p]) for p in protos) + ")",
-                          verdict=MATCH if leftmost == "atcp" else NO_MATCH, samples=mode.mr_jobs, unit="job"))
+    it.rows.append(
+        ex.row(
+            "item8.leftmost",
+            fctlab=f"{leftmost.upper()} (medians " + " / ".join(fmt_time(med[p]) for p in protos) + ")",
+            verdict=MATCH if leftmost == "atcp" else NO_MATCH,
+            samples=mode.mr_jobs,
+            unit="job",
+        )
+    )
     it.explanation.append(
         f"The shuffle has nothing random in it (fixed 8 MB blocks, hosts and start times), so every seed gives the same "
         f"run: the changes are the mean over the {mode.mr_jobs} jobs of each job's change (its flows' mean completion "
-        "time, its shuffle time) ± the half-width of its 95% interval over the jobs.")
+        "time, its shuffle time) ± the half-width of its 95% interval over the jobs."
+    )
 
     fig = new_figure(6.5, 4.2)
     ax = fig.subplots()
@@ -763,11 +963,16 @@ def item8(rn: Runner, mode: Mode, out: Path) -> Item:
     ax.grid(alpha=0.3)
     ax.legend()
     save_figure(fig, out / "item8_shuffle_cdf.png")
-    it.figures.append(("item8_shuffle_cdf.png", "Item 8: CDF of shuffle-flow completion times under TCP, DCTCP and ATCP"))
+    it.figures.append(
+        ("item8_shuffle_cdf.png", "Item 8: CDF of shuffle-flow completion times under TCP, DCTCP and ATCP")
+    )
 
     it.explanation.append(
-        "Per-job shuffle times (s): " + "; ".join(f"{p.upper()} " + ", ".join(f"{x:.3f}" for x in jobs[p]["jct_s"]) for p in ("tcp", "dctcp", "atcp"))
-        + ". Retransmission timeouts of shuffle flows by cause: " + "; ".join(f"{p.upper()} {fmt_causes(causes[p])}" for p in protos) + "."
+        "Per-job shuffle times (s): "
+        + "; ".join(f"{p.upper()} " + ", ".join(f"{x:.3f}" for x in jobs[p]["jct_s"]) for p in ("tcp", "dctcp", "atcp"))
+        + ". Retransmission timeouts of shuffle flows by cause: "
+        + "; ".join(f"{p.upper()} {fmt_causes(causes[p])}" for p in protos)
+        + "."
     )
     over = {p: overshoot_flows(f) for p, f in sh.items()}
     it.numbers["overshoot_flows"] = over
@@ -783,8 +988,13 @@ def item8(rn: Runner, mode: Mode, out: Path) -> Item:
             clean[p] = (float(j[~j["group"].isin(bad)]["jct_s"].mean()), len(bad))
         it.numbers["shuffle_time_without_overshoot_jobs"] = {p: v[0] for p, v in clean.items()}
         it.explanation.append(
-            "Leaving out the jobs that contain such a flow (TCP " + str(clean["tcp"][1]) + ", DCTCP "
-            + str(clean["dctcp"][1]) + ", ATCP " + str(clean["atcp"][1]) + " jobs), the mean shuffle times are "
+            "Leaving out the jobs that contain such a flow (TCP "
+            + str(clean["tcp"][1])
+            + ", DCTCP "
+            + str(clean["dctcp"][1])
+            + ", ATCP "
+            + str(clean["atcp"][1])
+            + " jobs), the mean shuffle times are "
             + " / ".join(fmt_time(clean[p][0]) for p in ("tcp", "dctcp", "atcp"))
             + f" (ATCP vs TCP {fmt_pct(rel_change(clean['atcp'][0], clean['tcp'][0]))}, DCTCP vs TCP "
             f"{fmt_pct(rel_change(clean['dctcp'][0], clean['tcp'][0]))}). This is a diagnostic only; the rows "
@@ -832,8 +1042,10 @@ def _intro(mode: Mode) -> list:
         "simulator implies them: 50-packet DropTail queues and a 200 ms minimum RTO.",
     ]
     if mode.quick:
-        intro.append("This is a `--quick` run: shorter arrival windows, two seeds and fewer sweep points (see "
-                     "docs/reproduce_atcp.md); its intervals are wide and its numbers noisier than a full run's.")
+        intro.append(
+            "This is a `--quick` run: shorter arrival windows, two seeds and fewer sweep points (see "
+            "docs/reproduce_atcp.md); its intervals are wide and its numbers noisier than a full run's."
+        )
     return intro
 
 
@@ -845,20 +1057,40 @@ def _footer() -> list:
         ["arrival window, chain items 3-5", QUICK.chain_until, FULL.chain_until],
         ["W_H : W_L swept (W_L = 1), item 3", str(QUICK.ratios), str(FULL.ratios)],
         ["W_H + W_L swept (W_H : W_L = 3 : 1), item 3", str(QUICK.sums), str(FULL.sums)],
-        ["arrival window / backup size, item 6", f"{QUICK.web_until} / {QUICK.web_backup}", f"{FULL.web_until} / {FULL.web_backup}"],
+        [
+            "arrival window / backup size, item 6",
+            f"{QUICK.web_until} / {QUICK.web_backup}",
+            f"{FULL.web_until} / {FULL.web_backup}",
+        ],
         ["queries / run length, item 7", f"{QUICK.fat_jobs} / {QUICK.fat_stop}", f"{FULL.fat_jobs} / {FULL.fat_stop}"],
         ["shuffle jobs / run length, item 8", f"{QUICK.mr_jobs} / {QUICK.mr_stop}", f"{FULL.mr_jobs} / {FULL.mr_stop}"],
     ]
-    return [Heading("Quick and full runs"), Table(["setting", "`--quick`", "full"], rows, text=True),
-            Heading("Synthetic campus workload"), Paragraph(SYNTHETIC_WORKLOAD)]
+    return [
+        Heading("Quick and full runs"),
+        Table(["setting", "`--quick`", "full"], rows, text=True),
+        Heading("Synthetic campus workload"),
+        Paragraph(SYNTHETIC_WORKLOAD),
+    ]
 
 
 def paper():
     """The ATCP reproduction for :func:`fctlab.reproduce.runner.run_paper`."""
     from .runner import Paper
 
-    return Paper("atcp", ITEMS, ITEM_ORDER, QUICK, FULL, intro=_intro, footer=_footer, required_files=("chain_campus.toml",),
-                 profiles=PROFILES, ns2_items=tuple(ITEMS), ns2_profile="ns2", ns2_missing=_ns2_missing)
+    return Paper(
+        "atcp",
+        ITEMS,
+        ITEM_ORDER,
+        QUICK,
+        FULL,
+        intro=_intro,
+        footer=_footer,
+        required_files=("chain_campus.toml",),
+        profiles=PROFILES,
+        ns2_items=tuple(ITEMS),
+        ns2_profile="ns2",
+        ns2_missing=_ns2_missing,
+    )
 
 
 def _ns2_missing(rid: str) -> str:

@@ -85,8 +85,9 @@ def judge_change(paper: float, sim: float, eps: float = NO_CHANGE, half_width: f
     return DIRECTION
 
 
-def judge_value(paper: float, sim: float, rel_tol: float = 0.10, reference: Optional[float] = None,
-                half_width: float = 0.0) -> str:
+def judge_value(
+    paper: float, sim: float, rel_tol: float = 0.10, reference: Optional[float] = None, half_width: float = 0.0
+) -> str:
     """Verdict on a value: the paper's number within `rel_tol` of it (of the paper's number)
     matches; with `half_width` (of a 95% interval over seeds), within `rel_tol` of the interval
     around it. On the same side of `reference` as the paper's is a direction match."""
@@ -205,8 +206,15 @@ class Runner:
     def placeholder(self, n: int, reason: str) -> Item:
         """Item `n` that was not run, with the paper's numbers it would have been set beside."""
         meta = self.expected.items[n]
-        return Item(n, meta["title"], meta["source"], f"{meta['did']} The paper's numbers: {self.expected.summary(n)}.", "-",
-                    status="not run", reason=reason)
+        return Item(
+            n,
+            meta["title"],
+            meta["source"],
+            f"{meta['did']} The paper's numbers: {self.expected.summary(n)}.",
+            "-",
+            status="not run",
+            reason=reason,
+        )
 
     def path(self, name: str) -> Path:
         return self.scenario_dir / name
@@ -292,14 +300,20 @@ class Ns2Runner(Runner):
             return fct
         tag = hashlib.sha1(repr(key).encode()).hexdigest()[:12]
         t0 = time.perf_counter()
-        res = run_other(self.path(name), fct, out=self.out_dir / "ns2-runs" / f"{Path(name).stem}-{tag}",
-                        set=overrides_from_kwargs(merged))
+        res = run_other(
+            self.path(name),
+            fct,
+            out=self.out_dir / "ns2-runs" / f"{Path(name).stem}-{tag}",
+            set=overrides_from_kwargs(merged),
+        )
         wall = time.perf_counter() - t0
         self.runs += 1
         self.wall_s += wall
         f = res.flows
-        self.log(f"    run {self.label}{label}: {name} -> {int(f['completed'].sum())}/{len(f)} flows completed, "
-                 f"{res.summary['sim_time_s']:.2f} s simulated, {wall:.1f} s wall")
+        self.log(
+            f"    run {self.label}{label}: {name} -> {int(f['completed'].sum())}/{len(f)} flows completed, "
+            f"{res.summary['sim_time_s']:.2f} s simulated, {wall:.1f} s wall"
+        )
         self._cache[key] = res
         return res
 
@@ -315,7 +329,9 @@ def per_seed(flows: pd.DataFrame, fn: Callable[[pd.DataFrame], float]) -> dict:
     return {int(s): float(fn(f)) for s, f in flows.groupby("seed")}
 
 
-def seed_change(base: pd.DataFrame, new: pd.DataFrame, fn: Callable[[pd.DataFrame], float], points: bool = False) -> dict:
+def seed_change(
+    base: pd.DataFrame, new: pd.DataFrame, fn: Callable[[pd.DataFrame], float], points: bool = False
+) -> dict:
     """A statistic `fn` of two sets of runs on the same seeds (same arrivals): its mean over the
     seeds under each, and the change from `base` to `new` (relative, or the difference with
     `points`) per seed, as the mean and 95% half-width over the seeds."""
@@ -325,8 +341,14 @@ def seed_change(base: pd.DataFrame, new: pd.DataFrame, fn: Callable[[pd.DataFram
     seeds = sorted(set(a) & set(b))
     ch = [(b[s] - a[s]) if points else rel_change(b[s], a[s]) for s in seeds]
     m, h = interval(ch)
-    return {"base": interval([a[s] for s in seeds])[0], "new": interval([b[s] for s in seeds])[0],
-            "change": m, "half_width": h, "seeds": len(seeds), "per_seed": ch}
+    return {
+        "base": interval([a[s] for s in seeds])[0],
+        "new": interval([b[s] for s in seeds])[0],
+        "change": m,
+        "half_width": h,
+        "seeds": len(seeds),
+        "per_seed": ch,
+    }
 
 
 def fmt_change(c: dict, points: bool = False) -> str:
@@ -391,9 +413,12 @@ def split_note(stats: dict) -> str:
     for label, _, _ in SIZE_SPLIT:
         s = [stats[k][label] for k in names]
         parts.append(
-            f"{label} ({s[0]['flows']} flows): median " + " / ".join(fmt_time(x["median_fct_s"]) for x in s)
-            + ", timeouts per flow " + " / ".join(f"{x['timeouts_per_flow']:.3f}" for x in s)
-            + ", window left slow start " + " / ".join(fmt_pct(x["left_slow_start"], False) for x in s)
+            f"{label} ({s[0]['flows']} flows): median "
+            + " / ".join(fmt_time(x["median_fct_s"]) for x in s)
+            + ", timeouts per flow "
+            + " / ".join(f"{x['timeouts_per_flow']:.3f}" for x in s)
+            + ", window left slow start "
+            + " / ".join(fmt_pct(x["left_slow_start"], False) for x in s)
         )
     return f"Small flows by size ({' / '.join(names)}): " + "; ".join(parts) + "."
 

@@ -14,7 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .common import DIRECTION, MATCH, MIN_SAMPLES, NO_MATCH, NOT_GRADED, NOT_MEASURED, Row, fmt_pct, judge_change, judge_value, rel_change
+from .common import (
+    DIRECTION,
+    MATCH,
+    MIN_SAMPLES,
+    NO_MATCH,
+    NOT_GRADED,
+    NOT_MEASURED,
+    Row,
+    fmt_pct,
+    judge_change,
+    judge_value,
+    rel_change,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,7 +81,9 @@ class Expectation:
         if measured is None or not math.isfinite(float(measured)):
             return NOT_MEASURED
         if self.rule == "value":
-            return judge_value(self.value, float(measured), self.tolerance, reference=self.reference, half_width=half_width)
+            return judge_value(
+                self.value, float(measured), self.tolerance, reference=self.reference, half_width=half_width
+            )
         return judge_change(self.change, float(measured), eps=self.eps, half_width=half_width)
 
 
@@ -126,8 +140,13 @@ class Expected:
             a, b = self._number(r["from"], rid), self._number(r["to"], rid)
             change = (b - a) if r.get("points") else rel_change(b, a)
             if shown is None:
-                shown = (_points(change) if r.get("points")
-                         else f"{fmt(a)} -> {fmt(b)} ({fmt_pct(change)})" if unit == "s" else fmt_pct(change))
+                shown = (
+                    _points(change)
+                    if r.get("points")
+                    else f"{fmt(a)} -> {fmt(b)} ({fmt_pct(change)})"
+                    if unit == "s"
+                    else fmt_pct(change)
+                )
         if shown is None:
             if rule == "value":
                 shown = fmt(r["value"])
@@ -140,11 +159,20 @@ class Expected:
         if rule == "not_measured" and not r.get("reason"):
             raise ExpectedError(f"{self.path}: {rid}: a `not_measured` row needs `reason`")
         return Expectation(
-            id=rid, item=int(r["item"]), quantity=r["quantity"], rule=rule, shown=shown,
+            id=rid,
+            item=int(r["item"]),
+            quantity=r["quantity"],
+            rule=rule,
+            shown=shown,
             value=float(r["value"]) if isinstance(r.get("value"), (int, float)) else None,
-            change=change, points=bool(r.get("points")), tolerance=float(r.get("tolerance", 0.10)),
-            reference=r.get("reference"), eps=float(r.get("eps", 0.02)), reason=r.get("reason", ""),
-            source=r.get("source", ""), values=dict(r.get("values", {})),
+            change=change,
+            points=bool(r.get("points")),
+            tolerance=float(r.get("tolerance", 0.10)),
+            reference=r.get("reference"),
+            eps=float(r.get("eps", 0.02)),
+            reason=r.get("reason", ""),
+            source=r.get("source", ""),
+            values=dict(r.get("values", {})),
         )
 
     def __getitem__(self, rid: str) -> Expectation:
@@ -156,8 +184,16 @@ class Expected:
     def of_item(self, n: int) -> list:
         return [e for e in self.rows.values() if e.item == n]
 
-    def row(self, rid: str, measured: Any = None, fctlab: str = "", verdict: Optional[str] = None,
-            half_width: float = 0.0, samples: Optional[int] = None, unit: str = "seed") -> Row:
+    def row(
+        self,
+        rid: str,
+        measured: Any = None,
+        fctlab: str = "",
+        verdict: Optional[str] = None,
+        half_width: float = 0.0,
+        samples: Optional[int] = None,
+        unit: str = "seed",
+    ) -> Row:
         """The report row of expectation `rid`: `measured` is graded by the row's rule (for a
         claim the caller passes its `verdict`); `fctlab` is how the measurement is shown;
         `half_width`, of the measurement's 95% interval over seeds, widens what matches. A
@@ -191,9 +227,13 @@ class Expected:
         if not (math.isfinite(a.measured) and math.isfinite(b.measured)):
             return None
         if e.rule == "value":
-            hw = (a.half_width if math.isfinite(a.half_width) else 0.0) + (b.half_width if math.isfinite(b.half_width) else 0.0)
+            hw = (a.half_width if math.isfinite(a.half_width) else 0.0) + (
+                b.half_width if math.isfinite(b.half_width) else 0.0
+            )
             return judge_value(b.measured, a.measured, e.tolerance, half_width=hw) == MATCH
-        hw = (a.half_width if math.isfinite(a.half_width) else 0.0) + (b.half_width if math.isfinite(b.half_width) else 0.0)
+        hw = (a.half_width if math.isfinite(a.half_width) else 0.0) + (
+            b.half_width if math.isfinite(b.half_width) else 0.0
+        )
         return judge_change(b.measured, a.measured, eps=e.eps, half_width=hw) == MATCH
 
     def summary(self, n: int) -> str:

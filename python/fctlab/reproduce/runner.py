@@ -93,8 +93,11 @@ def _rows_table(it) -> Table:
     with_ns2 = any(r.ns2 for sub in subs.values() for r in sub.rows)
     if not it.profiles:
         header = ["quantity", "paper"] + (NS2_COLUMNS if with_ns2 else []) + ["fctlab", "verdict"]
-        return Table(header, [[r.quantity, r.paper] + (_ns2_cells(r) if with_ns2 else []) + [r.fctlab, r.verdict]
-                              for r in it.rows], text=True)
+        return Table(
+            header,
+            [[r.quantity, r.paper] + (_ns2_cells(r) if with_ns2 else []) + [r.fctlab, r.verdict] for r in it.rows],
+            text=True,
+        )
     names = list(it.profiles)
     by = {p: {r.quantity: r for r in sub.rows} for p, sub in it.profiles.items()}
     quantities = list(dict.fromkeys(r.quantity for sub in it.profiles.values() for r in sub.rows))
@@ -114,8 +117,12 @@ def _rows_table(it) -> Table:
     return Table(header, rows, text=True)
 
 
-AGREES = {(True, True): "the paper and fctlab", (True, False): "the paper", (False, True): "fctlab",
-          (False, False): "neither"}
+AGREES = {
+    (True, True): "the paper and fctlab",
+    (True, False): "the paper",
+    (False, True): "fctlab",
+    (False, False): "neither",
+}
 
 
 def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], None], scratch: Path) -> None:
@@ -171,15 +178,23 @@ def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], No
     if nr.stand_ins:
         names = sorted(p if p.endswith("scheduling") else p.upper() for p in nr.stand_ins)
         it.explanation.append(
-            "ns-2.35 column: " + ", ".join(names) + (" is" if len(names) == 1 else " are") + " not in ns-2.35, so rows that "
-            + ("set it beside TCP compare ns-2.35's TCP runs with fctlab's runs of it; rows about it alone say so."
-               if len(names) == 1 else "set one of them beside TCP compare ns-2.35's TCP runs with fctlab's runs of it; rows "
-               "about them alone say so."))
+            "ns-2.35 column: "
+            + ", ".join(names)
+            + (" is" if len(names) == 1 else " are")
+            + " not in ns-2.35, so rows that "
+            + (
+                "set it beside TCP compare ns-2.35's TCP runs with fctlab's runs of it; rows about it alone say so."
+                if len(names) == 1
+                else "set one of them beside TCP compare ns-2.35's TCP runs with fctlab's runs of it; rows "
+                "about them alone say so."
+            )
+        )
     it.explanation.append(
         f"ns-2.35 column: the item's runs of the protocols ns-2.35 has (TCP, and ATCP as increase_num_) made again in "
         f"ns-2.35 on the identical flow lists ({nr.runs} runs, {time.perf_counter() - t0:.0f} s; scripts and results under `ns2-runs/`). "
         "'agrees with' applies each row's own rule: the paper's number against ns-2's as against fctlab's, and ns-2's "
-        "value against fctlab's within the row's tolerance widened by both 95% intervals.")
+        "value against fctlab's within the row's tolerance widened by both 95% intervals."
+    )
 
 
 def _explanations(it) -> list:
@@ -217,10 +232,16 @@ def report_blocks(intro: list, items: list, footer: list, out: Path) -> list:
         summary.append([f"{it.number}. {it.title}", it.source, _verdict_line(it), wall])
     blocks.append(Table(["item", "paper source", "verdict", "wall time"], summary, text=True))
     for it in items:
-        blocks += [Heading(f"Item {it.number}: {it.title}"), Paragraph(f"*Paper source:* {it.source}"),
-                   Paragraph(f"**What the paper did.** {it.paper_did}"), Paragraph(f"**fctlab setup.** {it.setup}")]
+        blocks += [
+            Heading(f"Item {it.number}: {it.title}"),
+            Paragraph(f"*Paper source:* {it.source}"),
+            Paragraph(f"**What the paper did.** {it.paper_did}"),
+            Paragraph(f"**fctlab setup.** {it.setup}"),
+        ]
         if it.status != "done":
-            blocks.append(Paragraph(f"**Status: {it.status}** ({it.reason}). No fctlab numbers are reported for this item."))
+            blocks.append(
+                Paragraph(f"**Status: {it.status}** ({it.reason}). No fctlab numbers are reported for this item.")
+            )
             continue
         for p, sub in it.profiles.items():
             if sub.status != "done":
@@ -247,8 +268,16 @@ def _profiles(paper: Paper) -> tuple:
     return paper.profiles or ((None, {}, ""),)
 
 
-def _run_item(paper: Paper, n: int, profile: int, rn: Runner, mode, out: Path, log: Callable[[str], None],
-              scratch: Optional[Path] = None):
+def _run_item(
+    paper: Paper,
+    n: int,
+    profile: int,
+    rn: Runner,
+    mode,
+    out: Path,
+    log: Callable[[str], None],
+    scratch: Optional[Path] = None,
+):
     """Item `n` under the paper's profile number `profile`: (profile name, Item). With
     `scratch`, the item draws its figures there (items running in parallel under different
     profiles name their figures alike) and they are moved into `out`."""
@@ -296,8 +325,17 @@ def _item_task(paper_name: str, n: int, profile: int, quick: bool, out: str, sce
     return name, it, rn.runs, rn.wall_s
 
 
-def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: Path, log: Callable[[str], None],
-              budget_s: Optional[float] = None, workers: Optional[int] = None, cluster: Optional[str] = None) -> dict:
+def run_paper(
+    paper: Paper,
+    items: list,
+    quick: bool,
+    out: Path,
+    scenario_dir: Path,
+    log: Callable[[str], None],
+    budget_s: Optional[float] = None,
+    workers: Optional[int] = None,
+    cluster: Optional[str] = None,
+) -> dict:
     """Runs the selected items of `paper`, writes the report and returns the results. With
     `workers` above 1 or a Dask `cluster`, the items (under each profile) run in parallel,
     each in its own process (the budget then does not apply)."""
@@ -318,8 +356,13 @@ def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: P
 
         pool, client = _executor(workers, cluster)
         try:
-            futs = {pool.submit(_item_task, paper.name, n, pi, quick, str(out.resolve()), str(Path(scenario_dir).resolve())): (n, pi)
-                    for n in order for pi in range(len(_profiles(paper)))}
+            futs = {
+                pool.submit(
+                    _item_task, paper.name, n, pi, quick, str(out.resolve()), str(Path(scenario_dir).resolve())
+                ): (n, pi)
+                for n in order
+                for pi in range(len(_profiles(paper)))
+            }
             got: dict = {n: {} for n in order}
             for f in cf.as_completed(futs):
                 n, pi = futs[f]
@@ -358,8 +401,11 @@ def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: P
         f"that grade fctlab's against them are in `scenarios/papers/{paper.name}/expected.toml`.",
     ] + list(paper.intro(mode))
     if paper.profiles:
-        intro.append("Every item runs under " + "; ".join(f"**{p}**: {d}" for p, _, d in paper.profiles)
-                     + f". The first ({paper.profiles[0][0]}) is the primary setting; each has its own fctlab and verdict columns.")
+        intro.append(
+            "Every item runs under "
+            + "; ".join(f"**{p}**: {d}" for p, _, d in paper.profiles)
+            + f". The first ({paper.profiles[0][0]}) is the primary setting; each has its own fctlab and verdict columns."
+        )
     blocks = report_blocks(intro, ordered, paper.footer(), out)
     (out / "report.md").write_text(render_markdown(title, blocks))
     (out / "report.html").write_text(render_html(title, blocks))
@@ -379,8 +425,13 @@ def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: P
                 "numbers": _clean(it.numbers),
                 "figures": [f for f, _ in it.figures],
                 "profiles": {
-                    p: {"status": sub.status, "reason": sub.reason, "verdict": sub.summary_verdict,
-                        "rows": [_clean(r.__dict__) for r in sub.rows], "numbers": _clean(sub.numbers)}
+                    p: {
+                        "status": sub.status,
+                        "reason": sub.reason,
+                        "verdict": sub.summary_verdict,
+                        "rows": [_clean(r.__dict__) for r in sub.rows],
+                        "numbers": _clean(sub.numbers),
+                    }
                     for p, sub in it.profiles.items()
                 },
             }
@@ -388,5 +439,7 @@ def run_paper(paper: Paper, items: list, quick: bool, out: Path, scenario_dir: P
         },
     }
     (out / "results.json").write_text(json.dumps(result, indent=1, sort_keys=True))
-    log(f"fctlab reproduce {paper.name}: wrote {out / 'report.md'} and report.html ({total:.0f} s, {rn.runs} simulations)")
+    log(
+        f"fctlab reproduce {paper.name}: wrote {out / 'report.md'} and report.html ({total:.0f} s, {rn.runs} simulations)"
+    )
     return result

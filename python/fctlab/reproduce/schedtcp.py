@@ -78,7 +78,9 @@ def compare(tcp: list, other: list) -> dict:
         raise RuntimeError("a flow did not complete")
     faster, slower = d < -EQUAL_S, d > EQUAL_S
     return {
-        "faster": float(faster.mean()), "slower": float(slower.mean()), "equal": float((~faster & ~slower).mean()),
+        "faster": float(faster.mean()),
+        "slower": float(slower.mean()),
+        "equal": float((~faster & ~slower).mean()),
         "gain_s": float(-d[faster].mean()) if faster.any() else float("nan"),
         "loss_s": float(d[slower].mean()) if slower.any() else float("nan"),
         "mean_fct_s": float(np.mean(np.concatenate([o["fct_s"].to_numpy() for o in other]))),
@@ -97,23 +99,33 @@ def _table_rows(it: Item, ex, prefix: str, stats: dict, policies=POLICIES, runs:
             rid = f"{prefix}.{p}_{key}"
             if rid in ex.rows:
                 v = s[f"{key}_s"]
-                it.rows.append(ex.row(rid, v, f"{sign}{fmt_time(v)}" if np.isfinite(v) else "none", samples=runs, unit="run"))
+                it.rows.append(
+                    ex.row(rid, v, f"{sign}{fmt_time(v)}" if np.isfinite(v) else "none", samples=runs, unit="run")
+                )
 
 
 def _load_note(tcp: list, mode: Mode) -> str:
     offered = [float(t["size_bytes"].sum()) / (t["start_s"].max() - t["start_s"].min()) / PAYLOAD_CAPACITY for t in tcp]
-    return (f"{mode.runs} runs of {mode.flows} flows; realized load (bytes offered over the arrival window, per payload "
-            f"capacity) {np.mean(offered):.2f} on average, {min(offered):.2f} to {max(offered):.2f}")
+    return (
+        f"{mode.runs} runs of {mode.flows} flows; realized load (bytes offered over the arrival window, per payload "
+        f"capacity) {np.mean(offered):.2f} on average, {min(offered):.2f} to {max(offered):.2f}"
+    )
 
 
 def item1(r: Runner, mode: Mode, out) -> Item:
-    it = r.new_item(1, f"scenario `pair.toml`: s0 -> r0 through 96 Mbps (12 MB/s), 10 ms RTT, 100-packet buffer; "
-                       f"{mode.runs} seeds x {mode.flows} Poisson flows at load 0.9, Lomax sizes (alpha 3, c = 1e-7/B); "
-                       f"every flow compared with itself under tcp on the same seed; 'equal' within {EQUAL_S * 1e3:g} ms; "
-                       "`send_buffer = 0` (the ideal gtcp)")
+    it = r.new_item(
+        1,
+        f"scenario `pair.toml`: s0 -> r0 through 96 Mbps (12 MB/s), 10 ms RTT, 100-packet buffer; "
+        f"{mode.runs} seeds x {mode.flows} Poisson flows at load 0.9, Lomax sizes (alpha 3, c = 1e-7/B); "
+        f"every flow compared with itself under tcp on the same seed; 'equal' within {EQUAL_S * 1e3:g} ms; "
+        "`send_buffer = 0` (the ideal gtcp)",
+    )
     tcp = _flows(r, mode, "tcp")
     stats = {p: compare(tcp, _flows(r, mode, p)) for p in POLICIES}
-    it.numbers = {"stats": stats, "tcp_mean_fct_s": float(np.mean(np.concatenate([t["fct_s"].to_numpy() for t in tcp])))}
+    it.numbers = {
+        "stats": stats,
+        "tcp_mean_fct_s": float(np.mean(np.concatenate([t["fct_s"].to_numpy() for t in tcp]))),
+    }
     if r.is_ns2:
         # the baseline itself: ns-2.35's tcp against fctlab's, flow by flow, under the same settings
         own = _flows(r.fctlab(), mode, "tcp")
@@ -124,54 +136,95 @@ def item1(r: Runner, mode: Mode, out) -> Item:
             f"ns-2.35's tcp baseline against fctlab's under the same settings, flow by flow ({len(a)} flows): mean transfer "
             f"time {fmt_time(float(np.nanmean(b)))} against {fmt_time(float(np.nanmean(a)))}, median ratio "
             f"{float(np.nanmedian(ratio)):.3f}, {fmt_pct(float(np.nanmean(np.abs(b - a) <= EQUAL_S)), False)} of the flows within "
-            f"{EQUAL_S * 1e3:g} ms of each other, {int(np.sum(np.isnan(b)))} unfinished in ns-2.35.")
+            f"{EQUAL_S * 1e3:g} ms of each other, {int(np.sum(np.isnan(b)))} unfinished in ns-2.35."
+        )
     _table_rows(it, r.expected, "item1", stats, runs=mode.runs)
-    it.explanation.append(_load_note(tcp, mode) + ". Mean transfer time: tcp " + fmt_time(it.numbers["tcp_mean_fct_s"])
-                          + ", " + ", ".join(f"{LABEL[p]} {fmt_time(stats[p]['mean_fct_s'])}" for p in POLICIES) + ".")
+    it.explanation.append(
+        _load_note(tcp, mode)
+        + ". Mean transfer time: tcp "
+        + fmt_time(it.numbers["tcp_mean_fct_s"])
+        + ", "
+        + ", ".join(f"{LABEL[p]} {fmt_time(stats[p]['mean_fct_s'])}" for p in POLICIES)
+        + "."
+    )
     it.explanation.append(
         "fctlab compares each flow with itself under tcp on one sample path; the paper compared two real-network "
         "experiments with the same arrival sequence, where every transfer time also moves by the network's own noise. "
         "In fctlab a flow is equal when the policy had nothing to reorder around it (it was alone, or the last of a "
         "busy period, which ends at the same time under any order), so 'equal' follows the realized load: the lower "
-        "the load, the shorter the busy periods and the more flows equal.")
+        "the load, the shorter the busy periods and the more flows equal."
+    )
     return it
 
 
 def item2(r: Runner, mode: Mode, out) -> Item:
-    it = r.new_item(2, f"as item 1 with `send_buffer` = {', '.join(SEND_BUFFERS)}: each connection's send buffer is "
-                       "filled up to that many unacknowledged bytes as soon as it has room, and data in it is not "
-                       "preempted")
+    it = r.new_item(
+        2,
+        f"as item 1 with `send_buffer` = {', '.join(SEND_BUFFERS)}: each connection's send buffer is "
+        "filled up to that many unacknowledged bytes as soon as it has room, and data in it is not "
+        "preempted",
+    )
     tcp = _flows(r, mode, "tcp")
     ideal = {p: compare(tcp, _flows(r, mode, p)) for p in POLICIES}
     by = {b: {p: compare(tcp, _flows(r, mode, p, b)) for p in POLICIES} for b in SEND_BUFFERS}
     it.numbers = {"ideal": ideal, "send_buffer": by}
     first = by[SEND_BUFFERS[0]]
     ok = all(first[p]["faster"] > 0.5 and first[p]["mean_fct_s"] < compare(tcp, tcp)["mean_fct_s"] for p in POLICIES)
-    it.rows.append(r.expected.row("item2.gain", fctlab=f"{SEND_BUFFERS[0]}: " + ", ".join(
-        f"{LABEL[p]} {fmt_pct(first[p]['faster'], False)} faster" for p in POLICIES), verdict=MATCH if ok else NO_MATCH, samples=mode.runs, unit="run"))
+    it.rows.append(
+        r.expected.row(
+            "item2.gain",
+            fctlab=f"{SEND_BUFFERS[0]}: "
+            + ", ".join(f"{LABEL[p]} {fmt_pct(first[p]['faster'], False)} faster" for p in POLICIES),
+            verdict=MATCH if ok else NO_MATCH,
+            samples=mode.runs,
+            unit="run",
+        )
+    )
     for p in ("srpt", "fair"):
         v = first[p]["faster"]
-        it.rows.append(r.expected.row(f"item2.{p}_faster", v, f"{fmt_pct(v, False)} ({SEND_BUFFERS[0]}); "
-                                      + ", ".join(f"{fmt_pct(by[b][p]['faster'], False)} ({b})" for b in SEND_BUFFERS[1:]), samples=mode.runs, unit="run"))
+        it.rows.append(
+            r.expected.row(
+                f"item2.{p}_faster",
+                v,
+                f"{fmt_pct(v, False)} ({SEND_BUFFERS[0]}); "
+                + ", ".join(f"{fmt_pct(by[b][p]['faster'], False)} ({b})" for b in SEND_BUFFERS[1:]),
+                samples=mode.runs,
+                unit="run",
+            )
+        )
     it.explanation.append(
-        "How the socket buffer changes the result: " + "; ".join(
+        "How the socket buffer changes the result: "
+        + "; ".join(
             f"{LABEL[p]} faster {fmt_pct(ideal[p]['faster'], False)} (ideal) -> "
             + " -> ".join(f"{fmt_pct(by[b][p]['faster'], False)} ({b})" for b in SEND_BUFFERS)
-            + f", mean {fmt_time(ideal[p]['mean_fct_s'])} -> " + " -> ".join(fmt_time(by[b][p]["mean_fct_s"]) for b in SEND_BUFFERS)
-            for p in POLICIES)
+            + f", mean {fmt_time(ideal[p]['mean_fct_s'])} -> "
+            + " -> ".join(fmt_time(by[b][p]["mean_fct_s"]) for b in SEND_BUFFERS)
+            for p in POLICIES
+        )
         + ". Data already in a send buffer keeps its place when a smaller flow arrives, so a new flow waits for up to a "
         "buffer's worth of other flows' data on every connection before its own is sent; the larger the buffer, the "
-        "closer to tcp.")
+        "closer to tcp."
+    )
     fig = new_figure(6, 3.5)
     ax = fig.subplots()
     xs = ["ideal", *SEND_BUFFERS]
     for p in POLICIES:
-        ax.plot(xs, [ideal[p]["faster"] * 100] + [by[b][p]["faster"] * 100 for b in SEND_BUFFERS], marker="o", label=LABEL[p])
+        ax.plot(
+            xs,
+            [ideal[p]["faster"] * 100] + [by[b][p]["faster"] * 100 for b in SEND_BUFFERS],
+            marker="o",
+            label=LABEL[p],
+        )
     ax.set_xlabel("send buffer")
     ax.set_ylabel("flows faster than tcp (%)")
     ax.legend()
     save_figure(fig, out / "schedtcp_item2.png")
-    it.figures.append(("schedtcp_item2.png", "Share of flows faster than with tcp: ideal gtcp against SCHED_TCP's socket send buffers"))
+    it.figures.append(
+        (
+            "schedtcp_item2.png",
+            "Share of flows faster than with tcp: ideal gtcp against SCHED_TCP's socket send buffers",
+        )
+    )
     return it
 
 
@@ -187,9 +240,12 @@ def _time_weighted_active(flows: list, step_s: float = 0.01) -> np.ndarray:
 
 
 def item3(r: Runner, mode: Mode, out) -> Item:
-    it = r.new_item(3, "the runs of item 1: flows in progress sampled every 10 ms (Fig. 7), transfer-time deciles (Fig. 8), "
-                       "transfer time against size (Fig. 9: spread = interquartile range of transfer time over the median, "
-                       "within size deciles, averaged)")
+    it = r.new_item(
+        3,
+        "the runs of item 1: flows in progress sampled every 10 ms (Fig. 7), transfer-time deciles (Fig. 8), "
+        "transfer time against size (Fig. 9: spread = interquartile range of transfer time over the median, "
+        "within size deciles, averaged)",
+    )
     runs = {p: _flows(r, mode, p) for p in ("tcp", *POLICIES)}
     active = {p: _time_weighted_active(f) for p, f in runs.items()}
     mean_active = {p: float(a.mean()) for p, a in active.items()}
@@ -211,30 +267,81 @@ def item3(r: Runner, mode: Mode, out) -> Item:
                 q1, q2, q3 = np.quantile(v[m], [0.25, 0.5, 0.75])
                 parts.append((q3 - q1) / q2)
         spread[p] = float(np.mean(parts))
-    it.numbers = {"mean_active": mean_active, "deciles_s": {p: list(map(float, d)) for p, d in deciles.items()},
-                  "las_below_tcp_from_s": cross, "spread": spread}
+    it.numbers = {
+        "mean_active": mean_active,
+        "deciles_s": {p: list(map(float, d)) for p, d in deciles.items()},
+        "las_below_tcp_from_s": cross,
+        "spread": spread,
+    }
     ex = r.expected
     ma = mean_active
     ok = max(ma["srpt"], ma["fair"]) < ma["las"] < ma["tcp"]
-    it.rows.append(ex.row("item3.active", fctlab=", ".join(f"{LABEL[p]} {ma[p]:.2f}" for p in ("srpt", "fair", "las", "tcp")),
-                          verdict=MATCH if ok else NO_MATCH, samples=mode.runs, unit="run"))
+    it.rows.append(
+        ex.row(
+            "item3.active",
+            fctlab=", ".join(f"{LABEL[p]} {ma[p]:.2f}" for p in ("srpt", "fair", "las", "tcp")),
+            verdict=MATCH if ok else NO_MATCH,
+            samples=mode.runs,
+            unit="run",
+        )
+    )
     if cross is not None:
         tail = {p: float(np.mean(fct[p] > cross)) for p in ("las", "tcp")}
-        it.rows.append(ex.row("item3.long_las", fctlab=f"LAS's CDF below tcp's beyond {fmt_time(cross)} ({fmt_pct(tail['las'], False)} of "
-                              f"LAS's flows take longer, {fmt_pct(tail['tcp'], False)} of tcp's)", verdict=MATCH, samples=mode.runs, unit="run"))
+        it.rows.append(
+            ex.row(
+                "item3.long_las",
+                fctlab=f"LAS's CDF below tcp's beyond {fmt_time(cross)} ({fmt_pct(tail['las'], False)} of "
+                f"LAS's flows take longer, {fmt_pct(tail['tcp'], False)} of tcp's)",
+                verdict=MATCH,
+                samples=mode.runs,
+                unit="run",
+            )
+        )
     else:
-        it.rows.append(ex.row("item3.long_las", fctlab="LAS's CDF never falls below tcp's", verdict=NO_MATCH, samples=mode.runs, unit="run"))
+        it.rows.append(
+            ex.row(
+                "item3.long_las",
+                fctlab="LAS's CDF never falls below tcp's",
+                verdict=NO_MATCH,
+                samples=mode.runs,
+                unit="run",
+            )
+        )
     # (The smallest flows are served at once under SRPT, FAIR and LAS alike: their low deciles
     # coincide up to noise, hence 5%.)
     everywhere = all(np.all(deciles[p] <= 1.05 * np.minimum(deciles["las"], deciles["tcp"])) for p in ("srpt", "fair"))
-    worse = [f"{LABEL[p]} above {LABEL[q]} at the {10 * (k + 1)}th percentile ({deciles[p][k]:.3f} s against {deciles[q][k]:.3f} s)"
-             for p in ("srpt", "fair") for q in ("las", "tcp") for k in range(9) if deciles[p][k] > 1.05 * deciles[q][k]]
-    it.rows.append(ex.row("item3.size_aware_everywhere", fctlab="deciles (s): " + "; ".join(
-        f"{LABEL[p]} " + "/".join(f"{x:.2f}" for x in deciles[p][[0, 4, 8]]) for p in ("srpt", "fair", "las", "tcp")) + " (10th/50th/90th)"
-        + ("; " + "; ".join(worse) if worse else ""), verdict=MATCH if everywhere else NO_MATCH, samples=mode.runs, unit="run"))
+    worse = [
+        f"{LABEL[p]} above {LABEL[q]} at the {10 * (k + 1)}th percentile ({deciles[p][k]:.3f} s against {deciles[q][k]:.3f} s)"
+        for p in ("srpt", "fair")
+        for q in ("las", "tcp")
+        for k in range(9)
+        if deciles[p][k] > 1.05 * deciles[q][k]
+    ]
+    it.rows.append(
+        ex.row(
+            "item3.size_aware_everywhere",
+            fctlab="deciles (s): "
+            + "; ".join(
+                f"{LABEL[p]} " + "/".join(f"{x:.2f}" for x in deciles[p][[0, 4, 8]])
+                for p in ("srpt", "fair", "las", "tcp")
+            )
+            + " (10th/50th/90th)"
+            + ("; " + "; ".join(worse) if worse else ""),
+            verdict=MATCH if everywhere else NO_MATCH,
+            samples=mode.runs,
+            unit="run",
+        )
+    )
     sp = spread
-    it.rows.append(ex.row("item3.dispersion", fctlab=", ".join(f"{LABEL[p]} {sp[p]:.2f}" for p in ("srpt", "fair", "las", "tcp")),
-                          verdict=MATCH if max(sp["srpt"], sp["fair"]) < min(sp["las"], sp["tcp"]) else NO_MATCH, samples=mode.runs, unit="run"))
+    it.rows.append(
+        ex.row(
+            "item3.dispersion",
+            fctlab=", ".join(f"{LABEL[p]} {sp[p]:.2f}" for p in ("srpt", "fair", "las", "tcp")),
+            verdict=MATCH if max(sp["srpt"], sp["fair"]) < min(sp["las"], sp["tcp"]) else NO_MATCH,
+            samples=mode.runs,
+            unit="run",
+        )
+    )
     fig = new_figure(13, 3.8)
     a, b, c = fig.subplots(1, 3)
     kmax = int(max(np.quantile(v, 0.99) for v in active.values())) + 1
@@ -259,35 +366,61 @@ def item3(r: Runner, mode: Mode, out) -> Item:
     for x in (a, b, c):
         x.legend(fontsize=8)
     save_figure(fig, out / "schedtcp_item3.png")
-    it.figures.append(("schedtcp_item3.png", "Flows in progress, transfer-time CDF, transfer time against size (cf. Figs. 7-9)"))
+    it.figures.append(
+        ("schedtcp_item3.png", "Flows in progress, transfer-time CDF, transfer time against size (cf. Figs. 7-9)")
+    )
     return it
 
 
 def item4(r: Runner, mode: Mode, out) -> Item:
-    it = r.new_item(4, "scenario `competing.toml`: long (3.4 MB, t = 0) and short (1 MB, t = 5 s) from s0 to r0, sample "
-                       "(long-lived) from s1 to r1, 2.8 Mbps (350 kB/s) bottleneck, 50 ms RTT; sample's delivery rate "
-                       "every second; the pair under tcp and under SRPT")
-    res = {p: r.run("competing.toml", p, **({} if p == "tcp" else {"transport__scheduler": p})) for p in ("tcp", "srpt")}
+    it = r.new_item(
+        4,
+        "scenario `competing.toml`: long (3.4 MB, t = 0) and short (1 MB, t = 5 s) from s0 to r0, sample "
+        "(long-lived) from s1 to r1, 2.8 Mbps (350 kB/s) bottleneck, 50 ms RTT; sample's delivery rate "
+        "every second; the pair under tcp and under SRPT",
+    )
+    res = {
+        p: r.run("competing.toml", p, **({} if p == "tcp" else {"transport__scheduler": p})) for p in ("tcp", "srpt")
+    }
     fin = {p: dict(zip(x.flows["tag"], x.flows["finish_s"])) for p, x in res.items()}
     rate = {p: x.cwnd[x.cwnd["flow_id"] == 2].sort_values("time_s") for p, x in res.items()}
     rt, rs = rate["tcp"]["rate_bps"].to_numpy(), rate["srpt"]["rate_bps"].to_numpy()
     n = min(len(rt), len(rs))
     diff = float(np.max(np.abs(rs[1:n] - rt[1:n]) / np.maximum(rt[1:n], 1.0))) if n > 1 else float("nan")
-    it.numbers = {"finish_s": fin, "sample_rate_bps": {p: list(map(float, v["rate_bps"])) for p, v in rate.items()},
-                  "max_rel_diff": diff}
+    it.numbers = {
+        "finish_s": fin,
+        "sample_rate_bps": {p: list(map(float, v["rate_bps"])) for p, v in rate.items()},
+        "max_rel_diff": diff,
+    }
     ex = r.expected
-    it.rows.append(ex.row("item4.sample", fctlab=f"largest difference {fmt_pct(diff, False)} over {n - 1} one-second windows",
-                          verdict=MATCH if diff <= 0.02 else NO_MATCH))
+    it.rows.append(
+        ex.row(
+            "item4.sample",
+            fctlab=f"largest difference {fmt_pct(diff, False)} over {n - 1} one-second windows",
+            verdict=MATCH if diff <= 0.02 else NO_MATCH,
+        )
+    )
     st, ss = fin["tcp"]["short"], fin["srpt"]["short"]
-    it.rows.append(ex.row("item4.short", fctlab=f"t = {ss:.1f} s under SRPT, {st:.1f} s under tcp",
-                          verdict=MATCH if ss < st else NO_MATCH))
+    it.rows.append(
+        ex.row(
+            "item4.short",
+            fctlab=f"t = {ss:.1f} s under SRPT, {st:.1f} s under tcp",
+            verdict=MATCH if ss < st else NO_MATCH,
+        )
+    )
     lt, ls = fin["tcp"]["long"], fin["srpt"]["long"]
-    it.rows.append(ex.row("item4.long", fctlab=f"t = {ls:.1f} s under SRPT, {lt:.1f} s under tcp",
-                          verdict=MATCH if abs(ls - lt) <= 0.05 * lt else NO_MATCH))
+    it.rows.append(
+        ex.row(
+            "item4.long",
+            fctlab=f"t = {ls:.1f} s under SRPT, {lt:.1f} s under tcp",
+            verdict=MATCH if abs(ls - lt) <= 0.05 * lt else NO_MATCH,
+        )
+    )
     it.explanation.append(
         "The pair's connections send the same segments at the same times under every policy (the simulator checks "
         "this, crates/sim/tests/sched.rs), so sample sees the same network; on a real network, as in the paper, the "
-        "two experiments differ by the network's own noise.")
+        "two experiments differ by the network's own noise."
+    )
     fig = new_figure(6, 3.5)
     ax = fig.subplots()
     for p, ls_ in (("tcp", "-"), ("srpt", "--")):
@@ -301,16 +434,24 @@ def item4(r: Runner, mode: Mode, out) -> Item:
     ax.set_title("vertical lines: short and long finish (dotted tcp, dash-dot SRPT)", fontsize=8)
     ax.legend(fontsize=8)
     save_figure(fig, out / "schedtcp_item4.png")
-    it.figures.append(("schedtcp_item4.png", "Non-intrusiveness: the competing flow's throughput with the pair under tcp and under SRPT (cf. Fig. 6)"))
+    it.figures.append(
+        (
+            "schedtcp_item4.png",
+            "Non-intrusiveness: the competing flow's throughput with the pair under tcp and under SRPT (cf. Fig. 6)",
+        )
+    )
     return it
 
 
 def item5(r: Runner, mode: Mode, out) -> Item:
     from ..models import sched
 
-    it = r.new_item(5, "fctlab.models.sched on the arrivals and sizes of item 1's runs, one server of the pair's payload "
-                       f"capacity ({PAYLOAD_CAPACITY / 1e6:.2f} MB/s): PS (tcp's ideal), SRPT, LAS, FSP (FAIR's ideal); "
-                       "the same faster/slower/equal comparison against PS")
+    it = r.new_item(
+        5,
+        "fctlab.models.sched on the arrivals and sizes of item 1's runs, one server of the pair's payload "
+        f"capacity ({PAYLOAD_CAPACITY / 1e6:.2f} MB/s): PS (tcp's ideal), SRPT, LAS, FSP (FAIR's ideal); "
+        "the same faster/slower/equal comparison against PS",
+    )
     tcp = _flows(r, mode, "tcp")
     fluid = {p: [] for p in sched.POLICIES}
     for f in tcp:
@@ -322,19 +463,41 @@ def item5(r: Runner, mode: Mode, out) -> Item:
     mean_fluid = {p: float(np.mean(np.concatenate([x["fct_s"].to_numpy() for x in v]))) for p, v in fluid.items()}
     mean_packet = {"tcp": compare(tcp, tcp)["mean_fct_s"], **{p: packet[p]["mean_fct_s"] for p in POLICIES}}
     it.numbers = {"fluid": stats, "fluid_mean_s": mean_fluid, "packet_mean_s": mean_packet}
-    ok = mean_packet["srpt"] <= mean_packet["fair"] < mean_packet["tcp"] and mean_fluid["srpt"] <= mean_fluid["fsp"] < mean_fluid["ps"]
-    it.rows.append(r.expected.row("item5.order", fctlab="packet level: " + ", ".join(f"{LABEL[p]} {fmt_time(mean_packet[p])}" for p in ("srpt", "fair", "las", "tcp"))
-                                  + "; fluid: " + ", ".join(f"{LABEL[p]} {fmt_time(mean_fluid[p])}" for p in ("srpt", "fsp", "las", "ps")),
-                                  verdict=MATCH if ok else NO_MATCH, samples=mode.runs, unit="run"))
+    ok = (
+        mean_packet["srpt"] <= mean_packet["fair"] < mean_packet["tcp"]
+        and mean_fluid["srpt"] <= mean_fluid["fsp"] < mean_fluid["ps"]
+    )
+    it.rows.append(
+        r.expected.row(
+            "item5.order",
+            fctlab="packet level: "
+            + ", ".join(f"{LABEL[p]} {fmt_time(mean_packet[p])}" for p in ("srpt", "fair", "las", "tcp"))
+            + "; fluid: "
+            + ", ".join(f"{LABEL[p]} {fmt_time(mean_fluid[p])}" for p in ("srpt", "fsp", "las", "ps")),
+            verdict=MATCH if ok else NO_MATCH,
+            samples=mode.runs,
+            unit="run",
+        )
+    )
     later = stats["fsp"]["slower"]
-    it.rows.append(r.expected.row("item5.fair_never_later", fctlab=f"{fmt_pct(later, False)} of flows (packet-level FAIR: {fmt_pct(packet['fair']['slower'], False)})",
-                                  verdict=MATCH if later == 0 else NO_MATCH, samples=mode.runs, unit="run"))
+    it.rows.append(
+        r.expected.row(
+            "item5.fair_never_later",
+            fctlab=f"{fmt_pct(later, False)} of flows (packet-level FAIR: {fmt_pct(packet['fair']['slower'], False)})",
+            verdict=MATCH if later == 0 else NO_MATCH,
+            samples=mode.runs,
+            unit="run",
+        )
+    )
     it.explanation.append(
-        "Faster than PS in the fluid model: " + ", ".join(f"{LABEL[p]} {fmt_pct(stats[p]['faster'], False)}" for p in ("srpt", "fsp", "las"))
-        + "; at packet level against tcp: " + ", ".join(f"{LABEL[p]} {fmt_pct(packet[p]['faster'], False)}" for p in POLICIES)
+        "Faster than PS in the fluid model: "
+        + ", ".join(f"{LABEL[p]} {fmt_pct(stats[p]['faster'], False)}" for p in ("srpt", "fsp", "las"))
+        + "; at packet level against tcp: "
+        + ", ".join(f"{LABEL[p]} {fmt_pct(packet[p]['faster'], False)}" for p in POLICIES)
         + ". Where the packet level is slower than the fluid ideal, it is because connections start in slow start and "
         "lose packets at the 100-packet buffer (tcp is not the fluid PS), and a flow's last ACK comes a round trip after "
-        "its last byte leaves.")
+        "its last byte leaves."
+    )
     return it
 
 
@@ -349,14 +512,20 @@ def _kernel_flows(r: Runner, mode: Mode, scenario: Path, policy: str, seed: int,
     """One testbed run of `scenario` under `policy` (its flows table)."""
     from ..testbed import run_testbed
 
-    sets = [f"seed={seed}", f"workloads.0.count={mode.kernel_flows}", f'transport.scheduler="{policy}"',
-            f"workloads.0.sizes.c={mode.kernel_c:g}"]
+    sets = [
+        f"seed={seed}",
+        f"workloads.0.count={mode.kernel_flows}",
+        f'transport.scheduler="{policy}"',
+        f"workloads.0.sizes.c={mode.kernel_c:g}",
+    ]
     d = out / f"{scenario.stem}_{policy}_{seed}"
     t0 = time.perf_counter()
     run_testbed(scenario, d, set=sets)
     f = pd.read_parquet(d / "flows.parquet").sort_values("flow_id").reset_index(drop=True)
-    r.log(f"    testbed {policy} seed {seed}: {int(f['completed'].sum())}/{len(f)} flows completed, "
-          f"{time.perf_counter() - t0:.1f} s wall")
+    r.log(
+        f"    testbed {policy} seed {seed}: {int(f['completed'].sum())}/{len(f)} flows completed, "
+        f"{time.perf_counter() - t0:.1f} s wall"
+    )
     shutil.rmtree(d, ignore_errors=True)
     return f
 
@@ -365,10 +534,13 @@ def item6(r: Runner, mode: Mode, out) -> Item:
     why = _testbed_problem()
     if why:
         return r.placeholder(6, why)
-    it = r.new_item(6, f"scenario `testbed.toml` on the kernel (`fctlab testbed run`: two namespaces, TBF at 96 Mbps, a "
-                       f"10 ms delay line, the pair's flows through `fctlab sched`): {mode.kernel_runs} seeds x "
-                       f"{mode.kernel_flows} flows, sizes c = {mode.kernel_c:g}/B, tcp, SRPT, FAIR and LAS on the same "
-                       "arrivals; the simulator on the same scenario and seeds beside it")
+    it = r.new_item(
+        6,
+        f"scenario `testbed.toml` on the kernel (`fctlab testbed run`: two namespaces, TBF at 96 Mbps, a "
+        f"10 ms delay line, the pair's flows through `fctlab sched`): {mode.kernel_runs} seeds x "
+        f"{mode.kernel_flows} flows, sizes c = {mode.kernel_c:g}/B, tcp, SRPT, FAIR and LAS on the same "
+        "arrivals; the simulator on the same scenario and seeds beside it",
+    )
     scen = r.path("testbed.toml")
     kern = {p: [] for p in KERNEL_POLICIES}
     sim = {p: [] for p in KERNEL_POLICIES}
@@ -379,28 +551,56 @@ def item6(r: Runner, mode: Mode, out) -> Item:
                 bad = f[~f["completed"]]
                 raise RuntimeError(f"testbed {p} seed {seed}: {len(bad)} flows did not complete")
             kern[p].append(f)
-            res = r.run("testbed.toml", f"{p} seed {seed}", seed=seed, workloads__0__count=mode.kernel_flows,
-                        transport__scheduler=p, workloads__0__sizes__c=mode.kernel_c)
+            res = r.run(
+                "testbed.toml",
+                f"{p} seed {seed}",
+                seed=seed,
+                workloads__0__count=mode.kernel_flows,
+                transport__scheduler=p,
+                workloads__0__sizes__c=mode.kernel_c,
+            )
             sim[p].append(res.flows.sort_values("flow_id").reset_index(drop=True))
     ks = {p: compare(kern["tcp"], kern[p]) for p in POLICIES}
     ss = {p: compare(sim["tcp"], sim[p]) for p in POLICIES}
-    it.numbers = {"kernel": ks, "simulator": ss, "kernel_tcp_mean_fct_s": compare(kern["tcp"], kern["tcp"])["mean_fct_s"]}
+    it.numbers = {
+        "kernel": ks,
+        "simulator": ss,
+        "kernel_tcp_mean_fct_s": compare(kern["tcp"], kern["tcp"])["mean_fct_s"],
+    }
     ex = r.expected
     ok = ks["srpt"]["faster"] > 0.5 and ks["fair"]["faster"] > 0.5
-    it.rows.append(ex.row("item6.majority", fctlab=f"SRPT {fmt_pct(ks['srpt']['faster'], False)}, FAIR {fmt_pct(ks['fair']['faster'], False)}",
-                          verdict=MATCH if ok else NO_MATCH, samples=mode.kernel_runs, unit="run"))
+    it.rows.append(
+        ex.row(
+            "item6.majority",
+            fctlab=f"SRPT {fmt_pct(ks['srpt']['faster'], False)}, FAIR {fmt_pct(ks['fair']['faster'], False)}",
+            verdict=MATCH if ok else NO_MATCH,
+            samples=mode.kernel_runs,
+            unit="run",
+        )
+    )
     for p in POLICIES:
-        it.rows.append(ex.row(f"item6.{p}_faster", ks[p]["faster"], f"{fmt_pct(ks[p]['faster'], False)}, {fmt_pct(ks[p]['equal'], False)} equal "
-                              f"(simulator {fmt_pct(ss[p]['faster'], False)}, {fmt_pct(ss[p]['equal'], False)} equal)", samples=mode.kernel_runs, unit="run"))
+        it.rows.append(
+            ex.row(
+                f"item6.{p}_faster",
+                ks[p]["faster"],
+                f"{fmt_pct(ks[p]['faster'], False)}, {fmt_pct(ks[p]['equal'], False)} equal "
+                f"(simulator {fmt_pct(ss[p]['faster'], False)}, {fmt_pct(ss[p]['equal'], False)} equal)",
+                samples=mode.kernel_runs,
+                unit="run",
+            )
+        )
     it.explanation.append(
-        "Mean transfer time on the kernel: " + ", ".join(f"{LABEL[p]} {fmt_time(compare(kern['tcp'], kern[p])['mean_fct_s'])}" for p in KERNEL_POLICIES)
-        + "; in the simulator: " + ", ".join(f"{LABEL[p]} {fmt_time(compare(sim['tcp'], sim[p])['mean_fct_s'])}" for p in KERNEL_POLICIES)
+        "Mean transfer time on the kernel: "
+        + ", ".join(f"{LABEL[p]} {fmt_time(compare(kern['tcp'], kern[p])['mean_fct_s'])}" for p in KERNEL_POLICIES)
+        + "; in the simulator: "
+        + ", ".join(f"{LABEL[p]} {fmt_time(compare(sim['tcp'], sim[p])['mean_fct_s'])}" for p in KERNEL_POLICIES)
         + ". On the kernel tcp and each policy are separate real-time runs with the same arrivals, so every flow also moves "
         "by the run's own timing (the paper's situation): hardly any flow is 'equal' there, while in the simulator a flow "
         "the policy could not reorder is exactly equal. The sockets' send buffers are fixed (`send_buffer`: the kernel "
         "doubles 64 KB to 128 KB, just above the path's 120 kB bandwidth-delay product, so a lone connection fills the "
         "link) and chunks are 16 KiB; with the kernel's autotuned buffers (megabytes) whole messages sit in socket "
-        "buffers where no policy can reorder them (docs/reproduce_schedtcp.md).")
+        "buffers where no policy can reorder them (docs/reproduce_schedtcp.md)."
+    )
     return it
 
 
@@ -408,9 +608,12 @@ def item7(r: Runner, mode: Mode, out) -> Item:
     why = _testbed_problem()
     if why:
         return r.placeholder(7, why)
-    it = r.new_item(7, f"`testbed.toml` on the kernel plus a {mode.competing} flow s1 -> r1 from t = 0 through the same "
-                       f"bottleneck; its throughput (size / transfer time) with the pair under tcp and under SRPT, "
-                       f"{mode.kernel_runs} seeds")
+    it = r.new_item(
+        7,
+        f"`testbed.toml` on the kernel plus a {mode.competing} flow s1 -> r1 from t = 0 through the same "
+        f"bottleneck; its throughput (size / transfer time) with the pair under tcp and under SRPT, "
+        f"{mode.kernel_runs} seeds",
+    )
     text = r.path("testbed.toml").read_text()
     scen = Path(out) / "testbed_competing.toml"
     scen.write_text(text + f'\n[[flows]]\nsrc = "s1"\ndst = "r1"\nsize = "{mode.competing}"\ntag = "competing"\n')
@@ -428,8 +631,17 @@ def item7(r: Runner, mode: Mode, out) -> Item:
     ratio = [s / t for s, t in zip(tput["srpt"], tput["tcp"])]
     mean = float(np.mean(ratio))
     it.numbers = {"throughput_bps": tput, "ratio": ratio}
-    it.rows.append(r.expected.row("item7.competing", fctlab=f"SRPT / tcp = {mean:.3f} on average (" + ", ".join(f"{x:.3f}" for x in ratio)
-                                  + f"); {np.mean(tput['tcp']) / 1e6:.1f} Mbps with tcp", verdict=MATCH if abs(mean - 1) <= 0.10 else NO_MATCH, samples=mode.kernel_runs, unit="run"))
+    it.rows.append(
+        r.expected.row(
+            "item7.competing",
+            fctlab=f"SRPT / tcp = {mean:.3f} on average ("
+            + ", ".join(f"{x:.3f}" for x in ratio)
+            + f"); {np.mean(tput['tcp']) / 1e6:.1f} Mbps with tcp",
+            verdict=MATCH if abs(mean - 1) <= 0.10 else NO_MATCH,
+            samples=mode.kernel_runs,
+            unit="run",
+        )
+    )
     return it
 
 
@@ -447,42 +659,71 @@ def _intro(mode: Mode) -> list:
         "Fig. 6) are chosen and listed in docs/reproduce_schedtcp.md.",
     ]
     if mode.quick:
-        intro.append(f"This is a `--quick` run: {QUICK.runs} runs of {QUICK.flows} flows instead of {FULL.runs} of {FULL.flows}; "
-                     "its realized load and numbers vary more than a full run's.")
+        intro.append(
+            f"This is a `--quick` run: {QUICK.runs} runs of {QUICK.flows} flows instead of {FULL.runs} of {FULL.flows}; "
+            "its realized load and numbers vary more than a full run's."
+        )
     return intro
 
 
 def _footer() -> list:
     from ..report.render import Heading, Table
 
-    return [Heading("Quick and full runs"), Table(["setting", "`--quick`", "full"], [
-        ["runs (seeds)", str(QUICK.runs), str(FULL.runs)],
-        ["flows per run", str(QUICK.flows), str(FULL.flows)],
-        ["kernel runs x flows (items 6, 7)", f"{QUICK.kernel_runs} x {QUICK.kernel_flows}", f"{FULL.kernel_runs} x {FULL.kernel_flows}"],
-        ["kernel sizes: c (mean)", f"{QUICK.kernel_c:g}/B (500 kB)", f"{FULL.kernel_c:g}/B (5 MB)"],
-        ["competing flow (item 7)", QUICK.competing, FULL.competing],
-    ], text=True)]
+    return [
+        Heading("Quick and full runs"),
+        Table(
+            ["setting", "`--quick`", "full"],
+            [
+                ["runs (seeds)", str(QUICK.runs), str(FULL.runs)],
+                ["flows per run", str(QUICK.flows), str(FULL.flows)],
+                [
+                    "kernel runs x flows (items 6, 7)",
+                    f"{QUICK.kernel_runs} x {QUICK.kernel_flows}",
+                    f"{FULL.kernel_runs} x {FULL.kernel_flows}",
+                ],
+                ["kernel sizes: c (mean)", f"{QUICK.kernel_c:g}/B (500 kB)", f"{FULL.kernel_c:g}/B (5 MB)"],
+                ["competing flow (item 7)", QUICK.competing, FULL.competing],
+            ],
+            text=True,
+        ),
+    ]
 
 
 def paper():
     """The SCHED_TCP reproduction for :func:`fctlab.reproduce.runner.run_paper`."""
     from .runner import Paper
 
-    return Paper("schedtcp", ITEMS, ITEM_ORDER, QUICK, FULL, intro=_intro, footer=_footer,
-                 required_files=("pair.toml", "competing.toml", "testbed.toml"), ns2_items=(1,),
-                 ns2_missing=lambda rid: "", ns2_settings=NS2_SETTINGS, ns2_settings_note=NS2_NOTE)
+    return Paper(
+        "schedtcp",
+        ITEMS,
+        ITEM_ORDER,
+        QUICK,
+        FULL,
+        intro=_intro,
+        footer=_footer,
+        required_files=("pair.toml", "competing.toml", "testbed.toml"),
+        ns2_items=(1,),
+        ns2_missing=lambda rid: "",
+        ns2_settings=NS2_SETTINGS,
+        ns2_settings_note=NS2_NOTE,
+    )
 
 
 #: TCP as ns-2.35 runs it, with the pair's 1448 B segments and a window (700 segments) that never
 #: caps a connection on the 10 ms path: the settings of the ns-2.35 column, in both simulators
 #: (the primary runs use Linux's TCP, whose tail loss probe and CWR state ns-2.35 does not have).
-NS2_SETTINGS = {"transport__profile": "ns2", "transport__sack": True, "transport__rwnd": "1013600B",
-                "transport__initial_ssthresh": "1013600B"}
+NS2_SETTINGS = {
+    "transport__profile": "ns2",
+    "transport__sack": True,
+    "transport__rwnd": "1013600B",
+    "transport__initial_ssthresh": "1013600B",
+}
 NS2_NOTE = (
     "the paper measured on a real network, not in ns-2; the column sets its comparison on ns-2.35's TCP as the "
     "baseline: the tcp runs made in ns-2.35 on the same flows, the policies' runs fctlab's (ns-2.35 has no host "
-    "scheduling), both with ns-2's TCP (`profile = \"ns2\"`, SACK, 1448 B segments, a 700-segment window) in place of "
-    "the Linux TCP of the fctlab column, which has a tail loss probe and a CWR state ns-2.35 lacks.")
+    'scheduling), both with ns-2\'s TCP (`profile = "ns2"`, SACK, 1448 B segments, a 700-segment window) in place of '
+    "the Linux TCP of the fctlab column, which has a tail loss probe and a CWR state ns-2.35 lacks."
+)
 
 
 if __name__ == "__main__":  # python -m fctlab.reproduce.schedtcp [--quick] [--out DIR] [--items ...]

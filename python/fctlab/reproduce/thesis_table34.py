@@ -19,8 +19,20 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..stats import interval
-from .common import (MATCH, MIN_SAMPLES, NO_MATCH, NOT_GRADED, NOT_MEASURED, Item, Runner, add_causes, fmt_causes, fmt_pct,
-                     fmt_time, timeout_causes)
+from .common import (
+    MATCH,
+    MIN_SAMPLES,
+    NO_MATCH,
+    NOT_GRADED,
+    NOT_MEASURED,
+    Item,
+    Runner,
+    add_causes,
+    fmt_causes,
+    fmt_pct,
+    fmt_time,
+    timeout_causes,
+)
 
 SCENARIO = "mix.toml"
 #: Responses per second: the thesis gives no rate; at 100/s a full run has 1,000 responses per
@@ -40,12 +52,27 @@ TOL = (0.15, 0.02, 0.001)
 
 #: ns-2's TCP with SACK, the window not limiting (the reproduction's ns2 profile), and ns-2's
 #: queues (its queue-limit semantics, a DropTail queue at each host as its duplex links have).
-BASE = ["transport.profile=ns2", "transport.sack=true", "transport.rwnd=1000000B", "transport.initial_ssthresh=1000000B",
-        "network.buffer_model=ns2", "network.nic_queue=switch", f"workloads.0.arrival_rate={RATE}/s"]
+BASE = [
+    "transport.profile=ns2",
+    "transport.sack=true",
+    "transport.rwnd=1000000B",
+    "transport.initial_ssthresh=1000000B",
+    "network.buffer_model=ns2",
+    "network.nic_queue=switch",
+    f"workloads.0.arrival_rate={RATE}/s",
+]
 #: RED 5/15, max_p 0.02, weight 0.002, gentle, marking ECN-capable packets, as ns-2's RED runs it.
-RED_EXPLICIT = ["network.queue=red", "network.red_variant=ns2", "network.red_min_threshold=5pkt",
-                "network.red_max_threshold=15pkt", "network.red_max_p=0.02", "network.red_weight=0.002",
-                "network.red_gentle=true", "network.red_ecn=true", "transport.ecn=true"]
+RED_EXPLICIT = [
+    "network.queue=red",
+    "network.red_variant=ns2",
+    "network.red_min_threshold=5pkt",
+    "network.red_max_threshold=15pkt",
+    "network.red_max_p=0.02",
+    "network.red_weight=0.002",
+    "network.red_gentle=true",
+    "network.red_ecn=true",
+    "transport.ecn=true",
+]
 #: ns-2.35's Queue/RED as it ships, with ECN marking on.
 RED_DEFAULT = ["network.queue=red", "network.red_variant=ns2", "network.red_ecn=true", "transport.ecn=true"]
 
@@ -61,16 +88,33 @@ class Reading:
 
 
 READINGS = (
-    Reading("base", "300 us links, min RTO 10 ms, RED 5/15",
-            "the scenario as items 4 and 5 run it (the thesis: 300 us links; a minimum RTO of about 10 ms, as its incast "
-            "runs state), RED at thresholds of 5 and 15 packets", ()),
-    Reading("red_default", "ns-2.35's default RED",
-            "the thesis does not give its RED settings: ns-2.35's Queue/RED defaults, ECN marking on", (),
-            red=tuple(RED_DEFAULT), protocols=("tcp_red",)),
-    Reading("minrto_200ms", "min RTO 200 ms",
-            "ns-2's default minrto_ (the thesis states 10 ms only for incast)", ("transport.min_rto=200ms",)),
-    Reading("rtt_300us", "300 us round trip",
-            "'300 us links' read as a round trip of 300 us: 75 us per link", ("network.link_delay=75us",)),
+    Reading(
+        "base",
+        "300 us links, min RTO 10 ms, RED 5/15",
+        "the scenario as items 4 and 5 run it (the thesis: 300 us links; a minimum RTO of about 10 ms, as its incast "
+        "runs state), RED at thresholds of 5 and 15 packets",
+        (),
+    ),
+    Reading(
+        "red_default",
+        "ns-2.35's default RED",
+        "the thesis does not give its RED settings: ns-2.35's Queue/RED defaults, ECN marking on",
+        (),
+        red=tuple(RED_DEFAULT),
+        protocols=("tcp_red",),
+    ),
+    Reading(
+        "minrto_200ms",
+        "min RTO 200 ms",
+        "ns-2's default minrto_ (the thesis states 10 ms only for incast)",
+        ("transport.min_rto=200ms",),
+    ),
+    Reading(
+        "rtt_300us",
+        "300 us round trip",
+        "'300 us links' read as a round trip of 300 us: 75 us per link",
+        ("network.link_delay=75us",),
+    ),
 )
 
 
@@ -83,8 +127,13 @@ def _figures(flows: pd.DataFrame, links: pd.DataFrame, drops: int) -> tuple:
     resp = allr[allr["completed"].astype(bool)]
     port = links[(links["src"] == "tor2") & (links["dst"] == "h8")].iloc[0]
     sent = float(flows["packets_sent"].sum())
-    return (float(resp["fct_s"].mean()), float(port["utilization"]), drops / sent if sent else math.nan,
-            int((~allr["completed"].astype(bool)).sum()), causes if causes is not None else int(allr["timeouts"].sum()))
+    return (
+        float(resp["fct_s"].mean()),
+        float(port["utilization"]),
+        drops / sent if sent else math.nan,
+        int((~allr["completed"].astype(bool)).sum()),
+        causes if causes is not None else int(allr["timeouts"].sum()),
+    )
 
 
 def _sets(reading: Reading, p: str, until: float) -> list:
@@ -114,8 +163,14 @@ def _run_both(r: Runner, reading: Reading, p: str, seeds: int, until: float, out
         r.log("    ns-2.35's `ns` is not installed: fctlab only")
         return {"fctlab": _fctlab_only(r, reading, p, seeds, sets), "ns2": None}
     try:
-        cc = crosscheck(r.path(SCENARIO), against="ns2", out=out / "table3_4" / f"{reading.key}_{p}", seeds=seeds,
-                        set=sets, log=lambda m: r.log(f"    {reading.key} {p}: {m}"))
+        cc = crosscheck(
+            r.path(SCENARIO),
+            against="ns2",
+            out=out / "table3_4" / f"{reading.key}_{p}",
+            seeds=seeds,
+            set=sets,
+            log=lambda m: r.log(f"    {reading.key} {p}: {m}"),
+        )
     except NsError as e:
         r.log(f"    ns-2.35 failed ({e}): fctlab only")
         return {"fctlab": _fctlab_only(r, reading, p, seeds, sets), "ns2": None}
@@ -158,10 +213,13 @@ def _fmt(k: int, iv: tuple) -> str:
 def item7(r: Runner, mode, out) -> Item:
     seeds, until = SEEDS[mode.quick], UNTIL[mode.quick]
     readings = READINGS[:1] if mode.quick else READINGS
-    it = r.new_item(7, f"scenario `{SCENARIO}` at {RATE} responses/s over {until:g} s, seeds 1-{seeds}, TCP SACK and "
-                       "SACK+RED/ECN in fctlab and in ns-2.35 on the same flows (`fctlab crosscheck`), SDC in fctlab; "
-                       "ns-2's TCP (the ns2 profile, SACK) and ns-2's queues in both; readings: "
-                       + "; ".join(f"{x.name} ({x.why})" for x in readings))
+    it = r.new_item(
+        7,
+        f"scenario `{SCENARIO}` at {RATE} responses/s over {until:g} s, seeds 1-{seeds}, TCP SACK and "
+        "SACK+RED/ECN in fctlab and in ns-2.35 on the same flows (`fctlab crosscheck`), SDC in fctlab; "
+        "ns-2's TCP (the ns2 profile, SACK) and ns-2's queues in both; readings: "
+        + "; ".join(f"{x.name} ({x.why})" for x in readings),
+    )
     names = ("AFCT of the responses", "Utilization of the receiver's link", "Loss rate")
     numbers: dict = {}
     timeouts: list = []
@@ -189,25 +247,43 @@ def item7(r: Runner, mode, out) -> Item:
                 else:
                     ns_paper = _verdict(paper, b, TOL[k], relative=(k == 0)) == MATCH
                     with_fctlab = _agree(a, b)
-                    says = {(True, True): "agrees with the thesis and fctlab", (True, False): "agrees with the thesis",
-                            (False, True): "agrees with fctlab", (False, False): "agrees with neither"}[(ns_paper, with_fctlab)]
+                    says = {
+                        (True, True): "agrees with the thesis and fctlab",
+                        (True, False): "agrees with the thesis",
+                        (False, True): "agrees with fctlab",
+                        (False, False): "agrees with neither",
+                    }[(ns_paper, with_fctlab)]
                     if seeds < MIN_SAMPLES:
                         says = "agrees with fctlab" if with_fctlab else "differs from fctlab"
                     other = f"ns-2.35 {_fmt(k, b)}, {says}"
                 shown = fmt_time(paper) if k == 0 else f"{paper * 100:.2f}%" if k == 1 else f"{paper * 100:g}%"
                 unfinished = sum(x[3] for x in per["fctlab"])
-                extra = f"; {unfinished} response{'s' if unfinished > 1 else ''} unfinished" if k == 0 and unfinished else ""
-                it.add(f"Table 3.4 ({reading.name}): {names[k]}, {LABEL[p]}", f"{shown} (Table 3.4)",
-                       f"{_fmt(k, a)}{extra} ({other})", verdict)
-    it.numbers = {"readings": {x.key: {"name": x.name, "why": x.why} for x in readings}, "seeds": seeds,
-                  "figures": numbers}
+                extra = (
+                    f"; {unfinished} response{'s' if unfinished > 1 else ''} unfinished"
+                    if k == 0 and unfinished
+                    else ""
+                )
+                it.add(
+                    f"Table 3.4 ({reading.name}): {names[k]}, {LABEL[p]}",
+                    f"{shown} (Table 3.4)",
+                    f"{_fmt(k, a)}{extra} ({other})",
+                    verdict,
+                )
+    it.numbers = {
+        "readings": {x.key: {"name": x.name, "why": x.why} for x in readings},
+        "seeds": seeds,
+        "figures": numbers,
+    }
     it.explanation.append(
         "Each cell is the mean over seeds ± the half-width of its 95% interval. A row matches when the thesis's number "
         "lies within fctlab's interval widened by 15% (AFCT), 2 points (utilization) or 0.1 point (loss rate); the "
         "parenthesis says whether ns-2.35 lands on the thesis's number by the same rule and whether its interval "
-        "overlaps fctlab's.")
+        "overlaps fctlab's."
+    )
     it.explanation.append(
         f"Retransmission timeouts of the responses, added over the {seeds} seeds, by cause in fctlab (ns-2.35's "
         "`nrexmit_` gives only a total, and leaves out a timeout in a window an ECN echo already halved): "
-        + "; ".join(timeouts) + ".")
+        + "; ".join(timeouts)
+        + "."
+    )
     return it

@@ -30,11 +30,20 @@ def configure(p) -> None:
     r.add_argument("scenario")
     r.add_argument("--out", required=True, metavar="DIR")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    r.add_argument("--atcp-halving", choices=("per-episode", "per-window"), default=None,
-                   help="kernel ATCP: one halving per congestion episode or per window as reno "
-                        "(default: the scenario's ATCP key `halving`, itself per-episode by default)")
-    r.add_argument("--max-time", type=float, default=MAX_RUN_S, metavar="SECONDS",
-                   help=f"bound on the traffic phase (default {MAX_RUN_S:.0f})")
+    r.add_argument(
+        "--atcp-halving",
+        choices=("per-episode", "per-window"),
+        default=None,
+        help="kernel ATCP: one halving per congestion episode or per window as reno "
+        "(default: the scenario's ATCP key `halving`, itself per-episode by default)",
+    )
+    r.add_argument(
+        "--max-time",
+        type=float,
+        default=MAX_RUN_S,
+        metavar="SECONDS",
+        help=f"bound on the traffic phase (default {MAX_RUN_S:.0f})",
+    )
     sub.add_parser("clean", help="delete namespaces left by testbed processes that no longer exist")
 
 
@@ -57,23 +66,32 @@ def run(a) -> int:
 
         print("testbed ok: namespaces, veth, bridge, tbf; TCP flows")
         feats = check_features()
-        for key, what in (("atcp", "ATCP flows (build tools)"), ("ecn", 'queue = "ecn" (BPF marker)'),
-                          ("delay", "link delay (delay line)")):
+        for key, what in (
+            ("atcp", "ATCP flows (build tools)"),
+            ("ecn", 'queue = "ecn" (BPF marker)'),
+            ("delay", "link delay (delay line)"),
+        ):
             print(f"  {what}: {'ok' if feats[key] is None else 'unavailable: ' + feats[key]}")
         return 0
     if a.cmd == "clean":
         stale = stale_namespaces()
         left = delete_namespaces(stale)
-        print(f"deleted {len(stale) - len(left)} stale namespace(s)" + (f"; could not delete {', '.join(left)}" if left else ""))
+        print(
+            f"deleted {len(stale) - len(left)} stale namespace(s)"
+            + (f"; could not delete {', '.join(left)}" if left else "")
+        )
         return 1 if left else 0
     progress = None
     if sys.stderr.isatty():
+
         def progress(elapsed: float, done: int, total: int) -> None:
             sys.stderr.write(f"\r  testbed: {elapsed:5.1f}s of traffic, {done}/{total} flows done   ")
             sys.stderr.flush()
+
     try:
-        s = run_testbed(a.scenario, a.out, set=a.set, max_run_s=a.max_time, atcp_halving=a.atcp_halving,
-                        progress=progress)
+        s = run_testbed(
+            a.scenario, a.out, set=a.set, max_run_s=a.max_time, atcp_halving=a.atcp_halving, progress=progress
+        )
     except TestbedError as e:
         print(f"fctlab testbed run: error: {e}", file=sys.stderr)
         return 2
@@ -84,8 +102,10 @@ def run(a) -> int:
         if progress is not None:
             sys.stderr.write("\r" + " " * 60 + "\r")
     marks = f", {s['ecn_marks']} ECN marks" if s.get("ecn_threshold") else ""
-    print(f"{s['scenario_name']}: {s['flows_completed']} of {s['flows_total']} flows completed in "
-          f"{s['sim_time_s']:.3f}s, {s['drops']} drops{marks}; results in {a.out}")
+    print(
+        f"{s['scenario_name']}: {s['flows_completed']} of {s['flows_total']} flows completed in "
+        f"{s['sim_time_s']:.3f}s, {s['drops']} drops{marks}; results in {a.out}"
+    )
     for note in s.get("notes", []):
         if "delay" in note:
             print(f"  note: {note}")

@@ -44,8 +44,9 @@ def binary() -> Path:
         raise TestbedError("emulating link delay needs a C compiler for the delay line (apt package clang)")
     tmp = out.with_name(f"{BINARY}.{os.getpid()}.tmp")
     try:
-        p = subprocess.run([cc, "-O2", "-Wall", "-o", str(tmp), str(SOURCE)], capture_output=True, text=True,
-                           timeout=120)
+        p = subprocess.run(
+            [cc, "-O2", "-Wall", "-o", str(tmp), str(SOURCE)], capture_output=True, text=True, timeout=120
+        )
     except subprocess.TimeoutExpired:
         raise TestbedError("compiling the delay line took over 120 s") from None
     if p.returncode != 0:

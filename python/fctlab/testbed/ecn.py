@@ -65,11 +65,31 @@ class Marker:
     def attach(self, ns: str, dev: str, t: Threshold) -> None:
         """Marks packets leaving ``dev`` (in namespace ``ns``) above threshold ``t``."""
         run(["tc", "-n", ns, "qdisc", "add", "dev", dev, "clsact"])
-        p = run(["tc", "-n", ns, "filter", "add", "dev", dev, "egress", "bpf", "direct-action",
-                 "obj", str(self._object(t)), "sec", "tc"], check=False, timeout=60)
+        p = run(
+            [
+                "tc",
+                "-n",
+                ns,
+                "filter",
+                "add",
+                "dev",
+                dev,
+                "egress",
+                "bpf",
+                "direct-action",
+                "obj",
+                str(self._object(t)),
+                "sec",
+                "tc",
+            ],
+            check=False,
+            timeout=60,
+        )
         if p.returncode != 0:
             lines = [l for l in (p.stderr or p.stdout).splitlines() if l.strip()]
-            hint = next((l for l in reversed(lines) if "rror" in l or "denied" in l or "not" in l), lines[-1] if lines else "")
+            hint = next(
+                (l for l in reversed(lines) if "rror" in l or "denied" in l or "not" in l), lines[-1] if lines else ""
+            )
             raise TestbedError(f"attaching the ECN marker to {dev} in {ns} failed: {hint.strip()}")
 
     def close(self) -> None:

@@ -125,9 +125,22 @@ class Network:
             ip("-n", name, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0")
             ip("-n", name, "link", "set", "br0", "up")
 
-    def add_link(self, a: str, b: str, dev_a: str, dev_b: str, *, a_switch: bool, b_switch: bool,
-                 rate_a_bps: float, limit_a: int, rate_b_bps: float, limit_b: int,
-                 marker=None, ecn_threshold=None) -> None:
+    def add_link(
+        self,
+        a: str,
+        b: str,
+        dev_a: str,
+        dev_b: str,
+        *,
+        a_switch: bool,
+        b_switch: bool,
+        rate_a_bps: float,
+        limit_a: int,
+        rate_b_bps: float,
+        limit_b: int,
+        marker=None,
+        ecn_threshold=None,
+    ) -> None:
         """A veth between nodes a and b, created directly inside their namespaces. Each end's
         egress gets a TBF: the output port of that node toward the other. With ``marker``
         (an ecn.Marker) and ``ecn_threshold``, switch ports also mark CE above the threshold.
@@ -137,8 +150,10 @@ class Network:
         does, instead of 64 KB bursts that the TBF splits on arrival."""
         na, nb = self.ns(a), self.ns(b)
         ip("link", "add", dev_a, "netns", na, "type", "veth", "peer", "name", dev_b, "netns", nb)
-        for n, dev, sw, rate, limit, to in ((na, dev_a, a_switch, rate_a_bps, limit_a, b),
-                                            (nb, dev_b, b_switch, rate_b_bps, limit_b, a)):
+        for n, dev, sw, rate, limit, to in (
+            (na, dev_a, a_switch, rate_a_bps, limit_a, b),
+            (nb, dev_b, b_switch, rate_b_bps, limit_b, a),
+        ):
             if sw:
                 ip("-n", n, "link", "set", dev, "master", "br0")
             ip("-n", n, "link", "set", dev, "mtu", str(MTU), "gso_max_segs", "1", "up")
@@ -211,8 +226,12 @@ class Network:
             r = run(["tc", "-n", p.ns, "-s", "-j", "qdisc", "show", "dev", p.dev], check=False)
             try:
                 q = next(x for x in json.loads(r.stdout or "[]") if x.get("kind") == "tbf")
-                out[p.link] = {"bytes": q.get("bytes", 0), "packets": q.get("packets", 0),
-                               "drops": q.get("drops", 0), "port": p}
+                out[p.link] = {
+                    "bytes": q.get("bytes", 0),
+                    "packets": q.get("packets", 0),
+                    "drops": q.get("drops", 0),
+                    "port": p,
+                }
             except (ValueError, StopIteration):
                 out[p.link] = {"bytes": 0, "packets": 0, "drops": 0, "port": p}
             out[p.link]["ecn_marks"] = 0
@@ -254,8 +273,18 @@ def check_machine() -> list[str]:
     try:
         net.add_node("sw", switch=True)
         net.add_node("h", switch=False)
-        net.add_link("sw", "h", "p0", "eth0", a_switch=True, b_switch=False,
-                     rate_a_bps=100e6, limit_a=100_000, rate_b_bps=100e6, limit_b=100_000)
+        net.add_link(
+            "sw",
+            "h",
+            "p0",
+            "eth0",
+            a_switch=True,
+            b_switch=False,
+            rate_a_bps=100e6,
+            limit_a=100_000,
+            rate_b_bps=100e6,
+            limit_b=100_000,
+        )
     except TestbedError as e:
         probs.append(f"cannot build a namespace network: {e}")
     finally:
@@ -281,10 +310,30 @@ def check_features() -> dict:
         net.add_node("a", switch=True)
         net.add_node("dl", switch=False)
         net.add_node("b", switch=True)
-        net.add_link("a", "dl", "p0", "a0", a_switch=True, b_switch=False, rate_a_bps=100e6,
-                     limit_a=100_000, rate_b_bps=None, limit_b=0)
-        net.add_link("dl", "b", "a1", "p0", a_switch=False, b_switch=True, rate_a_bps=None, limit_a=0,
-                     rate_b_bps=100e6, limit_b=100_000)
+        net.add_link(
+            "a",
+            "dl",
+            "p0",
+            "a0",
+            a_switch=True,
+            b_switch=False,
+            rate_a_bps=100e6,
+            limit_a=100_000,
+            rate_b_bps=None,
+            limit_b=0,
+        )
+        net.add_link(
+            "dl",
+            "b",
+            "a1",
+            "p0",
+            a_switch=False,
+            b_switch=True,
+            rate_a_bps=None,
+            limit_a=0,
+            rate_b_bps=100e6,
+            limit_b=100_000,
+        )
         if out["ecn"] is None:
             from .ecn import Marker, Threshold
 

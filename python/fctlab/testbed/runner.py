@@ -58,8 +58,11 @@ def _tcp_info(sock: socket.socket) -> dict:
         raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
     except OSError:
         return {}
-    return {name: struct.unpack_from(fmt, raw, off)[0] for name, (off, fmt) in _TI_FIELDS.items()
-            if len(raw) >= off + struct.calcsize(fmt)}
+    return {
+        name: struct.unpack_from(fmt, raw, off)[0]
+        for name, (off, fmt) in _TI_FIELDS.items()
+        if len(raw) >= off + struct.calcsize(fmt)
+    }
 
 
 def _retrans_and_segs(sock: socket.socket) -> tuple[Optional[int], Optional[int]]:
@@ -90,7 +93,7 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
             halvings.add(f.params.get("halving") or "per-episode")
             if wf == "fixed":
                 if "weight" not in f.params:
-                    raise TestbedError(f"flows[{f.flow_id}]: weight_function \"fixed\" needs `weight`")
+                    raise TestbedError(f'flows[{f.flow_id}]: weight_function "fixed" needs `weight`')
                 w = float(f.params["weight"])
                 if w not in fixed:
                     fixed.append(w)
@@ -104,18 +107,27 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
                 fn_params = mine
                 f.cc = "atcp"
             else:
-                raise TestbedError(f"flows[{f.flow_id}]: ATCP weight_function {wf!r} is not available in the kernel (step, linear, fixed)")
+                raise TestbedError(
+                    f"flows[{f.flow_id}]: ATCP weight_function {wf!r} is not available in the kernel (step, linear, fixed)"
+                )
         else:
             from ..api import router_assisted_protocols
 
-            why = (": it needs switches that stamp rates into packets, which the testbed's Linux bridges do not"
-                   if p in router_assisted_protocols() else "")
-            raise TestbedError(f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, atcp){why}")
+            why = (
+                ": it needs switches that stamp rates into packets, which the testbed's Linux bridges do not"
+                if p in router_assisted_protocols()
+                else ""
+            )
+            raise TestbedError(
+                f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, atcp){why}"
+            )
     if not fixed and fn_params is None:
         return None
     if halving is None:
         if len(halvings) > 1:
-            raise TestbedError(f"all ATCP flows of a run must share `halving` (the kernel object has one rule): {sorted(halvings)}")
+            raise TestbedError(
+                f"all ATCP flows of a run must share `halving` (the kernel object has one rule): {sorted(halvings)}"
+            )
         halving = halvings.pop()
     w_fixed = (fixed + [1.0, 2.0, 3.0])[:3] if fixed else [1.0, 2.0, 3.0]
     # keep the default mapping (w -> atcp_w<w>) when the weights allow it
@@ -241,8 +253,17 @@ class Groups:
         return self.completed_at[group]
 
 
-def _sender(ns: str, dst: str, port: int, f: Flow, res: FlowResult, t0: float, stop_at: Optional[float], bound: float,
-            groups: Optional[Groups] = None):
+def _sender(
+    ns: str,
+    dst: str,
+    port: int,
+    f: Flow,
+    res: FlowResult,
+    t0: float,
+    stop_at: Optional[float],
+    bound: float,
+    groups: Optional[Groups] = None,
+):
     try:
         enter(ns)
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -342,8 +363,18 @@ def _sched_sender(ns: str, to: str, flows: list, base: int, sched: dict, t0: flo
         from ..sched import classes as tag_classes
 
         classes = tag_classes([f.tag for f in flows], sched.get("priority_tags") or [])
-        reports = _core.sched_send(to, [f.size for f in flows], [f.start_s for f in flows], classes, sched["policy"],
-                                   sched.get("priority_then", "las"), 16384, sched.get("send_buffer_bytes") or None, 30.0, base)
+        reports = _core.sched_send(
+            to,
+            [f.size for f in flows],
+            [f.start_s for f in flows],
+            classes,
+            sched["policy"],
+            sched.get("priority_then", "las"),
+            16384,
+            sched.get("send_buffer_bytes") or None,
+            30.0,
+            base,
+        )
     except Exception as e:  # noqa: BLE001
         for f in flows:
             results[f.flow_id].error = f"scheduled sender: {e}"
@@ -380,8 +411,15 @@ def _kernel_weight(cc: Optional[str], kernel_params: Optional[K.AtcpParams], ack
     return float(kernel_params.w_fixed[K.INSTANCES.index(cc) - 1])
 
 
-def _sample_cwnd(plan: Plan, results: dict, kernel_params: Optional[K.AtcpParams], t0: float, end: float,
-                 done: threading.Event, out: dict) -> None:
+def _sample_cwnd(
+    plan: Plan,
+    results: dict,
+    kernel_params: Optional[K.AtcpParams],
+    t0: float,
+    end: float,
+    done: threading.Event,
+    out: dict,
+) -> None:
     """Samples the traced senders' TCP_INFO every ``plan.cwnd_interval_s`` from t0 until
     every sender is done (or ``end``), appending rows of CWND_SCHEMA's columns to ``out``."""
     interval = plan.cwnd_interval_s
@@ -480,26 +518,61 @@ def build_network(plan: Plan, net: Network, marker=None) -> None:
         if l.level == "bottleneck" and plan.delay_s > 0:
             # left -> [TBF] -> dl (delay line) -> right, and back through right's TBF
             net.add_node("dl", switch=False)
-            net.add_link(l.a, "dl", dev(l.a), "a0", a_switch=True, b_switch=False,
-                         rate_a_bps=l.rate_a, limit_a=l.buf_a, rate_b_bps=None, limit_b=0,
-                         marker=marker, ecn_threshold=plan.ecn_threshold)
-            net.add_link("dl", l.b, "a1", dev(l.b), a_switch=False, b_switch=True,
-                         rate_a_bps=None, limit_a=0, rate_b_bps=l.rate_b, limit_b=l.buf_b,
-                         marker=marker, ecn_threshold=plan.ecn_threshold)
+            net.add_link(
+                l.a,
+                "dl",
+                dev(l.a),
+                "a0",
+                a_switch=True,
+                b_switch=False,
+                rate_a_bps=l.rate_a,
+                limit_a=l.buf_a,
+                rate_b_bps=None,
+                limit_b=0,
+                marker=marker,
+                ecn_threshold=plan.ecn_threshold,
+            )
+            net.add_link(
+                "dl",
+                l.b,
+                "a1",
+                dev(l.b),
+                a_switch=False,
+                b_switch=True,
+                rate_a_bps=None,
+                limit_a=0,
+                rate_b_bps=l.rate_b,
+                limit_b=l.buf_b,
+                marker=marker,
+                ecn_threshold=plan.ecn_threshold,
+            )
             net.relabel_ports("dl", l.a, l.b)
             net.add_delay_line("dl", "a0", "a1", plan.delay_s)
             continue
         da, db = dev(l.a), dev(l.b)
-        net.add_link(l.a, l.b, da, db, a_switch=l.a in port_no, b_switch=l.b in port_no,
-                     rate_a_bps=l.rate_a, limit_a=l.buf_a, rate_b_bps=l.rate_b, limit_b=l.buf_b,
-                     marker=marker, ecn_threshold=plan.ecn_threshold)
+        net.add_link(
+            l.a,
+            l.b,
+            da,
+            db,
+            a_switch=l.a in port_no,
+            b_switch=l.b in port_no,
+            rate_a_bps=l.rate_a,
+            limit_a=l.buf_a,
+            rate_b_bps=l.rate_b,
+            limit_b=l.buf_b,
+            marker=marker,
+            ecn_threshold=plan.ecn_threshold,
+        )
     for i, h in enumerate(plan.hosts):
         net.add_address(h, "eth0", host_address(i), 16)
     # Every flow starts as a fresh connection, as in the simulator: Linux would otherwise
     # start a connection with the ssthresh and RTT it remembers for that destination.
     ecn_hosts = {f.src for f in plan.flows if f.ecn}
     for h in sorted({f.src for f in plan.flows} | {f.dst for f in plan.flows}):
-        net.set_sysctls(h, {"net.ipv4.tcp_no_metrics_save": "1", **({"net.ipv4.tcp_ecn": "1"} if h in ecn_hosts else {})})
+        net.set_sysctls(
+            h, {"net.ipv4.tcp_no_metrics_save": "1", **({"net.ipv4.tcp_ecn": "1"} if h in ecn_hosts else {})}
+        )
 
 
 def path_rate(plan: Plan, f: Flow) -> float:
@@ -532,9 +605,16 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, old)
 
 
-def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = (), sha256: str = "",
-             max_run_s: float = MAX_RUN_S, atcp_halving: Optional[str] = None, progress=None
-             ) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
+def run_plan(
+    plan: Plan,
+    *,
+    scenario_file: str = "",
+    overrides: Sequence[str] = (),
+    sha256: str = "",
+    max_run_s: float = MAX_RUN_S,
+    atcp_halving: Optional[str] = None,
+    progress=None,
+) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
     """Runs ``plan``; returns the flows and links tables, the summary, and the cwnd table
     (None unless ``[monitor] cwnd_interval`` is set). ``progress(elapsed_s, flows_done,
     flows_total)`` is called about every 0.5 s while the traffic runs. SIGTERM interrupts it
@@ -543,8 +623,15 @@ def run_plan(plan: Plan, *, scenario_file: str = "", overrides: Sequence[str] = 
         return _run_plan(plan, scenario_file, overrides, sha256, max_run_s, atcp_halving, progress)
 
 
-def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: str, max_run_s: float,
-              atcp_halving: Optional[str], progress) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
+def _run_plan(
+    plan: Plan,
+    scenario_file: str,
+    overrides: Sequence[str],
+    sha256: str,
+    max_run_s: float,
+    atcp_halving: Optional[str],
+    progress,
+) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
     from ..api import CWND_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA
 
     wall0 = time.monotonic()
@@ -567,7 +654,9 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
                 if K.registered():
                     have = K.loaded_params()
                     if have is None or have.pack() != atcp.pack():
-                        raise TestbedError("ATCP is already registered with other parameters; run `fctlab kernel unload` first")
+                        raise TestbedError(
+                            "ATCP is already registered with other parameters; run `fctlab kernel unload` first"
+                        )
                 else:
                     K.load(atcp)
                     loaded_here = True
@@ -591,14 +680,26 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
         deliveries: dict = {}
         for k, ((src, dst), fl) in enumerate(pairs.items()):
             deliveries[(src, dst)] = []
-            t = threading.Thread(target=_sched_receiver, daemon=True,
-                                 args=(net.ns(dst), f"{net.addresses[dst]}:{SCHED_PORT_BASE + k}", len(fl), ready,
-                                       horizon + 30, deliveries[(src, dst)]))
+            t = threading.Thread(
+                target=_sched_receiver,
+                daemon=True,
+                args=(
+                    net.ns(dst),
+                    f"{net.addresses[dst]}:{SCHED_PORT_BASE + k}",
+                    len(fl),
+                    ready,
+                    horizon + 30,
+                    deliveries[(src, dst)],
+                ),
+            )
             t.start()
             threads.append(t)
         for f in plain:
-            t = threading.Thread(target=_receiver, daemon=True,
-                                 args=(net.ns(f.dst), PORT_BASE + f.flow_id, f, results[f.flow_id], ready, stop_at, bound))
+            t = threading.Thread(
+                target=_receiver,
+                daemon=True,
+                args=(net.ns(f.dst), PORT_BASE + f.flow_id, f, results[f.flow_id], ready, stop_at, bound),
+            )
             t.start()
             threads.append(t)
         try:
@@ -612,23 +713,48 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
         end_abs = t0 + horizon
         groups = Groups(plan.flows)
         for k, ((src, dst), fl) in enumerate(pairs.items()):
-            t = threading.Thread(target=_sched_sender, daemon=True,
-                                 args=(net.ns(src), f"{net.addresses[dst]}:{SCHED_PORT_BASE + k}", fl, k << 32,
-                                       plan.scheduler, t0, results))
+            t = threading.Thread(
+                target=_sched_sender,
+                daemon=True,
+                args=(
+                    net.ns(src),
+                    f"{net.addresses[dst]}:{SCHED_PORT_BASE + k}",
+                    fl,
+                    k << 32,
+                    plan.scheduler,
+                    t0,
+                    results,
+                ),
+            )
             t.start()
             threads.append(t)
         for f in plain:
-            t = threading.Thread(target=_sender, daemon=True,
-                                 args=(net.ns(f.src), net.addresses[f.dst], PORT_BASE + f.flow_id, f,
-                                       results[f.flow_id], t0, stop_abs, end_abs, groups))
+            t = threading.Thread(
+                target=_sender,
+                daemon=True,
+                args=(
+                    net.ns(f.src),
+                    net.addresses[f.dst],
+                    PORT_BASE + f.flow_id,
+                    f,
+                    results[f.flow_id],
+                    t0,
+                    stop_abs,
+                    end_abs,
+                    groups,
+                ),
+            )
             t.start()
             threads.append(t)
         sampler, sampling_done = None, threading.Event()
         if plan.cwnd_interval_s is not None:
             cwnd_rows = {c: [] for c in CWND_SCHEMA.names}
             kernel_params = K.loaded_params() if atcp is not None else None
-            sampler = threading.Thread(target=_sample_cwnd, daemon=True,
-                                       args=(plan, results, kernel_params, t0, end_abs, sampling_done, cwnd_rows))
+            sampler = threading.Thread(
+                target=_sample_cwnd,
+                daemon=True,
+                args=(plan, results, kernel_params, t0, end_abs, sampling_done, cwnd_rows),
+            )
             sampler.start()
         # bounded: every socket operation ends by `bound`
         while any(t.is_alive() for t in threads) and time.monotonic() < bound + 1:
@@ -644,7 +770,9 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
         duration = (stop_abs if stop_abs is not None else time.monotonic()) - t0
         if plan.stop_time_s is None:
             ends = [r.finish for r in results.values() if r.finish is not None]
-            duration = (max(ends) - t0) if ends and all(r.completed for r in results.values()) else time.monotonic() - t0
+            duration = (
+                (max(ends) - t0) if ends and all(r.completed for r in results.values()) else time.monotonic() - t0
+            )
         stats = net.port_stats()
         # The receivers' word on each scheduled message: a message that arrived with other
         # bytes than were sent, or not at all, is not complete whatever the sender heard.
@@ -720,11 +848,24 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
         level = next((l.level for l in plan.links if {l.a, l.b} == {a, b}), "")
         if level == "host" and a in plan.hosts:
             level = "nic"
-        vals = dict(link_id=i, src=a, dst=b, level=level, rate_bps=p.rate_bps, delay_s=0.0,
-                    buffer_pkts=p.limit_bytes // FRAME, buffer_bytes=p.limit_bytes,
-                    tx_packets=st["packets"], tx_bytes=st["bytes"], drops=st["drops"], ecn_marks=st.get("ecn_marks") or 0,
-                    utilization=(st["bytes"] * 8 / (p.rate_bps * duration)) if duration > 0 else 0.0,
-                    max_queue_pkts=None, max_queue_bytes=None, mean_queue_pkts=None)
+        vals = dict(
+            link_id=i,
+            src=a,
+            dst=b,
+            level=level,
+            rate_bps=p.rate_bps,
+            delay_s=0.0,
+            buffer_pkts=p.limit_bytes // FRAME,
+            buffer_bytes=p.limit_bytes,
+            tx_packets=st["packets"],
+            tx_bytes=st["bytes"],
+            drops=st["drops"],
+            ecn_marks=st.get("ecn_marks") or 0,
+            utilization=(st["bytes"] * 8 / (p.rate_bps * duration)) if duration > 0 else 0.0,
+            max_queue_pkts=None,
+            max_queue_bytes=None,
+            mean_queue_pkts=None,
+        )
         for c in LINK_SCHEMA.names:
             lrows[c].append(vals[c])
     links = pa.Table.from_pydict(lrows, schema=LINK_SCHEMA)
@@ -753,15 +894,22 @@ def _run_plan(plan: Plan, scenario_file: str, overrides: Sequence[str], sha256: 
         "base_rtt_s": {f"{a}->{b}": v for (a, b), v in base_rtts.items()},
         "emulated_delay_s": plan.delay_s,
         "delay_line": net.delay_stats.get("dl"),
-        "notes": plan.notes + ["protocol \"tcp\" runs as the kernel's reno (NewReno with SACK)"],
+        "notes": plan.notes + ['protocol "tcp" runs as the kernel\'s reno (NewReno with SACK)'],
         "flow_errors": {str(k): v for k, v in errors.items()},
     }
     cwnd = pa.Table.from_pydict(cwnd_rows, schema=CWND_SCHEMA) if cwnd_rows is not None else None
     return flows, links, summary, cwnd
 
 
-def run_testbed(scenario: str | os.PathLike, out_dir: str | os.PathLike, *, set: Sequence[str] = (),
-                max_run_s: float = MAX_RUN_S, atcp_halving: Optional[str] = None, progress=None) -> dict:
+def run_testbed(
+    scenario: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    set: Sequence[str] = (),
+    max_run_s: float = MAX_RUN_S,
+    atcp_halving: Optional[str] = None,
+    progress=None,
+) -> dict:
     """Validates ``scenario`` with the simulator's checker, runs it in namespaces and writes
     ``flows.parquet``, ``links.parquet`` and ``summary.json`` into ``out_dir``. Returns the summary.
     ``atcp_halving`` overrides the ATCP flows' ``halving`` key for the kernel ATCP."""
@@ -772,9 +920,15 @@ def run_testbed(scenario: str | os.PathLike, out_dir: str | os.PathLike, *, set:
     except api.ScenarioError as e:
         raise TestbedError(str(e)) from None
     plan = load_plan(Path(scenario), set)
-    flows, links, summary, cwnd = run_plan(plan, scenario_file=str(scenario), overrides=set,
-                                     sha256=desc.get("scenario_sha256", ""), max_run_s=max_run_s,
-                                     atcp_halving=atcp_halving, progress=progress)
+    flows, links, summary, cwnd = run_plan(
+        plan,
+        scenario_file=str(scenario),
+        overrides=set,
+        sha256=desc.get("scenario_sha256", ""),
+        max_run_s=max_run_s,
+        atcp_halving=atcp_halving,
+        progress=progress,
+    )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     pq.write_table(flows, out / "flows.parquet")

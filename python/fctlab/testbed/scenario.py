@@ -103,8 +103,9 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
         unit, n = queue["threshold"]
         ecn_threshold = Threshold(pkts=int(n)) if unit == "pkts" else Threshold(bytes=int(n))
     elif queue["kind"] != "droptail":
-        raise TestbedError(f"network.queue = {queue['kind']!r}: the testbed has drop-tail (TBF) and ecn "
-                           "(TBF with a BPF marker) queues")
+        raise TestbedError(
+            f"network.queue = {queue['kind']!r}: the testbed has drop-tail (TBF) and ecn (TBF with a BPF marker) queues"
+        )
     if topo not in ("dumbbell", "star"):
         raise TestbedError(f"network.topology = {topo!r}: the testbed supports dumbbell and star")
     hosts = [n["name"] for n in net["nodes"] if n["kind"] == "host"]
@@ -119,8 +120,9 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
             a, b = b, a
         buf = queue_bytes(l["buffer"])
         # a host's own end is its NIC (nic_buffer); a switch's end uses the link's buffer
-        links.append(Link(a, b, l["rate_bps"], l["rate_bps"], nic if a in hosts else buf, buf, l["level"],
-                          l["delay_s"]))
+        links.append(
+            Link(a, b, l["rate_bps"], l["rate_bps"], nic if a in hosts else buf, buf, l["level"], l["delay_s"])
+        )
     if topo == "dumbbell":  # the bottleneck first: the testbed's path rate and delay line use it
         links.sort(key=lambda l: l.level != "bottleneck")
     delay_s = 0.0
@@ -131,11 +133,15 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
             notes.append("host links of different delays: the delay line uses the largest")
         if one_way >= MIN_EMULATED_DELAY_S:
             delay_s = one_way
-            notes.append(f"the one-way propagation delay of a sender-receiver path ({one_way * 1e3:g} ms: two host "
-                         "links and the bottleneck) is emulated by a delay line on the bottleneck link")
+            notes.append(
+                f"the one-way propagation delay of a sender-receiver path ({one_way * 1e3:g} ms: two host "
+                "links and the bottleneck) is emulated by a delay line on the bottleneck link"
+            )
         elif one_way > 0:
-            notes.append(f"path delay {one_way * 1e6:g} us is below {MIN_EMULATED_DELAY_S * 1e6:g} us and not "
-                         "emulated: the base RTT is that of the veths")
+            notes.append(
+                f"path delay {one_way * 1e6:g} us is below {MIN_EMULATED_DELAY_S * 1e6:g} us and not "
+                "emulated: the base RTT is that of the veths"
+            )
     elif any(l.delay_s > 0 for l in links):
         notes.append("link delays are not emulated on star topologies: the base RTT is that of the veths")
 
@@ -162,15 +168,19 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
                 raise TestbedError(f"{where}: unknown host {h!r}")
         flows.append(fl)
     if len(flows) > MAX_FLOWS:
-        raise TestbedError(f"{len(flows)} flows: the testbed runs at most {MAX_FLOWS} (two threads and a socket "
-                           "pair each); shorten the workload (`count`, `until`) or run it in the simulator")
+        raise TestbedError(
+            f"{len(flows)} flows: the testbed runs at most {MAX_FLOWS} (two threads and a socket "
+            "pair each); shorten the workload (`count`, `until`) or run it in the simulator"
+        )
     if not flows:
         raise TestbedError("no flows to run (no [[flows]], and the [[workloads]] generate none)")
     by_host: dict = {}
     for fl in flows:
         if by_host.setdefault(fl.src, fl.ecn) != fl.ecn:
-            raise TestbedError(f"flow {fl.flow_id}: host {fl.src} sends both ECN-capable and other flows; "
-                               "the testbed sets ECN per sending host (net.ipv4.tcp_ecn)")
+            raise TestbedError(
+                f"flow {fl.flow_id}: host {fl.src} sends both ECN-capable and other flows; "
+                "the testbed sets ECN per sending host (net.ipv4.tcp_ecn)"
+            )
     stop_s = net["stop_time_s"]
     if stop_s is None and any(f.size is None for f in flows):
         raise TestbedError("long-lived flows (no `size`) need `stop_time`")
@@ -186,12 +196,18 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
     if sched is not None:
         longs = [f.flow_id for f in flows if f.size is None]
         if longs:
-            notes.append(f"flows {longs[:5]} are long-lived: each keeps its own connection, outside the scheduling layer")
+            notes.append(
+                f"flows {longs[:5]} are long-lived: each keeps its own connection, outside the scheduling layer"
+            )
         afters = [f.flow_id for f in flows if f.size is not None and f.after]
         if afters:
-            raise TestbedError(f"flows {afters[:5]} wait for a group; the testbed's scheduling layer starts flows at fixed times")
-        notes.append(f"flows of each host pair scheduled by {sched['policy']} over real sockets (fctlab sched: "
-                     "one connection per flow, chunks chosen by the policy)")
+            raise TestbedError(
+                f"flows {afters[:5]} wait for a group; the testbed's scheduling layer starts flows at fixed times"
+            )
+        notes.append(
+            f"flows of each host pair scheduled by {sched['policy']} over real sockets (fctlab sched: "
+            "one connection per flow, chunks chosen by the policy)"
+        )
     return Plan(
         name=net["name"],
         seed=int(net["seed"]),
