@@ -89,6 +89,9 @@ class RunResult:
     queues_table: "Optional[pa.Table]"
     summary: dict
     cwnd_table: "Optional[pa.Table]" = None
+    #: Who produced the run (``fctlab.rundir.PRODUCERS``): the simulator, or ns-2.35 for a
+    #: crosscheck's other side.
+    producer: str = "simulator"
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -123,22 +126,11 @@ class RunResult:
         """Writes ``flows.parquet``, ``links.parquet``, ``summary.json`` (and ``queues.parquet``
         and ``cwnd.parquet`` when sampled) into ``out_dir``, creating it if needed. Returns the
         directory."""
-        out = Path(out_dir)
-        if out.exists() and not out.is_dir():
-            raise NotADirectoryError(f"{out} exists and is not a directory")
-        out.mkdir(parents=True, exist_ok=True)
-        import pyarrow.parquet as pq
+        from .rundir import write_run
 
-        pq.write_table(self.flows_table, out / "flows.parquet")
-        pq.write_table(self.links_table, out / "links.parquet")
-        if self.queues_table is not None:
-            pq.write_table(self.queues_table, out / "queues.parquet")
-        if self.cwnd_table is not None:
-            pq.write_table(self.cwnd_table, out / "cwnd.parquet")
-        with open(out / "summary.json", "w", encoding="utf-8") as f:
-            json.dump(self.summary, f, indent=2, sort_keys=True)
-            f.write("\n")
-        return out
+        return write_run(
+            out_dir, self.producer, self.summary, self.flows_table, self.links_table, self.queues_table, self.cwnd_table
+        )
 
 
 def _format_value(v: Any) -> str:

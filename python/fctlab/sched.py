@@ -17,16 +17,40 @@ the output), 2 for bad arguments or an unreachable address.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
 import pandas as pd
+import pyarrow as pa
+
+from .rundir import write_run
 
 POLICIES = ("tcp", "srpt", "las", "fair", "priority")
 
 __all__ = ["send", "recv", "loopback", "workload", "POLICIES"]
+
+
+def write_sent(out: Path, df: pd.DataFrame, *, scenario: str, peer: str) -> dict:
+    """Writes the run directory of a :func:`send` (its flows, an ``error`` column aside) and
+    returns its summary."""
+    from .api import FLOW_SCHEMA
+
+    errors = df[df["error"].notna()]
+    done = df[df["completed"]]
+    summary = {
+        "scenario_file": scenario,
+        "peer": peer,
+        "policy": str(df["scheduler"].iloc[0]) if len(df) else None,
+        "flows_total": len(df),
+        "flows_started": int(df["start_s"].notna().sum()),
+        "flows_completed": len(done),
+        "mean_fct_s": float(done["fct_s"].mean()) if len(done) else None,
+        "flow_errors": {str(k): e for k, e in zip(errors["flow_id"], errors["error"])},
+    }
+    flows = pa.Table.from_pandas(df.drop(columns=["error"]), schema=FLOW_SCHEMA, preserve_index=False)
+    write_run(out, "sched", summary, flows)
+    return summary
 
 
 class SchedError(ValueError):
@@ -263,25 +287,13 @@ def run(args) -> int:
         print(f"fctlab sched {args.sched_command}: error: {e}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    errors = df[df["error"].notna()]
-    df.drop(columns=["error"]).to_parquet(out / "flows.parquet", index=False)
-    done = df[df["completed"]]
-    summary = {
-        "scenario": str(args.scenario),
-        "to": args.to,
-        "policy": str(df["scheduler"].iloc[0]) if len(df) else None,
-        "flows_total": len(df),
-        "flows_completed": len(done),
-        "mean_fct_s": float(done["fct_s"].mean()) if len(done) else None,
-        "errors": {str(k): e for k, e in zip(errors["flow_id"], errors["error"])},
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    summary = write_sent(out, df, scenario=str(args.scenario), peer=args.to)
+    errors, done = df[df["error"].notna()], df[df["completed"]]
     print(
         f"sent {len(df)} messages under {summary['policy']}: {len(done)} completed"
         + (f", mean transfer time {summary['mean_fct_s']:.3f} s" if len(done) else "")
         + f"; wrote {out}/flows.parquet"
     )
-    for k, e in list(summary["errors"].items())[:10]:
+    for k, e in list(summary["flow_errors"].items())[:10]:
         print(f"  message {k}: {e}")
     return 1 if len(errors) else 0

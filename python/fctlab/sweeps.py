@@ -46,6 +46,8 @@ from itertools import product
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from .rundir import read_summary, write_run
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -188,7 +190,6 @@ def _run_one(base: str, overrides: list, run_id: str, values: list, seed: int, o
     """Runs one simulation and writes its flows atomically; returns its summary row. Executed
     in a worker process (or on a Dask worker)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from . import api
 
@@ -206,9 +207,7 @@ def _run_one(base: str, overrides: list, run_id: str, values: list, seed: int, o
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    pq.write_table(flows, tmp / "flows.parquet")
-    summary = dict(res.summary)
-    (tmp / "summary.json").write_text(json.dumps({"summary": summary, "wall_s": wall}, sort_keys=True))
+    write_run(tmp, "simulator", {**res.summary, "run_id": run_id, "swept": dict(values)}, flows)
     final = root / f"run_id={run_id}"
     if final.exists():  # another attempt finished first: keep it
         shutil.rmtree(tmp)
@@ -371,10 +370,13 @@ def _write_runs_table(sw: Sweep, out: Path, failures: dict):
         row["seed"] = r.seed
         d = out / "flows" / f"run_id={r.run_id}" / "summary.json"
         if d.is_file():
-            info = json.loads(d.read_text())
+            summary = read_summary(d.parent)
             row["status"], row["error"] = "done", None
-            row.update({f"summary_{k}" if k in row else k: v for k, v in info["summary"].items()})
-            row["wall_s"] = info["wall_s"]
+            # the figures of the run; what its producer could not measure (null) and the
+            # nested swept values (already columns) stay out
+            kept = {k: v for k, v in summary.items() if v is not None and not isinstance(v, dict)}
+            row.update({f"summary_{k}" if k in row else k: v for k, v in kept.items()})
+            row["wall_s"] = summary["wall_time_s"]
         else:
             row["status"] = "failed" if r.run_id in failures else "missing"
             row["error"] = failures.get(r.run_id)

@@ -294,7 +294,7 @@ def test_small_dumbbell_run(tmp_path):
     # 6 MB through 150 Mbps take at least 0.32 s
     assert df["finish_s"].max() >= 6e6 * 8 / 150e6
     assert df["tag"].tolist() == ["", "late"]
-    assert s["mode"] == "testbed" and s["flows_completed"] == 2
+    assert s["producer"] == "testbed" and s["flows_completed"] == 2
     assert s["congestion_controls"] == {"0": "reno", "1": "reno"}
     assert (tmp_path / "out" / "summary.json").is_file()
     assert _mine() == []

@@ -73,6 +73,7 @@ def other_result(flows_rows: list, link_rows: list, summary: dict, fctlab_flows,
         None,
         summary,
         cwnd_table=cwnd,
+        producer="ns-2.35",
     )
 
 

@@ -575,7 +575,6 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
             }
         )
     summary = {
-        "simulator": "ns-2.35",
         "scenario_name": plan.name,
         "seed": seed,
         "sim_time_s": T,

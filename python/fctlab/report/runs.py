@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -10,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from ..rundir import RunDirError, read_summary
 
 __all__ = ["Run", "RunLoadError", "load_run", "REQUIRED_FLOW_COLUMNS", "REQUIRED_LINK_COLUMNS"]
 
@@ -108,11 +109,9 @@ def load_run(run_dir: str | os.PathLike[str], *, label: str | None = None) -> Ru
         if not (path / name).is_file():
             raise RunLoadError(f"run directory '{path}' has no {name}")
     try:
-        summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunLoadError(f"cannot read summary.json in run directory '{path}': {exc}") from None
-    if not isinstance(summary, dict):
-        raise RunLoadError(f"summary.json in run directory '{path}' is not a JSON object")
+        summary = read_summary(path)
+    except RunDirError as exc:
+        raise RunLoadError(f"summary.json in run directory '{path}': {exc}") from None
     flows = _read_parquet(path / "flows.parquet", path, REQUIRED_FLOW_COLUMNS)
     optional: dict[str, pd.DataFrame | None] = {}
     for key, name, required in (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -15,9 +14,9 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .. import kernel as K
+from ..rundir import read_summary, write_run
 from .netns import Network, TestbedError, enter
 from .scenario import FRAME, Flow, Plan, load_plan
 
@@ -632,7 +631,7 @@ def _run_plan(
     atcp_halving: Optional[str],
     progress,
 ) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
-    from ..api import CWND_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA
+    from ..api import CWND_SCHEMA
 
     wall0 = time.monotonic()
     atcp = resolve_congestion_controls(plan, atcp_halving)
@@ -802,13 +801,62 @@ def _run_plan(
         if left:
             raise TestbedError(f"could not delete namespaces {', '.join(left)}")
 
+    measured = Measured(
+        results=results,
+        stats=stats,
+        base_rtts=base_rtts,
+        scheduled=scheduled,
+        t0=t0,
+        duration=duration,
+        wall_s=time.monotonic() - wall0,
+        interrupted=interrupted,
+        atcp=atcp,
+        delay_line=net.delay_stats.get("dl"),
+        cwnd_rows=cwnd_rows,
+    )
+    return collect(plan, measured, scenario_file=scenario_file, overrides=overrides, sha256=sha256)
+
+
+@dataclass
+class Measured:
+    """What a testbed run measured, the input of :func:`collect` (times are
+    ``time.monotonic()`` seconds; ``t0`` is the run's time zero)."""
+
+    results: dict  # flow_id -> FlowResult
+    stats: dict  # "a->b" -> the port's counters and its plan ("port")
+    base_rtts: dict  # (src, dst) -> seconds
+    scheduled: set  # flow ids carried by the scheduling library
+    t0: float
+    duration: float
+    wall_s: float
+    interrupted: bool
+    atcp: Optional[K.AtcpParams]
+    delay_line: Optional[dict]
+    cwnd_rows: Optional[dict]
+
+
+def collect(
+    plan: Plan, m: Measured, *, scenario_file: str = "", overrides: Sequence[str] = (), sha256: str = ""
+) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
+    """The flows and links tables, the summary and the cwnd table of a run from what it
+    measured (no network needed: recorded measurements give the same tables)."""
+    from ..api import CWND_SCHEMA
+
+    cwnd = pa.Table.from_pydict(m.cwnd_rows, schema=CWND_SCHEMA) if m.cwnd_rows is not None else None
+    summary = _summary(plan, m, scenario_file=scenario_file, overrides=overrides, sha256=sha256)
+    return _flow_table(plan, m), _link_table(plan, m), summary, cwnd
+
+
+def _flow_table(plan: Plan, m: Measured) -> pa.Table:
+    from ..api import FLOW_SCHEMA
+
     rows = {c: [] for c in FLOW_SCHEMA.names}
     for f in plan.flows:
-        r = results[f.flow_id]
-        start = (r.start - t0) if r.start is not None else None
-        finish = (r.finish - t0) if r.finish is not None else None
+        r = m.results[f.flow_id]
+        start = (r.start - m.t0) if r.start is not None else None
+        finish = (r.finish - m.t0) if r.finish is not None else None
         fct = (finish - start) if (finish is not None and start is not None) else None
-        rtt = base_rtts.get((f.src, f.dst), float("nan"))
+        rtt = m.base_rtts.get((f.src, f.dst), float("nan"))
         ideal = (f.size * 8 / path_rate(plan, f) + (0.0 if rtt != rtt else rtt)) if f.size is not None else None
         rows["flow_id"].append(f.flow_id)
         rows["src"].append(f.src)
@@ -822,7 +870,7 @@ def _run_plan(
         rows["slowdown"].append(fct / ideal if (fct is not None and ideal) else None)
         rows["completed"].append(bool(r.completed))
         rows["protocol"].append(f.protocol)
-        unmeasured = f.flow_id in scheduled  # the scheduling library does not read TCP_INFO
+        unmeasured = f.flow_id in m.scheduled  # the scheduling library does not read TCP_INFO
         rows["retransmits"].append(None if unmeasured else (r.retransmits if r.retransmits is not None else 0))
         rows["timeouts"].append(None)
         rows["first_timeouts"].append(None)
@@ -833,16 +881,20 @@ def _run_plan(
         rows["packets_sent"].append(None if unmeasured else (r.segs_out if r.segs_out is not None else 0))
         rows["loss_probes"].append(None)
         rows["left_slow_start"].append(None)
-        if f.flow_id in scheduled:
+        if f.flow_id in m.scheduled:
             rows["scheduler"].append(plan.scheduler["policy"])
             rows["conn_finish_s"].append(None)  # the library does not time its connections
         else:
             rows["scheduler"].append("none")
             rows["conn_finish_s"].append(finish)
-    flows = pa.Table.from_pydict(rows, schema=FLOW_SCHEMA)
+    return pa.Table.from_pydict(rows, schema=FLOW_SCHEMA)
+
+
+def _link_table(plan: Plan, m: Measured) -> pa.Table:
+    from ..api import LINK_SCHEMA
 
     lrows = {c: [] for c in LINK_SCHEMA.names}
-    for i, (name, st) in enumerate(stats.items()):
+    for i, (name, st) in enumerate(m.stats.items()):
         p = st["port"]
         a, b = name.split("->")
         level = next((l.level for l in plan.links if {l.a, l.b} == {a, b}), "")
@@ -861,44 +913,44 @@ def _run_plan(
             tx_bytes=st["bytes"],
             drops=st["drops"],
             ecn_marks=st.get("ecn_marks") or 0,
-            utilization=(st["bytes"] * 8 / (p.rate_bps * duration)) if duration > 0 else 0.0,
+            utilization=(st["bytes"] * 8 / (p.rate_bps * m.duration)) if m.duration > 0 else 0.0,
             max_queue_pkts=None,
             max_queue_bytes=None,
             mean_queue_pkts=None,
         )
         for c in LINK_SCHEMA.names:
             lrows[c].append(vals[c])
-    links = pa.Table.from_pydict(lrows, schema=LINK_SCHEMA)
+    return pa.Table.from_pydict(lrows, schema=LINK_SCHEMA)
 
-    errors = {f.flow_id: results[f.flow_id].error for f in plan.flows if results[f.flow_id].error}
+
+def _summary(plan: Plan, m: Measured, *, scenario_file: str, overrides: Sequence[str], sha256: str) -> dict:
+    errors = {f.flow_id: m.results[f.flow_id].error for f in plan.flows if m.results[f.flow_id].error}
     summary = {
-        "mode": "testbed",
         "scenario_name": plan.name,
         "scenario_sha256": sha256,
         "scenario_file": scenario_file,
         "overrides": list(overrides),
         "seed": plan.seed,
-        "sim_time_s": duration,
-        "wall_time_s": time.monotonic() - wall0,
+        "sim_time_s": m.duration,
+        "wall_time_s": m.wall_s,
         "flows_total": len(plan.flows),
-        "flows_started": sum(r.start is not None for r in results.values()),
-        "flows_completed": sum(r.completed for r in results.values()),
-        "payload_bytes_delivered": sum(r.received for r in results.values()),
-        "drops": sum(st["drops"] for st in stats.values()),
-        "ecn_marks": sum(st.get("ecn_marks") or 0 for st in stats.values()),
+        "flows_started": sum(r.start is not None for r in m.results.values()),
+        "flows_completed": sum(r.completed for r in m.results.values()),
+        "payload_bytes_delivered": sum(r.received for r in m.results.values()),
+        "drops": sum(st["drops"] for st in m.stats.values()),
+        "ecn_marks": sum(st.get("ecn_marks") or 0 for st in m.stats.values()),
         "ecn_threshold": str(plan.ecn_threshold) if plan.ecn_threshold is not None else None,
-        "interrupted": interrupted,
+        "interrupted": m.interrupted,
         "kernel": os.uname().release,
         "congestion_controls": {str(f.flow_id): f.cc for f in plan.flows},
-        "atcp_params": atcp.to_dict() if atcp is not None else None,
-        "base_rtt_s": {f"{a}->{b}": v for (a, b), v in base_rtts.items()},
+        "atcp_params": m.atcp.to_dict() if m.atcp is not None else None,
+        "base_rtt_s": {f"{a}->{b}": v for (a, b), v in m.base_rtts.items()},
         "emulated_delay_s": plan.delay_s,
-        "delay_line": net.delay_stats.get("dl"),
+        "delay_line": m.delay_line,
         "notes": plan.notes + ['protocol "tcp" runs as the kernel\'s reno (NewReno with SACK)'],
         "flow_errors": {str(k): v for k, v in errors.items()},
     }
-    cwnd = pa.Table.from_pydict(cwnd_rows, schema=CWND_SCHEMA) if cwnd_rows is not None else None
-    return flows, links, summary, cwnd
+    return summary
 
 
 def run_testbed(
@@ -929,13 +981,5 @@ def run_testbed(
         atcp_halving=atcp_halving,
         progress=progress,
     )
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    pq.write_table(flows, out / "flows.parquet")
-    pq.write_table(links, out / "links.parquet")
-    if cwnd is not None:
-        pq.write_table(cwnd, out / "cwnd.parquet")
-    with open(out / "summary.json", "w", encoding="utf-8") as fh:
-        json.dump(summary, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-    return summary
+    write_run(out_dir, "testbed", summary, flows, links, cwnd=cwnd)
+    return read_summary(out_dir)

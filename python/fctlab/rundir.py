@@ -1,0 +1,231 @@
+"""Run directories: the one writer and reader of ``flows.parquet``, ``links.parquet``,
+``queues.parquet``, ``cwnd.parquet`` and ``summary.json``.
+
+Every producer of a run (the simulator, the namespace testbed, the socket scheduler
+``fctlab sched send``, a sweep's runs, ns-2.35 in ``fctlab crosscheck``) writes its directory
+through :func:`write_run`, so that every directory has one ``summary.json`` shape: the keys
+of :data:`SUMMARY_KEYS`, each of its type or null where the producer cannot measure it, plus
+``schema_version`` and ``producer``. The tables keep the core's schemas (a sweep's flows add
+their swept values, ``seed`` and ``run_id`` after them). :func:`read_summary` reads any
+directory back, older shapes included, and :func:`check_run_dir` lists what in a directory
+breaks the contract.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+#: Version of the run-directory contract written into every summary.json.
+SCHEMA_VERSION = 1
+
+#: Who wrote a run directory.
+PRODUCERS = ("simulator", "testbed", "sched", "ns-2.35")
+
+#: Every key of summary.json and its JSON type ("int", "float", "str", "bool", "list",
+#: "dict"); docs/results.md documents each. A producer that cannot measure one writes null.
+SUMMARY_KEYS: dict[str, str] = {
+    # the contract itself
+    "schema_version": "int",
+    "producer": "str",
+    # the scenario
+    "scenario_name": "str",
+    "scenario_file": "str",
+    "scenario_sha256": "str",
+    "overrides": "list",
+    "unset": "list",
+    "seed": "int",
+    "version": "str",
+    # time
+    "sim_time_s": "float",
+    "wall_time_s": "float",
+    # flows
+    "flows_total": "int",
+    "flows_started": "int",
+    "flows_completed": "int",
+    "payload_bytes_delivered": "int",
+    "interrupted": "bool",
+    # the network
+    "drops": "int",
+    "ecn_marks": "int",
+    # the simulator's engine
+    "events": "int",
+    "events_per_s": "float",
+    "data_packets_delivered": "int",
+    "data_packets_delivered_per_wall_s": "float",
+    "packets_created": "int",
+    "packets_consumed": "int",
+    "packets_in_network": "int",
+    "peak_packets_in_network": "int",
+    "late_packets": "int",
+    # real hosts (the testbed, the socket scheduler)
+    "kernel": "str",
+    "congestion_controls": "dict",
+    "atcp_params": "dict",
+    "base_rtt_s": "dict",
+    "emulated_delay_s": "float",
+    "delay_line": "dict",
+    "ecn_threshold": "str",
+    "peer": "str",
+    "policy": "str",
+    "mean_fct_s": "float",
+    "notes": "list",
+    "flow_errors": "dict",
+    # a sweep's run
+    "run_id": "str",
+    "swept": "dict",
+}
+
+#: The tables a run directory may hold, the first required.
+TABLES = ("flows", "links", "queues", "cwnd")
+
+TableLike = Union[pa.Table, "Any"]  # a pyarrow Table or a pandas DataFrame
+
+
+class RunDirError(ValueError):
+    """A summary or a run directory does not follow the contract; the message names the key
+    or file."""
+
+
+def _type_ok(value: Any, ty: str) -> bool:
+    if value is None:
+        return True
+    if ty == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if ty == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ty == "bool":
+        return isinstance(value, bool)
+    return isinstance(value, {"str": str, "list": (list, tuple), "dict": dict}[ty])
+
+
+def make_summary(producer: str, values: dict) -> dict:
+    """The summary.json object of a run by ``producer``: ``values`` checked against
+    :data:`SUMMARY_KEYS` (an unknown key or a value of the wrong type is an error naming it),
+    every key it lacks null, ``schema_version`` and ``producer`` set."""
+    if producer not in PRODUCERS:
+        raise RunDirError(f"unknown producer {producer!r} (known: {', '.join(PRODUCERS)})")
+    unknown = sorted(set(values) - set(SUMMARY_KEYS))
+    if unknown:
+        raise RunDirError(f"summary key(s) {', '.join(unknown)} not in the run-directory schema (fctlab.rundir)")
+    out: dict = {k: None for k in SUMMARY_KEYS}
+    for k, v in values.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            v = None  # JSON has no NaN: an unmeasurable figure is null
+        if isinstance(v, tuple):
+            v = list(v)
+        if not _type_ok(v, SUMMARY_KEYS[k]):
+            raise RunDirError(f"summary key {k} = {v!r}: expected {SUMMARY_KEYS[k]} or null")
+        out[k] = v
+    out["schema_version"] = SCHEMA_VERSION
+    out["producer"] = producer
+    return out
+
+
+def _as_table(t: TableLike) -> pa.Table:
+    if isinstance(t, pa.Table):
+        return t
+    return pa.Table.from_pandas(t, preserve_index=False)
+
+
+def write_run(
+    out_dir: Union[str, os.PathLike],
+    producer: str,
+    summary: dict,
+    flows: TableLike,
+    links: Optional[TableLike] = None,
+    queues: Optional[TableLike] = None,
+    cwnd: Optional[TableLike] = None,
+) -> Path:
+    """Writes a run directory (created if needed): the tables given and summary.json from
+    :func:`make_summary`. Returns the directory."""
+    doc = make_summary(producer, summary)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out} exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    for name, table in (("flows", flows), ("links", links), ("queues", queues), ("cwnd", cwnd)):
+        if table is not None:
+            pq.write_table(_as_table(table), out / f"{name}.parquet")
+    with open(out / "summary.json", "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2, sort_keys=True)
+        f.write("\n")
+    return out
+
+
+def upgrade_summary(raw: dict) -> dict:
+    """A summary.json object of any earlier shape in the current one (a current one is only
+    checked): a sweep's ``{"summary": ..., "wall_s": ...}``, the testbed's ``"mode"``,
+    ns-2.35's ``"simulator"``, the socket scheduler's ``"scenario"``, ``"to"`` and
+    ``"errors"``."""
+    if raw.get("schema_version") == SCHEMA_VERSION:
+        return make_summary(raw.get("producer", ""), {k: v for k, v in raw.items() if k not in ("producer",)})
+    d = dict(raw)
+    if isinstance(d.get("summary"), dict) and "wall_s" in d:
+        d = dict(d["summary"])
+    producer = "simulator"
+    if d.pop("mode", None) == "testbed":
+        producer = "testbed"
+    if d.pop("simulator", None) == "ns-2.35":
+        producer = "ns-2.35"
+    if "to" in d and "scenario" in d:
+        producer = "sched"
+        d["scenario_file"] = str(d.pop("scenario"))
+        d["peer"] = d.pop("to")
+        d["flow_errors"] = d.pop("errors", None)
+    d.pop("schema_version", None)
+    return make_summary(producer, d)
+
+
+def read_summary(run_dir: Union[str, os.PathLike]) -> dict:
+    """summary.json of a run directory in the current shape (see :func:`upgrade_summary`)."""
+    path = Path(run_dir) / "summary.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunDirError(f"cannot read {path}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise RunDirError(f"{path} is not a JSON object")
+    try:
+        return upgrade_summary(raw)
+    except RunDirError as e:
+        raise RunDirError(f"{path}: {e}") from None
+
+
+def check_run_dir(run_dir: Union[str, os.PathLike]) -> list[str]:
+    """What in ``run_dir`` breaks the contract (an empty list when nothing does): summary.json
+    written in the current shape with every key of its type, and each table present with the
+    core's columns, in order and of their types (further columns may follow)."""
+    from .api import CWND_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA, QUEUE_SCHEMA
+
+    d = Path(run_dir)
+    problems = []
+    try:
+        raw = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+        if raw.get("schema_version") != SCHEMA_VERSION:
+            problems.append(f"summary.json: schema_version {raw.get('schema_version')!r}, not {SCHEMA_VERSION}")
+        if set(raw) != set(SUMMARY_KEYS):
+            problems.append(f"summary.json: keys differ from the schema: {sorted(set(raw) ^ set(SUMMARY_KEYS))}")
+        make_summary(raw.get("producer"), {k: v for k, v in raw.items() if k in SUMMARY_KEYS})
+    except (OSError, ValueError, AttributeError) as e:
+        problems.append(f"summary.json: {e}")
+    schemas = {"flows": FLOW_SCHEMA, "links": LINK_SCHEMA, "queues": QUEUE_SCHEMA, "cwnd": CWND_SCHEMA}
+    for name, schema in schemas.items():
+        f = d / f"{name}.parquet"
+        if not f.is_file():
+            if name == "flows":
+                problems.append("flows.parquet missing")
+            continue
+        got = pq.read_schema(f)
+        head = [(x.name, x.type) for x in got][: len(schema)]
+        want = [(x.name, x.type) for x in schema]
+        if head != want:
+            diff = [f"{a} != {b}" for a, b in zip(head, want) if a != b] or [f"{len(head)} of {len(want)} columns"]
+            problems.append(f"{name}.parquet: columns differ from the schema: {'; '.join(diff[:3])}")
+    return problems

@@ -1,0 +1,130 @@
+"""One run-directory contract: every producer writes through fctlab.rundir, and each output
+directory passes check_run_dir and loads in the report with its figures filled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import fctlab
+from fctlab.report.runs import load_run
+from fctlab.rundir import SCHEMA_VERSION, SUMMARY_KEYS, RunDirError, check_run_dir, make_summary, read_summary
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "scenarios" / "examples" / "demo.toml"
+THEOREM1 = ROOT / "scenarios" / "papers" / "atcp" / "kernel_theorem1.toml"
+
+
+def _valid(d: Path, producer: str) -> dict:
+    assert check_run_dir(d) == [], d
+    s = json.loads((d / "summary.json").read_text())
+    assert set(s) == set(SUMMARY_KEYS) and s["schema_version"] == SCHEMA_VERSION and s["producer"] == producer
+    run = load_run(d)
+    assert run.summary["flows_total"] == len(run.flows)
+    return s
+
+
+def test_the_simulator_writes_the_contract(tmp_path):
+    s = _valid(fctlab.run(DEMO).write(tmp_path / "sim"), "simulator")
+    assert s["scenario_name"] and s["events"] > 0 and s["kernel"] is None
+
+
+def test_the_testbed_writer_on_recorded_measurements(tmp_path):
+    """The testbed's tables and summary from measurements recorded on a run (two flows of
+    the Theorem 1 scenario), written without root or namespaces."""
+    from fctlab.rundir import write_run
+    from fctlab.testbed.runner import FlowResult, Measured, collect
+    from fctlab.testbed.scenario import load_plan
+
+    plan = load_plan(THEOREM1)
+    t0 = 1000.0
+    results = {
+        f.flow_id: FlowResult(start=t0 + 0.01, finish=None, received=n, retransmits=r, segs_out=n // 1448)
+        for f, n, r in zip(plan.flows, (33_415_000, 66_580_000), (41, 77))
+    }
+    stats = {}
+    for link in plan.links:
+        for a, b in ((link.a, link.b), (link.b, link.a)):
+            port = SimpleNamespace(rate_bps=100e6, limit_bytes=100 * 1514)
+            stats[f"{a}->{b}"] = {"bytes": 10_000_000, "packets": 6_800, "drops": 3, "ecn_marks": 12, "port": port}
+    m = Measured(
+        results=results,
+        stats=stats,
+        base_rtts={(f.src, f.dst): 0.0042 for f in plan.flows},
+        scheduled=set(),
+        t0=t0,
+        duration=8.0,
+        wall_s=9.6,
+        interrupted=False,
+        atcp=None,
+        delay_line={"packets": 123_456, "late": 0},
+        cwnd_rows=None,
+    )
+    flows, links, summary, cwnd = collect(plan, m, scenario_file=str(THEOREM1), sha256="ab" * 32)
+    d = write_run(tmp_path / "tb", "testbed", summary, flows, links, cwnd=cwnd)
+    s = _valid(d, "testbed")
+    assert s["base_rtt_s"] and s["events"] is None and s["drops"] == 3 * len(stats)
+    assert s["flows_completed"] == 0 and s["payload_bytes_delivered"] == 33_415_000 + 66_580_000
+
+
+def test_the_socket_scheduler_writer(tmp_path):
+    from fctlab.sched import _flows_table, write_sent
+
+    reports = [
+        {"index": 0, "start_unix_s": 5.0, "transfer_s": 0.012, "error": None},
+        {"index": 1, "start_unix_s": 5.001, "transfer_s": 0.0, "error": "no completion notice from the receiver"},
+    ]
+    df = _flows_table(reports, [20_000, 3_000], ["", ""], "h0", "h1", "srpt")
+    summary = write_sent(tmp_path / "sched", df, scenario="w.toml", peer="127.0.0.1:9000")
+    s = _valid(tmp_path / "sched", "sched")
+    assert s == read_summary(tmp_path / "sched") and summary["flow_errors"] == {"1": reports[1]["error"]}
+    assert s["policy"] == "srpt" and s["flows_completed"] == 1 and s["sim_time_s"] is None
+
+
+def test_a_sweep_and_ns2_write_the_contract(tmp_path):
+    from fctlab.crosscheck import other_result
+    from fctlab.sweeps import sweep
+
+    (tmp_path / "base.toml").write_text(DEMO.read_text())
+    (tmp_path / "sweep.toml").write_text(
+        'base = "base.toml"\nseeds = 1\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n'
+    )
+    runs = sweep(tmp_path / "sweep.toml", tmp_path / "sw", workers=1, log=lambda m: None)
+    assert (runs["status"] == "done").all() and runs["flows_completed"].notna().all()
+    for d in sorted((tmp_path / "sw" / "flows").glob("run_id=*")):
+        s = _valid(d, "simulator")
+        assert s["run_id"] == d.name[len("run_id=") :] and set(s["swept"]) == {"transport.protocol"}
+    # ns-2.35's side of a crosscheck, from the rows its trace gives
+    res = fctlab.run(DEMO)
+    rows = [
+        {"flow_id": i, "src": r["src"], "dst": r["dst"], "size_bytes": r["size_bytes"], "bytes_delivered": 0,
+         "start_s": r["start_s"], "finish_s": None, "fct_s": None, "completed": False, "protocol": r["protocol"],
+         "retransmits": 0, "timeouts": 0, "packets_sent": 1, "tag": r["tag"], "group": r["group"]}
+        for i, r in enumerate(res.flows_table.to_pylist())
+    ]  # fmt: skip
+    summary = {"scenario_name": "demo", "seed": 1, "sim_time_s": 1.0, "wall_time_s": 0.2, "flows_total": len(rows),
+               "flows_started": len(rows), "flows_completed": 0, "drops": 0, "ecn_marks": 0, "notes": ["x"]}  # fmt: skip
+    other = other_result(rows, [], summary, res.flows_table)
+    _valid(other.write(tmp_path / "ns2"), "ns-2.35")
+
+
+def test_bad_summaries_are_refused_with_the_key_named_and_old_shapes_read(tmp_path):
+    with pytest.raises(RunDirError, match="drps"):
+        make_summary("simulator", {"drps": 1})
+    with pytest.raises(RunDirError, match="drops"):
+        make_summary("simulator", {"drops": "3"})
+    with pytest.raises(RunDirError, match="producer"):
+        make_summary("ns-3", {})
+    assert make_summary("simulator", {"sim_time_s": float("nan")})["sim_time_s"] is None
+    # a sweep's run and a testbed run as written before the contract
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "summary.json").write_text(json.dumps({"summary": {"drops": 4, "seed": 2}, "wall_s": 1.5}))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "summary.json").write_text(json.dumps({"mode": "testbed", "kernel": "6.1", "drops": 0}))
+    a, b = read_summary(tmp_path / "a"), read_summary(tmp_path / "b")
+    assert (a["producer"], a["drops"], a["seed"]) == ("simulator", 4, 2)
+    assert (b["producer"], b["kernel"]) == ("testbed", "6.1")
+    assert check_run_dir(tmp_path / "a")  # an old shape is readable, but not the contract
