@@ -13,9 +13,15 @@ breaks the contract.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -134,6 +140,23 @@ def _as_table(t: TableLike) -> pa.Table:
     return pa.Table.from_pandas(t, preserve_index=False)
 
 
+#: Seconds to pause after each file written (tests use it to interrupt a write midway).
+_PAUSE_ENV = "FCTLAB_TEST_WRITE_PAUSE_S"
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM held back (delivered on leaving) on the main thread."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def write_run(
     out_dir: Union[str, os.PathLike],
     producer: str,
@@ -143,19 +166,45 @@ def write_run(
     queues: Optional[TableLike] = None,
     cwnd: Optional[TableLike] = None,
 ) -> Path:
-    """Writes a run directory (created if needed): the tables given and summary.json from
-    :func:`make_summary`. Returns the directory."""
+    """Writes a run directory: the tables given and summary.json from :func:`make_summary`.
+    Returns the directory.
+
+    The files are written into a temporary directory first and moved into place at the end,
+    with Ctrl-C and SIGTERM held back for the moves: an interrupted write leaves the directory
+    as it was (absent, or the previous run's files), never half-written. A new directory is
+    renamed into place whole; in an existing one the run's files are replaced, and run files
+    of an earlier run that this one does not write (a ``queues.parquet`` it did not sample)
+    are removed. Other files in the directory are left alone."""
     doc = make_summary(producer, summary)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out} exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    for name, table in (("flows", flows), ("links", links), ("queues", queues), ("cwnd", cwnd)):
-        if table is not None:
-            pq.write_table(_as_table(table), out / f"{name}.parquet")
-    with open(out / "summary.json", "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=2, sort_keys=True)
-        f.write("\n")
+    fresh = not out.exists()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.writing-", dir=out.parent if fresh else out))
+    pause = float(os.environ.get(_PAUSE_ENV) or 0)
+    try:
+        for name, table in (("flows", flows), ("links", links), ("queues", queues), ("cwnd", cwnd)):
+            if table is not None:
+                pq.write_table(_as_table(table), tmp / f"{name}.parquet")
+                time.sleep(pause)
+        with open(tmp / "summary.json", "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=2, sort_keys=True)
+            f.write("\n")
+        with _signals_held():
+            if fresh:
+                os.replace(tmp, out)
+            else:
+                written = {p.name for p in tmp.iterdir()}
+                for name in [f"{t}.parquet" for t in TABLES] + ["summary.json"]:
+                    if name in written:
+                        os.replace(tmp / name, out / name)  # summary.json last
+                    elif (out / name).exists():
+                        (out / name).unlink()
+                tmp.rmdir()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return out
 
 

@@ -128,3 +128,77 @@ def test_bad_summaries_are_refused_with_the_key_named_and_old_shapes_read(tmp_pa
     assert (a["producer"], a["drops"], a["seed"]) == ("simulator", 4, 2)
     assert (b["producer"], b["kernel"]) == ("testbed", "6.1")
     assert check_run_dir(tmp_path / "a")  # an old shape is readable, but not the contract
+
+
+LONG = """name = "long"
+stop_time = "60s"
+[network]
+topology = "dumbbell"
+senders = 2
+receivers = 2
+link_rate = "10Gbps"
+link_delay = "10us"
+buffer = "100pkt"
+[[flows]]
+src = "s0"
+dst = "r0"
+[[flows]]
+src = "s1"
+dst = "r1"
+"""
+
+
+def _interrupt_twice(scenario: Path, out: Path, gap_s: float) -> int:
+    """`fctlab run` stopped by Ctrl-C while it simulates, and again `gap_s` after its write
+    began (each file's write is followed by a 0.4 s pause, so the write lasts at least 1.2 s).
+    Returns the exit status."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, FCTLAB_TEST_WRITE_PAUSE_S="0.4")
+    argv = [sys.executable, "-m", "fctlab.cli", "run", str(scenario), "--out", str(out), "--quiet"]
+    # SIGINT at its default in the child, as on a terminal
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    try:
+        time.sleep(2.0)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        # the write begins with its temporary directory (beside a new directory, inside an old one)
+        where = out if out.exists() else out.parent
+        deadline = time.monotonic() + 20
+        while not any(".writing-" in p.name for p in where.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert any(".writing-" in p.name for p in where.iterdir()), "the write did not start"
+        time.sleep(gap_s)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert "Traceback" not in err, err
+        return proc.returncode
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+
+
+@pytest.mark.parametrize("gap_s", [0.1, 0.3, 0.5])
+def test_a_second_ctrl_c_while_writing_leaves_the_directory_complete_or_as_it_was(tmp_path, gap_s):
+    scen = tmp_path / "long.toml"
+    scen.write_text(LONG)
+    # a new directory: absent after the interrupted write (its three files take at least 1.2 s)
+    out = tmp_path / "new"
+    assert _interrupt_twice(scen, out, gap_s) == 130
+    assert not out.exists(), list(out.iterdir())
+    # an existing directory with an earlier run: that run's files stay whole
+    old = tmp_path / "old"
+    fctlab.run(DEMO).write(old)
+    before = {p.name: p.read_bytes() for p in old.iterdir()}
+    assert _interrupt_twice(scen, old, gap_s) == 130
+    after = {p.name: p.read_bytes() for p in old.iterdir()}
+    assert check_run_dir(old) == [] and after == before
+    leftovers = [p.name for p in tmp_path.iterdir() if ".writing-" in p.name]
+    leftovers += [p.name for p in old.iterdir() if ".writing-" in p.name]
+    assert leftovers == []
