@@ -138,6 +138,75 @@ pub(crate) struct Network {
     pub buffer_model: BufferModel,
 }
 
+/// Nodes and links a topology is limited to: what one run can hold, checked from the sizes
+/// before anything is built, so that a mistyped size is refused at once.
+pub const MAX_NODES: u64 = 1_000_000;
+pub const MAX_LINKS: u64 = 4_000_000;
+
+/// `n` with its digits in groups of three (`1,000,000`).
+fn digits(n: u128) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Refuses a topology whose sizes give more than [`MAX_NODES`] nodes or [`MAX_LINKS`] links,
+/// naming the largest of its size keys, before any of it is allocated.
+fn check_size(kind: &TopologyKind, err: &dyn Fn(&str, String) -> ScenarioError) -> Result<(), ScenarioError> {
+    let n = |x: u32| x as u128; // no product of two u32 sizes overflows
+                                // (nodes, links, the formula, the size keys with their values)
+    let (nodes, links, formula, keys): (u128, u128, &str, Vec<(&str, u32)>) = match kind {
+        TopologyKind::Star { hosts } => (n(*hosts) + 1, n(*hosts), "hosts + 1", vec![("hosts", *hosts)]),
+        TopologyKind::Dumbbell { senders, receivers, .. } => {
+            let h = n(*senders) + n(*receivers);
+            (h + 2, h + 1, "senders + receivers + 2", vec![("senders", *senders), ("receivers", *receivers)])
+        }
+        TopologyKind::Chain { switches, hosts_per_switch, .. } => (
+            n(*switches) * (n(*hosts_per_switch) + 1),
+            n(*switches) * (n(*hosts_per_switch) + 1),
+            "switches × (hosts_per_switch + 1)",
+            vec![("switches", *switches), ("hosts_per_switch", *hosts_per_switch)],
+        ),
+        TopologyKind::Tree { racks, hosts_per_rack, .. } => (
+            n(*racks) * (n(*hosts_per_rack) + 1) + 1,
+            n(*racks) * (n(*hosts_per_rack) + 1),
+            "racks × (hosts_per_rack + 1) + 1",
+            vec![("racks", *racks), ("hosts_per_rack", *hosts_per_rack)],
+        ),
+        TopologyKind::FatTree { .. } | TopologyKind::Custom { .. } => return Ok(()), // k ≤ 64; lists already read
+        TopologyKind::LeafSpine { leaves, spines, hosts_per_leaf, .. } => (
+            n(*leaves) * (n(*hosts_per_leaf) + 1) + n(*spines),
+            n(*leaves) * (n(*hosts_per_leaf) + n(*spines)),
+            "leaves × (hosts_per_leaf + 1) + spines",
+            vec![("leaves", *leaves), ("spines", *spines), ("hosts_per_leaf", *hosts_per_leaf)],
+        ),
+    };
+    let (key, _) = keys.iter().copied().max_by_key(|&(_, v)| v).unwrap_or(("", 0));
+    if nodes > MAX_NODES as u128 {
+        return Err(err(
+            key,
+            format!(
+                "{formula} = {} nodes is more than this simulator supports ({})",
+                digits(nodes),
+                digits(MAX_NODES as u128)
+            ),
+        ));
+    }
+    if links > MAX_LINKS as u128 {
+        return Err(err(
+            key,
+            format!("{} links is more than this simulator supports ({})", digits(links), digits(MAX_LINKS as u128)),
+        ));
+    }
+    Ok(())
+}
+
 /// Reads and builds `[network]`.
 pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, ScenarioError> {
     let at = At { file, prefix: "network" };
@@ -251,6 +320,7 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
             TopologyKind::Custom { nodes, links }
         }
     };
+    check_size(&kind, &err)?;
     let topology = Topology::build(&kind, host).map_err(|m| {
         if m.starts_with("links[") {
             let (k, rest) = m.split_once(": ").unwrap_or((&m, ""));
@@ -259,10 +329,11 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
             err("", m)
         }
     })?;
-    if topology.nodes.len() > 1_000_000 {
+    if topology.nodes.len() as u64 > MAX_NODES {
+        let n = topology.nodes.len() as u128;
         return Err(err(
             "",
-            format!("{} nodes is more than this simulator supports (1,000,000)", topology.nodes.len()),
+            format!("{} nodes is more than this simulator supports ({})", digits(n), digits(MAX_NODES as u128)),
         ));
     }
     if topo_name == "custom" {

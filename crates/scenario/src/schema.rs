@@ -211,6 +211,16 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
     let (mut flows, afters) = crate::flows::explicit_flows(raw.flows, &mut ctx)?;
     for (i, w) in raw.workloads.into_iter().enumerate() {
         flows.extend(crate::workloads::generate(w, i, &mut ctx, seed)?);
+        if flows.len() as u64 > crate::workloads::MAX_FLOWS {
+            return Err(ScenarioError {
+                file: file.to_string(),
+                key: format!("workloads[{i}]"),
+                message: format!(
+                    "with it the scenario has {} flows, more than this simulator accepts in one run (20,000,000)",
+                    flows.len()
+                ),
+            });
+        }
     }
     crate::flows::resolve_afters(&mut flows, afters, &ctx)?;
     let groups = std::mem::take(&mut ctx.groups);

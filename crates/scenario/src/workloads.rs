@@ -17,6 +17,9 @@ use serde::Deserialize;
 
 /// Keys every workload kind takes (every key that neither these nor the kind's own struct
 /// name is a parameter of the entry's protocol).
+/// The most flows one run accepts (all workloads of a scenario each checked against it).
+pub const MAX_FLOWS: u64 = 20_000_000;
+
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 struct Common {
@@ -409,7 +412,7 @@ impl Gen<'_, '_> {
                 self.err("count", "a \"poisson\" workload needs `count` (flows) or `until` (a duration) to end")
             );
         }
-        if count.is_some_and(|c| c > 20_000_000) {
+        if count.is_some_and(|c| c > MAX_FLOWS) {
             return Err(self.err(
                 "count",
                 format!("{} flows is more than this simulator accepts in one run (20,000,000)", count.unwrap_or(0)),
@@ -448,7 +451,7 @@ impl Gen<'_, '_> {
             let start = self.start + at;
             self.push(src, dst, Some(size), start, "", None);
             n += 1;
-            if self.out.len() > 20_000_000 {
+            if self.out.len() as u64 > MAX_FLOWS {
                 return Err(self.err("until", "more than 20,000,000 flows; shorten `until` or set `count`"));
             }
         }
@@ -481,6 +484,7 @@ impl Gen<'_, '_> {
         if rounds == 0 || rounds > 1_000_000 {
             return Err(self.err("rounds", format!("must be between 1 and 1,000,000, got {rounds}")));
         }
+        self.at_most_flows("rounds", rounds as u128 * servers.len() as u128, "rounds × servers")?;
         let gap = w.round_gap.map(|d| d.0).unwrap_or(Nanos::ZERO);
         let mut prev: Option<u32> = None;
         for r in 0..rounds {
@@ -491,6 +495,16 @@ impl Gen<'_, '_> {
                 self.push(s, client, Some(size), start, &group, prev);
             }
             prev = self.ctx.group(&group);
+        }
+        Ok(())
+    }
+
+    /// Refuses a workload that would generate more flows than one run accepts, before any of
+    /// them is generated; `key` is the size that multiplies them (`n` = `what` flows).
+    fn at_most_flows(&self, key: &str, n: u128, what: &str) -> Result<(), ScenarioError> {
+        if n > MAX_FLOWS as u128 {
+            return Err(self
+                .err(key, format!("{what} = {n} flows is more than this simulator accepts in one run (20,000,000)")));
         }
         Ok(())
     }
@@ -539,6 +553,8 @@ impl Gen<'_, '_> {
         // A request size of 0: requests are not modelled, the responses start at the job's time.
         let request = w.request_size.map(|s| s.0).unwrap_or(1_000);
         let dist = self.response_dist(w.response_size, w.sizes.as_ref())?;
+        let per_job = workers.len() as u128 * if request == 0 { 1 } else { 2 };
+        self.at_most_flows("jobs", w.jobs.unwrap_or(1) as u128 * per_job, "jobs × workers (× 2 with requests)")?;
         for (j, at) in self.job_starts(w.jobs, w.arrival_rate.as_ref(), w.job_interval)?.into_iter().enumerate() {
             let r = format!("pa{}:{j}", self.index);
             let (start, after) = if request == 0 {
@@ -617,6 +633,8 @@ impl Gen<'_, '_> {
         if !mappers.iter().any(|m| reducers.iter().any(|r| r != m)) {
             return Err(self.err("reducers", "no mapper-reducer pair between different hosts"));
         }
+        let per_job = mappers.len() as u128 * reducers.len() as u128;
+        self.at_most_flows("jobs", w.jobs.unwrap_or(1) as u128 * per_job, "jobs × mappers × reducers")?;
         for (j, at) in self.job_starts(w.jobs, w.arrival_rate.as_ref(), w.job_interval)?.into_iter().enumerate() {
             let group = format!("shuffle{}:{j}", self.index);
             for &m in &mappers {
@@ -659,6 +677,7 @@ impl Gen<'_, '_> {
                 }
             }
             "all_to_all" => {
+                self.at_most_flows("senders", senders.len() as u128 * receivers.len() as u128, "senders × receivers")?;
                 for &s in &senders {
                     for &d in &receivers {
                         if s != d {
