@@ -9,6 +9,9 @@
     fctlab kernel load|unload|status
     fctlab testbed check|run SCENARIO.toml --out DIR
     fctlab crosscheck SCENARIO.toml --against ns2 --out DIR [--seeds N]
+    fctlab sweep SWEEP.toml --out DIR [--workers N]
+    fctlab query DIR "SQL"
+    fctlab sched send|recv ...
 
 One argparse parser with a subcommand per command (:data:`COMMANDS`); ``fctlab COMMAND -h``
 describes each.

@@ -2,7 +2,9 @@
 //! collects per-flow and per-link results.
 //!
 //! Event kinds are few and small: the arrival of a port's head packet at the far end, the
-//! next flow start, and per-flow timers (retransmission, delayed ACK). Timers are cancelled
+//! next flow start, the start of a flow that waited for a group, per-flow timers
+//! (retransmission, delayed ACK), the control-interval tick of a router-assisted port, and
+//! queue and window samples. Timers are cancelled
 //! lazily: a flow keeps the time of its one scheduled timer event, and an event that no longer
 //! matches is ignored when it pops; a deadline that moved later is re-armed then. So a flow
 //! has at most one pending event per timer however many ACKs move its deadline.
