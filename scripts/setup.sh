@@ -63,6 +63,13 @@ say "installing Python dependencies"
 .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 
 say "building the Rust core (release) into .venv"
-VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --release --quiet 2>&1 | grep -v -E '^(📦|✏️|🛠|🔗|🍹|⚠️  Warning: You|Installed|Requirement already satisfied|Looking in links|Ignoring )' >&2 || true
+# maturin's own progress lines are left out; a failed build stops here (an older build in
+# .venv must not pass for this one)
+set +e
+built=$(VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --release --quiet 2>&1)
+rc=$?
+set -e
+printf '%s\n' "$built" | grep -v -E '^(📦|✏️|🛠|🔗|🍹|⚠️  Warning: You|Installed|Requirement already satisfied|Looking in links|Ignoring )' >&2 || true
+[ "$rc" -eq 0 ] || die "building the Rust core failed (maturin exit status $rc; the messages are above)"
 .venv/bin/python -c 'import fctlab' || die "the fctlab package did not build; see the messages above"
 say "ready: .venv/bin/fctlab"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,10 +156,46 @@ def overrides_from_kwargs(kwargs: Mapping[str, Any]) -> list[str]:
     return [f"{k.replace('__', '.')}={_format_value(v)}" for k, v in kwargs.items()]
 
 
+#: The largest whole number a scenario holds (TOML's integers are signed 64-bit).
+_MAX_INT = 2**63 - 1
+
+
+def _check_plain(value: Any, key: str) -> None:
+    """A scenario given as a dict holds only what a scenario file can: names, numbers that are
+    finite and whole numbers within TOML's range, booleans, lists and tables; anything else is
+    an error naming its key (`flows[0].size`)."""
+    where = key or "the scenario"
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ScenarioError(f"<dict>: {where}: keys must be strings, got {k!r}")
+            _check_plain(v, f"{key}.{k}" if key else k)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_plain(v, f"{key}[{i}]")
+    elif value is None:
+        raise ScenarioError(f"<dict>: {where}: None is not a value (leave the key out for its default)")
+    elif isinstance(value, bool) or isinstance(value, str):
+        return
+    elif isinstance(value, int):
+        if not -_MAX_INT - 1 <= value <= _MAX_INT:
+            raise ScenarioError(
+                f"<dict>: {where}: {value} is beyond the largest whole number a scenario holds ({_MAX_INT})"
+            )
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ScenarioError(f"<dict>: {where}: {value} is not a finite number")
+    else:
+        raise ScenarioError(f"<dict>: {where}: a {type(value).__name__} is not a scenario value")
+
+
 def _source(scenario: ScenarioLike) -> tuple[str, str, str]:
     """Returns (text, display name, format)."""
     if isinstance(scenario, Mapping):
+        _check_plain(scenario, "")
         return json.dumps(scenario), "<dict>", "json"
+    if not isinstance(scenario, (str, os.PathLike)):
+        raise ScenarioError(f"expected a scenario file path or a dict, got {type(scenario).__name__}")
     path = Path(scenario)
     try:
         text = path.read_text(encoding="utf-8")

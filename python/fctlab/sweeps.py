@@ -398,15 +398,25 @@ def query(directory: "str | os.PathLike", sql: str):
         import duckdb
     except ImportError:
         raise SweepError("fctlab query needs DuckDB (pip install duckdb)") from None
+    if not isinstance(sql, str) or not sql.strip():
+        raise SweepError('query: no SQL given (e.g. "SELECT count(*) FROM flows")')
     d = Path(directory)
     if not (d / "runs.parquet").is_file():
         raise SweepError(f"{d}: not a sweep directory (no runs.parquet)")
+
+    def literal(path: Path) -> str:
+        # a path is data, not SQL: quoted as a string literal, quotes doubled
+        return "'" + path.as_posix().replace("'", "''") + "'"
+
     con = duckdb.connect()
-    con.execute(f"CREATE VIEW runs AS SELECT * FROM read_parquet('{(d / 'runs.parquet').as_posix()}')")
-    flows = (d / "flows").as_posix() + "/run_id=*/flows.parquet"
-    con.execute(f"CREATE VIEW flows AS SELECT * FROM read_parquet('{flows}', union_by_name = true)")
+    con.execute(f"CREATE VIEW runs AS SELECT * FROM read_parquet({literal(d / 'runs.parquet')})")
+    flows = literal(d / "flows" / "run_id=*" / "flows.parquet")
+    con.execute(f"CREATE VIEW flows AS SELECT * FROM read_parquet({flows}, union_by_name = true)")
     try:
-        return con.execute(sql).df()
+        result = con.execute(sql)
+        if result.description is None:  # a statement that returns no table
+            raise SweepError("query: the SQL returns no table (use a SELECT)")
+        return result.df()
     except duckdb.Error as e:
         raise SweepError(f"query: {str(e).splitlines()[0]}") from None
 
@@ -456,10 +466,15 @@ def run_query(args) -> int:
         print(f"fctlab query: error: {e}", file=sys.stderr)
         return 2
     if args.out:
-        if args.out.endswith(".parquet"):
-            df.to_parquet(args.out, index=False)
-        else:
-            df.to_csv(args.out, index=False)
+        try:
+            if args.out.endswith(".parquet"):
+                df.to_parquet(args.out, index=False)
+            else:
+                df.to_csv(args.out, index=False)
+        except OSError as e:
+            print(f"fctlab query: error: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
+            return 2
+        print(f"wrote {len(df)} rows to {args.out}")
     else:
         import pandas as pd
 

@@ -234,3 +234,31 @@ def test_partition_aggregate_jct_spans_requests_and_responses():
         assert len(mine) == 8 and job["flows"] == 8
         assert job["start_s"] == mine["start_s"].min()
         assert job["jct_s"] == pytest.approx(mine["finish_s"].max() - mine["start_s"].min())
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"size": float("nan")}, r"flows\[0\]\.size: nan is not a finite number"),
+        ({"size": float("inf")}, r"flows\[0\]\.size: inf is not a finite number"),
+        ({"size": None}, r"flows\[0\]\.size: None is not a value"),
+        ({"start": object()}, r"flows\[0\]\.start: a object is not a scenario value"),
+    ],
+)
+def test_a_dict_value_a_file_cannot_hold_is_named_by_its_key(change, message):
+    scenario = {"network": {"topology": "star", "hosts": 2}, "flows": [{"src": "h0", "dst": "h1", "size": "1MB"}]}
+    scenario["flows"][0].update(change)
+    with pytest.raises(fctlab.ScenarioError, match=message):
+        fctlab.run(scenario)
+
+
+def test_sizes_beyond_the_integers_a_scenario_holds_and_a_zero_stop_time_are_errors():
+    flows = [{"src": "h0", "dst": "h1", "size": "1MB"}]
+    with pytest.raises(fctlab.ScenarioError, match=r"network\.hosts: 1180591620717411303424 is beyond the largest"):
+        fctlab.validate({"network": {"topology": "star", "hosts": 2**70}, "flows": flows})
+    with pytest.raises(fctlab.ScenarioError, match=r"stop_time: must be positive"):
+        fctlab.validate({"stop_time": "0s", "network": {"topology": "star", "hosts": 2}, "flows": flows})
+    with pytest.raises(fctlab.ScenarioError, match=r"expected a scenario file path or a dict, got NoneType"):
+        fctlab.run(None)
+    big = {"seed": 2**63 - 1, "network": {"topology": "star", "hosts": 2}, "flows": flows}
+    assert fctlab.validate(big)["seed"] == 2**63 - 1  # the largest seed a file can hold

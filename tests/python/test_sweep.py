@@ -280,3 +280,28 @@ def test_the_package_level_functions(tmp_path):
     runs = fctlab.sweep(f, tmp_path / "out", workers=1, log=lambda m: None)
     assert list(runs["status"]) == ["done"]
     assert int(fctlab.query(tmp_path / "out", "SELECT count(*) AS n FROM runs")["n"][0]) == 1
+
+
+def test_query_errors_are_one_line_and_paths_are_data(tmp_path, capsys):
+    """Empty SQL, an --out in a missing folder and a store whose path holds a quote: one line
+    each, exit 2; the quote is part of the path, not of the SQL."""
+    from fctlab.sweeps_query import configure, run as run_query
+    import argparse
+
+    f = _write(tmp_path, 'seeds = 1\n[axes]\n"transport.protocol" = ["tcp"]\n')
+    store = tmp_path / "it's here"
+    sweep(f, store, workers=1, log=lambda m: None)
+    assert len(query(store, "SELECT * FROM runs")) == 1
+
+    def cli(*argv) -> int:
+        p = argparse.ArgumentParser()
+        configure(p)
+        return run_query(p.parse_args([str(a) for a in argv]))
+
+    capsys.readouterr()
+    assert cli(store, "") == 2
+    assert cli(store, "SELECT 1 AS a", "--out", tmp_path / "missing" / "x.csv") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "no SQL given" in err[0] and "cannot write" in err[1], err
+    assert cli(store, "SELECT count(*) AS n FROM flows", "--out", tmp_path / "n.csv") == 0
+    assert "wrote 1 rows" in capsys.readouterr().out

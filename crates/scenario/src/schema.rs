@@ -198,6 +198,15 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
     let net = crate::network::build(raw.network, file)?;
     let transport = crate::transport::build(raw.transport, file)?;
     let stop_time = raw.stop_time.map(|d| d.0);
+    if stop_time == Some(fctlab_engine::Nanos::ZERO) {
+        return Err(ScenarioError {
+            file: file.to_string(),
+            key: "stop_time".into(),
+            message:
+                "must be positive (a run of no time measures nothing); leave it out to run until every flow completes"
+                    .into(),
+        });
+    }
     let seed = raw.seed.unwrap_or(1);
     let mut ctx = FlowCtx {
         file: file.to_string(),

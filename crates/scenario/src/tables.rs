@@ -68,8 +68,9 @@ pub(crate) fn clean_serde_message(m: &str) -> String {
     let m = m
         .replace("invalid type: ", "wrong type: ")
         .replace('\n', " ")
-        .replace("expected u32", "expected a whole number of at least 0")
-        .replace("expected u64", "expected a whole number of at least 0")
+        .replace("expected u32", "expected a whole number from 0 to 4294967295")
+        // TOML's integers end at 2^63 - 1, so a u64 key takes no more than that
+        .replace("expected u64", "expected a whole number from 0 to 9223372036854775807")
         .replace("expected f64", "expected a number")
         .replace("expected a boolean", "expected true or false");
     // serde names internal structs ("expected struct RawNetwork"); say what the user writes.
