@@ -34,7 +34,6 @@ values, ``seed``, the run's summary fields and ``wall_s``) and ``DIR/flows/run_i
 from __future__ import annotations
 
 import concurrent.futures as cf
-from concurrent.futures.process import BrokenProcessPool
 import hashlib
 import json
 import os
@@ -296,12 +295,82 @@ def _executor(workers: Optional[int], cluster: Optional[str]):
         except (OSError, TimeoutError) as e:
             raise SweepError(f"--cluster {cluster}: cannot reach the Dask scheduler: {e}") from None
         return client.get_executor(pure=False), client
+    return None, None  # local: one process per run (_execute_local)
+
+
+def _child(conn, task: Callable, args: tuple) -> None:
+    """A local worker: runs one run and reports ("ok", None) or ("error", message)."""
+    try:
+        task(*args)
+        conn.send(("ok", None))
+    except BaseException as e:  # reported to the parent, which decides on a retry
+        conn.send(("error", f"{type(e).__name__}: {e}".splitlines()[0]))
+    finally:
+        conn.close()
+
+
+def _execute_local(sw: Sweep, todo: list, out: Path, workers: Optional[int], retries: int, prog, task) -> dict:
+    """Runs `todo` in at most `workers` processes, one process per run (spawned, so no state
+    is shared). A process that dies (killed, out of memory) costs its own run one attempt and
+    no other run anything: queued runs stay queued and the others keep running."""
     import multiprocessing as mp
+    from multiprocessing.connection import wait
 
     ctx = mp.get_context("spawn")
-    return cf.ProcessPoolExecutor(
-        max_workers=workers or os.cpu_count() or 1, mp_context=ctx, max_tasks_per_child=1
-    ), None
+    limit = workers or os.cpu_count() or 1
+    attempts = {r.run_id: 0 for r in todo}
+    failures: dict = {}
+    pending = list(todo)
+    running: dict = {}  # process -> (run, connection)
+    try:
+        while pending or running:
+            while pending and len(running) < limit:
+                r = pending.pop(0)
+                recv, send = ctx.Pipe(duplex=False)
+                args = (str(sw.base), r.overrides(), r.run_id, list(r.values), r.seed, str(out))
+                p = ctx.Process(target=_child, args=(send, task, args), daemon=True)
+                p.start()
+                send.close()
+                running[p] = (r, recv)
+            wait([p.sentinel for p in running], timeout=1.0)
+            for p in [p for p in running if not p.is_alive()]:
+                p.join()
+                r, recv = running.pop(p)
+                try:  # a process killed before it reported leaves the pipe closed and empty
+                    status, msg = recv.recv()
+                except (EOFError, OSError):
+                    status, msg = "error", f"its worker process died ({_exit_text(p.exitcode)})"
+                recv.close()
+                if status == "ok":  # its results are in place (a process killed after that lost nothing)
+                    prog.done += 1
+                    failures.pop(r.run_id, None)
+                    prog.update(f"run {r.run_id} done")
+                    continue
+                attempts[r.run_id] += 1
+                if attempts[r.run_id] <= retries:
+                    pending.append(r)
+                    prog.update(f"run {r.run_id} failed ({msg}), retrying")
+                else:
+                    failures[r.run_id] = msg
+                    prog.failed += 1
+                    prog.update(f"run {r.run_id} failed: {msg}")
+    finally:
+        for p in running:  # interrupted: stop what still runs
+            p.terminate()
+        for p in running:
+            p.join(5)
+    return failures
+
+
+def _exit_text(code: Optional[int]) -> str:
+    if code is not None and code < 0:
+        import signal
+
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
 
 
 def _execute(
@@ -317,6 +386,8 @@ def _execute(
 ) -> dict:
     """Runs `todo` (each through `task`, retried up to `retries` times); returns the failed runs
     and their errors. `executor` replaces the local pool or cluster (for tests)."""
+    if executor is None and cluster is None:
+        return _execute_local(sw, todo, out, workers, retries, prog, task)
     attempts = {r.run_id: 0 for r in todo}
     failures: dict = {}
     pending = list(todo)
@@ -328,7 +399,6 @@ def _execute(
                 for r in pending
             }
             pending = []
-            broken = False
             for f in cf.as_completed(futs):
                 r = futs[f]
                 try:
@@ -337,9 +407,7 @@ def _execute(
                     failures.pop(r.run_id, None)
                     prog.update(f"run {r.run_id} done")
                 except Exception as e:  # the run failed: retry a bounded number of times
-                    # A worker that died (killed, out of memory) breaks the local pool: every run
-                    # in flight fails with it and goes round again in a new pool.
-                    broken |= isinstance(e, BrokenProcessPool)
+                    # (a Dask worker lost mid-run has its tasks recomputed by Dask itself)
                     attempts[r.run_id] += 1
                     msg = f"{type(e).__name__}: {e}".splitlines()[0]
                     if attempts[r.run_id] <= retries:
@@ -349,9 +417,6 @@ def _execute(
                         failures[r.run_id] = msg
                         prog.failed += 1
                         prog.update(f"run {r.run_id} failed: {msg}")
-            if broken and executor is None and client is None:
-                ex.shutdown(wait=False, cancel_futures=True)
-                ex, client = _executor(workers, cluster)
     finally:
         if client is not None:
             client.close()

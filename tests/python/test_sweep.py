@@ -216,6 +216,69 @@ def test_a_killed_local_sweep_resumes_with_only_the_missing_runs(tmp_path):
     assert sorted(d.name for d in (out / "flows").iterdir()) == sorted(f"run_id={r}" for r in runs["run_id"])
 
 
+def _workers_of(pid: int) -> list[int]:
+    """The sweep's run processes: its children started by multiprocessing's spawn (not its
+    resource tracker)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid and "multiprocessing" in cmd and "resource_tracker" not in cmd:
+            out.append(int(d.name))
+    return out
+
+
+@pytest.mark.parametrize("kills", [1, 2])
+def test_a_killed_worker_costs_only_its_own_run(tmp_path, kills):
+    """`kill -9` on a run's process mid-sweep: that run goes round again (one retry each), no
+    queued or other running run spends one, the sweep exits 0, and its results are those of a
+    clean sweep, byte for byte."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    f = _write(tmp_path, SLOW)
+    clean = tmp_path / "clean"
+    sweep(f, clean, workers=2, log=lambda m: None)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "fctlab.cli", "sweep", str(f), "--out", str(out), "--workers", "2", "--retries", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    killed, seen = [], set()
+    try:
+        deadline = time.monotonic() + 120
+        while len(killed) < kills and time.monotonic() < deadline and proc.poll() is None:
+            new = [w for w in _workers_of(proc.pid) if w not in seen]
+            seen.update(new)
+            # a run's process that has just started (still starting Python), once some runs are done
+            if new and _count_done(out) >= 2 + 3 * len(killed):
+                try:
+                    os.kill(new[0], signal.SIGKILL)
+                    killed.append(new[0])
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
+        stdout, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=10)
+    assert len(killed) == kills, "the sweep ended before the kills"
+    assert proc.returncode == 0, stderr
+    log = stdout + stderr
+    assert log.count("retrying") == kills and "killed by SIGKILL" in log, log
+    assert _flows(out).keys() == _flows(clean).keys()
+    for k, t in _flows(out).items():
+        assert t.equals(_flows(clean)[k]), k
+
+
 def test_report_of_a_sweep_plots_a_metric_with_intervals_over_seeds(tmp_path, capsys):
     f = _write(
         tmp_path,
