@@ -80,3 +80,22 @@ def test_a_workload_of_too_many_flows_is_refused_before_it_is_generated(kind, ke
     with pytest.raises(ScenarioError, match=rf"workloads\[0\]\.{key}: .* flows is more than this simulator accepts"):
         fctlab.validate(scenario)
     assert _peak_rss_mb() - rss < 100, f"peak memory grew by {_peak_rss_mb() - rss:.0f} MB"
+
+
+def test_routing_entries_time_horizon_and_poisson_windows_are_checked_before_building():
+    flows = [{"src": "h0", "dst": "h1", "size": "1MB"}]
+    star = {"network": {"topology": "star", "hosts": 20_000}, "flows": flows}
+    with pytest.raises(ScenarioError, match=r"network\.hosts: 20,001 nodes × 20,000 hosts = 400,020,000 routing"):
+        fctlab.validate(star)
+    base = {"stop_time": "1s", "network": {"topology": "star", "hosts": 4}}
+    window = {**base, "workloads": [{"kind": "poisson", "senders": "h1", "receivers": "h0", "sizes": "1KB",
+                                     "arrival_rate": "1000/us", "until": "1s"}]}  # fmt: skip
+    rss = _peak_rss_mb()
+    with pytest.raises(ScenarioError, match=r"workloads\[0\]\.until: about 1000000000 flows"):
+        fctlab.validate(window)
+    assert _peak_rss_mb() - rss < 100
+    # sizes so large for the load that the arrivals fall past the horizon of a run
+    late = {**base, "workloads": [{"kind": "poisson", "senders": "h1", "receivers": "h0",
+                                   "sizes": 9_000_000_000_000_000_000, "load": 0.5, "count": 3}]}  # fmt: skip
+    with pytest.raises(ScenarioError, match=r"workloads\[0\]: draws a flow starting at .* past the"):
+        fctlab.validate(late)

@@ -83,7 +83,8 @@ pub(crate) fn resolve_afters(
     ctx: &FlowCtx<'_>,
 ) -> Result<(), ScenarioError> {
     for (i, a) in afters {
-        let g = ctx.groups.iter().position(|g| g == &a).filter(|&g| flows.iter().any(|f| f.group_id == Some(g as u32)));
+        let g =
+            ctx.group_ids.get(&a).map(|&g| g as usize).filter(|&g| flows.iter().any(|f| f.group_id == Some(g as u32)));
         let Some(g) = g else {
             return Err(ctx.err(&format!("flows[{i}].after"), format!("no flow belongs to group \"{a}\"")));
         };
@@ -142,6 +143,8 @@ pub(crate) struct FlowCtx<'a> {
     pub transport_extra: &'a toml::Table,
     pub default_protocol: String,
     pub groups: Vec<String>,
+    /// Each group's index in `groups` (a closed-loop workload names one group per round).
+    pub group_ids: std::collections::HashMap<String, u32>,
     pub stop_time: Option<Nanos>,
 }
 
@@ -264,11 +267,13 @@ impl FlowCtx<'_> {
         if name.is_empty() {
             return None;
         }
-        if let Some(i) = self.groups.iter().position(|g| g == name) {
-            return Some(i as u32);
+        if let Some(&i) = self.group_ids.get(name) {
+            return Some(i);
         }
+        let i = self.groups.len() as u32;
         self.groups.push(name.to_string());
-        Some(self.groups.len() as u32 - 1)
+        self.group_ids.insert(name.to_string(), i);
+        Some(i)
     }
 
     /// Resolves a protocol and its parameters: `[transport]` values first, then `extra` (the

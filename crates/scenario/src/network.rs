@@ -142,6 +142,9 @@ pub(crate) struct Network {
 /// before anything is built, so that a mistyped size is refused at once.
 pub const MAX_NODES: u64 = 1_000_000;
 pub const MAX_LINKS: u64 = 4_000_000;
+/// Routing keeps, while the run is built, the ports towards every destination host from every
+/// node: nodes × hosts entries of about 8 bytes each, at most this many (1.6 GB).
+pub const MAX_ROUTE_ENTRIES: u64 = 200_000_000;
 
 /// `n` with its digits in groups of three (`1,000,000`).
 fn digits(n: u128) -> String {
@@ -156,53 +159,63 @@ fn digits(n: u128) -> String {
     out
 }
 
-/// Refuses a topology whose sizes give more than [`MAX_NODES`] nodes or [`MAX_LINKS`] links,
-/// naming the largest of its size keys, before any of it is allocated.
+/// Refuses a topology whose sizes give more than [`MAX_NODES`] nodes, [`MAX_LINKS`] links or
+/// [`MAX_ROUTE_ENTRIES`] routing entries (one per node and destination host), naming the
+/// largest of its size keys, before any of it is allocated.
 fn check_size(kind: &TopologyKind, err: &dyn Fn(&str, String) -> ScenarioError) -> Result<(), ScenarioError> {
-    let n = |x: u32| x as u128; // no product of two u32 sizes overflows
-                                // (nodes, links, the formula, the size keys with their values)
-    let (nodes, links, formula, keys): (u128, u128, &str, Vec<(&str, u32)>) = match kind {
-        TopologyKind::Star { hosts } => (n(*hosts) + 1, n(*hosts), "hosts + 1", vec![("hosts", *hosts)]),
+    // u128: no product of two u32 sizes overflows
+    let n = |x: u32| x as u128;
+    // nodes, hosts, links, the node formula, and the size keys with their values
+    let (nodes, hosts, links, formula, keys): (u128, u128, u128, &str, Vec<(&str, u32)>) = match kind {
+        TopologyKind::Star { hosts } => (n(*hosts) + 1, n(*hosts), n(*hosts), "hosts + 1", vec![("hosts", *hosts)]),
         TopologyKind::Dumbbell { senders, receivers, .. } => {
             let h = n(*senders) + n(*receivers);
-            (h + 2, h + 1, "senders + receivers + 2", vec![("senders", *senders), ("receivers", *receivers)])
+            (h + 2, h, h + 1, "senders + receivers + 2", vec![("senders", *senders), ("receivers", *receivers)])
         }
         TopologyKind::Chain { switches, hosts_per_switch, .. } => (
             n(*switches) * (n(*hosts_per_switch) + 1),
+            n(*switches) * n(*hosts_per_switch),
             n(*switches) * (n(*hosts_per_switch) + 1),
             "switches × (hosts_per_switch + 1)",
             vec![("switches", *switches), ("hosts_per_switch", *hosts_per_switch)],
         ),
         TopologyKind::Tree { racks, hosts_per_rack, .. } => (
             n(*racks) * (n(*hosts_per_rack) + 1) + 1,
+            n(*racks) * n(*hosts_per_rack),
             n(*racks) * (n(*hosts_per_rack) + 1),
             "racks × (hosts_per_rack + 1) + 1",
             vec![("racks", *racks), ("hosts_per_rack", *hosts_per_rack)],
         ),
-        TopologyKind::FatTree { .. } | TopologyKind::Custom { .. } => return Ok(()), // k ≤ 64; lists already read
+        TopologyKind::FatTree { k, .. } => {
+            let k = n(*k);
+            (k * k * k / 4 + 5 * k * k / 4, k * k * k / 4, 3 * k * k * k / 4, "k³/4 + 5k²/4", vec![("k", k as u32)])
+        }
         TopologyKind::LeafSpine { leaves, spines, hosts_per_leaf, .. } => (
             n(*leaves) * (n(*hosts_per_leaf) + 1) + n(*spines),
+            n(*leaves) * n(*hosts_per_leaf),
             n(*leaves) * (n(*hosts_per_leaf) + n(*spines)),
             "leaves × (hosts_per_leaf + 1) + spines",
             vec![("leaves", *leaves), ("spines", *spines), ("hosts_per_leaf", *hosts_per_leaf)],
         ),
+        TopologyKind::Custom { nodes, links } => {
+            let hosts = nodes.iter().filter(|x| x.kind == NodeKind::Host).count() as u128;
+            (nodes.len() as u128, hosts, links.len() as u128, "its nodes", vec![("nodes", 0)])
+        }
     };
     let (key, _) = keys.iter().copied().max_by_key(|&(_, v)| v).unwrap_or(("", 0));
+    let too_many = |what: String, limit: u64| {
+        err(key, format!("{what} is more than this simulator supports ({})", digits(limit as u128)))
+    };
     if nodes > MAX_NODES as u128 {
-        return Err(err(
-            key,
-            format!(
-                "{formula} = {} nodes is more than this simulator supports ({})",
-                digits(nodes),
-                digits(MAX_NODES as u128)
-            ),
-        ));
+        return Err(too_many(format!("{formula} = {} nodes", digits(nodes)), MAX_NODES));
     }
     if links > MAX_LINKS as u128 {
-        return Err(err(
-            key,
-            format!("{} links is more than this simulator supports ({})", digits(links), digits(MAX_LINKS as u128)),
-        ));
+        return Err(too_many(format!("{} links", digits(links)), MAX_LINKS));
+    }
+    if nodes * hosts > MAX_ROUTE_ENTRIES as u128 {
+        let what =
+            format!("{} nodes × {} hosts = {} routing entries", digits(nodes), digits(hosts), digits(nodes * hosts));
+        return Err(too_many(what, MAX_ROUTE_ENTRIES));
     }
     Ok(())
 }

@@ -37,6 +37,10 @@ pub enum Format {
     Json,
 }
 
+/// The latest time a run can reach: flow starts and `stop_time` beyond it are errors (about
+/// 31.7 years; the engine's clock, in nanoseconds, keeps far more room above it).
+pub const MAX_TIME: fctlab_engine::Nanos = fctlab_engine::Nanos(1_000_000_000_000_000_000);
+
 /// Parses, overrides and validates a scenario.
 ///
 /// `file` names the source in error messages. `overrides` are `key=value` strings applied
@@ -215,11 +219,31 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
         transport_extra: &transport.protocol_params,
         default_protocol: transport.default_protocol.clone(),
         groups: Vec::new(),
+        group_ids: Default::default(),
         stop_time,
     };
     let (mut flows, afters) = crate::flows::explicit_flows(raw.flows, &mut ctx)?;
+    let err = |key: String, message: String| ScenarioError { file: file.to_string(), key, message };
+    if let Some(i) = flows.iter().position(|f| f.start > MAX_TIME) {
+        return Err(err(format!("flows[{i}].start"), format!("must be at most {} s", MAX_TIME.as_secs_f64())));
+    }
+    if stop_time.is_some_and(|t| t > MAX_TIME) {
+        return Err(err("stop_time".into(), format!("must be at most {} s", MAX_TIME.as_secs_f64())));
+    }
     for (i, w) in raw.workloads.into_iter().enumerate() {
+        let before = flows.len();
         flows.extend(crate::workloads::generate(w, i, &mut ctx, seed)?);
+        if let Some(f) = flows[before..].iter().find(|f| f.start > MAX_TIME) {
+            return Err(err(
+                format!("workloads[{i}]"),
+                format!(
+                    "draws a flow starting at {:.3e} s, past the {} s a run can span (are its sizes too large for \
+                     its load, or its rate too low?)",
+                    f.start.as_secs_f64(),
+                    MAX_TIME.as_secs_f64()
+                ),
+            ));
+        }
         if flows.len() as u64 > crate::workloads::MAX_FLOWS {
             return Err(ScenarioError {
                 file: file.to_string(),

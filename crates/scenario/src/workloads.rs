@@ -418,6 +418,20 @@ impl Gen<'_, '_> {
                 format!("{} flows is more than this simulator accepts in one run (20,000,000)", count.unwrap_or(0)),
             ));
         }
+        // Refused before drawing when the window's expected count is clearly beyond the limit
+        // (the draw itself stops at the limit too).
+        if let (None, Some(u)) = (count, until) {
+            let expected = rate * u.as_secs_f64();
+            if expected > 1.1 * MAX_FLOWS as f64 {
+                return Err(self.err(
+                    "until",
+                    format!(
+                        "about {expected:.0} flows at {rate:.0} per second, more than this simulator accepts in one run \
+                         (20,000,000); shorten `until` or set `count`"
+                    ),
+                ));
+            }
+        }
         let mean_gap_ns = 1e9 / rate;
         let mut t = 0.0f64;
         let mut n = 0u64;
