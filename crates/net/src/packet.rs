@@ -79,6 +79,14 @@ pub struct RouterHeader {
     pub wire_bytes: u8,
 }
 
+impl RouterHeader {
+    /// `rate_bps` as a sender writes it: no port has offered a rate yet (each port keeps the
+    /// smaller of its rate and this, so the first port's rate replaces it).
+    pub const NO_RATE_YET: u64 = u64::MAX;
+    /// `interval_ns` as a sender writes it: no port has given its control interval yet.
+    pub const NO_INTERVAL_YET: u32 = u32::MAX;
+}
+
 /// ECN and TCP flag bits.
 pub mod flags {
     /// ECN-capable transport (ECT codepoint set by the sender).

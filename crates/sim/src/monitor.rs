@@ -78,7 +78,7 @@ impl Monitor {
                 time_s: now.as_secs_f64(),
                 flow_id: f as u64,
                 cwnd_bytes: snd.st.cwnd_bytes,
-                ssthresh_bytes: (snd.st.ssthresh_bytes < u64::MAX / 4).then_some(snd.st.ssthresh_bytes),
+                ssthresh_bytes: snd.st.ssthresh(),
                 rate_bps: rate,
                 weight: snd.cc.weight(),
                 pacing_bps: snd.pacing_rate().map(|r| r.0 as f64),

@@ -230,7 +230,7 @@ impl TcpSender {
             cc,
             st: CcState {
                 cwnd_bytes: cfg.initial_cwnd_segments.max(1) as u64 * mss,
-                ssthresh_bytes: cfg.initial_ssthresh_bytes.unwrap_or(u64::MAX / 2),
+                ssthresh_bytes: cfg.initial_ssthresh_bytes.unwrap_or(CcState::SSTHRESH_UNLIMITED),
                 mss_bytes: mss,
             },
             dupacks: 0,

@@ -352,9 +352,17 @@ def run_paper(
     if (workers or 1) > 1 or cluster:
         import concurrent.futures as cf
 
-        from ..sweeps import _executor
+        if cluster:
+            from ..sweeps import _executor
 
-        pool, client = _executor(workers, cluster)
+            pool, client = _executor(workers, cluster)
+        else:  # a pool of fresh processes, one item each
+            import multiprocessing as mp
+
+            pool, client = (
+                cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), max_tasks_per_child=1),
+                None,
+            )
         try:
             futs = {
                 pool.submit(

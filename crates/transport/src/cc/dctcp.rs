@@ -149,7 +149,7 @@ mod tests {
     #[test]
     fn cut_is_alpha_over_two_and_without_marks_it_is_newreno() {
         let mut cc = Dctcp::new(DctcpConfig { alpha_init: 0.5, ..Default::default() });
-        let mut st = CcState { cwnd_bytes: 100 * MSS, ssthresh_bytes: u64::MAX / 2, mss_bytes: MSS };
+        let mut st = CcState { cwnd_bytes: 100 * MSS, ssthresh_bytes: CcState::SSTHRESH_UNLIMITED, mss_bytes: MSS };
         cc.on_congestion(&mut st, CongestionEvent::Ecn { flight_bytes: 100 * MSS });
         assert_eq!(st.cwnd_bytes, 75 * MSS);
         // equivalence with NewReno when nothing is marked

@@ -66,13 +66,24 @@ impl SendContext {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct CcState {
     pub cwnd_bytes: u64,
+    /// [`CcState::SSTHRESH_UNLIMITED`] until a loss, an ECN echo or a setting lowers it.
     pub ssthresh_bytes: u64,
     pub mss_bytes: u64,
 }
 
 impl CcState {
+    /// The slow-start threshold of a window that has none yet: far above any window, with room
+    /// left for the arithmetic the algorithms do on it.
+    pub const SSTHRESH_UNLIMITED: u64 = u64::MAX / 2;
+
     pub fn in_slow_start(&self) -> bool {
         self.cwnd_bytes < self.ssthresh_bytes
+    }
+
+    /// The slow-start threshold, or None while it is unlimited (an algorithm may have lowered
+    /// it below [`CcState::SSTHRESH_UNLIMITED`] without a congestion signal, as by halving it).
+    pub fn ssthresh(&self) -> Option<u64> {
+        (self.ssthresh_bytes < Self::SSTHRESH_UNLIMITED / 2).then_some(self.ssthresh_bytes)
     }
 }
 

@@ -120,7 +120,7 @@ impl CongestionControl for Racs {
     /// Rates come from the routers: losses and echoes change nothing.
     fn on_congestion(&mut self, _st: &mut CcState, _ev: CongestionEvent) {}
     fn on_feedback(&mut self, _st: &mut CcState, hdr: &RouterHeader) {
-        if hdr.interval_ns > 0 && hdr.interval_ns < u32::MAX {
+        if hdr.interval_ns > 0 && hdr.interval_ns != RouterHeader::NO_INTERVAL_YET {
             self.t_trans = Some(Nanos(hdr.interval_ns as u64));
         }
         if !self.admitted {
@@ -150,9 +150,9 @@ impl CongestionControl for Racs {
         *hdr = RouterHeader {
             weight: w_c as f32,
             prev_weight: self.last_weight as f32,
-            rate_bps: u64::MAX,
+            rate_bps: RouterHeader::NO_RATE_YET,
             rtt_ns: ctx.rtt_field(),
-            interval_ns: u32::MAX,
+            interval_ns: RouterHeader::NO_INTERVAL_YET,
             wire_bytes: HEADER_BYTES,
             ..*hdr
         };

@@ -113,7 +113,7 @@ impl CongestionControl for Rcp {
     }
     fn stamp(&mut self, ctx: &SendContext, hdr: &mut RouterHeader) -> bool {
         self.srtt = ctx.srtt.or(self.srtt);
-        hdr.rate_bps = u64::MAX;
+        hdr.rate_bps = RouterHeader::NO_RATE_YET;
         hdr.rtt_ns = ctx.rtt_field();
         hdr.wire_bytes = HEADER_BYTES;
         true
