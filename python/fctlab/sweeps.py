@@ -298,6 +298,32 @@ def _executor(workers: Optional[int], cluster: Optional[str]):
     return None, None  # local: one process per run (_execute_local)
 
 
+class _Ledger:
+    """The runs' attempts: a finished run leaves the failures; a failed one goes round again
+    until its retries are spent, then is recorded with its error."""
+
+    def __init__(self, todo: list, retries: int, prog):
+        self.attempts = {r.run_id: 0 for r in todo}
+        self.failures: dict = {}
+        self.retries, self.prog = retries, prog
+
+    def done(self, r) -> None:
+        self.prog.done += 1
+        self.failures.pop(r.run_id, None)
+        self.prog.update(f"run {r.run_id} done")
+
+    def failed(self, r, msg: str) -> bool:
+        """Records a failed attempt; True when the run is to be tried again."""
+        self.attempts[r.run_id] += 1
+        if self.attempts[r.run_id] <= self.retries:
+            self.prog.update(f"run {r.run_id} failed ({msg}), retrying")
+            return True
+        self.failures[r.run_id] = msg
+        self.prog.failed += 1
+        self.prog.update(f"run {r.run_id} failed: {msg}")
+        return False
+
+
 def _child(conn, task: Callable, args: tuple) -> None:
     """A local worker: runs one run and reports ("ok", None) or ("error", message)."""
     try:
@@ -318,8 +344,7 @@ def _execute_local(sw: Sweep, todo: list, out: Path, workers: Optional[int], ret
 
     ctx = mp.get_context("spawn")
     limit = workers or os.cpu_count() or 1
-    attempts = {r.run_id: 0 for r in todo}
-    failures: dict = {}
+    ledger = _Ledger(todo, retries, prog)
     pending = list(todo)
     running: dict = {}  # process -> (run, connection)
     try:
@@ -342,24 +367,15 @@ def _execute_local(sw: Sweep, todo: list, out: Path, workers: Optional[int], ret
                     status, msg = "error", f"its worker process died ({_exit_text(p.exitcode)})"
                 recv.close()
                 if status == "ok":  # its results are in place (a process killed after that lost nothing)
-                    prog.done += 1
-                    failures.pop(r.run_id, None)
-                    prog.update(f"run {r.run_id} done")
-                    continue
-                attempts[r.run_id] += 1
-                if attempts[r.run_id] <= retries:
+                    ledger.done(r)
+                elif ledger.failed(r, msg):
                     pending.append(r)
-                    prog.update(f"run {r.run_id} failed ({msg}), retrying")
-                else:
-                    failures[r.run_id] = msg
-                    prog.failed += 1
-                    prog.update(f"run {r.run_id} failed: {msg}")
     finally:
         for p in running:  # interrupted: stop what still runs
             p.terminate()
         for p in running:
             p.join(5)
-    return failures
+    return ledger.failures
 
 
 def _exit_text(code: Optional[int]) -> str:
@@ -388,8 +404,7 @@ def _execute(
     and their errors. `executor` replaces the local pool or cluster (for tests)."""
     if executor is None and cluster is None:
         return _execute_local(sw, todo, out, workers, retries, prog, task)
-    attempts = {r.run_id: 0 for r in todo}
-    failures: dict = {}
+    ledger = _Ledger(todo, retries, prog)
     pending = list(todo)
     ex, client = (executor, None) if executor is not None else _executor(workers, cluster)
     try:
@@ -403,26 +418,17 @@ def _execute(
                 r = futs[f]
                 try:
                     f.result()
-                    prog.done += 1
-                    failures.pop(r.run_id, None)
-                    prog.update(f"run {r.run_id} done")
+                    ledger.done(r)
                 except Exception as e:  # the run failed: retry a bounded number of times
                     # (a Dask worker lost mid-run has its tasks recomputed by Dask itself)
-                    attempts[r.run_id] += 1
-                    msg = f"{type(e).__name__}: {e}".splitlines()[0]
-                    if attempts[r.run_id] <= retries:
+                    if ledger.failed(r, f"{type(e).__name__}: {e}".splitlines()[0]):
                         pending.append(r)
-                        prog.update(f"run {r.run_id} failed ({msg}), retrying")
-                    else:
-                        failures[r.run_id] = msg
-                        prog.failed += 1
-                        prog.update(f"run {r.run_id} failed: {msg}")
     finally:
         if client is not None:
             client.close()
         elif executor is None:
             ex.shutdown(wait=True, cancel_futures=True)
-    return failures
+    return ledger.failures
 
 
 def _write_runs_table(sw: Sweep, out: Path, failures: dict):
