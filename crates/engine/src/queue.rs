@@ -185,6 +185,7 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Makes slot `s` the current one: its events, in (time, push) order, into `current`.
+    #[inline(always)] // two call sites in settle_slow; out of line it costs about 2% of a run
     fn take_slot(&mut self, s: usize) {
         self.cur = s;
         self.current.clear();

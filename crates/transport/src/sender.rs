@@ -159,10 +159,10 @@ pub struct TcpSender {
     pub timeouts: u64,
     /// Of `timeouts`, those of a SYN or before any of the flow's data was acknowledged (the
     /// SYN or the first window lost).
-    pub first_timeouts: u64,
+    pub first_timeouts: u32,
     /// Of `timeouts`, those whose window was last reduced by an ECN echo (no loss detected
     /// since): the flow waited with marks, not losses, as its last congestion signal.
-    pub ecn_timeouts: u64,
+    pub ecn_timeouts: u32,
     /// Tail loss probes sent.
     pub probes: u64,
     /// The last window reduction's cause (ns-2's `last_cwnd_action_`): it steers the ns-2
