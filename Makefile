@@ -32,12 +32,12 @@ lint: setup
 	$(VENV)/bin/ruff check --quiet .
 
 ## Fuzzing: 10,000 mutated scenario files (the simulator's parser, validator and a 2 ms run of
-## each that loads), 10,000 mutated sweep files, and the socket frame decoder's property tests.
+## each that loads), 10,000 mutated sweep files, and the socket frame and session decoders' property tests.
 ## `make test` runs a 1,000-case slice of the first two. FCTLAB_FUZZ_SEED=N explores other cases.
 fuzz: setup
 	FCTLAB_FUZZ_CASES=10000 cargo test --release -p fctlab-sim --test robustness
 	FCTLAB_FUZZ_CASES=10000 $(VENV)/bin/python -m pytest -q tests/python/test_fuzz.py
-	cargo test --release -p fctlab-sched-tokio frame
+	cargo test --release -p fctlab-sched-tokio --lib
 
 fmt: setup
 	cargo fmt --all

@@ -8,11 +8,12 @@ A workload comes from a scenario file, the same one the simulator runs: its flow
 between one pair of hosts) give the sizes, start times and tags. Results are written in the
 simulator's flows-table format (``docs/results.md``); see ``docs/schedtcp.md``.
 
-    fctlab sched recv --listen 10.0.0.2:5000 [--expect N] [--timeout S] [--out DIR]
+    fctlab sched recv --listen 10.0.0.2:5000 [--expect N] [--timeout S] [--out DIR]   (any number of senders)
     fctlab sched send SCENARIO --to 10.0.0.2:5000 [--policy srpt] [--set KEY=VALUE ...] --out DIR
 
 Exit status: 0 when every message was delivered, 1 when some failed (each one's error is in
-the output), 2 for bad arguments or an unreachable address.
+the output), 2 for bad arguments or an unreachable address, 130 when ``recv`` was stopped by
+Ctrl-C or SIGTERM (it writes what it received first).
 """
 
 from __future__ import annotations
@@ -167,7 +168,7 @@ def loopback(
         float(timeout_s),
     )
     df = _flows_table(sent, sizes, tags, "127.0.0.1", "127.0.0.1", policy)
-    bad = {d["message"]: d["error"] for d in got if d["error"]}
+    bad = {d["message"]: d["error"] for d in got["rows"] if d["error"] and d["kind"] != "refused"}
     if bad:
         df["error"] = [bad.get(k) or e for k, e in zip(df["flow_id"], df["error"])]
         df["completed"] = df["error"].isna()
@@ -203,24 +204,71 @@ def send(
             int(chunk_bytes),
             send_buffer_bytes,
             float(timeout_s),
-            0,
         )
     except ValueError as e:
         raise SchedError(str(e)) from None
     return _flows_table(reports, w["sizes"], w["tags"], w["src"], w["dst"], policy)
 
 
-def recv(listen: str, *, expect: Optional[int] = None, timeout_s: float = 60.0, verify: bool = True) -> pd.DataFrame:
-    """Receives on `listen` ("HOST:PORT") until `expect` messages arrived or failed, or
-    `timeout_s`: one row per delivered or failed message (``message``, ``size_bytes``,
-    ``completed_unix_s``, ``error``)."""
+#: Columns of what :func:`recv` returns.
+RECEIVED_COLUMNS = ["kind", "session", "message", "size_bytes", "completed_unix_s", "error"]
+
+
+def recv(
+    listen: str,
+    *,
+    expect: Optional[int] = None,
+    timeout_s: Optional[float] = None,
+    verify: bool = True,
+    read_timeout_s: float = 10.0,
+    max_connections: int = 1024,
+    max_buffered_bytes: int = 1 << 30,
+) -> pd.DataFrame:
+    """Receives on `listen` ("HOST:PORT") from any number of senders (one session each)
+    until `expect` announced messages were delivered or failed, `timeout_s` passed (None: no
+    limit), or Ctrl-C / SIGTERM (with the handler :func:`run` installs). One row per delivered,
+    failed or refused message or frame (``kind``, ``session``, ``message``, ``size_bytes``,
+    ``completed_unix_s``, ``error``); ``df.attrs`` holds ``sessions`` (one dict each),
+    ``counters`` and ``interrupted``."""
     from . import _core
 
     try:
-        got = _core.sched_recv(listen, expect, float(timeout_s), bool(verify))
+        got = _core.sched_recv(
+            listen,
+            expect,
+            None if timeout_s is None else float(timeout_s),
+            bool(verify),
+            float(read_timeout_s),
+            int(max_buffered_bytes),
+            int(max_connections),
+        )
     except ValueError as e:
         raise SchedError(str(e)) from None
-    return pd.DataFrame(got, columns=["message", "size_bytes", "completed_unix_s", "error"])
+    df = pd.DataFrame(got["rows"], columns=RECEIVED_COLUMNS)
+    df["message"] = df["message"].astype("Int64")
+    df.attrs.update(sessions=got["sessions"], counters=got["counters"], interrupted=got["interrupted"])
+    return df
+
+
+def write_received(out: Path, df: pd.DataFrame) -> None:
+    """``received.parquet`` (the rows) and ``receiver.json`` (sessions and counters) in `out`,
+    each written whole or not at all."""
+    import json
+    import os
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name, write in (
+        ("received.parquet", lambda p: df.to_parquet(p, index=False)),
+        (
+            "receiver.json",
+            lambda p: p.write_text(
+                json.dumps({k: df.attrs.get(k) for k in ("sessions", "counters", "interrupted")}, indent=2)
+            ),
+        ),
+    ):
+        tmp = out / f".{name}.tmp"
+        write(tmp)
+        os.replace(tmp, out / name)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -229,11 +277,25 @@ def recv(listen: str, *, expect: Optional[int] = None, timeout_s: float = 60.0, 
 def configure(p) -> None:
     p.description = "SCHED_TCP over real sockets: schedule a workload's messages over a pool of TCP connections."
     sub = p.add_subparsers(dest="sched_command", metavar="send|recv")
-    r = sub.add_parser("recv", help="receive messages and report each one")
+    r = sub.add_parser("recv", help="receive messages from any number of senders and report each one")
     r.add_argument("--listen", required=True, metavar="HOST:PORT", help="address to listen on")
-    r.add_argument("--expect", type=int, default=None, help="stop after this many messages (delivered or failed)")
-    r.add_argument("--timeout", type=float, default=60.0, metavar="S", help="stop after this many seconds (default 60)")
-    r.add_argument("--out", default=None, metavar="DIR", help="write received.parquet here")
+    r.add_argument(
+        "--expect", type=int, default=None, help="stop after this many announced messages (delivered or failed)"
+    )
+    r.add_argument(
+        "--timeout", type=float, default=None, metavar="S", help="stop after this many seconds (default: no limit)"
+    )
+    r.add_argument(
+        "--read-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="longest silence of a connection inside a frame or of a session's heartbeats (default 10)",
+    )
+    r.add_argument(
+        "--max-connections", type=int, default=1024, metavar="N", help="connections held at once (default 1024)"
+    )
+    r.add_argument("--out", default=None, metavar="DIR", help="write received.parquet and receiver.json here")
     s = sub.add_parser("send", help="send a scenario's flows as messages")
     s.add_argument("scenario", help="scenario file whose flows (one host pair) make the workload")
     s.add_argument("--to", required=True, metavar="HOST:PORT", help="the receiver's address")
@@ -258,22 +320,54 @@ def configure(p) -> None:
     s.add_argument("--out", required=True, metavar="DIR", help="write flows.parquet and summary.json here")
 
 
+def _run_recv(args) -> int:
+    """``fctlab sched recv``: serves until --expect, --timeout or Ctrl-C / SIGTERM, then
+    writes what it received (exit 130 when interrupted)."""
+    import signal
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        df = recv(
+            args.listen,
+            expect=args.expect,
+            timeout_s=args.timeout,
+            read_timeout_s=args.read_timeout,
+            max_connections=args.max_connections,
+        )
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    kinds = df["kind"].value_counts()
+    delivered, failed, refused = (int(kinds.get(k, 0)) for k in ("delivered", "failed", "refused"))
+    bad = int(df.loc[df["kind"] == "delivered", "error"].notna().sum())
+    counters, sessions = df.attrs["counters"], df.attrs["sessions"]
+    print(
+        f"received {delivered - bad} messages in {len(sessions)} session{'s' * (len(sessions) != 1)}, "
+        f"{failed + bad} errors; "
+        f"{counters['refused']} frames or connections refused, {counters['evicted']} idle connections closed"
+    )
+    for e in df.loc[df["kind"] != "refused", "error"].dropna()[:10]:
+        print(f"  error: {e}")
+    for e in df.loc[df["kind"] == "refused", "error"][:5]:
+        print(f"  refused: {e}")
+    if args.out:
+        write_received(Path(args.out), df)
+        print(f"wrote {args.out}/received.parquet")
+    if df.attrs["interrupted"]:
+        print("fctlab sched recv: interrupted; open sessions abandoned", file=sys.stderr)
+        return 130
+    return 1 if failed + bad else 0
+
+
 def run(args) -> int:
     if args.sched_command is None:
         print("fctlab sched: error: expected `send` or `recv`", file=sys.stderr)
         return 2
     try:
         if args.sched_command == "recv":
-            df = recv(args.listen, expect=args.expect, timeout_s=args.timeout)
-            errors = int(df["error"].notna().sum())
-            print(f"received {len(df) - errors} messages, {errors} errors")
-            for e in df["error"].dropna()[:10]:
-                print(f"  error: {e}")
-            if args.out:
-                out = Path(args.out)
-                out.mkdir(parents=True, exist_ok=True)
-                df.to_parquet(out / "received.parquet", index=False)
-            return 1 if errors else 0
+            return _run_recv(args)
         df = send(
             args.to,
             args.scenario,

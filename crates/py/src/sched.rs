@@ -4,7 +4,7 @@
 
 use fctlab_sched::{Policy, Rank};
 use fctlab_sched_tokio::frame::Limits;
-use fctlab_sched_tokio::{pattern, Delivery, Receiver, RecvConfig, SendConfig, SendReport, Sender};
+use fctlab_sched_tokio::{pattern, Delivery, Receiver, RecvConfig, SendConfig, SendReport, Sender, SessionId};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -83,40 +83,44 @@ fn check_workload(sizes: &[u64], starts_s: &[f64], classes: &[u32]) -> PyResult<
     Ok(())
 }
 
-/// Sends message k (id base + k, `sizes[k]` bytes of [`pattern`]) at `starts_s[k]` seconds.
+/// Opens a session announcing the workload, then sends message k (`sizes[k]` bytes of
+/// [`pattern`]) at `starts_s[k]` seconds: (the Unix time the starts count from, one report per
+/// message in the caller's order).
 async fn send_all(
     to: SocketAddr,
     cfg: SendConfig,
-    base: u64,
     sizes: &[u64],
     starts_s: &[f64],
     classes: &[u32],
 ) -> (SystemTime, Vec<SendReport>) {
+    let table: Vec<(u64, u32)> = sizes.iter().copied().zip(classes.iter().copied()).collect();
+    let mut tx = match Sender::open(to, cfg, &table).await {
+        Ok(tx) => tx,
+        Err(e) => return (SystemTime::now(), SendReport::all_failed(&table, &e)),
+    };
     let epoch = SystemTime::now();
     let t0 = tokio::time::Instant::now();
-    let mut tx = Sender::new(to, cfg, base);
     let mut order: Vec<usize> = (0..sizes.len()).collect();
     order.sort_by(|a, b| starts_s[*a].total_cmp(&starts_s[*b]).then(a.cmp(b)));
-    let mut ids = vec![0u64; sizes.len()];
     for k in order {
         tokio::time::sleep_until(t0 + Duration::from_secs_f64(starts_s[k])).await;
-        ids[k] = tx.send(pattern(base + k as u64, sizes[k] as usize), classes[k]);
+        tx.send(k as u32, pattern(k as u64, sizes[k] as usize)).expect("an announced message of its size");
     }
-    let mut reports = tx.finish().await;
-    // Back in the caller's order (ids follow send order).
-    reports.sort_by_key(|r| ids.iter().position(|&i| i == r.message));
-    (epoch, reports)
+    (epoch, tx.finish().await)
 }
 
-fn report_list(py: Python<'_>, epoch: SystemTime, base: u64, reports: &[SendReport]) -> PyResult<PyObject> {
+fn report_list(py: Python<'_>, epoch: SystemTime, starts_s: &[f64], reports: &[SendReport]) -> PyResult<PyObject> {
     let out = PyList::empty_bound(py);
     for r in reports {
         let d = PyDict::new_bound(py);
+        let k = r.message as usize;
         d.set_item("message", r.message)?;
-        d.set_item("index", r.message - base)?;
+        d.set_item("index", r.message)?;
         d.set_item("size_bytes", r.size)?;
         d.set_item("class", r.class)?;
-        d.set_item("start_unix_s", unix_s(epoch) + r.started.as_secs_f64())?;
+        // A message never sent (the session did not open) counts from its planned start.
+        let started = r.started.map_or(starts_s[k], |s| s.as_secs_f64());
+        d.set_item("start_unix_s", unix_s(epoch) + started)?;
         d.set_item("transfer_s", r.transfer.map(|t| t.as_secs_f64()))?;
         d.set_item("error", r.error.clone())?;
         out.append(d)?;
@@ -124,9 +128,9 @@ fn report_list(py: Python<'_>, epoch: SystemTime, base: u64, reports: &[SendRepo
     Ok(out.into())
 }
 
-/// Sends a workload to a receiver and reports each message.
+/// Sends a workload to a receiver in one session and reports each message.
 #[pyfunction]
-#[pyo3(signature = (to, sizes, starts_s, classes, policy, priority_then="las", chunk_bytes=16384, send_buffer_bytes=None, timeout_s=30.0, base=0))]
+#[pyo3(signature = (to, sizes, starts_s, classes, policy, priority_then="las", chunk_bytes=16384, send_buffer_bytes=None, timeout_s=30.0))]
 #[allow(clippy::too_many_arguments)]
 pub fn sched_send(
     py: Python<'_>,
@@ -139,93 +143,232 @@ pub fn sched_send(
     chunk_bytes: u32,
     send_buffer_bytes: Option<u32>,
     timeout_s: f64,
-    base: u64,
 ) -> PyResult<PyObject> {
     let to = addr("to", to)?;
     let cfg = send_config(policy, priority_then, chunk_bytes, send_buffer_bytes, timeout_s)?;
     check_workload(&sizes, &starts_s, &classes)?;
     let rt = runtime()?;
-    let (epoch, reports) = py.allow_threads(|| rt.block_on(send_all(to, cfg, base, &sizes, &starts_s, &classes)));
-    report_list(py, epoch, base, &reports)
+    let (epoch, reports) = py.allow_threads(|| rt.block_on(send_all(to, cfg, &sizes, &starts_s, &classes)));
+    report_list(py, epoch, &starts_s, &reports)
 }
 
-/// One delivery as the bindings report it: message id (None: bytes of no message), size,
-/// completion (Unix seconds), error.
-type Received = (Option<u64>, u64, Option<f64>, Option<String>);
+/// What a receiver saw: rows of deliveries, failures and refusals, the sessions, and whether
+/// it stopped for a signal.
+#[derive(Default)]
+struct Received {
+    rows: Vec<Row>,
+    sessions: Vec<SessionRow>,
+    interrupted: bool,
+}
 
-async fn receive(rx: &mut Receiver, expect: Option<usize>, deadline: Duration, verify: bool, out: &mut Vec<Received>) {
-    let end = tokio::time::Instant::now() + deadline;
-    let mut messages = 0;
-    while expect.map_or(true, |n| messages < n) {
-        let Ok(Some(d)) = tokio::time::timeout_at(end, rx.next()).await else { break };
+/// A delivered, failed or refused message (or frame).
+struct Row {
+    kind: &'static str,
+    session: Option<String>,
+    message: Option<u32>,
+    size: u64,
+    completed_unix_s: Option<f64>,
+    error: Option<String>,
+}
+
+/// A session: who opened it, how many messages it announced, and how it ended.
+struct SessionRow {
+    session: String,
+    peer: String,
+    messages: u32,
+    delivered: Option<u32>,
+    failed: Option<u32>,
+    ended: Option<String>,
+}
+
+impl Received {
+    /// Files one delivery; true when it settles an announced message.
+    fn take(&mut self, d: Delivery, verify: bool) -> bool {
+        let row = |kind, session: Option<SessionId>, message, size, completed_unix_s, error| Row {
+            kind,
+            session: session.map(|s| s.to_string()),
+            message,
+            size,
+            completed_unix_s,
+            error,
+        };
         match d {
-            Delivery::Message { id, data, completed_at } => {
-                messages += 1;
-                let bad = verify && data != pattern(id, data.len());
+            Delivery::Message { session, id, data, completed_at } => {
+                let bad = verify && data != pattern(id as u64, data.len());
                 let err = bad.then(|| format!("message {id}: its bytes are not the ones sent"));
-                out.push((Some(id), data.len() as u64, Some(unix_s(completed_at)), err));
+                let at = Some(unix_s(completed_at));
+                self.rows.push(row("delivered", Some(session), Some(id), data.len() as u64, at, err));
+                true
             }
-            Delivery::Error { id, error } => {
-                if id.is_some() {
-                    messages += 1;
+            Delivery::Failed { session, id, error } => {
+                self.rows.push(row("failed", Some(session), Some(id), 0, None, Some(error)));
+                true
+            }
+            Delivery::Refused { error, .. } => {
+                self.rows.push(row("refused", None, None, 0, None, Some(error)));
+                false
+            }
+            Delivery::Opened { session, peer, messages } => {
+                self.sessions.push(SessionRow {
+                    session: session.to_string(),
+                    peer: peer.to_string(),
+                    messages,
+                    delivered: None,
+                    failed: None,
+                    ended: None,
+                });
+                false
+            }
+            Delivery::Closed { session, delivered, failed, how } => {
+                let sid = session.to_string();
+                if let Some(s) = self.sessions.iter_mut().find(|s| s.session == sid) {
+                    (s.delivered, s.failed, s.ended) = (Some(delivered), Some(failed), Some(how));
                 }
-                out.push((id, 0, None, Some(error)));
+                false
             }
         }
     }
 }
 
-fn delivery_list(py: Python<'_>, got: &[Received]) -> PyResult<PyObject> {
-    let out = PyList::empty_bound(py);
-    for (id, size, at, err) in got {
-        let d = PyDict::new_bound(py);
-        d.set_item("message", *id)?;
-        d.set_item("size_bytes", *size)?;
-        d.set_item("completed_unix_s", *at)?;
-        d.set_item("error", err.clone())?;
-        out.append(d)?;
+/// Takes deliveries until `expect` announced messages have been delivered or failed, the
+/// deadline, or `stop()` says so (checked every 100 ms); then stops the receiver, abandoning
+/// open sessions with `how`.
+async fn receive(
+    rx: &mut Receiver,
+    expect: Option<usize>,
+    deadline: Option<Duration>,
+    verify: bool,
+    stop: impl Fn() -> bool,
+    got: &mut Received,
+) {
+    let end = deadline.map(|d| tokio::time::Instant::now() + d);
+    let mut settled = 0;
+    let how = loop {
+        if expect.is_some_and(|n| settled >= n) {
+            break "the receiver had the messages it expected";
+        }
+        if end.is_some_and(|e| tokio::time::Instant::now() >= e) {
+            break "the receiver's time was up";
+        }
+        if stop() {
+            got.interrupted = true;
+            break "the receiver was interrupted";
+        }
+        match tokio::time::timeout(Duration::from_millis(100), rx.next()).await {
+            Ok(Some(d)) => settled += usize::from(got.take(d, verify)),
+            Ok(None) => break "the receiver stopped",
+            Err(_) => {}
+        }
+    };
+    if expect.is_some_and(|n| settled >= n) {
+        // Let the senders hear their last completion notices and close their sessions.
+        let linger = tokio::time::Instant::now() + Duration::from_secs(2);
+        while rx.open_sessions() > 0 && tokio::time::Instant::now() < linger {
+            if let Ok(Some(d)) = tokio::time::timeout(Duration::from_millis(20), rx.next()).await {
+                got.take(d, verify);
+            }
+        }
     }
+    for d in rx.stop(how) {
+        got.take(d, verify);
+    }
+}
+
+fn received_dict(py: Python<'_>, got: &Received, counters: fctlab_sched_tokio::Counters) -> PyResult<PyObject> {
+    let rows = PyList::empty_bound(py);
+    for r in &got.rows {
+        let d = PyDict::new_bound(py);
+        d.set_item("kind", r.kind)?;
+        d.set_item("session", r.session.clone())?;
+        d.set_item("message", r.message)?;
+        d.set_item("size_bytes", r.size)?;
+        d.set_item("completed_unix_s", r.completed_unix_s)?;
+        d.set_item("error", r.error.clone())?;
+        rows.append(d)?;
+    }
+    let sessions = PyList::empty_bound(py);
+    for s in &got.sessions {
+        let d = PyDict::new_bound(py);
+        d.set_item("session", &s.session)?;
+        d.set_item("peer", &s.peer)?;
+        d.set_item("messages", s.messages)?;
+        d.set_item("delivered", s.delivered)?;
+        d.set_item("failed", s.failed)?;
+        d.set_item("ended", s.ended.clone())?;
+        sessions.append(d)?;
+    }
+    let c = PyDict::new_bound(py);
+    c.set_item("sessions_opened", counters.sessions_opened)?;
+    c.set_item("sessions_refused", counters.sessions_refused)?;
+    c.set_item("refused", counters.refused)?;
+    c.set_item("evicted", counters.evicted)?;
+    c.set_item("accept_errors", counters.accept_errors)?;
+    let out = PyDict::new_bound(py);
+    out.set_item("rows", rows)?;
+    out.set_item("sessions", sessions)?;
+    out.set_item("counters", c)?;
+    out.set_item("interrupted", got.interrupted)?;
     Ok(out.into())
 }
 
-fn recv_config(idle_timeout_s: f64, max_buffered_bytes: u64) -> PyResult<RecvConfig> {
+fn recv_config(read_timeout_s: f64, max_buffered_bytes: u64, max_connections: usize) -> PyResult<RecvConfig> {
+    let read_timeout = seconds("read_timeout_s", read_timeout_s)?;
+    if read_timeout < Duration::from_secs(2) {
+        return Err(PyValueError::new_err(format!(
+            "read_timeout_s: {read_timeout_s} s is shorter than two of the senders' 1 s heartbeats"
+        )));
+    }
+    if max_connections == 0 {
+        return Err(PyValueError::new_err("max_connections: expected at least 1"));
+    }
     Ok(RecvConfig {
         limits: Limits { max_chunk: 1 << 20, max_message: MAX_MESSAGE },
         max_buffered_bytes,
-        idle_timeout: seconds("idle_timeout_s", idle_timeout_s)?,
+        read_timeout,
+        max_connections,
+        ..RecvConfig::default()
     })
 }
 
-/// Receives messages on `listen` until `expect` messages have been delivered or failed, or
-/// `timeout_s` has passed; `verify` checks every byte against the sender's pattern.
+/// Receives on `listen` until `expect` announced messages have been delivered or failed,
+/// `timeout_s` has passed (None: no limit), or a signal arrives (Ctrl-C, or a Python signal
+/// handler that raises); `verify` checks every byte against the sender's pattern. Returns a
+/// dict: rows, sessions, counters, interrupted.
 #[pyfunction]
-#[pyo3(signature = (listen, expect=None, timeout_s=60.0, verify=true, idle_timeout_s=2.0, max_buffered_bytes=1 << 30))]
+#[pyo3(signature = (listen, expect=None, timeout_s=None, verify=true, read_timeout_s=10.0, max_buffered_bytes=1 << 30, max_connections=1024))]
+#[allow(clippy::too_many_arguments)]
 pub fn sched_recv(
     py: Python<'_>,
     listen: &str,
     expect: Option<usize>,
-    timeout_s: f64,
+    timeout_s: Option<f64>,
     verify: bool,
-    idle_timeout_s: f64,
+    read_timeout_s: f64,
     max_buffered_bytes: u64,
+    max_connections: usize,
 ) -> PyResult<PyObject> {
     let at = addr("listen", listen)?;
-    let deadline = seconds("timeout_s", timeout_s)?;
-    let cfg = recv_config(idle_timeout_s, max_buffered_bytes)?;
+    let deadline = timeout_s.map(|t| seconds("timeout_s", t)).transpose()?;
+    let cfg = recv_config(read_timeout_s, max_buffered_bytes, max_connections)?;
     let rt = runtime()?;
-    let got = py.allow_threads(|| {
+    let res = py.allow_threads(|| {
         rt.block_on(async {
             let mut rx = Receiver::bind(at, cfg).await.map_err(|e| format!("listening on {at}: {e}"))?;
-            let mut got = Vec::new();
-            receive(&mut rx, expect, deadline, verify, &mut got).await;
-            Ok::<_, String>(got)
+            let mut got = Received::default();
+            // A pending signal (Ctrl-C, SIGTERM) runs its Python handler here; one that
+            // raises stops the receiver, and the exception is not re-raised: the caller
+            // sees `interrupted`.
+            let stop = || Python::with_gil(|py| py.check_signals().is_err());
+            receive(&mut rx, expect, deadline, verify, stop, &mut got).await;
+            Ok::<_, String>((got, rx.counters()))
         })
     });
-    delivery_list(py, &got.map_err(PyOSError::new_err)?)
+    let (got, counters) = res.map_err(PyOSError::new_err)?;
+    received_dict(py, &got, counters)
 }
 
 /// A workload over loopback in one process: a receiver on 127.0.0.1 and a sender to it.
-/// Returns (sender reports, receiver deliveries).
+/// Returns (sender reports, receiver rows).
 #[pyfunction]
 #[pyo3(signature = (sizes, starts_s, classes, policy, priority_then="las", chunk_bytes=16384, send_buffer_bytes=None, timeout_s=60.0))]
 #[allow(clippy::too_many_arguments)]
@@ -243,7 +386,7 @@ pub fn sched_loopback(
     let cfg = send_config(policy, priority_then, chunk_bytes, send_buffer_bytes, timeout_s)?;
     check_workload(&sizes, &starts_s, &classes)?;
     let deadline = seconds("timeout_s", timeout_s)?;
-    let rcfg = recv_config(2.0, 1 << 30)?;
+    let rcfg = recv_config(10.0, 1 << 30, 1024)?;
     let rt = runtime()?;
     let res = py.allow_threads(|| {
         rt.block_on(async {
@@ -253,14 +396,14 @@ pub fn sched_loopback(
             let to = rx.local_addr();
             let n = sizes.len();
             let recv = async {
-                let mut got = Vec::new();
-                receive(&mut rx, Some(n), deadline, true, &mut got).await;
+                let mut got = Received::default();
+                receive(&mut rx, Some(n), Some(deadline), true, || false, &mut got).await;
                 got
             };
-            let (sent, got) = tokio::join!(send_all(to, cfg, 0, &sizes, &starts_s, &classes), recv);
-            Ok::<_, String>((sent, got))
+            let (sent, got) = tokio::join!(send_all(to, cfg, &sizes, &starts_s, &classes), recv);
+            Ok::<_, String>((sent, got, rx.counters()))
         })
     });
-    let ((epoch, reports), got) = res.map_err(PyOSError::new_err)?;
-    Ok((report_list(py, epoch, 0, &reports)?, delivery_list(py, &got)?))
+    let ((epoch, reports), got, counters) = res.map_err(PyOSError::new_err)?;
+    Ok((report_list(py, epoch, &starts_s, &reports)?, received_dict(py, &got, counters)?))
 }

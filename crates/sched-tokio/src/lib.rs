@@ -9,24 +9,34 @@
 //! in the kernel's send buffer cannot be preempted, so smaller chunks and send buffers
 //! preempt sooner at the cost of more frame headers (docs/schedtcp.md, "Over real sockets").
 //!
-//! The receiver reassembles messages from any connection and delivers each one whole, in
-//! completion order. It answers every completed message with a completion notice (the
-//! message id, 8 bytes) on the connection its last chunk came on, so the sender measures each
-//! message's transfer time from its `send` to that notice: the same definition as the
-//! simulator's (start to the acknowledgement of the last byte).
+//! A sender first opens a *session* ([`session`]): a random id and every message's size, on a
+//! connection of its own that then carries heartbeats until the sender closes it. Each
+//! message's connection joins the session by its id, and a frame's message id is its index
+//! in the session's table, so one receiver serves any number of senders, one after another
+//! or at once. The receiver reassembles messages from any connection of their session and
+//! delivers each one whole, in completion order. It answers every completed message with a
+//! completion notice (the message's index, 8 bytes) on the connection its last chunk came on,
+//! so the sender measures each message's transfer time from its `send` to that notice: the
+//! same definition as the simulator's (start to the acknowledgement of the last byte).
 //!
 //! Faults are per message and never fatal to the others: a frame that fails its checks (see
 //! [`frame`]) ends its connection and fails the message it names; a connection that ends in
-//! the middle of a frame fails that frame's message; messages still incomplete when the sender
-//! has closed every connection fail with how much arrived. Memory is bounded by the bytes
-//! actually received ([`RecvConfig::max_buffered_bytes`]), never by a declared size.
+//! the middle of a frame fails that frame's message; messages still incomplete when their
+//! session ends (closed by the sender, its heartbeats stopped, or the receiver stopped) fail
+//! with how much arrived. Bytes that belong to no open session's announced message are
+//! refused and counted and change no delivery. Memory is bounded by the bytes actually
+//! received ([`RecvConfig::max_buffered_bytes`] per session, back-pressure beyond it), never
+//! by a declared size; connections are capped ([`RecvConfig::max_connections`]), and the
+//! oldest not yet in a session is closed to make room, also when descriptors run out.
 
 pub mod frame;
 mod receiver;
 mod sender;
+pub mod session;
 
-pub use receiver::{Delivery, Receiver, RecvConfig};
+pub use receiver::{Counters, Delivery, Receiver, RecvConfig};
 pub use sender::{SendConfig, SendReport, Sender};
+pub use session::SessionId;
 
 /// Bytes of a completion notice: the message id, big-endian.
 pub const NOTICE_BYTES: usize = 8;

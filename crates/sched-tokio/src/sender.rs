@@ -1,19 +1,21 @@
-//! The sending side: messages in, one connection per message, the policy fills each chunk.
+//! The sending side: a session announcing every message, one connection per message, the
+//! policy filling each chunk.
 
 use crate::frame::{self, HEADER_BYTES};
+use crate::session::{self, SessionId, REPLY_BYTES};
 use crate::NOTICE_BYTES;
 use fctlab_sched::{Candidate, Policy, VirtualQueue};
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 /// A chunk handed to a connection: (message, offset, bytes handed out, message size, the
 /// message's data).
-type Chunk = (u64, u64, u64, u64, Arc<Vec<u8>>);
+type Chunk = (u32, u64, u64, u64, Arc<Vec<u8>>);
 
 /// How a [`Sender`] runs.
 #[derive(Copy, Clone, Debug)]
@@ -23,28 +25,54 @@ pub struct SendConfig {
     pub chunk_bytes: u32,
     /// The sockets' send buffer (`SO_SNDBUF`), bytes; None: the kernel's default (autotuned).
     pub send_buffer_bytes: Option<u32>,
-    /// Longest wait for a connection, for one chunk's write, and for the completion notices
-    /// once everything is written: 30 s by default.
+    /// Longest wait for a connection or the session's reply, for one chunk's write, and for
+    /// the completion notices once everything is written: 30 s by default.
     pub timeout: Duration,
+    /// How often the session's control connection says it is alive (1 s; the receiver's
+    /// `read_timeout` must be longer).
+    pub heartbeat: Duration,
 }
 
 impl SendConfig {
     pub fn new(policy: Policy) -> SendConfig {
-        SendConfig { policy, chunk_bytes: 16 * 1024, send_buffer_bytes: None, timeout: Duration::from_secs(30) }
+        SendConfig {
+            policy,
+            chunk_bytes: 16 * 1024,
+            send_buffer_bytes: None,
+            timeout: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(1),
+        }
     }
 }
 
 /// What became of one message.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SendReport {
-    pub message: u64,
+    /// Its index in the session's table.
+    pub message: u32,
     pub size: u64,
     pub class: u32,
-    /// Since the sender was created.
-    pub started: Duration,
+    /// Since the sender was opened; None when it was never sent.
+    pub started: Option<Duration>,
     /// From `send` to the receiver's completion notice; None when it did not complete.
     pub transfer: Option<Duration>,
     pub error: Option<String>,
+}
+
+impl SendReport {
+    /// Reports for a table none of whose messages could be sent, each with `error`.
+    pub fn all_failed(table: &[(u64, u32)], error: &str) -> Vec<SendReport> {
+        (0..table.len())
+            .map(|k| SendReport {
+                message: k as u32,
+                size: table[k].0,
+                class: table[k].1,
+                started: None,
+                transfer: None,
+                error: Some(error.to_string()),
+            })
+            .collect()
+    }
 }
 
 struct Message {
@@ -52,7 +80,7 @@ struct Message {
     data: Arc<Vec<u8>>,
     size: u64,
     class: u32,
-    start: Instant,
+    start: Option<Instant>,
     done: Option<Instant>,
     error: Option<String>,
     /// Bytes its own connection has written (of any message): tcp's progress on it.
@@ -66,146 +94,61 @@ struct State {
     messages: Vec<Message>,
     /// Messages with bytes not yet handed to a connection.
     pending: Vec<Candidate>,
-    index: HashMap<u64, usize>,
-    base: u64,
 }
 
 impl State {
-    fn slot(&self, id: u64) -> Option<usize> {
-        self.index.get(&id).copied()
-    }
-    fn fail(&mut self, id: u64, why: &str) {
-        if let Some(k) = self.slot(id) {
-            let m = &mut self.messages[k];
+    fn fail(&mut self, id: u32, why: &str) {
+        if let Some(m) = self.messages.get_mut(id as usize) {
             if m.done.is_none() && m.error.is_none() {
                 m.error = Some(why.to_string());
             }
         }
     }
-    /// The next chunk for connection `owner`, at most `room` bytes: (message, offset, bytes
-    /// handed out, message size, the message's data).
-    fn next_chunk(&mut self, owner: u64, room: u64) -> Option<Chunk> {
+    /// The next chunk for connection `owner`, at most `room` bytes.
+    fn next_chunk(&mut self, owner: u32, room: u64) -> Option<Chunk> {
         if self.policy.uses_tcp_twins() {
             // tcp's twin of each pending message: the bytes its own connection has left (the
             // kernel's window is not read, so no rate: FAIR ranks by bytes left).
             for c in self.pending.iter_mut() {
-                let m = &self.messages[self.index[&c.id]];
-                let size = m.size;
+                let m = &self.messages[c.id as usize];
                 c.tcp = VirtualQueue {
-                    remaining: size.saturating_sub(m.own_written),
+                    remaining: m.size.saturating_sub(m.own_written),
                     finished_at_ns: m.own_finished_at.map(|t| t.duration_since(self.epoch).as_nanos() as u64),
                     rate_bytes_per_s: 0.0,
                 };
             }
         }
         let now_ns = self.epoch.elapsed().as_nanos() as u64;
-        let i = self.policy.choose(owner, &self.pending, now_ns)?;
+        let i = self.policy.choose(owner as u64, &self.pending, now_ns)?;
         let c = &mut self.pending[i];
         let n = room.min(c.remaining);
         let offset = c.attained;
         c.remaining -= n;
         c.attained += n;
-        let id = c.id;
-        let k = self.index[&id];
-        let data = self.messages[k].data.clone();
+        let id = c.id as u32;
+        let data = self.messages[id as usize].data.clone();
         if c.remaining == 0 {
             self.pending.remove(i);
             // The chunks in flight hold the bytes they need: a sender keeps no more than the
             // messages not yet handed out.
-            self.messages[k].data = Arc::new(Vec::new());
+            self.messages[id as usize].data = Arc::new(Vec::new());
         }
-        Some((id, offset, n, self.messages[k].size, data))
+        Some((id, offset, n, self.messages[id as usize].size, data))
     }
 }
 
-/// Sends messages to one receiver over a pool of TCP connections (one per message).
+/// Sends one session's messages to one receiver over a pool of TCP connections (one per
+/// message).
 pub struct Sender {
     addr: SocketAddr,
     cfg: SendConfig,
+    session: SessionId,
     state: Arc<Mutex<State>>,
     tasks: Vec<JoinHandle<()>>,
+    control: Option<(oneshot::Sender<()>, JoinHandle<()>)>,
 }
 
-impl Sender {
-    /// A sender to the receiver at `addr`. Message ids start at `base` (distinct senders to
-    /// one receiver use distinct bases).
-    pub fn new(addr: SocketAddr, cfg: SendConfig, base: u64) -> Sender {
-        let state = State {
-            policy: cfg.policy,
-            epoch: Instant::now(),
-            messages: Vec::new(),
-            pending: Vec::new(),
-            index: HashMap::new(),
-            base,
-        };
-        Sender { addr, cfg, state: Arc::new(Mutex::new(state)), tasks: Vec::new() }
-    }
-
-    /// Sends `data` as one message of class `class` (for `priority`): opens its connection
-    /// and returns its id at once (call within a tokio runtime).
-    pub fn send(&mut self, data: Vec<u8>, class: u32) -> u64 {
-        let size = data.len() as u64;
-        let id = {
-            let mut st = self.state.lock().expect("sender state");
-            let id = st.base + st.messages.len() as u64;
-            let k = st.messages.len();
-            st.messages.push(Message {
-                data: Arc::new(data),
-                size,
-                class,
-                start: Instant::now(),
-                done: None,
-                error: None,
-                own_written: 0,
-                own_finished_at: None,
-            });
-            st.index.insert(id, k);
-            if size > 0 {
-                st.pending.push(Candidate { id, remaining: size, attained: 0, class, tcp: VirtualQueue::default() });
-            }
-            id
-        };
-        let (addr, cfg, state) = (self.addr, self.cfg, self.state.clone());
-        self.tasks.push(tokio::spawn(async move { connection(id, size, addr, cfg, state).await }));
-        id
-    }
-
-    /// Waits for every connection to finish and reports every message, in send order.
-    pub async fn finish(self) -> Vec<SendReport> {
-        for t in self.tasks {
-            let _ = t.await;
-        }
-        let st = self.state.lock().expect("sender state");
-        let pending: HashMap<u64, u64> = st.pending.iter().map(|c| (c.id, c.remaining)).collect();
-        st.messages
-            .iter()
-            .enumerate()
-            .map(|(k, m)| {
-                let id = st.base + k as u64;
-                let error = match (&m.done, &m.error) {
-                    (Some(_), _) => None,
-                    (None, Some(e)) => Some(e.clone()),
-                    (None, None) => Some(match pending.get(&id) {
-                        Some(left) => {
-                            format!("{left} of {} B never handed to a connection (a connection failed)", m.size)
-                        }
-                        None => "no completion notice from the receiver".to_string(),
-                    }),
-                };
-                SendReport {
-                    message: id,
-                    size: m.size,
-                    class: m.class,
-                    started: m.start.duration_since(st.epoch),
-                    transfer: m.done.map(|d| d.duration_since(m.start)),
-                    error,
-                }
-            })
-            .collect()
-    }
-}
-
-async fn open(addr: SocketAddr, send_buffer: Option<u32>) -> std::io::Result<TcpStream> {
+async fn open_socket(addr: SocketAddr, send_buffer: Option<u32>) -> std::io::Result<TcpStream> {
     let sock = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
     if let Some(b) = send_buffer {
         sock.set_send_buffer_size(b)?;
@@ -215,14 +158,173 @@ async fn open(addr: SocketAddr, send_buffer: Option<u32>) -> std::io::Result<Tcp
     Ok(s)
 }
 
-/// Message `owner`'s connection: carries `vq` bytes of whichever messages the policy chooses,
-/// then closes once the receiver has answered.
-async fn connection(owner: u64, vq: u64, addr: SocketAddr, cfg: SendConfig, state: Arc<Mutex<State>>) {
+async fn connect(addr: SocketAddr, cfg: &SendConfig, send_buffer: Option<u32>) -> Result<TcpStream, String> {
+    match tokio::time::timeout(cfg.timeout, open_socket(addr, send_buffer)).await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(format!("connecting to {addr}: {e}")),
+        Err(_) => Err(format!("connecting to {addr}: no answer within {:?}", cfg.timeout)),
+    }
+}
+
+/// Opens the session on the control connection: the table out, the receiver's reply in.
+async fn handshake(addr: SocketAddr, cfg: &SendConfig, session: SessionId, sizes: &[u64]) -> Result<TcpStream, String> {
+    let mut s = connect(addr, cfg, None).await?;
+    let exchange = async {
+        s.write_all(&session::encode_open(session, sizes)).await.map_err(|e| format!("opening a session: {e}"))?;
+        let mut r = [0u8; REPLY_BYTES];
+        s.read_exact(&mut r).await.map_err(|e| format!("opening a session: no reply from the receiver ({e})"))?;
+        match session::parse_reply(&r).map_err(|e| e.to_string())? {
+            None => Ok(()),
+            Some(len) => {
+                let mut reason = vec![0u8; len];
+                let _ = s.read_exact(&mut reason).await;
+                Err(format!("the receiver refused the session: {}", String::from_utf8_lossy(&reason)))
+            }
+        }
+    };
+    match tokio::time::timeout(cfg.timeout, exchange).await {
+        Ok(Ok(())) => Ok(s),
+        Ok(Err(e)) => Err(format!("{addr}: {e}")),
+        Err(_) => Err(format!("{addr}: opening a session: no reply within {:?}", cfg.timeout)),
+    }
+}
+
+/// Says the session is alive every `every` until told to close it.
+async fn keep_alive(mut s: TcpStream, every: Duration, mut close: oneshot::Receiver<()>) {
+    loop {
+        tokio::select! {
+            _ = &mut close => break,
+            _ = tokio::time::sleep(every) => {
+                if s.write_all(&[session::HEARTBEAT]).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    let _ = s.write_all(&[session::CLOSE]).await;
+    let _ = s.shutdown().await;
+}
+
+impl Sender {
+    /// Opens a session with the receiver at `addr` announcing `table`, each message's (size,
+    /// class): its messages are then sent by index with [`Sender::send`]. Err: the receiver
+    /// could not be reached or refused the session (the reason given).
+    pub async fn open(addr: SocketAddr, cfg: SendConfig, table: &[(u64, u32)]) -> Result<Sender, String> {
+        let session = SessionId::random();
+        let sizes: Vec<u64> = table.iter().map(|m| m.0).collect();
+        let control = handshake(addr, &cfg, session, &sizes).await?;
+        let (tx, rx) = oneshot::channel();
+        let keeper = tokio::spawn(keep_alive(control, cfg.heartbeat, rx));
+        let messages = table
+            .iter()
+            .map(|&(size, class)| Message {
+                data: Arc::new(Vec::new()),
+                size,
+                class,
+                start: None,
+                done: None,
+                error: None,
+                own_written: 0,
+                own_finished_at: None,
+            })
+            .collect();
+        let state = State { policy: cfg.policy, epoch: Instant::now(), messages, pending: Vec::new() };
+        Ok(Sender {
+            addr,
+            cfg,
+            session,
+            state: Arc::new(Mutex::new(state)),
+            tasks: Vec::new(),
+            control: Some((tx, keeper)),
+        })
+    }
+
+    pub fn session(&self) -> SessionId {
+        self.session
+    }
+
+    /// Sends message `id` of the table: opens its connection and returns at once (call
+    /// within a tokio runtime). Err, and nothing sent, when `id` is not in the table, was
+    /// sent before, or `data` is not the announced size.
+    pub fn send(&mut self, id: u32, data: Vec<u8>) -> Result<(), String> {
+        let size = data.len() as u64;
+        {
+            let mut st = self.state.lock().expect("sender state");
+            let n = st.messages.len();
+            let Some(m) = st.messages.get_mut(id as usize) else {
+                return Err(format!("message {id}: the session announced {n} messages"));
+            };
+            if m.start.is_some() {
+                return Err(format!("message {id}: sent already"));
+            }
+            if size != m.size {
+                return Err(format!("message {id}: {size} B, the session announced {} B", m.size));
+            }
+            m.start = Some(Instant::now());
+            m.data = Arc::new(data);
+            let class = m.class;
+            if size > 0 {
+                st.pending.push(Candidate {
+                    id: id as u64,
+                    remaining: size,
+                    attained: 0,
+                    class,
+                    tcp: VirtualQueue::default(),
+                });
+            }
+        }
+        let (addr, cfg, state, sid) = (self.addr, self.cfg, self.state.clone(), self.session);
+        self.tasks.push(tokio::spawn(async move { connection(id, size, addr, cfg, sid, state).await }));
+        Ok(())
+    }
+
+    /// Waits for every connection to finish, closes the session, and reports every message
+    /// of the table, in order.
+    pub async fn finish(mut self) -> Vec<SendReport> {
+        for t in std::mem::take(&mut self.tasks) {
+            let _ = t.await;
+        }
+        if let Some((close, keeper)) = self.control.take() {
+            let _ = close.send(());
+            let _ = keeper.await;
+        }
+        let st = self.state.lock().expect("sender state");
+        let pending: std::collections::HashMap<u64, u64> = st.pending.iter().map(|c| (c.id, c.remaining)).collect();
+        st.messages
+            .iter()
+            .enumerate()
+            .map(|(k, m)| {
+                let error = match (&m.start, &m.done, &m.error) {
+                    (None, _, _) => Some("never sent".to_string()),
+                    (_, Some(_), _) => None,
+                    (_, None, Some(e)) => Some(e.clone()),
+                    (_, None, None) => Some(match pending.get(&(k as u64)) {
+                        Some(left) => {
+                            format!("{left} of {} B never handed to a connection (a connection failed)", m.size)
+                        }
+                        None => "no completion notice from the receiver".to_string(),
+                    }),
+                };
+                SendReport {
+                    message: k as u32,
+                    size: m.size,
+                    class: m.class,
+                    started: m.start.map(|s| s.duration_since(st.epoch)),
+                    transfer: m.done.zip(m.start).map(|(d, s)| d.duration_since(s)),
+                    error,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Message `owner`'s connection: joins the session, carries `vq` bytes of whichever messages
+/// the policy chooses, then closes once the receiver has answered.
+async fn connection(owner: u32, vq: u64, addr: SocketAddr, cfg: SendConfig, sid: SessionId, state: Arc<Mutex<State>>) {
     let lock = || state.lock().expect("sender state");
-    let stream = match tokio::time::timeout(cfg.timeout, open(addr, cfg.send_buffer_bytes)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return lock().fail(owner, &format!("connecting to {addr}: {e}")),
-        Err(_) => return lock().fail(owner, &format!("connecting to {addr}: no answer within {:?}", cfg.timeout)),
+    let stream = match connect(addr, &cfg, cfg.send_buffer_bytes).await {
+        Ok(s) => s,
+        Err(e) => return lock().fail(owner, &e),
     };
     let (mut rd, mut wr) = stream.into_split();
     let notices = {
@@ -232,8 +334,7 @@ async fn connection(owner: u64, vq: u64, addr: SocketAddr, cfg: SendConfig, stat
             while rd.read_exact(&mut b).await.is_ok() {
                 let id = u64::from_be_bytes(b);
                 let mut st = state.lock().expect("sender state");
-                if let Some(k) = st.slot(id) {
-                    let m = &mut st.messages[k];
+                if let Some(m) = usize::try_from(id).ok().and_then(|k| st.messages.get_mut(k)) {
                     if m.done.is_none() && m.error.is_none() {
                         m.done = Some(Instant::now());
                     }
@@ -241,13 +342,13 @@ async fn connection(owner: u64, vq: u64, addr: SocketAddr, cfg: SendConfig, stat
             }
         })
     };
-    let mut carried: Vec<u64> = Vec::new();
+    let mut carried: Vec<u32> = Vec::new();
     let mut left = vq;
     let mut buf = Vec::with_capacity(HEADER_BYTES + cfg.chunk_bytes as usize);
-    let mut failed = None;
-    if vq == 0 {
+    let mut failed = write(&mut wr, &session::encode_join(sid), cfg.timeout).await.err();
+    if vq == 0 && failed.is_none() {
         // An empty message travels as one empty frame on its own connection.
-        frame::encode(owner, 0, 0, &[], &mut buf);
+        frame::encode(owner as u64, 0, 0, &[], &mut buf);
         carried.push(owner);
         if let Err(e) = write(&mut wr, &buf, cfg.timeout).await {
             failed = Some(e);
@@ -258,7 +359,7 @@ async fn connection(owner: u64, vq: u64, addr: SocketAddr, cfg: SendConfig, stat
             break;
         };
         buf.clear();
-        frame::encode(id, offset, total, &data[offset as usize..(offset + n) as usize], &mut buf);
+        frame::encode(id as u64, offset, total, &data[offset as usize..(offset + n) as usize], &mut buf);
         if !carried.contains(&id) {
             carried.push(id);
         }
@@ -268,12 +369,10 @@ async fn connection(owner: u64, vq: u64, addr: SocketAddr, cfg: SendConfig, stat
         }
         left -= n;
         let mut st = lock();
-        if let Some(k) = st.slot(owner) {
-            let m = &mut st.messages[k];
-            m.own_written += n;
-            if left == 0 {
-                m.own_finished_at = Some(Instant::now());
-            }
+        let m = &mut st.messages[owner as usize];
+        m.own_written += n;
+        if left == 0 {
+            m.own_finished_at = Some(Instant::now());
         }
     }
     if let Some(e) = &failed {

@@ -1,13 +1,16 @@
-//! The library over loopback: every message arrives byte-identical under every policy, and
-//! each fault case fails only the messages it concerns.
+//! The library over loopback: every message arrives byte-identical under every policy; one
+//! receiver serves sessions one after another and at once; each fault case fails only the
+//! messages it concerns, and bytes of no session's announced message are refused without
+//! touching a delivery.
 
 use fctlab_sched::{Policy, Rank};
 use fctlab_sched_tokio::frame::{self, HEADER_BYTES};
+use fctlab_sched_tokio::session::{self, SessionId};
 use fctlab_sched_tokio::{Delivery, Receiver, RecvConfig, SendConfig, Sender};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 fn payload(seed: u64, len: usize) -> Vec<u8> {
@@ -18,15 +21,34 @@ fn local() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
+/// Deliveries until `n` announced messages have been delivered or failed (sessions' opening
+/// and closing and refusals are kept too), or `limit` passes without one.
 async fn collect(rx: &mut Receiver, n: usize, limit: Duration) -> Vec<Delivery> {
     let mut out = Vec::new();
-    while out.len() < n {
+    let mut messages = 0;
+    while messages < n {
         match tokio::time::timeout(limit, rx.next()).await {
-            Ok(Some(d)) => out.push(d),
+            Ok(Some(d)) => {
+                if matches!(d, Delivery::Message { .. } | Delivery::Failed { .. }) {
+                    messages += 1;
+                }
+                out.push(d)
+            }
             _ => break,
         }
     }
     out
+}
+
+/// Sends `sizes` (message k carries `payload(seed + k)`) in one session, `gap` apart.
+async fn send_session(to: SocketAddr, cfg: SendConfig, seed: u64, sizes: &[usize], gap: Duration) -> Sender {
+    let table: Vec<(u64, u32)> = sizes.iter().enumerate().map(|(k, &n)| (n as u64, (k % 2) as u32)).collect();
+    let mut tx = Sender::open(to, cfg, &table).await.unwrap();
+    for (k, &n) in sizes.iter().enumerate() {
+        tx.send(k as u32, payload(seed + k as u64, n)).unwrap();
+        tokio::time::sleep(gap).await;
+    }
+    tx
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -44,71 +66,112 @@ async fn every_message_arrives_whole_under_every_policy() {
         let mut cfg = SendConfig::new(policy);
         cfg.chunk_bytes = 4096;
         cfg.send_buffer_bytes = Some(32 * 1024);
-        let mut tx = Sender::new(rx.local_addr(), cfg, 1000);
-        let mut want = HashMap::new();
-        for (k, &n) in sizes.iter().enumerate() {
-            let data = payload(k as u64, n);
-            let id = tx.send(data.clone(), (k % 2) as u32);
-            want.insert(id, data);
-            if k % 3 == 0 {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-        }
+        let tx = send_session(rx.local_addr(), cfg, 1000, &sizes, Duration::from_millis(1)).await;
         let got = collect(&mut rx, sizes.len(), Duration::from_secs(20)).await;
         let reports = tx.finish().await;
-        assert_eq!(got.len(), sizes.len(), "{policy}: {got:?}");
+        let mut seen = 0;
         for d in got {
             match d {
                 Delivery::Message { id, data, .. } => {
-                    assert!(want.remove(&id).is_some_and(|w| w == data), "{policy}: message {id} differs")
+                    seen += 1;
+                    assert_eq!(data, payload(1000 + id as u64, sizes[id as usize]), "{policy}: message {id} differs")
                 }
-                Delivery::Error { id, error } => panic!("{policy}: message {id:?}: {error}"),
+                Delivery::Opened { messages, .. } => assert_eq!(messages as usize, sizes.len()),
+                d => panic!("{policy}: {d:?}"),
             }
         }
-        assert!(want.is_empty());
+        assert_eq!(seen, sizes.len());
         for r in &reports {
             assert!(r.error.is_none() && r.transfer.is_some(), "{policy}: {r:?}");
         }
+        // The sender closed the session: the receiver says so, with every message delivered.
+        match tokio::time::timeout(Duration::from_secs(5), rx.next()).await {
+            Ok(Some(Delivery::Closed { delivered, failed: 0, how, .. })) => {
+                assert_eq!(delivered as usize, sizes.len());
+                assert!(how.contains("the sender closed"), "{how}");
+            }
+            d => panic!("{policy}: {d:?}"),
+        }
+        assert_eq!(rx.open_sessions(), 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_receiver_serves_sessions_in_a_row_and_at_once() {
+    let mut rx = Receiver::bind(local(), RecvConfig::default()).await.unwrap();
+    let to = rx.local_addr();
+    let sizes = [5_000usize, 70_000, 0, 1, 300_000, 16_384];
+    let mut cfg = SendConfig::new(Policy::Ranked(Rank::Srpt));
+    cfg.chunk_bytes = 8192;
+    let mut by_session: HashMap<SessionId, (u64, Vec<u32>)> = HashMap::new();
+    let mut all = Vec::new();
+    // Three in a row (each numbering its messages from 0), then two at once.
+    for seed in [10u64, 20, 30] {
+        let tx = send_session(to, cfg, seed, &sizes, Duration::ZERO).await;
+        by_session.insert(tx.session(), (seed, Vec::new()));
+        all.extend(collect(&mut rx, sizes.len(), Duration::from_secs(10)).await);
+        assert!(tx.finish().await.iter().all(|r| r.error.is_none()));
+    }
+    let (a, b) = tokio::join!(
+        send_session(to, cfg, 40, &sizes, Duration::from_millis(1)),
+        send_session(to, cfg, 50, &sizes, Duration::from_millis(1))
+    );
+    by_session.insert(a.session(), (40, Vec::new()));
+    by_session.insert(b.session(), (50, Vec::new()));
+    all.extend(collect(&mut rx, 2 * sizes.len(), Duration::from_secs(10)).await);
+    let (ra, rb) = tokio::join!(a.finish(), b.finish());
+    assert!(ra.iter().chain(&rb).all(|r| r.error.is_none()), "{ra:?} {rb:?}");
+    for d in all {
+        match d {
+            Delivery::Message { session, id, data, .. } => {
+                let (seed, ids) = by_session.get_mut(&session).expect("a known session");
+                assert_eq!(data, payload(*seed + id as u64, sizes[id as usize]));
+                ids.push(id);
+            }
+            Delivery::Opened { .. } | Delivery::Closed { failed: 0, .. } => {}
+            d => panic!("{d:?}"),
+        }
+    }
+    // Every message of every session exactly once.
+    for (_, mut ids) in by_session.into_values() {
+        ids.sort();
+        assert_eq!(ids, (0..sizes.len() as u32).collect::<Vec<_>>());
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn srpt_delivers_a_small_message_before_a_large_one_sent_first() {
     // 4 MB, then 20 KB a moment later: under SRPT the small one takes the large one's
-    // connection's next chunks and completes first; under tcp it shares with it.
-    for (policy, small_first) in [(Policy::Ranked(Rank::Srpt), true)] {
-        let mut rx = Receiver::bind(local(), RecvConfig::default()).await.unwrap();
-        let mut cfg = SendConfig::new(policy);
-        cfg.chunk_bytes = 8192;
-        cfg.send_buffer_bytes = Some(16 * 1024);
-        let mut tx = Sender::new(rx.local_addr(), cfg, 0);
-        let big = tx.send(payload(1, 4_000_000), 0);
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        let small = tx.send(payload(2, 20_000), 0);
-        let got = collect(&mut rx, 2, Duration::from_secs(20)).await;
-        let order: Vec<u64> = got
-            .iter()
-            .map(|d| match d {
-                Delivery::Message { id, .. } => *id,
-                e => panic!("{e:?}"),
-            })
-            .collect();
-        assert_eq!(order[0] == small, small_first, "{policy}: order {order:?} (big {big}, small {small})");
-        tx.finish().await;
-    }
+    // connection's next chunks and completes first.
+    let mut rx = Receiver::bind(local(), RecvConfig::default()).await.unwrap();
+    let mut cfg = SendConfig::new(Policy::Ranked(Rank::Srpt));
+    cfg.chunk_bytes = 8192;
+    cfg.send_buffer_bytes = Some(16 * 1024);
+    let tx = send_session(rx.local_addr(), cfg, 1, &[4_000_000, 20_000], Duration::from_millis(1)).await;
+    let got = collect(&mut rx, 2, Duration::from_secs(20)).await;
+    let order: Vec<u32> = got
+        .iter()
+        .filter_map(|d| match d {
+            Delivery::Message { id, .. } => Some(*id),
+            Delivery::Opened { .. } => None,
+            e => panic!("{e:?}"),
+        })
+        .collect();
+    assert_eq!(order, vec![1, 0]);
+    tx.finish().await;
 }
 
 /// Sends raw bytes on one connection and closes it, abruptly (RST) when `reset`.
 async fn raw(addr: SocketAddr, bytes: &[u8], reset: bool) {
     let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(bytes).await.unwrap();
+    let _ = s.write_all(bytes).await;
     if reset {
         // Zero linger: the close sends a reset at once (so dropping does not block).
         #[allow(deprecated)]
         s.set_linger(Some(Duration::ZERO)).unwrap();
         drop(s);
     } else {
-        s.shutdown().await.unwrap();
+        let _ = s.shutdown().await;
         // Keep the socket until the receiver has read it.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -120,82 +183,213 @@ fn frame(id: u64, offset: u64, total: u64, chunk: &[u8]) -> Vec<u8> {
     v
 }
 
+/// Opens session `sid` by hand (announcing `sizes`): the control connection, the reply read.
+async fn open_by_hand(addr: SocketAddr, sid: SessionId, sizes: &[u64]) -> (TcpStream, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(&session::encode_open(sid, sizes)).await.unwrap();
+    let mut r = [0u8; session::REPLY_BYTES];
+    s.read_exact(&mut r).await.unwrap();
+    let mut reason = vec![0u8; session::parse_reply(&r).unwrap().unwrap_or(0)];
+    s.read_exact(&mut reason).await.unwrap();
+    (s, reason)
+}
+
+fn joined(sid: SessionId, frames: &[u8]) -> Vec<u8> {
+    let mut v = session::encode_join(sid);
+    v.extend_from_slice(frames);
+    v
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn faults_fail_their_messages_and_the_others_arrive() {
+async fn faults_fail_their_messages_and_forgeries_are_refused() {
     let cfg = RecvConfig {
         limits: frame::Limits { max_chunk: 64 * 1024, max_message: 1 << 30 },
         max_buffered_bytes: 1 << 20,
-        idle_timeout: Duration::from_millis(300),
+        read_timeout: Duration::from_secs(3),
+        max_sessions: 2,
+        max_messages: 100,
+        ..RecvConfig::default()
     };
     let mut rx = Receiver::bind(local(), cfg).await.unwrap();
     let addr = rx.local_addr();
+    let sid = SessionId::random();
+    let mut sizes = vec![1000u64; 12];
+    sizes[10] = 2_000_000;
+    let (mut control, reason) = open_by_hand(addr, sid, &sizes).await;
+    assert!(reason.is_empty());
     let good = payload(9, 1000);
+    let j = |f: &[u8]| joined(sid, f);
     // 1. a truncated frame: header and half its chunk, then the connection ends
     let f = frame(1, 0, 1000, &good);
-    raw(addr, &f[..HEADER_BYTES + 500], false).await;
-    // 2. a wrong magic, 3. a wrong version
+    raw(addr, &j(&f[..HEADER_BYTES + 500]), false).await;
+    // 2. a wrong magic, 3. a wrong version (both name no message: refused)
     let mut f = frame(2, 0, 1000, &good);
     f[0] = b'Z';
-    raw(addr, &f, false).await;
+    raw(addr, &j(&f), false).await;
     let mut f = frame(3, 0, 1000, &good);
     f[4] = 2;
-    raw(addr, &f, false).await;
+    raw(addr, &j(&f), false).await;
     // 4. a length beyond the message, 5. offset + length overflowing, 6. a chunk past the limit
-    raw(addr, &frame(4, 900, 1000, &good[..200]), false).await;
+    raw(addr, &j(&frame(4, 900, 1000, &good[..200])), false).await;
     let mut f = frame(5, 0, 1000, &good[..10]);
     f[16..24].copy_from_slice(&(u64::MAX - 3).to_be_bytes());
-    raw(addr, &f, false).await;
+    raw(addr, &j(&f), false).await;
     let mut f = frame(6, 0, 1 << 20, &good[..10]);
     f[24..28].copy_from_slice(&(1u32 << 30).to_be_bytes());
-    raw(addr, &f[..HEADER_BYTES], false).await;
-    // 7. a declared size of a terabyte (refused, nothing allocated)
-    raw(addr, &frame(7, 0, 1 << 40, &good[..10]), false).await;
+    raw(addr, &j(&f[..HEADER_BYTES]), false).await;
+    // 7. a declared size of a terabyte (refused from the header, nothing allocated)
+    raw(addr, &j(&frame(7, 0, 1 << 40, &good[..10])), false).await;
     // 8. a checksum mismatch
     let mut f = frame(8, 0, 1000, &good);
     f[HEADER_BYTES + 10] ^= 0x40;
-    raw(addr, &f, false).await;
-    // 9. a connection reset in the middle of a message: its first half, then RST
-    raw(addr, &frame(9, 0, 1000, &good[..500]), true).await;
-    // 10. a message larger than what the receiver holds for incomplete messages
-    let big = payload(10, 60_000);
-    let mut f = Vec::new();
-    for k in 0..20u64 {
-        f.extend(frame(10, k * 60_000, 2_000_000, &big));
-    }
-    raw(addr, &f, false).await;
-    // ...and a good message, whole, after all that
-    raw(addr, &frame(11, 0, 1000, &good), false).await;
-    let got = collect(&mut rx, 11, Duration::from_secs(5)).await;
-    let mut errors: HashMap<Option<u64>, Vec<String>> = HashMap::new();
+    raw(addr, &j(&f), false).await;
+    // 9. a connection reset after the message's first half
+    raw(addr, &j(&frame(9, 0, 1000, &good[..500])), true).await;
+    // 10. a message larger than what a session may hold of incomplete messages
+    raw(addr, &j(&frame(10, 0, 2_000_000, &good)), false).await;
+    // Forgeries, none of which may touch message 0 or 11:
+    // a frame with no preamble (a sender without sessions), a join of a session never
+    // opened, a frame of a message the session did not announce, a size other than the
+    // announced one, an open whose table fails its checksum, an open of too many messages.
+    raw(addr, &frame(0, 0, 1000, &good), false).await;
+    raw(addr, &joined(SessionId([1; 16]), &frame(0, 0, 1000, &good)), false).await;
+    raw(addr, &j(&frame(99, 0, 1000, &good)), false).await;
+    raw(addr, &j(&frame(11, 0, 999, &good[..999])), false).await;
+    let mut bad_open = session::encode_open(SessionId::random(), &[5, 6]);
+    bad_open[30] ^= 1;
+    raw(addr, &bad_open, false).await;
+    let (_c, reason) = open_by_hand(addr, SessionId::random(), &[1; 101]).await;
+    assert!(String::from_utf8_lossy(&reason).contains("a session of 101 messages, the limit is 100"));
+    // ...and the real messages 0 and 11, whole, after all that; 0 in two halves on two
+    // connections.
+    raw(addr, &j(&frame(0, 0, 1000, &good[..600])), false).await;
+    raw(addr, &j(&frame(0, 600, 1000, &good[600..])), false).await;
+    raw(addr, &j(&frame(11, 0, 1000, &good)), false).await;
+    // A chunk of the delivered message 11 again: refused, the delivery stands.
+    raw(addr, &j(&frame(11, 0, 1000, &good)), false).await;
+    control.write_all(&[session::CLOSE]).await.unwrap();
+    let got = collect(&mut rx, 12, Duration::from_secs(5)).await;
+    let mut failed: HashMap<u32, String> = HashMap::new();
+    let mut refused = Vec::new();
     let mut delivered = Vec::new();
     for d in got {
         match d {
-            Delivery::Message { id, data, .. } => delivered.push((id, data)),
-            Delivery::Error { id, error } => errors.entry(id).or_default().push(error),
+            Delivery::Message { id, data, session, .. } => {
+                assert_eq!(session, sid);
+                delivered.push((id, data))
+            }
+            Delivery::Failed { id, error, .. } => assert!(failed.insert(id, error).is_none(), "{id} failed twice"),
+            Delivery::Refused { error, .. } => refused.push(error),
+            Delivery::Opened { session, .. } => assert_eq!(session, sid),
+            d => panic!("{d:?}"),
         }
     }
-    assert_eq!(delivered, vec![(11, good.clone())], "errors: {errors:?}");
-    let has = |id: Option<u64>, text: &str| errors.get(&id).is_some_and(|v| v.iter().any(|e| e.contains(text)));
-    assert!(has(Some(1), "inside a chunk (500 of 1000 B)"), "{errors:?}");
-    assert!(has(None, "not a fctlab scheduling frame"), "{errors:?}");
-    assert!(has(None, "frame version 2"), "{errors:?}");
-    assert!(has(Some(4), "beyond its size"), "{errors:?}");
-    assert!(has(Some(5), "beyond its size"), "{errors:?}");
-    assert!(has(Some(6), "the limit is 65536 B"), "{errors:?}");
-    assert!(has(Some(7), "size 1099511627776 B, the limit"), "{errors:?}");
-    assert!(has(Some(8), "checksum mismatch"), "{errors:?}");
-    assert!(has(Some(9), "incomplete (500 of 1000 B)"), "{errors:?}");
-    assert!(has(Some(10), "the limit is 1048576 B"), "{errors:?}");
+    delivered.sort();
+    assert_eq!(delivered, vec![(0, good.clone()), (11, good.clone())], "failed: {failed:?}");
+    let has = |id: u32, text: &str| failed.get(&id).is_some_and(|e| e.contains(text));
+    assert!(has(1, "inside a chunk (500 of 1000 B)"), "{failed:?}");
+    assert!(has(4, "beyond its size"), "{failed:?}");
+    assert!(has(5, "beyond its size"), "{failed:?}");
+    assert!(has(6, "the limit is 65536 B"), "{failed:?}");
+    assert!(has(7, "size 1099511627776 B, the limit"), "{failed:?}");
+    assert!(has(8, "checksum mismatch"), "{failed:?}");
+    assert!(has(9, "incomplete (500 of 1000 B) when the sender closed the session"), "{failed:?}");
+    assert!(has(10, "more than the 1048576 B"), "{failed:?}");
+    // 2 and 3 were announced but none of their bytes came with a session's frame.
+    assert!(has(2, "incomplete (0 of 1000 B)") && has(3, "incomplete (0 of 1000 B)"), "{failed:?}");
+    assert_eq!(failed.len(), 10, "{failed:?}");
+    let refusal = |text: &str| refused.iter().any(|e| e.contains(text));
+    for text in [
+        "not a fctlab scheduling frame",
+        "frame version 2",
+        "before any session preamble",
+        "which is not open here",
+        "message 99: session",
+        "a chunk says 999 B in all, the session announced 1000 B",
+        "checksum mismatch in the session's message table",
+        "a session of 101 messages",
+        "after it was delivered",
+    ] {
+        assert!(refusal(text), "no refusal saying {text:?}: {refused:?}");
+    }
+    assert_eq!(rx.counters().refused as usize, refused.len());
+    assert_eq!(rx.counters().sessions_opened, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_end_when_their_heartbeats_stop_and_when_the_receiver_stops() {
+    let cfg = RecvConfig { read_timeout: Duration::from_millis(400), ..RecvConfig::default() };
+    let mut rx = Receiver::bind(local(), cfg).await.unwrap();
+    let addr = rx.local_addr();
+    let sid = SessionId::random();
+    // Opened by hand, no heartbeats: half of message 0 arrives, then silence.
+    let (_control, _) = open_by_hand(addr, sid, &[1000, 10]).await;
+    raw(addr, &joined(sid, &frame(0, 0, 1000, &payload(0, 500))), false).await;
+    let got = collect(&mut rx, 2, Duration::from_secs(3)).await;
+    let fails: Vec<&String> =
+        got.iter().filter_map(|d| if let Delivery::Failed { error, .. } = d { Some(error) } else { None }).collect();
+    assert_eq!(fails.len(), 2, "{got:?}");
+    assert!(fails[0].contains("incomplete (500 of 1000 B) when no heartbeat from the sender for 400ms"), "{got:?}");
+    // A real sender's session stays open while it beats; stopping the receiver abandons it.
+    let mut scfg = SendConfig::new(Policy::Tcp);
+    scfg.heartbeat = Duration::from_millis(100);
+    let tx = Sender::open(addr, scfg, &[(10, 0)]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(rx.open_sessions(), 1);
+    let rest = rx.stop("the receiver stopped");
+    assert!(
+        rest.iter().any(|d| matches!(d, Delivery::Failed { error, .. } if error.contains("incomplete (0 of 10 B) when the receiver stopped"))),
+        "{rest:?}"
+    );
+    drop(tx);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_over_its_buffer_waits_for_room_instead_of_failing() {
+    // 64 KB of incomplete messages at most, twelve 50 KB messages sent at once under SRPT:
+    // chunks wait for room (their connections stop reading) and every message arrives.
+    let cfg = RecvConfig { max_buffered_bytes: 64 * 1024, ..RecvConfig::default() };
+    let mut rx = Receiver::bind(local(), cfg).await.unwrap();
+    let mut scfg = SendConfig::new(Policy::Ranked(Rank::Srpt));
+    scfg.chunk_bytes = 4096;
+    let sizes = [50_000usize; 12];
+    let tx = send_session(rx.local_addr(), scfg, 7, &sizes, Duration::ZERO).await;
+    let got = collect(&mut rx, sizes.len(), Duration::from_secs(20)).await;
+    let reports = tx.finish().await;
+    assert_eq!(got.iter().filter(|d| matches!(d, Delivery::Message { .. })).count(), sizes.len(), "{got:?}");
+    assert!(reports.iter().all(|r| r.error.is_none()), "{reports:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_beyond_the_cap_do_not_stop_a_sender() {
+    let cfg = RecvConfig { max_connections: 16, ..RecvConfig::default() };
+    let mut rx = Receiver::bind(local(), cfg).await.unwrap();
+    let addr = rx.local_addr();
+    let mut idle = Vec::new();
+    for _ in 0..100 {
+        idle.push(TcpStream::connect(addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let tx = send_session(addr, SendConfig::new(Policy::Tcp), 3, &[1000, 200_000, 5], Duration::ZERO).await;
+    let got = collect(&mut rx, 3, Duration::from_secs(10)).await;
+    assert!(tx.finish().await.iter().all(|r| r.error.is_none()), "{got:?}");
+    assert!(rx.counters().evicted >= 80, "{:?}", rx.counters());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiver_that_stops_reading_fails_the_messages_in_time() {
-    // A listener that accepts and never reads: the sender's writes stall once the socket
-    // buffers are full, and the messages fail after the timeout instead of hanging.
+    // A receiver that accepts the session and never reads a message's connection: the
+    // sender's writes stall once the socket buffers are full, and the messages fail after
+    // the timeout instead of hanging.
     let l = tokio::net::TcpListener::bind(local()).await.unwrap();
     let addr = l.local_addr().unwrap();
     let hold = tokio::spawn(async move {
         let mut keep = Vec::new();
+        let (mut c, _) = l.accept().await.unwrap();
+        let mut open = vec![0u8; 24 + 4 + 16 + 4];
+        c.read_exact(&mut open).await.unwrap();
+        c.write_all(&session::encode_reply(None)).await.unwrap();
+        keep.push(c);
         while let Ok((s, _)) = l.accept().await {
             keep.push(s);
         }
@@ -203,9 +397,11 @@ async fn a_receiver_that_stops_reading_fails_the_messages_in_time() {
     let mut cfg = SendConfig::new(Policy::Ranked(Rank::Srpt));
     cfg.timeout = Duration::from_millis(500);
     cfg.send_buffer_bytes = Some(16 * 1024);
-    let mut tx = Sender::new(addr, cfg, 0);
-    tx.send(payload(1, 8_000_000), 0);
-    tx.send(payload(2, 100), 0);
+    let mut tx = Sender::open(addr, cfg, &[(8_000_000, 0), (100, 0)]).await.unwrap();
+    tx.send(0, payload(1, 8_000_000)).unwrap();
+    tx.send(1, payload(2, 100)).unwrap();
+    assert!(tx.send(1, payload(2, 100)).unwrap_err().contains("sent already"));
+    assert!(tx.send(2, vec![]).unwrap_err().contains("announced 2 messages"));
     let t0 = std::time::Instant::now();
     let reports = tokio::time::timeout(Duration::from_secs(10), tx.finish()).await.expect("the sender hung");
     assert!(t0.elapsed() < Duration::from_secs(5));
@@ -218,14 +414,16 @@ async fn a_receiver_that_stops_reading_fails_the_messages_in_time() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unreachable_receiver_is_a_clear_error() {
+async fn an_unreachable_or_refusing_receiver_is_a_clear_error() {
     // A port nothing listens on (bound, then closed).
     let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let mut cfg = SendConfig::new(Policy::Tcp);
     cfg.timeout = Duration::from_secs(2);
-    let mut tx = Sender::new(addr, cfg, 0);
-    tx.send(payload(1, 10), 0);
-    let r = tx.finish().await;
-    let e = r[0].error.as_deref().unwrap();
+    let e = Sender::open(addr, cfg, &[(10, 0)]).await.err().unwrap();
     assert!(e.contains(&format!("connecting to {addr}")), "{e}");
+    // A receiver with room for one session refuses a second, saying why.
+    let rx = Receiver::bind(local(), RecvConfig { max_sessions: 1, ..RecvConfig::default() }).await.unwrap();
+    let _first = Sender::open(rx.local_addr(), cfg, &[(10, 0)]).await.unwrap();
+    let e = Sender::open(rx.local_addr(), cfg, &[(10, 0)]).await.err().unwrap();
+    assert!(e.contains("the receiver refused the session: 1 sessions are open, the receiver's limit"), "{e}");
 }

@@ -342,14 +342,14 @@ def _sched_receiver(ns: str, listen: str, expect: int, ready: threading.Barrier,
     try:
         enter(ns)
         ready.wait(timeout=30)
-        out.extend(_core.sched_recv(listen, expect, timeout_s, True))
+        out.extend(_core.sched_recv(listen, expect, timeout_s, True)["rows"])
     except threading.BrokenBarrierError:
         pass
     except Exception as e:  # noqa: BLE001 - reported for the pair's flows
-        out.append({"message": None, "size_bytes": 0, "completed_unix_s": None, "error": f"receiver: {e}"})
+        out.append({"kind": "failed", "message": None, "size_bytes": 0, "error": f"receiver: {e}"})
 
 
-def _sched_sender(ns: str, to: str, flows: list, base: int, sched: dict, t0: float, results: dict):
+def _sched_sender(ns: str, to: str, flows: list, sched: dict, t0: float, results: dict):
     """One scheduled pair's sender: the flows' messages at their start times, one report each."""
     from .. import _core
 
@@ -372,7 +372,6 @@ def _sched_sender(ns: str, to: str, flows: list, base: int, sched: dict, t0: flo
             16384,
             sched.get("send_buffer_bytes") or None,
             30.0,
-            base,
         )
     except Exception as e:  # noqa: BLE001
         for f in flows:
@@ -719,7 +718,6 @@ def _run_plan(
                     net.ns(src),
                     f"{net.addresses[dst]}:{SCHED_PORT_BASE + k}",
                     fl,
-                    k << 32,
                     plan.scheduler,
                     t0,
                     results,
@@ -775,14 +773,16 @@ def _run_plan(
         stats = net.port_stats()
         # The receivers' word on each scheduled message: a message that arrived with other
         # bytes than were sent, or not at all, is not complete whatever the sender heard.
-        for k, ((src, dst), fl) in enumerate(pairs.items()):
+        # (Each pair's receiver serves that pair's one session, so a message's id is its index.)
+        for (src, dst), fl in pairs.items():
             for d in deliveries[(src, dst)]:
-                if d["error"] is None or d["message"] is None:
-                    if d["error"] is not None:
-                        for f in fl:
-                            results[f.flow_id].error = results[f.flow_id].error or d["error"]
+                if d["kind"] == "refused" or d["error"] is None:
                     continue
-                i = d["message"] - (k << 32)
+                if d["message"] is None:
+                    for f in fl:
+                        results[f.flow_id].error = results[f.flow_id].error or d["error"]
+                    continue
+                i = d["message"]
                 if 0 <= i < len(fl):
                     r = results[fl[i].flow_id]
                     r.error, r.completed, r.finish = d["error"], False, None
