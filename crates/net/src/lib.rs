@@ -1,13 +1,15 @@
 //! The network: packets, output ports (queue + link), queue disciplines, routing and topologies.
 //!
-//! A directional link is modelled by the output [`Port`] that feeds it: a FIFO buffer, a
-//! transmitter of fixed rate and a propagation pipe. Packets live in a [`PacketPool`] and are
-//! moved by [`PacketId`]; a port keeps queued and in-flight packets in one ring and needs at
-//! most one pending event (the arrival of its head at the far end).
+//! A directional link is modelled by the output [`Port`] that feeds it: a buffer run by a
+//! queue discipline ([`qdisc`]: one file each, registered in one line), a transmitter of fixed
+//! rate and a propagation pipe. Packets live in a [`PacketPool`] and are moved by
+//! [`PacketId`]; a port keeps in-flight (and, under a first-in-first-out discipline, queued)
+//! packets in one ring and needs at most one pending event (the arrival of its head at the far
+//! end).
 
 pub mod packet;
 pub mod port;
-pub mod queue;
+pub mod qdisc;
 pub mod routing;
 pub mod topology;
 
@@ -15,6 +17,6 @@ pub use packet::{
     FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId, RouterHeader, SackBlock,
 };
 pub use port::{BufferLimit, BufferModel, EnqueueOutcome, Port, PortStats};
-pub use queue::{Ns2RedConfig, QueueConfig, RedConfig};
+pub use qdisc::{Ns2RedConfig, QueueConfig, RedConfig};
 pub use routing::Routes;
 pub use topology::{LinkParams, LinkSpec, NodeKind, NodeSpec, Topology, TopologyKind};

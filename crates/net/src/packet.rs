@@ -137,7 +137,7 @@ impl Packet {
     /// The fields switches need, carried beside the packet id through the network.
     #[inline]
     pub fn meta(&self) -> PacketMeta {
-        PacketMeta { flow: self.flow, wire_bytes: self.wire_bytes, flags: self.flags, hop: 0, kind: self.kind }
+        PacketMeta { flow: self.flow, wire_bytes: self.wire_bytes, flags: self.flags, hop: 0, kind: self.kind, prio: 0 }
     }
 }
 
@@ -156,6 +156,10 @@ pub struct PacketMeta {
     pub hop: u8,
     /// The packet's kind, so that switches see SYNs and FINs without reading the packet.
     pub kind: PacketKind,
+    /// Its priority for disciplines that have bands (0 highest; see
+    /// [`crate::qdisc::Discipline::class_of`]). Set by the simulation as the packet enters the
+    /// network.
+    pub prio: u8,
 }
 
 impl PacketMeta {

@@ -1,14 +1,22 @@
-//! An output port: FIFO buffer, transmitter and propagation pipe of one directional link.
+//! An output port: buffer, transmitter and propagation pipe of one directional link, with its
+//! queue discipline ([`crate::qdisc`]).
 //!
-//! Because the port is FIFO at a fixed rate, a packet's transmission start and its arrival at
-//! the far end are known the moment it is accepted. The port keeps accepted packets in one
-//! ring (`ring`), oldest first, each with those two times. The simulation schedules a single
-//! event per port: the arrival of the ring's head. Queue occupancy at time `t` counts the
-//! packets whose transmission has not started by `t` (the packet being serialized is on the
-//! wire, not in the buffer); it is brought up to date lazily by [`Port::advance`].
+//! Under a first-in-first-out discipline, because the port sends at a fixed rate, a packet's
+//! transmission start and its arrival at the far end are known the moment it is accepted. The
+//! port keeps accepted packets in one ring (`ring`), oldest first, each with those two times.
+//! The simulation schedules a single event per port: the arrival of the ring's head. Queue
+//! occupancy at time `t` counts the packets whose transmission has not started by `t` (the
+//! packet being serialized is on the wire, not in the buffer); it is brought up to date lazily
+//! by [`Port::advance`].
+//!
+//! Under an ordered discipline (strict priority, say) the discipline holds the waiting packets
+//! and the ring only those whose transmission has started. [`Port::advance`] then asks the
+//! discipline for the next packet each time the transmitter freed before `now`, in time order,
+//! so each choice is made among the packets that had arrived by then; the single event per
+//! port is still the ring head's arrival, which always comes after the next choice is due.
 
 use crate::packet::{flags, NodeId, PacketId, PacketMeta};
-use crate::queue::{QueueConfig, QueueState, Verdict};
+use crate::qdisc::{AnyQdisc, LinkInfo, QueueConfig, QueueView, Verdict, Waiting};
 use fctlab_engine::{BitsPerSec, Nanos, Rng, TxClock};
 use std::collections::VecDeque;
 
@@ -84,6 +92,9 @@ pub enum EnqueueOutcome {
     /// Accepted. `schedule_arrival` is the arrival time of the new ring head when the ring was
     /// empty before (the caller must schedule an arrival event at that time); `None` otherwise.
     Accepted { schedule_arrival: Option<Nanos> },
+    /// Accepted in place of the waiting packet `dropped`, which the discipline dropped to make
+    /// room (counted as a drop; the caller must free it).
+    Replaced { schedule_arrival: Option<Nanos>, dropped: PacketId },
     /// Dropped (buffer full or early drop). The caller still owns and must free the packet.
     Dropped,
 }
@@ -112,9 +123,12 @@ pub struct Port {
     pub delay: Nanos,
     tx_packets: u64,
     tx_bytes: u64,
-    max_queue_bytes: u64,
+    /// The discipline holds the waiting packets (read by every [`Port::advance`], so in the
+    /// line it touches).
+    ordered: bool,
     pub limit: BufferLimit,
-    disc: QueueState,
+    disc: AnyQdisc,
+    max_queue_bytes: u64,
     drops: u64,
     ecn_marks: u64,
     max_queue_pkts: u32,
@@ -123,6 +137,8 @@ pub struct Port {
     /// ns-2's admission (its buffer model or its RED) rather than the classic one: one test
     /// on every arrival, the rest out of the hot path.
     ns2_admission: bool,
+    /// A mark the packet cannot take (not ECN-capable) drops it (RED in ECN mode).
+    drop_unmarkable: bool,
     pub from: NodeId,
     pub rate: BitsPerSec,
 }
@@ -137,8 +153,8 @@ impl Port {
         queue: &QueueConfig,
         rng: Rng,
     ) -> Port {
-        let disc = QueueState::new(queue, rng, rate, delay);
-        let ns2_admission = matches!(disc, QueueState::Ns2Red(_));
+        let disc = queue.build(&LinkInfo { rate, delay }, rng);
+        let ns2_admission = disc.own_admission();
         Port {
             ring: VecDeque::with_capacity(4),
             busy_until: Nanos::ZERO,
@@ -151,9 +167,11 @@ impl Port {
             delay,
             tx_packets: 0,
             tx_bytes: 0,
-            max_queue_bytes: 0,
+            ordered: disc.ordered(),
             limit,
+            drop_unmarkable: disc.drop_unmarkable(),
             disc,
+            max_queue_bytes: 0,
             drops: 0,
             ecn_marks: 0,
             max_queue_pkts: 0,
@@ -167,28 +185,21 @@ impl Port {
     /// The port with the given buffer model (the default is [`BufferModel::Waiting`]).
     pub fn with_buffer_model(mut self, model: BufferModel) -> Port {
         self.buffer_model = model;
-        self.ns2_admission = model == BufferModel::Ns2 || matches!(self.disc, QueueState::Ns2Red(_));
+        self.ns2_admission = model == BufferModel::Ns2 || self.disc.own_admission();
         self
     }
 
     /// The port's discipline.
-    pub fn discipline(&self) -> &QueueState {
+    pub fn discipline(&self) -> &AnyQdisc {
         &self.disc
     }
 
-    /// Whether a packet of `wire` bytes finds the buffer full (`must_wait`: the transmitter is
-    /// busy).
-    /// Whether ns-2 would drop an arriving packet of `wire` bytes for want of room.
-    fn ns2_full(&self, must_wait: bool, wire: u64) -> bool {
+    /// Whether an arriving packet of `wire` bytes finds the buffer full under the port's
+    /// buffer model (`must_wait`: the transmitter is busy).
+    fn full_for(&self, must_wait: bool, wire: u64) -> bool {
         match self.buffer_model {
             BufferModel::Waiting => must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire),
-            BufferModel::Ns2 => match (&self.disc, self.limit) {
-                (QueueState::Ns2Red(r), limit) => r.limit_reached(limit, self.waiting_pkts, self.waiting_bytes),
-                (QueueState::Red(_), limit) => limit.reached(self.waiting_pkts, self.waiting_bytes),
-                (_, BufferLimit::Packets(n)) => self.waiting_pkts + 1 >= n,
-                (_, BufferLimit::Bytes(b)) => self.waiting_bytes + wire >= b,
-                (_, BufferLimit::Unlimited) => false,
-            },
+            BufferModel::Ns2 => self.disc.ns2_full(self.limit, self.waiting_pkts, self.waiting_bytes, wire),
         }
     }
 
@@ -196,14 +207,41 @@ impl Port {
     /// arrival, also one that the full buffer then drops.
     #[cold]
     #[inline(never)]
-    fn ns2_verdict(&mut self, must_wait: bool, meta: &PacketMeta, idle_for: Nanos) -> Verdict {
-        let full = self.ns2_full(must_wait, meta.wire_bytes as u64);
-        if let QueueState::Ns2Red(r) = &mut self.disc {
-            r.on_arrival(self.waiting_pkts, self.waiting_bytes, meta.wire_bytes, meta.has(flags::ECT), idle_for, full)
+    fn ns2_verdict(&mut self, view: QueueView, must_wait: bool, meta: &PacketMeta) -> Verdict {
+        let full = self.full_for(must_wait, meta.wire_bytes as u64);
+        if self.disc.own_admission() {
+            self.disc.on_arrival(&QueueView { full, ..view }, meta)
         } else if full {
             Verdict::Drop
         } else {
-            self.disc.on_arrival(self.waiting_pkts, self.waiting_bytes, idle_for)
+            self.disc.on_arrival(&view, meta)
+        }
+    }
+
+    /// The transmitter took the discipline's next packets while it was free before `now`
+    /// (ordered disciplines): each leaves the buffer for the ring when its transmission starts.
+    #[cold]
+    #[inline(never)]
+    fn advance_ordered(&mut self, now: Nanos) {
+        while self.waiting_pkts > 0 && self.busy_until <= now {
+            let t = self.busy_until;
+            self.queue_area_pkt_ns += self.waiting_pkts as u128 * (t.0 - self.area_time.0) as u128;
+            self.area_time = t;
+            let Some(w) = self.disc.pop() else { break };
+            let wire = w.meta.wire_bytes as u64;
+            self.waiting_pkts -= 1;
+            self.waiting_bytes -= wire;
+            self.busy_until = t + self.clock.tx_time(wire);
+            self.ring.push_back(InFlight {
+                pkt: w.pkt,
+                meta: w.meta,
+                tx_start: t,
+                arrive: self.busy_until + self.delay,
+            });
+        }
+        if now > self.area_time {
+            self.queue_area_pkt_ns += self.waiting_pkts as u128 * (now.0 - self.area_time.0) as u128;
+            self.area_time = now;
         }
     }
 
@@ -224,6 +262,9 @@ impl Port {
     /// leave the buffer, and the time-weighted occupancy integral is accumulated.
     #[inline]
     pub fn advance(&mut self, now: Nanos) {
+        if self.ordered {
+            return self.advance_ordered(now);
+        }
         while self.waiting_pkts > 0 {
             let idx = self.ring.len() - self.waiting_pkts as usize;
             let e = self.ring[idx];
@@ -249,54 +290,97 @@ impl Port {
         let wire = meta.wire_bytes as u64;
         // Only a packet that has to wait occupies the buffer; an idle transmitter takes it at once.
         let must_wait = self.busy_until > now;
+        let idle_for =
+            if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
+        let view = QueueView {
+            now,
+            waiting_pkts: self.waiting_pkts,
+            waiting_bytes: self.waiting_bytes,
+            idle_for,
+            full: false,
+        };
+        let mut dropped = None;
         let verdict = if !self.ns2_admission {
             if must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
-                self.drops += 1;
-                return EnqueueOutcome::Dropped;
-            }
-            let idle_for =
-                if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
-            self.disc.on_arrival(self.waiting_pkts, self.waiting_bytes, idle_for)
-        } else {
-            let idle_for =
-                if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
-            self.ns2_verdict(must_wait, &meta, idle_for)
-        };
-        match verdict {
-            Verdict::Accept => {}
-            Verdict::Mark => {
-                if meta.has(flags::ECT) {
-                    if !meta.has(flags::CE) {
-                        meta.flags |= flags::CE;
-                        self.ecn_marks += 1;
-                    }
-                } else if matches!(self.disc, QueueState::Red(_)) {
-                    // RED in ECN mode drops what it cannot mark.
+                dropped = self.make_room(&meta, wire);
+                if dropped.is_none() {
                     self.drops += 1;
                     return EnqueueOutcome::Dropped;
                 }
             }
-            Verdict::Drop => {
+            self.disc.on_arrival(&view, &meta)
+        } else {
+            self.ns2_verdict(view, must_wait, &meta)
+        };
+        match verdict {
+            Verdict::Accept => {}
+            Verdict::Mark if meta.has(flags::ECT) => {
+                if !meta.has(flags::CE) {
+                    meta.flags |= flags::CE;
+                    self.ecn_marks += 1;
+                }
+            }
+            // A packet admitted in another's place is kept (the discipline chose it).
+            Verdict::Mark | Verdict::Drop if dropped.is_some() => {}
+            Verdict::Mark if !self.drop_unmarkable => {}
+            // A drop, or a mark that RED in ECN mode cannot make.
+            Verdict::Mark | Verdict::Drop => {
                 self.drops += 1;
                 return EnqueueOutcome::Dropped;
             }
         }
-        let tx_start = if self.busy_until > now { self.busy_until } else { now };
-        self.busy_until = tx_start + self.clock.tx_time(wire);
-        let arrive = self.busy_until + self.delay;
         let was_empty = self.ring.is_empty();
-        self.ring.push_back(InFlight { pkt: id, meta, tx_start, arrive });
-        if tx_start > now {
-            self.waiting_pkts += 1;
-            self.waiting_bytes += wire;
-            if self.waiting_pkts > self.max_queue_pkts {
-                self.max_queue_pkts = self.waiting_pkts;
+        let schedule_arrival = if self.ordered && must_wait {
+            self.disc.push(Waiting { pkt: id, meta });
+            self.count_waiting(wire);
+            None
+        } else {
+            let tx_start = if self.busy_until > now { self.busy_until } else { now };
+            self.busy_until = tx_start + self.clock.tx_time(wire);
+            let arrive = self.busy_until + self.delay;
+            self.ring.push_back(InFlight { pkt: id, meta, tx_start, arrive });
+            if tx_start > now {
+                self.count_waiting(wire);
             }
-            if self.waiting_bytes > self.max_queue_bytes {
-                self.max_queue_bytes = self.waiting_bytes;
-            }
+            was_empty.then_some(arrive)
+        };
+        match dropped {
+            None => EnqueueOutcome::Accepted { schedule_arrival },
+            Some(victim) => EnqueueOutcome::Replaced { schedule_arrival, dropped: victim },
         }
-        EnqueueOutcome::Accepted { schedule_arrival: if was_empty { Some(arrive) } else { None } }
+    }
+
+    #[inline]
+    fn count_waiting(&mut self, wire: u64) {
+        self.waiting_pkts += 1;
+        self.waiting_bytes += wire;
+        if self.waiting_pkts > self.max_queue_pkts {
+            self.max_queue_pkts = self.waiting_pkts;
+        }
+        if self.waiting_bytes > self.max_queue_bytes {
+            self.max_queue_bytes = self.waiting_bytes;
+        }
+    }
+
+    /// A full buffer: the discipline may drop a waiting packet (counted) in place of the
+    /// arriving one of `wire` bytes, if that makes room. Only ordered disciplines hold packets
+    /// they can give up.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, meta: &PacketMeta, wire: u64) -> Option<PacketId> {
+        if !self.ordered {
+            return None;
+        }
+        // With a byte buffer the victim must free enough for the packet.
+        let need = match self.limit {
+            BufferLimit::Bytes(b) => (self.waiting_bytes + wire).saturating_sub(b),
+            _ => 0,
+        };
+        let victim = self.disc.make_room(meta, need)?;
+        self.drops += 1;
+        self.waiting_pkts -= 1;
+        self.waiting_bytes -= victim.meta.wire_bytes as u64;
+        Some(victim.pkt)
     }
 
     /// Removes the ring head, which arrives at the far end now. Returns it and the arrival
@@ -335,9 +419,12 @@ impl Port {
         self.ring.len()
     }
 
-    /// Ids of all packets still held (for accounting at the end of a run).
-    pub fn held_packets(&self) -> impl Iterator<Item = PacketId> + '_ {
-        self.ring.iter().map(|e| e.pkt)
+    /// Ids of all packets still held, on the wire or waiting (for accounting at the end of a
+    /// run).
+    pub fn held_packets(&self) -> Vec<PacketId> {
+        let mut out: Vec<PacketId> = self.ring.iter().map(|e| e.pkt).collect();
+        self.disc.held(&mut out);
+        out
     }
 
     /// Time-weighted mean queue length in packets over [0, until].
@@ -363,7 +450,7 @@ mod tests {
             BitsPerSec(1_000_000_000),
             Nanos::from_micros(10),
             limit,
-            &QueueConfig::DropTail,
+            &QueueConfig::DropTail(()),
             Rng::stream(0, 0),
         )
     }
@@ -461,16 +548,16 @@ mod tests {
     #[test]
     fn ns2_buffer_model_holds_n_minus_one_waiting() {
         // queue-limit 5 (drop-tail.cc 92): one on the wire and 4 waiting.
-        let mut p = ns2_port(BufferLimit::Packets(5), &QueueConfig::DropTail);
+        let mut p = ns2_port(BufferLimit::Packets(5), &QueueConfig::DropTail(()));
         assert_eq!(accepted(&mut p, 10, 1500), 5);
         assert_eq!(p.queue_at(Nanos(0)), (4, 6000));
         // The default model holds 5 waiting.
         assert_eq!(accepted(&mut port(BufferLimit::Packets(5)), 10, 1500), 6);
         // Bytes (drop-tail.cc 93): waiting bytes + the packet's must stay below the limit.
-        assert_eq!(accepted(&mut ns2_port(BufferLimit::Bytes(4500), &QueueConfig::DropTail), 10, 1500), 3);
-        assert_eq!(accepted(&mut ns2_port(BufferLimit::Bytes(4501), &QueueConfig::DropTail), 10, 1500), 4);
+        assert_eq!(accepted(&mut ns2_port(BufferLimit::Bytes(4500), &QueueConfig::DropTail(())), 10, 1500), 3);
+        assert_eq!(accepted(&mut ns2_port(BufferLimit::Bytes(4501), &QueueConfig::DropTail(())), 10, 1500), 4);
         // The test applies to an idle transmitter too: queue-limit 1 passes nothing.
-        assert_eq!(accepted(&mut ns2_port(BufferLimit::Packets(1), &QueueConfig::DropTail), 3, 1500), 0);
+        assert_eq!(accepted(&mut ns2_port(BufferLimit::Packets(1), &QueueConfig::DropTail(())), 3, 1500), 0);
     }
 
     #[test]
@@ -503,7 +590,7 @@ mod tests {
             Rng::stream(0, 0),
         );
         assert_eq!(accepted(&mut p, 200, 1500), 101);
-        assert!(p.discipline().ns2_red().is_some());
+        assert!(p.discipline().get::<crate::qdisc::Red>().and_then(|r| r.ns2()).is_some());
     }
 
     #[test]

@@ -107,49 +107,50 @@ fn buffer_item(py: Python<'_>, b: &fctlab_net::BufferLimit) -> PyObject {
     }
 }
 
-/// A queue discipline as a dict: `kind` ("droptail", "ecn" or "red"); `threshold` for "ecn";
-/// for "red" `variant` ("classic" or "ns2") and its parameters as the port runs them (classic:
-/// `min_threshold_pkts`, `max_threshold_pkts`, `max_p`, `weight`, `gentle`, `ecn`; ns2: ns-2's
-/// `thresh_`, `maxthresh_`, `q_weight_` (None: automatic), `max_p`, `mark_p`, `wait`, `bytes`,
-/// `mean_pktsize`, `target_delay_s`, `gentle`, `ecn`).
+/// A queue discipline as a dict: `kind` ("droptail", "ecn", "red" or "priority"); `threshold`
+/// for "ecn"; for "red" `variant` ("classic" or "ns2") and its parameters as the port runs them
+/// (classic: `min_threshold_pkts`, `max_threshold_pkts`, `max_p`, `weight`, `gentle`, `ecn`;
+/// ns2: ns-2's `thresh_`, `maxthresh_`, `q_weight_` (None: automatic), `max_p`, `mark_p`,
+/// `wait`, `bytes`, `mean_pktsize`, `target_delay_s`, `gentle`, `ecn`); for "priority" `tags`
+/// (highest band first), `ecn_threshold` and `pushout`.
 fn queue_item(py: Python<'_>, q: &fctlab_net::QueueConfig) -> PyResult<PyObject> {
     use fctlab_net::QueueConfig;
 
     let d = PyDict::new_bound(py);
+    d.set_item("kind", q.name())?;
     match q {
-        QueueConfig::DropTail => d.set_item("kind", "droptail")?,
-        QueueConfig::Ecn { threshold } => {
-            d.set_item("kind", "ecn")?;
-            d.set_item("threshold", buffer_item(py, threshold))?;
+        QueueConfig::DropTail(()) => {}
+        QueueConfig::EcnThreshold(threshold) => d.set_item("threshold", buffer_item(py, threshold))?,
+        QueueConfig::StrictPriority(c) => {
+            d.set_item("tags", c.tags.clone())?;
+            d.set_item("ecn_threshold", c.ecn_threshold.as_ref().map(|t| buffer_item(py, t)))?;
+            d.set_item("pushout", c.pushout)?;
         }
-        QueueConfig::Red(c) => {
-            d.set_item("kind", "red")?;
-            match &c.ns2 {
-                None => {
-                    d.set_item("variant", "classic")?;
-                    d.set_item("min_threshold_pkts", c.min_threshold_pkts)?;
-                    d.set_item("max_threshold_pkts", c.max_threshold_pkts)?;
-                    d.set_item("max_p", c.max_p)?;
-                    d.set_item("weight", c.weight)?;
-                    d.set_item("gentle", c.gentle)?;
-                    d.set_item("ecn", c.ecn)?;
-                }
-                Some(n) => {
-                    d.set_item("variant", "ns2")?;
-                    d.set_item("thresh", n.min_threshold)?;
-                    d.set_item("maxthresh", n.max_threshold)?;
-                    d.set_item("q_weight", n.weight)?;
-                    d.set_item("max_p", n.max_p)?;
-                    d.set_item("mark_p", n.mark_p)?;
-                    d.set_item("wait", n.wait)?;
-                    d.set_item("bytes", n.bytes)?;
-                    d.set_item("mean_pktsize", n.mean_pktsize)?;
-                    d.set_item("target_delay_s", n.target_delay.as_secs_f64())?;
-                    d.set_item("gentle", n.gentle)?;
-                    d.set_item("ecn", n.ecn)?;
-                }
+        QueueConfig::Red(c) => match &c.ns2 {
+            None => {
+                d.set_item("variant", "classic")?;
+                d.set_item("min_threshold_pkts", c.min_threshold_pkts)?;
+                d.set_item("max_threshold_pkts", c.max_threshold_pkts)?;
+                d.set_item("max_p", c.max_p)?;
+                d.set_item("weight", c.weight)?;
+                d.set_item("gentle", c.gentle)?;
+                d.set_item("ecn", c.ecn)?;
             }
-        }
+            Some(n) => {
+                d.set_item("variant", "ns2")?;
+                d.set_item("thresh", n.min_threshold)?;
+                d.set_item("maxthresh", n.max_threshold)?;
+                d.set_item("q_weight", n.weight)?;
+                d.set_item("max_p", n.max_p)?;
+                d.set_item("mark_p", n.mark_p)?;
+                d.set_item("wait", n.wait)?;
+                d.set_item("bytes", n.bytes)?;
+                d.set_item("mean_pktsize", n.mean_pktsize)?;
+                d.set_item("target_delay_s", n.target_delay.as_secs_f64())?;
+                d.set_item("gentle", n.gentle)?;
+                d.set_item("ecn", n.ecn)?;
+            }
+        },
     }
     Ok(d.into())
 }

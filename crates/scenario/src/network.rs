@@ -5,8 +5,9 @@ use crate::tables::{de, quoted, split, tag, tagged_tables, At};
 use crate::units::{Buffer, Duration, Rate};
 use crate::ScenarioError;
 use fctlab_engine::{BitsPerSec, Nanos};
+use fctlab_net::qdisc;
 use fctlab_net::topology::{LinkParams, NodeSpec, TopologyKind};
-use fctlab_net::{BufferLimit, BufferModel, NodeKind, Ns2RedConfig, QueueConfig, RedConfig, Topology};
+use fctlab_net::{BufferLimit, BufferModel, NodeKind, QueueConfig, Topology};
 use serde::Deserialize;
 
 /// Keys every topology takes: default link parameters and the queue discipline.
@@ -20,17 +21,6 @@ struct Common {
     host_link_delay: Option<Duration>,
     nic_buffer: Option<Buffer>,
     queue: Option<String>,
-    ecn_threshold: Option<Buffer>,
-    red_min_threshold: Option<Buffer>,
-    red_max_threshold: Option<Buffer>,
-    red_max_p: Option<f64>,
-    red_weight: Option<f64>,
-    red_ecn: Option<bool>,
-    red_gentle: Option<bool>,
-    red_variant: Option<String>,
-    red_mark_p: Option<f64>,
-    red_wait: Option<bool>,
-    red_bytes: Option<bool>,
     nic_queue: Option<String>,
     buffer_model: Option<String>,
 }
@@ -231,6 +221,9 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
     })?;
     let common_keys = crate::tables::fields_of::<Common>();
     let (common, rest) = split(table, common_keys);
+    // Each queue discipline's keys (`ecn_threshold`, `red_*`, ...) go to the discipline.
+    let queue_keys: Vec<&'static str> = qdisc::REGISTRY.iter().flat_map(|r| r.keys.iter().copied()).collect();
+    let (queue_table, rest) = split(rest, &queue_keys);
     let (specific, unknown) = split(rest, own);
     if let Some(k) = unknown.keys().next() {
         if TopologyTable::tag_taking(k, &topo_name).is_some() {
@@ -239,10 +232,12 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
         let mut known = vec!["topology"];
         known.extend(common_keys);
         known.extend(own);
+        let q = net_queue_name(common.get("queue"));
+        if let Ok(r) = qdisc::lookup(&q) {
+            known.extend(r.keys);
+        }
         return Err(err(k, format!("unknown key `{k}`, expected one of {}", quoted(&known))));
     }
-    // The keys given, in the order Common declares them (for "only used with" checks).
-    let given: Vec<&'static str> = common_keys.iter().copied().filter(|k| common.contains_key(*k)).collect();
     let net: Common = de(common, at)?;
     let topo = TopologyTable::parse(&topo_name, specific, at)?;
 
@@ -356,9 +351,9 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
             }
         }
     }
-    let switch_queue = queue(&net, &given, at)?;
+    let switch_queue = queue(net.queue.as_deref().unwrap_or("droptail"), queue_table, at)?;
     let nic_queue = match net.nic_queue.as_deref().unwrap_or("droptail") {
-        "droptail" => QueueConfig::DropTail,
+        "droptail" => QueueConfig::DropTail(()),
         "switch" => switch_queue.clone(),
         other => return Err(err("nic_queue", format!("expected \"droptail\" or \"switch\", got \"{other}\""))),
     };
@@ -376,132 +371,26 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
     })
 }
 
-/// The switch queue discipline from `queue` and its keys (`given`: the keys the table sets).
-/// The `red_*` keys belong to RED, `ecn_threshold` to threshold marking.
-fn queue(net: &Common, given: &[&str], at: At<'_>) -> Result<QueueConfig, ScenarioError> {
-    let err = |key: &str, m: String| at.err(key, m);
-    let queue_name = net.queue.as_deref().unwrap_or("droptail");
-    if queue_name != "red" {
-        if let Some(k) = given.iter().find(|k| k.starts_with("red_")) {
-            return Err(err(k, format!("only used with queue = \"red\" (queue is \"{queue_name}\")")));
-        }
-    }
-    if queue_name != "ecn" && net.ecn_threshold.is_some() {
-        return Err(err("ecn_threshold", format!("only used with queue = \"ecn\" (queue is \"{queue_name}\")")));
-    }
-    let pkts = |b: Option<Buffer>, key: &str, default: f64| -> Result<f64, ScenarioError> {
-        match b.map(|b| b.0) {
-            None => Ok(default),
-            Some(BufferLimit::Packets(n)) => Ok(n as f64),
-            Some(_) => Err(err(key, "RED thresholds are in packets, e.g. \"5pkt\"".into())),
-        }
-    };
-    Ok(match queue_name {
-        "droptail" => QueueConfig::DropTail,
-        "ecn" => {
-            let threshold = net.ecn_threshold.map(|b| b.0).ok_or_else(|| {
-                err(
-                    "ecn_threshold",
-                    "queue = \"ecn\" needs `ecn_threshold` (the marking threshold K, e.g. \"20pkt\")".into(),
-                )
-            })?;
-            QueueConfig::Ecn { threshold }
-        }
-        "red" => {
-            let d = RedConfig::default();
-            let ns2 = match net.red_variant.as_deref().unwrap_or("classic") {
-                "classic" => false,
-                "ns2" => true,
-                other => return Err(err("red_variant", format!("expected \"classic\" or \"ns2\", got \"{other}\""))),
-            };
-            if !ns2 {
-                if let Some(k) = given.iter().find(|k| NS2_RED_KEYS.contains(k)) {
-                    return Err(err(k, "only used with red_variant = \"ns2\" (red_variant is \"classic\")".into()));
-                }
-            }
-            let check_p_w = |max_p: f64, weight: f64| -> Result<(), ScenarioError> {
-                if !(0.0..=1.0).contains(&max_p) {
-                    return Err(err("red_max_p", format!("must be a probability in [0, 1], got {max_p}")));
-                }
-                if !(weight > 0.0 && weight <= 1.0) {
-                    return Err(err("red_weight", format!("must be in (0, 1], got {weight}")));
-                }
-                Ok(())
-            };
-            if ns2 {
-                let cfg = ns2_red(net, at)?;
-                check_p_w(cfg.max_p, cfg.weight.unwrap_or(1.0))?;
-                return Ok(QueueConfig::Red(RedConfig { ns2: Some(cfg), ..d }));
-            }
-            let cfg = RedConfig {
-                min_threshold_pkts: pkts(net.red_min_threshold, "red_min_threshold", d.min_threshold_pkts)?,
-                max_threshold_pkts: pkts(net.red_max_threshold, "red_max_threshold", d.max_threshold_pkts)?,
-                max_p: net.red_max_p.unwrap_or(d.max_p),
-                weight: net.red_weight.unwrap_or(d.weight),
-                ecn: net.red_ecn.unwrap_or(false),
-                gentle: net.red_gentle.unwrap_or(d.gentle),
-                ns2: None,
-            };
-            if cfg.min_threshold_pkts >= cfg.max_threshold_pkts {
-                return Err(err("red_max_threshold", "must be above red_min_threshold".into()));
-            }
-            check_p_w(cfg.max_p, cfg.weight)?;
-            QueueConfig::Red(cfg)
-        }
-        other => return Err(err("queue", format!("unknown queue \"{other}\" (known: droptail, ecn, red)"))),
-    })
+/// The `queue` value as written, for naming its keys in an error (before it is checked).
+fn net_queue_name(v: Option<&toml::Value>) -> String {
+    v.and_then(|v| v.as_str()).unwrap_or("droptail").to_string()
 }
 
-/// The keys only ns-2's RED takes.
-const NS2_RED_KEYS: [&str; 3] = ["red_mark_p", "red_wait", "red_bytes"];
-
-/// ns-2.35's RED: ns-default.tcl's `Queue/RED` values, overridden by the keys given. A
-/// threshold `"Npkt"` is ns-2's `thresh_ N`: N mean packets of `mean_pktsize_` (500) bytes in
-/// byte mode, N packets with `red_bytes = false`; a byte threshold is taken as it is (byte
-/// mode only).
-fn ns2_red(net: &Common, at: At<'_>) -> Result<Ns2RedConfig, ScenarioError> {
-    let err = |key: &str, m: String| at.err(key, m);
-    let d = Ns2RedConfig::default();
-    let bytes = net.red_bytes.unwrap_or(d.bytes);
-    let threshold = |b: Option<Buffer>, key: &str| -> Result<Option<f64>, ScenarioError> {
-        let t = match b.map(|b| b.0) {
-            None => return Ok(None),
-            Some(BufferLimit::Packets(n)) => n as f64,
-            Some(BufferLimit::Bytes(b)) if bytes => b as f64 / d.mean_pktsize as f64,
-            Some(BufferLimit::Bytes(_)) => {
-                return Err(err(key, "with red_bytes = false RED thresholds are in packets, e.g. \"5pkt\"".into()))
-            }
-            Some(BufferLimit::Unlimited) => {
-                return Err(err(key, "RED thresholds are in packets (\"5pkt\") or bytes (\"30KB\")".into()))
-            }
-        };
-        if t <= 0.0 {
-            return Err(err(key, "must be above zero (leave it out for ns-2's automatic threshold)".into()));
-        }
-        Ok(Some(t))
-    };
-    let min_threshold = threshold(net.red_min_threshold, "red_min_threshold")?;
-    let max_threshold = threshold(net.red_max_threshold, "red_max_threshold")?;
-    if let (Some(lo), Some(hi)) = (min_threshold, max_threshold) {
-        if hi < lo {
-            return Err(err("red_max_threshold", "must not be below red_min_threshold".into()));
-        }
+/// The switch queue discipline `name`, configured from the discipline keys the table sets
+/// (`keys`): a key of another discipline is an error naming the discipline it belongs to.
+fn queue(name: &str, keys: toml::Table, at: At<'_>) -> Result<QueueConfig, ScenarioError> {
+    let reg = qdisc::lookup(name).map_err(|m| at.err("queue", m))?;
+    // Keys in the order the disciplines declare them (the first foreign one is named).
+    let foreign = qdisc::REGISTRY
+        .iter()
+        .filter(|r| r.name != name)
+        .flat_map(|r| r.keys.iter().map(move |k| (r.name, *k)))
+        .find(|(_, k)| keys.contains_key(*k));
+    if let Some((owner, k)) = foreign {
+        return Err(at.err(k, format!("only used with queue = \"{owner}\" (queue is \"{name}\")")));
     }
-    let mark_p = net.red_mark_p.unwrap_or(d.mark_p);
-    // Above 1 is allowed, as in ns-2: every hit on an ECN-capable packet is then a mark.
-    if !(mark_p >= 0.0 && mark_p.is_finite()) {
-        return Err(err("red_mark_p", format!("must be a number >= 0 (above 1: always mark), got {mark_p}")));
-    }
-    Ok(Ns2RedConfig {
-        min_threshold,
-        max_threshold,
-        weight: net.red_weight,
-        max_p: net.red_max_p.unwrap_or(d.max_p),
-        mark_p,
-        wait: net.red_wait.unwrap_or(d.wait),
-        bytes,
-        gentle: net.red_gentle.unwrap_or(d.gentle),
-        ecn: net.red_ecn.unwrap_or(d.ecn),
-        ..d
+    reg.configure(keys).map_err(|e| {
+        let key = if e.key == "." { "" } else { e.key.as_str() };
+        at.err(key, crate::tables::clean_serde_message(&e.message))
     })
 }

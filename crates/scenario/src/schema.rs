@@ -372,7 +372,7 @@ start = "1ms"
             &["network.ecn_threshold".into()],
         )
         .unwrap();
-        assert_eq!(s.switch_queue, fctlab_net::QueueConfig::DropTail);
+        assert_eq!(s.switch_queue, fctlab_net::QueueConfig::DropTail(()));
         let e = load_with(OK, "t.toml", Format::Toml, &[], &["network.ecn_threshold".into()]).unwrap_err();
         assert_eq!(e.key, "--unset network.ecn_threshold");
         assert!(e.message.starts_with("no key `ecn_threshold` in `network` to remove (its keys: "), "{e}");

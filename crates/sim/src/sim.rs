@@ -142,6 +142,9 @@ pub struct Simulation {
     /// its last step completed.
     pub(crate) host: Option<HostLayer>,
     host_done: Vec<u32>,
+    /// Each flow's packet priority, when a queue discipline of the run classifies flows by
+    /// their tags (strict priority); None otherwise (every packet has priority 0).
+    flow_prio: Option<Vec<u8>>,
 }
 
 impl Simulation {
@@ -197,6 +200,8 @@ impl Simulation {
         }
         let port_ticking = vec![false; port_ctl.len()];
         let host = HostLayer::new(&scenario);
+        let classifier = [&scenario.switch_queue, &scenario.nic_queue].into_iter().find(|q| q.classifies());
+        let flow_prio = classifier.map(|q| scenario.flows.iter().map(|f| q.class_of(&f.tag)).collect());
         let mut sim = Simulation {
             now: Nanos::ZERO,
             events: EventQueue::new(),
@@ -222,6 +227,7 @@ impl Simulation {
             port_ticking,
             host,
             host_done: Vec::new(),
+            flow_prio,
         };
         if let Some(&first) = sim.start_order.first() {
             let t = sim.scenario.flows[first as usize].start;
@@ -505,7 +511,10 @@ impl Simulation {
         for p in out.drain(..) {
             // Data and SYNs follow the flow's data path, ACKs and SYN-ACKs its reverse path.
             let reverse = p.kind.is_reverse();
-            let meta = PacketMeta { hop: if reverse { HOP_REVERSE } else { 0 }, ..p.meta() };
+            let mut meta = PacketMeta { hop: if reverse { HOP_REVERSE } else { 0 }, ..p.meta() };
+            if let Some(prio) = &self.flow_prio {
+                meta.prio = prio[meta.flow.0 as usize];
+            }
             let pid = self.pool.alloc(p);
             self.counts.packets_created += 1;
             match self.paths.next(meta.flow, meta.hop) {
@@ -528,6 +537,12 @@ impl Simulation {
             EnqueueOutcome::Accepted { schedule_arrival: Some(t) } => self.events.push(t, Event::Arrival(port.0)),
             EnqueueOutcome::Accepted { schedule_arrival: None } => {}
             EnqueueOutcome::Dropped => self.pool.free(pid),
+            EnqueueOutcome::Replaced { schedule_arrival, dropped } => {
+                if let Some(t) = schedule_arrival {
+                    self.events.push(t, Event::Arrival(port.0));
+                }
+                self.pool.free(dropped);
+            }
         }
     }
 

@@ -1,236 +1,11 @@
-//! Queue disciplines of output ports: DropTail, ECN threshold marking and RED (two variants:
-//! the classic algorithm with ns-3's defaults, and ns-2.35's `REDQueue`).
-//!
-//! A discipline only decides what happens to an arriving packet (accept, mark CE, drop early);
-//! the buffer limit itself is enforced by the port, the same way for every discipline. The one
-//! exception is ns-2's RED, which (as in ns-2) runs its estimator on every arrival, also on
-//! one that the full buffer then drops, and is told about such drops.
+//! ns-2.35's RED (`REDQueue`, queue/red.cc) on one port: the estimator, the automatic
+//! parameters and the hit spacing exactly as ns-2 computes them. Run by [`super::Red`] with
+//! `red_variant = "ns2"`.
 
+use super::red::Ns2RedConfig;
+use super::Verdict;
 use crate::port::BufferLimit;
 use fctlab_engine::{BitsPerSec, Nanos, Rng};
-
-/// RED parameters (Floyd and Jacobson 1993), thresholds in packets.
-///
-/// With `ns2` set, the port runs ns-2.35's `REDQueue` with the parameters in [`Ns2RedConfig`]
-/// instead, and the other fields are ignored.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RedConfig {
-    pub min_threshold_pkts: f64,
-    pub max_threshold_pkts: f64,
-    /// Marking/drop probability at `max_threshold_pkts`.
-    pub max_p: f64,
-    /// Weight of the EWMA of the queue length.
-    pub weight: f64,
-    /// Mark ECN-capable packets instead of dropping them.
-    pub ecn: bool,
-    /// Gentle RED: probability rises from max_p to 1 between max and twice max.
-    pub gentle: bool,
-    /// ns-2.35's RED instead of the classic algorithm.
-    pub ns2: Option<Ns2RedConfig>,
-}
-
-impl Default for RedConfig {
-    fn default() -> Self {
-        // ns-3's RedQueueDisc defaults: MinTh 5, MaxTh 15, LInterm 50 (max_p 0.02), QW 0.002, Gentle.
-        RedConfig {
-            min_threshold_pkts: 5.0,
-            max_threshold_pkts: 15.0,
-            max_p: 0.02,
-            weight: 0.002,
-            ecn: false,
-            gentle: true,
-            ns2: None,
-        }
-    }
-}
-
-/// ns-2.35's `Queue/RED` parameters (`tcl/lib/ns-default.tcl`). `Default` gives ns-default.tcl's
-/// values: byte mode, automatic thresholds and weight, `linterm_ 10`, `wait_`, `mark_p_ 0.1`
-/// with `use_mark_p_`, `gentle_`, no `setbit_`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Ns2RedConfig {
-    /// `thresh_`, in the queue's unit (mean packets of `mean_pktsize` bytes in byte mode,
-    /// packets otherwise); `None` is ns-2's 0: automatic (red.cc `initialize_params`).
-    pub min_threshold: Option<f64>,
-    /// `maxthresh_`, same unit; `None`: 3 × the minimum threshold.
-    pub max_threshold: Option<f64>,
-    /// `q_weight_`; `None` is ns-2's -1: from the link's rate and delay.
-    pub weight: Option<f64>,
-    /// `1 / linterm_`.
-    pub max_p: f64,
-    /// `mark_p_` (with `use_mark_p_ true`): an ECN-capable packet hit while the probability
-    /// before the count correction exceeds it is dropped, not marked.
-    pub mark_p: f64,
-    /// `wait_`: the wider spacing between hits.
-    pub wait: bool,
-    /// `bytes_` and `queue_in_bytes_`: average and thresholds in bytes, probability scaled by
-    /// the packet's size.
-    pub bytes: bool,
-    /// `mean_pktsize_`, bytes.
-    pub mean_pktsize: u32,
-    /// `targetdelay_`, for the automatic thresholds.
-    pub target_delay: Nanos,
-    /// `gentle_`.
-    pub gentle: bool,
-    /// `setbit_`: mark ECN-capable packets instead of dropping them.
-    pub ecn: bool,
-}
-
-impl Default for Ns2RedConfig {
-    fn default() -> Self {
-        Ns2RedConfig {
-            min_threshold: None,
-            max_threshold: None,
-            weight: None,
-            max_p: 1.0 / 10.0,
-            mark_p: 0.1,
-            wait: true,
-            bytes: true,
-            mean_pktsize: 500,
-            target_delay: Nanos::from_millis(5),
-            gentle: true,
-            ecn: false,
-        }
-    }
-}
-
-/// Which discipline a port runs.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub enum QueueConfig {
-    #[default]
-    DropTail,
-    /// Mark CE on ECN-capable packets that arrive when the queue holds `threshold` or more
-    /// (DCTCP-style instantaneous threshold K). Packets that are not ECN-capable are not marked.
-    Ecn {
-        threshold: BufferLimit,
-    },
-    Red(RedConfig),
-}
-
-/// What the discipline decided for an arriving packet.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Accept,
-    Mark,
-    Drop,
-}
-
-/// Run-time state of a discipline.
-#[derive(Clone, Debug)]
-pub enum QueueState {
-    DropTail,
-    Ecn {
-        threshold: BufferLimit,
-    },
-    /// Boxed: RED's state is large and read only by RED ports, the others stay compact.
-    Red(Box<RedState>),
-    /// ns-2.35's RED, boxed for the same reason.
-    Ns2Red(Box<Ns2RedState>),
-}
-
-#[derive(Clone, Debug)]
-pub struct RedState {
-    cfg: RedConfig,
-    avg: f64,
-    count: i64,
-    rng: Rng,
-    /// Transmission time of a typical (full-size) packet, for the idle-time decay.
-    typical_tx: Nanos,
-}
-
-impl QueueState {
-    /// The state of a port's discipline; `rate` and `delay` are those of the port's link (RED
-    /// sizes its idle-time decay, and ns-2's RED its automatic parameters, from them).
-    pub fn new(cfg: &QueueConfig, rng: Rng, rate: BitsPerSec, delay: Nanos) -> QueueState {
-        match cfg {
-            QueueConfig::DropTail => QueueState::DropTail,
-            QueueConfig::Ecn { threshold } => QueueState::Ecn { threshold: *threshold },
-            QueueConfig::Red(RedConfig { ns2: Some(n), .. }) => {
-                QueueState::Ns2Red(Box::new(Ns2RedState::new(n, rng, rate, delay)))
-            }
-            QueueConfig::Red(c) => QueueState::Red(Box::new(RedState {
-                cfg: c.clone(),
-                avg: 0.0,
-                count: -1,
-                rng,
-                typical_tx: rate.tx_time(1500),
-            })),
-        }
-    }
-
-    /// Decides for a packet arriving to a queue holding `q_pkts` packets / `q_bytes` bytes.
-    /// `idle_for` is how long the queue has been empty (zero when it is busy). Not for ns-2's
-    /// RED, which the port asks through [`Ns2RedState::on_arrival`].
-    #[inline]
-    pub fn on_arrival(&mut self, q_pkts: u32, q_bytes: u64, idle_for: Nanos) -> Verdict {
-        match self {
-            QueueState::DropTail => Verdict::Accept,
-            QueueState::Ecn { threshold } => {
-                if threshold.reached(q_pkts, q_bytes) {
-                    Verdict::Mark
-                } else {
-                    Verdict::Accept
-                }
-            }
-            QueueState::Red(r) => r.on_arrival(q_pkts, idle_for),
-            QueueState::Ns2Red(_) => unreachable!("ns-2 RED decides in Ns2RedState::on_arrival"),
-        }
-    }
-
-    /// Average queue estimate (RED) for reporting: packets, or for ns-2's RED in byte mode
-    /// bytes.
-    pub fn red_avg(&self) -> Option<f64> {
-        match self {
-            QueueState::Red(r) => Some(r.avg),
-            QueueState::Ns2Red(r) => Some(r.ave),
-            _ => None,
-        }
-    }
-
-    /// ns-2's RED state, if the port runs it.
-    pub fn ns2_red(&self) -> Option<&Ns2RedState> {
-        match self {
-            QueueState::Ns2Red(r) => Some(r),
-            _ => None,
-        }
-    }
-}
-
-impl RedState {
-    fn on_arrival(&mut self, q_pkts: u32, idle_for: Nanos) -> Verdict {
-        let c = &self.cfg;
-        if q_pkts == 0 && idle_for > Nanos::ZERO {
-            let m = idle_for.0 as f64 / self.typical_tx.0.max(1) as f64;
-            self.avg *= (1.0 - c.weight).powf(m);
-        }
-        self.avg = (1.0 - c.weight) * self.avg + c.weight * q_pkts as f64;
-        let avg = self.avg;
-        let pb = if avg < c.min_threshold_pkts {
-            self.count = -1;
-            return Verdict::Accept;
-        } else if avg < c.max_threshold_pkts {
-            c.max_p * (avg - c.min_threshold_pkts) / (c.max_threshold_pkts - c.min_threshold_pkts)
-        } else if c.gentle && avg < 2.0 * c.max_threshold_pkts {
-            c.max_p + (1.0 - c.max_p) * (avg - c.max_threshold_pkts) / c.max_threshold_pkts
-        } else {
-            self.count = 0;
-            return if c.ecn { Verdict::Mark } else { Verdict::Drop };
-        };
-        self.count += 1;
-        let denom = 1.0 - self.count as f64 * pb;
-        let pa = if denom <= 0.0 { 1.0 } else { (pb / denom).min(1.0) };
-        if self.rng.uniform() < pa {
-            self.count = 0;
-            if c.ecn {
-                Verdict::Mark
-            } else {
-                Verdict::Drop
-            }
-        } else {
-            Verdict::Accept
-        }
-    }
-}
 
 /// ns-2.35's `REDQueue` (queue/red.cc) on one port, with its parameters as `initialize_params`
 /// and `reset` derive them for the port's link. Adaptive and cautious RED, `drop_front_` and
@@ -410,6 +185,11 @@ impl Ns2RedState {
         verdict
     }
 
+    /// `v_ave`: the average queue (bytes in byte mode).
+    pub fn average(&self) -> f64 {
+        self.ave
+    }
+
     #[cfg(test)]
     fn red_avg_for_test(&self) -> f64 {
         self.ave
@@ -482,48 +262,6 @@ impl Ns2RedState {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ecn_marks_at_threshold() {
-        let mut q = QueueState::new(
-            &QueueConfig::Ecn { threshold: BufferLimit::Packets(20) },
-            Rng::stream(1, 1),
-            BitsPerSec(10_000_000_000),
-            Nanos(1000),
-        );
-        assert_eq!(q.on_arrival(19, 0, Nanos::ZERO), Verdict::Accept);
-        assert_eq!(q.on_arrival(20, 0, Nanos::ZERO), Verdict::Mark);
-    }
-
-    #[test]
-    fn red_never_acts_below_min_and_always_above_twice_max() {
-        let cfg = RedConfig { weight: 1.0, ..Default::default() };
-        let mut q = QueueState::new(&QueueConfig::Red(cfg), Rng::stream(1, 1), BitsPerSec(10_000_000_000), Nanos(1000));
-        // With weight 1 the average is the queue length: below min_threshold (5) no arrival
-        // is ever dropped, beyond twice max_threshold (30, gentle RED) every one is.
-        for qlen in 0..5 {
-            for _ in 0..1000 {
-                assert_eq!(q.on_arrival(qlen, 0, Nanos::ZERO), Verdict::Accept, "queue {qlen}");
-            }
-        }
-        for qlen in 31..200 {
-            for _ in 0..200 {
-                assert_eq!(q.on_arrival(qlen, 0, Nanos::ZERO), Verdict::Drop, "queue {qlen}");
-            }
-        }
-    }
-
-    #[test]
-    fn red_drop_fraction_between_thresholds() {
-        // avg fixed at 10 (weight 1): pb = 0.02 * 5/10 = 0.01; with the count correction the
-        // drops are spaced about uniformly, about one per 1/pb * ~0.5..1 arrivals.
-        let cfg = RedConfig { weight: 1.0, gentle: false, ..Default::default() };
-        let mut q = QueueState::new(&QueueConfig::Red(cfg), Rng::stream(3, 9), BitsPerSec(10_000_000_000), Nanos(1000));
-        let n = 100_000;
-        let drops = (0..n).filter(|_| q.on_arrival(10, 0, Nanos::ZERO) == Verdict::Drop).count();
-        let frac = drops as f64 / n as f64;
-        assert!(frac > 0.01 && frac < 0.03, "drop fraction {frac}");
-    }
 
     fn ns2(cfg: Ns2RedConfig, rate_bps: u64) -> Ns2RedState {
         Ns2RedState::new(&cfg, Rng::stream(5, 7), BitsPerSec(rate_bps), Nanos::from_micros(10))

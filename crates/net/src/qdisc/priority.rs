@@ -1,0 +1,212 @@
+//! Strict priority: one FIFO band per priority, the transmitter always takes the head of the
+//! highest non-empty band (Linux's `prio` qdisc without its filters). A packet's band is its
+//! priority field; flows get theirs from their tag: the first tag of `priority_tags` is band
+//! 0 (served first), the second band 1, and so on; every other flow is in the last band. The
+//! bands share the port's buffer. With `priority_ecn_threshold`, an ECN-capable packet is
+//! marked when its own band holds that much (per-band DCTCP marking). With `priority_pushout`,
+//! a packet that finds the buffer full pushes out the newest packet of the lowest band below
+//! its own, if there is one (shared-buffer push-out); otherwise it is dropped.
+//!
+//! This file is the worked example of docs/protocols.md ("A queue discipline in one file").
+
+use super::{keys_as, Buffer, Discipline, KeyError, LinkInfo, QueueView, Verdict, Waiting};
+use crate::packet::{PacketId, PacketMeta};
+use crate::port::BufferLimit;
+use fctlab_engine::Rng;
+use serde::Deserialize;
+use std::collections::VecDeque;
+
+/// The most bands a port has (the 3 bits of an IP precedence, as in 802.1p).
+pub const MAX_BANDS: usize = 8;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PriorityConfig {
+    /// Flow tags, highest priority first; one band each, plus one for every other flow.
+    pub tags: Vec<String>,
+    /// Mark CE on an ECN-capable packet whose band holds this much.
+    pub ecn_threshold: Option<BufferLimit>,
+    /// A full buffer drops a waiting packet of a lower band rather than the arriving one.
+    pub pushout: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct StrictPriority {
+    bands: Vec<VecDeque<Waiting>>,
+    /// Packets and bytes waiting in each band.
+    pkts: Vec<u32>,
+    bytes: Vec<u64>,
+    ecn_threshold: Option<BufferLimit>,
+    pushout: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Keys {
+    priority_tags: Option<Vec<String>>,
+    priority_ecn_threshold: Option<Buffer>,
+    priority_pushout: Option<bool>,
+}
+
+impl StrictPriority {
+    fn band(&self, meta: &PacketMeta) -> usize {
+        (meta.prio as usize).min(self.bands.len() - 1)
+    }
+    /// Packets waiting in each band (tests).
+    pub fn band_lengths(&self) -> Vec<u32> {
+        self.pkts.clone()
+    }
+}
+
+impl Discipline for StrictPriority {
+    const NAME: &'static str = "priority";
+    type Config = PriorityConfig;
+    const KEYS: &'static [&'static str] = &["priority_tags", "priority_ecn_threshold", "priority_pushout"];
+    const ORDERED: bool = true;
+    const CLASSIFIES: bool = true;
+
+    fn parse(keys: toml::Table) -> Result<PriorityConfig, KeyError> {
+        let k: Keys = keys_as(keys)?;
+        let tags = k.priority_tags.ok_or_else(|| {
+            KeyError::new("priority_tags", "queue = \"priority\" needs `priority_tags`, the flow tags highest first")
+        })?;
+        if tags.is_empty() || tags.len() >= MAX_BANDS {
+            let m = format!("expected 1 to {} tags (one band each, plus one for other flows), got {}", MAX_BANDS - 1, tags.len());
+            return Err(KeyError::new("priority_tags", m));
+        }
+        if let Some((i, t)) = tags.iter().enumerate().find(|(i, t)| tags[..*i].contains(t)) {
+            return Err(KeyError::new(&format!("priority_tags[{i}]"), format!("\"{t}\" is listed twice")));
+        }
+        Ok(PriorityConfig {
+            tags,
+            ecn_threshold: k.priority_ecn_threshold.map(|b| b.0),
+            pushout: k.priority_pushout.unwrap_or(false),
+        })
+    }
+
+    fn new(cfg: &PriorityConfig, _: &LinkInfo, _: Rng) -> StrictPriority {
+        let n = cfg.tags.len() + 1;
+        StrictPriority {
+            bands: vec![VecDeque::new(); n],
+            pkts: vec![0; n],
+            bytes: vec![0; n],
+            ecn_threshold: cfg.ecn_threshold,
+            pushout: cfg.pushout,
+        }
+    }
+
+    fn class_of(cfg: &PriorityConfig, tag: &str) -> u8 {
+        cfg.tags.iter().position(|t| t == tag).unwrap_or(cfg.tags.len()) as u8
+    }
+
+    fn on_arrival(&mut self, _: &QueueView, meta: &PacketMeta) -> Verdict {
+        let b = self.band(meta);
+        match self.ecn_threshold {
+            Some(k) if k.reached(self.pkts[b], self.bytes[b]) => Verdict::Mark,
+            _ => Verdict::Accept,
+        }
+    }
+
+    fn push(&mut self, w: Waiting) {
+        let b = self.band(&w.meta);
+        self.pkts[b] += 1;
+        self.bytes[b] += w.meta.wire_bytes as u64;
+        self.bands[b].push_back(w);
+    }
+
+    fn pop(&mut self) -> Option<Waiting> {
+        let b = self.bands.iter().position(|q| !q.is_empty())?;
+        let w = self.bands[b].pop_front()?;
+        self.pkts[b] -= 1;
+        self.bytes[b] -= w.meta.wire_bytes as u64;
+        Some(w)
+    }
+
+    fn make_room(&mut self, incoming: &PacketMeta, min_bytes: u64) -> Option<Waiting> {
+        if !self.pushout {
+            return None;
+        }
+        let mine = self.band(incoming);
+        let b = (mine + 1..self.bands.len()).rev().find(|&b| {
+            self.bands[b].back().is_some_and(|w| w.meta.wire_bytes as u64 >= min_bytes)
+        })?;
+        let w = self.bands[b].pop_back()?;
+        self.pkts[b] -= 1;
+        self.bytes[b] -= w.meta.wire_bytes as u64;
+        Some(w)
+    }
+
+    fn held(&self, out: &mut Vec<PacketId>) {
+        out.extend(self.bands.iter().flatten().map(|w| w.pkt));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fctlab_engine::{BitsPerSec, Nanos};
+
+    fn cfg(tags: &[&str]) -> PriorityConfig {
+        PriorityConfig { tags: tags.iter().map(|t| t.to_string()).collect(), ecn_threshold: None, pushout: false }
+    }
+
+    fn waiting(id: u32, prio: u8) -> Waiting {
+        Waiting { pkt: PacketId(id), meta: PacketMeta { prio, wire_bytes: 1500, ..Default::default() } }
+    }
+
+    #[test]
+    fn the_highest_band_goes_first_and_each_band_is_fifo() {
+        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos(1000) };
+        let mut q = StrictPriority::new(&cfg(&["a", "b"]), &link, Rng::stream(0, 0));
+        for (id, prio) in [(1, 2), (2, 1), (3, 2), (4, 0), (5, 1), (6, 9)] {
+            q.push(waiting(id, prio));
+        }
+        // A priority past the last band is in the last band.
+        assert_eq!(q.band_lengths(), vec![1, 2, 3]);
+        let order: Vec<u32> = std::iter::from_fn(|| q.pop()).map(|w| w.pkt.0).collect();
+        assert_eq!(order, vec![4, 2, 5, 1, 3, 6]);
+        assert_eq!(q.band_lengths(), vec![0, 0, 0]);
+    }
+
+    #[test]
+    fn tags_give_bands_and_bad_keys_are_named() {
+        let c = cfg(&["query", "web"]);
+        assert_eq!(
+            [StrictPriority::class_of(&c, "query"), StrictPriority::class_of(&c, "web"), StrictPriority::class_of(&c, "")],
+            [0, 1, 2]
+        );
+        let parse = |t: &str| StrictPriority::parse(toml::from_str(t).unwrap());
+        assert_eq!(parse("priority_tags = [\"x\"]\npriority_ecn_threshold = \"10pkt\"").unwrap().ecn_threshold, Some(BufferLimit::Packets(10)));
+        assert!(parse("").unwrap_err().message.contains("needs `priority_tags`"));
+        assert_eq!(parse("priority_tags = [\"x\", \"x\"]").unwrap_err().key, "priority_tags[1]");
+        assert!(parse("priority_tags = []").unwrap_err().message.contains("expected 1 to 7 tags"));
+    }
+
+    #[test]
+    fn pushout_takes_the_newest_packet_of_the_lowest_lower_band() {
+        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos(1000) };
+        let mut q = StrictPriority::new(&PriorityConfig { pushout: true, ..cfg(&["a", "b"]) }, &link, Rng::stream(0, 0));
+        for (id, prio) in [(1, 1), (2, 2), (3, 2), (4, 0)] {
+            q.push(waiting(id, prio));
+        }
+        assert_eq!(q.make_room(&waiting(9, 0).meta, 0).map(|w| w.pkt.0), Some(3));
+        assert_eq!(q.make_room(&waiting(9, 1).meta, 0).map(|w| w.pkt.0), Some(2));
+        // Nothing below band 1 is left, and a packet of the last band pushes nothing out.
+        assert_eq!(q.make_room(&waiting(9, 1).meta, 0), None);
+        assert_eq!(q.make_room(&waiting(9, 2).meta, 0), None);
+        assert_eq!(q.make_room(&waiting(9, 0).meta, 2000), None, "a victim too small for a byte buffer");
+        assert_eq!(q.band_lengths(), vec![1, 1, 0]);
+    }
+
+    #[test]
+    fn per_band_ecn_marking() {
+        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos(1000) };
+        let c = PriorityConfig { ecn_threshold: Some(BufferLimit::Packets(2)), ..cfg(&["a"]) };
+        let mut q = StrictPriority::new(&c, &link, Rng::stream(0, 0));
+        let view = QueueView { now: Nanos::ZERO, waiting_pkts: 0, waiting_bytes: 0, idle_for: Nanos::ZERO, full: false };
+        q.push(waiting(1, 1));
+        q.push(waiting(2, 1));
+        // Band 1 holds 2: its packets are marked; band 0 is empty: its packets are not.
+        assert_eq!(q.on_arrival(&view, &waiting(3, 1).meta), Verdict::Mark);
+        assert_eq!(q.on_arrival(&view, &waiting(4, 0).meta), Verdict::Accept);
+    }
+}

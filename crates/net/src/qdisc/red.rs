@@ -1,0 +1,378 @@
+//! RED (Floyd and Jacobson 1993) in two variants: the classic algorithm with ns-3's defaults,
+//! and ns-2.35's `REDQueue` (`red_variant = "ns2"`, [`super::red_ns2`]), which runs its
+//! estimator on every arrival, also on one the full buffer then drops.
+
+use super::red_ns2::Ns2RedState;
+use super::{keys_as, Buffer, Discipline, KeyError, LinkInfo, QueueView, Verdict};
+use crate::packet::{flags, PacketMeta};
+use crate::port::BufferLimit;
+use fctlab_engine::{Nanos, Rng};
+use serde::Deserialize;
+
+
+/// RED parameters (Floyd and Jacobson 1993), thresholds in packets.
+///
+/// With `ns2` set, the port runs ns-2.35's `REDQueue` with the parameters in [`Ns2RedConfig`]
+/// instead, and the other fields are ignored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RedConfig {
+    pub min_threshold_pkts: f64,
+    pub max_threshold_pkts: f64,
+    /// Marking/drop probability at `max_threshold_pkts`.
+    pub max_p: f64,
+    /// Weight of the EWMA of the queue length.
+    pub weight: f64,
+    /// Mark ECN-capable packets instead of dropping them.
+    pub ecn: bool,
+    /// Gentle RED: probability rises from max_p to 1 between max and twice max.
+    pub gentle: bool,
+    /// ns-2.35's RED instead of the classic algorithm.
+    pub ns2: Option<Ns2RedConfig>,
+}
+
+impl Default for RedConfig {
+    fn default() -> Self {
+        // ns-3's RedQueueDisc defaults: MinTh 5, MaxTh 15, LInterm 50 (max_p 0.02), QW 0.002, Gentle.
+        RedConfig {
+            min_threshold_pkts: 5.0,
+            max_threshold_pkts: 15.0,
+            max_p: 0.02,
+            weight: 0.002,
+            ecn: false,
+            gentle: true,
+            ns2: None,
+        }
+    }
+}
+
+/// ns-2.35's `Queue/RED` parameters (`tcl/lib/ns-default.tcl`). `Default` gives ns-default.tcl's
+/// values: byte mode, automatic thresholds and weight, `linterm_ 10`, `wait_`, `mark_p_ 0.1`
+/// with `use_mark_p_`, `gentle_`, no `setbit_`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ns2RedConfig {
+    /// `thresh_`, in the queue's unit (mean packets of `mean_pktsize` bytes in byte mode,
+    /// packets otherwise); `None` is ns-2's 0: automatic (red.cc `initialize_params`).
+    pub min_threshold: Option<f64>,
+    /// `maxthresh_`, same unit; `None`: 3 × the minimum threshold.
+    pub max_threshold: Option<f64>,
+    /// `q_weight_`; `None` is ns-2's -1: from the link's rate and delay.
+    pub weight: Option<f64>,
+    /// `1 / linterm_`.
+    pub max_p: f64,
+    /// `mark_p_` (with `use_mark_p_ true`): an ECN-capable packet hit while the probability
+    /// before the count correction exceeds it is dropped, not marked.
+    pub mark_p: f64,
+    /// `wait_`: the wider spacing between hits.
+    pub wait: bool,
+    /// `bytes_` and `queue_in_bytes_`: average and thresholds in bytes, probability scaled by
+    /// the packet's size.
+    pub bytes: bool,
+    /// `mean_pktsize_`, bytes.
+    pub mean_pktsize: u32,
+    /// `targetdelay_`, for the automatic thresholds.
+    pub target_delay: Nanos,
+    /// `gentle_`.
+    pub gentle: bool,
+    /// `setbit_`: mark ECN-capable packets instead of dropping them.
+    pub ecn: bool,
+}
+
+impl Default for Ns2RedConfig {
+    fn default() -> Self {
+        Ns2RedConfig {
+            min_threshold: None,
+            max_threshold: None,
+            weight: None,
+            max_p: 1.0 / 10.0,
+            mark_p: 0.1,
+            wait: true,
+            bytes: true,
+            mean_pktsize: 500,
+            target_delay: Nanos::from_millis(5),
+            gentle: true,
+            ecn: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RedState {
+    cfg: RedConfig,
+    avg: f64,
+    count: i64,
+    rng: Rng,
+    /// Transmission time of a typical (full-size) packet, for the idle-time decay.
+    typical_tx: Nanos,
+}
+
+impl RedState {
+    fn on_arrival(&mut self, q_pkts: u32, idle_for: Nanos) -> Verdict {
+        let c = &self.cfg;
+        if q_pkts == 0 && idle_for > Nanos::ZERO {
+            let m = idle_for.0 as f64 / self.typical_tx.0.max(1) as f64;
+            self.avg *= (1.0 - c.weight).powf(m);
+        }
+        self.avg = (1.0 - c.weight) * self.avg + c.weight * q_pkts as f64;
+        let avg = self.avg;
+        let pb = if avg < c.min_threshold_pkts {
+            self.count = -1;
+            return Verdict::Accept;
+        } else if avg < c.max_threshold_pkts {
+            c.max_p * (avg - c.min_threshold_pkts) / (c.max_threshold_pkts - c.min_threshold_pkts)
+        } else if c.gentle && avg < 2.0 * c.max_threshold_pkts {
+            c.max_p + (1.0 - c.max_p) * (avg - c.max_threshold_pkts) / c.max_threshold_pkts
+        } else {
+            self.count = 0;
+            return if c.ecn { Verdict::Mark } else { Verdict::Drop };
+        };
+        self.count += 1;
+        let denom = 1.0 - self.count as f64 * pb;
+        let pa = if denom <= 0.0 { 1.0 } else { (pb / denom).min(1.0) };
+        if self.rng.uniform() < pa {
+            self.count = 0;
+            if c.ecn {
+                Verdict::Mark
+            } else {
+                Verdict::Drop
+            }
+        } else {
+            Verdict::Accept
+        }
+    }
+}
+
+/// RED on one port: the classic algorithm or ns-2's.
+#[derive(Clone, Debug)]
+pub enum Red {
+    Classic(RedState),
+    Ns2(Ns2RedState),
+}
+
+impl Red {
+    /// ns-2's RED state, if the port runs that variant.
+    pub fn ns2(&self) -> Option<&Ns2RedState> {
+        match self {
+            Red::Ns2(r) => Some(r),
+            Red::Classic(_) => None,
+        }
+    }
+}
+
+/// The keys RED reads.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Keys {
+    red_min_threshold: Option<Buffer>,
+    red_max_threshold: Option<Buffer>,
+    red_max_p: Option<f64>,
+    red_weight: Option<f64>,
+    red_ecn: Option<bool>,
+    red_gentle: Option<bool>,
+    red_variant: Option<String>,
+    red_mark_p: Option<f64>,
+    red_wait: Option<bool>,
+    red_bytes: Option<bool>,
+}
+
+/// The keys only ns-2's RED takes.
+const NS2_KEYS: [&str; 3] = ["red_mark_p", "red_wait", "red_bytes"];
+
+fn check_p_w(max_p: f64, weight: f64) -> Result<(), KeyError> {
+    if !(0.0..=1.0).contains(&max_p) {
+        return Err(KeyError::new("red_max_p", format!("must be a probability in [0, 1], got {max_p}")));
+    }
+    if !(weight > 0.0 && weight <= 1.0) {
+        return Err(KeyError::new("red_weight", format!("must be in (0, 1], got {weight}")));
+    }
+    Ok(())
+}
+
+impl Discipline for Red {
+    const NAME: &'static str = "red";
+    type Config = RedConfig;
+    const KEYS: &'static [&'static str] = &[
+        "red_min_threshold",
+        "red_max_threshold",
+        "red_max_p",
+        "red_weight",
+        "red_ecn",
+        "red_gentle",
+        "red_variant",
+        "red_mark_p",
+        "red_wait",
+        "red_bytes",
+    ];
+    const DROP_UNMARKABLE: bool = true;
+
+    fn parse(keys: toml::Table) -> Result<RedConfig, KeyError> {
+        let given: Vec<String> = keys.keys().cloned().collect();
+        let k: Keys = keys_as(keys)?;
+        let d = RedConfig::default();
+        let ns2 = match k.red_variant.as_deref().unwrap_or("classic") {
+            "classic" => false,
+            "ns2" => true,
+            other => return Err(KeyError::new("red_variant", format!("expected \"classic\" or \"ns2\", got \"{other}\""))),
+        };
+        if ns2 {
+            let cfg = ns2_config(&k)?;
+            check_p_w(cfg.max_p, cfg.weight.unwrap_or(1.0))?;
+            return Ok(RedConfig { ns2: Some(cfg), ..d });
+        }
+        if let Some(key) = NS2_KEYS.iter().find(|n| given.iter().any(|g| g == *n)) {
+            return Err(KeyError::new(key, "only used with red_variant = \"ns2\" (red_variant is \"classic\")"));
+        }
+        let pkts = |b: Option<Buffer>, key: &str, default: f64| -> Result<f64, KeyError> {
+            match b.map(|b| b.0) {
+                None => Ok(default),
+                Some(BufferLimit::Packets(n)) => Ok(n as f64),
+                Some(_) => Err(KeyError::new(key, "RED thresholds are in packets, e.g. \"5pkt\"")),
+            }
+        };
+        let cfg = RedConfig {
+            min_threshold_pkts: pkts(k.red_min_threshold, "red_min_threshold", d.min_threshold_pkts)?,
+            max_threshold_pkts: pkts(k.red_max_threshold, "red_max_threshold", d.max_threshold_pkts)?,
+            max_p: k.red_max_p.unwrap_or(d.max_p),
+            weight: k.red_weight.unwrap_or(d.weight),
+            ecn: k.red_ecn.unwrap_or(false),
+            gentle: k.red_gentle.unwrap_or(d.gentle),
+            ns2: None,
+        };
+        if cfg.min_threshold_pkts >= cfg.max_threshold_pkts {
+            return Err(KeyError::new("red_max_threshold", "must be above red_min_threshold"));
+        }
+        check_p_w(cfg.max_p, cfg.weight)?;
+        Ok(cfg)
+    }
+
+    fn new(cfg: &RedConfig, link: &LinkInfo, rng: Rng) -> Red {
+        match &cfg.ns2 {
+            Some(n) => Red::Ns2(Ns2RedState::new(n, rng, link.rate, link.delay)),
+            None => Red::Classic(RedState { cfg: cfg.clone(), avg: 0.0, count: -1, rng, typical_tx: link.rate.tx_time(1500) }),
+        }
+    }
+
+    #[inline]
+    fn on_arrival(&mut self, q: &QueueView, meta: &PacketMeta) -> Verdict {
+        match self {
+            Red::Classic(r) => r.on_arrival(q.waiting_pkts, q.idle_for),
+            Red::Ns2(r) => r.on_arrival(q.waiting_pkts, q.waiting_bytes, meta.wire_bytes, meta.has(flags::ECT), q.idle_for, q.full),
+        }
+    }
+
+    /// ns-2's RED decides for every arrival, also one the full buffer drops; the classic one
+    /// is asked only about packets that fit.
+    fn own_admission(&self) -> bool {
+        matches!(self, Red::Ns2(_))
+    }
+
+    fn ns2_full(&self, limit: BufferLimit, pkts: u32, bytes: u64, _wire: u64) -> bool {
+        match self {
+            // red.cc 714: drop when N or more wait.
+            Red::Classic(_) => limit.reached(pkts, bytes),
+            Red::Ns2(r) => r.limit_reached(limit, pkts, bytes),
+        }
+    }
+
+    fn average(&self) -> Option<f64> {
+        match self {
+            Red::Classic(r) => Some(r.avg),
+            Red::Ns2(r) => Some(r.average()),
+        }
+    }
+}
+
+/// ns-2.35's RED: ns-default.tcl's `Queue/RED` values, overridden by the keys given. A
+/// threshold `"Npkt"` is ns-2's `thresh_ N`: N mean packets of `mean_pktsize_` (500) bytes in
+/// byte mode, N packets with `red_bytes = false`; a byte threshold is taken as it is (byte
+/// mode only).
+fn ns2_config(k: &Keys) -> Result<Ns2RedConfig, KeyError> {
+    let d = Ns2RedConfig::default();
+    let bytes = k.red_bytes.unwrap_or(d.bytes);
+    let threshold = |b: Option<Buffer>, key: &str| -> Result<Option<f64>, KeyError> {
+        let t = match b.map(|b| b.0) {
+            None => return Ok(None),
+            Some(BufferLimit::Packets(n)) => n as f64,
+            Some(BufferLimit::Bytes(b)) if bytes => b as f64 / d.mean_pktsize as f64,
+            Some(BufferLimit::Bytes(_)) => {
+                return Err(KeyError::new(key, "with red_bytes = false RED thresholds are in packets, e.g. \"5pkt\""))
+            }
+            Some(BufferLimit::Unlimited) => {
+                return Err(KeyError::new(key, "RED thresholds are in packets (\"5pkt\") or bytes (\"30KB\")"))
+            }
+        };
+        if t <= 0.0 {
+            return Err(KeyError::new(key, "must be above zero (leave it out for ns-2's automatic threshold)"));
+        }
+        Ok(Some(t))
+    };
+    let min_threshold = threshold(k.red_min_threshold, "red_min_threshold")?;
+    let max_threshold = threshold(k.red_max_threshold, "red_max_threshold")?;
+    if let (Some(lo), Some(hi)) = (min_threshold, max_threshold) {
+        if hi < lo {
+            return Err(KeyError::new("red_max_threshold", "must not be below red_min_threshold"));
+        }
+    }
+    let mark_p = k.red_mark_p.unwrap_or(d.mark_p);
+    // Above 1 is allowed, as in ns-2: every hit on an ECN-capable packet is then a mark.
+    if !(mark_p >= 0.0 && mark_p.is_finite()) {
+        return Err(KeyError::new("red_mark_p", format!("must be a number >= 0 (above 1: always mark), got {mark_p}")));
+    }
+    Ok(Ns2RedConfig {
+        min_threshold,
+        max_threshold,
+        weight: k.red_weight,
+        max_p: k.red_max_p.unwrap_or(d.max_p),
+        mark_p,
+        wait: k.red_wait.unwrap_or(d.wait),
+        bytes,
+        gentle: k.red_gentle.unwrap_or(d.gentle),
+        ecn: k.red_ecn.unwrap_or(d.ecn),
+        ..d
+    })
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fctlab_engine::BitsPerSec;
+
+    fn classic(cfg: RedConfig, rng: Rng) -> RedState {
+        let link = LinkInfo { rate: BitsPerSec(10_000_000_000), delay: Nanos(1000) };
+        match Red::new(&cfg, &link, rng) {
+            Red::Classic(r) => r,
+            Red::Ns2(_) => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn red_never_acts_below_min_and_always_above_twice_max() {
+        let cfg = RedConfig { weight: 1.0, ..Default::default() };
+        let mut q = classic(cfg, Rng::stream(1, 1));
+        // With weight 1 the average is the queue length: below min_threshold (5) no arrival
+        // is ever dropped, beyond twice max_threshold (30, gentle RED) every one is.
+        for qlen in 0..5 {
+            for _ in 0..1000 {
+                assert_eq!(q.on_arrival(qlen, Nanos::ZERO), Verdict::Accept, "queue {qlen}");
+            }
+        }
+        for qlen in 31..200 {
+            for _ in 0..200 {
+                assert_eq!(q.on_arrival(qlen, Nanos::ZERO), Verdict::Drop, "queue {qlen}");
+            }
+        }
+    }
+
+    #[test]
+    fn red_drop_fraction_between_thresholds() {
+        // avg fixed at 10 (weight 1): pb = 0.02 * 5/10 = 0.01; with the count correction the
+        // drops are spaced about uniformly, about one per 1/pb * ~0.5..1 arrivals.
+        let cfg = RedConfig { weight: 1.0, gentle: false, ..Default::default() };
+        let mut q = classic(cfg, Rng::stream(3, 9));
+        let n = 100_000;
+        let drops = (0..n).filter(|_| q.on_arrival(10, Nanos::ZERO) == Verdict::Drop).count();
+        let frac = drops as f64 / n as f64;
+        assert!(frac > 0.01 && frac < 0.03, "drop fraction {frac}");
+    }
+
+}
