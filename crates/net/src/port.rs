@@ -93,8 +93,9 @@ pub enum EnqueueOutcome {
     /// empty before (the caller must schedule an arrival event at that time); `None` otherwise.
     Accepted { schedule_arrival: Option<Nanos> },
     /// Accepted in place of the waiting packet `dropped`, which the discipline dropped to make
-    /// room (counted as a drop; the caller must free it).
-    Replaced { schedule_arrival: Option<Nanos>, dropped: PacketId },
+    /// room (counted as a drop; the caller must free it). The buffer was full, so the
+    /// transmitter is busy and no arrival needs scheduling.
+    Replaced { dropped: PacketId },
     /// Dropped (buffer full or early drop). The caller still owns and must free the packet.
     Dropped,
 }
@@ -126,19 +127,21 @@ pub struct Port {
     /// The discipline holds the waiting packets (read by every [`Port::advance`], so in the
     /// line it touches).
     ordered: bool,
+    /// The discipline never marks nor drops (DropTail): the port need not ask it.
+    passive: bool,
     pub limit: BufferLimit,
-    disc: AnyQdisc,
-    max_queue_bytes: u64,
-    drops: u64,
-    ecn_marks: u64,
-    max_queue_pkts: u32,
-    /// Next to `limit`'s line, read with it on every arrival.
+    /// What every arrival reads with `limit`, in its line.
     buffer_model: BufferModel,
     /// ns-2's admission (its buffer model or its RED) rather than the classic one: one test
     /// on every arrival, the rest out of the hot path.
     ns2_admission: bool,
     /// A mark the packet cannot take (not ECN-capable) drops it (RED in ECN mode).
     drop_unmarkable: bool,
+    disc: AnyQdisc,
+    max_queue_bytes: u64,
+    drops: u64,
+    ecn_marks: u64,
+    max_queue_pkts: u32,
     pub from: NodeId,
     pub rate: BitsPerSec,
 }
@@ -168,6 +171,7 @@ impl Port {
             tx_packets: 0,
             tx_bytes: 0,
             ordered: disc.ordered(),
+            passive: disc.passive(),
             limit,
             drop_unmarkable: disc.drop_unmarkable(),
             disc,
@@ -265,6 +269,13 @@ impl Port {
         if self.ordered {
             return self.advance_ordered(now);
         }
+        self.advance_fifo(now);
+    }
+
+    /// [`Port::advance`] under a first-in-first-out discipline: the packets whose transmission
+    /// has started by `now` leave the buffer.
+    #[inline(always)]
+    fn advance_fifo(&mut self, now: Nanos) {
         while self.waiting_pkts > 0 {
             let idx = self.ring.len() - self.waiting_pkts as usize;
             let e = self.ring[idx];
@@ -286,19 +297,72 @@ impl Port {
     /// CE in the flags the port keeps for it.
     #[inline]
     pub fn enqueue(&mut self, now: Nanos, id: PacketId, mut meta: PacketMeta) -> EnqueueOutcome {
-        self.advance(now);
+        if self.ordered {
+            return self.enqueue_ordered(now, id, meta);
+        }
+        self.advance_fifo(now);
         let wire = meta.wire_bytes as u64;
         // Only a packet that has to wait occupies the buffer; an idle transmitter takes it at once.
         let must_wait = self.busy_until > now;
-        let idle_for =
-            if self.waiting_pkts == 0 && self.busy_until < now { now - self.busy_until } else { Nanos::ZERO };
-        let view = QueueView {
-            now,
-            waiting_pkts: self.waiting_pkts,
-            waiting_bytes: self.waiting_bytes,
-            idle_for,
-            full: false,
+        let verdict = if !self.ns2_admission {
+            if must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
+                self.drops += 1;
+                return EnqueueOutcome::Dropped;
+            }
+            if self.passive {
+                Verdict::Accept
+            } else {
+                self.disc.on_arrival(&self.view(now), &meta)
+            }
+        } else {
+            self.ns2_verdict(self.view(now), must_wait, &meta)
         };
+        if !self.admit(verdict, &mut meta, false) {
+            return EnqueueOutcome::Dropped;
+        }
+        let tx_start = if self.busy_until > now { self.busy_until } else { now };
+        self.busy_until = tx_start + self.clock.tx_time(wire);
+        let arrive = self.busy_until + self.delay;
+        let was_empty = self.ring.is_empty();
+        self.ring.push_back(InFlight { pkt: id, meta, tx_start, arrive });
+        if tx_start > now {
+            self.count_waiting(wire);
+        }
+        EnqueueOutcome::Accepted { schedule_arrival: if was_empty { Some(arrive) } else { None } }
+    }
+
+    /// Applies the discipline's verdict: marks the packet, or counts a drop (false). A packet
+    /// that took another's place (`replaced`) is kept whatever the verdict.
+    #[inline(always)]
+    fn admit(&mut self, verdict: Verdict, meta: &mut PacketMeta, replaced: bool) -> bool {
+        match verdict {
+            Verdict::Accept => true,
+            Verdict::Mark if meta.has(flags::ECT) => {
+                if !meta.has(flags::CE) {
+                    meta.flags |= flags::CE;
+                    self.ecn_marks += 1;
+                }
+                true
+            }
+            // A packet admitted in another's place is kept (the discipline chose it).
+            _ if replaced => true,
+            Verdict::Mark if !self.drop_unmarkable => true,
+            // A drop, or a mark that RED in ECN mode cannot make.
+            Verdict::Mark | Verdict::Drop => {
+                self.drops += 1;
+                false
+            }
+        }
+    }
+
+    /// [`Port::enqueue`] under an ordered discipline: a packet that must wait goes to the
+    /// discipline, which may make room for it by dropping another.
+    #[cold]
+    #[inline(never)]
+    fn enqueue_ordered(&mut self, now: Nanos, id: PacketId, mut meta: PacketMeta) -> EnqueueOutcome {
+        self.advance_ordered(now);
+        let wire = meta.wire_bytes as u64;
+        let must_wait = self.busy_until > now;
         let mut dropped = None;
         let verdict = if !self.ns2_admission {
             if must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
@@ -308,45 +372,40 @@ impl Port {
                     return EnqueueOutcome::Dropped;
                 }
             }
-            self.disc.on_arrival(&view, &meta)
+            self.disc.on_arrival(&self.view(now), &meta)
         } else {
-            self.ns2_verdict(view, must_wait, &meta)
+            self.ns2_verdict(self.view(now), must_wait, &meta)
         };
-        match verdict {
-            Verdict::Accept => {}
-            Verdict::Mark if meta.has(flags::ECT) => {
-                if !meta.has(flags::CE) {
-                    meta.flags |= flags::CE;
-                    self.ecn_marks += 1;
-                }
-            }
-            // A packet admitted in another's place is kept (the discipline chose it).
-            Verdict::Mark | Verdict::Drop if dropped.is_some() => {}
-            Verdict::Mark if !self.drop_unmarkable => {}
-            // A drop, or a mark that RED in ECN mode cannot make.
-            Verdict::Mark | Verdict::Drop => {
-                self.drops += 1;
-                return EnqueueOutcome::Dropped;
-            }
+        if !self.admit(verdict, &mut meta, dropped.is_some()) {
+            return EnqueueOutcome::Dropped;
         }
-        let was_empty = self.ring.is_empty();
-        let schedule_arrival = if self.ordered && must_wait {
+        if let Some(victim) = dropped {
             self.disc.push(Waiting { pkt: id, meta });
             self.count_waiting(wire);
-            None
-        } else {
-            let tx_start = if self.busy_until > now { self.busy_until } else { now };
-            self.busy_until = tx_start + self.clock.tx_time(wire);
-            let arrive = self.busy_until + self.delay;
-            self.ring.push_back(InFlight { pkt: id, meta, tx_start, arrive });
-            if tx_start > now {
-                self.count_waiting(wire);
-            }
-            was_empty.then_some(arrive)
-        };
-        match dropped {
-            None => EnqueueOutcome::Accepted { schedule_arrival },
-            Some(victim) => EnqueueOutcome::Replaced { schedule_arrival, dropped: victim },
+            return EnqueueOutcome::Replaced { dropped: victim };
+        }
+        if must_wait {
+            self.disc.push(Waiting { pkt: id, meta });
+            self.count_waiting(wire);
+            return EnqueueOutcome::Accepted { schedule_arrival: None };
+        }
+        // The transmitter is free: the packet goes on the wire at once.
+        self.busy_until = now + self.clock.tx_time(wire);
+        let arrive = self.busy_until + self.delay;
+        let was_empty = self.ring.is_empty();
+        self.ring.push_back(InFlight { pkt: id, meta, tx_start: now, arrive });
+        EnqueueOutcome::Accepted { schedule_arrival: if was_empty { Some(arrive) } else { None } }
+    }
+
+    /// The queue as a packet arriving at `now` finds it.
+    #[inline(always)]
+    fn view(&self, now: Nanos) -> QueueView {
+        QueueView {
+            now,
+            waiting_pkts: self.waiting_pkts,
+            waiting_bytes: self.waiting_bytes,
+            busy_until: self.busy_until,
+            full: false,
         }
     }
 
@@ -362,15 +421,11 @@ impl Port {
         }
     }
 
-    /// A full buffer: the discipline may drop a waiting packet (counted) in place of the
-    /// arriving one of `wire` bytes, if that makes room. Only ordered disciplines hold packets
-    /// they can give up.
+    /// A full buffer: the ordered discipline may drop a waiting packet (counted) in place of
+    /// the arriving one of `wire` bytes, if that makes room.
     #[cold]
     #[inline(never)]
     fn make_room(&mut self, meta: &PacketMeta, wire: u64) -> Option<PacketId> {
-        if !self.ordered {
-            return None;
-        }
         // With a byte buffer the victim must free enough for the packet.
         let need = match self.limit {
             BufferLimit::Bytes(b) => (self.waiting_bytes + wire).saturating_sub(b),
@@ -514,9 +569,16 @@ mod tests {
         let p = port(BufferLimit::Packets(1));
         let base = &p as *const Port as usize;
         let off = |f: usize| f - base;
-        // The per-packet line is unchanged; the buffer model sits in the line of `limit`.
+        // The per-packet line is unchanged; what every arrival reads (the buffer limit and
+        // model, the admission flags, the discipline) shares one line, and `ordered` sits in
+        // the line that every advance touches.
         assert_eq!(off(&p.to as *const _ as usize), 60);
-        assert_eq!(off(&p.limit as *const _ as usize) / 64, off(&p.buffer_model as *const _ as usize) / 64);
+        let line = |f: usize| off(f) / 64;
+        let limit = line(&p.limit as *const _ as usize);
+        assert_eq!(limit, line(&p.buffer_model as *const _ as usize));
+        assert_eq!(limit, line(&p.ns2_admission as *const _ as usize));
+        assert_eq!(limit, line(&p.disc as *const _ as usize + std::mem::size_of::<AnyQdisc>() - 1));
+        assert_eq!(line(&p.queue_area_pkt_ns as *const _ as usize), line(&p.ordered as *const _ as usize));
         assert_eq!(std::mem::size_of::<Port>(), 256);
     }
 

@@ -537,12 +537,7 @@ impl Simulation {
             EnqueueOutcome::Accepted { schedule_arrival: Some(t) } => self.events.push(t, Event::Arrival(port.0)),
             EnqueueOutcome::Accepted { schedule_arrival: None } => {}
             EnqueueOutcome::Dropped => self.pool.free(pid),
-            EnqueueOutcome::Replaced { schedule_arrival, dropped } => {
-                if let Some(t) = schedule_arrival {
-                    self.events.push(t, Event::Arrival(port.0));
-                }
-                self.pool.free(dropped);
-            }
+            EnqueueOutcome::Replaced { dropped } => self.pool.free(dropped),
         }
     }
 

@@ -17,6 +17,7 @@ impl Discipline for DropTail {
     const NAME: &'static str = "droptail";
     type Config = ();
     const KEYS: &'static [&'static str] = &[];
+    const PASSIVE: bool = true;
 
     fn parse(keys: toml::Table) -> Result<(), KeyError> {
         keys_as::<Keys>(keys).map(|_| ())

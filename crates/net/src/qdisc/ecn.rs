@@ -52,7 +52,7 @@ mod tests {
     fn marks_at_threshold() {
         let link = LinkInfo { rate: BitsPerSec(10_000_000_000), delay: Nanos(1000) };
         let mut q = EcnThreshold::new(&BufferLimit::Packets(20), &link, Rng::stream(1, 1));
-        let view = |n| QueueView { now: Nanos::ZERO, waiting_pkts: n, waiting_bytes: 0, idle_for: Nanos::ZERO, full: false };
+        let view = |n| QueueView::busy(Nanos::ZERO, n, 0);
         assert_eq!(q.on_arrival(&view(19), &PacketMeta::default()), Verdict::Accept);
         assert_eq!(q.on_arrival(&view(20), &PacketMeta::default()), Verdict::Mark);
         assert!(EcnThreshold::parse(toml::Table::new()).unwrap_err().message.contains("needs `ecn_threshold`"));

@@ -42,10 +42,28 @@ pub struct QueueView {
     /// Packets and bytes waiting (the one being transmitted excluded).
     pub waiting_pkts: u32,
     pub waiting_bytes: u64,
-    /// How long the port has been idle (zero while it transmits or holds packets).
-    pub idle_for: Nanos,
+    /// When the transmitter frees (or freed).
+    pub busy_until: Nanos,
     /// The buffer has no room for the packet (for disciplines that decide that themselves).
     pub full: bool,
+}
+
+impl QueueView {
+    /// A view of a queue holding `waiting_pkts` / `waiting_bytes` at `now` with a busy
+    /// transmitter (tests).
+    pub fn busy(now: Nanos, waiting_pkts: u32, waiting_bytes: u64) -> QueueView {
+        QueueView { now, waiting_pkts, waiting_bytes, busy_until: Nanos(u64::MAX), full: false }
+    }
+    /// How long the port has been idle: empty, its transmitter free since before `now`
+    /// (zero while it transmits or holds packets).
+    #[inline]
+    pub fn idle_for(&self) -> Nanos {
+        if self.waiting_pkts == 0 && self.busy_until < self.now {
+            self.now - self.busy_until
+        } else {
+            Nanos::ZERO
+        }
+    }
 }
 
 /// A packet waiting in an ordered discipline.
@@ -92,6 +110,8 @@ pub trait Discipline: Clone + fmt::Debug + Sized {
 
     /// A [`Verdict::Mark`] on a packet that is not ECN-capable drops it (RED in ECN mode).
     const DROP_UNMARKABLE: bool = false;
+    /// [`Discipline::on_arrival`] always accepts (DropTail): the port does not ask.
+    const PASSIVE: bool = false;
     /// The discipline sees every arrival, also one the full buffer drops, and decides itself
     /// (from [`QueueView::full`]).
     fn own_admission(&self) -> bool {
@@ -204,8 +224,7 @@ macro_rules! disciplines {
             /// Its state on one port.
             pub fn build(&self, link: &LinkInfo, rng: Rng) -> AnyQdisc {
                 match self {
-                    // Boxed: a port's first lines stay compact whatever the discipline's size.
-                    $(QueueConfig::$ty(c) => AnyQdisc::$ty(Box::new(<$ty as Discipline>::new(c, link, rng))),)*
+                    $(QueueConfig::$ty(c) => AnyQdisc::$ty(<$ty as Discipline>::new(c, link, rng)),)*
                 }
             }
             /// Whether it gives flows packet priorities by their tags.
@@ -222,17 +241,24 @@ macro_rules! disciplines {
             }
         }
 
-        /// A port's discipline, dispatched statically.
+        /// A port's discipline, dispatched statically. Held in the port itself: a discipline
+        /// with much state keeps it behind a pointer of its own (RED, strict priority), so
+        /// that the port stays small and the small ones (an ECN threshold) need no pointer.
         #[derive(Clone, Debug)]
         pub enum AnyQdisc {
-            $($ty(Box<$ty>),)*
+            $($ty($ty),)*
         }
 
         impl AnyQdisc {
-            #[inline]
+            #[inline(always)]
             pub fn on_arrival(&mut self, q: &QueueView, meta: &PacketMeta) -> Verdict {
                 match self {
                     $(AnyQdisc::$ty(d) => d.on_arrival(q, meta),)*
+                }
+            }
+            pub fn passive(&self) -> bool {
+                match self {
+                    $(AnyQdisc::$ty(_) => <$ty as Discipline>::PASSIVE,)*
                 }
             }
             pub fn drop_unmarkable(&self) -> bool {
@@ -284,7 +310,7 @@ macro_rules! disciplines {
             /// The discipline's state as type `D`, if the port runs `D` (tests, reports).
             pub fn get<D: Discipline + 'static>(&self) -> Option<&D> {
                 let any: &dyn std::any::Any = match self {
-                    $(AnyQdisc::$ty(d) => &**d,)*
+                    $(AnyQdisc::$ty(d) => d,)*
                 };
                 any.downcast_ref::<D>()
             }
@@ -315,6 +341,11 @@ disciplines! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_discipline_is_at_most_three_words_in_the_port() {
+        assert!(std::mem::size_of::<AnyQdisc>() <= 24, "{}", std::mem::size_of::<AnyQdisc>());
+    }
 
     #[test]
     fn every_key_belongs_to_one_discipline_and_starts_with_its_prefix() {

@@ -29,14 +29,32 @@ pub struct PriorityConfig {
     pub pushout: bool,
 }
 
+/// Strict priority on one port (its state behind one pointer: the port stays small).
 #[derive(Clone, Debug)]
-pub struct StrictPriority {
+pub struct StrictPriority(Box<Bands>);
+
+/// The bands of a strict-priority port.
+#[derive(Clone, Debug)]
+pub struct Bands {
     bands: Vec<VecDeque<Waiting>>,
     /// Packets and bytes waiting in each band.
     pkts: Vec<u32>,
     bytes: Vec<u64>,
     ecn_threshold: Option<BufferLimit>,
     pushout: bool,
+}
+
+impl std::ops::Deref for StrictPriority {
+    type Target = Bands;
+    fn deref(&self) -> &Bands {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for StrictPriority {
+    fn deref_mut(&mut self) -> &mut Bands {
+        &mut self.0
+    }
 }
 
 #[derive(Deserialize)]
@@ -85,13 +103,13 @@ impl Discipline for StrictPriority {
 
     fn new(cfg: &PriorityConfig, _: &LinkInfo, _: Rng) -> StrictPriority {
         let n = cfg.tags.len() + 1;
-        StrictPriority {
+        StrictPriority(Box::new(Bands {
             bands: vec![VecDeque::new(); n],
             pkts: vec![0; n],
             bytes: vec![0; n],
             ecn_threshold: cfg.ecn_threshold,
             pushout: cfg.pushout,
-        }
+        }))
     }
 
     fn class_of(cfg: &PriorityConfig, tag: &str) -> u8 {
@@ -202,7 +220,7 @@ mod tests {
         let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos(1000) };
         let c = PriorityConfig { ecn_threshold: Some(BufferLimit::Packets(2)), ..cfg(&["a"]) };
         let mut q = StrictPriority::new(&c, &link, Rng::stream(0, 0));
-        let view = QueueView { now: Nanos::ZERO, waiting_pkts: 0, waiting_bytes: 0, idle_for: Nanos::ZERO, full: false };
+        let view = QueueView::busy(Nanos::ZERO, 0, 0);
         q.push(waiting(1, 1));
         q.push(waiting(2, 1));
         // Band 1 holds 2: its packets are marked; band 0 is empty: its packets are not.

@@ -144,8 +144,8 @@ impl RedState {
 /// RED on one port: the classic algorithm or ns-2's.
 #[derive(Clone, Debug)]
 pub enum Red {
-    Classic(RedState),
-    Ns2(Ns2RedState),
+    Classic(Box<RedState>),
+    Ns2(Box<Ns2RedState>),
 }
 
 impl Red {
@@ -246,16 +246,22 @@ impl Discipline for Red {
 
     fn new(cfg: &RedConfig, link: &LinkInfo, rng: Rng) -> Red {
         match &cfg.ns2 {
-            Some(n) => Red::Ns2(Ns2RedState::new(n, rng, link.rate, link.delay)),
-            None => Red::Classic(RedState { cfg: cfg.clone(), avg: 0.0, count: -1, rng, typical_tx: link.rate.tx_time(1500) }),
+            Some(n) => Red::Ns2(Box::new(Ns2RedState::new(n, rng, link.rate, link.delay))),
+            None => Red::Classic(Box::new(RedState {
+                cfg: cfg.clone(),
+                avg: 0.0,
+                count: -1,
+                rng,
+                typical_tx: link.rate.tx_time(1500),
+            })),
         }
     }
 
     #[inline]
     fn on_arrival(&mut self, q: &QueueView, meta: &PacketMeta) -> Verdict {
         match self {
-            Red::Classic(r) => r.on_arrival(q.waiting_pkts, q.idle_for),
-            Red::Ns2(r) => r.on_arrival(q.waiting_pkts, q.waiting_bytes, meta.wire_bytes, meta.has(flags::ECT), q.idle_for, q.full),
+            Red::Classic(r) => r.on_arrival(q.waiting_pkts, q.idle_for()),
+            Red::Ns2(r) => r.on_arrival(q.waiting_pkts, q.waiting_bytes, meta.wire_bytes, meta.has(flags::ECT), q.idle_for(), q.full),
         }
     }
 
@@ -340,7 +346,7 @@ mod tests {
     fn classic(cfg: RedConfig, rng: Rng) -> RedState {
         let link = LinkInfo { rate: BitsPerSec(10_000_000_000), delay: Nanos(1000) };
         match Red::new(&cfg, &link, rng) {
-            Red::Classic(r) => r,
+            Red::Classic(r) => *r,
             Red::Ns2(_) => unreachable!(),
         }
     }
