@@ -196,6 +196,11 @@ def _source(scenario: ScenarioLike) -> tuple[str, str, str]:
         return json.dumps(scenario), "<dict>", "json"
     if not isinstance(scenario, (str, os.PathLike)):
         raise ScenarioError(f"expected a scenario file path or a dict, got {type(scenario).__name__}")
+    if isinstance(scenario, str) and "\n" in scenario:
+        raise ScenarioError(
+            "expected a scenario file path or a dict, got a string of several lines (scenario text?): "
+            "write it to a file, or pass tomllib.loads(text)"
+        )
     path = Path(scenario)
     try:
         text = path.read_text(encoding="utf-8")
@@ -205,6 +210,8 @@ def _source(scenario: ScenarioLike) -> tuple[str, str, str]:
         raise ScenarioError(f"{path}: is a directory, expected a scenario file") from None
     except UnicodeDecodeError:
         raise ScenarioError(f"{path}: not a text (UTF-8) file") from None
+    except OSError as e:
+        raise ScenarioError(f"{str(path)[:200]}: cannot read it ({e.strerror})") from None
     fmt = "json" if path.suffix == ".json" else "toml"
     return text, str(path), fmt
 

@@ -698,4 +698,80 @@ mod tests {
         assert!(p.stats().ecn_marks >= 5, "{:?}", p.stats());
         assert_eq!(offer(&mut p, false), EnqueueOutcome::Dropped);
     }
+
+    fn priority_port(limit: BufferLimit, pushout: bool) -> Port {
+        let cfg = crate::qdisc::priority::PriorityConfig { tags: vec!["hi".into()], ecn_threshold: None, pushout };
+        Port::new(
+            NodeId(0),
+            NodeId(1),
+            BitsPerSec(1_000_000_000),
+            Nanos::from_micros(10),
+            limit,
+            &QueueConfig::StrictPriority(cfg),
+            Rng::stream(0, 0),
+        )
+    }
+
+    fn offer(p: &mut Port, pool: &mut PacketPool, at: Nanos, prio: u8) -> (PacketId, EnqueueOutcome) {
+        let pk = crate::packet::Packet { wire_bytes: 1500, ..Default::default() };
+        let id = pool.alloc(pk.clone());
+        (id, p.enqueue(at, id, PacketMeta { prio, ..pk.meta() }))
+    }
+
+    /// Pops every arrival, returning (packet, arrival time) in order.
+    fn drain(p: &mut Port, first: Nanos) -> Vec<(PacketId, Nanos)> {
+        let mut out = Vec::new();
+        let mut next = Some(first);
+        while let Some(t) = next {
+            let (id, _, n) = p.pop_arrival(t);
+            out.push((id, t));
+            next = n;
+        }
+        out
+    }
+
+    #[test]
+    fn an_ordered_port_sends_the_highest_band_first_choosing_when_the_transmitter_frees() {
+        let mut pool = PacketPool::new();
+        let mut p = priority_port(BufferLimit::Packets(10), false);
+        let us = Nanos::from_micros;
+        // A finds the transmitter free; B and C (band 1) and D (band 0) wait.
+        let (a, first) = offer(&mut p, &mut pool, Nanos(0), 1);
+        assert_eq!(first, EnqueueOutcome::Accepted { schedule_arrival: Some(us(22)) });
+        let (b, _) = offer(&mut p, &mut pool, Nanos(0), 1);
+        let (c, _) = offer(&mut p, &mut pool, Nanos(0), 1);
+        let (d, _) = offer(&mut p, &mut pool, Nanos(0), 0);
+        assert_eq!(p.queue_at(Nanos(0)), (3, 4500));
+        assert_eq!(p.held_packets().len(), 4);
+        // E (band 0) arrives at 13 us, after the choice at 12 us (D): it goes next, before B.
+        let (e, _) = offer(&mut p, &mut pool, us(13), 0);
+        assert_eq!(p.queue_at(us(13)), (3, 4500));
+        let order = drain(&mut p, us(22));
+        assert_eq!(order, vec![(a, us(22)), (d, us(34)), (e, us(46)), (b, us(58)), (c, us(70))]);
+        assert_eq!(p.stats().max_queue_pkts, 3);
+        // Waiting: 3 until 12 us, 2 until E at 13, 3 until 24, 2 until 36, 1 until 48:
+        // 36 + 2 + 33 + 24 + 12 = 107 packet-microseconds over 60 us.
+        assert!((p.mean_queue_pkts(us(60)) - 107.0 / 60.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_ordered_port_may_push_a_waiting_packet_out() {
+        let mut pool = PacketPool::new();
+        let mut p = priority_port(BufferLimit::Packets(2), true);
+        let (a, _) = offer(&mut p, &mut pool, Nanos(0), 1);
+        let (b, _) = offer(&mut p, &mut pool, Nanos(0), 1);
+        let (c, _) = offer(&mut p, &mut pool, Nanos(0), 1);
+        // Full: a band-1 packet is dropped, a band-0 one pushes out the newest band-1 packet.
+        assert_eq!(offer(&mut p, &mut pool, Nanos(0), 1).1, EnqueueOutcome::Dropped);
+        let (d, out) = offer(&mut p, &mut pool, Nanos(0), 0);
+        assert_eq!(out, EnqueueOutcome::Replaced { dropped: c });
+        assert_eq!(p.stats().drops, 2);
+        let order: Vec<PacketId> = drain(&mut p, Nanos::from_micros(22)).into_iter().map(|x| x.0).collect();
+        assert_eq!(order, vec![a, d, b]);
+        // Without push-out the band-0 packet is dropped like any other.
+        let mut q = priority_port(BufferLimit::Packets(1), false);
+        offer(&mut q, &mut pool, Nanos(0), 1);
+        offer(&mut q, &mut pool, Nanos(0), 1);
+        assert_eq!(offer(&mut q, &mut pool, Nanos(0), 0).1, EnqueueOutcome::Dropped);
+    }
 }

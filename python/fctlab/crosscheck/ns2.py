@@ -92,6 +92,11 @@ def check(plan: Plan) -> None:
     single_paths(plan)
     for p in plan.ports:
         q = p.queue
+        if q["kind"] not in ("droptail", "ecn", "red"):
+            raise Unsupported(
+                f"network.queue = {q['kind']!r}: not translated to ns-2 (droptail, ecn and red are; ns-2.35 has no "
+                "strict-priority queue in its stock build)"
+            )
         if q["kind"] == "ecn" and q["threshold"] is not None and q["threshold"][0] != "pkts":
             raise Unsupported(
                 "network.ecn_threshold: a byte threshold is not translated (ns-2's RED-based marker counts packets here); give it in packets"
