@@ -56,7 +56,9 @@ def test_strict_priority_runs_from_a_scenario(tmp_path):
 
 
 def test_bad_priority_keys_are_one_line_errors(tmp_path):
-    with pytest.raises(fctlab.ScenarioError, match=r"network.priority_tags: queue = \"priority\" needs `priority_tags`"):
+    with pytest.raises(
+        fctlab.ScenarioError, match=r"network.priority_tags: queue = \"priority\" needs `priority_tags`"
+    ):
         fctlab.run(_file(tmp_path, 'queue = "priority"'))
     with pytest.raises(fctlab.ScenarioError, match=r"network.priority_pushout: only used with queue = \"priority\""):
         fctlab.run(_file(tmp_path, "priority_pushout = true"))
