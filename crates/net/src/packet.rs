@@ -46,45 +46,60 @@ pub struct SackBlock {
 /// rewritten by switch ports on the way (only on packets whose `flags::ROUTER` is set) and
 /// echoed by the receiver on its next ACK.
 ///
-/// One record serves every router-assisted protocol; each uses the fields it needs and says
-/// how many bytes its header takes on the wire (`wire_bytes`, added to the packet's size by
-/// the sender and to the ACK that echoes it by the receiver).
-/// - RCP: `rate_bps` (lowered to each port's R), `rtt_ns` (the sender's RTT estimate).
-/// - RACS: the rate request: `weight` (w_c), `prev_weight` (w_p), `rate_bps` (lowered to
-///   w_c C / W), `rtt_ns`, `interval_ns` (lowered to each port's t_p: t_trans).
-/// - SDC: `class` and `prev_class` (the sender's class now and as last counted: ports move
-///   their per-class counts), `load` (raised to each port's load factor), `top_class` (raised
-///   to the highest class active at a port).
-#[derive(Copy, Clone, Debug, PartialEq, Default)]
+/// The network does not know its fields: each protocol declares its own header in its own file
+/// (RCP's, RACS's and SDC's in `fctlab_transport::cc`) and packs it into `words` with the typed
+/// accessors below. `owner` says which of the run's router-assisted protocols wrote it (so that
+/// a port running several hands each packet to the right one), `wire_bytes` how many bytes it
+/// occupies on the wire (added to the packet's size by the sender and to the ACK that echoes it
+/// by the receiver).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub struct RouterHeader {
-    /// Lowest rate offered along the path, bits per second.
-    pub rate_bps: u64,
-    /// The sender's current weight (RACS w_c).
-    pub weight: f32,
-    /// The weight the sender advertised in its previous request (RACS w_p).
-    pub prev_weight: f32,
-    /// The sender's smoothed RTT (0: not measured yet).
-    pub rtt_ns: u32,
-    /// Smallest control interval along the path, nanoseconds.
-    pub interval_ns: u32,
-    /// Largest load factor along the path.
-    pub load: f32,
-    /// The sender's class (protocol-defined numbering; 0: none).
-    pub class: u8,
-    /// The sender's class as ports last counted it (0: not counted yet).
-    pub prev_class: u8,
-    /// Highest class active along the path.
-    pub top_class: u8,
+    pub words: [u32; RouterHeader::WORDS],
+    /// The run's router-assisted protocol (its index among those the run's flows use).
+    pub owner: u8,
     /// Bytes this header occupies on the wire.
     pub wire_bytes: u8,
 }
 
 impl RouterHeader {
-    /// `rate_bps` as a sender writes it: no port has offered a rate yet (each port keeps the
-    /// smaller of its rate and this, so the first port's rate replaces it).
-    pub const NO_RATE_YET: u64 = u64::MAX;
-    /// `interval_ns` as a sender writes it: no port has given its control interval yet.
-    pub const NO_INTERVAL_YET: u32 = u32::MAX;
+    /// 32-bit words a protocol may use (the record stays 32 bytes).
+    pub const WORDS: usize = 7;
+
+    #[inline]
+    pub fn u32(&self, i: usize) -> u32 {
+        self.words[i]
+    }
+    #[inline]
+    pub fn set_u32(&mut self, i: usize, v: u32) {
+        self.words[i] = v;
+    }
+    /// Words `i` and `i + 1` as one u64 (low word first).
+    #[inline]
+    pub fn u64(&self, i: usize) -> u64 {
+        self.words[i] as u64 | (self.words[i + 1] as u64) << 32
+    }
+    #[inline]
+    pub fn set_u64(&mut self, i: usize, v: u64) {
+        self.words[i] = v as u32;
+        self.words[i + 1] = (v >> 32) as u32;
+    }
+    #[inline]
+    pub fn f32(&self, i: usize) -> f32 {
+        f32::from_bits(self.words[i])
+    }
+    #[inline]
+    pub fn set_f32(&mut self, i: usize, v: f32) {
+        self.words[i] = v.to_bits();
+    }
+    /// Byte `b` (0-3) of word `i`.
+    #[inline]
+    pub fn u8(&self, i: usize, b: usize) -> u8 {
+        (self.words[i] >> (8 * b)) as u8
+    }
+    #[inline]
+    pub fn set_u8(&mut self, i: usize, b: usize, v: u8) {
+        self.words[i] = self.words[i] & !(0xff << (8 * b)) | (v as u32) << (8 * b);
+    }
 }
 
 /// ECN and TCP flag bits.
@@ -343,10 +358,24 @@ mod tests {
     }
 
     #[test]
+    fn a_router_header_stays_32_bytes_and_its_accessors_round_trip() {
+        assert_eq!(std::mem::size_of::<RouterHeader>(), 32);
+        let mut h = RouterHeader::default();
+        h.set_u64(1, 0x0123_4567_89ab_cdef);
+        h.set_f32(0, -2.5);
+        h.set_u8(3, 3, 0xfe);
+        h.set_u8(3, 0, 0x01);
+        assert_eq!((h.u64(1), h.f32(0), h.u8(3, 3), h.u8(3, 0), h.u8(3, 1)), (0x0123_4567_89ab_cdef, -2.5, 0xfe, 1, 0));
+        assert_eq!(h.u32(3), 0xfe00_0001);
+    }
+
+    #[test]
     fn pool_gives_back_every_field_and_the_side_parts_only_of_packets_that_carry_them() {
         let mut pool = PacketPool::new();
-        let router =
-            RouterHeader { rate_bps: 5, weight: 1.5, rtt_ns: 7, class: 2, wire_bytes: 12, ..Default::default() };
+        let mut router = RouterHeader { owner: 1, wire_bytes: 12, ..Default::default() };
+        router.set_u64(0, 5);
+        router.set_f32(2, 1.5);
+        router.set_u8(3, 2, 7);
         let full = Packet {
             flow: FlowId(3),
             src: NodeId(4),
@@ -366,8 +395,9 @@ mod tests {
         };
         let a = pool.alloc(full.clone());
         assert_eq!(format!("{:?}", pool.get(a)), format!("{full:?}"));
-        pool.router_mut(a).rate_bps = 1;
-        assert_eq!(pool.take(a).router.rate_bps, 1);
+        pool.router_mut(a).set_u64(0, u64::MAX - 1);
+        let back = pool.take(a).router;
+        assert_eq!((back.u64(0), back.f32(2), back.u8(3, 2), back.u8(3, 1)), (u64::MAX - 1, 1.5, 7, 0));
         // The same slot reused by a data packet without them: no stale SACK blocks or header.
         let data = Packet {
             kind: PacketKind::Data,

@@ -464,6 +464,7 @@ impl Port {
     }
 
     /// Queue occupancy (packets, bytes) at `now`.
+    #[inline]
     pub fn queue_at(&mut self, now: Nanos) -> (u32, u64) {
         self.advance(now);
         (self.waiting_pkts, self.waiting_bytes)

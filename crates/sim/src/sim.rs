@@ -134,10 +134,13 @@ pub struct Simulation {
     pub(crate) counts: RunCounts,
     pub(crate) loop_wall: std::time::Duration,
     finished: bool,
-    /// The switch side of the run's router-assisted protocol, one per output port (empty
-    /// when no flow uses one), and whether each port's control timer runs.
+    /// The switch side of each router-assisted protocol the run's flows use (in the order
+    /// of their first flows), one per output port: protocol k's control of port p at
+    /// `k * ports + p` (empty when no flow uses one); and whether each control's timer runs.
     port_ctl: Vec<Box<dyn PortControl>>,
     port_ticking: Vec<bool>,
+    /// Each flow's router-assisted protocol, as the index k above (0 for the others).
+    router_owner: Vec<u8>,
     /// The flow scheduling layer, when `[transport] scheduler` asks for one, and the flows
     /// its last step completed.
     pub(crate) host: Option<HostLayer>,
@@ -170,34 +173,7 @@ impl Simulation {
         start_order.sort_by_key(|&i| (scenario.flows[i as usize].start, i));
         let monitor = Monitor::new(&scenario, &net);
         let nflows = flows.len();
-        // Every output port runs the switch side of the router-assisted protocol, if any;
-        // the first flow that uses one gives its parameters. Two different ones cannot share
-        // the switches.
-        let mut port_ctl: Vec<Box<dyn PortControl>> = Vec::new();
-        let mut router_cfg: Option<(usize, &fctlab_transport::CcConfig)> = None;
-        for (i, f) in scenario.flows.iter().enumerate() {
-            if !f.cc.router_assisted() {
-                continue;
-            }
-            match router_cfg {
-                None => router_cfg = Some((i, &f.cc)),
-                Some((j, c)) if c.name() != f.cc.name() => {
-                    return Err(scenario.error(
-                        &format!("flows[{i}].protocol"),
-                        format!("\"{}\" and \"{}\" (flows[{j}]) both need the switches; a run can use one router-assisted protocol", f.cc.name(), c.name()),
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
-        if let Some((_, cfg)) = router_cfg {
-            for p in &net.ports {
-                let ctl = cfg
-                    .port(&PortInfo { capacity: p.rate, delay: p.delay })
-                    .expect("router-assisted protocols have a switch side");
-                port_ctl.push(ctl);
-            }
-        }
+        let (port_ctl, router_owner) = router_families(&scenario, &net)?;
         let port_ticking = vec![false; port_ctl.len()];
         let host = HostLayer::new(&scenario);
         let classifier = [&scenario.switch_queue, &scenario.nic_queue].into_iter().find(|q| q.classifies());
@@ -225,6 +201,7 @@ impl Simulation {
             finished: false,
             port_ctl,
             port_ticking,
+            router_owner,
             host,
             host_done: Vec::new(),
             flow_prio,
@@ -372,11 +349,13 @@ impl Simulation {
     /// rewrite the header (in the packet itself), and starts its timer if it was idle.
     #[inline(never)]
     fn port_control(&mut self, port: PortId, pid: PacketId, meta: PacketMeta) {
-        let i = port.0 as usize;
+        let nports = self.net.ports.len();
+        let hdr = self.pool.router_mut(pid);
+        let i = hdr.owner as usize * nports + port.0 as usize;
         let Some(ctl) = self.port_ctl.get_mut(i) else { return };
-        let (queue_pkts, queue_bytes) = self.net.ports[i].queue_at(self.now);
+        let (queue_pkts, queue_bytes) = self.net.ports[port.0 as usize].queue_at(self.now);
         let v = PortView { now: self.now, queue_pkts, queue_bytes };
-        ctl.on_packet(&v, meta.kind, meta.wire_bytes, self.pool.router_mut(pid));
+        ctl.on_packet(&v, meta.kind, meta.wire_bytes, hdr);
         if !self.port_ticking[i] {
             self.port_ticking[i] = true;
             let t = self.now + ctl.interval();
@@ -384,8 +363,10 @@ impl Simulation {
         }
     }
 
+    /// Control `i`'s interval ended (protocol `i / ports`, port `i % ports`).
     fn port_tick(&mut self, i: usize) {
-        let (queue_pkts, queue_bytes) = self.net.ports[i].queue_at(self.now);
+        let port = i % self.net.ports.len();
+        let (queue_pkts, queue_bytes) = self.net.ports[port].queue_at(self.now);
         let v = PortView { now: self.now, queue_pkts, queue_bytes };
         match self.port_ctl[i].on_tick(&v) {
             Some(dt) => self.events.push(self.now + dt, Event::PortTick(i as u32)),
@@ -393,14 +374,21 @@ impl Simulation {
         }
     }
 
-    /// The rate the control of port `i` offers now (router-assisted runs).
+    /// The controls of port `i`, one per router-assisted protocol of the run.
+    fn controls_of(&self, i: usize) -> impl Iterator<Item = &dyn PortControl> + '_ {
+        let n = self.net.ports.len();
+        self.port_ctl.iter().skip(i).step_by(n.max(1)).map(|c| &**c)
+    }
+
+    /// The rate the control of port `i` offers now (router-assisted runs; the first protocol
+    /// that offers one).
     pub fn port_offered_rate(&self, i: usize) -> Option<f64> {
-        self.port_ctl.get(i).and_then(|c| c.offered_rate())
+        self.controls_of(i).find_map(|c| c.offered_rate())
     }
 
     /// The active flows per class that the control of port `i` counts (class-based protocols).
     pub fn port_class_counts(&self, i: usize) -> Option<Vec<u32>> {
-        self.port_ctl.get(i).and_then(|c| c.class_counts())
+        self.controls_of(i).find_map(|c| c.class_counts())
     }
 
     #[inline]
@@ -567,7 +555,8 @@ impl Simulation {
         let info =
             fctlab_transport::FlowInfo { start: self.now, deadline: spec.deadline, size: spec.size_bytes, nic_rate };
         let tcp = &self.scenario.tcp;
-        let snd = TcpSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn);
+        let mut snd = TcpSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn);
+        snd.set_router_owner(self.router_owner.get(f).copied().unwrap_or(0));
         // the receiver takes the sender's settings (ns-2's modes are tcp's and atcp's only)
         let rcv = TcpReceiver::new(id, dst, src, snd.config());
         if spec.size_bytes.is_some() {
@@ -633,4 +622,63 @@ impl Simulation {
             self.events.push(self.now + interval, Event::CwndSample);
         }
     }
+}
+
+/// Each router-assisted protocol's port controls (protocol k's control of port p at
+/// `k * ports + p`), and each flow's k.
+type RouterFamilies = (Vec<Box<dyn PortControl>>, Vec<u8>);
+
+/// The switch side of every router-assisted protocol the flows use: for the k-th such protocol
+/// (in the order of its first flow), one control per output port at `k * ports + p`, built
+/// from that first flow's parameters; and each flow's k. Flows of one protocol that disagree
+/// on a parameter its switch side reads are an error naming the key: the switches run one
+/// configuration of each protocol.
+fn router_families(scenario: &Scenario, net: &Network) -> Result<RouterFamilies, ScenarioError> {
+    let mut families: Vec<(usize, &fctlab_transport::CcConfig)> = Vec::new();
+    let mut owner = Vec::new();
+    for (i, f) in scenario.flows.iter().enumerate() {
+        if !f.cc.router_assisted() {
+            owner.push(0);
+            continue;
+        }
+        let k = match families.iter().position(|(_, c)| c.name() == f.cc.name()) {
+            Some(k) => {
+                let (j, c) = families[k];
+                if !std::sync::Arc::ptr_eq(&f.cc, &scenario.flows[j].cc) && *c != *f.cc {
+                    let (mine, theirs) = (f.cc.params_json(), c.params_json());
+                    if let Some(key) = f.cc.port_keys().iter().find(|k| mine.get(**k) != theirs.get(**k)) {
+                        let show = |v: &_| {
+                            let v: &fctlab_transport::cc::Json = v;
+                            v.get(*key).map_or("unset".to_string(), |v| v.to_string())
+                        };
+                        return Err(scenario.error(
+                            &format!("flows[{i}].{key}"),
+                            format!(
+                                "{} here, {} in flows[{j}]: the switches run one {} configuration, so every flow using it gives `{key}` one value",
+                                show(&mine),
+                                show(&theirs),
+                                f.cc.name()
+                            ),
+                        ));
+                    }
+                }
+                k
+            }
+            None => {
+                families.push((i, &f.cc));
+                families.len() - 1
+            }
+        };
+        owner.push(k as u8);
+    }
+    let mut ctl = Vec::with_capacity(families.len() * net.ports.len());
+    for (_, cfg) in &families {
+        for p in &net.ports {
+            ctl.push(
+                cfg.port(&PortInfo { capacity: p.rate, delay: p.delay })
+                    .expect("router-assisted protocols have a switch side"),
+            );
+        }
+    }
+    Ok((ctl, owner))
 }

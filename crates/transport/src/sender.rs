@@ -141,6 +141,8 @@ pub struct TcpSender {
     ect: bool,
     /// The algorithm is router-assisted (see the module documentation).
     router: bool,
+    /// Which of the run's router-assisted protocols this flow's headers belong to.
+    router_owner: u8,
     fin_sent: bool,
     /// Paced flows: when the last segment left and its wire bytes; the next may leave once
     /// those bytes have been sent at the current rate.
@@ -251,6 +253,7 @@ impl TcpSender {
             tlp_high_seq: None,
             ect: ecn,
             router,
+            router_owner: 0,
             fin_sent: false,
             paced_at: Nanos::ZERO,
             paced_bytes: 0,
@@ -406,6 +409,7 @@ impl TcpSender {
                 mss_bytes: self.st.mss_bytes,
             };
             if self.cc.stamp(&ctx, &mut p.router) {
+                p.router.owner = self.router_owner;
                 p.flags |= flags::ROUTER;
                 p.wire_bytes += p.router.wire_bytes as u32;
             }
@@ -419,6 +423,12 @@ impl TcpSender {
             let p = Packet { kind: PacketKind::Fin, ..self.header_only_packet(now) };
             self.push(now, p, out);
         }
+    }
+
+    /// Marks this flow's router headers as belonging to the run's router-assisted protocol
+    /// `owner` (the simulation numbers the protocols its flows use; 0 by default).
+    pub fn set_router_owner(&mut self, owner: u8) {
+        self.router_owner = owner;
     }
 
     /// Handles a packet from the receiver (ACK or SYN-ACK).

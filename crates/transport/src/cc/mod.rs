@@ -25,6 +25,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt;
 
+/// Parameters as JSON (see [`CcConfig::params_json`]).
+pub type Json = serde_json::Value;
+
 /// What an algorithm may know about its flow when it is created.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct FlowInfo {
@@ -221,6 +224,9 @@ pub trait Protocol: CongestionControl + Clone + fmt::Debug + Sized {
     fn port(_cfg: &Self::Config, _link: &PortInfo) -> Option<Box<dyn PortControl>> {
         None
     }
+    /// The parameters the switch side reads (keys of `Config`): every flow of a run that uses
+    /// the protocol must give them the same values, since the switches run one configuration.
+    const PORT_KEYS: &'static [&'static str] = &[];
 }
 
 /// The output port a [`PortControl`] runs on.
@@ -421,6 +427,12 @@ macro_rules! protocols {
             pub fn port(&self, link: &PortInfo) -> Option<Box<dyn PortControl>> {
                 match self {
                     $($(#[$attr])* CcConfig::$ty(c) => <$ty as Protocol>::port(c, link),)*
+                }
+            }
+            /// The parameters the switch side reads (see [`Protocol::PORT_KEYS`]).
+            pub fn port_keys(&self) -> &'static [&'static str] {
+                match self {
+                    $($(#[$attr])* CcConfig::$ty(_) => <$ty as Protocol>::PORT_KEYS,)*
                 }
             }
             /// The parameters as JSON (keys as in scenario files, sizes in bytes).

@@ -35,6 +35,45 @@ use serde::{Deserialize, Serialize};
 /// Bytes of the rate request on the wire (w_c, w_p, rate, RTT, t_trans).
 pub const HEADER_BYTES: u8 = 20;
 
+/// RACS's rate request (`HEADER_BYTES` on the wire): the sender's weight now and as last
+/// advertised (w_c, w_p), the grant along the path (lowered to each port's w_c C / W), the
+/// sender's RTT, and the smallest control interval along the path (t_trans).
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct RacsHeader {
+    pub weight: f32,
+    pub prev_weight: f32,
+    /// Bits per second.
+    pub rate_bps: u64,
+    /// The sender's smoothed RTT (0: not measured yet).
+    pub rtt_ns: u32,
+    pub interval_ns: u32,
+}
+
+impl RacsHeader {
+    /// `rate_bps` as a sender writes it: no port has granted a rate yet.
+    pub const NO_RATE_YET: u64 = u64::MAX;
+    /// `interval_ns` as a sender writes it: no port has given its control interval yet.
+    pub const NO_INTERVAL_YET: u32 = u32::MAX;
+
+    pub fn read(h: &RouterHeader) -> RacsHeader {
+        RacsHeader { rate_bps: h.u64(0), weight: h.f32(2), prev_weight: h.f32(3), rtt_ns: h.u32(4), interval_ns: h.u32(5) }
+    }
+    pub fn write(&self, h: &mut RouterHeader) {
+        h.set_u64(0, self.rate_bps);
+        h.set_f32(2, self.weight);
+        h.set_f32(3, self.prev_weight);
+        h.set_u32(4, self.rtt_ns);
+        h.set_u32(5, self.interval_ns);
+        h.wire_bytes = HEADER_BYTES;
+    }
+    /// A packet's header carrying these fields.
+    pub fn header(&self) -> RouterHeader {
+        let mut h = RouterHeader::default();
+        self.write(&mut h);
+        h
+    }
+}
+
 /// RACS's parameters.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -110,6 +149,7 @@ impl Protocol for Racs {
     fn new(cfg: &RacsConfig, info: &FlowInfo) -> Self {
         Racs { cfg: cfg.clone(), nic_rate: info.nic_rate, rate: BitsPerSec(0), last_weight: 0.0, admitted: false, t_trans: None, next_request: Nanos::ZERO }
     }
+    const PORT_KEYS: &'static [&'static str] = &["initial_rtt"];
     fn port(cfg: &RacsConfig, link: &PortInfo) -> Option<Box<dyn PortControl>> {
         Some(Box::new(RacsPort::new(cfg, link)))
     }
@@ -120,7 +160,8 @@ impl CongestionControl for Racs {
     /// Rates come from the routers: losses and echoes change nothing.
     fn on_congestion(&mut self, _st: &mut CcState, _ev: CongestionEvent) {}
     fn on_feedback(&mut self, _st: &mut CcState, hdr: &RouterHeader) {
-        if hdr.interval_ns > 0 && hdr.interval_ns != RouterHeader::NO_INTERVAL_YET {
+        let hdr = RacsHeader::read(hdr);
+        if hdr.interval_ns > 0 && hdr.interval_ns != RacsHeader::NO_INTERVAL_YET {
             self.t_trans = Some(Nanos(hdr.interval_ns as u64));
         }
         if !self.admitted {
@@ -147,17 +188,16 @@ impl CongestionControl for Racs {
         };
         let round = self.t_trans.or(ctx.srtt).unwrap_or(Nanos::ZERO);
         self.next_request = ctx.now + round;
-        *hdr = RouterHeader {
+        let h = RacsHeader {
             weight: w_c as f32,
             prev_weight: self.last_weight as f32,
-            rate_bps: RouterHeader::NO_RATE_YET,
+            rate_bps: RacsHeader::NO_RATE_YET,
             rtt_ns: ctx.rtt_field(),
-            interval_ns: RouterHeader::NO_INTERVAL_YET,
-            wire_bytes: HEADER_BYTES,
-            ..*hdr
+            interval_ns: RacsHeader::NO_INTERVAL_YET,
         };
+        h.write(hdr);
         // What the routers added is what the next request takes back (f32 as on the wire).
-        self.last_weight = hdr.weight as f64;
+        self.last_weight = h.weight as f64;
         true
     }
     fn round(&self) -> Option<Nanos> {
@@ -203,11 +243,12 @@ impl RacsPort {
 }
 
 impl PortControl for RacsPort {
-    fn on_packet(&mut self, _v: &PortView, kind: PacketKind, _wire_bytes: u32, hdr: &mut RouterHeader) {
+    fn on_packet(&mut self, _v: &PortView, kind: PacketKind, _wire_bytes: u32, raw: &mut RouterHeader) {
         self.packets += 1;
         if kind.is_reverse() {
             return;
         }
+        let mut hdr = RacsHeader::read(raw);
         let (w_c, w_p) = (hdr.weight as f64, hdr.prev_weight as f64);
         self.w_running = (self.w_running + w_c - w_p).max(0.0);
         if self.w_running < 1e-6 {
@@ -226,6 +267,7 @@ impl PortControl for RacsPort {
         if tp < hdr.interval_ns {
             hdr.interval_ns = tp;
         }
+        hdr.write(raw);
     }
 
     fn on_tick(&mut self, v: &PortView) -> Option<Nanos> {
@@ -256,10 +298,10 @@ mod tests {
         RacsPort::new(&cfg, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25) })
     }
 
-    fn request(p: &mut RacsPort, kind: PacketKind, w_c: f64, w_p: f64) -> RouterHeader {
-        let mut h = RouterHeader { weight: w_c as f32, prev_weight: w_p as f32, rate_bps: u64::MAX, interval_ns: u32::MAX, ..Default::default() };
+    fn request(p: &mut RacsPort, kind: PacketKind, w_c: f64, w_p: f64) -> RacsHeader {
+        let mut h = RacsHeader { weight: w_c as f32, prev_weight: w_p as f32, rate_bps: u64::MAX, interval_ns: u32::MAX, ..Default::default() }.header();
         p.on_packet(&PortView::default(), kind, 64, &mut h);
-        h
+        RacsHeader::read(&h)
     }
 
     fn tick(p: &mut RacsPort) {
@@ -306,10 +348,11 @@ mod tests {
         let mut p = port();
         request(&mut p, PacketKind::Syn, 1.0, 0.0);
         tick(&mut p);
-        let mut h = RouterHeader { weight: 1.0, prev_weight: 1.0, rate_bps: 10, interval_ns: 50_000, ..Default::default() };
+        let mut h = RacsHeader { weight: 1.0, prev_weight: 1.0, rate_bps: 10, interval_ns: 50_000, ..Default::default() }.header();
         p.on_packet(&PortView::default(), PacketKind::Data, 64, &mut h);
-        assert_eq!((h.rate_bps, h.interval_ns), (10, 50_000));
-        let mut echo = RouterHeader { weight: 7.0, ..Default::default() };
+        let back = RacsHeader::read(&h);
+        assert_eq!((back.rate_bps, back.interval_ns), (10, 50_000));
+        let mut echo = RacsHeader { weight: 7.0, ..Default::default() }.header();
         p.on_packet(&PortView::default(), PacketKind::Ack, 64, &mut echo);
         assert_eq!(p.total_weight(), 1.0);
     }
@@ -334,24 +377,25 @@ mod tests {
         let ctx = |now: u64, kind, sent| SendContext { now: Nanos(now), kind, size: Some(15_000), bytes_sent: sent, snd_una: 0, srtt: Some(Nanos(100_000)), mss_bytes: 1500 };
         let mut h = RouterHeader::default();
         assert!(s.stamp(&ctx(0, PacketKind::Syn, 0), &mut h));
-        assert_eq!((h.prev_weight, h.wire_bytes), (0.0, HEADER_BYTES));
-        let w_syn = h.weight;
+        assert_eq!((RacsHeader::read(&h).prev_weight, h.wire_bytes), (0.0, HEADER_BYTES));
+        let w_syn = RacsHeader::read(&h).weight;
         assert!((w_syn as f64 - (1.0 + 9.0 * (-0.02f64 * 10.0).exp())).abs() < 1e-5);
-        s.on_feedback(&mut st, &RouterHeader { rate_bps: 500_000_000, interval_ns: 80_000, ..Default::default() });
+        s.on_feedback(&mut st, &RacsHeader { rate_bps: 500_000_000, interval_ns: 80_000, ..Default::default() }.header());
         assert_eq!(s.pacing_rate(), Some(BitsPerSec(0)), "the SYN's answer grants nothing");
         assert_eq!(s.round(), Some(Nanos(80_000)));
         let mut h = RouterHeader::default();
         assert!(s.stamp(&ctx(100_000, PacketKind::Data, 0), &mut h));
-        assert_eq!(h.prev_weight, w_syn);
-        s.on_feedback(&mut st, &RouterHeader { rate_bps: 500_000_000, interval_ns: 80_000, ..Default::default() });
+        assert_eq!(RacsHeader::read(&h).prev_weight, w_syn);
+        s.on_feedback(&mut st, &RacsHeader { rate_bps: 500_000_000, interval_ns: 80_000, ..Default::default() }.header());
         assert_eq!(s.pacing_rate(), Some(BitsPerSec(500_000_000)));
         // Within the round, data packets carry no request.
         assert!(!s.stamp(&ctx(150_000, PacketKind::Data, 3000), &mut RouterHeader::default()));
         let mut h = RouterHeader::default();
         assert!(s.stamp(&ctx(180_000, PacketKind::Data, 3000), &mut h));
-        let w = h.weight;
+        let w = RacsHeader::read(&h).weight;
         let mut h = RouterHeader::default();
         assert!(s.stamp(&ctx(190_000, PacketKind::Fin, 15_000), &mut h));
+        let h = RacsHeader::read(&h);
         assert_eq!((h.weight, h.prev_weight), (0.0, w));
     }
 }

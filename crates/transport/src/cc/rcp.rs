@@ -36,6 +36,37 @@ use serde::{Deserialize, Serialize};
 
 /// Bytes of the RCP header on the wire (rate, RTT, reverse rate: 4 bytes each).
 pub const HEADER_BYTES: u8 = 12;
+
+/// RCP's header (`HEADER_BYTES` on the wire): the lowest rate offered along the path, which
+/// each port lowers to its R, and the sender's RTT estimate, from which ports average d.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RcpHeader {
+    /// Bits per second.
+    pub rate_bps: u64,
+    /// The sender's smoothed RTT (0: not measured yet).
+    pub rtt_ns: u32,
+}
+
+impl RcpHeader {
+    /// `rate_bps` as a sender writes it: no port has offered a rate yet (each port keeps the
+    /// smaller of its rate and this, so the first port's rate replaces it).
+    pub const NO_RATE_YET: u64 = u64::MAX;
+
+    pub fn read(h: &RouterHeader) -> RcpHeader {
+        RcpHeader { rate_bps: h.u64(0), rtt_ns: h.u32(2) }
+    }
+    pub fn write(&self, h: &mut RouterHeader) {
+        h.set_u64(0, self.rate_bps);
+        h.set_u32(2, self.rtt_ns);
+        h.wire_bytes = HEADER_BYTES;
+    }
+    /// A packet's header carrying these fields.
+    pub fn header(&self) -> RouterHeader {
+        let mut h = RouterHeader::default();
+        self.write(&mut h);
+        h
+    }
+}
 /// The lowest rate a port offers is this many bits per average RTT (one 1500-byte packet).
 pub const MIN_BITS_PER_RTT: f64 = 12_000.0;
 
@@ -90,6 +121,7 @@ impl Protocol for Rcp {
     fn new(_cfg: &RcpConfig, info: &FlowInfo) -> Self {
         Rcp { rate: BitsPerSec(0), nic_rate: info.nic_rate, srtt: None }
     }
+    const PORT_KEYS: &'static [&'static str] = &["alpha", "beta", "initial_rtt", "initial_rate_fraction"];
     fn port(cfg: &RcpConfig, link: &PortInfo) -> Option<Box<dyn PortControl>> {
         Some(Box::new(RcpPort::new(cfg, link)))
     }
@@ -104,6 +136,7 @@ impl CongestionControl for Rcp {
     /// Rates come from the routers: losses and echoes change nothing.
     fn on_congestion(&mut self, _st: &mut CcState, _ev: CongestionEvent) {}
     fn on_feedback(&mut self, _st: &mut CcState, hdr: &RouterHeader) {
+        let hdr = RcpHeader::read(hdr);
         if hdr.rate_bps > 0 {
             self.rate = BitsPerSec(hdr.rate_bps.min(self.nic_rate.0.max(1)));
         }
@@ -113,9 +146,7 @@ impl CongestionControl for Rcp {
     }
     fn stamp(&mut self, ctx: &SendContext, hdr: &mut RouterHeader) -> bool {
         self.srtt = ctx.srtt.or(self.srtt);
-        hdr.rate_bps = RouterHeader::NO_RATE_YET;
-        hdr.rtt_ns = ctx.rtt_field();
-        hdr.wire_bytes = HEADER_BYTES;
+        RcpHeader { rate_bps: RcpHeader::NO_RATE_YET, rtt_ns: ctx.rtt_field() }.write(hdr);
         true
     }
     /// At least one packet per RTT, so that a flow whose rate fell very low still hears of a
@@ -194,10 +225,12 @@ impl PortControl for RcpPort {
         if kind.is_reverse() {
             return; // an echo on its way back to the sender: counted, not read
         }
-        self.rtt.sample(hdr.rtt_ns);
+        let mut h = RcpHeader::read(hdr);
+        self.rtt.sample(h.rtt_ns);
         let r = self.rate_bps as u64;
-        if hdr.rate_bps > r {
-            hdr.rate_bps = r;
+        if h.rate_bps > r {
+            h.rate_bps = r;
+            h.write(hdr);
         }
     }
 
@@ -258,25 +291,25 @@ mod tests {
     fn packets_are_stamped_with_the_lower_rate_and_feed_the_rtt_average() {
         let mut p = port();
         let v = PortView { now: Nanos(0), ..Default::default() };
-        let mut h = RouterHeader { rate_bps: u64::MAX, rtt_ns: 200_000, ..Default::default() };
+        let mut h = RcpHeader { rate_bps: u64::MAX, rtt_ns: 200_000 }.header();
         p.on_packet(&v, PacketKind::Data, 1500, &mut h);
         // A port that never carried traffic offers 0.05 C (50 Mbps), but never less than the
         // lower clip of one 1500-byte packet per d: 12,000 bits / 100 us = 120 Mbps here.
-        assert_eq!(h.rate_bps, 120_000_000);
+        assert_eq!(RcpHeader::read(&h).rate_bps, 120_000_000);
         let slow = RcpConfig { initial_rtt: Duration(Nanos::from_millis(1)), ..Default::default() };
         let mut q = RcpPort::new(&slow, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25) });
-        let mut h2 = RouterHeader { rate_bps: u64::MAX, ..Default::default() };
+        let mut h2 = RcpHeader { rate_bps: u64::MAX, ..Default::default() }.header();
         q.on_packet(&v, PacketKind::Syn, 52, &mut h2);
-        assert_eq!(h2.rate_bps, 50_000_000); // d = 1 ms: the clip is 12 Mbps, 0.05 C stands
+        assert_eq!(RcpHeader::read(&h2).rate_bps, 50_000_000); // d = 1 ms: the clip is 12 Mbps, 0.05 C stands
         // d moved 2% of the way from 100 us to 200 us
         assert!((p.rtt.secs() - 102e-6).abs() < 1e-12);
         p.rate_bps = 300e6;
-        let mut low = RouterHeader { rate_bps: 100_000_000, ..Default::default() };
+        let mut low = RcpHeader { rate_bps: 100_000_000, ..Default::default() }.header();
         p.on_packet(&v, PacketKind::Data, 1500, &mut low);
-        assert_eq!(low.rate_bps, 100_000_000); // a lower rate upstream stays
-        let mut echo = RouterHeader { rate_bps: u64::MAX, ..Default::default() };
+        assert_eq!(RcpHeader::read(&low).rate_bps, 100_000_000); // a lower rate upstream stays
+        let mut echo = RcpHeader { rate_bps: u64::MAX, ..Default::default() }.header();
         p.on_packet(&v, PacketKind::Ack, 52, &mut echo);
-        assert_eq!(echo.rate_bps, u64::MAX); // echoes are not rewritten
+        assert_eq!(RcpHeader::read(&echo).rate_bps, u64::MAX); // echoes are not rewritten
         assert_eq!(p.bytes_in, 1500 + 1500 + 52);
     }
 
@@ -305,12 +338,12 @@ mod tests {
         let mut s = Rcp::new(&RcpConfig::default(), &info);
         let mut st = CcState { cwnd_bytes: 3000, ssthresh_bytes: u64::MAX, mss_bytes: 1500 };
         assert_eq!(s.pacing_rate(), Some(BitsPerSec(0)));
-        s.on_feedback(&mut st, &RouterHeader { rate_bps: 250_000_000, ..Default::default() });
+        s.on_feedback(&mut st, &RcpHeader { rate_bps: 250_000_000, ..Default::default() }.header());
         assert_eq!(s.pacing_rate(), Some(BitsPerSec(250_000_000)));
         s.on_congestion(&mut st, CongestionEvent::Timeout { flight_bytes: 3000 });
         assert_eq!((s.pacing_rate(), st.cwnd_bytes), (Some(BitsPerSec(250_000_000)), 3000));
         // Never faster than its own link.
-        s.on_feedback(&mut st, &RouterHeader { rate_bps: u64::MAX, ..Default::default() });
+        s.on_feedback(&mut st, &RcpHeader { rate_bps: u64::MAX, ..Default::default() }.header());
         assert_eq!(s.pacing_rate(), Some(BitsPerSec(1_000_000_000)));
     }
 }

@@ -38,6 +38,45 @@ pub const A: usize = 0;
 pub const B: usize = 1;
 pub const C: usize = 2;
 
+/// SDC's header: the sender's class now and as the ports last counted it, the largest load
+/// factor and the highest active class along the path, and the sender's RTT. No bytes on the
+/// wire (the thesis carries them in the ECN bits and the ToS field, see above).
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct SdcHeader {
+    pub class: u8,
+    pub prev_class: u8,
+    pub top_class: u8,
+    pub load: f32,
+    /// The sender's smoothed RTT (0: not measured yet).
+    pub rtt_ns: u32,
+}
+
+impl SdcHeader {
+    pub fn read(h: &RouterHeader) -> SdcHeader {
+        SdcHeader { load: h.f32(0), rtt_ns: h.u32(1), class: h.u8(2, 0), prev_class: h.u8(2, 1), top_class: h.u8(2, 2) }
+    }
+    pub fn write(&self, h: &mut RouterHeader) {
+        h.set_f32(0, self.load);
+        h.set_u32(1, self.rtt_ns);
+        h.set_u8(2, 0, self.class);
+        h.set_u8(2, 1, self.prev_class);
+        h.set_u8(2, 2, self.top_class);
+        h.wire_bytes = 0;
+    }
+    /// Only the fields ports change (`load`, `top_class`), back into `h`.
+    #[inline]
+    pub fn write_path(&self, h: &mut RouterHeader) {
+        h.set_f32(0, self.load);
+        h.set_u8(2, 2, self.top_class);
+    }
+    /// A packet's header carrying these fields.
+    pub fn header(&self) -> RouterHeader {
+        let mut h = RouterHeader::default();
+        self.write(&mut h);
+        h
+    }
+}
+
 /// A class as the header numbers it: A = 3, B = 2, C = 1 (higher is more urgent; 0: none),
 /// so that ports keep the highest with `max`.
 pub fn wire_class(index: usize) -> u8 {
@@ -200,6 +239,7 @@ impl Protocol for Sdc {
     fn new(cfg: &SdcConfig, info: &FlowInfo) -> Self {
         Sdc { cfg: cfg.clone(), params: cfg.classes(), size: info.size, class: C, counted: 0, mi: true, load: 0.0, top: 0, frozen_until: Nanos::ZERO, rtt: Nanos::ZERO, acc: 0 }
     }
+    const PORT_KEYS: &'static [&'static str] = &["t_p", "initial_rtt"];
     fn port(cfg: &SdcConfig, link: &PortInfo) -> Option<Box<dyn PortControl>> {
         Some(Box::new(SdcPort::new(cfg, link)))
     }
@@ -259,6 +299,7 @@ impl CongestionControl for Sdc {
         st.ssthresh_bytes = st.cwnd_bytes.max(2 * st.mss_bytes);
     }
     fn on_feedback(&mut self, _st: &mut CcState, hdr: &RouterHeader) {
+        let hdr = SdcHeader::read(hdr);
         self.load = hdr.load;
         self.top = hdr.top_class;
     }
@@ -270,7 +311,7 @@ impl CongestionControl for Sdc {
                 wire_class(self.class)
             }
         };
-        *hdr = RouterHeader { class, prev_class: self.counted, rtt_ns: ctx.rtt_field(), ..RouterHeader::default() };
+        SdcHeader { class, prev_class: self.counted, rtt_ns: ctx.rtt_field(), ..SdcHeader::default() }.write(hdr);
         self.counted = class;
         true
     }
@@ -331,7 +372,7 @@ impl SdcPort {
 }
 
 impl PortControl for SdcPort {
-    fn on_packet(&mut self, v: &PortView, kind: PacketKind, wire_bytes: u32, hdr: &mut RouterHeader) {
+    fn on_packet(&mut self, v: &PortView, kind: PacketKind, wire_bytes: u32, raw: &mut RouterHeader) {
         if self.stopped {
             self.stopped = false;
             self.last_tick = v.now;
@@ -345,6 +386,7 @@ impl PortControl for SdcPort {
         if kind.is_reverse() {
             return;
         }
+        let mut hdr = SdcHeader::read(raw);
         if hdr.prev_class != hdr.class {
             if let Some(i) = class_index(hdr.prev_class) {
                 self.counts[i] = self.counts[i].saturating_sub(1);
@@ -356,6 +398,7 @@ impl PortControl for SdcPort {
         self.rtt.sample(hdr.rtt_ns);
         hdr.load = hdr.load.max(self.load as f32);
         hdr.top_class = hdr.top_class.max(self.top());
+        hdr.write_path(raw);
     }
 
     fn on_tick(&mut self, v: &PortView) -> Option<Nanos> {
@@ -428,10 +471,10 @@ mod tests {
     fn port_counts_classes_and_computes_the_load_factor() {
         let cfg = SdcConfig { initial_rtt: Duration(Nanos::from_micros(100)), ..Default::default() };
         let mut p = SdcPort::new(&cfg, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25) });
-        fn pkt(p: &mut SdcPort, kind: PacketKind, class: u8, prev: u8) -> RouterHeader {
-            let mut h = RouterHeader { class, prev_class: prev, ..Default::default() };
+        fn pkt(p: &mut SdcPort, kind: PacketKind, class: u8, prev: u8) -> SdcHeader {
+            let mut h = SdcHeader { class, prev_class: prev, ..Default::default() }.header();
             p.on_packet(&PortView::default(), kind, 1000, &mut h);
-            h
+            SdcHeader::read(&h)
         }
         let v = PortView::default();
         pkt(&mut p, PacketKind::Syn, wire_class(C), 0);
@@ -447,7 +490,7 @@ mod tests {
         assert_eq!(p.counts(), [0, 0, 0]);
         assert_eq!(p.top(), 0);
         // echoes are not counted
-        let mut echo = RouterHeader { class: wire_class(A), ..Default::default() };
+        let mut echo = SdcHeader { class: wire_class(A), ..Default::default() }.header();
         p.on_packet(&v, PacketKind::Ack, 60, &mut echo);
         assert_eq!(p.counts(), [0, 0, 0]);
         // f = (lambda + q_av) / (C t_p): 7 packets of 1000 B (+60 B) in 100 us with no queue,
@@ -465,10 +508,10 @@ mod tests {
         let mut st = CcState { cwnd_bytes: 10_000, ssthresh_bytes: u64::MAX, mss_bytes: 1000 };
         let ack = |t_us: u64, nxt: u64| AckSample { now: Nanos::from_micros(t_us), acked_bytes: 1000, snd_nxt: nxt, rtt: Some(Nanos::from_micros(100)), ..Default::default() };
         // alone (top class = its own C): class A's parameters; MI doubles per window
-        s.on_feedback(&mut st, &RouterHeader { top_class: wire_class(C), load: 0.5, ..Default::default() });
+        s.on_feedback(&mut st, &SdcHeader { top_class: wire_class(C), load: 0.5, ..Default::default() }.header());
         s.on_ack(&mut st, &ack(1000, 10_000));
         assert_eq!(st.cwnd_bytes, 11_000);
-        s.on_feedback(&mut st, &RouterHeader { top_class: wire_class(C), load: 1.2, ..Default::default() });
+        s.on_feedback(&mut st, &SdcHeader { top_class: wire_class(C), load: 1.2, ..Default::default() }.header());
         s.on_ack(&mut st, &ack(2000, 20_000));
         assert_eq!(st.cwnd_bytes, 9900); // beta_A = 0.9
         s.on_ack(&mut st, &ack(2150, 21_000));
@@ -476,7 +519,7 @@ mod tests {
         s.on_ack(&mut st, &ack(2200, 21_000));
         assert_eq!(st.cwnd_bytes, 8910, "a new overload two RTTs later");
         st.cwnd_bytes = 9900;
-        s.on_feedback(&mut st, &RouterHeader { top_class: wire_class(A), load: 0.5, ..Default::default() });
+        s.on_feedback(&mut st, &SdcHeader { top_class: wire_class(A), load: 0.5, ..Default::default() }.header());
         for k in 0..10 {
             s.on_ack(&mut st, &ack(21_000 + 1000 * k, 30_000));
         }
@@ -491,10 +534,10 @@ mod tests {
         let ctx = |kind, sent| SendContext { now: Nanos::ZERO, kind, size: Some(200_000), bytes_sent: sent, snd_una: 0, srtt: None, mss_bytes: 1000 };
         let mut h = RouterHeader::default();
         assert!(s.stamp(&ctx(PacketKind::Syn, 0), &mut h));
-        assert_eq!((h.class, h.prev_class, h.wire_bytes), (wire_class(C), 0, 0));
+        assert_eq!((SdcHeader::read(&h).class, SdcHeader::read(&h).prev_class, h.wire_bytes), (wire_class(C), 0, 0));
         s.stamp(&ctx(PacketKind::Data, 150_000), &mut h); // 50 segments left: class A
-        assert_eq!((h.class, h.prev_class), (wire_class(A), wire_class(C)));
+        assert_eq!((SdcHeader::read(&h).class, SdcHeader::read(&h).prev_class), (wire_class(A), wire_class(C)));
         s.stamp(&ctx(PacketKind::Fin, 200_000), &mut h);
-        assert_eq!((h.class, h.prev_class), (0, wire_class(A)));
+        assert_eq!((SdcHeader::read(&h).class, SdcHeader::read(&h).prev_class), (0, wire_class(A)));
     }
 }
