@@ -167,7 +167,43 @@ def cmd_validate(args) -> int:
         f"{info['links']} links; {info['flows']} flows ({info['long_lived_flows']} long-lived); stops {stop}"
     )
     print("  " + transport_line(info["transport"]))
+    for note in ecn_notes(args.scenario, list(args.set or []), list(args.unset or []), info["transport"]):
+        print("  " + note)
     return 0
+
+
+def _queue_marks(q: dict) -> bool:
+    """Whether a queue discipline (as ``_core.network`` gives it) ever sets CE."""
+    kind = q["kind"]
+    return (
+        kind == "ecn"
+        or (kind == "red" and bool(q.get("ecn")))
+        or (kind == "priority" and q.get("ecn_threshold") is not None)
+    )
+
+
+def ecn_notes(scenario, set, unset, t: dict) -> list:
+    """What `validate` says about ECN: which flows are ECN-capable whatever ``transport.ecn``
+    says, and a warning when ECN-capable flows cross only queues that never mark."""
+    from . import _core
+    from .api import _source
+
+    needs = sorted({n for r in _core.protocols() if r.get("requires_ecn") for n in r["names"]} & t["protocols"].keys())
+    notes = []
+    if needs:
+        notes.append(f"ECN: the data packets of {', '.join(needs)} flows are ECN-capable whatever transport.ecn says")
+    if not (t["ecn"] or needs):
+        return notes
+    text, name, fmt = _source(scenario)
+    net = _core.network(text, name, fmt, list(set), list(unset))
+    if not (_queue_marks(net["queue"]) or _queue_marks(net["nic_queue"])):
+        who = f"{', '.join(needs)} flows" if needs else "ECN-capable flows (transport.ecn = true)"
+        notes.append(
+            f"warning: {who} react to ECN marks, but no queue marks (switch queue {net['queue']['kind']}, "
+            f'NIC queue {net["nic_queue"]["kind"]}): they will see losses only; mark with queue = "ecn" and '
+            'ecn_threshold, or queue = "red" with red_ecn = true'
+        )
+    return notes
 
 
 def transport_line(t: dict) -> str:
@@ -181,6 +217,10 @@ def transport_line(t: dict) -> str:
     ssthresh = "unlimited" if t["initial_ssthresh_bytes"] is None else f"{count(t['initial_ssthresh_bytes'])} B"
     tick = "exact" if not t["rto_granularity_s"] else seconds(t["rto_granularity_s"])
     onoff = lambda b: "on" if b else "off"  # noqa: E731
+    from . import _core
+
+    always = sorted({n for r in _core.protocols() if r.get("requires_ecn") for n in r["names"]} & t["protocols"].keys())
+    ecn_always = f"on for {', '.join(always)}, which requires it; " if always and not t["ecn"] else ""
     return (
         f"transport: profile {t['profile']}; {protos}; mss {t['mss_bytes']} B + {t['header_bytes']} B headers, "
         f"initial window {t['initial_cwnd_segments']}, initial ssthresh {ssthresh}, rwnd {count(t['rwnd_bytes'])} B, "
@@ -191,7 +231,8 @@ def transport_line(t: dict) -> str:
         f"limited transmit (singledup) {onoff(t['singledup'])}, whole packets {onoff(t['whole_packets'])}, "
         f"delayed ACK {onoff(t['delayed_ack'])}, dupthresh {t['dupthresh']}, "
         f"RTO min {seconds(t['min_rto_s'])} initial {seconds(t['initial_rto_s'])} max {seconds(t['max_rto_s'])} "
-        f"tick {tick}, ECN {onoff(t['ecn'])} ({t['ecn_reaction']} reaction, CWR hold {onoff(t['cwr'])}), tail loss probe {onoff(t['tail_loss_probe'])}, "
+        f"tick {tick}, ECN {onoff(t['ecn'])} ({ecn_always}{t['ecn_reaction']} reaction, CWR hold {onoff(t['cwr'])}), "
+        f"tail loss probe {onoff(t['tail_loss_probe'])}, "
         f"handshake {onoff(t['handshake'])}"
         + (
             f"; {', '.join(sorted(routed))}: router-assisted (always SYN and FIN, paced at the routers' rate, "

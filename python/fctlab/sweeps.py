@@ -34,9 +34,11 @@ values, ``seed``, the run's summary fields and ``wall_s``) and ``DIR/flows/run_i
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -275,12 +277,18 @@ def sweep(
         shutil.rmtree(tmp, ignore_errors=True)
     (outp / "failed.json").write_text(json.dumps(failures, indent=1, sort_keys=True))
     runs = _write_runs_table(sw, outp, failures)
-    if failures:
+    if failures and len(failures) == len(sw.runs):
+        first = sorted(failures.items())[0]
+        log(f"fctlab sweep: every run failed ({len(failures)}); the first error: {first[0]}: {first[1]}")
+    elif failures:
         log(
             f"fctlab sweep: {len(failures)} runs failed: "
             + "; ".join(f"{k}: {v}" for k, v in sorted(failures.items())[:5])
         )
-    log(f"fctlab sweep: wrote {outp / 'runs.parquet'} and {outp / 'flows'}")
+    if len(failures) < len(sw.runs):
+        log(f"fctlab sweep: wrote {outp / 'runs.parquet'} and {outp / 'flows'}")
+    else:
+        log(f"fctlab sweep: wrote {outp / 'runs.parquet'} (no results: see failed.json)")
     return runs
 
 
@@ -335,6 +343,29 @@ def _child(conn, task: Callable, args: tuple) -> None:
         conn.close()
 
 
+@contextlib.contextmanager
+def _main_not_rerun(task: Callable):
+    """Starts a spawned process without running the parent's main script again in it.
+
+    A spawned process imports the parent's ``__main__`` (the script's path, or the module of
+    ``python -m``) before it runs its target, so a plain script calling :func:`sweep` at its
+    top level would start the sweep again in every worker (multiprocessing then refuses, and
+    every run fails). The workers need nothing from the script: the target is fctlab's own
+    function, so ``__main__`` is hidden while the process starts."""
+    main = sys.modules.get("__main__")
+    if main is None or getattr(task, "__module__", None) == "__main__":
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    try:
+        main.__dict__.pop("__file__", None)
+        main.__spec__ = None
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
 def _execute_local(sw: Sweep, todo: list, out: Path, workers: Optional[int], retries: int, prog, task) -> dict:
     """Runs `todo` in at most `workers` processes, one process per run (spawned, so no state
     is shared). A process that dies (killed, out of memory) costs its own run one attempt and
@@ -354,7 +385,8 @@ def _execute_local(sw: Sweep, todo: list, out: Path, workers: Optional[int], ret
                 recv, send = ctx.Pipe(duplex=False)
                 args = (str(sw.base), r.overrides(), r.run_id, list(r.values), r.seed, str(out))
                 p = ctx.Process(target=_child, args=(send, task, args), daemon=True)
-                p.start()
+                with _main_not_rerun(task):
+                    p.start()
                 send.close()
                 running[p] = (r, recv)
             wait([p.sentinel for p in running], timeout=1.0)
@@ -481,13 +513,27 @@ def query(directory: "str | os.PathLike", sql: str):
 
     con = duckdb.connect()
     con.execute(f"CREATE VIEW runs AS SELECT * FROM read_parquet({literal(d / 'runs.parquet')})")
-    flows = literal(d / "flows" / "run_id=*" / "flows.parquet")
-    con.execute(f"CREATE VIEW flows AS SELECT * FROM read_parquet({flows}, union_by_name = true)")
+    if any((d / "flows").glob("run_id=*/flows.parquet")):
+        flows = literal(d / "flows" / "run_id=*" / "flows.parquet")
+        con.execute(f"CREATE VIEW flows AS SELECT * FROM read_parquet({flows}, union_by_name = true)")
+    elif re.search(r"\bflows\b", sql, re.IGNORECASE):
+        n = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        raise SweepError(
+            f"{d}: the store has no finished runs yet (runs.parquet lists {n}"
+            + ("; failed.json says why they failed)" if (d / "failed.json").is_file() else ")")
+        )
     try:
         result = con.execute(sql)
         if result.description is None:  # a statement that returns no table
             raise SweepError("query: the SQL returns no table (use a SELECT)")
-        return result.df()
+        df = result.df()
+        # Integer sums are HUGEINT in DuckDB and arrive as floats: give them back as integers.
+        for name, kind, *_ in result.description:
+            if str(kind) == "HUGEINT" and name in df.columns:
+                col = df[name]
+                if col.dtype.kind == "f" and (col.dropna() % 1 == 0).all() and col.abs().max(skipna=True) < 2**63:
+                    df[name] = col.astype("Int64")
+        return df
     except duckdb.Error as e:
         raise SweepError(f"query: {str(e).splitlines()[0]}") from None
 

@@ -267,3 +267,27 @@ def test_progress_line_shows_a_bar_and_an_estimate():
     out = io.StringIO()
     _progress_printer(out, None)(0.5, 2, 8)  # no stop time: the share of flows completed
     assert " 25%" in out.getvalue() and " of " not in out.getvalue()
+
+
+def test_validate_says_which_flows_are_ecn_capable_and_warns_when_no_queue_marks():
+    out = subprocess_run(["validate", str(DEMO), "--set", 'transport.protocol="dctcp"'])
+    assert "ECN off (on for dctcp, which requires it;" in out, out
+    assert "the data packets of dctcp flows are ECN-capable whatever transport.ecn says" in out, out
+    warning = [l for l in out.splitlines() if "warning:" in l]
+    assert len(warning) == 1 and "no queue marks (switch queue droptail, NIC queue droptail)" in warning[0], out
+    # A marking queue: no warning. Plain TCP without ECN: neither line.
+    marked = subprocess_run(
+        [
+            "validate",
+            str(DEMO),
+            "--set",
+            'transport.protocol="dctcp"',
+            "--set",
+            'network.queue="ecn"',
+            "--set",
+            'network.ecn_threshold="20pkt"',
+        ]
+    )
+    assert "warning" not in marked and "ECN-capable whatever" in marked, marked
+    plain = subprocess_run(["validate", str(DEMO)])
+    assert "ECN" not in plain.replace("ECN off (linux reaction", ""), plain

@@ -368,3 +368,56 @@ def test_query_errors_are_one_line_and_paths_are_data(tmp_path, capsys):
     assert len(err) == 2 and "no SQL given" in err[0] and "cannot write" in err[1], err
     assert cli(store, "SELECT count(*) AS n FROM flows", "--out", tmp_path / "n.csv") == 0
     assert "wrote 1 rows" in capsys.readouterr().out
+
+
+def test_a_sweep_from_a_plain_script_needs_no_guard(tmp_path):
+    """`fctlab.sweep()` at a script's top level, with no `if __name__ == "__main__":`: every
+    run completes (the workers do not run the script again)."""
+    import os
+    import subprocess
+    import sys
+
+    f = _write(tmp_path, "seeds = 2\n")
+    script = tmp_path / "study.py"
+    script.write_text(
+        "import fctlab\n"
+        f"runs = fctlab.sweep({str(f)!r}, {str(tmp_path / 'out')!r}, workers=2)\n"
+        "print('statuses', sorted(set(runs['status'])))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "python"))
+    p = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
+    )
+    assert p.returncode == 0 and "statuses ['done']" in p.stdout, (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr and "bootstrapping" not in p.stderr, p.stderr
+
+
+def test_a_sweep_whose_runs_all_fail_says_so_and_query_says_there_is_nothing(tmp_path, capsys):
+    """Every run failing (here: `flows` in the store is a file, so no run can write) gives one
+    line with the first error and exit 1; `query` on that store says it has no finished runs."""
+    f = _write(tmp_path, "seeds = 2\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "flows").write_text("not a directory")
+    assert main(["sweep", str(f), "--out", str(out), "--workers", "2", "--retries", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "fctlab sweep: every run failed (2); the first error: " in err and "Not a directory" in err, err
+    assert "no results: see failed.json" in err and "Traceback" not in err
+    assert main(["query", str(out), "SELECT count(*) FROM flows"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err
+        == f"fctlab query: error: {out}: the store has no finished runs yet (runs.parquet lists 2; failed.json says why they failed)"
+    ), err
+    # The runs table still answers.
+    assert main(["query", str(out), "SELECT count(*) AS n FROM runs"]) == 0
+
+
+def test_query_prints_integer_sums_as_integers(tmp_path, capsys):
+    f = _write(tmp_path, "")
+    sweep(f, tmp_path / "out", workers=1, log=lambda m: None)
+    df = query(tmp_path / "out", "SELECT sum(completed::int) AS done, count(*) AS n FROM flows")
+    assert str(df["done"].dtype) == "Int64" and 0 <= df["done"][0] <= df["n"][0], df
+    capsys.readouterr()
+    assert main(["query", str(tmp_path / "out"), "SELECT sum(completed::int) AS done FROM flows"]) == 0
+    assert ".0" not in capsys.readouterr().out
