@@ -123,6 +123,57 @@ class RunResult:
             self._cache["cwnd"] = self.cwnd_table.to_pandas()
         return self._cache["cwnd"]
 
+    def _headline(self) -> list:
+        """(label, value) pairs of what a reader looks at first."""
+        from .numfmt import count, seconds
+
+        s = self.summary
+        t = self.flows_table
+        rows = [
+            ("scenario", s.get("scenario_name") or s.get("scenario_file") or "?"),
+            ("producer", self.producer),
+            ("seed", s.get("seed")),
+            ("simulated", seconds(s["sim_time_s"]) if s.get("sim_time_s") is not None else "?"),
+            ("flows", f"{count(s.get('flows_completed', 0))} of {count(s.get('flows_total', t.num_rows))} completed"),
+        ]
+        if t.num_rows and "fct_s" in t.column_names:
+            import pyarrow.compute as pc
+
+            fct = pc.drop_null(t.column("fct_s"))
+            if len(fct):
+                q = pc.quantile(fct, q=[0.5, 0.99])
+                rows.append(
+                    (
+                        "FCT",
+                        f"mean {seconds(pc.mean(fct).as_py())}, median {seconds(q[0].as_py())}, p99 {seconds(q[1].as_py())}",
+                    )
+                )
+        rows.append(("drops, ECN marks", f"{count(s.get('drops', 0))}, {count(s.get('ecn_marks', 0))}"))
+        if s.get("wall_time_s") is not None:
+            rows.append(("wall time", seconds(s["wall_time_s"])))
+        tables = ["flows", "links"] + [
+            n for n, v in (("queues", self.queues_table), ("cwnd", self.cwnd_table)) if v is not None
+        ]
+        rows.append(("tables", ", ".join(tables)))
+        return rows
+
+    def __repr__(self) -> str:
+        head = dict(self._headline())
+        return (
+            f"<RunResult {head['scenario']}: {head['flows']}"
+            + (f", FCT {head['FCT']}" if "FCT" in head else "")
+            + f"; tables {head['tables']}>"
+        )
+
+    def _repr_html_(self) -> str:
+        import html
+
+        cells = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+            for k, v in self._headline()
+        )
+        return f"<table><caption style='text-align:left'><b>fctlab RunResult</b></caption>{cells}</table>"
+
     def write(self, out_dir: Union[str, os.PathLike]) -> Path:
         """Writes ``flows.parquet``, ``links.parquet``, ``summary.json`` (and ``queues.parquet``
         and ``cwnd.parquet`` when sampled) into ``out_dir``, creating it if needed. Returns the

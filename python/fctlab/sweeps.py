@@ -76,6 +76,14 @@ class Run:
 
         return [f"{k}={_format_value(v)}" for k, v in self.values] + [f"seed={self.seed}"]
 
+    def label(self) -> str:
+        """The run as a reader knows it: its swept values by their keys' last part (the whole
+        key where two would read alike) and its seed, then the start of its id."""
+        short = [k.rsplit(".", 1)[-1] for k, _ in self.values]
+        names = [s if short.count(s) == 1 else k for s, (k, _) in zip(short, self.values)]
+        parts = [f"{n}={v}" for n, (_, v) in zip(names, self.values)] + [f"seed {self.seed}"]
+        return f"{' '.join(parts)} [{self.run_id[:8]}]"
+
 
 @dataclass
 class Sweep:
@@ -318,17 +326,17 @@ class _Ledger:
     def done(self, r) -> None:
         self.prog.done += 1
         self.failures.pop(r.run_id, None)
-        self.prog.update(f"run {r.run_id} done")
+        self.prog.update(f"{r.label()} done")
 
     def failed(self, r, msg: str) -> bool:
         """Records a failed attempt; True when the run is to be tried again."""
         self.attempts[r.run_id] += 1
         if self.attempts[r.run_id] <= self.retries:
-            self.prog.update(f"run {r.run_id} failed ({msg}), retrying")
+            self.prog.update(f"{r.label()} failed ({msg}), retrying")
             return True
         self.failures[r.run_id] = msg
         self.prog.failed += 1
-        self.prog.update(f"run {r.run_id} failed: {msg}")
+        self.prog.update(f"{r.label()} failed: {msg}")
         return False
 
 

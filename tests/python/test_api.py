@@ -262,3 +262,13 @@ def test_sizes_beyond_the_integers_a_scenario_holds_and_a_zero_stop_time_are_err
         fctlab.run(None)
     big = {"seed": 2**63 - 1, "network": {"topology": "star", "hosts": 2}, "flows": flows}
     assert fctlab.validate(big)["seed"] == 2**63 - 1  # the largest seed a file can hold
+
+
+def test_a_result_shows_itself_briefly_and_as_a_table_in_notebooks():
+    r = fctlab.run(ROOT / "scenarios" / "examples" / "demo.toml")
+    text = repr(r)
+    done = int(r.flows["completed"].sum())
+    assert text.startswith("<RunResult demo: ") and f"{done} of {len(r.flows)} completed" in text, text
+    assert len(text) < 200 and "FCT mean" in text and "tables flows, links" in text, text
+    html = r._repr_html_()
+    assert html.startswith("<table>") and "p99" in html and "drops, ECN marks" in html, html

@@ -421,3 +421,17 @@ def test_query_prints_integer_sums_as_integers(tmp_path, capsys):
     capsys.readouterr()
     assert main(["query", str(tmp_path / "out"), "SELECT sum(completed::int) AS done FROM flows"]) == 0
     assert ".0" not in capsys.readouterr().out
+
+
+def test_runs_are_named_by_their_swept_values():
+    from fctlab.sweeps import Run
+
+    r = Run(values=(("transport.protocol", "dctcp"), ("workloads.0.load", 0.5)), seed=3, run_id="0123456789abcdef")
+    assert r.label() == "protocol=dctcp load=0.5 seed 3 [01234567]"
+    # Two keys ending alike keep their whole names.
+    r = Run(
+        values=(("network.buffer", "50pkt"), ("network.nic_buffer", "9pkt"), ("a.load", 1), ("b.load", 2)),
+        seed=1,
+        run_id="ff",
+    )
+    assert r.label() == "buffer=50pkt nic_buffer=9pkt a.load=1 b.load=2 seed 1 [ff]"
