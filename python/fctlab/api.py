@@ -102,6 +102,14 @@ class RunResult:
         return self._cache["flows"]
 
     @property
+    def measured(self):
+        """The flows the run measures (those that started in its ``[measure]`` window; every
+        flow when it has none), as a DataFrame."""
+        from .metrics import measured
+
+        return measured(self.flows, self.summary)
+
+    @property
     def links(self):
         if "links" not in self._cache:
             self._cache["links"] = self.links_table.to_pandas()

@@ -59,6 +59,16 @@ def summary_table(res) -> str:
     import pyarrow.compute as pc
 
     t = res.flows_table
+    lo, hi = s.get("measure_from_s"), s.get("measure_until_s")
+    if lo is not None or hi is not None:
+        start = t.column("start_s")
+        keep = pc.greater_equal(start, lo or 0.0)
+        if hi is not None:
+            keep = pc.and_(keep, pc.less(start, hi))
+        t = t.filter(pc.fill_null(keep, False))
+        from .metrics import window_text
+
+        lines.append(f"  measured   {t.num_rows} {window_text(s)} ([measure]); the figures below are theirs")
     done = t.filter(t.column("completed"))
     if done.num_rows:
         fct, sd = done.column("fct_s"), done.column("slowdown")

@@ -31,6 +31,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "measured",
+    "window_text",
     "KB",
     "MB",
     "DEFAULT_BUCKETS",
@@ -74,6 +76,32 @@ OTHER = "other"
 """Bucket name of sized flows that fall in none of the configured buckets."""
 
 _SAMPLE_STATS = ("mean", "median", "p95", "p99", "max")
+
+
+def measured(flows: pd.DataFrame, summary: dict) -> pd.DataFrame:
+    """The flows the run measures: those that started inside its measurement window
+    (``[measure]``; ``summary.json``'s ``measure_from_s`` and ``measure_until_s``), or every
+    flow when the run has none. The others ran (they loaded the network) but metrics leave
+    them out, as the papers do with warm-up and drain."""
+    lo, hi = summary.get("measure_from_s"), summary.get("measure_until_s")
+    if lo is None and hi is None:
+        return flows
+    start = flows["start_s"]
+    keep = start.notna() & (start >= (lo or 0.0))
+    if hi is not None:
+        keep &= start < hi
+    return flows[keep]
+
+
+def window_text(summary: dict) -> "str | None":
+    """The measurement window in words, or None when the run has none."""
+    lo, hi = summary.get("measure_from_s"), summary.get("measure_until_s")
+    if lo is None and hi is None:
+        return None
+    from .numfmt import seconds
+
+    end = seconds(hi) if hi is not None else "the end"
+    return f"flows starting from {seconds(lo or 0.0)} to {end}"
 
 
 # --------------------------------------------------------------------------

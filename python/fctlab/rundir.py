@@ -57,6 +57,10 @@ SUMMARY_KEYS: dict[str, str] = {
     "flows_completed": "int",
     "payload_bytes_delivered": "int",
     "interrupted": "bool",
+    # the measurement window ([measure]); flows_measured: the flows that started in it
+    "measure_from_s": "float",
+    "measure_until_s": "float",
+    "flows_measured": "int",
     # the network
     "drops": "int",
     "ecn_marks": "int",

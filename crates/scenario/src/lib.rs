@@ -99,6 +99,22 @@ impl SchedulerConfig {
     }
 }
 
+/// The measurement window (`[measure]`): flows that start at or after `from` and before
+/// `until` are measured; the others run (they load the network) but metrics leave them out.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Measure {
+    pub from: Nanos,
+    /// None: no end.
+    pub until: Option<Nanos>,
+}
+
+impl Measure {
+    /// Whether a flow that started at `start` is measured.
+    pub fn contains(&self, start: Nanos) -> bool {
+        start >= self.from && self.until.map_or(true, |u| start < u)
+    }
+}
+
 /// A validated scenario, ready to simulate.
 #[derive(Clone, Debug)]
 pub struct Scenario {
@@ -124,6 +140,8 @@ pub struct Scenario {
     pub monitor: MonitorConfig,
     /// The flow scheduling layer of every origin-destination pair, if any.
     pub scheduler: Option<SchedulerConfig>,
+    /// `[measure]`: the flows whose start falls in this window are the measured ones.
+    pub measure: Option<Measure>,
     /// SHA-256 of the scenario text and the overrides applied to it.
     pub sha256: String,
 }

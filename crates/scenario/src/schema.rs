@@ -28,6 +28,15 @@ struct RawScenario {
     workloads: Vec<toml::Table>,
     #[serde(default)]
     monitor: RawMonitor,
+    measure: Option<RawMeasure>,
+}
+
+/// `[measure]`: the measurement window.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct RawMeasure {
+    from: Option<Duration>,
+    until: Option<Duration>,
 }
 
 /// The format of scenario text.
@@ -211,6 +220,7 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
                     .into(),
         });
     }
+    let measure = measure_window(raw.measure.as_ref(), stop_time, file)?;
     let seed = raw.seed.unwrap_or(1);
     let mut ctx = FlowCtx {
         file: file.to_string(),
@@ -277,8 +287,42 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
         groups,
         monitor,
         scheduler: transport.scheduler,
+        measure,
         sha256,
     })
+}
+
+/// `[measure]`: from (default 0) and until (default: none), checked against each other and
+/// `stop_time`.
+fn measure_window(
+    raw: Option<&RawMeasure>,
+    stop_time: Option<fctlab_engine::Nanos>,
+    file: &str,
+) -> Result<Option<crate::Measure>, ScenarioError> {
+    let Some(m) = raw else { return Ok(None) };
+    let err = |key: &str, message: String| ScenarioError { file: file.to_string(), key: key.into(), message };
+    let from = m.from.map_or(fctlab_engine::Nanos::ZERO, |d| d.0);
+    let until = m.until.map(|d| d.0);
+    if from > MAX_TIME || until.is_some_and(|u| u > MAX_TIME) {
+        return Err(err("measure", format!("times must be at most {} s", MAX_TIME.as_secs_f64())));
+    }
+    if let Some(u) = until {
+        if u <= from {
+            return Err(err(
+                "measure.until",
+                format!("{u} is not after measure.from ({from}): the window holds no flow"),
+            ));
+        }
+    }
+    if let Some(stop) = stop_time {
+        if from >= stop {
+            return Err(err(
+                "measure.from",
+                format!("{from} is not before stop_time ({stop}): no flow would be measured"),
+            ));
+        }
+    }
+    Ok(Some(crate::Measure { from, until }))
 }
 
 #[cfg(test)]

@@ -128,6 +128,15 @@ impl Simulation {
             peak_packets_in_network: self.pool.peak_live() as u64,
             late_packets: c.late_packets,
             interrupted,
+            // (Whole nanoseconds over 1e9: 30 ms is 0.03 exactly as it prints.)
+            measure_from_s: self.scenario.measure.map(|m| m.from.0 as f64 / 1e9),
+            measure_until_s: self.scenario.measure.and_then(|m| m.until.map(|u| u.0 as f64 / 1e9)),
+            flows_measured: self
+                .flows
+                .iter()
+                .filter_map(|f| f.started_at)
+                .filter(|&t| self.scenario.measure.map_or(true, |m| m.contains(t)))
+                .count() as u64,
         };
         Results { flows, links, queues: self.monitor.queues.clone(), cwnd: self.monitor.cwnd.clone(), summary }
     }

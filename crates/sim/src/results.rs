@@ -337,6 +337,11 @@ pub struct Summary {
     pub peak_packets_in_network: u64,
     pub late_packets: u64,
     pub interrupted: bool,
+    /// `[measure]`: the window's start and end (None: no window, or no end), seconds.
+    pub measure_from_s: Option<f64>,
+    pub measure_until_s: Option<f64>,
+    /// Flows that started inside the window (every started flow when there is none).
+    pub flows_measured: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]

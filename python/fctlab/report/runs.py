@@ -123,4 +123,8 @@ def load_run(run_dir: str | os.PathLike[str], *, label: str | None = None) -> Ru
         optional[key] = _read_parquet(f, path, required) if f.is_file() else None
     if label is None:
         label = path.resolve().name or str(path)
+    # A run with a measurement window is reported on the flows it measures.
+    from ..metrics import measured
+
+    flows = measured(flows, summary)
     return Run(path=path, label=label, summary=summary, flows=flows, **optional)

@@ -134,6 +134,14 @@ class _Report:
             ' flows that did not complete are counted under "Incomplete" and excluded.'
             " Slowdown is a flow's FCT divided by its ideal FCT (fct_s / ideal_fct_s)."
         )
+        for r in self.runs:
+            w = metrics.window_text(r.summary)
+            if w:
+                self.para(
+                    f"{r.label}: measured {len(r.flows):,} of {r.summary.get('flows_total', '?'):,} flows, {w} "
+                    "(its [measure] window); the others ran but are not in these figures.",
+                    note=True,
+                )
         by_bucket: dict[str, pd.DataFrame] = {}
         completed_fcts: dict[str, np.ndarray] = {}
         for r in self.runs:
