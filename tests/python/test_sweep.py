@@ -286,7 +286,10 @@ def test_report_of_a_sweep_plots_a_metric_with_intervals_over_seeds(tmp_path, ca
         '"workloads.0.sizes" = ["10KB"]\n',
     )  # small flows: every run completes some
     sweep(f, tmp_path / "out", workers=2, log=lambda m: None)
-    assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "rep"), "--format", "md"]) == 0
+    assert (
+        main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "rep"), "--format", "md", "--metric", "fct_p99"])
+        == 0
+    )
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "p99 FCT (s) against transport.protocol, by workloads.0.load" in md
     assert (tmp_path / "rep" / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -435,3 +438,56 @@ def test_runs_are_named_by_their_swept_values():
         run_id="ff",
     )
     assert r.label() == "buffer=50pkt nic_buffer=9pkt a.load=1 b.load=2 seed 1 [ff]"
+
+
+def test_the_default_sweep_report_is_slowdown_by_size_against_load_one_line_per_protocol(tmp_path, capsys):
+    """Mean and p99 slowdown per size bucket against the load, one line per protocol (every
+    other swept key is a line, never averaged in); the report's table is what a query of the
+    store gives, run by run and over the seeds."""
+    import numpy as np
+    import pandas as pd
+
+    from fctlab.stats import interval
+
+    f = _write(
+        tmp_path,
+        'seeds = 2\n[axes]\n"workloads.0.load" = [0.3, 0.6]\n"transport.protocol" = ["tcp", "dctcp"]\n'
+        '"network.buffer" = ["50pkt", "100pkt"]\n',
+    )
+    out = tmp_path / "out"
+    sweep(f, out, workers=2, log=lambda m: None)
+    assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--format", "md"]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Slowdown by flow size against load" in md and "fewer than 3 seeds" in md, md[:500]
+    assert (tmp_path / "rep" / "slowdown_by_size.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    t = pd.read_csv(tmp_path / "rep" / "slowdown_by_size.csv")
+    # One line per (protocol, buffer): 4 lines x 2 loads per bucket and statistic.
+    assert t.groupby(["bucket", "stat"]).size().eq(8).all(), t
+    assert (t["seeds"] == 2).all()
+    # Against the store: the small flows' mean slowdown of each run, then over the seeds.
+    q = query(
+        out,
+        'SELECT run_id, "workloads.0.load" AS load, "transport.protocol" AS protocol, '
+        '"network.buffer" AS buffer, avg(fct_s / ideal_fct_s) AS s FROM flows '
+        "WHERE completed AND size_bytes < 100000 GROUP BY ALL",
+    )
+    for (load, proto, buf), part in q.groupby(["load", "protocol", "buffer"]):
+        row = t[
+            (t["workloads.0.load"] == load)
+            & (t["transport.protocol"] == proto)
+            & (t["network.buffer"] == buf)
+            & (t["bucket"] == "small")
+        ]
+        row = row[row["stat"] == "mean"]
+        mean, half = interval(part["s"].tolist())
+        assert float(row["mean"].iloc[0]) == pytest.approx(mean) and float(row["ci95"].iloc[0]) == pytest.approx(half)
+    # --where selects; a key it does not know is one line.
+    assert main(["report", str(out), "--out", str(tmp_path / "r2"), "--where", "protocol=tcp"]) == 0
+    t2 = pd.read_csv(tmp_path / "r2" / "slowdown_by_size.csv")
+    # (protocol no longer varies: the lines are the buffers.)
+    assert set(t2["network.buffer"]) == {"50pkt", "100pkt"} and "transport.protocol" not in t2.columns
+    assert len(t2) == len(t) // 2
+    capsys.readouterr()
+    assert main(["report", str(out), "--out", str(tmp_path / "r3"), "--where", "colour=red"]) == 2
+    assert "--where 'colour=red': expected KEY=VALUE with a swept key" in capsys.readouterr().err
+    assert np.isfinite(t["mean"]).all()

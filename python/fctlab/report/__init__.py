@@ -45,8 +45,16 @@ def configure(parser) -> None:
     sw = parser.add_argument_group("sweep directories (written by `fctlab sweep`; docs/sweeps.md)")
     sw.add_argument(
         "--metric",
-        default="fct_p99",
-        help="what to plot: fct_p99 (default), fct_median, fct_mean, slowdown_p99, or a numeric column of runs.parquet",
+        default="slowdown_by_size",
+        help="what to plot: slowdown_by_size (default: mean and p99 slowdown per size bucket against --x), or one "
+        "run-level metric: fct_p99, fct_median, fct_mean, slowdown_p99, or a numeric column of runs.parquet",
+    )
+    sw.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only the runs with this swept value (repeatable)",
     )
     sw.add_argument(
         "--x", default=None, metavar="KEY", help="the swept key on the x axis (default: the first that varies)"
@@ -61,16 +69,25 @@ def run(args) -> int:
     missing run directory or file, an unreadable file), with a one-line message on stderr."""
     from .sweep import is_sweep_dir, write_sweep_report
 
-    sweep_opts = bool(args.x or args.by or args.metric != "fct_p99")
+    sweep_opts = bool(args.x or args.by or args.where or args.metric != "slowdown_by_size")
     try:
         if len(args.dirs) == 1 and is_sweep_dir(args.dirs[0]):
             path = write_sweep_report(
-                args.dirs[0], args.out, metric=args.metric, x=args.x, by=args.by, fmt=args.format, title=args.title
+                args.dirs[0],
+                args.out,
+                metric=args.metric,
+                x=args.x,
+                by=args.by,
+                fmt=args.format,
+                title=args.title,
+                where=args.where,
             )
             print(path)
             return 0
         if sweep_opts:
-            raise ValueError("--metric, --x and --by apply to a sweep directory (one DIR written by `fctlab sweep`)")
+            raise ValueError(
+                "--metric, --x, --by and --where apply to a sweep directory (one DIR written by `fctlab sweep`)"
+            )
         path = write_report(args.dirs, args.out, title=args.title, fmt=args.format)
     except (ValueError, OSError) as exc:
         print(f"fctlab report: error: {one_line(exc)}", file=sys.stderr)

@@ -1,6 +1,11 @@
 """The report of a sweep directory (``fctlab report DIR`` on a directory written by
-``fctlab sweep``): a metric against one swept key, one line per value of another, with 95%
-confidence intervals over the seeds, and the table behind the plot."""
+``fctlab sweep``).
+
+By default the figure data-center transport papers print: mean and 99th-percentile slowdown
+(FCT / ideal FCT) per flow-size bucket against the first swept key (the load, usually), one
+line per combination of the other swept keys (never averaged over a key that is not plotted),
+each point the mean over seeds with a 95% Student-t interval, and the table behind it
+(``slowdown_by_size.csv``). ``--metric`` plots one run-level metric instead."""
 
 from __future__ import annotations
 
@@ -21,6 +26,10 @@ FLOW_METRICS = {
 }
 
 
+#: The default report: slowdown per size bucket.
+BY_SIZE = "slowdown_by_size"
+
+
 def is_sweep_dir(d) -> bool:
     return (Path(d) / "runs.parquet").is_file() and (Path(d) / "flows").is_dir()
 
@@ -31,16 +40,117 @@ def _swept(runs: pd.DataFrame) -> list:
     return cols[cols.index("run_id") + 1 : cols.index("seed")]
 
 
-def sweep_table(d, metric: str, x: Optional[str], by: Optional[str]):
+def _short(key: str, keys: list) -> str:
+    """A swept key by the last part of its dotted name (the whole name if two read alike)."""
+    last = key.rsplit(".", 1)[-1]
+    return last if [k.rsplit(".", 1)[-1] for k in keys].count(last) == 1 else key
+
+
+def _where(runs: pd.DataFrame, where: list, keys: list, d) -> pd.DataFrame:
+    """The runs that match every ``key=value`` of `where` (values compared as text)."""
+    for w in where:
+        k, sep, v = w.partition("=")
+        match = [c for c in keys if c == k or _short(c, keys) == k]
+        if not sep or not match:
+            raise ValueError(f"--where {w!r}: expected KEY=VALUE with a swept key of {d} (swept: {', '.join(keys)})")
+        runs = runs[runs[match[0]].astype(str) == v]
+        if runs.empty:
+            raise ValueError(f"--where {w!r}: no completed run has {match[0]} = {v}")
+    return runs
+
+
+def _done_runs(d: Path, where: list) -> tuple:
+    runs = pd.read_parquet(d / "runs.parquet")
+    runs = runs[runs["status"] == "done"]
+    if runs.empty:
+        raise ValueError(f"{d}: no completed run in runs.parquet")
+    keys = _swept(runs)
+    return _where(runs, where, keys, d), keys
+
+
+def _run_flows(d: Path, run_id: str) -> pd.DataFrame:
+    """A run's measured flows (its [measure] window, if its summary has one)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from ..metrics import measured
+
+    rd = d / "flows" / f"run_id={run_id}"
+    f = pq.read_table(
+        rd / "flows.parquet", columns=["size_bytes", "start_s", "fct_s", "ideal_fct_s", "completed"]
+    ).to_pandas()
+    summary = json.loads((rd / "summary.json").read_text()) if (rd / "summary.json").is_file() else {}
+    return measured(f, summary.get("summary", summary))
+
+
+def slowdown_by_size(d, x: Optional[str] = None, where: list = (), buckets=None) -> tuple:
+    """Per run: the mean and 99th-percentile slowdown of its completed measured flows in each
+    size bucket; then per (other swept values, x, bucket, statistic): the mean over seeds, the
+    95% Student-t half-width and the seeds. Returns (table, per-run table, x, line keys)."""
+    from ..metrics import DEFAULT_BUCKETS, assign_buckets
+    from ..stats import interval
+
+    d = Path(d)
+    runs, keys = _done_runs(d, list(where))
+    varied = [k for k in keys if runs[k].nunique() > 1]
+    if x is None:
+        if not varied:
+            raise ValueError(f"{d}: no swept key takes more than one value; nothing to plot against")
+        x = varied[0]
+    elif x not in keys:
+        match = [k for k in keys if _short(k, keys) == x]
+        if not match:
+            raise ValueError(f"--x {x!r}: not a swept key of {d} (swept: {', '.join(keys) or 'none'})")
+        x = match[0]
+    lines = [k for k in varied if k != x]
+    buckets = buckets or DEFAULT_BUCKETS
+    per_run = []
+    for _, r in runs.iterrows():
+        f = _run_flows(d, r["run_id"])
+        f = f[f["completed"].astype(bool) & f["size_bytes"].notna()]
+        f = f.assign(bucket=assign_buckets(f["size_bytes"], buckets), slowdown=f["fct_s"] / f["ideal_fct_s"])
+        for b, part in f.groupby("bucket", observed=True):
+            for stat, v in (("mean", part["slowdown"].mean()), ("p99", part["slowdown"].quantile(0.99))):
+                per_run.append(
+                    {
+                        **{k: r[k] for k in keys},
+                        "seed": r["seed"],
+                        "run_id": r["run_id"],
+                        "bucket": b,
+                        "stat": stat,
+                        "flows": len(part),
+                        "slowdown": float(v),
+                    }
+                )
+    if not per_run:
+        raise ValueError(f"{d}: no completed flow with a size in any run")
+    pr = pd.DataFrame(per_run)
+    order = {b[0]: i for i, b in enumerate(buckets)}
+    rows = []
+    for gkey, part in pr.groupby(lines + [x, "bucket", "stat"], dropna=False, sort=False):
+        mean, half = interval(part["slowdown"].tolist())
+        rows.append(
+            {
+                **dict(zip(lines + [x, "bucket", "stat"], gkey if isinstance(gkey, tuple) else (gkey,))),
+                "mean": mean,
+                "ci95": half,
+                "seeds": int(part["seed"].nunique()),
+                "flows": int(part["flows"].sum()),
+            }
+        )
+    t = pd.DataFrame(rows)
+    t = t.assign(_b=t["bucket"].map(order)).sort_values(["stat", "_b"] + lines + [x]).drop(columns="_b")
+    return t.reset_index(drop=True), pr, x, lines
+
+
+def sweep_table(d, metric: str, x: Optional[str], by: Optional[str], where: list = ()):
     """Per (by, x): the metric's mean over seeds, its 95% interval half-width and the number of
     seeds. Returns (table, x, by, metric label)."""
     import pyarrow.parquet as pq
 
     d = Path(d)
-    runs = pd.read_parquet(d / "runs.parquet")
-    runs = runs[runs["status"] == "done"]
-    if runs.empty:
-        raise ValueError(f"{d}: no completed run in runs.parquet")
+    runs, _ = _done_runs(d, list(where))
     keys = _swept(runs)
     varied = [k for k in keys if runs[k].nunique() > 1]
     if x is None:
@@ -69,30 +179,152 @@ def sweep_table(d, metric: str, x: Optional[str], by: Optional[str]):
     else:
         numeric = [c for c in runs.columns if pd.api.types.is_numeric_dtype(runs[c]) and c not in keys and c != "seed"]
         raise ValueError(f"--metric {metric!r}: not known (known: {', '.join(list(FLOW_METRICS) + numeric)})")
-    group = [by, x] if by else [x]
-    g = runs.groupby(group, dropna=False)["_m"]
-    t = g.agg(["mean", "std", "count"]).reset_index()
-    t["ci95"] = 1.96 * t["std"].fillna(0.0) / t["count"].pow(0.5)
+    # Every other varied key is a line too (never averaged over a key that is not plotted).
+    others = [k for k in varied if k not in (x, by)]
+    group = ([by] if by else []) + others + [x]
+    from ..stats import interval
+
+    rows = []
+    for gkey, part in runs.groupby(group, dropna=False, sort=True):
+        mean, half = interval(part["_m"].tolist())
+        rows.append(
+            {
+                **dict(zip(group, gkey if isinstance(gkey, tuple) else (gkey,))),
+                "mean": mean,
+                "ci95": half,
+                "count": len(part),
+            }
+        )
+    t = pd.DataFrame(rows)
+    if others:
+        t[by or "lines"] = t[([by] if by else []) + others].astype(str).agg(", ".join, axis=1)
+        by = by or "lines"
     return t, x, by, label
+
+
+def _line_label(row, lines: list, keys: list) -> str:
+    return ", ".join(f"{_short(k, keys)}={row[k]}" for k in lines) or "all runs"
+
+
+def _by_size_blocks(d, out: Path, x: Optional[str], where: list) -> list:
+    """The slowdown-by-size figure, its note and its table; writes the PNG and the CSVs."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from ..metrics import describe_buckets
+    from ..numfmt import number
+    from .render import Heading, Image, Paragraph, Table
+
+    t, per_run, x, lines = slowdown_by_size(d, x=x, where=where)
+    keys = lines + [x]
+    t.to_csv(out / "slowdown_by_size.csv", index=False)
+    per_run.to_csv(out / "slowdown_by_size_runs.csv", index=False)
+    buckets = list(dict.fromkeys(t["bucket"]))
+    stats = ["mean", "p99"]
+    fig = Figure(figsize=(3.2 * len(buckets), 5.6), dpi=110, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(stats), len(buckets), squeeze=False)
+    numeric_x = pd.api.types.is_numeric_dtype(t[x])
+    for i, stat in enumerate(stats):
+        for j, b in enumerate(buckets):
+            ax = axes[i][j]
+            part = t[(t["stat"] == stat) & (t["bucket"] == b)]
+            groups = [(None, part)] if not lines else list(part.groupby(lines, dropna=False, sort=False))
+            for _, g in groups:
+                g = g.sort_values(x) if numeric_x else g
+                xs = g[x] if numeric_x else g[x].astype(str)
+                label = _line_label(g.iloc[0], lines, keys)
+                ax.errorbar(xs, g["mean"], yerr=g["ci95"].fillna(0.0), marker="o", capsize=3, label=label)
+            ax.set_title(f"{b}: {stat} slowdown", fontsize=9)
+            ax.set_xlabel(_short(x, keys))
+            if j == 0:
+                ax.set_ylabel(f"{stat} slowdown (FCT / ideal)")
+            ax.grid(alpha=0.3)
+    if lines:
+        axes[0][-1].legend(fontsize=7)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    png = buf.getvalue()
+    (out / "slowdown_by_size.png").write_bytes(png)
+    seeds = int(t["seeds"].min())
+    few = (
+        f" Some points have fewer than 3 seeds (as few as {seeds}): their intervals are wide or, with one seed, absent."
+        if seeds < 3
+        else ""
+    )
+    return [
+        Heading(f"Slowdown by flow size against {_short(x, keys)}"),
+        Paragraph(
+            f"Sweep `{d}`: each point is the mean over seeds of one run's mean (top) or 99th-percentile (bottom) "
+            "slowdown (FCT divided by the ideal FCT of the flow alone on its path) of its completed flows in the size "
+            f"bucket; the bars are 95% Student-t intervals over the seeds.{few} One line per combination of the other "
+            f"swept keys ({', '.join(_short(k, keys) for k in lines) or 'none'}). Buckets: "
+            + "; ".join(describe_buckets())
+            + ". Runs with a [measure] window count the flows that started in it. The table is "
+            "`slowdown_by_size.csv`, each run's values `slowdown_by_size_runs.csv`; failed runs are left out."
+        ),
+        Image("slowdown_by_size.png", png, f"Slowdown by flow size against {_short(x, keys)}"),
+        Table(
+            [_short(k, keys) for k in lines]
+            + [_short(x, keys), "bucket", "statistic", "mean", "95% +-", "seeds", "flows"],
+            [
+                [str(r[k]) for k in lines]
+                + [
+                    str(r[x]),
+                    r["bucket"],
+                    r["stat"],
+                    number(r["mean"]),
+                    number(r["ci95"]),
+                    str(r["seeds"]),
+                    f"{r['flows']:,}",
+                ]
+                for _, r in t.iterrows()
+            ],
+        ),
+    ]
 
 
 def write_sweep_report(
     d,
     out,
-    metric: str = "fct_p99",
+    metric: str = BY_SIZE,
     x: Optional[str] = None,
     by: Optional[str] = None,
     fmt: str = "html",
     title: Optional[str] = None,
+    where: list = (),
 ) -> Path:
     """Writes the report of sweep directory `d` into `out`; returns its path."""
+    from .render import render_html, render_markdown
+
+    outp = Path(out)
+    outp.mkdir(parents=True, exist_ok=True)
+    if metric == BY_SIZE:
+        if by is not None:
+            raise ValueError("--by applies to --metric plots; the slowdown-by-size figure draws every combination")
+        blocks = _by_size_blocks(d, outp, x, list(where))
+    else:
+        blocks = _metric_blocks(d, outp, metric, x, by, list(where))
+    title = title or f"Sweep report: {Path(d).name}"
+    if fmt == "md":
+        path = outp / "report.md"
+        path.write_text(render_markdown(title, blocks))
+    else:
+        path = outp / "report.html"
+        path.write_text(render_html(title, blocks))
+    return path
+
+
+def _metric_blocks(d, outp: Path, metric: str, x, by, where: list) -> list:
+    """One run-level metric against `x`, one line per value of `by` (and of every other
+    varied key)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     from ..numfmt import number
-    from .render import Heading, Image, Paragraph, Table, render_html, render_markdown
+    from .render import Heading, Image, Paragraph, Table
 
-    t, x, by, label = sweep_table(d, metric, x, by)
+    t, x, by, label = sweep_table(d, metric, x, by, where)
     fig = Figure(figsize=(7, 4), dpi=110, layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.subplots()
@@ -102,7 +334,12 @@ def write_sweep_report(
         part = part.sort_values(x) if numeric_x else part
         xs = part[x] if numeric_x else part[x].astype(str)
         ax.errorbar(
-            xs, part["mean"], yerr=part["ci95"], marker="o", capsize=3, label=None if by is None else f"{by} = {val}"
+            xs,
+            part["mean"],
+            yerr=part["ci95"].fillna(0.0),
+            marker="o",
+            capsize=3,
+            label=None if by is None else f"{by} = {val}",
         )
     ax.set_xlabel(x)
     ax.set_ylabel(label)
@@ -111,16 +348,14 @@ def write_sweep_report(
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     png = buf.getvalue()
-    outp = Path(out)
-    outp.mkdir(parents=True, exist_ok=True)
     (outp / "sweep.png").write_bytes(png)
     seeds = int(t["count"].max())
-    blocks = [
+    return [
         Heading(f"{label} against {x}" + (f", by {by}" if by else "")),
         Paragraph(
             f"Sweep `{d}`: each point is the mean over the seeds of the runs with those values (up to {seeds}); "
-            "the bars are 95% intervals of that mean (1.96 standard deviations over the square root of the "
-            "number of seeds). Failed runs are left out."
+            "the bars are 95% Student-t intervals of that mean (none with one seed). Every swept key that varies "
+            "is either the x axis or a line. Failed runs are left out."
         ),
         Image("sweep.png", png, f"{label} against {x}"),
         Table(
@@ -131,11 +366,3 @@ def write_sweep_report(
             ],
         ),
     ]
-    title = title or f"Sweep report: {Path(d).name}"
-    if fmt == "md":
-        path = outp / "report.md"
-        path.write_text(render_markdown(title, blocks))
-    else:
-        path = outp / "report.html"
-        path.write_text(render_html(title, blocks))
-    return path
