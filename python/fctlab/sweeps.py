@@ -205,18 +205,33 @@ def _run_one(base: str, overrides: list, run_id: str, values: list, seed: int, o
     t0 = time.perf_counter()
     res = api.run(base, set=overrides)
     wall = time.perf_counter() - t0
-    flows = res.flows_table
-    n = flows.num_rows
-    for k, v in values:
-        flows = flows.append_column(k, pa.array([v] * n))
-    flows = flows.append_column("seed", pa.array([seed] * n, type=pa.int64()))
-    flows = flows.append_column("run_id", pa.array([run_id] * n))
+
+    def tagged(t):
+        """A result table with the run's swept values, seed and id after its own columns."""
+        if t is None:
+            return None
+        n = t.num_rows
+        for k, v in values:
+            t = t.append_column(k, pa.array([v] * n))
+        t = t.append_column("seed", pa.array([seed] * n, type=pa.int64()))
+        return t.append_column("run_id", pa.array([run_id] * n))
+
+    flows = tagged(res.flows_table)
     root = Path(out) / "flows"
     tmp = root / f".tmp-{run_id}-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    write_run(tmp, "simulator", {**res.summary, "run_id": run_id, "swept": dict(values)}, flows)
+    # Everything the run measured: its links, and the monitors the base scenario asked for.
+    write_run(
+        tmp,
+        "simulator",
+        {**res.summary, "run_id": run_id, "swept": dict(values)},
+        flows,
+        tagged(res.links_table),
+        tagged(res.queues_table),
+        tagged(res.cwnd_table),
+    )
     final = root / f"run_id={run_id}"
     if final.exists():  # another attempt finished first: keep it
         shutil.rmtree(tmp)
@@ -503,8 +518,9 @@ def _write_runs_table(sw: Sweep, out: Path, failures: dict):
 
 
 def query(directory: "str | os.PathLike", sql: str):
-    """Runs `sql` with DuckDB over a sweep's store (tables ``runs`` and ``flows``); returns a
-    DataFrame."""
+    """Runs `sql` with DuckDB over a sweep's store (tables ``runs``, ``flows``, ``links``, and
+    ``queues`` and ``cwnd`` when the base scenario sampled them, each row with its run's swept
+    values, seed and run_id); returns a DataFrame."""
     try:
         import duckdb
     except ImportError:
@@ -522,8 +538,11 @@ def query(directory: "str | os.PathLike", sql: str):
     con = duckdb.connect()
     con.execute(f"CREATE VIEW runs AS SELECT * FROM read_parquet({literal(d / 'runs.parquet')})")
     if any((d / "flows").glob("run_id=*/flows.parquet")):
-        flows = literal(d / "flows" / "run_id=*" / "flows.parquet")
-        con.execute(f"CREATE VIEW flows AS SELECT * FROM read_parquet({flows}, union_by_name = true)")
+        # flows, and the tables runs wrote beside it (links; queues and cwnd when sampled)
+        for table in ("flows", "links", "queues", "cwnd"):
+            if any((d / "flows").glob(f"run_id=*/{table}.parquet")):
+                files = literal(d / "flows" / "run_id=*" / f"{table}.parquet")
+                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({files}, union_by_name = true)")
     elif re.search(r"\bflows\b", sql, re.IGNORECASE):
         n = con.execute("SELECT count(*) FROM runs").fetchone()[0]
         raise SweepError(

@@ -491,3 +491,25 @@ def test_the_default_sweep_report_is_slowdown_by_size_against_load_one_line_per_
     assert main(["report", str(out), "--out", str(tmp_path / "r3"), "--where", "colour=red"]) == 2
     assert "--where 'colour=red': expected KEY=VALUE with a swept key" in capsys.readouterr().err
     assert np.isfinite(t["mean"]).all()
+
+
+def test_the_store_keeps_links_and_the_monitors_the_base_asks_for(tmp_path):
+    """Each run's links table, and its queue samples when the base scenario has [monitor],
+    are in the store beside its flows, tagged with its swept values, and queryable."""
+    (tmp_path / "base.toml").write_text(BASE + '[monitor]\nqueue_interval = "1ms"\nqueues = ["all"]\n')
+    f = tmp_path / "sweep.toml"
+    f.write_text('base = "base.toml"\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n')
+    out = tmp_path / "out"
+    runs = sweep(f, out, workers=2, log=lambda m: None)
+    links = query(
+        out, 'SELECT "transport.protocol" AS p, run_id, count(*) AS ports, sum(drops) AS d FROM links GROUP BY ALL'
+    )
+    assert sorted(links["p"]) == ["dctcp", "tcp"] and set(links["run_id"]) == set(runs["run_id"])
+    one = fctlab_run_links(out, runs["run_id"][0])
+    assert int(links.set_index("run_id").loc[runs["run_id"][0], "ports"]) == one
+    q = query(out, 'SELECT "transport.protocol" AS p, count(*) AS n FROM queues GROUP BY ALL')
+    assert len(q) == 2 and (q["n"] > 0).all()
+
+
+def fctlab_run_links(out: Path, run_id: str) -> int:
+    return pq.read_table(out / "flows" / f"run_id={run_id}" / "links.parquet").num_rows
