@@ -58,7 +58,7 @@ def summary_table(res) -> str:
     # From the Arrow table (pandas is not needed for a summary, and costs start-up time).
     import pyarrow.compute as pc
 
-    t = res.flows_table
+    t = everything = res.flows_table
     lo, hi = s.get("measure_from_s"), s.get("measure_until_s")
     if lo is not None or hi is not None:
         start = t.column("start_s")
@@ -68,7 +68,7 @@ def summary_table(res) -> str:
         t = t.filter(pc.fill_null(keep, False))
         from .metrics import window_text
 
-        lines.append(f"  measured   {t.num_rows} {window_text(s)} ([measure]); the figures below are theirs")
+        lines.append(f"  measured   {t.num_rows} {window_text(s)} ([measure]); FCT and slowdown are theirs")
     done = t.filter(t.column("completed"))
     if done.num_rows:
         fct, sd = done.column("fct_s"), done.column("slowdown")
@@ -89,7 +89,8 @@ def summary_table(res) -> str:
         )
     lines.append(
         f"  network    {s['data_packets_delivered']} data packets delivered, {s['drops']} drops, "
-        f"{s['ecn_marks']} ECN marks, retransmits {pc.sum(t.column('retransmits')).as_py() or 0}, timeouts {pc.sum(t.column('timeouts')).as_py() or 0}"
+        f"{s['ecn_marks']} ECN marks, retransmits {pc.sum(everything.column('retransmits')).as_py() or 0}, "
+        f"timeouts {pc.sum(everything.column('timeouts')).as_py() or 0} (all flows)"
     )
     return "\n".join(lines)
 
