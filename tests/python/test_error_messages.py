@@ -45,9 +45,12 @@ BAD_VALUES = ['"fast"', "-3", "1.5", "true", '"10Mb"', '"1Gbs"', "[1, 2]", "{ a 
 
 
 def scenario_files():
-    # expected.toml files hold a paper's published numbers, not a scenario
+    # expected.toml files hold a paper's published numbers, and sweep files (a `base` key)
+    # vary a scenario: neither is a scenario
     return sorted(
-        p.relative_to(ROOT).as_posix() for p in (ROOT / "scenarios").rglob("*.toml") if p.name != "expected.toml"
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "scenarios").rglob("*.toml")
+        if p.name != "expected.toml" and "base" not in tomllib.loads(p.read_text())
     )
 
 

@@ -350,6 +350,11 @@ pub fn sched_recv(
     let at = addr("listen", listen)?;
     let deadline = timeout_s.map(|t| seconds("timeout_s", t)).transpose()?;
     let cfg = recv_config(read_timeout_s, max_buffered_bytes, max_connections)?;
+    // Signals reach Python's main thread only; elsewhere (a testbed's receiver threads) the
+    // receiver never takes the GIL while it runs: a daemon thread that asked for it while the
+    // interpreter shuts down would be killed inside Rust code.
+    let threading = py.import_bound("threading")?;
+    let on_main = threading.call_method0("current_thread")?.is(&threading.call_method0("main_thread")?);
     let rt = runtime()?;
     let res = py.allow_threads(|| {
         rt.block_on(async {
@@ -358,7 +363,7 @@ pub fn sched_recv(
             // A pending signal (Ctrl-C, SIGTERM) runs its Python handler here; one that
             // raises stops the receiver, and the exception is not re-raised: the caller
             // sees `interrupted`.
-            let stop = || Python::with_gil(|py| py.check_signals().is_err());
+            let stop = || on_main && Python::with_gil(|py| py.check_signals().is_err());
             receive(&mut rx, expect, deadline, verify, stop, &mut got).await;
             Ok::<_, String>((got, rx.counters()))
         })
