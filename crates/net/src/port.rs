@@ -499,16 +499,21 @@ mod tests {
     use super::*;
     use crate::packet::PacketPool;
 
-    fn port(limit: BufferLimit) -> Port {
+    /// A 1 Gbps port with a 10 us link running `queue`.
+    fn port_with(limit: BufferLimit, queue: &QueueConfig) -> Port {
         Port::new(
             NodeId(0),
             NodeId(1),
             BitsPerSec(1_000_000_000),
             Nanos::from_micros(10),
             limit,
-            &QueueConfig::DropTail(()),
+            queue,
             Rng::stream(0, 0),
         )
+    }
+
+    fn port(limit: BufferLimit) -> Port {
+        port_with(limit, &QueueConfig::DropTail(()))
     }
 
     fn pkt(pool: &mut PacketPool) -> (PacketId, PacketMeta) {
@@ -584,16 +589,7 @@ mod tests {
     }
 
     fn ns2_port(limit: BufferLimit, queue: &QueueConfig) -> Port {
-        Port::new(
-            NodeId(0),
-            NodeId(1),
-            BitsPerSec(1_000_000_000),
-            Nanos::from_micros(10),
-            limit,
-            queue,
-            Rng::stream(0, 0),
-        )
-        .with_buffer_model(BufferModel::Ns2)
+        port_with(limit, queue).with_buffer_model(BufferModel::Ns2)
     }
 
     /// How many of `n` packets offered at once a port accepts.
@@ -643,15 +639,7 @@ mod tests {
         });
         assert_eq!(accepted(&mut ns2_port(BufferLimit::Packets(100), &pkts), 200, 1500), 101);
         // Under the default model ns-2's RED holds N waiting packets like any port.
-        let mut p = Port::new(
-            NodeId(0),
-            NodeId(1),
-            BitsPerSec(1_000_000_000),
-            Nanos::from_micros(10),
-            BufferLimit::Packets(100),
-            &red,
-            Rng::stream(0, 0),
-        );
+        let mut p = port_with(BufferLimit::Packets(100), &red);
         assert_eq!(accepted(&mut p, 200, 1500), 101);
         assert!(p.discipline().get::<crate::qdisc::Red>().and_then(|r| r.ns2()).is_some());
     }
@@ -670,15 +658,7 @@ mod tests {
             ..Default::default()
         };
         let red = QueueConfig::Red(crate::RedConfig { ns2: Some(cfg), ..Default::default() });
-        let mut p = Port::new(
-            NodeId(0),
-            NodeId(1),
-            BitsPerSec(1_000_000_000),
-            Nanos::from_micros(10),
-            BufferLimit::Unlimited,
-            &red,
-            Rng::stream(0, 0),
-        );
+        let mut p = port_with(BufferLimit::Unlimited, &red);
         let mut pool = PacketPool::new();
         let mut offer = |p: &mut Port, ect: bool| {
             let pk = crate::packet::Packet {
@@ -702,15 +682,7 @@ mod tests {
 
     fn priority_port(limit: BufferLimit, pushout: bool) -> Port {
         let cfg = crate::qdisc::priority::PriorityConfig { tags: vec!["hi".into()], ecn_threshold: None, pushout };
-        Port::new(
-            NodeId(0),
-            NodeId(1),
-            BitsPerSec(1_000_000_000),
-            Nanos::from_micros(10),
-            limit,
-            &QueueConfig::StrictPriority(cfg),
-            Rng::stream(0, 0),
-        )
+        port_with(limit, &QueueConfig::StrictPriority(cfg))
     }
 
     fn offer(p: &mut Port, pool: &mut PacketPool, at: Nanos, prio: u8) -> (PacketId, EnqueueOutcome) {

@@ -241,7 +241,59 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
     let net: Common = de(common, at)?;
     let topo = TopologyTable::parse(&topo_name, specific, at)?;
 
-    // --- topology ---
+    let (kind, host, buffer) = topology_kind(topo, &topo_name, &net, at)?;
+    check_size(&kind, &err)?;
+    let topology = Topology::build(&kind, host).map_err(|m| {
+        if m.starts_with("links[") {
+            let (k, rest) = m.split_once(": ").unwrap_or((&m, ""));
+            err(k, rest.to_string())
+        } else {
+            err("", m)
+        }
+    })?;
+    if topology.nodes.len() as u64 > MAX_NODES {
+        let n = topology.nodes.len() as u128;
+        return Err(err(
+            "",
+            format!("{} nodes is more than this simulator supports ({})", digits(n), digits(MAX_NODES as u128)),
+        ));
+    }
+    if topo_name == "custom" {
+        for (i, n) in topology.nodes.iter().enumerate() {
+            if !topology.links.iter().any(|l| l.a == i || l.b == i) {
+                return Err(err("links", format!("node \"{}\" has no link", n.name)));
+            }
+        }
+    }
+    let switch_queue = queue(net.queue.as_deref().unwrap_or("droptail"), queue_table, at)?;
+    let nic_queue = match net.nic_queue.as_deref().unwrap_or("droptail") {
+        "droptail" => QueueConfig::DropTail(()),
+        "switch" => switch_queue.clone(),
+        other => return Err(err("nic_queue", format!("expected \"droptail\" or \"switch\", got \"{other}\""))),
+    };
+    let buffer_model = match net.buffer_model.as_deref().unwrap_or("waiting") {
+        "waiting" => BufferModel::Waiting,
+        "ns2" => BufferModel::Ns2,
+        other => return Err(err("buffer_model", format!("expected \"waiting\" or \"ns2\", got \"{other}\""))),
+    };
+    Ok(Network {
+        topology,
+        switch_queue,
+        nic_queue,
+        nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(buffer),
+        buffer_model,
+    })
+}
+
+/// The topology a `[network]` table describes: its kind with each level's link parameters,
+/// the host links' parameters, and the default buffer.
+fn topology_kind(
+    topo: TopologyTable,
+    topo_name: &str,
+    net: &Common,
+    at: At<'_>,
+) -> Result<(TopologyKind, LinkParams, BufferLimit), ScenarioError> {
+    let err = |key: &str, m: String| at.err(key, m);
     let need = |v: Option<u32>, k: &str, min: u32| -> Result<u32, ScenarioError> {
         let v = v.ok_or_else(|| err(k, format!("topology \"{topo_name}\" needs `{k}`")))?;
         if v < min {
@@ -328,47 +380,7 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
             TopologyKind::Custom { nodes, links }
         }
     };
-    check_size(&kind, &err)?;
-    let topology = Topology::build(&kind, host).map_err(|m| {
-        if m.starts_with("links[") {
-            let (k, rest) = m.split_once(": ").unwrap_or((&m, ""));
-            err(k, rest.to_string())
-        } else {
-            err("", m)
-        }
-    })?;
-    if topology.nodes.len() as u64 > MAX_NODES {
-        let n = topology.nodes.len() as u128;
-        return Err(err(
-            "",
-            format!("{} nodes is more than this simulator supports ({})", digits(n), digits(MAX_NODES as u128)),
-        ));
-    }
-    if topo_name == "custom" {
-        for (i, n) in topology.nodes.iter().enumerate() {
-            if !topology.links.iter().any(|l| l.a == i || l.b == i) {
-                return Err(err("links", format!("node \"{}\" has no link", n.name)));
-            }
-        }
-    }
-    let switch_queue = queue(net.queue.as_deref().unwrap_or("droptail"), queue_table, at)?;
-    let nic_queue = match net.nic_queue.as_deref().unwrap_or("droptail") {
-        "droptail" => QueueConfig::DropTail(()),
-        "switch" => switch_queue.clone(),
-        other => return Err(err("nic_queue", format!("expected \"droptail\" or \"switch\", got \"{other}\""))),
-    };
-    let buffer_model = match net.buffer_model.as_deref().unwrap_or("waiting") {
-        "waiting" => BufferModel::Waiting,
-        "ns2" => BufferModel::Ns2,
-        other => return Err(err("buffer_model", format!("expected \"waiting\" or \"ns2\", got \"{other}\""))),
-    };
-    Ok(Network {
-        topology,
-        switch_queue,
-        nic_queue,
-        nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(buffer),
-        buffer_model,
-    })
+    Ok((kind, host, buffer))
 }
 
 /// The `queue` value as written, for naming its keys in an error (before it is checked).

@@ -182,6 +182,15 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
         rto_model,
         newreno_recovery,
     };
+    check_tcp(&tcp, mss, &err)?;
+    let default_protocol = t.protocol.clone().unwrap_or_else(|| "tcp".into());
+    cc::lookup(&default_protocol).map_err(|m| err("protocol", m))?;
+    let scheduler = scheduler(&t, &err)?;
+    Ok(Transport { tcp, default_protocol, profile, protocol_params, scheduler })
+}
+
+/// The TCP settings' checks across keys (ranges, and the combinations that cannot run).
+fn check_tcp(tcp: &TcpConfig, mss: u64, err: &dyn Fn(&str, String) -> ScenarioError) -> Result<(), ScenarioError> {
     if tcp.initial_ssthresh_bytes.is_some_and(|b| b < 2 * mss) {
         return Err(err("initial_ssthresh", format!("must be at least two segments ({}B)", 2 * mss)));
     }
@@ -215,10 +224,7 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
     if tcp.dupthresh == 0 {
         return Err(err("dupthresh", "must be at least 1".into()));
     }
-    let default_protocol = t.protocol.clone().unwrap_or_else(|| "tcp".into());
-    cc::lookup(&default_protocol).map_err(|m| err("protocol", m))?;
-    let scheduler = scheduler(&t, &err)?;
-    Ok(Transport { tcp, default_protocol, profile, protocol_params, scheduler })
+    Ok(())
 }
 
 fn scheduler(

@@ -8,7 +8,14 @@ use fctlab_net::BufferLimit;
 impl Simulation {
     /// Collects the results (callable at any point; unfinished flows are marked so).
     pub fn results(&mut self, interrupted: bool) -> Results {
-        let now = self.now;
+        let flows = self.flow_rows();
+        let (links, drops, marks) = self.link_rows();
+        let summary = self.summary(interrupted, drops, marks);
+        Results { flows, links, queues: self.monitor.queues.clone(), cwnd: self.monitor.cwnd.clone(), summary }
+    }
+
+    /// One row per flow.
+    fn flow_rows(&self) -> Vec<FlowResult> {
         let topo = &self.scenario.topology;
         // One copy of each node's name, shared by the rows of its flows.
         let names: Vec<std::sync::Arc<str>> =
@@ -61,6 +68,13 @@ impl Simulation {
                 conn_finish_s: st.conn_finish.map(|t| t.as_secs_f64()),
             });
         }
+        flows
+    }
+
+    /// One row per port, and the ports' drops and ECN marks in all.
+    fn link_rows(&mut self) -> (Vec<LinkResult>, u64, u64) {
+        let now = self.now;
+        let topo = &self.scenario.topology;
         let sim_s = now.as_secs_f64();
         let net = &mut self.net;
         let name = |n: fctlab_net::NodeId| topo.nodes[n.0 as usize].name.clone();
@@ -102,10 +116,16 @@ impl Simulation {
                 mean_queue_pkts: mean_q,
             });
         }
+        (links, drops, marks)
+    }
+
+    /// The whole run's figures.
+    fn summary(&self, interrupted: bool, drops: u64, marks: u64) -> Summary {
+        let sim_s = self.now.as_secs_f64();
         let wall = self.loop_wall.as_secs_f64();
         let events = self.events.events_processed();
         let c = &self.counts;
-        let summary = Summary {
+        Summary {
             scenario_name: self.scenario.name.clone(),
             scenario_sha256: self.scenario.sha256.clone(),
             seed: self.scenario.seed,
@@ -137,7 +157,6 @@ impl Simulation {
                 .filter_map(|f| f.started_at)
                 .filter(|&t| self.scenario.measure.map_or(true, |m| m.contains(t)))
                 .count() as u64,
-        };
-        Results { flows, links, queues: self.monitor.queues.clone(), cwnd: self.monitor.cwnd.clone(), summary }
+        }
     }
 }
