@@ -38,7 +38,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
 import time
@@ -521,48 +520,20 @@ def query(directory: "str | os.PathLike", sql: str):
     """Runs `sql` with DuckDB over a sweep's store (tables ``runs``, ``flows``, ``links``, and
     ``queues`` and ``cwnd`` when the base scenario sampled them, each row with its run's swept
     values, seed and run_id); returns a DataFrame."""
-    try:
-        import duckdb
-    except ImportError:
-        raise SweepError("fctlab query needs DuckDB (pip install duckdb)") from None
-    if not isinstance(sql, str) or not sql.strip():
-        raise SweepError('query: no SQL given (e.g. "SELECT count(*) FROM flows")')
-    d = Path(directory)
-    if not (d / "runs.parquet").is_file():
-        raise SweepError(f"{d}: not a sweep directory (no runs.parquet)")
+    from .sweeps_query import QueryError, execute
 
-    def literal(path: Path) -> str:
-        # a path is data, not SQL: quoted as a string literal, quotes doubled
-        return "'" + path.as_posix().replace("'", "''") + "'"
-
-    con = duckdb.connect()
-    con.execute(f"CREATE VIEW runs AS SELECT * FROM read_parquet({literal(d / 'runs.parquet')})")
-    if any((d / "flows").glob("run_id=*/flows.parquet")):
-        # flows, and the tables runs wrote beside it (links; queues and cwnd when sampled)
-        for table in ("flows", "links", "queues", "cwnd"):
-            if any((d / "flows").glob(f"run_id=*/{table}.parquet")):
-                files = literal(d / "flows" / "run_id=*" / f"{table}.parquet")
-                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({files}, union_by_name = true)")
-    elif re.search(r"\bflows\b", sql, re.IGNORECASE):
-        n = con.execute("SELECT count(*) FROM runs").fetchone()[0]
-        raise SweepError(
-            f"{d}: the store has no finished runs yet (runs.parquet lists {n}"
-            + ("; failed.json says why they failed)" if (d / "failed.json").is_file() else ")")
-        )
     try:
-        result = con.execute(sql)
-        if result.description is None:  # a statement that returns no table
-            raise SweepError("query: the SQL returns no table (use a SELECT)")
+        _, result = execute(directory, sql)
         df = result.df()
-        # Integer sums are HUGEINT in DuckDB and arrive as floats: give them back as integers.
-        for name, kind, *_ in result.description:
-            if str(kind) == "HUGEINT" and name in df.columns:
-                col = df[name]
-                if col.dtype.kind == "f" and (col.dropna() % 1 == 0).all() and col.abs().max(skipna=True) < 2**63:
-                    df[name] = col.astype("Int64")
-        return df
-    except duckdb.Error as e:
-        raise SweepError(f"query: {str(e).splitlines()[0]}") from None
+    except QueryError as e:
+        raise SweepError(str(e)) from None
+    # Integer sums are HUGEINT in DuckDB and arrive as floats: give them back as integers.
+    for name, kind, *_ in result.description:
+        if str(kind) == "HUGEINT" and name in df.columns:
+            col = df[name]
+            if col.dtype.kind == "f" and (col.dropna() % 1 == 0).all() and col.abs().max(skipna=True) < 2**63:
+                df[name] = col.astype("Int64")
+    return df
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -594,34 +565,3 @@ def run(args) -> int:
         print(f"fctlab sweep: error: {e}", file=sys.stderr)
         return 2
     return 1 if (runs["status"] != "done").any() else 0
-
-
-def configure_query(p) -> None:
-    p.description = "Run SQL (DuckDB) over a sweep directory: tables runs and flows."
-    p.add_argument("directory", help="a directory written by fctlab sweep")
-    p.add_argument("sql", help='the query, e.g. "SELECT protocol, count(*) FROM flows GROUP BY 1"')
-    p.add_argument("--out", default=None, help="write the result to a .csv or .parquet file instead of printing it")
-
-
-def run_query(args) -> int:
-    try:
-        df = query(args.directory, args.sql)
-    except SweepError as e:
-        print(f"fctlab query: error: {e}", file=sys.stderr)
-        return 2
-    if args.out:
-        try:
-            if args.out.endswith(".parquet"):
-                df.to_parquet(args.out, index=False)
-            else:
-                df.to_csv(args.out, index=False)
-        except OSError as e:
-            print(f"fctlab query: error: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
-            return 2
-        print(f"wrote {len(df)} rows to {args.out}")
-    else:
-        import pandas as pd
-
-        with pd.option_context("display.max_rows", 200, "display.width", 200):
-            print(df.to_string(index=False))
-    return 0

@@ -513,3 +513,20 @@ def test_the_store_keeps_links_and_the_monitors_the_base_asks_for(tmp_path):
 
 def fctlab_run_links(out: Path, run_id: str) -> int:
     return pq.read_table(out / "flows" / f"run_id={run_id}" / "links.parquet").num_rows
+
+
+def test_fctlab_query_loads_neither_pandas_nor_pyarrow(tmp_path):
+    """`fctlab query` needs DuckDB only: it starts in well under a second (pandas and pyarrow
+    cost most of a second to import)."""
+    import subprocess
+    import sys
+
+    f = _write(tmp_path, "")
+    sweep(f, tmp_path / "out", workers=1, log=lambda m: None)
+    code = (
+        "import sys; from fctlab.cli import main; "
+        f"rc = main(['query', {str(tmp_path / 'out')!r}, 'SELECT count(*) AS n FROM flows']); "
+        "print('heavy', [m for m in ('pandas', 'pyarrow') if m in sys.modules], rc)"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "heavy [] 0" in p.stdout, (p.stdout, p.stderr)
