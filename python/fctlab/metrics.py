@@ -25,13 +25,16 @@ The definitions are written out in ``docs/metrics.md``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+import re
 from typing import Any, Callable, NamedTuple
+
 
 import numpy as np
 import pandas as pd
 
 __all__ = [
     "measured",
+    "parse_size",
     "window_text",
     "KB",
     "MB",
@@ -76,6 +79,20 @@ OTHER = "other"
 """Bucket name of sized flows that fall in none of the configured buckets."""
 
 _SAMPLE_STATS = ("mean", "median", "p95", "p99", "max")
+
+
+_SIZE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+def parse_size(text: str) -> int:
+    """A size as scenario files write it (``"100KB"``, ``"1.5MB"``, ``"64KiB"``, ``"1500B"``, or
+    a bare number of bytes), in bytes; decimal prefixes are powers of 1000, binary ones of
+    1024. ValueError names what it expected."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
+    unit = m.group(2) if m else None
+    if not m or (unit and unit not in _SIZE_UNITS):
+        raise ValueError(f'{text!r} is not a size (expected e.g. "100KB", "1MB", "64KiB" or bytes)')
+    return round(float(m.group(1)) * _SIZE_UNITS.get(unit or "B", 1))
 
 
 def measured(flows: pd.DataFrame, summary: dict) -> pd.DataFrame:

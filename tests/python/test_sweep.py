@@ -530,3 +530,34 @@ def test_fctlab_query_loads_neither_pandas_nor_pyarrow(tmp_path):
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "heavy [] 0" in p.stdout, (p.stdout, p.stderr)
+
+
+def test_a_metric_spec_takes_a_statistic_and_a_size_filter(tmp_path, capsys):
+    from fctlab.metrics import parse_size
+    from fctlab.report.sweep import parse_metric, sweep_table
+
+    assert (parse_size("100KB"), parse_size("1.5MB"), parse_size("64KiB"), parse_size("1500")) == (
+        100_000,
+        1_500_000,
+        65_536,
+        1500,
+    )
+    f = _write(tmp_path, 'seeds = 2\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n')
+    out = tmp_path / "out"
+    sweep(f, out, workers=2, log=lambda m: None)
+    t, x, _, label = sweep_table(out, "slowdown:p99:size<100KB", "protocol", None)
+    assert x == "transport.protocol" and label == "p99 slowdown (FCT / ideal), flows of size < 100KB"
+    q = query(
+        out,
+        'SELECT "transport.protocol" AS p, run_id, quantile_cont(fct_s / ideal_fct_s, 0.99) AS s FROM flows '
+        "WHERE completed AND size_bytes < 100000 GROUP BY ALL",
+    )
+    for p, part in q.groupby("p"):
+        assert float(t.set_index("transport.protocol").loc[p, "mean"]) == pytest.approx(part["s"].mean())
+    for bad, want in (
+        ("slowdown:p42x", "statistic 'p42x'"),
+        ("fct:p99:size<1XB", "'1XB' is not a size"),
+        ("rtt:mean", "column 'rtt'"),
+    ):
+        with pytest.raises(ValueError, match=want):
+            parse_metric(bad)

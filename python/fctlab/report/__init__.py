@@ -47,7 +47,8 @@ def configure(parser) -> None:
         "--metric",
         default="slowdown_by_size",
         help="what to plot: slowdown_by_size (default: mean and p99 slowdown per size bucket against --x), or one "
-        "run-level metric: fct_p99, fct_median, fct_mean, slowdown_p99, or a numeric column of runs.parquet",
+        "run-level metric: fct_p99, fct_median, fct_mean, slowdown_p99, COLUMN:STAT[:FILTER] over each run's "
+        "completed flows (slowdown:p99:size<100KB, fct:mean:size>=1MB), or a numeric column of runs.parquet",
     )
     sw.add_argument(
         "--where",

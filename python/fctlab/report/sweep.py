@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -30,6 +31,58 @@ FLOW_METRICS = {
 BY_SIZE = "slowdown_by_size"
 
 
+#: Statistics a metric spec may name.
+STATS = {
+    "mean": lambda x: x.mean(),
+    "median": lambda x: x.median(),
+    "max": lambda x: x.max(),
+    "min": lambda x: x.min(),
+    "count": lambda x: float(len(x)),
+}
+#: Columns a metric spec may name (slowdown is computed).
+SPEC_COLUMNS = {
+    "fct": ("FCT (s)", lambda f: f["fct_s"]),
+    "slowdown": ("slowdown (FCT / ideal)", lambda f: f["fct_s"] / f["ideal_fct_s"]),
+}
+
+
+def parse_metric(spec: str):
+    """``COLUMN:STAT[:FILTER]`` (``slowdown:p99:size<100KB``, ``fct:mean:size>=1MB``) as
+    (label, function of a run's completed flows). STAT is mean, median, min, max, count or
+    pNN (a percentile, ``p99``, ``p99.9``); FILTER compares the flow size with a size."""
+    from ..metrics import parse_size
+
+    parts = spec.split(":")
+    if len(parts) not in (2, 3):
+        raise ValueError(f"--metric {spec!r}: expected COLUMN:STAT[:FILTER], e.g. slowdown:p99:size<100KB")
+    col, stat = parts[0], parts[1]
+    if col not in SPEC_COLUMNS:
+        raise ValueError(f"--metric {spec!r}: column {col!r} is not one of {', '.join(SPEC_COLUMNS)}")
+    m = re.fullmatch(r"p(\d+(?:\.\d+)?)", stat)
+    if m and 0 < float(m.group(1)) < 100:
+        q = float(m.group(1)) / 100
+        agg = lambda x: x.quantile(q)  # noqa: E731
+    elif stat in STATS:
+        agg = STATS[stat]
+    else:
+        raise ValueError(f"--metric {spec!r}: statistic {stat!r} is not mean, median, min, max, count or pNN (p99)")
+    keep = lambda f: f  # noqa: E731
+    label = f"{stat} {SPEC_COLUMNS[col][0]}"
+    if len(parts) == 3:
+        fm = re.fullmatch(r"size\s*(<=|>=|<|>)\s*(\S+)", parts[2])
+        if not fm:
+            raise ValueError(f"--metric {spec!r}: filter {parts[2]!r} is not size<SIZE, size>=SIZE, ...")
+        try:
+            op, limit = fm.group(1), parse_size(fm.group(2))
+        except ValueError as e:
+            raise ValueError(f"--metric {spec!r}: {e}") from None
+        ops = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+        keep = lambda f: f[getattr(f["size_bytes"], ops[op])(limit)]  # noqa: E731
+        label += f", flows of size {op} {fm.group(2)}"
+    values = SPEC_COLUMNS[col][1]
+    return label, lambda f: agg(values(keep(f)))
+
+
 def is_sweep_dir(d) -> bool:
     return (Path(d) / "runs.parquet").is_file() and (Path(d) / "flows").is_dir()
 
@@ -44,6 +97,16 @@ def _short(key: str, keys: list) -> str:
     """A swept key by the last part of its dotted name (the whole name if two read alike)."""
     last = key.rsplit(".", 1)[-1]
     return last if [k.rsplit(".", 1)[-1] for k in keys].count(last) == 1 else key
+
+
+def _resolve(flag: str, key: Optional[str], keys: list, d) -> Optional[str]:
+    """A swept key named by its full or its last name (None stays None)."""
+    if key is None or key in keys:
+        return key
+    match = [k for k in keys if _short(k, keys) == key]
+    if not match:
+        raise ValueError(f"{flag} {key!r}: not a swept key of {d} (swept: {', '.join(keys) or 'none'})")
+    return match[0]
 
 
 def _where(runs: pd.DataFrame, where: list, keys: list, d) -> pd.DataFrame:
@@ -147,12 +210,11 @@ def slowdown_by_size(d, x: Optional[str] = None, where: list = (), buckets=None)
 def sweep_table(d, metric: str, x: Optional[str], by: Optional[str], where: list = ()):
     """Per (by, x): the metric's mean over seeds, its 95% interval half-width and the number of
     seeds. Returns (table, x, by, metric label)."""
-    import pyarrow.parquet as pq
-
     d = Path(d)
     runs, _ = _done_runs(d, list(where))
     keys = _swept(runs)
     varied = [k for k in keys if runs[k].nunique() > 1]
+    x, by = (_resolve(name, k, keys, d) for name, k in (("--x", x), ("--by", by)))
     if x is None:
         if not varied:
             raise ValueError(f"{d}: no swept key takes more than one value; nothing to plot against")
@@ -160,16 +222,12 @@ def sweep_table(d, metric: str, x: Optional[str], by: Optional[str], where: list
     if by is None:
         rest = [k for k in varied if k != x]
         by = rest[0] if rest else None
-    for name, k in (("--x", x), ("--by", by)):
-        if k is not None and k not in keys:
-            raise ValueError(f"{name} {k!r}: not a swept key of {d} (swept: {', '.join(keys) or 'none'})")
-    if metric in FLOW_METRICS:
-        label, fn = FLOW_METRICS[metric]
+    spec = parse_metric(metric) if ":" in metric else None
+    if metric in FLOW_METRICS or spec is not None:
+        label, fn = FLOW_METRICS[metric] if spec is None else spec
         vals = []
         for rid in runs["run_id"]:
-            f = pq.read_table(
-                d / "flows" / f"run_id={rid}" / "flows.parquet", columns=["fct_s", "ideal_fct_s", "completed"]
-            ).to_pandas()
+            f = _run_flows(d, rid)
             f = f[f["completed"].astype(bool)]
             vals.append(float(fn(f)) if len(f) else math.nan)
         runs = runs.assign(_m=vals)
