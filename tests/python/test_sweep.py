@@ -460,6 +460,7 @@ def test_the_default_sweep_report_is_slowdown_by_size_against_load_one_line_per_
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Slowdown by flow size against load" in md and "fewer than 3 seeds" in md, md[:500]
     assert (tmp_path / "rep" / "slowdown_by_size.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "rep" / "fct_cdf.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "fct_cdf.png" in md
     t = pd.read_csv(tmp_path / "rep" / "slowdown_by_size.csv")
     # One line per (protocol, buffer): 4 lines x 2 loads per bucket and statistic.
     assert t.groupby(["bucket", "stat"]).size().eq(8).all(), t

@@ -169,9 +169,11 @@ def slowdown_by_size(d, x: Optional[str] = None, where: list = (), buckets=None)
     lines = [k for k in varied if k != x]
     buckets = buckets or DEFAULT_BUCKETS
     per_run = []
+    fcts: dict = {}  # (line values..., x) -> FCTs of the completed measured flows, all seeds
     for _, r in runs.iterrows():
         f = _run_flows(d, r["run_id"])
         f = f[f["completed"].astype(bool) & f["size_bytes"].notna()]
+        fcts.setdefault(tuple(r[k] for k in lines + [x]), []).extend(f["fct_s"].tolist())
         f = f.assign(bucket=assign_buckets(f["size_bytes"], buckets), slowdown=f["fct_s"] / f["ideal_fct_s"])
         for b, part in f.groupby("bucket", observed=True):
             for stat, v in (("mean", part["slowdown"].mean()), ("p99", part["slowdown"].quantile(0.99))):
@@ -204,7 +206,42 @@ def slowdown_by_size(d, x: Optional[str] = None, where: list = (), buckets=None)
         )
     t = pd.DataFrame(rows)
     t = t.assign(_b=t["bucket"].map(order)).sort_values(["stat", "_b"] + lines + [x]).drop(columns="_b")
-    return t.reset_index(drop=True), pr, x, lines
+    return t.reset_index(drop=True), pr, x, lines, fcts
+
+
+def _cdf_figure(fcts: dict, x: str, lines: list, keys: list) -> bytes:
+    """FCT CDFs, one panel per value of `x`, one line per combination of `lines`."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
+
+    xs = list(dict.fromkeys(k[-1] for k in fcts))
+    try:
+        xs = sorted(xs)
+    except TypeError:
+        pass
+    fig = Figure(figsize=(3.2 * len(xs), 3.2), dpi=110, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(xs), squeeze=False)[0]
+    for ax, xv in zip(axes, xs):
+        for key, vals in fcts.items():
+            if key[-1] != xv or not vals:
+                continue
+            v = np.sort(np.asarray(vals))
+            label = ", ".join(f"{_short(k, keys)}={val}" for k, val in zip(lines, key[:-1])) or "all runs"
+            ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=label)
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # (minor labels collide on short ranges)
+        ax.set_title(f"{_short(x, keys)} = {xv}", fontsize=9)
+        ax.set_xlabel("FCT (s)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("fraction of flows")
+    if lines:
+        axes[-1].legend(fontsize=7)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
 
 
 def sweep_table(d, metric: str, x: Optional[str], by: Optional[str], where: list = ()):
@@ -273,7 +310,7 @@ def _by_size_blocks(d, out: Path, x: Optional[str], where: list) -> list:
     from ..numfmt import number
     from .render import Heading, Image, Paragraph, Table
 
-    t, per_run, x, lines = slowdown_by_size(d, x=x, where=where)
+    t, per_run, x, lines, fcts = slowdown_by_size(d, x=x, where=where)
     keys = lines + [x]
     t.to_csv(out / "slowdown_by_size.csv", index=False)
     per_run.to_csv(out / "slowdown_by_size_runs.csv", index=False)
@@ -304,6 +341,8 @@ def _by_size_blocks(d, out: Path, x: Optional[str], where: list) -> list:
     fig.savefig(buf, format="png")
     png = buf.getvalue()
     (out / "slowdown_by_size.png").write_bytes(png)
+    cdf_png = _cdf_figure(fcts, x, lines, keys)
+    (out / "fct_cdf.png").write_bytes(cdf_png)
     seeds = int(t["seeds"].min())
     few = (
         f" Some points have fewer than 3 seeds (as few as {seeds}): their intervals are wide or, with one seed, absent."
@@ -322,6 +361,11 @@ def _by_size_blocks(d, out: Path, x: Optional[str], where: list) -> list:
             "`slowdown_by_size.csv`, each run's values `slowdown_by_size_runs.csv`; failed runs are left out."
         ),
         Image("slowdown_by_size.png", png, f"Slowdown by flow size against {_short(x, keys)}"),
+        Paragraph(
+            f"The distribution of FCTs behind it, one panel per {_short(x, keys)}: the completed measured flows of "
+            "all seeds of each line, pooled."
+        ),
+        Image("fct_cdf.png", cdf_png, f"FCT CDFs per {_short(x, keys)}"),
         Table(
             [_short(k, keys) for k in lines]
             + [_short(x, keys), "bucket", "statistic", "mean", "95% +-", "seeds", "flows"],
