@@ -69,7 +69,7 @@ LEAFSPINE_64 = {
 
 def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
     """The scenario of benchmark ``name`` as a dict; ``k`` resizes a fat-tree benchmark (the
-    side-by-side runs against htsim use the k=16 DCTCP set-up at k=8, benches/htsim/run.sh)."""
+    side-by-side runs against htsim use the k=16 DCTCP set-up at k=8, peers/htsim/run.sh)."""
     if name == "dumbbell8_10g":
         sc = _load_toml(_scenario_text(name))
         if quick:

@@ -11,8 +11,8 @@ use crate::flows::FlowCtx;
 use crate::tables::{de, fields_of, split, tag, tagged_tables, At};
 use crate::units::{parse_duration, parse_size, Duration, Size};
 use crate::{FlowSpec, ScenarioError};
+use fctlab_dist::{Cdf, SizeDist};
 use fctlab_engine::{Nanos, Rng};
-use fctlab_workload::{Cdf, SizeDist};
 use serde::Deserialize;
 
 /// Keys every workload kind takes (every key that neither these nor the kind's own struct

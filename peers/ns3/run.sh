@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Build and run the ns-3 reference benchmark (8-flow 10 Gbps dumbbell).
 #
-# Usage: benches/ns3/run.sh [extra program args, e.g. --verbose=1 --simTime=0.1]
+# Usage: peers/ns3/run.sh [extra program args, e.g. --verbose=1 --simTime=0.1]
 #
 # Environment:
 #   NS3_VENV   virtualenv holding the ns3 wheel     (default /tmp/ns3venv)
 #   NS3_PKG    pip requirement for ns-3             (default ns3==3.44.post0)
 #   PYTHON     interpreter used to create the venv  (default python3)
-#   BUILD_DIR  where the binary is built            (default benches/ns3/build)
+#   BUILD_DIR  where the binary is built            (default peers/ns3/build)
 #   RUNS       number of back-to-back runs          (default 1)
 #   CXX        C++ compiler                         (default g++)
 #

@@ -1,7 +1,7 @@
 #!/bin/sh
 # fctlab side by side with htsim on the data-center permutation benchmark.
 #
-#   benches/htsim/run.sh HTSIM_CHECKOUT [K]
+#   peers/htsim/run.sh HTSIM_CHECKOUT [K]
 #
 # Builds htsim's DCTCP permutation driver (sim/datacenter/old_tests/main_dctcp_permutation.cpp
 # of Broadcom/csg-htsim) in a temporary copy, runs it on a k-ary fat-tree (K=8: 128 hosts,
@@ -11,7 +11,7 @@
 # permutation, 0.21 simulated seconds). Prints the whole-process wall time and peak memory of
 # each. Run it on an otherwise idle machine; the temporary copy is removed at the end.
 set -eu
-SRC=${1:?usage: benches/htsim/run.sh HTSIM_CHECKOUT [K]}
+SRC=${1:?usage: peers/htsim/run.sh HTSIM_CHECKOUT [K]}
 K=${2:-8}
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 PY=${PY:-$HERE/.venv/bin/python}
