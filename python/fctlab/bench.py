@@ -394,6 +394,69 @@ def _this_build(name: str, quick: bool) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _print_scale(results: dict, others: dict, as_json: bool) -> None:
+    """The k=16 over k=8 DCTCP ratio of data packets per wall-second, when both ran."""
+    if "fattree_k8_dctcp" in results and "fattree_k16_dctcp" in results:
+
+        def share(rs):
+            return (
+                rs["fattree_k16_dctcp"]["data_packets_per_wall_s"] / rs["fattree_k8_dctcp"]["data_packets_per_wall_s"]
+            )
+
+        scale = {"benchmark": "scale", "k16_over_k8": share(results), "target": SCALE_TARGET}
+        if "fattree_k8_dctcp" in others and "fattree_k16_dctcp" in others:
+            scale["other_build_k16_over_k8"] = share(others)
+        if as_json:
+            print(json.dumps(scale))
+        else:
+            print()
+            line = (
+                f"data packets per wall-second, k=16 over k=8 DCTCP permutation: {scale['k16_over_k8']:.2f} "
+                f"(target at least {SCALE_TARGET}{'' if scale['k16_over_k8'] >= SCALE_TARGET else ', under target'})"
+            )
+            if "other_build_k16_over_k8" in scale:
+                line += f"; other build {scale['other_build_k16_over_k8']:.2f}"
+            print(line)
+
+
+def _print_startup(quick: bool, as_json: bool) -> None:
+    """The whole-process start-up times of `fctlab run` and `fctlab validate`."""
+    st = startup(3 if quick else 7)
+    if as_json:
+        print(json.dumps({"benchmark": "startup", **{k.replace(" ", "_") + "_s": v for k, v in st.items()}}))
+    else:
+        print()
+        print(f"{'start-up (whole process, median)':<36}{'wall s':>8}{'target s':>10}")
+        for k, v in st.items():
+            target = STARTUP_TARGETS_S[k]
+            print(f"{'fctlab ' + k:<36}{v:>8.3f}{target:>10.2f}{'' if v <= target else '  over target'}")
+
+
+def _print_sweep(quick: bool, as_json: bool) -> int:
+    """The sweep benchmark: 1 and 2 workers, the same flows, and a query's time."""
+    sw = sweeps(quick)
+    share = sw["workers_2_s"] / sw["workers_1_s"]
+    if as_json:
+        print(json.dumps({"benchmark": "sweep", **sw, "parallel_share": share}))
+    else:
+        print()
+        print(
+            f"sweep of {sw['runs']} runs: 1 worker {sw['workers_1_s']:.1f} s, 2 workers {sw['workers_2_s']:.1f} s "
+            f"({share:.0%} of sequential, target {SWEEP_TARGETS['parallel_share']:.0%}"
+            f"{'' if share <= SWEEP_TARGETS['parallel_share'] else ', over target'}); same flows: "
+            f"{'yes' if sw['identical'] else 'NO'}"
+        )
+        print(
+            f"query over {sw['query_runs']} runs ({sw['query_flows']:,} flows), p99 FCT by protocol and seed: "
+            f"{sw['query_s']:.2f} s (target {SWEEP_TARGETS['query_s']:.0f} s"
+            f"{'' if sw['query_s'] <= SWEEP_TARGETS['query_s'] else ', over target'})"
+        )
+    if not sw["identical"]:
+        print("fctlab bench: error: the sweep on 2 workers stored other flows than on 1", file=sys.stderr)
+        return 1
+    return 0
+
+
 def run(args) -> int:
     """Runs ``fctlab bench``."""
     import shutil
@@ -470,62 +533,15 @@ def run(args) -> int:
             )
         elif their_error is not None:
             print(f"{'  other build':<18}failed: {their_error}")
-    if "fattree_k8_dctcp" in results and "fattree_k16_dctcp" in results:
-
-        def share(rs):
-            return (
-                rs["fattree_k16_dctcp"]["data_packets_per_wall_s"] / rs["fattree_k8_dctcp"]["data_packets_per_wall_s"]
-            )
-
-        scale = {"benchmark": "scale", "k16_over_k8": share(results), "target": SCALE_TARGET}
-        if "fattree_k8_dctcp" in others and "fattree_k16_dctcp" in others:
-            scale["other_build_k16_over_k8"] = share(others)
-        if args.json:
-            print(json.dumps(scale))
-        else:
-            print()
-            line = (
-                f"data packets per wall-second, k=16 over k=8 DCTCP permutation: {scale['k16_over_k8']:.2f} "
-                f"(target at least {SCALE_TARGET}{'' if scale['k16_over_k8'] >= SCALE_TARGET else ', under target'})"
-            )
-            if "other_build_k16_over_k8" in scale:
-                line += f"; other build {scale['other_build_k16_over_k8']:.2f}"
-            print(line)
+    _print_scale(results, others, args.json)
     if repeats > 1 and not args.json:
         print(f"(each figure: the median of {repeats} runs" + (", the two builds alternating)" if against else ")"))
     if others and not args.json:
         print("(other build: its fctlab-sim, the Rust core alone: its peak RSS has no Python interpreter in it)")
     if not args.no_startup and not args.names:
-        st = startup(3 if args.quick else 7)
-        if args.json:
-            print(json.dumps({"benchmark": "startup", **{k.replace(" ", "_") + "_s": v for k, v in st.items()}}))
-        else:
-            print()
-            print(f"{'start-up (whole process, median)':<36}{'wall s':>8}{'target s':>10}")
-            for k, v in st.items():
-                target = STARTUP_TARGETS_S[k]
-                print(f"{'fctlab ' + k:<36}{v:>8.3f}{target:>10.2f}{'' if v <= target else '  over target'}")
+        _print_startup(args.quick, args.json)
     if not args.no_sweep and not args.names:
-        sw = sweeps(args.quick)
-        share = sw["workers_2_s"] / sw["workers_1_s"]
-        if args.json:
-            print(json.dumps({"benchmark": "sweep", **sw, "parallel_share": share}))
-        else:
-            print()
-            print(
-                f"sweep of {sw['runs']} runs: 1 worker {sw['workers_1_s']:.1f} s, 2 workers {sw['workers_2_s']:.1f} s "
-                f"({share:.0%} of sequential, target {SWEEP_TARGETS['parallel_share']:.0%}"
-                f"{'' if share <= SWEEP_TARGETS['parallel_share'] else ', over target'}); same flows: "
-                f"{'yes' if sw['identical'] else 'NO'}"
-            )
-            print(
-                f"query over {sw['query_runs']} runs ({sw['query_flows']:,} flows), p99 FCT by protocol and seed: "
-                f"{sw['query_s']:.2f} s (target {SWEEP_TARGETS['query_s']:.0f} s"
-                f"{'' if sw['query_s'] <= SWEEP_TARGETS['query_s'] else ', over target'})"
-            )
-        if not sw["identical"]:
-            print("fctlab bench: error: the sweep on 2 workers stored other flows than on 1", file=sys.stderr)
-            return 1
+        return _print_sweep(args.quick, args.json)
     return 0
 
 

@@ -23,8 +23,6 @@ KNOWN = {
     "python/fctlab/reproduce/thesis.py::item1": 151,
     "python/fctlab/reproduce/thesis.py::item4": 146,
     "python/fctlab/crosscheck/report.py::write_report": 145,
-    "python/fctlab/testbed/scenario.py::load_plan": 134,
-    "python/fctlab/bench.py::run": 133,
     "python/fctlab/reproduce/schedtcp.py::item3": 131,
     "python/fctlab/reproduce/runner.py::run_paper": 126,
     "python/fctlab/reproduce/thesis.py::item3": 125,

@@ -90,28 +90,9 @@ def _core_call(fn: str, path: Path, overrides: Sequence[str]):
         raise TestbedError(str(e)) from None
 
 
-def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
-    """The testbed's plan of a scenario file (after ``overrides``, as ``fctlab run --set``)."""
-    net = _core_call("network", path, overrides)
-    topo = net["topology"]
-    notes = []
-    queue = net["queue"]
-    ecn_threshold = None
-    if queue["kind"] == "ecn":
-        from .ecn import Threshold
-
-        unit, n = queue["threshold"]
-        ecn_threshold = Threshold(pkts=int(n)) if unit == "pkts" else Threshold(bytes=int(n))
-    elif queue["kind"] != "droptail":
-        raise TestbedError(
-            f"network.queue = {queue['kind']!r}: the testbed has drop-tail (TBF) and ecn (TBF with a BPF marker) queues"
-        )
-    if topo not in ("dumbbell", "star"):
-        raise TestbedError(f"network.topology = {topo!r}: the testbed supports dumbbell and star")
-    hosts = [n["name"] for n in net["nodes"] if n["kind"] == "host"]
-    switches = [n["name"] for n in net["nodes"] if n["kind"] == "switch"]
-    if len(hosts) > 250:
-        raise TestbedError(f"{len(hosts)} hosts: the testbed supports at most 250")
+def _links(net: dict, topo: str, hosts: list, switches: list, notes: list) -> tuple:
+    """The plan's links (a host's end first, the dumbbell's bottleneck first of all) and the
+    one-way delay the delay line emulates (0: none); what cannot be emulated goes to `notes`."""
     nic = queue_bytes(net["nic_buffer"])
     links = []
     for l in net["links"]:
@@ -144,7 +125,11 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
             )
     elif any(l.delay_s > 0 for l in links):
         notes.append("link delays are not emulated on star topologies: the base RTT is that of the veths")
+    return links, delay_s
 
+
+def _flows(path: Path, overrides: Sequence[str], hosts: list) -> list:
+    """The scenario's flows as the testbed runs them."""
     flows = []
     for f in _core_call("flows", path, overrides):
         i = f["flow_id"]
@@ -167,6 +152,33 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
             if h not in hosts:
                 raise TestbedError(f"{where}: unknown host {h!r}")
         flows.append(fl)
+    return flows
+
+
+def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
+    """The testbed's plan of a scenario file (after ``overrides``, as ``fctlab run --set``)."""
+    net = _core_call("network", path, overrides)
+    topo = net["topology"]
+    notes = []
+    queue = net["queue"]
+    ecn_threshold = None
+    if queue["kind"] == "ecn":
+        from .ecn import Threshold
+
+        unit, n = queue["threshold"]
+        ecn_threshold = Threshold(pkts=int(n)) if unit == "pkts" else Threshold(bytes=int(n))
+    elif queue["kind"] != "droptail":
+        raise TestbedError(
+            f"network.queue = {queue['kind']!r}: the testbed has drop-tail (TBF) and ecn (TBF with a BPF marker) queues"
+        )
+    if topo not in ("dumbbell", "star"):
+        raise TestbedError(f"network.topology = {topo!r}: the testbed supports dumbbell and star")
+    hosts = [n["name"] for n in net["nodes"] if n["kind"] == "host"]
+    switches = [n["name"] for n in net["nodes"] if n["kind"] == "switch"]
+    if len(hosts) > 250:
+        raise TestbedError(f"{len(hosts)} hosts: the testbed supports at most 250")
+    links, delay_s = _links(net, topo, hosts, switches, notes)
+    flows = _flows(path, overrides, hosts)
     if len(flows) > MAX_FLOWS:
         raise TestbedError(
             f"{len(flows)} flows: the testbed runs at most {MAX_FLOWS} (two threads and a socket "
