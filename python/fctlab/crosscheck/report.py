@@ -219,25 +219,11 @@ def verdict_lines(stats: dict) -> list:
     return lines
 
 
-def write_report(scenario: str, against: str, out: Path, runs: list, plan, notes: list) -> dict:
-    """Computes the statistics, writes crosscheck.json, report.md, report.html and the plots."""
-    import pandas as pd
+def _stat_blocks(stats: dict, plan, other: str) -> list:
+    """The report's tables: the verdict, FCT by size bucket, counters, goodput, flow by flow."""
+    from ..report.render import Heading, Paragraph, Table
 
-    from ..report import plots
-    from ..report.render import Bullets, Heading, Image, Paragraph, Table, render_html, render_markdown
-
-    stats = statistics(runs, plan)
-    stats.update({"scenario": scenario, "against": against, "notes": list(notes)})
-    other = against
-    blocks = [
-        Paragraph(
-            f"`{scenario}` run by fctlab and by {other} on the identical flow list ({len(plan.flows)} flows), "
-            f"seeds {', '.join(map(str, stats['seeds']))}. Figures are means over seeds ± the 95% interval; "
-            "ratios are fctlab / " + other + "."
-        ),
-    ]
-    if notes:
-        blocks += [Heading("Where the two runs differ in set-up"), Bullets(list(notes))]
+    blocks: list = []
     blocks.append(Heading("Verdict"))
     blocks.append(
         Table(
@@ -330,6 +316,29 @@ def write_report(scenario: str, against: str, out: Path, runs: list, plan, notes
             text=True,
         )
     )
+    return blocks
+
+
+def write_report(scenario: str, against: str, out: Path, runs: list, plan, notes: list) -> dict:
+    """Computes the statistics, writes crosscheck.json, report.md, report.html and the plots."""
+    import pandas as pd
+
+    from ..report import plots
+    from ..report.render import Bullets, Heading, Image, Paragraph, render_html, render_markdown
+
+    stats = statistics(runs, plan)
+    stats.update({"scenario": scenario, "against": against, "notes": list(notes)})
+    other = against
+    blocks = [
+        Paragraph(
+            f"`{scenario}` run by fctlab and by {other} on the identical flow list ({len(plan.flows)} flows), "
+            f"seeds {', '.join(map(str, stats['seeds']))}. Figures are means over seeds ± the 95% interval; "
+            "ratios are fctlab / " + other + "."
+        ),
+    ]
+    if notes:
+        blocks += [Heading("Where the two runs differ in set-up"), Bullets(list(notes))]
+    blocks += _stat_blocks(stats, plan, other)
     fcts = {}
     for label, attr in (("fctlab", "fctlab_dir"), (other, "other_dir")):
         v = [
