@@ -62,6 +62,13 @@ class SweepError(ValueError):
     """A sweep file that cannot be run: names the file, the key and what was expected."""
 
 
+def short_key(key: str, keys: list) -> str:
+    """A swept key by the last part of its dotted name, or the whole name where two of `keys`
+    would read alike (run labels, report axes and legends)."""
+    last = key.rsplit(".", 1)[-1]
+    return last if [k.rsplit(".", 1)[-1] for k in keys].count(last) == 1 else key
+
+
 @dataclass(frozen=True)
 class Run:
     """One run of a sweep: its overrides (dotted key -> value) and seed."""
@@ -78,9 +85,8 @@ class Run:
     def label(self) -> str:
         """The run as a reader knows it: its swept values by their keys' last part (the whole
         key where two would read alike) and its seed, then the start of its id."""
-        short = [k.rsplit(".", 1)[-1] for k, _ in self.values]
-        names = [s if short.count(s) == 1 else k for s, (k, _) in zip(short, self.values)]
-        parts = [f"{n}={v}" for n, (_, v) in zip(names, self.values)] + [f"seed {self.seed}"]
+        keys = [k for k, _ in self.values]
+        parts = [f"{short_key(k, keys)}={v}" for k, v in self.values] + [f"seed {self.seed}"]
         return f"{' '.join(parts)} [{self.run_id[:8]}]"
 
 

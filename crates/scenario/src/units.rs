@@ -2,25 +2,17 @@
 //! `"100pkt"`. Each type deserializes from a string (sizes also from a bare integer of bytes)
 //! and explains what it expected when the text does not fit.
 
-use fctlab_engine::parse::BufferSpec;
 pub use fctlab_engine::parse::{parse_duration, parse_rate, parse_size};
 pub use fctlab_engine::quantity::{Duration, Rate, Size};
-use fctlab_net::BufferLimit;
-
-fn parse_buffer(s: &str) -> Result<BufferLimit, String> {
-    Ok(match fctlab_engine::parse::parse_buffer(s)? {
-        BufferSpec::Packets(n) => BufferLimit::Packets(n),
-        BufferSpec::Bytes(b) => BufferLimit::Bytes(b),
-        BufferSpec::Unlimited => BufferLimit::Unlimited,
-    })
-}
-
-fctlab_engine::string_quantity!(Buffer, BufferLimit, parse_buffer, "a buffer such as \"100pkt\"", false);
+/// Buffers (`"100pkt"`, `"150KB"`, `"unlimited"`): the network crate's type, which the queue
+/// disciplines' keys use too.
+pub use fctlab_net::qdisc::{parse_buffer, Buffer};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use fctlab_engine::{BitsPerSec, Nanos};
+    use fctlab_net::BufferLimit;
 
     #[test]
     fn rates() {

@@ -17,6 +17,8 @@ from typing import Optional
 
 import pandas as pd
 
+from ..sweeps import short_key as _short
+
 #: Metrics computed from each run's flows (completed flows only), besides any numeric column
 #: of runs.parquet.
 FLOW_METRICS = {
@@ -91,12 +93,6 @@ def _swept(runs: pd.DataFrame) -> list:
     """The swept keys: the columns between run_id and seed, in order."""
     cols = list(runs.columns)
     return cols[cols.index("run_id") + 1 : cols.index("seed")]
-
-
-def _short(key: str, keys: list) -> str:
-    """A swept key by the last part of its dotted name (the whole name if two read alike)."""
-    last = key.rsplit(".", 1)[-1]
-    return last if [k.rsplit(".", 1)[-1] for k in keys].count(last) == 1 else key
 
 
 def _resolve(flag: str, key: Optional[str], keys: list, d) -> Optional[str]:

@@ -21,7 +21,7 @@
 
 use crate::packet::{PacketId, PacketMeta};
 use crate::port::BufferLimit;
-use fctlab_engine::parse::{parse_buffer, BufferSpec};
+use fctlab_engine::parse::BufferSpec;
 use fctlab_engine::{BitsPerSec, Nanos, Rng};
 use std::fmt;
 
@@ -163,14 +163,14 @@ pub trait Discipline: Clone + fmt::Debug + Sized {
 }
 
 /// A buffer size as scenario files write it (`"100pkt"`, `"150KB"`, `"unlimited"`).
-fn buffer_limit(s: &str) -> Result<BufferLimit, String> {
-    Ok(match parse_buffer(s)? {
+pub fn parse_buffer(s: &str) -> Result<BufferLimit, String> {
+    Ok(match fctlab_engine::parse::parse_buffer(s)? {
         BufferSpec::Packets(n) => BufferLimit::Packets(n),
         BufferSpec::Bytes(b) => BufferLimit::Bytes(b),
         BufferSpec::Unlimited => BufferLimit::Unlimited,
     })
 }
-fctlab_engine::string_quantity!(Buffer, BufferLimit, buffer_limit, "a buffer such as \"100pkt\"", false);
+fctlab_engine::string_quantity!(Buffer, BufferLimit, parse_buffer, "a buffer such as \"100pkt\"", false);
 
 /// Parses `keys` as the serde struct `T` (unknown keys are errors naming the key).
 pub fn keys_as<T: serde::de::DeserializeOwned>(keys: toml::Table) -> Result<T, KeyError> {
