@@ -35,8 +35,15 @@ def _schema(table: str):
 
 
 #: The result tables' schemas (columns documented in docs/results.md), from the core:
-#: ``FLOW_SCHEMA``, ``LINK_SCHEMA``, ``QUEUE_SCHEMA``, ``CWND_SCHEMA`` (built on first use).
-_SCHEMA_NAMES = {"FLOW_SCHEMA": "flows", "LINK_SCHEMA": "links", "QUEUE_SCHEMA": "queues", "CWND_SCHEMA": "cwnd"}
+#: ``FLOW_SCHEMA``, ``LINK_SCHEMA``, ``QUEUE_SCHEMA``, ``CWND_SCHEMA``, ``DROP_SCHEMA`` (built on
+#: first use).
+_SCHEMA_NAMES = {
+    "FLOW_SCHEMA": "flows",
+    "LINK_SCHEMA": "links",
+    "QUEUE_SCHEMA": "queues",
+    "CWND_SCHEMA": "cwnd",
+    "DROP_SCHEMA": "drops",
+}
 
 
 def __getattr__(name: str):
@@ -67,6 +74,25 @@ def _table(columns: Optional[list], schema):
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+@dataclass(frozen=True)
+class PcapCapture:
+    """One packet capture of a run (``[monitor] pcap``): the host or link it captured, the
+    classic pcap file's bytes, the packets in it, and the packets in its time window that
+    ``pcap_max_packets`` left out."""
+
+    name: str
+    data: bytes = field(repr=False)
+    packets: int
+    missed: int
+
+    @property
+    def file_name(self) -> str:
+        """The file's name in a run directory's ``pcap/`` folder."""
+        from .rundir import pcap_file_name
+
+        return pcap_file_name(self.name)
+
+
 @dataclass
 class RunResult:
     """The outcome of one run.
@@ -81,6 +107,10 @@ class RunResult:
         Queue-length samples, when the scenario asked for them (``[monitor]``).
     cwnd : pandas.DataFrame or None
         Congestion-window traces, when the scenario asked for them (``[monitor]``).
+    drops : pandas.DataFrame or None
+        Every dropped packet, when the scenario asked for them (``[monitor] drops``).
+    pcaps : list of PcapCapture
+        Packet captures (``[monitor] pcap``): name, pcap file bytes, packets, missed.
     summary : dict
         Whole-run figures (``summary.json``).
     """
@@ -90,6 +120,8 @@ class RunResult:
     queues_table: "Optional[pa.Table]"
     summary: dict
     cwnd_table: "Optional[pa.Table]" = None
+    drops_table: "Optional[pa.Table]" = None
+    pcaps: list = field(default_factory=list)
     #: Who produced the run (``fctlab.rundir.PRODUCERS``): the simulator, or ns-2.35 for a
     #: crosscheck's other side.
     producer: str = "simulator"
@@ -131,6 +163,14 @@ class RunResult:
             self._cache["cwnd"] = self.cwnd_table.to_pandas()
         return self._cache["cwnd"]
 
+    @property
+    def drops(self):
+        if self.drops_table is None:
+            return None
+        if "drops" not in self._cache:
+            self._cache["drops"] = self.drops_table.to_pandas()
+        return self._cache["drops"]
+
     def _headline(self) -> list:
         """(label, value) pairs of what a reader looks at first."""
         from .numfmt import count, seconds
@@ -160,9 +200,13 @@ class RunResult:
         if s.get("wall_time_s") is not None:
             rows.append(("wall time", seconds(s["wall_time_s"])))
         tables = ["flows", "links"] + [
-            n for n, v in (("queues", self.queues_table), ("cwnd", self.cwnd_table)) if v is not None
+            n
+            for n, v in (("queues", self.queues_table), ("cwnd", self.cwnd_table), ("drops", self.drops_table))
+            if v is not None
         ]
         rows.append(("tables", ", ".join(tables)))
+        if self.pcaps:
+            rows.append(("captures", ", ".join(f"{c.name} ({count(c.packets)} packets)" for c in self.pcaps)))
         return rows
 
     def __repr__(self) -> str:
@@ -183,13 +227,21 @@ class RunResult:
         return f"<table><caption style='text-align:left'><b>fctlab RunResult</b></caption>{cells}</table>"
 
     def write(self, out_dir: Union[str, os.PathLike]) -> Path:
-        """Writes ``flows.parquet``, ``links.parquet``, ``summary.json`` (and ``queues.parquet``
-        and ``cwnd.parquet`` when sampled) into ``out_dir``, creating it if needed. Returns the
-        directory."""
+        """Writes ``flows.parquet``, ``links.parquet``, ``summary.json`` (and ``queues.parquet``,
+        ``cwnd.parquet``, ``drops.parquet`` and ``pcap/*.pcap`` when the run has them) into
+        ``out_dir``, creating it if needed. Returns the directory."""
         from .rundir import write_run
 
         return write_run(
-            out_dir, self.producer, self.summary, self.flows_table, self.links_table, self.queues_table, self.cwnd_table
+            out_dir,
+            self.producer,
+            self.summary,
+            self.flows_table,
+            self.links_table,
+            self.queues_table,
+            self.cwnd_table,
+            drops=self.drops_table,
+            pcaps=[(c.name, c.data) for c in self.pcaps],
         )
 
 
@@ -318,11 +370,13 @@ def run(
     raw = _core.run(text, name, fmt, ov, progress, progress_interval_s, list(unset))
     flows, links = _table(raw["flows"], _schema("flows")), _table(raw["links"], _schema("links"))
     queues, cwnd = _table(raw["queues"], _schema("queues")), _table(raw["cwnd"], _schema("cwnd"))
+    drops = _table(raw["drops"], _schema("drops"))
     summary = dict(raw["summary"])
     summary["scenario_file"] = name
     summary["overrides"] = ov
     summary["unset"] = list(unset)
-    return RunResult(flows, links, queues, summary, cwnd_table=cwnd)
+    pcaps = [PcapCapture(n, data, packets, missed) for n, data, packets, missed in raw["pcaps"]]
+    return RunResult(flows, links, queues, summary, cwnd_table=cwnd, drops_table=drops, pcaps=pcaps)
 
 
 def validate(scenario: ScenarioLike, *, set: Sequence[str] = (), unset: Sequence[str] = (), **overrides: Any) -> dict:

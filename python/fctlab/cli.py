@@ -20,11 +20,13 @@ Bad input exits with status 2 and one line naming the file, the key and what was
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import time
 from typing import Optional, Sequence
 from ._argparse import OneLineParser
+from .numfmt import count
 
 
 def _fmt_s(x: float) -> str:
@@ -125,6 +127,10 @@ def cmd_run(args) -> int:
         sets.append(f'monitor.queue_interval="{args.sample_queues}"')
     if args.trace_cwnd:
         sets.append(f'monitor.cwnd_interval="{args.trace_cwnd}"')
+    if args.trace_drops:
+        sets.append("monitor.drops=true")
+    if args.pcap:
+        sets.append("monitor.pcap=" + json.dumps(args.pcap))
     progress = None
     try:
         if sys.stderr.isatty() and not args.quiet:
@@ -150,7 +156,11 @@ def cmd_run(args) -> int:
             ", queues.parquet" if res.queues_table is not None else ""
         )
         files += ", cwnd.parquet" if res.cwnd_table is not None else ""
+        files += ", drops.parquet" if res.drops_table is not None else ""
         print(f"  wrote      {out}/ ({files})")
+        for c in res.pcaps:
+            missed = f"; {count(c.missed)} more in the window left out (pcap_max_packets)" if c.missed else ""
+            print(f"  capture    {out}/pcap/{c.file_name}: {c.name}, {count(c.packets)} packets{missed}")
     if res.summary.get("interrupted"):
         print(
             "interrupted: results cover the simulated time reached; unfinished flows have completed=false",
@@ -219,7 +229,7 @@ def ecn_notes(scenario, set, unset, t: dict) -> list:
 
 def transport_line(t: dict) -> str:
     """The resolved TCP settings of a scenario, on one line."""
-    from .numfmt import count, seconds
+    from .numfmt import seconds
 
     protos = ", ".join(f"{k} ({v} flows)" for k, v in t["protocols"].items()) or "no flows"
     from .api import router_assisted_protocols
@@ -276,6 +286,13 @@ def configure_run(r) -> None:
     r.add_argument("--sample-queues", metavar="INTERVAL", help='sample switch queues every INTERVAL (e.g. "100us")')
     r.add_argument(
         "--trace-cwnd", metavar="INTERVAL", help='sample every flow\'s congestion window every INTERVAL (e.g. "1ms")'
+    )
+    r.add_argument("--trace-drops", action="store_true", help="record every dropped packet in drops.parquet")
+    r.add_argument(
+        "--pcap",
+        action="append",
+        metavar="HOST|A->B",
+        help="capture a host's packets, or a link's, in pcap/NAME.pcap (repeatable)",
     )
     r.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
 

@@ -1,5 +1,6 @@
 """Run directories: the one writer and reader of ``flows.parquet``, ``links.parquet``,
-``queues.parquet``, ``cwnd.parquet`` and ``summary.json``.
+``queues.parquet``, ``cwnd.parquet``, ``drops.parquet``, ``summary.json`` and the packet
+captures in ``pcap/``.
 
 Every producer of a run (the simulator, the namespace testbed, the socket scheduler
 ``fctlab sched send``, a sweep's runs, ns-2.35 in ``fctlab crosscheck``) writes its directory
@@ -23,7 +24,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -93,7 +94,7 @@ SUMMARY_KEYS: dict[str, str] = {
 }
 
 #: The tables a run directory may hold, the first required.
-TABLES = ("flows", "links", "queues", "cwnd")
+TABLES = ("flows", "links", "queues", "cwnd", "drops")
 
 TableLike = Union[pa.Table, "Any"]  # a pyarrow Table or a pandas DataFrame
 
@@ -169,8 +170,11 @@ def write_run(
     links: Optional[TableLike] = None,
     queues: Optional[TableLike] = None,
     cwnd: Optional[TableLike] = None,
+    drops: Optional[TableLike] = None,
+    pcaps: Sequence[tuple[str, bytes]] = (),
 ) -> Path:
-    """Writes a run directory: the tables given and summary.json from :func:`make_summary`.
+    """Writes a run directory: the tables given, summary.json from :func:`make_summary`, and
+    each packet capture ``(name, pcap bytes)`` as ``pcap/<file name>`` (:func:`pcap_file_name`).
     Returns the directory.
 
     The files are written into a temporary directory first and moved into place at the end,
@@ -188,10 +192,14 @@ def write_run(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.writing-", dir=out.parent if fresh else out))
     pause = float(os.environ.get(_PAUSE_ENV) or 0)
     try:
-        for name, table in (("flows", flows), ("links", links), ("queues", queues), ("cwnd", cwnd)):
+        for name, table in (("flows", flows), ("links", links), ("queues", queues), ("cwnd", cwnd), ("drops", drops)):
             if table is not None:
                 pq.write_table(_as_table(table), tmp / f"{name}.parquet")
                 time.sleep(pause)
+        if pcaps:
+            (tmp / "pcap").mkdir()
+            for name, data in pcaps:
+                (tmp / "pcap" / pcap_file_name(name)).write_bytes(data)
         with open(tmp / "summary.json", "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=2, sort_keys=True)
             f.write("\n")
@@ -200,6 +208,10 @@ def write_run(
                 os.replace(tmp, out)
             else:
                 written = {p.name for p in tmp.iterdir()}
+                if (out / "pcap").is_dir():
+                    shutil.rmtree(out / "pcap")
+                if "pcap" in written:
+                    os.replace(tmp / "pcap", out / "pcap")
                 for name in [f"{t}.parquet" for t in TABLES] + ["summary.json"]:
                     if name in written:
                         os.replace(tmp / name, out / name)  # summary.json last
@@ -210,6 +222,14 @@ def write_run(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def pcap_file_name(name: str) -> str:
+    """The file a capture of ``name`` (a host, or a link ``"a->b"``) is written to:
+    ``h0.pcap``, ``sw1-h3.pcap``; characters other than letters, digits, ``.``, ``_`` and ``-``
+    become ``_``."""
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in name.replace("->", "-"))
+    return f"{safe}.pcap"
 
 
 def upgrade_summary(raw: dict) -> dict:
@@ -255,7 +275,7 @@ def check_run_dir(run_dir: Union[str, os.PathLike]) -> list[str]:
     """What in ``run_dir`` breaks the contract (an empty list when nothing does): summary.json
     written in the current shape with every key of its type, and each table present with the
     core's columns, in order and of their types (further columns may follow)."""
-    from .api import CWND_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA, QUEUE_SCHEMA
+    from .api import CWND_SCHEMA, DROP_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA, QUEUE_SCHEMA
 
     d = Path(run_dir)
     problems = []
@@ -268,7 +288,7 @@ def check_run_dir(run_dir: Union[str, os.PathLike]) -> list[str]:
         make_summary(raw.get("producer"), {k: v for k, v in raw.items() if k in SUMMARY_KEYS})
     except (OSError, ValueError, AttributeError) as e:
         problems.append(f"summary.json: {e}")
-    schemas = {"flows": FLOW_SCHEMA, "links": LINK_SCHEMA, "queues": QUEUE_SCHEMA, "cwnd": CWND_SCHEMA}
+    schemas = {"flows": FLOW_SCHEMA, "links": LINK_SCHEMA, "queues": QUEUE_SCHEMA, "cwnd": CWND_SCHEMA, "drops": DROP_SCHEMA}
     for name, schema in schemas.items():
         f = d / f"{name}.parquet"
         if not f.is_file():

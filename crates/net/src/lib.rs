@@ -16,7 +16,7 @@ pub mod topology;
 pub use packet::{
     FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId, RouterHeader, SackBlock,
 };
-pub use port::{BufferLimit, BufferModel, EnqueueOutcome, Port, PortStats};
+pub use port::{BufferLimit, BufferModel, DropCause, EnqueueOutcome, Port, PortStats};
 pub use qdisc::{Ns2RedConfig, QueueConfig, RedConfig};
 pub use routing::Routes;
 pub use topology::{LinkParams, LinkSpec, NodeKind, NodeSpec, Topology, TopologyKind};

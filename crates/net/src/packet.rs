@@ -28,6 +28,17 @@ pub enum PacketKind {
 }
 
 impl PacketKind {
+    /// The kind as results write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PacketKind::Data => "data",
+            PacketKind::Ack => "ack",
+            PacketKind::Syn => "syn",
+            PacketKind::SynAck => "synack",
+            PacketKind::Fin => "fin",
+        }
+    }
+
     /// Travels from the flow's receiver to its sender.
     #[inline]
     pub fn is_reverse(self) -> bool {

@@ -96,8 +96,31 @@ pub enum EnqueueOutcome {
     /// room (counted as a drop; the caller must free it). The buffer was full, so the
     /// transmitter is busy and no arrival needs scheduling.
     Replaced { dropped: PacketId },
-    /// Dropped (buffer full or early drop). The caller still owns and must free the packet.
-    Dropped,
+    /// Dropped, for the reason given. The caller still owns and must free the packet.
+    Dropped(DropCause),
+}
+
+/// Why a port dropped a packet (the drop trace's `cause`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum DropCause {
+    /// The buffer was full.
+    BufferFull,
+    /// The discipline dropped it with room in the buffer: RED's early drop, or a mark that a
+    /// packet without ECN cannot take.
+    Early,
+    /// A waiting packet the discipline dropped to make room for a more urgent arrival.
+    PushedOut,
+}
+
+impl DropCause {
+    /// The cause as the drop trace writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DropCause::BufferFull => "buffer_full",
+            DropCause::Early => "early",
+            DropCause::PushedOut => "pushed_out",
+        }
+    }
 }
 
 /// The output port of one directional link.
@@ -211,15 +234,17 @@ impl Port {
     /// arrival, also one that the full buffer then drops.
     #[cold]
     #[inline(never)]
-    fn ns2_verdict(&mut self, view: QueueView, must_wait: bool, meta: &PacketMeta) -> Verdict {
+    fn ns2_verdict(&mut self, view: QueueView, must_wait: bool, meta: &PacketMeta) -> (Verdict, DropCause) {
         let full = self.full_for(must_wait, meta.wire_bytes as u64);
-        if self.disc.own_admission() {
+        let cause = if full { DropCause::BufferFull } else { DropCause::Early };
+        let verdict = if self.disc.own_admission() {
             self.disc.on_arrival(&QueueView { full, ..view }, meta)
         } else if full {
             Verdict::Drop
         } else {
             self.disc.on_arrival(&view, meta)
-        }
+        };
+        (verdict, cause)
     }
 
     /// The transmitter took the discipline's next packets while it was free before `now`
@@ -304,21 +329,21 @@ impl Port {
         let wire = meta.wire_bytes as u64;
         // Only a packet that has to wait occupies the buffer; an idle transmitter takes it at once.
         let must_wait = self.busy_until > now;
-        let verdict = if !self.ns2_admission {
+        let (verdict, cause) = if !self.ns2_admission {
             if must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
                 self.drops += 1;
-                return EnqueueOutcome::Dropped;
+                return EnqueueOutcome::Dropped(DropCause::BufferFull);
             }
             if self.passive {
-                Verdict::Accept
+                (Verdict::Accept, DropCause::Early)
             } else {
-                self.disc.on_arrival(&self.view(now), &meta)
+                (self.disc.on_arrival(&self.view(now), &meta), DropCause::Early)
             }
         } else {
             self.ns2_verdict(self.view(now), must_wait, &meta)
         };
         if !self.admit(verdict, &mut meta, false) {
-            return EnqueueOutcome::Dropped;
+            return EnqueueOutcome::Dropped(cause);
         }
         let tx_start = if self.busy_until > now { self.busy_until } else { now };
         self.busy_until = tx_start + self.clock.tx_time(wire);
@@ -364,20 +389,20 @@ impl Port {
         let wire = meta.wire_bytes as u64;
         let must_wait = self.busy_until > now;
         let mut dropped = None;
-        let verdict = if !self.ns2_admission {
+        let (verdict, cause) = if !self.ns2_admission {
             if must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
                 dropped = self.make_room(&meta, wire);
                 if dropped.is_none() {
                     self.drops += 1;
-                    return EnqueueOutcome::Dropped;
+                    return EnqueueOutcome::Dropped(DropCause::BufferFull);
                 }
             }
-            self.disc.on_arrival(&self.view(now), &meta)
+            (self.disc.on_arrival(&self.view(now), &meta), DropCause::Early)
         } else {
             self.ns2_verdict(self.view(now), must_wait, &meta)
         };
         if !self.admit(verdict, &mut meta, dropped.is_some()) {
-            return EnqueueOutcome::Dropped;
+            return EnqueueOutcome::Dropped(cause);
         }
         if let Some(victim) = dropped {
             self.disc.push(Waiting { pkt: id, meta });
@@ -463,6 +488,11 @@ impl Port {
         self.ring.front().map(|e| (e.pkt, e.meta))
     }
 
+    /// When the ring head's transmission started, and when it arrives at the far end.
+    pub fn head_times(&self) -> Option<(Nanos, Nanos)> {
+        self.ring.front().map(|e| (e.tx_start, e.arrive))
+    }
+
     /// Queue occupancy (packets, bytes) at `now`.
     #[inline]
     pub fn queue_at(&mut self, now: Nanos) -> (u32, u64) {
@@ -535,7 +565,7 @@ mod tests {
         assert_eq!(p.enqueue(Nanos(0), c, pc), EnqueueOutcome::Accepted { schedule_arrival: None });
         assert_eq!(p.queue_at(Nanos(0)), (2, 3000));
         // Buffer of 2 is full: the fourth is dropped and counted.
-        assert_eq!(p.enqueue(Nanos(0), d, pd), EnqueueOutcome::Dropped);
+        assert_eq!(p.enqueue(Nanos(0), d, pd), EnqueueOutcome::Dropped(DropCause::BufferFull));
         assert_eq!(p.stats().drops, 1);
         // At 12 us the second packet starts transmitting.
         assert_eq!(p.queue_at(Nanos(12_000)), (1, 1500));
@@ -553,7 +583,7 @@ mod tests {
         let (a, pa) = pkt(&mut pool);
         let (b, pb) = pkt(&mut pool);
         assert!(matches!(p.enqueue(Nanos(0), a, pa), EnqueueOutcome::Accepted { .. }));
-        assert_eq!(p.enqueue(Nanos(0), b, pb), EnqueueOutcome::Dropped);
+        assert_eq!(p.enqueue(Nanos(0), b, pb), EnqueueOutcome::Dropped(DropCause::BufferFull));
         let (c, pc) = pkt(&mut pool);
         assert!(matches!(p.enqueue(Nanos(12_000), c, pc), EnqueueOutcome::Accepted { .. }));
     }
@@ -566,7 +596,7 @@ mod tests {
             let (id, pk) = pkt(&mut pool);
             let r = p.enqueue(Nanos(0), id, pk);
             // first goes on the wire, two wait (3000 bytes), the fourth overflows
-            assert_eq!(matches!(r, EnqueueOutcome::Dropped), i == 3);
+            assert_eq!(matches!(r, EnqueueOutcome::Dropped(DropCause::BufferFull)), i == 3);
         }
     }
 
@@ -677,7 +707,8 @@ mod tests {
             (0..10).map(|_| matches!(offer(&mut p, true), EnqueueOutcome::Accepted { .. })).collect();
         assert!(outcomes.iter().all(|&a| a));
         assert!(p.stats().ecn_marks >= 5, "{:?}", p.stats());
-        assert_eq!(offer(&mut p, false), EnqueueOutcome::Dropped);
+        // (Not ECN-capable: RED in ECN mode drops what it would mark, with room in the buffer.)
+        assert_eq!(offer(&mut p, false), EnqueueOutcome::Dropped(DropCause::Early));
     }
 
     fn priority_port(limit: BufferLimit, pushout: bool) -> Port {
@@ -735,7 +766,7 @@ mod tests {
         let (b, _) = offer(&mut p, &mut pool, Nanos(0), 1);
         let (c, _) = offer(&mut p, &mut pool, Nanos(0), 1);
         // Full: a band-1 packet is dropped, a band-0 one pushes out the newest band-1 packet.
-        assert_eq!(offer(&mut p, &mut pool, Nanos(0), 1).1, EnqueueOutcome::Dropped);
+        assert_eq!(offer(&mut p, &mut pool, Nanos(0), 1).1, EnqueueOutcome::Dropped(DropCause::BufferFull));
         let (d, out) = offer(&mut p, &mut pool, Nanos(0), 0);
         assert_eq!(out, EnqueueOutcome::Replaced { dropped: c });
         assert_eq!(p.stats().drops, 2);
@@ -745,6 +776,6 @@ mod tests {
         let mut q = priority_port(BufferLimit::Packets(1), false);
         offer(&mut q, &mut pool, Nanos(0), 1);
         offer(&mut q, &mut pool, Nanos(0), 1);
-        assert_eq!(offer(&mut q, &mut pool, Nanos(0), 0).1, EnqueueOutcome::Dropped);
+        assert_eq!(offer(&mut q, &mut pool, Nanos(0), 0).1, EnqueueOutcome::Dropped(DropCause::BufferFull));
     }
 }

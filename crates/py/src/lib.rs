@@ -231,6 +231,8 @@ fn network(
     m.set_item("cwnd_interval_s", sc.monitor.cwnd_interval.map(|t| t.as_secs_f64()))?;
     m.set_item("cwnd_flows", sc.monitor.cwnd_flows.clone())?;
     m.set_item("queue_interval_s", sc.monitor.queue_interval.map(|t| t.as_secs_f64()))?;
+    m.set_item("drops", sc.monitor.drops)?;
+    m.set_item("pcap", sc.monitor.pcap.as_ref().map(|p| p.points.clone()))?;
     d.set_item("monitor", m)?;
     Ok(d.into())
 }
@@ -401,6 +403,15 @@ fn to_py(py: Python<'_>, r: &Results) -> PyResult<PyObject> {
         Some(c) => out.set_item("cwnd", table_to_py(py, c)?)?,
         None => out.set_item("cwnd", py.None())?,
     }
+    match &r.drops {
+        Some(d) => out.set_item("drops", table_to_py(py, d)?)?,
+        None => out.set_item("drops", py.None())?,
+    }
+    let pcaps = PyList::empty_bound(py);
+    for f in &r.pcaps {
+        pcaps.append((f.name.as_str(), PyBytes::new_bound(py, &f.bytes), f.packets, f.missed))?;
+    }
+    out.set_item("pcaps", pcaps)?;
     let summary =
         serde_json::to_value(&r.summary).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
     out.set_item("summary", json_to_py(py, &summary)?)?;

@@ -78,6 +78,22 @@ pub struct MonitorConfig {
     pub queue_interval: Option<Nanos>,
     /// Link names "a->b"; empty means every switch port.
     pub queues: Vec<String>,
+    /// Record every packet a port drops (`drops.parquet`).
+    pub drops: bool,
+    /// Packet captures (`pcap/*.pcap`), when asked for.
+    pub pcap: Option<PcapConfig>,
+}
+
+/// `[monitor] pcap`: the hosts and links to capture, the time window and the packet limit.
+#[derive(Clone, Debug)]
+pub struct PcapConfig {
+    /// Host names (its NIC's both directions) and link names "a->b" (that output port).
+    pub points: Vec<String>,
+    /// Packets leaving (or, on a host's receiving side, arriving) in [from, until) are kept.
+    pub from: Nanos,
+    pub until: Option<Nanos>,
+    /// Each capture keeps at most this many packets; the rest are counted.
+    pub max_packets: u64,
 }
 
 /// `[transport] scheduler`: SCHED_TCP's layer between each origin-destination pair's flows and

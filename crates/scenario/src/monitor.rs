@@ -1,8 +1,9 @@
-//! The `[monitor]` table: which queues and congestion windows to sample, and how often.
+//! The `[monitor]` table: which queues and congestion windows to sample, and how often; the
+//! drop trace; packet captures.
 
 use crate::tables::At;
 use crate::units::Duration;
-use crate::{MonitorConfig, ScenarioError};
+use crate::{MonitorConfig, PcapConfig, ScenarioError};
 use fctlab_engine::Nanos;
 use fctlab_net::Topology;
 use serde::Deserialize;
@@ -14,7 +15,17 @@ pub(crate) struct RawMonitor {
     cwnd_flows: Option<toml::Value>,
     queue_interval: Option<Duration>,
     queues: Option<Vec<String>>,
+    drops: Option<bool>,
+    pcap: Option<Vec<String>>,
+    pcap_from: Option<Duration>,
+    pcap_until: Option<Duration>,
+    pcap_max_packets: Option<i64>,
 }
+
+/// Packets a capture keeps at most unless `pcap_max_packets` says otherwise.
+pub const DEFAULT_PCAP_MAX_PACKETS: u64 = 100_000;
+/// The most `pcap_max_packets` may be (about 15 GB of memory held by the capture).
+const MAX_PCAP_PACKETS: i64 = 100_000_000;
 
 /// Validates `[monitor]` against the topology and the number of flows.
 pub(crate) fn build(
@@ -55,6 +66,8 @@ pub(crate) fn build(
         cwnd_flows,
         queue_interval: m.queue_interval.map(|d| d.0),
         queues: m.queues.clone().unwrap_or_default(),
+        drops: m.drops.unwrap_or(false),
+        pcap: pcap(m, &at, topology)?,
     };
     if monitor.queue_interval == Some(Nanos::ZERO) {
         return Err(at.err("queue_interval", "must be positive"));
@@ -78,4 +91,59 @@ pub(crate) fn build(
         }
     }
     Ok(monitor)
+}
+
+/// `pcap`, `pcap_from`, `pcap_until`, `pcap_max_packets`: what to capture, checked against
+/// the topology.
+fn pcap(m: &RawMonitor, at: &At, topology: &Topology) -> Result<Option<PcapConfig>, ScenarioError> {
+    let Some(points) = &m.pcap else {
+        for (key, set) in [
+            ("pcap_from", m.pcap_from.is_some()),
+            ("pcap_until", m.pcap_until.is_some()),
+            ("pcap_max_packets", m.pcap_max_packets.is_some()),
+        ] {
+            if set {
+                return Err(at.err(key, "needs `pcap` (the hosts or links to capture)"));
+            }
+        }
+        return Ok(None);
+    };
+    let mut seen = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        let key = format!("pcap[{i}]");
+        if let Some((a, b)) = p.split_once("->") {
+            let (a, b) = (topology.find(a.trim()), topology.find(b.trim()));
+            let adjacent = matches!((a, b), (Some(a), Some(b))
+                if topology.links.iter().any(|l| (l.a == a && l.b == b) || (l.a == b && l.b == a)));
+            if !adjacent {
+                return Err(at.err(&key, format!("\"{p}\" is not a link; write \"a->b\" with two adjacent node names")));
+            }
+        } else {
+            match topology.find(p.trim()) {
+                Some(n) if topology.nodes[n].kind == fctlab_net::NodeKind::Host => {}
+                Some(_) => {
+                    return Err(at.err(
+                        &key,
+                        format!("\"{p}\" is a switch; capture one of its links (\"{p}->NEXT\") or a host"),
+                    ))
+                }
+                None => return Err(at.err(&key, format!("\"{p}\" is neither a host nor a link \"a->b\""))),
+            }
+        }
+        if seen.contains(&p.trim()) {
+            return Err(at.err(&key, format!("\"{p}\" is listed twice")));
+        }
+        seen.push(p.trim());
+    }
+    let from = m.pcap_from.map_or(Nanos::ZERO, |d| d.0);
+    let until = m.pcap_until.map(|d| d.0);
+    if until.is_some_and(|u| u <= from) {
+        return Err(at.err("pcap_until", "must be after `pcap_from`"));
+    }
+    let max_packets = match m.pcap_max_packets {
+        None => DEFAULT_PCAP_MAX_PACKETS,
+        Some(n) if (1..=MAX_PCAP_PACKETS).contains(&n) => n as u64,
+        Some(n) => return Err(at.err("pcap_max_packets", format!("expected 1 to {MAX_PCAP_PACKETS}, got {n}"))),
+    };
+    Ok(Some(PcapConfig { points: points.iter().map(|p| p.trim().to_string()).collect(), from, until, max_packets }))
 }

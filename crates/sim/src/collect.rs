@@ -11,7 +11,15 @@ impl Simulation {
         let flows = self.flow_rows();
         let (links, drops, marks) = self.link_rows();
         let summary = self.summary(interrupted, drops, marks);
-        Results { flows, links, queues: self.monitor.queues.clone(), cwnd: self.monitor.cwnd.clone(), summary }
+        Results {
+            flows,
+            links,
+            queues: self.monitor.queues.clone(),
+            cwnd: self.monitor.cwnd.clone(),
+            drops: self.monitor.drops.clone(),
+            pcaps: self.capture.as_ref().map_or_else(Vec::new, |c| c.files()),
+            summary,
+        }
     }
 
     /// One row per flow.
@@ -66,6 +74,9 @@ impl Simulation {
                 left_slow_start: counts.left_slow_start,
                 scheduler: scheduled.map_or("none", |h| h.policy().name()),
                 conn_finish_s: st.conn_finish.map(|t| t.as_secs_f64()),
+                rtt_min_s: counts.rtt.map(|(min, _)| min.as_secs_f64()),
+                rtt_mean_s: counts.rtt.map(|(_, mean)| mean.as_secs_f64()),
+                drops: self.flow_drops[i] as u64,
             });
         }
         flows

@@ -15,13 +15,15 @@ mod build;
 mod collect;
 mod ideal;
 mod monitor;
+mod pcap;
 mod results;
 mod sched;
 mod sim;
 
+pub use pcap::{ipv4_of, ports_of, PcapFile, ROUTER_OPTION_EXID};
 pub use results::{
-    Column, ColumnSpec, ColumnType, CwndSample, FlowResult, LinkResult, QueueSample, Results, Row, Schema, Summary,
-    SCHEMAS,
+    Column, ColumnSpec, ColumnType, CwndSample, DropRecord, FlowResult, LinkResult, QueueSample, Results, Row, Schema,
+    Summary, SCHEMAS,
 };
 pub use sim::{RunStatus, Simulation, DEFAULT_HORIZON};
 

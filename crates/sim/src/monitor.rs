@@ -1,7 +1,10 @@
-//! Monitors: periodic samples of queue lengths and congestion windows (`[monitor]`).
+//! Monitors: periodic samples of queue lengths and congestion windows, and the drop trace
+//! (`[monitor]`).
 
 use crate::build::Network;
-use crate::results::{CwndSample, QueueSample};
+use crate::results::{CwndSample, DropRecord, QueueSample};
+use fctlab_net::Packet;
+use std::sync::Arc;
 use fctlab_engine::Nanos;
 use fctlab_scenario::Scenario;
 use fctlab_transport::TcpSender;
@@ -15,6 +18,10 @@ pub(crate) struct Monitor {
     cwnd_traced: Vec<u32>,
     /// Bytes acknowledged per traced flow at the previous sample.
     cwnd_last_acked: Vec<u64>,
+    /// Every dropped packet, when traced; the names its rows use: each port's ("a->b"), then
+    /// each node's (for a packet a switch had no route for).
+    pub drops: Option<Vec<DropRecord>>,
+    drop_names: Vec<Arc<str>>,
 }
 
 impl Monitor {
@@ -41,7 +48,16 @@ impl Monitor {
             None => (0..nflows as u32).collect(),
             Some(ids) => ids.iter().map(|&f| f as u32).collect(),
         };
+        let drop_names = if m.drops {
+            let node = |n: fctlab_net::NodeId| topo.nodes[n.0 as usize].name.as_str();
+            let ports = net.ports.iter().map(|p| Arc::from(format!("{}->{}", node(p.from), node(p.to))));
+            ports.chain(topo.nodes.iter().map(|n| Arc::from(n.name.as_str()))).collect()
+        } else {
+            Vec::new()
+        };
         Monitor {
+            drops: m.drops.then(Vec::new),
+            drop_names,
             sampled_ports,
             queues: m.queue_interval.map(|_| Vec::new()),
             cwnd: m.cwnd_interval.map(|_| Vec::new()),
@@ -84,5 +100,26 @@ impl Monitor {
                 pacing_bps: snd.pacing_rate().map(|r| r.0 as f64),
             });
         }
+    }
+}
+
+impl Monitor {
+    /// Traces packet `p`, dropped at `now` by port `port`, or (None) by node `node`, which had
+    /// no route for it; `ports` is the number of ports.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_drop(&mut self, now: Nanos, port: Option<usize>, node: usize, ports: usize, p: &Packet, cause: &'static str) {
+        let Some(d) = self.drops.as_mut() else { return };
+        let name = self.drop_names[port.unwrap_or(ports + node)].clone();
+        d.push(DropRecord {
+            time_s: now.as_secs_f64(),
+            link_id: port.map(|i| i as u64),
+            link: name,
+            flow_id: p.flow.0 as u64,
+            kind: p.kind.name(),
+            seq: if p.kind.is_reverse() { p.ack } else { p.seq },
+            payload_bytes: p.payload_bytes as u64,
+            retransmission: p.has(fctlab_net::packet::flags::RETX),
+            cause,
+        });
     }
 }

@@ -247,6 +247,11 @@ result_table!(
         scheduler: &'static str,
         /// When the connection opened for the flow completed.
         conn_finish_s: Option<f64>,
+        /// The smallest and the mean RTT the sender measured (None before its first sample).
+        rtt_min_s: Option<f64>,
+        rtt_mean_s: Option<f64>,
+        /// The flow's packets (data and ACKs) that ports dropped.
+        drops: u64,
     }
 );
 
@@ -286,6 +291,27 @@ result_table!(
 );
 
 result_table!(
+    /// One dropped packet (`[monitor] drops`).
+    "drops",
+    DropRecord {
+        time_s: f64,
+        /// The port that dropped it (None: a switch had no route for it).
+        link_id: Option<u64>,
+        /// The port's name "a->b", or the node without a route.
+        link: std::sync::Arc<str>,
+        flow_id: u64,
+        /// data, ack, syn, synack or fin.
+        kind: &'static str,
+        /// A data packet's first byte (offset in the flow), an ACK's cumulative ACK.
+        seq: u64,
+        payload_bytes: u64,
+        retransmission: bool,
+        /// buffer_full, early, pushed_out or no_route.
+        cause: &'static str,
+    }
+);
+
+result_table!(
     /// A congestion-window sample of one flow.
     "cwnd",
     CwndSample {
@@ -309,7 +335,8 @@ impl Summary {
 }
 
 /// Every result table's schema, in the order of `docs/results.md`.
-pub const SCHEMAS: [Schema; 4] = [FlowResult::SCHEMA, LinkResult::SCHEMA, QueueSample::SCHEMA, CwndSample::SCHEMA];
+pub const SCHEMAS: [Schema; 5] =
+    [FlowResult::SCHEMA, LinkResult::SCHEMA, QueueSample::SCHEMA, CwndSample::SCHEMA, DropRecord::SCHEMA];
 
 /// Whole-run figures (`summary.json`; its keys are these fields').
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -352,6 +379,10 @@ pub struct Results {
     pub queues: Option<Vec<QueueSample>>,
     /// Congestion-window samples, when the scenario asked for them.
     pub cwnd: Option<Vec<CwndSample>>,
+    /// Dropped packets, when the scenario asked for them.
+    pub drops: Option<Vec<DropRecord>>,
+    /// Packet captures, when the scenario asked for them.
+    pub pcaps: Vec<crate::pcap::PcapFile>,
     pub summary: Summary,
 }
 

@@ -3,10 +3,13 @@
 
 use crate::build::{FlowPaths, Network, HOP_REVERSE};
 use crate::monitor::Monitor;
+use crate::pcap::Capture;
 use crate::sched::HostLayer;
 use fctlab_engine::{EventQueue, Nanos};
 use fctlab_net::packet::flags;
-use fctlab_net::{EnqueueOutcome, FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId};
+use fctlab_net::{
+    DropCause, EnqueueOutcome, FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId,
+};
 use fctlab_scenario::{Scenario, ScenarioError};
 use fctlab_transport::cc::{PortControl, PortInfo, PortView};
 use fctlab_transport::{TcpReceiver, TcpSender};
@@ -45,6 +48,8 @@ pub(crate) struct FlowCounts {
     pub packets_sent: u64,
     pub loss_probes: u64,
     pub left_slow_start: bool,
+    /// The smallest and the mean RTT the sender measured.
+    pub rtt: Option<(Nanos, Nanos)>,
 }
 
 impl FlowCounts {
@@ -58,6 +63,7 @@ impl FlowCounts {
             packets_sent: c.snd.packets_sent,
             loss_probes: c.snd.probes,
             left_slow_start: c.snd.left_slow_start,
+            rtt: c.snd.rtt_measured(),
         }
     }
 }
@@ -148,6 +154,10 @@ pub struct Simulation {
     /// Each flow's packet priority, when a queue discipline of the run classifies flows by
     /// their tags (strict priority); None otherwise (every packet has priority 0).
     flow_prio: Option<Vec<u8>>,
+    /// Each flow's packets that ports dropped (data and ACKs).
+    pub(crate) flow_drops: Vec<u32>,
+    /// Packet captures (`[monitor] pcap`).
+    pub(crate) capture: Option<Box<Capture>>,
 }
 
 impl Simulation {
@@ -172,6 +182,7 @@ impl Simulation {
             (0..flows.len() as u32).filter(|&i| scenario.flows[i as usize].after.is_none()).collect();
         start_order.sort_by_key(|&i| (scenario.flows[i as usize].start, i));
         let monitor = Monitor::new(&scenario, &net);
+        let capture = Capture::new(&scenario, &net);
         let nflows = flows.len();
         let (port_ctl, router_owner) = router_families(&scenario, &net)?;
         let port_ticking = vec![false; port_ctl.len()];
@@ -205,6 +216,8 @@ impl Simulation {
             host,
             host_done: Vec::new(),
             flow_prio,
+            flow_drops: vec![0; nflows],
+            capture,
         };
         if let Some(&first) = sim.start_order.first() {
             let t = sim.scenario.flows[first as usize].start;
@@ -325,6 +338,9 @@ impl Simulation {
     fn dispatch(&mut self, ev: Event) {
         match ev {
             Event::Arrival(p) => {
+                if self.capture.is_some() {
+                    self.capture_head(p as usize);
+                }
                 let (pid, meta, next) = self.net.ports[p as usize].pop_arrival(self.now);
                 if let Some(t) = next {
                     self.events.push(t, Event::Arrival(p));
@@ -398,10 +414,7 @@ impl Simulation {
             // port of its flow's path.
             match self.paths.next(meta.flow, meta.hop) {
                 Some((port, hop)) => self.enqueue(port, pid, PacketMeta { hop, ..meta }),
-                None => {
-                    self.counts.no_route_drops += 1;
-                    self.pool.free(pid);
-                }
+                None => self.dropped_unrouted(node, pid),
             }
             return;
         }
@@ -508,8 +521,8 @@ impl Simulation {
             match self.paths.next(meta.flow, meta.hop) {
                 Some((port, hop)) => self.enqueue(port, pid, PacketMeta { hop, ..meta }),
                 None => {
-                    self.counts.no_route_drops += 1;
-                    self.pool.free(pid);
+                    let host = self.pool.get(pid).src;
+                    self.dropped_unrouted(host, pid);
                 }
             }
         }
@@ -524,9 +537,45 @@ impl Simulation {
         match self.net.ports[port.0 as usize].enqueue(self.now, pid, meta) {
             EnqueueOutcome::Accepted { schedule_arrival: Some(t) } => self.events.push(t, Event::Arrival(port.0)),
             EnqueueOutcome::Accepted { schedule_arrival: None } => {}
-            EnqueueOutcome::Dropped => self.pool.free(pid),
-            EnqueueOutcome::Replaced { dropped } => self.pool.free(dropped),
+            EnqueueOutcome::Dropped(cause) => self.dropped(port, pid, cause),
+            EnqueueOutcome::Replaced { dropped } => self.dropped(port, dropped, DropCause::PushedOut),
         }
+    }
+
+    /// Port `port` dropped packet `pid`: counted for its flow, traced, freed.
+    #[cold]
+    #[inline(never)]
+    fn dropped(&mut self, port: PortId, pid: PacketId, cause: DropCause) {
+        let p = self.pool.take(pid);
+        self.flow_drops[p.flow.0 as usize] += 1;
+        let (now, ports) = (self.now, self.net.ports.len());
+        self.monitor.record_drop(now, Some(port.0 as usize), 0, ports, &p, cause.name());
+    }
+
+    /// Node `node` has no route for packet `pid` (a dead link): counted, traced, freed.
+    #[cold]
+    #[inline(never)]
+    fn dropped_unrouted(&mut self, node: NodeId, pid: PacketId) {
+        self.counts.no_route_drops += 1;
+        let p = self.pool.take(pid);
+        self.flow_drops[p.flow.0 as usize] += 1;
+        let (now, ports) = (self.now, self.net.ports.len());
+        self.monitor.record_drop(now, None, node.0 as usize, ports, &p, "no_route");
+    }
+
+    /// Hands the head packet of port `p`, about to arrive, to the captures that tap the port.
+    #[cold]
+    #[inline(never)]
+    fn capture_head(&mut self, p: usize) {
+        let Some(cap) = self.capture.as_deref_mut() else { return };
+        let port = &self.net.ports[p];
+        if !cap.taps(p) {
+            return;
+        }
+        let (Some((pid, meta)), Some((tx_start, arrive))) = (port.head(), port.head_times()) else { return };
+        // The flags the network carried (marks) are in the metadata until the packet lands.
+        let pkt = Packet { flags: meta.flags, ..self.pool.get(pid) };
+        cap.record(p, port.from, port.to, tx_start, arrive, &pkt);
     }
 
     fn start_due_flows(&mut self) {

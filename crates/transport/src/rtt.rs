@@ -13,8 +13,11 @@ pub struct RttEstimator {
     max_rto: Nanos,
     granularity: Nanos,
     rto: Nanos,
-    /// Smallest RTT seen (base RTT estimate).
-    pub min_rtt: Nanos,
+    /// Smallest RTT seen.
+    min_rtt: Nanos,
+    /// Every sample's RTT summed, and the number of samples (the flows table's mean RTT).
+    sum_ns: u64,
+    samples: u64,
     /// `rto_model = "ns2"`: ns-2's fixed-point estimator in ticks of `granularity`.
     ns2: bool,
     /// ns-2's `t_srtt_` (8 x SRTT in ticks; 0: the next sample initialises) and `t_rttvar_`
@@ -34,6 +37,8 @@ impl RttEstimator {
             granularity: cfg.rto_granularity,
             rto: cfg.initial_rto.max(cfg.min_rto),
             min_rtt: Nanos::MAX,
+            sum_ns: 0,
+            samples: 0,
             ns2: cfg.rto_model == RtoModel::Ns2,
             t_srtt: 0,
             t_rttvar: 0,
@@ -49,7 +54,7 @@ impl RttEstimator {
     pub fn sample_ns2(&mut self, sent: Nanos, now: Nanos) {
         let tick = self.granularity.0.max(1);
         let t_rtt = ((now.0 / tick) as i64 - (sent.0 / tick) as i64).max(1);
-        self.min_rtt = self.min_rtt.min(Nanos(now.0.saturating_sub(sent.0)));
+        self.record(Nanos(now.0.saturating_sub(sent.0)));
         if self.t_srtt != 0 {
             let mut delta = t_rtt - (self.t_srtt >> 3);
             self.t_srtt += delta;
@@ -84,6 +89,19 @@ impl RttEstimator {
         }
     }
 
+    /// Counts one measured RTT toward the minimum and the mean.
+    #[inline]
+    fn record(&mut self, r: Nanos) {
+        self.min_rtt = self.min_rtt.min(r);
+        self.sum_ns += r.0;
+        self.samples += 1;
+    }
+
+    /// The smallest and the mean of the RTTs measured so far (None before the first).
+    pub fn measured(&self) -> Option<(Nanos, Nanos)> {
+        (self.samples > 0).then(|| (self.min_rtt, Nanos(self.sum_ns / self.samples)))
+    }
+
     /// `rto_model = "ns2"`.
     pub fn is_ns2(&self) -> bool {
         self.ns2
@@ -101,7 +119,7 @@ impl RttEstimator {
             self.rttvar_ns = (3 * self.rttvar_ns + diff) / 4;
             self.srtt_ns = (7 * self.srtt_ns + r) / 8;
         }
-        self.min_rtt = self.min_rtt.min(Nanos(r));
+        self.record(Nanos(r));
         let mut rto = self.srtt_ns + 4 * self.rttvar_ns;
         if self.granularity.0 > 0 {
             // A coarse timer counts whole ticks: round up (ns-2's tcpTick_).
@@ -188,6 +206,22 @@ mod tests {
         // The backed-off timeout is never below two ticks.
         let g = RttEstimator::new(&TcpConfig { initial_rto: Nanos::from_millis(1), ..cfg });
         assert_eq!(g.backed_off(0), Nanos::from_millis(20));
+    }
+
+    #[test]
+    fn minimum_and_mean_of_the_measured_rtts() {
+        let cfg = TcpConfig::default();
+        let mut e = RttEstimator::new(&cfg);
+        assert_eq!(e.measured(), None);
+        for ms in [30, 10, 20] {
+            e.sample(Nanos::from_millis(ms));
+        }
+        assert_eq!(e.measured(), Some((Nanos::from_millis(10), Nanos::from_millis(20))));
+        // ns-2's estimator counts ticks, but the minimum and mean are of the raw times.
+        let mut n = RttEstimator::new(&TcpConfig { rto_model: RtoModel::Ns2, ..cfg });
+        n.sample_ns2(Nanos::from_millis(5), Nanos::from_millis(8));
+        n.sample_ns2(Nanos::from_millis(10), Nanos::from_millis(15));
+        assert_eq!(n.measured(), Some((Nanos::from_millis(3), Nanos::from_millis(4))));
     }
 
     #[test]

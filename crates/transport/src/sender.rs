@@ -309,6 +309,10 @@ impl TcpSender {
     pub fn srtt(&self) -> Option<Nanos> {
         self.rtt.srtt()
     }
+    /// The smallest and the mean of the RTTs measured so far (None before the first).
+    pub fn rtt_measured(&self) -> Option<(Nanos, Nanos)> {
+        self.rtt.measured()
+    }
     pub fn in_recovery(&self) -> bool {
         self.in_recovery
     }
