@@ -111,6 +111,8 @@ class RunResult:
         Every dropped packet, when the scenario asked for them (``[monitor] drops``).
     pcaps : list of PcapCapture
         Packet captures (``[monitor] pcap``): name, pcap file bytes, packets, missed.
+    pcap_hosts : str or None
+        With captures: every host's IPv4 address in them, as a hosts file (``10.0.0.3 s0``).
     summary : dict
         Whole-run figures (``summary.json``).
     """
@@ -122,6 +124,7 @@ class RunResult:
     cwnd_table: "Optional[pa.Table]" = None
     drops_table: "Optional[pa.Table]" = None
     pcaps: list = field(default_factory=list)
+    pcap_hosts: Optional[str] = None
     #: Who produced the run (``fctlab.rundir.PRODUCERS``): the simulator, or ns-2.35 for a
     #: crosscheck's other side.
     producer: str = "simulator"
@@ -242,6 +245,7 @@ class RunResult:
             self.cwnd_table,
             drops=self.drops_table,
             pcaps=[(c.name, c.data) for c in self.pcaps],
+            pcap_hosts=self.pcap_hosts,
         )
 
 
@@ -376,7 +380,9 @@ def run(
     summary["overrides"] = ov
     summary["unset"] = list(unset)
     pcaps = [PcapCapture(n, data, packets, missed) for n, data, packets, missed in raw["pcaps"]]
-    return RunResult(flows, links, queues, summary, cwnd_table=cwnd, drops_table=drops, pcaps=pcaps)
+    return RunResult(
+        flows, links, queues, summary, cwnd_table=cwnd, drops_table=drops, pcaps=pcaps, pcap_hosts=raw["pcap_hosts"]
+    )
 
 
 def validate(scenario: ScenarioLike, *, set: Sequence[str] = (), unset: Sequence[str] = (), **overrides: Any) -> dict:

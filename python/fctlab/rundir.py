@@ -172,10 +172,11 @@ def write_run(
     cwnd: Optional[TableLike] = None,
     drops: Optional[TableLike] = None,
     pcaps: Sequence[tuple[str, bytes]] = (),
+    pcap_hosts: Optional[str] = None,
 ) -> Path:
     """Writes a run directory: the tables given, summary.json from :func:`make_summary`, and
-    each packet capture ``(name, pcap bytes)`` as ``pcap/<file name>`` (:func:`pcap_file_name`).
-    Returns the directory.
+    each packet capture ``(name, pcap bytes)`` as ``pcap/<file name>`` (:func:`pcap_file_name`),
+    with ``pcap_hosts`` (the hosts' addresses) as ``pcap/hosts``. Returns the directory.
 
     The files are written into a temporary directory first and moved into place at the end,
     with Ctrl-C and SIGTERM held back for the moves: an interrupted write leaves the directory
@@ -200,6 +201,8 @@ def write_run(
             (tmp / "pcap").mkdir()
             for name, data in pcaps:
                 (tmp / "pcap" / pcap_file_name(name)).write_bytes(data)
+            if pcap_hosts is not None:
+                (tmp / "pcap" / "hosts").write_text(pcap_hosts, encoding="utf-8")
         with open(tmp / "summary.json", "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=2, sort_keys=True)
             f.write("\n")
@@ -288,7 +291,13 @@ def check_run_dir(run_dir: Union[str, os.PathLike]) -> list[str]:
         make_summary(raw.get("producer"), {k: v for k, v in raw.items() if k in SUMMARY_KEYS})
     except (OSError, ValueError, AttributeError) as e:
         problems.append(f"summary.json: {e}")
-    schemas = {"flows": FLOW_SCHEMA, "links": LINK_SCHEMA, "queues": QUEUE_SCHEMA, "cwnd": CWND_SCHEMA, "drops": DROP_SCHEMA}
+    schemas = {
+        "flows": FLOW_SCHEMA,
+        "links": LINK_SCHEMA,
+        "queues": QUEUE_SCHEMA,
+        "cwnd": CWND_SCHEMA,
+        "drops": DROP_SCHEMA,
+    }
     for name, schema in schemas.items():
         f = d / f"{name}.parquet"
         if not f.is_file():

@@ -236,6 +236,9 @@ def _run_one(base: str, overrides: list, run_id: str, values: list, seed: int, o
         tagged(res.links_table),
         tagged(res.queues_table),
         tagged(res.cwnd_table),
+        drops=tagged(res.drops_table),
+        pcaps=[(c.name, c.data) for c in res.pcaps],
+        pcap_hosts=res.pcap_hosts,
     )
     final = root / f"run_id={run_id}"
     if final.exists():  # another attempt finished first: keep it

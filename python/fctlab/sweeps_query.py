@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 #: The store's tables besides ``runs``: each run's files under ``flows/run_id=<id>/``.
-TABLES = ("flows", "links", "queues", "cwnd")
+TABLES = ("flows", "links", "queues", "cwnd", "drops")
 
 
 class QueryError(ValueError):

@@ -497,7 +497,7 @@ def test_the_default_sweep_report_is_slowdown_by_size_against_load_one_line_per_
 def test_the_store_keeps_links_and_the_monitors_the_base_asks_for(tmp_path):
     """Each run's links table, and its queue samples when the base scenario has [monitor],
     are in the store beside its flows, tagged with its swept values, and queryable."""
-    (tmp_path / "base.toml").write_text(BASE + '[monitor]\nqueue_interval = "1ms"\nqueues = ["all"]\n')
+    (tmp_path / "base.toml").write_text(BASE + '[monitor]\nqueue_interval = "1ms"\nqueues = ["all"]\ndrops = true\n')
     f = tmp_path / "sweep.toml"
     f.write_text('base = "base.toml"\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n')
     out = tmp_path / "out"
@@ -510,6 +510,10 @@ def test_the_store_keeps_links_and_the_monitors_the_base_asks_for(tmp_path):
     assert int(links.set_index("run_id").loc[runs["run_id"][0], "ports"]) == one
     q = query(out, 'SELECT "transport.protocol" AS p, count(*) AS n FROM queues GROUP BY ALL')
     assert len(q) == 2 and (q["n"] > 0).all()
+    # each run's drop trace has a row per drop its links counted
+    d = query(out, "SELECT run_id, count(*) AS n FROM drops GROUP BY ALL").set_index("run_id")["n"]
+    per_run = links.set_index("run_id")["d"]
+    assert {r: int(d.get(r, 0)) for r in per_run.index} == {r: int(v) for r, v in per_run.items()}
 
 
 def fctlab_run_links(out: Path, run_id: str) -> int:

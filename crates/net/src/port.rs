@@ -465,7 +465,7 @@ impl Port {
 
     /// Removes the ring head, which arrives at the far end now. Returns it and the arrival
     /// time of the next head, if any (the caller schedules the next arrival event then).
-    #[inline]
+    #[inline(always)]
     pub fn pop_arrival(&mut self, now: Nanos) -> (PacketId, PacketMeta, Option<Nanos>) {
         self.advance(now);
         let head = self.ring.pop_front().expect("arrival event on an empty port");

@@ -412,6 +412,7 @@ fn to_py(py: Python<'_>, r: &Results) -> PyResult<PyObject> {
         pcaps.append((f.name.as_str(), PyBytes::new_bound(py, &f.bytes), f.packets, f.missed))?;
     }
     out.set_item("pcaps", pcaps)?;
+    out.set_item("pcap_hosts", r.pcap_hosts.as_deref())?;
     let summary =
         serde_json::to_value(&r.summary).map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
     out.set_item("summary", json_to_py(py, &summary)?)?;

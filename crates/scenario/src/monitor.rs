@@ -122,10 +122,8 @@ fn pcap(m: &RawMonitor, at: &At, topology: &Topology) -> Result<Option<PcapConfi
             match topology.find(p.trim()) {
                 Some(n) if topology.nodes[n].kind == fctlab_net::NodeKind::Host => {}
                 Some(_) => {
-                    return Err(at.err(
-                        &key,
-                        format!("\"{p}\" is a switch; capture one of its links (\"{p}->NEXT\") or a host"),
-                    ))
+                    return Err(at
+                        .err(&key, format!("\"{p}\" is a switch; capture one of its links (\"{p}->NEXT\") or a host")))
                 }
                 None => return Err(at.err(&key, format!("\"{p}\" is neither a host nor a link \"a->b\""))),
             }

@@ -18,6 +18,7 @@ impl Simulation {
             cwnd: self.monitor.cwnd.clone(),
             drops: self.monitor.drops.clone(),
             pcaps: self.capture.as_ref().map_or_else(Vec::new, |c| c.files()),
+            pcap_hosts: self.capture.as_ref().map(|_| crate::pcap::Capture::hosts_file(&self.scenario)),
             summary,
         }
     }

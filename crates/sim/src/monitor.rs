@@ -3,11 +3,11 @@
 
 use crate::build::Network;
 use crate::results::{CwndSample, DropRecord, QueueSample};
-use fctlab_net::Packet;
-use std::sync::Arc;
 use fctlab_engine::Nanos;
+use fctlab_net::Packet;
 use fctlab_scenario::Scenario;
 use fctlab_transport::TcpSender;
+use std::sync::Arc;
 
 /// What a run samples and the samples so far.
 pub(crate) struct Monitor {
@@ -107,7 +107,15 @@ impl Monitor {
     /// Traces packet `p`, dropped at `now` by port `port`, or (None) by node `node`, which had
     /// no route for it; `ports` is the number of ports.
     #[allow(clippy::too_many_arguments)]
-    pub fn record_drop(&mut self, now: Nanos, port: Option<usize>, node: usize, ports: usize, p: &Packet, cause: &'static str) {
+    pub fn record_drop(
+        &mut self,
+        now: Nanos,
+        port: Option<usize>,
+        node: usize,
+        ports: usize,
+        p: &Packet,
+        cause: &'static str,
+    ) {
         let Some(d) = self.drops.as_mut() else { return };
         let name = self.drop_names[port.unwrap_or(ports + node)].clone();
         d.push(DropRecord {

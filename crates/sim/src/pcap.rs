@@ -99,7 +99,8 @@ impl Capture {
                 }
             }
         }
-        let files = cfg.points.iter().map(|n| CaptureFile { name: n.clone(), records: Vec::new(), missed: 0 }).collect();
+        let files =
+            cfg.points.iter().map(|n| CaptureFile { name: n.clone(), records: Vec::new(), missed: 0 }).collect();
         Some(Box::new(Capture { taps, files, from: cfg.from, until: cfg.until, max_packets: cfg.max_packets }))
     }
 
@@ -124,6 +125,19 @@ impl Capture {
                 f.records.push(Record { t, from, to, pkt: pkt.clone() });
             }
         }
+    }
+
+    /// Every host's address as a hosts file ("10.0.0.3 s0" lines), which `tshark -H` and
+    /// Wireshark read to show the topology's names.
+    pub fn hosts_file(scenario: &Scenario) -> String {
+        let mut out = String::from("# the hosts of the captures in pcap/: `tshark -H hosts -N n -r FILE.pcap`\n");
+        for (i, n) in scenario.topology.nodes.iter().enumerate() {
+            if n.kind == fctlab_net::NodeKind::Host {
+                let ip = ipv4_of(NodeId(i as u32));
+                out.push_str(&format!("{}.{}.{}.{} {}\n", ip[0], ip[1], ip[2], ip[3], n.name));
+            }
+        }
+        out
     }
 
     /// The pcap files so far, their records in time order.

@@ -381,8 +381,10 @@ pub struct Results {
     pub cwnd: Option<Vec<CwndSample>>,
     /// Dropped packets, when the scenario asked for them.
     pub drops: Option<Vec<DropRecord>>,
-    /// Packet captures, when the scenario asked for them.
+    /// Packet captures, when the scenario asked for them, and the hosts' addresses in them
+    /// (a hosts file).
     pub pcaps: Vec<crate::pcap::PcapFile>,
+    pub pcap_hosts: Option<String>,
     pub summary: Summary,
 }
 

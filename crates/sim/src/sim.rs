@@ -264,36 +264,44 @@ impl Simulation {
             return RunStatus::Finished;
         }
         let wall = Instant::now();
+        // Two copies of the loop: the one without captures has no test for them per packet.
+        let status =
+            if self.capture.is_some() { self.event_loop::<true>(until) } else { self.event_loop::<false>(until) };
+        self.loop_wall += wall.elapsed();
+        status
+    }
+
+    /// Handles events up to `until`; `CAPTURE`: hands packets to the captures.
+    #[inline(never)]
+    fn event_loop<const CAPTURE: bool>(&mut self, until: Nanos) -> RunStatus {
         let stop = self.scenario.stop_time.unwrap_or(DEFAULT_HORIZON);
-        let status = loop {
+        loop {
             let Some(t) = self.events.peek_time() else {
                 self.finished = true;
-                break RunStatus::Finished;
+                return RunStatus::Finished;
             };
             if t > stop {
                 self.now = stop;
                 self.finished = true;
-                break RunStatus::Finished;
+                return RunStatus::Finished;
             }
             if t > until {
                 self.now = until;
-                break RunStatus::Paused;
+                return RunStatus::Paused;
             }
             let (t, ev) = self.events.pop().expect("peeked");
             self.now = t;
             self.prefetch_ahead();
-            self.dispatch(ev);
+            self.dispatch::<CAPTURE>(ev);
             if self.open_flows == 0
                 && self.long_lived_running == 0
                 && self.next_start >= self.start_order.len()
                 && self.dependent_starts_pending == 0
             {
                 self.finished = true;
-                break RunStatus::Finished;
+                return RunStatus::Finished;
             }
-        };
-        self.loop_wall += wall.elapsed();
-        status
+        }
     }
 
     /// Runs to the end.
@@ -334,11 +342,11 @@ impl Simulation {
         }
     }
 
-    #[inline]
-    fn dispatch(&mut self, ev: Event) {
+    #[inline(always)]
+    fn dispatch<const CAPTURE: bool>(&mut self, ev: Event) {
         match ev {
             Event::Arrival(p) => {
-                if self.capture.is_some() {
+                if CAPTURE {
                     self.capture_head(p as usize);
                 }
                 let (pid, meta, next) = self.net.ports[p as usize].pop_arrival(self.now);
@@ -407,7 +415,7 @@ impl Simulation {
         self.controls_of(i).find_map(|c| c.class_counts())
     }
 
-    #[inline]
+    #[inline(always)]
     fn receive(&mut self, node: NodeId, pid: PacketId, meta: PacketMeta) {
         if !self.net.node_is_host[node.0 as usize] {
             // Forwarding reads only the metadata the port carried, not the packet: the next

@@ -33,6 +33,7 @@ _TI_SND_CWND = 80
 _TI_TOTAL_RETRANS = 100
 _TI_BYTES_ACKED = 120
 _TI_SEGS_OUT = 136
+_TI_MIN_RTT = 148
 _TI_INFINITE_SSTHRESH = 0x7FFFFFFF
 
 
@@ -47,6 +48,7 @@ _TI_FIELDS = {  # name: (offset, struct format) in struct tcp_info (linux/tcp.h)
     "total_retrans": (_TI_TOTAL_RETRANS, "<I"),
     "bytes_acked": (_TI_BYTES_ACKED, "<Q"),
     "segs_out": (_TI_SEGS_OUT, "<I"),
+    "min_rtt": (_TI_MIN_RTT, "<I"),
 }
 
 
@@ -64,9 +66,14 @@ def _tcp_info(sock: socket.socket) -> dict:
     }
 
 
-def _retrans_and_segs(sock: socket.socket) -> tuple[Optional[int], Optional[int]]:
+def _retrans_and_segs(sock: socket.socket) -> tuple[Optional[int], Optional[int], Optional[float]]:
+    """The socket's retransmissions, segments sent and smallest RTT (seconds; None when the
+    kernel measured none)."""
     info = _tcp_info(sock)
-    return info.get("total_retrans"), info.get("segs_out")
+    min_rtt = info.get("min_rtt")
+    # (~0U: no sample yet)
+    rtt = min_rtt / 1e6 if min_rtt not in (None, 0, 0xFFFFFFFF) else None
+    return info.get("total_retrans"), info.get("segs_out"), rtt
 
 
 # --------------------------------------------------------------------------------------
@@ -171,6 +178,7 @@ class FlowResult:
     completed: bool = False
     retransmits: Optional[int] = None
     segs_out: Optional[int] = None
+    min_rtt_s: Optional[float] = None
     cc_used: str = ""
     error: str = ""
     sock: Optional[socket.socket] = None  # the sender's socket while it is open (cwnd samples)
@@ -309,13 +317,13 @@ def _sender(
                     s.send(view[:65536])
                 except socket.timeout:
                     continue
-        res.retransmits, res.segs_out = _retrans_and_segs(s)
+        res.retransmits, res.segs_out, res.min_rtt_s = _retrans_and_segs(s)
     except OSError as e:
         if not res.completed:
             res.error = f"sender: {e}"
     finally:
         if res.retransmits is None:
-            res.retransmits, res.segs_out = _retrans_and_segs(s)
+            res.retransmits, res.segs_out, res.min_rtt_s = _retrans_and_segs(s)
         with res.lock:
             res.sock = None
         s.close()
@@ -887,6 +895,9 @@ def _flow_table(plan: Plan, m: Measured) -> pa.Table:
         else:
             rows["scheduler"].append("none")
             rows["conn_finish_s"].append(finish)
+        rows["rtt_min_s"].append(None if unmeasured else r.min_rtt_s)
+        rows["rtt_mean_s"].append(None)  # the kernel keeps a smoothed RTT, not a mean
+        rows["drops"].append(None)  # the qdiscs count drops per port, not per flow
     return pa.Table.from_pydict(rows, schema=FLOW_SCHEMA)
 
 
