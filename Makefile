@@ -1,5 +1,5 @@
 # fctlab: every target sets itself up (scripts/setup.sh) on a fresh machine.
-.PHONY: setup demo test test-rust test-python lint fmt fuzz bench clean
+.PHONY: setup demo test test-rust test-python lint fmt fuzz bench screenshots clean
 
 VENV := .venv
 FCTLAB := $(VENV)/bin/fctlab
@@ -46,6 +46,11 @@ fmt: setup
 ## Benchmarks: events/s, data packets delivered per wall-second, peak memory.
 bench: setup
 	$(FCTLAB) bench
+
+## The report screenshots in docs/img, from the tutorial's runs in headless Chromium
+## (apt-get install chromium).
+screenshots: setup
+	scripts/screenshots.sh
 
 clean:
 	rm -rf target out .venv

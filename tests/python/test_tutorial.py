@@ -5,9 +5,12 @@ SRPT at the hosts separate from plain TCP."""
 from __future__ import annotations
 
 import shutil
+import struct
+import subprocess
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from fctlab.cli import main
 
@@ -33,6 +36,28 @@ def test_the_tutorial_study_gives_one_line_per_transport(tmp_path, capsys):
         "fctlab sweep scenarios/tutorial/study.toml --out out/study",
         "fctlab report out/study --out out/study-report",
         "img/tutorial_slowdown_by_size.png",
+        "img/screenshot_sweep_report.png",
+        "img/screenshot_run_report.png",
     ):
         assert cmd in doc, cmd
-    assert (ROOT / "docs" / "img" / "tutorial_slowdown_by_size.png").is_file()
+    for img in ("tutorial_slowdown_by_size.png", "screenshot_sweep_report.png", "screenshot_run_report.png"):
+        assert (ROOT / "docs" / "img" / img).is_file(), img
+
+
+_BROWSER = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(_BROWSER is None, reason="no Chromium to take screenshots (apt-get install chromium)")
+def test_the_screenshot_command_photographs_both_reports(tmp_path):
+    """`make screenshots` (scripts/screenshots.sh) writes the two pictures the docs show, as
+    PNG images 1100 pixels wide with something drawn in them."""
+    r = subprocess.run(
+        [str(ROOT / "scripts" / "screenshots.sh"), str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr
+    for name, height in (("screenshot_sweep_report.png", 1900), ("screenshot_run_report.png", 1500)):
+        data = (tmp_path / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        width, h = struct.unpack(">II", data[16:24])
+        assert (width, h) == (1100, height)
+        assert len(data) > 50_000, "a blank page compresses to a few kilobytes"
