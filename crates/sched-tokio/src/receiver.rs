@@ -18,9 +18,11 @@ use tokio::time::Instant;
 #[derive(Copy, Clone, Debug)]
 pub struct RecvConfig {
     pub limits: Limits,
-    /// Bytes of incomplete messages one session may hold. A chunk beyond it waits (its
-    /// connection stops reading: back-pressure) until a message completes or `read_timeout`
-    /// passes, when its message fails; a message larger than this fails at once.
+    /// Bytes of incomplete messages one session may hold, counted whole: a message's first
+    /// chunk reserves its full size. A first chunk beyond it waits (its connection stops
+    /// reading: back-pressure) until a message completes or `read_timeout` passes, when its
+    /// message fails; a message larger than this fails at once. An admitted message's later
+    /// chunks never wait, so the messages admitted always complete.
     pub max_buffered_bytes: u64,
     /// Longest silence: for a connection's preamble, inside a frame, between a session's
     /// heartbeats, and for room under `max_buffered_bytes`.
@@ -91,6 +93,7 @@ struct Session {
     sizes: Vec<u64>,
     fate: Vec<u8>,
     partial: HashMap<u32, Partial>,
+    /// Room reserved by the incomplete messages (each its whole size).
     buffered: u64,
     delivered: u32,
     failed: u32,
@@ -161,8 +164,8 @@ impl Shared {
         }
         *fate = FAILED;
         s.failed += 1;
-        if let Some(p) = s.partial.remove(&id) {
-            s.buffered -= p.got;
+        if s.partial.remove(&id).is_some() {
+            s.buffered -= s.sizes[id as usize];
             self.room.notify_waiters();
         }
         let _ = self.out.send(Delivery::Failed { session: sid, id, error });
@@ -205,8 +208,14 @@ impl Shared {
             self.fail(&mut st, sid, id, e);
             return Filed::Ignored;
         }
-        if s.buffered + len > cap {
-            return Filed::NoRoom(f);
+        // A message's first chunk reserves room for the whole message, so that an admitted
+        // message can always complete: were room taken chunk by chunk, messages each holding
+        // part of the budget could all wait for room that only their completion frees.
+        if !s.partial.contains_key(&id) {
+            if s.buffered + size > cap {
+                return Filed::NoRoom(f);
+            }
+            s.buffered += size;
         }
         let p = s.partial.entry(id).or_default();
         // Overlap with the neighbouring chunks (a resent range).
@@ -220,12 +229,11 @@ impl Shared {
         p.got += len;
         let done = p.got == size;
         p.chunks.insert(f.offset, f.chunk);
-        s.buffered += len;
         if !done {
             return Filed::Stored;
         }
         let p = s.partial.remove(&id).expect("partial");
-        s.buffered -= p.got;
+        s.buffered -= size;
         s.fate[id as usize] = DELIVERED;
         s.delivered += 1;
         self.room.notify_waiters();

@@ -361,6 +361,38 @@ async fn a_session_over_its_buffer_waits_for_room_instead_of_failing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_sent_side_by_side_under_a_small_budget_do_not_block_each_other() {
+    // Two 40 KB messages under a 64 KB budget, each on its own connection: 32 KB of each, then
+    // the rest of each. Taken chunk by chunk, the first halves would fill the budget and both
+    // rests would wait for room that only their completion frees, until both failed. Each
+    // admitted message reserves its whole size instead: the second waits for the first.
+    let cfg =
+        RecvConfig { max_buffered_bytes: 64 * 1024, read_timeout: Duration::from_secs(2), ..RecvConfig::default() };
+    let mut rx = Receiver::bind(local(), cfg).await.unwrap();
+    let addr = rx.local_addr();
+    let sid = SessionId::random();
+    let (_control, _) = open_by_hand(addr, sid, &[40_000, 40_000]).await;
+    let (p0, p1) = (payload(1, 40_000), payload(2, 40_000));
+    let mut a = TcpStream::connect(addr).await.unwrap();
+    let mut b = TcpStream::connect(addr).await.unwrap();
+    a.write_all(&joined(sid, &frame(0, 0, 40_000, &p0[..32_000]))).await.unwrap();
+    b.write_all(&joined(sid, &frame(1, 0, 40_000, &p1[..32_000]))).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    a.write_all(&frame(0, 32_000, 40_000, &p0[32_000..])).await.unwrap();
+    b.write_all(&frame(1, 32_000, 40_000, &p1[32_000..])).await.unwrap();
+    let got = collect(&mut rx, 2, Duration::from_secs(5)).await;
+    let data: Vec<&Vec<u8>> =
+        got.iter().filter_map(|d| if let Delivery::Message { data, .. } = d { Some(data) } else { None }).collect();
+    assert_eq!(
+        data.len(),
+        2,
+        "{:?}",
+        got.iter().filter(|d| !matches!(d, Delivery::Message { .. })).collect::<Vec<_>>()
+    );
+    assert!(data.contains(&&p0) && data.contains(&&p1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_beyond_the_cap_do_not_stop_a_sender() {
     let cfg = RecvConfig { max_connections: 16, ..RecvConfig::default() };
     let mut rx = Receiver::bind(local(), cfg).await.unwrap();
