@@ -77,7 +77,7 @@ def test_tcp_settings_follow_the_resolved_profile():
 
 
 def test_atcp_weight_is_increase_num():
-    sc = star(flows=[{"src": "h1", "dst": "h0", "protocol": "atcp", "weight_function": "fixed", "weight": 4}])
+    sc = star(flows=[{"src": "h1", "dst": "h0", "protocol": "atcp", "atcp": {"weight_function": "fixed", "weight": 4}}])
     sc["stop_time"] = "10ms"
     assert "flow 0 h1 h0 -1 0 4" in tcl_of(sc)
 
@@ -120,7 +120,7 @@ def test_what_ns2_runs_its_own_way_is_listed_in_the_report():
 
 def test_a_weight_function_that_varies_continuously_is_an_error():
     sc = star(
-        transport={"weight_function": "linear", "threshold_low": "1MB", "threshold_high": "2MB"},
+        transport={"atcp": {"weight_function": "linear", "threshold_low": "1MB", "threshold_high": "2MB"}},
         flows=[{"src": "h1", "dst": "h0", "size": "3MB", "protocol": "atcp"}],
     )
     with pytest.raises(Unsupported, match=r"flows\[0\].weight_function"):
@@ -162,9 +162,7 @@ def test_step_weight_switches_past_the_threshold_as_in_fctlab(tmp_path):
             "profile": "ns2",
             "rwnd": "1000000B",
             "initial_ssthresh": "1000000B",
-            "w_high": 3,
-            "w_low": 1,
-            "threshold": "1MB",
+            "atcp": {"w_high": 3, "w_low": 1, "threshold": "1MB"},
         },
         "monitor": {"cwnd_interval": "1ms"},
         "flows": [

@@ -46,8 +46,11 @@ def test_simulated_weighted_flows_follow_theorem1():
             "queue": "ecn",
             "ecn_threshold": "65pkt",
         },
-        "transport": {"protocol": "atcp", "weight_function": "fixed", "ecn": True, "min_rto": "10ms"},
-        "flows": [{"src": "s0", "dst": "r0", "weight": 1}, {"src": "s1", "dst": "r1", "weight": 2, "start": "1ms"}],
+        "transport": {"protocol": "atcp", "ecn": True, "min_rto": "10ms", "atcp": {"weight_function": "fixed"}},
+        "flows": [
+            {"src": "s0", "dst": "r0", "atcp": {"weight": 1}},
+            {"src": "s1", "dst": "r1", "atcp": {"weight": 2}, "start": "1ms"},
+        ],
         "monitor": {"cwnd_interval": "10ms"},
     }
     res = fctlab.run(sc)

@@ -67,14 +67,14 @@ def rtt(delay_s: float) -> float:
 
 def _long_flows(tmp_path, alphas_betas, seconds=4.0, delay_s=150e-6):
     flows = "".join(
-        f'[[flows]]\nsrc = "s{i}"\ndst = "r{i}"\nalpha = {a}\nbeta = {b}\nstart = "{i * 7}us"\n'
+        f'[[flows]]\nsrc = "s{i}"\ndst = "r{i}"\nsdc = {{ alpha = {a}, beta = {b} }}\nstart = "{i * 7}us"\n'
         for i, (a, b) in enumerate(alphas_betas)
     )
     n = len(alphas_betas)
     text = (
         f'seed = 1\nstop_time = "{seconds}s"\n[network]\ntopology = "dumbbell"\nsenders = {n}\nreceivers = {n}\n'
         f'link_rate = "1Gbps"\nlink_delay = "{delay_s * 1e6:.0f}us"\nbuffer = "1000pkt"\n'
-        f'[transport]\nprotocol = "sdc"\nmss = "1460B"\nt_p = "{rtt(delay_s) * 1e6:.0f}us"\n' + flows
+        f'[transport]\nprotocol = "sdc"\nmss = "1460B"\n[transport.sdc]\nt_p = "{rtt(delay_s) * 1e6:.0f}us"\n' + flows
     )
     f = tmp_path / "aimd.toml"
     f.write_text(text)

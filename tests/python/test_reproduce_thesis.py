@@ -157,11 +157,11 @@ def test_two_router_protocols_share_the_switches_and_one_protocols_flows_agree(t
     racs = r.flows.loc[r.flows["protocol"] == "racs", "bytes_delivered"].iloc[0]
     assert racs > r.flows.loc[r.flows["protocol"] == "rcp", "bytes_delivered"].sum()
     # Two RCP flows with another value of a parameter the switches read: one line naming it.
-    scen.write_text(text + "alpha = 0.2\n")
+    scen.write_text(text + "rcp = { alpha = 0.2 }\n")
     with pytest.raises(fctlab.ScenarioError) as e:
         fctlab.run(str(scen))
     msg = str(e.value)
-    assert "flows[2].alpha: 0.2 here, 0.1 in flows[0]" in msg and "one rcp configuration" in msg, msg
+    assert "flows[2].rcp.alpha: 0.2 here, 0.1 in flows[0]" in msg and "one rcp configuration" in msg, msg
 
 
 def test_items_in_parallel_give_the_sequential_numbers(quick_run, tmp_path):

@@ -147,10 +147,10 @@ def test_plan_of_the_three_weight_scenario_without_root():
     assert [f.cc for f in plan.flows] == ["atcp_w1", "atcp_w2", "atcp_w3"]
     assert params.w_fixed == (1.0, 2.0, 4.0) and params.halving == "per-episode"
     assert [params.w_fixed[K.INSTANCES.index(f.cc) - 1] for f in plan.flows] == [1.0, 2.0, 4.0]
-    plan = load_plan(THEOREM1_THREE, ['transport.halving="per-window"'])
+    plan = load_plan(THEOREM1_THREE, ['transport.atcp.halving="per-window"'])
     assert resolve_congestion_controls(plan).halving == "per-window"
     assert resolve_congestion_controls(load_plan(THEOREM1_THREE), "per-window").halving == "per-window"
-    plan = load_plan(THEOREM1_THREE, ['flows.2.halving="per-window"'])
+    plan = load_plan(THEOREM1_THREE, ['flows.2.atcp.halving="per-window"'])
     with pytest.raises(TestbedError, match="must share `halving`"):
         resolve_congestion_controls(plan)
 
@@ -312,9 +312,9 @@ def test_interrupt_cleans_up(tmp_path, how):
             stop='stop_time = "20s"',
             rate="100Mbps",
             proto="atcp",
-            transport='weight_function = "fixed"',
-            f0="weight = 1",
-            f1="weight = 2",
+            transport='[transport.atcp]\nweight_function = "fixed"',
+            f0="atcp = { weight = 1 }",
+            f1="atcp = { weight = 2 }",
             net='bottleneck_delay = "2ms"\nqueue = "ecn"\necn_threshold = "20pkt"',
         )
     )

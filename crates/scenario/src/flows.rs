@@ -140,7 +140,10 @@ pub(crate) struct FlowCtx<'a> {
     pub file: String,
     pub topology: &'a Topology,
     pub tcp: TcpConfig,
-    pub transport_extra: &'a toml::Table,
+    /// `[transport]`'s protocol tables (`[transport.rcp]`), by canonical name.
+    pub transport_params: &'a [(&'static str, toml::Table)],
+    /// The protocols the flows built so far use (canonical names).
+    pub used_protocols: Vec<&'static str>,
     pub default_protocol: String,
     pub groups: Vec<String>,
     /// Each group's index in `groups` (a closed-loop workload names one group per round).
@@ -276,42 +279,97 @@ impl FlowCtx<'_> {
         Some(i)
     }
 
-    /// Resolves a protocol and its parameters: `[transport]` values first, then `extra` (the
-    /// entry's own keys that are not in `own_keys`). Returns the configuration and whether
-    /// data packets are ECN-capable.
+    /// Resolves a protocol and its parameters: its `[transport]` table first, then the
+    /// entry's own table of them (`rcp = { alpha = 0.2 }`, among `extra`: the entry's keys that
+    /// are not in `own_keys`). Returns the configuration and whether data packets are
+    /// ECN-capable.
     pub fn protocol(
-        &self,
+        &mut self,
         protocol: Option<&str>,
         ecn: Option<bool>,
         extra: &toml::Table,
         prefix: &str,
         own_keys: &[&str],
     ) -> Result<(fctlab_transport::CcConfig, bool), ScenarioError> {
-        let protocol = protocol.unwrap_or(&self.default_protocol);
-        let reg = cc::lookup(protocol).map_err(|m| self.err(&format!("{prefix}.protocol"), m))?;
+        let protocol = protocol.unwrap_or(&self.default_protocol).to_string();
+        let reg = cc::lookup(&protocol).map_err(|m| self.err(&format!("{prefix}.protocol"), m))?;
+        let name = reg.names[0];
         let proto_keys = (reg.keys)();
-        let mut params = toml::Table::new();
-        for (k, v) in self.transport_extra {
-            if proto_keys.contains(&k.as_str()) {
-                params.insert(k.clone(), v.clone());
-            }
-        }
+        let mut params =
+            self.transport_params.iter().find(|(n, _)| *n == name).map(|(_, t)| t.clone()).unwrap_or_default();
         for (k, v) in extra {
-            if !proto_keys.contains(&k.as_str()) {
-                let mut known: Vec<&str> = own_keys.to_vec();
-                known.extend(proto_keys.iter());
+            let Ok(other) = cc::lookup(k) else {
+                return Err(self.err(&format!("{prefix}.{k}"), crate::transport::not_a_protocol_table(k, own_keys)));
+            };
+            if other.names[0] != name {
                 return Err(self.err(
                     &format!("{prefix}.{k}"),
-                    format!("unknown key (with protocol \"{protocol}\" the keys here are: {})", known.join(", ")),
+                    format!("parameters of {}, but this entry's protocol is \"{protocol}\"", other.names[0]),
                 ));
             }
-            params.insert(k.clone(), v.clone());
+            let toml::Value::Table(t) = v else {
+                return Err(self.err(
+                    &format!("{prefix}.{k}"),
+                    format!("expected a table of {name}'s parameters, such as {k} = {{ key = value }}"),
+                ));
+            };
+            for (pk, pv) in t {
+                if !proto_keys.contains(&pk.as_str()) {
+                    return Err(
+                        self.err(&format!("{prefix}.{k}.{pk}"), crate::transport::unknown_parameter(name, proto_keys))
+                    );
+                }
+                params.insert(pk.clone(), pv.clone());
+            }
         }
-        let ccfg = reg.configure(params).map_err(|e| match e.key {
-            Some(k) => self.err(&format!("{prefix}.{k}"), crate::tables::clean_serde_message(&e.message)),
+        // A bad value is reported where it is written: the entry's table, or [transport.<name>].
+        let own_table = extra.iter().find_map(|(k, v)| (cc::lookup(k).is_ok()).then_some(v)).and_then(|v| v.as_table());
+        let ccfg = reg.configure(params).map_err(|mut e| {
+            // A check across keys names the key in backquotes: report it there.
+            if e.key.is_none() {
+                e.key = e.message.split('`').skip(1).step_by(2).find(|k| proto_keys.contains(k)).map(String::from);
+            }
+            e
+        });
+        let in_transport = |k: &str| {
+            own_table.map_or(true, |t| !t.contains_key(k))
+                && self.transport_params.iter().any(|(n, t)| *n == name && t.contains_key(k))
+        };
+        let ccfg = ccfg.map_err(|e| match e.key {
+            Some(k) if in_transport(&k) => {
+                self.err(&format!("transport.{name}.{k}"), crate::tables::clean_serde_message(&e.message))
+            }
+            Some(k) => self.err(&format!("{prefix}.{name}.{k}"), crate::tables::clean_serde_message(&e.message)),
             None => self.err(prefix, e.message),
         })?;
+        if !self.used_protocols.contains(&name) {
+            self.used_protocols.push(name);
+        }
         let ecn = ecn.unwrap_or(self.tcp.ecn) || ccfg.requires_ecn();
         Ok((ccfg, ecn))
+    }
+
+    /// Every `[transport]` protocol table must serve a flow: one whose protocol no flow uses
+    /// is an error naming its first key (unless an override switched protocols: see
+    /// `schema::overrides_a_protocol`).
+    pub fn check_unused_tables(&self) -> Result<(), ScenarioError> {
+        for (name, table) in self.transport_params {
+            if self.used_protocols.contains(name) {
+                continue;
+            }
+            let key = match table.keys().next() {
+                Some(k) => format!("transport.{name}.{k}"),
+                None => format!("transport.{name}"),
+            };
+            let used = if self.used_protocols.is_empty() { "none".to_string() } else { self.used_protocols.join(", ") };
+            return Err(self.err(
+                &key,
+                format!(
+                    "no flow uses {name} (the flows' protocols: {used}), so nothing reads this; remove \
+                     [transport.{name}] or give flows protocol = \"{name}\""
+                ),
+            ));
+        }
+        Ok(())
     }
 }

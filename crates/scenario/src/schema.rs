@@ -105,7 +105,16 @@ pub fn load_with(
         let key = if path == "." { String::new() } else { path };
         err(&key, crate::tables::clean_serde_message(&e.inner().to_string()))
     })?;
-    build(raw, file, sha256)
+    build(raw, file, sha256, overrides.iter().any(|o| overrides_a_protocol(o)))
+}
+
+/// Whether override `o` changes a protocol (`transport.protocol`, `flows.N.protocol`,
+/// `workloads.N.protocol`): a run that switches protocols this way (a comparison with TCP, a
+/// sweep over protocols) may leave the file's protocol tables unused.
+fn overrides_a_protocol(o: &str) -> bool {
+    let key = o.split_once('=').map_or(o, |(k, _)| k).trim();
+    let parts: Vec<&str> = key.split('.').collect();
+    matches!(parts.as_slice(), ["transport", "protocol"] | ["flows" | "workloads", _, "protocol"])
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -207,7 +216,7 @@ fn apply_override(root: &mut toml::Value, o: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, ScenarioError> {
+fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool) -> Result<Scenario, ScenarioError> {
     let net = crate::network::build(raw.network, file)?;
     let transport = crate::transport::build(raw.transport, file)?;
     let stop_time = raw.stop_time.map(|d| d.0);
@@ -226,7 +235,8 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
         file: file.to_string(),
         topology: &net.topology,
         tcp: transport.tcp,
-        transport_extra: &transport.protocol_params,
+        transport_params: &transport.protocol_params,
+        used_protocols: Vec::new(),
         default_protocol: transport.default_protocol.clone(),
         groups: Vec::new(),
         group_ids: Default::default(),
@@ -266,6 +276,9 @@ fn build(raw: RawScenario, file: &str, sha256: String) -> Result<Scenario, Scena
         }
     }
     crate::flows::resolve_afters(&mut flows, afters, &ctx)?;
+    if !protocol_overridden {
+        ctx.check_unused_tables()?;
+    }
     let groups = std::mem::take(&mut ctx.groups);
     let monitor = crate::monitor::build(&raw.monitor, file, &net.topology, flows.len())?;
     Ok(Scenario {

@@ -1,5 +1,5 @@
 //! The `[transport]` table: the TCP settings of every connection, the default protocol, and
-//! protocol parameters that apply to every flow whose protocol reads them.
+//! one table per protocol (`[transport.rcp]`) with parameters for every flow of that protocol.
 
 use crate::tables::{de, fields_of, split, At};
 use crate::units::{Duration, Size};
@@ -66,8 +66,9 @@ pub(crate) struct Transport {
     pub default_protocol: String,
     /// The profile the settings start from.
     pub profile: Profile,
-    /// Protocol parameters given here (each checked to be some protocol's key).
-    pub protocol_params: toml::Table,
+    /// Each protocol's table (`[transport.rcp]`), by the protocol's canonical name; its keys
+    /// are checked to be that protocol's.
+    pub protocol_params: Vec<(&'static str, toml::Table)>,
     pub scheduler: Option<crate::SchedulerConfig>,
 }
 
@@ -92,13 +93,8 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
     let at = At { file, prefix: "transport" };
     let err = |key: &str, m: String| at.err(key, m);
     let own = fields_of::<Keys>();
-    let (keys, protocol_params) = split(table, own);
-    let all_cc_keys = cc::all_keys();
-    if let Some(k) = protocol_params.keys().find(|k| !all_cc_keys.contains(&k.as_str())) {
-        let mut known: Vec<&str> = own.to_vec();
-        known.extend(all_cc_keys.iter());
-        return Err(err(k, format!("unknown key (known: {})", known.join(", "))));
-    }
+    let (keys, rest) = split(table, own);
+    let protocol_params = protocol_tables(rest, &at, own)?;
     let t: Keys = de(keys, at)?;
     let profile = match t.profile.as_deref() {
         None => Profile::Linux,
@@ -265,4 +261,58 @@ fn scheduler(
         send_buffer_bytes: send_buffer,
         priority_tags: t.priority_tags.clone().unwrap_or_default(),
     }))
+}
+
+/// The keys of `[transport]` that are not TCP settings: each must be a protocol's table of
+/// parameters (`[transport.rcp]`). A protocol parameter written directly under `[transport]`
+/// (the older flat form) is an error naming its table.
+fn protocol_tables(
+    rest: toml::Table,
+    at: &At,
+    own: &[&str],
+) -> Result<Vec<(&'static str, toml::Table)>, ScenarioError> {
+    let mut tables: Vec<(&'static str, toml::Table)> = Vec::new();
+    for (k, v) in rest {
+        let Ok(reg) = cc::lookup(&k) else {
+            return Err(at.err(&k, not_a_protocol_table(&k, own)));
+        };
+        let name = reg.names[0];
+        if tables.iter().any(|(n, _)| *n == name) {
+            return Err(at.err(&k, format!("a second table of protocol \"{name}\" (under another of its names)")));
+        }
+        let toml::Value::Table(t) = v else {
+            return Err(at.err(&k, format!("expected a table of {name}'s parameters: [transport.{k}]")));
+        };
+        let keys = (reg.keys)();
+        if let Some(bad) = t.keys().find(|x| !keys.contains(&x.as_str())) {
+            return Err(at.err(&format!("{k}.{bad}"), unknown_parameter(name, keys)));
+        }
+        tables.push((name, t));
+    }
+    Ok(tables)
+}
+
+/// The error for key `k` of a table whose own keys are `own` and which may also hold
+/// protocol tables: a protocol parameter out of its table names the tables it belongs in.
+pub(crate) fn not_a_protocol_table(k: &str, own: &[&str]) -> String {
+    let owners: Vec<&str> = cc::REGISTRY.iter().filter(|r| (r.keys)().contains(&k)).map(|r| r.names[0]).collect();
+    if !owners.is_empty() {
+        let tables: Vec<String> = owners.iter().map(|p| format!("`{p} = {{ {k} = ... }}`")).collect();
+        return format!(
+            "a protocol parameter goes in its protocol's table: {} (in [transport]: [transport.{}])",
+            tables.join(" or "),
+            owners[0]
+        );
+    }
+    let protocols: Vec<&str> = cc::REGISTRY.iter().map(|r| r.names[0]).collect();
+    format!("unknown key (known: {}; and a table per protocol: {})", own.join(", "), protocols.join(", "))
+}
+
+/// The error for a key that protocol `name` does not have.
+pub(crate) fn unknown_parameter(name: &str, keys: &[&str]) -> String {
+    if keys.is_empty() {
+        format!("unknown key ({name} has no parameters)")
+    } else {
+        format!("unknown key ({name}'s parameters: {})", keys.join(", "))
+    }
 }

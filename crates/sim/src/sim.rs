@@ -709,7 +709,7 @@ fn router_families(scenario: &Scenario, net: &Network) -> Result<RouterFamilies,
                             v.get(*key).map_or("unset".to_string(), |v| v.to_string())
                         };
                         return Err(scenario.error(
-                            &format!("flows[{i}].{key}"),
+                            &format!("flows[{i}].{}.{key}", f.cc.name()),
                             format!(
                                 "{} here, {} in flows[{j}]: the switches run one {} configuration, so every flow using it gives `{key}` one value",
                                 show(&mine),

@@ -37,7 +37,7 @@ fn dctcp_keeps_the_queue_near_k_at_full_utilization() {
 fn weighted_pair(a: u32, b: u32) -> f64 {
     let total_s = 10.0;
     let toml = format!(
-        "seed = 1\nstop_time = \"{total_s}s\"\n[network]\ntopology = \"dumbbell\"\nsenders = 2\nreceivers = 2\nlink_rate = \"1Gbps\"\nlink_delay = \"100us\"\nbuffer = \"200pkt\"\nqueue = \"ecn\"\necn_threshold = \"65pkt\"\n[transport]\nprotocol = \"atcp\"\nweight_function = \"fixed\"\necn = true\ncwr = false\nmin_rto = \"10ms\"\n[[flows]]\nsrc = \"s0\"\ndst = \"r0\"\nweight = {a}\n[[flows]]\nsrc = \"s1\"\ndst = \"r1\"\nweight = {b}\nstart = \"1ms\"\n"
+        "seed = 1\nstop_time = \"{total_s}s\"\n[network]\ntopology = \"dumbbell\"\nsenders = 2\nreceivers = 2\nlink_rate = \"1Gbps\"\nlink_delay = \"100us\"\nbuffer = \"200pkt\"\nqueue = \"ecn\"\necn_threshold = \"65pkt\"\n[transport]\nprotocol = \"atcp\"\necn = true\ncwr = false\nmin_rto = \"10ms\"\n[transport.atcp]\nweight_function = \"fixed\"\n[[flows]]\nsrc = \"s0\"\ndst = \"r0\"\natcp = {{ weight = {a} }}\n[[flows]]\nsrc = \"s1\"\ndst = \"r1\"\natcp = {{ weight = {b} }}\nstart = \"1ms\"\n"
     );
     let mut s = sim(&toml);
     s.advance(Nanos::from_secs_f64(0.2 * total_s));
@@ -72,7 +72,7 @@ fn theorem1_weights_2_and_5_give_rates_2_to_5() {
 fn medium_flow_completes_in_s_over_c_times_one_plus_one_over_r() {
     // A 10 MB flow with weight 2 joins a long-lived flow of weight 1 on 100 Mbps: it gets 2/3
     // of the payload rate and completes in (S/C)(1 + 1/R).
-    let toml = "seed = 1\nstop_time = \"10s\"\n[network]\ntopology = \"dumbbell\"\nsenders = 2\nreceivers = 2\nlink_rate = \"100Mbps\"\nlink_delay = \"50us\"\nbuffer = \"200pkt\"\nqueue = \"ecn\"\necn_threshold = \"30pkt\"\n[transport]\nprotocol = \"atcp\"\nweight_function = \"fixed\"\necn = true\nmin_rto = \"10ms\"\n[[flows]]\nsrc = \"s0\"\ndst = \"r0\"\nweight = 1\n[[flows]]\nsrc = \"s1\"\ndst = \"r1\"\nweight = 2\nsize = \"10MB\"\nstart = \"2s\"\n";
+    let toml = "seed = 1\nstop_time = \"10s\"\n[network]\ntopology = \"dumbbell\"\nsenders = 2\nreceivers = 2\nlink_rate = \"100Mbps\"\nlink_delay = \"50us\"\nbuffer = \"200pkt\"\nqueue = \"ecn\"\necn_threshold = \"30pkt\"\n[transport]\nprotocol = \"atcp\"\necn = true\nmin_rto = \"10ms\"\n[transport.atcp]\nweight_function = \"fixed\"\n[[flows]]\nsrc = \"s0\"\ndst = \"r0\"\natcp = { weight = 1 }\n[[flows]]\nsrc = \"s1\"\ndst = \"r1\"\natcp = { weight = 2 }\nsize = \"10MB\"\nstart = \"2s\"\n";
     let r = run(toml);
     let f = &r.flows[1];
     let c = 100e6 * 1460.0 / 1500.0 / 8.0; // payload bytes per second
@@ -92,23 +92,27 @@ fn a_protocol_registered_in_one_line_runs_from_a_scenario() {
             "seed = 1\n[network]\ntopology = \"dumbbell\"\nsenders = 1\nreceivers = 1\nlink_rate = \"10Gbps\"\nlink_delay = \"100us\"\nbuffer = \"1000pkt\"\n[transport]\nprotocol = \"fixed_window\"\nmss = \"1000B\"\nheader_bytes = \"0B\"\n{extra}\n[[flows]]\nsrc = \"s0\"\ndst = \"r0\"\nsize = \"400KB\"\n"
         )
     };
-    let r = run(&scenario("window = 4"));
+    let r = run(&scenario("[transport.fixed_window]\nwindow = 4"));
     let f = &r.flows[0];
     assert_eq!(f.protocol, "fixed_window");
     assert!(f.completed);
     // 400 segments at 4 per round trip of 3 links x 2 x 100 us = 600 us: 100 round trips.
     let rtts = f.fct_s.unwrap() / 600e-6;
     assert!((rtts - 100.0).abs() < 3.0, "{rtts} round trips for 100 windows");
-    let r8 = run(&scenario("window = 8"));
+    let r8 = run(&scenario("[transport.fixed_window]\nwindow = 8"));
     let rtts8 = r8.flows[0].fct_s.unwrap() / 600e-6;
     assert!((rtts8 - 50.0).abs() < 3.0, "{rtts8} round trips for 50 windows");
 
     // Its name and its key appear in the `known:` lists of errors.
     let load = |t: &str| fctlab_scenario::load(t, "t.toml", fctlab_scenario::schema::Format::Toml, &[]);
-    let e = load(&scenario("window = 4").replace("\"fixed_window\"", "\"fixed_windo\"")).unwrap_err();
+    let e = load(&scenario("").replace("\"fixed_window\"", "\"fixed_windo\"")).unwrap_err();
     assert!(e.message.contains("known: ") && e.message.contains("fixed_window"), "{e}");
-    let e = load(&scenario("window = 4").replace("size = \"400KB\"", "size = \"400KB\"\nwindw = 2")).unwrap_err();
-    assert!(e.message.contains("the keys here are: ") && e.message.contains("window"), "{e}");
-    let e = load(&scenario("window = 0")).unwrap_err();
+    let e =
+        load(&scenario("").replace("size = \"400KB\"", "size = \"400KB\"\nfixed_window = { windw = 2 }")).unwrap_err();
+    assert_eq!(
+        (e.key.as_str(), e.message.as_str()),
+        ("flows[0].fixed_window.windw", "unknown key (fixed_window's parameters: window)")
+    );
+    let e = load(&scenario("[transport.fixed_window]\nwindow = 0")).unwrap_err();
     assert!(e.message.contains("`window` must be at least 1"), "{e}");
 }

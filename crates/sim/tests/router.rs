@@ -12,7 +12,7 @@ const C: f64 = 1e9;
 /// flows h1..h{n} -> h0 starting `stagger_us` apart, plus `extra` flow lines.
 fn star(protocol: &str, n: usize, stagger_us: u64, stop: &str, extra: &str) -> String {
     let mut s = format!(
-        "seed = 1\nstop_time = \"{stop}\"\n[network]\ntopology = \"star\"\nhosts = {}\nlink_rate = \"1Gbps\"\nlink_delay = \"25us\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"{protocol}\"\nmin_rto = \"10ms\"\ninitial_rtt = \"100us\"\n",
+        "seed = 1\nstop_time = \"{stop}\"\n[network]\ntopology = \"star\"\nhosts = {}\nlink_rate = \"1Gbps\"\nlink_delay = \"25us\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"{protocol}\"\nmin_rto = \"10ms\"\n[transport.{protocol}]\ninitial_rtt = \"100us\"\n",
         n + 1
     );
     for i in 1..=n {
@@ -94,9 +94,9 @@ fn rcp_rate_converges_to_c_over_n_and_follows_n_as_flows_leave() {
 #[test]
 fn racs_splits_by_weight() {
     // Equal weights (two long-lived flows: w = w_min each), then fixed weights 2 : 1.
-    for (w1, w2, want) in [("", "", 1.0), ("weight = 2\n", "weight = 1\n", 2.0)] {
+    for (w1, w2, want) in [("", "", 1.0), ("racs = { weight = 2 }\n", "racs = { weight = 1 }\n", 2.0)] {
         let text = format!(
-            "seed = 1\nstop_time = \"300ms\"\n[network]\ntopology = \"star\"\nhosts = 3\nlink_rate = \"1Gbps\"\nlink_delay = \"25us\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"racs\"\ninitial_rtt = \"100us\"\n[[flows]]\nsrc = \"h1\"\ndst = \"h0\"\n{w1}[[flows]]\nsrc = \"h2\"\ndst = \"h0\"\nstart = \"1ms\"\n{w2}"
+            "seed = 1\nstop_time = \"300ms\"\n[network]\ntopology = \"star\"\nhosts = 3\nlink_rate = \"1Gbps\"\nlink_delay = \"25us\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"racs\"\n[transport.racs]\ninitial_rtt = \"100us\"\n[[flows]]\nsrc = \"h1\"\ndst = \"h0\"\n{w1}[[flows]]\nsrc = \"h2\"\ndst = \"h0\"\nstart = \"1ms\"\n{w2}"
         );
         let mut s = sim(&text);
         let port = port_index(&mut s, "sw0", "h0");
@@ -164,7 +164,7 @@ fn racs_joining_flow_takes_its_share_within_a_few_rounds() {
 /// instead of at its next data packet.
 #[test]
 fn racs_flow_below_a_packet_per_round_keeps_asking_and_takes_over_at_once() {
-    let text = "seed = 1\nstop_time = \"60ms\"\n[network]\ntopology = \"star\"\nhosts = 3\nlink_rate = \"1Gbps\"\nlink_delay = \"25us\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"racs\"\ninitial_rtt = \"100us\"\n[[flows]]\nsrc = \"h1\"\ndst = \"h0\"\nsize = \"1MB\"\nweight = 1000\n[[flows]]\nsrc = \"h2\"\ndst = \"h0\"\nweight = 1\nstart = \"1ms\"\n".to_string();
+    let text = "seed = 1\nstop_time = \"60ms\"\n[network]\ntopology = \"star\"\nhosts = 3\nlink_rate = \"1Gbps\"\nlink_delay = \"25us\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"racs\"\n[transport.racs]\ninitial_rtt = \"100us\"\n[[flows]]\nsrc = \"h1\"\ndst = \"h0\"\nsize = \"1MB\"\nracs = { weight = 1000 }\n[[flows]]\nsrc = \"h2\"\ndst = \"h0\"\nracs = { weight = 1 }\nstart = \"1ms\"\n".to_string();
     let mut s = sim(&text);
     s.advance(Nanos::from_millis(8));
     let weak_before = s.results(false).flows[1].bytes_delivered;
@@ -240,7 +240,7 @@ fn sdc_class_counters_follow_the_flows_and_return_to_zero() {
 #[test]
 fn rcp_flows_starting_together_share_the_link_without_drops_or_stalls() {
     let mut text = String::from(
-        "seed = 1\n[network]\ntopology = \"star\"\nhosts = 5\nlink_rate = \"1Gbps\"\nlink_delay = \"50us\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"rcp\"\ninitial_rtt = \"200us\"\n",
+        "seed = 1\n[network]\ntopology = \"star\"\nhosts = 5\nlink_rate = \"1Gbps\"\nlink_delay = \"50us\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"rcp\"\n[transport.rcp]\ninitial_rtt = \"200us\"\n",
     );
     for i in 1..=4 {
         text += &format!("[[flows]]\nsrc = \"h{i}\"\ndst = \"h0\"\nsize = \"10MB\"\nstart = \"{}us\"\n", (i - 1) * 10);

@@ -477,9 +477,11 @@ impl TcpSender {
     }
 
     fn on_ack(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
+        // The steps of Linux's tcp_ack, in its order: the SACK scoreboard, the router
+        // feedback, the new cumulative ACK (RTT, recovery or CWR exit, the window's growth) or
+        // a duplicate ACK, then ECN, the window's reduction, loss detection, and what to send.
         let ack = p.ack.min(self.snd_max);
         let ack_advanced = ack > self.snd_una;
-        let mss = self.st.mss_bytes;
         let delivered_before = self.snd_una + self.sacked.total();
         let sent_before = self.packets_sent;
         let sack1 = self.sack1();
@@ -489,164 +491,18 @@ impl TcpSender {
             self.sack1_pipe -= 1;
         }
         let sacked_total_before = self.sacked.total();
-        if self.cfg.sack {
-            for b in &p.sack[..p.sack_len as usize] {
-                let (s, e) = (b.start.max(ack), b.end.min(self.snd_max));
-                if s < e {
-                    self.sacked.insert(s, e);
-                    self.retx.remove(s, e);
-                }
-            }
-        }
+        self.sack_tag(p, ack);
         let ece = self.ect && p.has(flags::ECE);
         if p.has(flags::ROUTER) {
             self.cc.on_feedback(&mut self.st, &p.router);
         }
         let mut counted_dupack = false;
         if ack > self.snd_una {
-            let acked = ack - self.snd_una;
-            // Timestamp echo gives a sample even for retransmitted data (RFC 7323).
-            let r = Nanos(now.0.saturating_sub(p.ts_echo_ns));
-            let partial = self.in_recovery && ack < self.recover;
-            if self.rtt.is_ns2() {
-                self.ns2_rtt_on_new_ack(now, ack, partial);
-            } else {
-                self.rtt.sample(r);
-                self.backoff = 0;
+            if self.on_new_ack(now, p, ack, ece, out) {
+                return; // every byte acknowledged: the flow is complete
             }
-            let rtt = Some(r);
-            self.snd_una = ack;
-            if self.snd_nxt < ack {
-                self.snd_nxt = ack;
-            }
-            self.sacked.remove_below(ack);
-            self.retx.remove_below(ack);
-            self.dupacks = if partial && !self.cfg.sack && self.ns2_newreno() {
-                self.ns2_partial_window_deflation(acked);
-                self.dupacks
-            } else if partial && !self.cfg.sack {
-                // The segments that sent duplicate ACKs and are now acknowledged have left the
-                // window's accounting; the retransmitted one did not send any (RFC 6582's
-                // deflation by the data acknowledged, plus one segment).
-                self.dupacks.saturating_sub(((acked / mss) as u32).saturating_sub(1))
-            } else {
-                0
-            };
-            // ns-2 restarts the timer on the first partial ACK of a recovery only
-            // (NewRenoTcpAgent::partialnewack_helper, tcp-newreno.cc:88, newreno_changes1_ 1).
-            let restart_timer = if partial && !self.cfg.sack && self.rtt.is_ns2() {
-                !std::mem::replace(&mut self.first_partial, true)
-            } else {
-                self.first_partial = false;
-                true
-            };
-            let mut open_on_exit = false;
-            if self.in_recovery {
-                if ack >= self.recover {
-                    self.in_recovery = false;
-                    self.retx.clear();
-                    self.rexmits.clear();
-                    if sack1 {
-                        // tcp-sack1.cc:193-204: recover_ = 0, the scoreboard is cleared, and
-                        // newack() leaves cwnd_ as the halving set it.
-                        self.recover = 0;
-                        self.sacked.clear();
-                        self.next_retx = 0;
-                        self.after_timeout = false;
-                    } else if self.ns2_newreno() {
-                        // NewRenoTcpAgent::recv (tcp-newreno.cc:229-246): dupwnd_ = 0, cwnd_
-                        // stays as the halving (and deflation) left it, and this ACK opens it
-                        // (recv_newack_helper).
-                        open_on_exit = true;
-                    } else {
-                        self.set_cwnd_bytes(self.st.ssthresh_bytes.max(mss));
-                    }
-                    self.reduction_ended();
-                } else if sack1 {
-                    // Partial ACK with partial_ack_ false (tcp-sack1.cc:223): pipe_ loses one
-                    // more packet; nothing is sent at once.
-                    self.sack1_pipe -= 1;
-                } else {
-                    // Partial ACK: the next unacknowledged segment is lost too. Without SACK it
-                    // goes out at once, whatever the window (RFC 6582, section 3.2 step 3).
-                    self.lost_hint = self.lost_hint.max(ack + mss);
-                    if !self.cfg.sack {
-                        if let Some((seq, len)) = self.next_hole() {
-                            self.retransmit(now, seq, len, out);
-                        }
-                    }
-                }
-            } else {
-                if self.cwr.is_some_and(|c| self.snd_una > c.high_seq) {
-                    self.set_cwnd_bytes(self.st.ssthresh_bytes.max(mss));
-                    self.cwr = None;
-                    self.reduction_ended();
-                }
-                if sack1 {
-                    // A new ACK outside recovery clears the scoreboard and the timeout state
-                    // (tcp-sack1.cc:138).
-                    self.sacked.clear();
-                    self.next_retx = 0;
-                    self.after_timeout = false;
-                }
-                open_on_exit = true;
-            }
-            if open_on_exit {
-                // ns-2 opens the window only on ACKs without ECN-Echo (recv_newack_helper,
-                // tcp.cc:1478), and its receiver repeats the echo until the packet carrying
-                // CWR, the first one sent after the reduction, arrives (tcp-sink.cc:319-328).
-                let ns2_ece = self.ns2_ecn() && (ece || ack <= self.ece_until);
-                // In CWR the algorithm still sees the ACK (DCTCP's alpha), but the window is
-                // PRR's: `reduce_cwnd` below sets it on every ACK that delivers data.
-                let sample = AckSample {
-                    now,
-                    acked_bytes: if ns2_ece { 0 } else { acked },
-                    ce_bytes: if ece { (p.ce_bytes_echo as u64).min(acked).max(1) } else { 0 },
-                    ece,
-                    rtt,
-                    snd_una: self.snd_una,
-                    snd_nxt: self.snd_nxt,
-                    bytes_sent: self.snd_max,
-                };
-                if !ns2_ece {
-                    if self.ns2_window() {
-                        // The algorithm sees the ACK (ATCP's weight), the window is ns-2's.
-                        let mut scratch = self.st;
-                        self.cc.on_ack(&mut scratch, &sample);
-                        self.ns2_opencwnd();
-                    } else {
-                        self.cc.on_ack(&mut self.st, &sample);
-                    }
-                }
-                self.left_slow_start |= self.st.cwnd_bytes >= self.st.ssthresh_bytes;
-                if !self.ns2_window() {
-                    // The window never grows past what the receiver accepts (ns-2's window_
-                    // caps cwnd_ in effect; Linux grows cwnd only while it limits the sender).
-                    self.st.cwnd_bytes = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes.max(mss));
-                }
-            }
-            if self.snd_una >= self.size {
-                self.finish(now);
-                return;
-            }
-            if self.tlp_high_seq.is_some_and(|h| self.snd_una >= h) {
-                self.tlp_high_seq = None;
-            }
-            self.arm_if_outstanding(now, restart_timer);
         } else if ack == self.snd_una && self.snd_una < self.snd_max {
-            if !sack1 {
-                self.dupacks += 1;
-                counted_dupack = true;
-            } else if !self.after_timeout
-                && self.sacked.total() != sacked_total_before
-                && (!self.in_recovery || self.dupacks > 0)
-            {
-                // Sack1 counts a duplicate ACK only if its SACK blocks tell something new
-                // (CheckUpdate), and none until new data is acknowledged after a timeout
-                // (timeout_, tcp-sack1.cc:144, 232).
-                self.dupacks += 1;
-                counted_dupack = !self.in_recovery;
-            }
+            counted_dupack = self.count_dupack(sack1, sacked_total_before);
         }
         if self.paced && ack == self.snd_una && self.snd_una < self.snd_max && p.ts_echo_ns > self.last_data_sent.0 {
             self.probe_found_losses();
@@ -660,49 +516,263 @@ impl TcpSender {
             self.detect_lost_retransmissions();
         }
         if !self.in_recovery && self.snd_una < self.snd_max {
+            self.fastretrans_alert(now, counted_dupack, out);
+        }
+        self.transmit_after_ack(now, counted_dupack, out);
+        if self.rto_deadline.is_none() {
+            self.arm_if_outstanding(now, false);
+        }
+        if ack_advanced || delivered > 0 || self.packets_sent > sent_before {
+            self.schedule_probe(now, ack_advanced);
+        }
+    }
+
+    /// The ACK's SACK blocks (above the cumulative ACK `ack`) into the scoreboard
+    /// (tcp_sacktag_write_queue).
+    #[inline]
+    fn sack_tag(&mut self, p: &Packet, ack: u64) {
+        if self.cfg.sack {
+            for b in &p.sack[..p.sack_len as usize] {
+                let (s, e) = (b.start.max(ack), b.end.min(self.snd_max));
+                if s < e {
+                    self.sacked.insert(s, e);
+                    self.retx.remove(s, e);
+                }
+            }
+        }
+    }
+
+    /// A cumulative ACK of new data up to `ack`: the RTT sample, the acknowledged data off
+    /// the scoreboard, duplicate-ACK deflation, the end of a recovery or CWR round, and the
+    /// window's growth (tcp_clean_rtx_queue, tcp_ack_update_rtt, tcp_cong_control). True when
+    /// it acknowledged the flow's last byte.
+    #[inline]
+    fn on_new_ack(&mut self, now: Nanos, p: &Packet, ack: u64, ece: bool, out: &mut Vec<Packet>) -> bool {
+        let mss = self.st.mss_bytes;
+        let sack1 = self.sack1();
+        let acked = ack - self.snd_una;
+        // Timestamp echo gives a sample even for retransmitted data (RFC 7323).
+        let r = Nanos(now.0.saturating_sub(p.ts_echo_ns));
+        let partial = self.in_recovery && ack < self.recover;
+        if self.rtt.is_ns2() {
+            self.ns2_rtt_on_new_ack(now, ack, partial);
+        } else {
+            self.rtt.sample(r);
+            self.backoff = 0;
+        }
+        self.snd_una = ack;
+        if self.snd_nxt < ack {
+            self.snd_nxt = ack;
+        }
+        self.sacked.remove_below(ack);
+        self.retx.remove_below(ack);
+        self.dupacks = if partial && !self.cfg.sack && self.ns2_newreno() {
+            self.ns2_partial_window_deflation(acked);
+            self.dupacks
+        } else if partial && !self.cfg.sack {
+            // The segments that sent duplicate ACKs and are now acknowledged have left the
+            // window's accounting; the retransmitted one did not send any (RFC 6582's
+            // deflation by the data acknowledged, plus one segment).
+            self.dupacks.saturating_sub(((acked / mss) as u32).saturating_sub(1))
+        } else {
+            0
+        };
+        // ns-2 restarts the timer on the first partial ACK of a recovery only
+        // (NewRenoTcpAgent::partialnewack_helper, tcp-newreno.cc:88, newreno_changes1_ 1).
+        let restart_timer = if partial && !self.cfg.sack && self.rtt.is_ns2() {
+            !std::mem::replace(&mut self.first_partial, true)
+        } else {
+            self.first_partial = false;
+            true
+        };
+        let open_on_exit = if self.in_recovery {
+            self.recovery_on_new_ack(now, ack, sack1, out)
+        } else {
+            if self.cwr.is_some_and(|c| self.snd_una > c.high_seq) {
+                self.set_cwnd_bytes(self.st.ssthresh_bytes.max(mss));
+                self.cwr = None;
+                self.reduction_ended();
+            }
             if sack1 {
-                if counted_dupack && self.dupacks == self.cfg.dupthresh {
-                    self.sack1_dupack_action(now, out);
-                }
+                // A new ACK outside recovery clears the scoreboard and the timeout state
+                // (tcp-sack1.cc:138).
+                self.sacked.clear();
+                self.next_retx = 0;
+                self.after_timeout = false;
+            }
+            true
+        };
+        if open_on_exit {
+            self.cong_control(now, p, acked, ece, ack, r);
+        }
+        if self.snd_una >= self.size {
+            self.finish(now);
+            return true;
+        }
+        if self.tlp_high_seq.is_some_and(|h| self.snd_una >= h) {
+            self.tlp_high_seq = None;
+        }
+        self.arm_if_outstanding(now, restart_timer);
+        false
+    }
+
+    /// A new ACK during loss recovery: its end at the recovery point, or a partial ACK.
+    /// Returns whether this ACK then opens the window (ns-2's NewReno on exit).
+    #[inline]
+    fn recovery_on_new_ack(&mut self, now: Nanos, ack: u64, sack1: bool, out: &mut Vec<Packet>) -> bool {
+        let mss = self.st.mss_bytes;
+        if ack >= self.recover {
+            self.in_recovery = false;
+            self.retx.clear();
+            self.rexmits.clear();
+            let mut open_on_exit = false;
+            if sack1 {
+                // tcp-sack1.cc:193-204: recover_ = 0, the scoreboard is cleared, and
+                // newack() leaves cwnd_ as the halving set it.
+                self.recover = 0;
+                self.sacked.clear();
+                self.next_retx = 0;
+                self.after_timeout = false;
             } else if self.ns2_newreno() {
-                // NewRenoTcpAgent::dupack_action (tcp-newreno.cc:118-177), on the dupthresh-th
-                // duplicate ACK only: a fast retransmit needs highest_ack_ > recover_ (or
-                // highest_ack_ == 0, bugfix_ss_); otherwise nothing but the ECN case below.
-                let first = if self.cfg.handshake || self.router { 0 } else { mss };
-                let recovered = self.snd_una > self.recover || self.snd_una == first;
-                if counted_dupack && self.dupacks == self.cfg.dupthresh {
-                    if recovered {
-                        self.enter_recovery();
-                        if let Some((seq, len)) = self.next_hole() {
-                            self.retransmit(now, seq, len, out);
-                        }
-                        self.ns2_reset_rtx_timer(now);
-                    } else if self.ns2_ecn() && self.last_action == CwndAction::Ecn {
-                        self.ns2_repair_ecn_window(now, out);
-                    }
+                // NewRenoTcpAgent::recv (tcp-newreno.cc:229-246): dupwnd_ = 0, cwnd_
+                // stays as the halving (and deflation) left it, and this ACK opens it
+                // (recv_newack_helper).
+                open_on_exit = true;
+            } else {
+                self.set_cwnd_bytes(self.st.ssthresh_bytes.max(mss));
+            }
+            self.reduction_ended();
+            return open_on_exit;
+        }
+        if sack1 {
+            // Partial ACK with partial_ack_ false (tcp-sack1.cc:223): pipe_ loses one
+            // more packet; nothing is sent at once.
+            self.sack1_pipe -= 1;
+        } else {
+            // Partial ACK: the next unacknowledged segment is lost too. Without SACK it
+            // goes out at once, whatever the window (RFC 6582, section 3.2 step 3).
+            self.lost_hint = self.lost_hint.max(ack + mss);
+            if !self.cfg.sack {
+                if let Some((seq, len)) = self.next_hole() {
+                    self.retransmit(now, seq, len, out);
                 }
-            } else if self.snd_una >= self.recover {
-                let dupthresh = self.cfg.dupthresh as u64;
-                let sack_says = self.cfg.sack && self.sacked.total() >= dupthresh * mss;
-                // After a probe, a SACK means the holes below it are older than the probe
-                // timeout: RACK marks them lost.
-                let rack_says = self.tlp_high_seq.is_some() && self.sacked.total() > 0;
-                if self.dupacks as u64 >= dupthresh || sack_says || rack_says {
+            }
+        }
+        false
+    }
+
+    /// The congestion control sees an ACK of `acked` new bytes with RTT sample `r` and
+    /// grows the window (tcp_cong_control), within what the receiver accepts.
+    #[inline]
+    fn cong_control(&mut self, now: Nanos, p: &Packet, acked: u64, ece: bool, ack: u64, r: Nanos) {
+        let mss = self.st.mss_bytes;
+        // ns-2 opens the window only on ACKs without ECN-Echo (recv_newack_helper,
+        // tcp.cc:1478), and its receiver repeats the echo until the packet carrying
+        // CWR, the first one sent after the reduction, arrives (tcp-sink.cc:319-328).
+        let ns2_ece = self.ns2_ecn() && (ece || ack <= self.ece_until);
+        // In CWR the algorithm still sees the ACK (DCTCP's alpha), but the window is
+        // PRR's: `reduce_cwnd` sets it on every ACK that delivers data.
+        let sample = AckSample {
+            now,
+            acked_bytes: if ns2_ece { 0 } else { acked },
+            ce_bytes: if ece { (p.ce_bytes_echo as u64).min(acked).max(1) } else { 0 },
+            ece,
+            rtt: Some(r),
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            bytes_sent: self.snd_max,
+        };
+        if !ns2_ece {
+            if self.ns2_window() {
+                // The algorithm sees the ACK (ATCP's weight), the window is ns-2's.
+                let mut scratch = self.st;
+                self.cc.on_ack(&mut scratch, &sample);
+                self.ns2_opencwnd();
+            } else {
+                self.cc.on_ack(&mut self.st, &sample);
+            }
+        }
+        self.left_slow_start |= self.st.cwnd_bytes >= self.st.ssthresh_bytes;
+        if !self.ns2_window() {
+            // The window never grows past what the receiver accepts (ns-2's window_
+            // caps cwnd_ in effect; Linux grows cwnd only while it limits the sender).
+            self.st.cwnd_bytes = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes.max(mss));
+        }
+    }
+
+    /// A duplicate ACK with data outstanding: counted, as the recovery in use counts it.
+    /// Returns whether it was counted.
+    #[inline]
+    fn count_dupack(&mut self, sack1: bool, sacked_total_before: u64) -> bool {
+        if !sack1 {
+            self.dupacks += 1;
+            return true;
+        }
+        if !self.after_timeout && self.sacked.total() != sacked_total_before && (!self.in_recovery || self.dupacks > 0)
+        {
+            // Sack1 counts a duplicate ACK only if its SACK blocks tell something new
+            // (CheckUpdate), and none until new data is acknowledged after a timeout
+            // (timeout_, tcp-sack1.cc:144, 232).
+            self.dupacks += 1;
+            return !self.in_recovery;
+        }
+        false
+    }
+
+    /// Outside recovery with data outstanding: enter fast recovery when the duplicate ACKs,
+    /// the SACKed bytes or RACK say a segment is lost (tcp_fastretrans_alert), as the
+    /// recovery in use decides it.
+    #[inline]
+    fn fastretrans_alert(&mut self, now: Nanos, counted_dupack: bool, out: &mut Vec<Packet>) {
+        let mss = self.st.mss_bytes;
+        if self.sack1() {
+            if counted_dupack && self.dupacks == self.cfg.dupthresh {
+                self.sack1_dupack_action(now, out);
+            }
+        } else if self.ns2_newreno() {
+            // NewRenoTcpAgent::dupack_action (tcp-newreno.cc:118-177), on the dupthresh-th
+            // duplicate ACK only: a fast retransmit needs highest_ack_ > recover_ (or
+            // highest_ack_ == 0, bugfix_ss_); otherwise nothing but the ECN case below.
+            let first = if self.cfg.handshake || self.router { 0 } else { mss };
+            let recovered = self.snd_una > self.recover || self.snd_una == first;
+            if counted_dupack && self.dupacks == self.cfg.dupthresh {
+                if recovered {
                     self.enter_recovery();
-                    // Fast retransmit: the first hole goes out at once, whatever the pipe.
                     if let Some((seq, len)) = self.next_hole() {
                         self.retransmit(now, seq, len, out);
                     }
                     self.ns2_reset_rtx_timer(now);
+                } else if self.ns2_ecn() && self.last_action == CwndAction::Ecn {
+                    self.ns2_repair_ecn_window(now, out);
                 }
-            } else if self.ns2_ecn()
-                && counted_dupack
-                && self.dupacks == self.cfg.dupthresh
-                && self.last_action == CwndAction::Ecn
-            {
-                self.ns2_repair_ecn_window(now, out);
             }
+        } else if self.snd_una >= self.recover {
+            let dupthresh = self.cfg.dupthresh as u64;
+            let sack_says = self.cfg.sack && self.sacked.total() >= dupthresh * mss;
+            // After a probe, a SACK means the holes below it are older than the probe
+            // timeout: RACK marks them lost.
+            let rack_says = self.tlp_high_seq.is_some() && self.sacked.total() > 0;
+            if self.dupacks as u64 >= dupthresh || sack_says || rack_says {
+                self.enter_recovery();
+                // Fast retransmit: the first hole goes out at once, whatever the pipe.
+                if let Some((seq, len)) = self.next_hole() {
+                    self.retransmit(now, seq, len, out);
+                }
+                self.ns2_reset_rtx_timer(now);
+            }
+        } else if self.ns2_ecn()
+            && counted_dupack
+            && self.dupacks == self.cfg.dupthresh
+            && self.last_action == CwndAction::Ecn
+        {
+            self.ns2_repair_ecn_window(now, out);
         }
+    }
+
+    /// What an ACK lets the sender send (tcp_data_snd_check), as the recovery in use sends.
+    #[inline]
+    fn transmit_after_ack(&mut self, now: Nanos, counted_dupack: bool, out: &mut Vec<Packet>) {
+        let sack1 = self.sack1();
         if self.cfg.singledup && !self.in_recovery && counted_dupack && self.dupacks < self.cfg.dupthresh {
             // ns-2 sends nothing else on these duplicate ACKs (send_much only when dupacks_
             // is 0: tcp-newreno.cc:292, tcp-sack1.cc:187).
@@ -711,12 +781,6 @@ impl TcpSender {
             self.sack1_send_much(now, out);
         } else if !(sack1 && self.dupacks > 0 && !self.in_recovery) {
             self.send_what_fits(now, out);
-        }
-        if self.rto_deadline.is_none() {
-            self.arm_if_outstanding(now, false);
-        }
-        if ack_advanced || delivered > 0 || self.packets_sent > sent_before {
-            self.schedule_probe(now, ack_advanced);
         }
     }
 

@@ -367,8 +367,8 @@ def _atcp_flows(rn: Runner, mode: Mode, file: str, wh: float, wl: float, extra: 
         f"ATCP W_H={wh:g} W_L={wl:g}",
         mode.seeds,
         transport__protocol="atcp",
-        transport__w_high=float(wh),
-        transport__w_low=float(wl),
+        transport__atcp__w_high=float(wh),
+        transport__atcp__w_low=float(wl),
         **ov,
     )
 
