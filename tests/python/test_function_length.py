@@ -21,9 +21,6 @@ KNOWN = {
     "python/fctlab/reproduce/atcp.py::item8": 155,
     "python/fctlab/reproduce/thesis.py::item1": 151,
     "python/fctlab/reproduce/thesis.py::item4": 146,
-    "python/fctlab/reproduce/schedtcp.py::item3": 131,
-    "python/fctlab/reproduce/runner.py::run_paper": 126,
-    "python/fctlab/reproduce/thesis.py::item3": 125,
 }
 
 FN = re.compile(r"^(\s*)(pub(\([^)]*\))?\s+)?(const\s+)?(async\s+)?(unsafe\s+)?fn\s+(\w+)")

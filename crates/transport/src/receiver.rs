@@ -214,3 +214,142 @@ impl TcpReceiver {
         self.delack_deadline = None;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u32 = 1000;
+
+    fn rcv(delayed_ack: bool, sack: bool) -> TcpReceiver {
+        let cfg = TcpConfig {
+            delayed_ack,
+            sack,
+            delayed_ack_timeout: Nanos::from_millis(40),
+            header_bytes: 40,
+            ..TcpConfig::default()
+        };
+        TcpReceiver::new(FlowId(7), NodeId(2), NodeId(1), &cfg)
+    }
+
+    fn data(seq: u64, flags: u8) -> Packet {
+        Packet {
+            flow: FlowId(7),
+            src: NodeId(1),
+            dst: NodeId(2),
+            kind: PacketKind::Data,
+            flags,
+            payload_bytes: MSS,
+            wire_bytes: MSS + 40,
+            seq,
+            ts_sent_ns: 1000 + seq,
+            ..Default::default()
+        }
+    }
+
+    /// Feeds segments (by index) and returns the ACKs they produced.
+    fn feed(r: &mut TcpReceiver, segs: &[(u64, u8)]) -> Vec<Packet> {
+        let mut out = Vec::new();
+        for &(k, f) in segs {
+            r.on_packet(Nanos(k), &data(k * MSS as u64, f), &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn in_order_segments_are_acknowledged_cumulatively_each_at_once_without_delayed_acks() {
+        let mut r = rcv(false, true);
+        let acks = feed(&mut r, &[(0, 0), (1, 0), (2, 0)]);
+        let cum: Vec<u64> = acks.iter().map(|a| a.ack).collect();
+        assert_eq!(cum, vec![1000, 2000, 3000]);
+        let a = &acks[2];
+        assert_eq!((a.kind, a.src, a.dst, a.wire_bytes, a.sack_len), (PacketKind::Ack, NodeId(2), NodeId(1), 40, 0));
+        // the timestamp of the segment that triggered it is echoed
+        assert_eq!(a.ts_echo_ns, 1000 + 2000);
+        assert_eq!(r.bytes_delivered(), 3000);
+    }
+
+    #[test]
+    fn delayed_acks_cover_two_segments_or_wait_for_the_timer() {
+        let mut r = rcv(true, false);
+        assert!(feed(&mut r, &[(0, 0)]).is_empty());
+        assert_eq!(r.delack_deadline(), Some(Nanos(0) + Nanos::from_millis(40)));
+        let acks = feed(&mut r, &[(1, 0)]);
+        assert_eq!(acks.iter().map(|a| a.ack).collect::<Vec<_>>(), vec![2000]);
+        assert_eq!(r.delack_deadline(), None);
+        assert!(feed(&mut r, &[(2, 0)]).is_empty());
+        let mut out = Vec::new();
+        r.on_delack_timer(Nanos::from_millis(40), &mut out);
+        assert_eq!(out.iter().map(|a| a.ack).collect::<Vec<_>>(), vec![3000]);
+        // nothing pending: the timer sends nothing
+        out.clear();
+        r.on_delack_timer(Nanos::from_millis(80), &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_hole_gives_immediate_acks_with_the_most_recent_block_first() {
+        let mut r = rcv(true, true);
+        // 0 arrives (delayed), 2 and 4 arrive above the hole at 1: each acknowledged at once
+        let acks = feed(&mut r, &[(0, 0), (2, 0), (4, 0)]);
+        assert_eq!(acks.len(), 2);
+        let last = &acks[1];
+        assert_eq!(last.ack, 1000);
+        assert_eq!(last.sack_len, 2);
+        assert_eq!((last.sack[0].start, last.sack[0].end), (4000, 5000), "the block just received first");
+        assert_eq!((last.sack[1].start, last.sack[1].end), (2000, 3000));
+        // filling the hole at 1 moves the cumulative ACK over block 2 at once
+        let acks = feed(&mut r, &[(1, 0)]);
+        assert_eq!(acks.len(), 1);
+        assert_eq!((acks[0].ack, acks[0].sack_len), (3000, 1));
+        assert_eq!(r.bytes_delivered(), 3000);
+        // a duplicate is acknowledged at once and counted
+        let acks = feed(&mut r, &[(0, 0)]);
+        assert_eq!((acks.len(), acks[0].ack, r.duplicate_packets), (1, 3000, 1));
+    }
+
+    #[test]
+    fn ce_marks_are_echoed_with_their_bytes_and_a_change_of_state_flushes_the_delayed_ack() {
+        let mut r = rcv(true, false);
+        // unmarked, then marked: the change sends the pending ACK (unmarked) first
+        let acks = feed(&mut r, &[(0, 0), (1, flags::CE)]);
+        assert_eq!(acks.len(), 1);
+        assert_eq!((acks[0].ack, acks[0].has(flags::ECE), acks[0].ce_bytes_echo), (1000, false, 0));
+        // the next marked segment completes a pair of marked segments: ECE, 2000 bytes
+        let acks = feed(&mut r, &[(2, flags::CE)]);
+        assert_eq!((acks[0].ack, acks[0].has(flags::ECE), acks[0].ce_bytes_echo), (3000, true, 2000));
+    }
+
+    #[test]
+    fn a_router_header_is_echoed_once_with_its_bytes() {
+        let mut r = rcv(false, false);
+        let mut p = data(0, flags::ROUTER);
+        p.router.words[0] = 42;
+        p.router.wire_bytes = 16;
+        let mut out = Vec::new();
+        r.on_packet(Nanos(0), &p, &mut out);
+        r.on_packet(Nanos(1), &data(1000, 0), &mut out);
+        assert_eq!((out[0].has(flags::ROUTER), out[0].router.words[0], out[0].wire_bytes), (true, 42, 56));
+        assert_eq!((out[1].has(flags::ROUTER), out[1].wire_bytes), (false, 40));
+        // a header-only request (no payload) is answered at once and delivers nothing
+        let mut req = data(2000, flags::ROUTER);
+        req.payload_bytes = 0;
+        out.clear();
+        r.on_packet(Nanos(2), &req, &mut out);
+        assert_eq!((out.len(), out[0].ack, r.data_packets), (1, 2000, 2));
+        // a SYN is answered by a SYN-ACK echoing its timestamp
+        let syn = Packet { kind: PacketKind::Syn, ts_sent_ns: 77, ..data(0, 0) };
+        out.clear();
+        r.on_packet(Nanos(3), &syn, &mut out);
+        assert_eq!((out[0].kind, out[0].ts_echo_ns), (PacketKind::SynAck, 77));
+    }
+
+    #[test]
+    fn ns2_sack_blocks_add_eight_bytes_each_to_the_ack() {
+        let cfg = TcpConfig { sack: true, sack_recovery: SackRecovery::Ns2, header_bytes: 40, ..TcpConfig::default() };
+        let mut r = TcpReceiver::new(FlowId(7), NodeId(2), NodeId(1), &cfg);
+        let acks = feed(&mut r, &[(0, 0), (2, 0), (4, 0)]);
+        let last = acks.last().unwrap();
+        assert_eq!((last.sack_len, last.wire_bytes), (2, 40 + 16));
+    }
+}

@@ -339,8 +339,6 @@ def run_paper(
     """Runs the selected items of `paper`, writes the report and returns the results. With
     `workers` above 1 or a Dask `cluster`, the items (under each profile) run in parallel,
     each in its own process (the budget then does not apply)."""
-    import fctlab
-
     mode = paper.quick_mode if quick else paper.full_mode
     out.mkdir(parents=True, exist_ok=True)
     rn = Runner(scenario_dir, out, log)
@@ -350,42 +348,7 @@ def run_paper(
     order = [n for n in paper.order if n in items]
     log(f"fctlab reproduce {paper.name}: {mode.name} run of items {', '.join(map(str, order))} -> {out}")
     if (workers or 1) > 1 or cluster:
-        import concurrent.futures as cf
-
-        if cluster:
-            from ..sweeps import _executor
-
-            pool, client = _executor(workers, cluster)
-        else:  # a pool of fresh processes, one item each
-            import multiprocessing as mp
-
-            pool, client = (
-                cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), max_tasks_per_child=1),
-                None,
-            )
-        try:
-            futs = {
-                pool.submit(
-                    _item_task, paper.name, n, pi, quick, str(out.resolve()), str(Path(scenario_dir).resolve())
-                ): (n, pi)
-                for n in order
-                for pi in range(len(_profiles(paper)))
-            }
-            got: dict = {n: {} for n in order}
-            for f in cf.as_completed(futs):
-                n, pi = futs[f]
-                name, it, sims, wall = f.result()
-                rn.runs += sims
-                rn.wall_s += wall
-                got[n][pi] = (name, it)
-        finally:
-            if client is not None:
-                client.close()
-            else:
-                pool.shutdown(wait=True)
-        for n in order:
-            runs = dict(got[n][pi] for pi in sorted(got[n]))
-            done[n] = merge_profiles(runs) if paper.profiles else runs[None]
+        done = _run_items_in_parallel(paper, order, quick, out, scenario_dir, rn, workers, cluster)
     for k, n in enumerate(order if not done else []):
         elapsed = time.perf_counter() - t_start
         if budget_s is not None and elapsed > budget_s:
@@ -400,7 +363,71 @@ def run_paper(
             done[n] = rn.placeholder(n, "not selected (--items)")
     total = time.perf_counter() - t_start
     ordered = [done[n] for n in sorted(paper.items)]
+    result = _write_paper_report(paper, mode, quick, out, rn, ordered, total)
+    log(
+        f"fctlab reproduce {paper.name}: wrote {out / 'report.md'} and report.html ({total:.0f} s, {rn.runs} simulations)"
+    )
+    return result
 
+
+def _run_items_in_parallel(
+    paper: Paper,
+    order: list,
+    quick: bool,
+    out: Path,
+    scenario_dir: Path,
+    rn: "Runner",
+    workers: Optional[int],
+    cluster: Optional[str],
+) -> dict:
+    """Each item under each profile in a process of its own (fresh processes, or a Dask
+    cluster's workers): the items by number, their profiles merged. Counts the runs in `rn`."""
+    import concurrent.futures as cf
+
+    if cluster:
+        from ..sweeps import _executor
+
+        pool, client = _executor(workers, cluster)
+    else:  # a pool of fresh processes, one item each
+        import multiprocessing as mp
+
+        pool, client = (
+            cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), max_tasks_per_child=1),
+            None,
+        )
+    try:
+        futs = {
+            pool.submit(_item_task, paper.name, n, pi, quick, str(out.resolve()), str(Path(scenario_dir).resolve())): (
+                n,
+                pi,
+            )
+            for n in order
+            for pi in range(len(_profiles(paper)))
+        }
+        got: dict = {n: {} for n in order}
+        for f in cf.as_completed(futs):
+            n, pi = futs[f]
+            name, it, sims, wall = f.result()
+            rn.runs += sims
+            rn.wall_s += wall
+            got[n][pi] = (name, it)
+    finally:
+        if client is not None:
+            client.close()
+        else:
+            pool.shutdown(wait=True)
+    done = {}
+    for n in order:
+        runs = dict(got[n][pi] for pi in sorted(got[n]))
+        done[n] = merge_profiles(runs) if paper.profiles else runs[None]
+    return done
+
+
+def _write_paper_report(paper: Paper, mode, quick: bool, out: Path, rn: "Runner", ordered: list, total: float) -> dict:
+    """report.md, report.html and results.json of a reproduction; returns the results."""
+    import fctlab
+
+    ex = rn.expected
     title = f"Reproduction of the {ex.paper.get('title', paper.name)} paper with fctlab"
     intro = [
         f"Run: `fctlab reproduce {paper.name}{' --quick' if quick else ''}` ({mode.name} mode), fctlab "
@@ -422,32 +449,31 @@ def run_paper(
         "mode": mode.name,
         "wall_s": total,
         "simulations": rn.runs,
-        "items": {
-            str(it.number): {
-                "title": it.title,
-                "status": it.status,
-                "reason": it.reason,
-                "verdict": it.summary_verdict,
-                "wall_s": it.wall_s,
-                "rows": [_clean(r.__dict__) for r in it.rows],
-                "numbers": _clean(it.numbers),
-                "figures": [f for f, _ in it.figures],
-                "profiles": {
-                    p: {
-                        "status": sub.status,
-                        "reason": sub.reason,
-                        "verdict": sub.summary_verdict,
-                        "rows": [_clean(r.__dict__) for r in sub.rows],
-                        "numbers": _clean(sub.numbers),
-                    }
-                    for p, sub in it.profiles.items()
-                },
-            }
-            for it in ordered
-        },
+        "items": {str(it.number): _item_result(it) for it in ordered},
     }
     (out / "results.json").write_text(json.dumps(result, indent=1, sort_keys=True))
-    log(
-        f"fctlab reproduce {paper.name}: wrote {out / 'report.md'} and report.html ({total:.0f} s, {rn.runs} simulations)"
-    )
     return result
+
+
+def _item_result(it) -> dict:
+    """One item of results.json."""
+    return {
+        "title": it.title,
+        "status": it.status,
+        "reason": it.reason,
+        "verdict": it.summary_verdict,
+        "wall_s": it.wall_s,
+        "rows": [_clean(r.__dict__) for r in it.rows],
+        "numbers": _clean(it.numbers),
+        "figures": [f for f, _ in it.figures],
+        "profiles": {
+            p: {
+                "status": sub.status,
+                "reason": sub.reason,
+                "verdict": sub.summary_verdict,
+                "rows": [_clean(r.__dict__) for r in sub.rows],
+                "numbers": _clean(sub.numbers),
+            }
+            for p, sub in it.profiles.items()
+        },
+    }

@@ -257,16 +257,7 @@ def item3(r: Runner, mode: Mode, out) -> Item:
     cdf = {p: np.searchsorted(np.sort(v), grid, side="right") / len(v) for p, v in fct.items()}
     below = grid[cdf["las"] < cdf["tcp"] - 1e-3]
     cross = float(below.min()) if below.size else None
-    edges = np.quantile(size, np.linspace(0, 1, 11))
-    spread = {}
-    for p, v in fct.items():
-        parts = []
-        for lo, hi in zip(edges[:-1], edges[1:]):
-            m = (size >= lo) & (size <= hi)
-            if m.sum() >= 4:
-                q1, q2, q3 = np.quantile(v[m], [0.25, 0.5, 0.75])
-                parts.append((q3 - q1) / q2)
-        spread[p] = float(np.mean(parts))
+    spread = {p: _spread_within_size_deciles(v, size) for p, v in fct.items()}
     it.numbers = {
         "mean_active": mean_active,
         "deciles_s": {p: list(map(float, d)) for p, d in deciles.items()},
@@ -342,6 +333,12 @@ def item3(r: Runner, mode: Mode, out) -> Item:
             unit="run",
         )
     )
+    _item3_figure(it, runs, active, fct, out)
+    return it
+
+
+def _item3_figure(it: Item, runs: dict, active: dict, fct: dict, out) -> None:
+    """Flows in progress, transfer-time CDF, and transfer time against size (first run)."""
     fig = new_figure(13, 3.8)
     a, b, c = fig.subplots(1, 3)
     kmax = int(max(np.quantile(v, 0.99) for v in active.values())) + 1
@@ -369,7 +366,19 @@ def item3(r: Runner, mode: Mode, out) -> Item:
     it.figures.append(
         ("schedtcp_item3.png", "Flows in progress, transfer-time CDF, transfer time against size (cf. Figs. 7-9)")
     )
-    return it
+
+
+def _spread_within_size_deciles(fct, size) -> float:
+    """Fig. 9's dispersion: the interquartile range of transfer time over its median, within
+    each size decile (of at least 4 flows), averaged."""
+    edges = np.quantile(size, np.linspace(0, 1, 11))
+    parts = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        m = (size >= lo) & (size <= hi)
+        if m.sum() >= 4:
+            q1, q2, q3 = np.quantile(fct[m], [0.25, 0.5, 0.75])
+            parts.append((q3 - q1) / q2)
+    return float(np.mean(parts))
 
 
 def item4(r: Runner, mode: Mode, out) -> Item:

@@ -342,26 +342,7 @@ def item3(r: Runner, mode: Mode, out) -> Item:
         f"scenario `incast.toml`: 25 KB from n = {mode.incast_n} servers of rack 0 to h0, {mode.incast_rounds} rounds, "
         f"min RTO 10 ms; buffers of 100 packets, and of 100 full packets in bytes ({byte_buf}) for RACS and RCP",
     )
-    afct: dict = {}
-    loss: dict = {}
-    drops: dict = {}
-    for p in PROTOCOLS:
-        for buf in ("pkt", "bytes") if p != "tcp" else ("pkt",):
-            key = f"{p}/{buf}"
-            afct[key], loss[key], drops[key] = {}, {}, {}
-            for n in mode.incast_n:
-                res = r.run(
-                    "incast.toml",
-                    f"{p} {buf} n={n}",
-                    **_as(p),
-                    workloads__0__servers=_set(n),
-                    workloads__0__rounds=mode.incast_rounds,
-                    network__buffer="100pkt" if buf == "pkt" else byte_buf,
-                )
-                f = res.flows
-                afct[key][n] = float(f.loc[f["completed"].astype(bool), "fct_s"].mean())
-                loss[key][n] = _loss_rate(res)
-                drops[key][n] = int(res.summary["drops"])
+    afct, loss, drops = _item3_incast(r, mode, byte_buf)
     it.numbers = {"afct_s": afct, "loss_rate": loss, "drops": drops}
     ex = r.expected
     nmax, nmin = max(mode.incast_n), min(mode.incast_n)
@@ -435,21 +416,43 @@ def item3(r: Runner, mode: Mode, out) -> Item:
         "when buffers count bytes. The difference in fctlab is a handful of drops at the largest n (the row's "
         "counts), far from the loss the thesis's remark suggests for packet buffers."
     )
+    _item3_figure(it, mode, afct, loss, out)
+    return it
+
+
+def _item3_incast(r: Runner, mode: Mode, byte_buf: str) -> tuple:
+    """Item 3's runs: AFCT, loss rate and drops by protocol and buffer ("rcp/pkt") and n."""
+    afct: dict = {}
+    loss: dict = {}
+    drops: dict = {}
+    for p in PROTOCOLS:
+        for buf in ("pkt", "bytes") if p != "tcp" else ("pkt",):
+            key = f"{p}/{buf}"
+            afct[key], loss[key], drops[key] = {}, {}, {}
+            for n in mode.incast_n:
+                res = r.run(
+                    "incast.toml",
+                    f"{p} {buf} n={n}",
+                    **_as(p),
+                    workloads__0__servers=_set(n),
+                    workloads__0__rounds=mode.incast_rounds,
+                    network__buffer="100pkt" if buf == "pkt" else byte_buf,
+                )
+                f = res.flows
+                afct[key][n] = float(f.loc[f["completed"].astype(bool), "fct_s"].mean())
+                loss[key][n] = _loss_rate(res)
+                drops[key][n] = int(res.summary["drops"])
+    return afct, loss, drops
+
+
+def _item3_figure(it: Item, mode: Mode, afct: dict, loss: dict, out) -> None:
+    """AFCT and loss rate against n, one line per protocol and buffer."""
     fig = new_figure(9, 3.5)
     a, b = fig.subplots(1, 2)
     for key in afct:
-        a.plot(
-            mode.incast_n,
-            [afct[key][n] * 1e3 for n in mode.incast_n],
-            marker="o",
-            label=f"{LABEL[key.split('/')[0]]} ({key.split('/')[1]})",
-        )
-        b.plot(
-            mode.incast_n,
-            [loss[key][n] * 100 for n in mode.incast_n],
-            marker="o",
-            label=f"{LABEL[key.split('/')[0]]} ({key.split('/')[1]})",
-        )
+        label = f"{LABEL[key.split('/')[0]]} ({key.split('/')[1]})"
+        a.plot(mode.incast_n, [afct[key][n] * 1e3 for n in mode.incast_n], marker="o", label=label)
+        b.plot(mode.incast_n, [loss[key][n] * 100 for n in mode.incast_n], marker="o", label=label)
     a.set_xlabel("servers n")
     a.set_ylabel("AFCT (ms)")
     b.set_xlabel("servers n")
@@ -459,7 +462,6 @@ def item3(r: Runner, mode: Mode, out) -> Item:
     it.figures.append(
         ("thesis_item3.png", "Incast: AFCT and loss rate against the number of servers (cf. Figs. 4.6-4.7)")
     )
-    return it
 
 
 # =========================================================================== item 4
