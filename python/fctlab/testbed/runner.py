@@ -629,6 +629,87 @@ def run_plan(
         return _run_plan(plan, scenario_file, overrides, sha256, max_run_s, atcp_halving, progress)
 
 
+def _load_atcp(atcp) -> bool:
+    """Loads the kernel ATCP with `atcp`'s parameters unless it is registered with the same
+    ones already; returns whether this call loaded it (and must unload it)."""
+    try:
+        if K.registered():
+            have = K.loaded_params()
+            if have is None or have.pack() != atcp.pack():
+                raise TestbedError("ATCP is already registered with other parameters; run `fctlab kernel unload` first")
+            return False
+        K.load(atcp)
+        return True
+    except K.KernelError as e:
+        raise TestbedError(f"loading ATCP: {e}") from None
+
+
+def _start_receivers(net, pairs: dict, plain: list, results: dict, ready, stop_at: list, bound: float, horizon: float):
+    """A receiver thread per scheduled pair and per plain flow, each in its host's namespace;
+    returns the threads and, per scheduled pair, the list its receiver fills with deliveries."""
+    threads, deliveries = [], {}
+    for k, ((src, dst), fl) in enumerate(pairs.items()):
+        deliveries[(src, dst)] = []
+        args = (
+            net.ns(dst),
+            f"{net.addresses[dst]}:{SCHED_PORT_BASE + k}",
+            len(fl),
+            ready,
+            horizon + 30,
+            deliveries[(src, dst)],
+        )
+        threads.append(threading.Thread(target=_sched_receiver, daemon=True, args=args))
+    for f in plain:
+        args = (net.ns(f.dst), PORT_BASE + f.flow_id, f, results[f.flow_id], ready, stop_at, bound)
+        threads.append(threading.Thread(target=_receiver, daemon=True, args=args))
+    for t in threads:
+        t.start()
+    return threads, deliveries
+
+
+def _start_senders(net, plan: Plan, pairs: dict, plain: list, results: dict, t0: float, stop_abs, end_abs) -> list:
+    """A sender thread per scheduled pair and per plain flow, started at `t0`."""
+    threads = []
+    groups = Groups(plan.flows)
+    for k, ((src, dst), fl) in enumerate(pairs.items()):
+        args = (net.ns(src), f"{net.addresses[dst]}:{SCHED_PORT_BASE + k}", fl, plan.scheduler, t0, results)
+        threads.append(threading.Thread(target=_sched_sender, daemon=True, args=args))
+    for f in plain:
+        args = (
+            net.ns(f.src),
+            net.addresses[f.dst],
+            PORT_BASE + f.flow_id,
+            f,
+            results[f.flow_id],
+            t0,
+            stop_abs,
+            end_abs,
+            groups,
+        )
+        threads.append(threading.Thread(target=_sender, daemon=True, args=args))
+    for t in threads:
+        t.start()
+    return threads
+
+
+def _apply_deliveries(pairs: dict, deliveries: dict, results: dict) -> None:
+    """The receivers' word on each scheduled message: a message that arrived with other bytes
+    than were sent, or not at all, is not complete whatever the sender heard. (Each pair's
+    receiver serves that pair's one session, so a message's id is its index.)"""
+    for (src, dst), fl in pairs.items():
+        for d in deliveries[(src, dst)]:
+            if d["kind"] == "refused" or d["error"] is None:
+                continue
+            if d["message"] is None:
+                for f in fl:
+                    results[f.flow_id].error = results[f.flow_id].error or d["error"]
+                continue
+            i = d["message"]
+            if 0 <= i < len(fl):
+                r = results[fl[i].flow_id]
+                r.error, r.completed, r.finish = d["error"], False, None
+
+
 def _run_plan(
     plan: Plan,
     scenario_file: str,
@@ -656,18 +737,7 @@ def _run_plan(
 
             marker = Marker()
         if atcp is not None:
-            try:
-                if K.registered():
-                    have = K.loaded_params()
-                    if have is None or have.pack() != atcp.pack():
-                        raise TestbedError(
-                            "ATCP is already registered with other parameters; run `fctlab kernel unload` first"
-                        )
-                else:
-                    K.load(atcp)
-                    loaded_here = True
-            except K.KernelError as e:
-                raise TestbedError(f"loading ATCP: {e}") from None
+            loaded_here = _load_atcp(atcp)
         build_network(plan, net, marker)
         for f in plan.flows:
             key = (f.src, f.dst)
@@ -681,33 +751,8 @@ def _run_plan(
         plain = [f for f in plan.flows if f.flow_id not in scheduled]
         ready = threading.Barrier(len(plain) + len(pairs) + 1)
         stop_at: list = [None]
-        threads = []
         bound = time.monotonic() + horizon + 30  # sockets never block past this
-        deliveries: dict = {}
-        for k, ((src, dst), fl) in enumerate(pairs.items()):
-            deliveries[(src, dst)] = []
-            t = threading.Thread(
-                target=_sched_receiver,
-                daemon=True,
-                args=(
-                    net.ns(dst),
-                    f"{net.addresses[dst]}:{SCHED_PORT_BASE + k}",
-                    len(fl),
-                    ready,
-                    horizon + 30,
-                    deliveries[(src, dst)],
-                ),
-            )
-            t.start()
-            threads.append(t)
-        for f in plain:
-            t = threading.Thread(
-                target=_receiver,
-                daemon=True,
-                args=(net.ns(f.dst), PORT_BASE + f.flow_id, f, results[f.flow_id], ready, stop_at, bound),
-            )
-            t.start()
-            threads.append(t)
+        threads, deliveries = _start_receivers(net, pairs, plain, results, ready, stop_at, bound, horizon)
         try:
             ready.wait(timeout=30)
         except threading.BrokenBarrierError:
@@ -717,40 +762,7 @@ def _run_plan(
         stop_abs = t0 + plan.stop_time_s if plan.stop_time_s is not None else None
         stop_at[0] = stop_abs
         end_abs = t0 + horizon
-        groups = Groups(plan.flows)
-        for k, ((src, dst), fl) in enumerate(pairs.items()):
-            t = threading.Thread(
-                target=_sched_sender,
-                daemon=True,
-                args=(
-                    net.ns(src),
-                    f"{net.addresses[dst]}:{SCHED_PORT_BASE + k}",
-                    fl,
-                    plan.scheduler,
-                    t0,
-                    results,
-                ),
-            )
-            t.start()
-            threads.append(t)
-        for f in plain:
-            t = threading.Thread(
-                target=_sender,
-                daemon=True,
-                args=(
-                    net.ns(f.src),
-                    net.addresses[f.dst],
-                    PORT_BASE + f.flow_id,
-                    f,
-                    results[f.flow_id],
-                    t0,
-                    stop_abs,
-                    end_abs,
-                    groups,
-                ),
-            )
-            t.start()
-            threads.append(t)
+        threads += _start_senders(net, plan, pairs, plain, results, t0, stop_abs, end_abs)
         sampler, sampling_done = None, threading.Event()
         if plan.cwnd_interval_s is not None:
             cwnd_rows = {c: [] for c in CWND_SCHEMA.names}
@@ -779,21 +791,7 @@ def _run_plan(
                 (max(ends) - t0) if ends and all(r.completed for r in results.values()) else time.monotonic() - t0
             )
         stats = net.port_stats()
-        # The receivers' word on each scheduled message: a message that arrived with other
-        # bytes than were sent, or not at all, is not complete whatever the sender heard.
-        # (Each pair's receiver serves that pair's one session, so a message's id is its index.)
-        for (src, dst), fl in pairs.items():
-            for d in deliveries[(src, dst)]:
-                if d["kind"] == "refused" or d["error"] is None:
-                    continue
-                if d["message"] is None:
-                    for f in fl:
-                        results[f.flow_id].error = results[f.flow_id].error or d["error"]
-                    continue
-                i = d["message"]
-                if 0 <= i < len(fl):
-                    r = results[fl[i].flow_id]
-                    r.error, r.completed, r.finish = d["error"], False, None
+        _apply_deliveries(pairs, deliveries, results)
     except KeyboardInterrupt:
         interrupted = True
         raise
