@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
 from . import _core
+from .schemas import table_schema as _schema
 
 if TYPE_CHECKING:  # annotations only
     import pyarrow as pa
@@ -21,17 +21,6 @@ if TYPE_CHECKING:  # annotations only
 ScenarioError = _core.ScenarioError
 
 ScenarioLike = Union[str, os.PathLike, Mapping[str, Any]]
-
-
-@functools.lru_cache(maxsize=None)
-def _schema(table: str):
-    """The Arrow schema of a result table, as the simulator core defines it. Every field is
-    nullable in Arrow terms: the testbed writes the same tables and leaves null what the
-    kernel does not report (docs/testbed.md); the core's non-null columns never hold one."""
-    import pyarrow as pa
-
-    types = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(), "bool": pa.bool_()}
-    return pa.schema([pa.field(name, types[ty]) for name, ty, _nullable in _core.schemas()[table]])
 
 
 #: The result tables' schemas (columns documented in docs/results.md), from the core:

@@ -29,6 +29,8 @@ from typing import Any, Optional, Sequence, Union
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .schemas import table_schema
+
 #: Version of the run-directory contract written into every summary.json.
 SCHEMA_VERSION = 1
 
@@ -278,7 +280,6 @@ def check_run_dir(run_dir: Union[str, os.PathLike]) -> list[str]:
     """What in ``run_dir`` breaks the contract (an empty list when nothing does): summary.json
     written in the current shape with every key of its type, and each table present with the
     core's columns, in order and of their types (further columns may follow)."""
-    from .api import CWND_SCHEMA, DROP_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA, QUEUE_SCHEMA
 
     d = Path(run_dir)
     problems = []
@@ -291,13 +292,7 @@ def check_run_dir(run_dir: Union[str, os.PathLike]) -> list[str]:
         make_summary(raw.get("producer"), {k: v for k, v in raw.items() if k in SUMMARY_KEYS})
     except (OSError, ValueError, AttributeError) as e:
         problems.append(f"summary.json: {e}")
-    schemas = {
-        "flows": FLOW_SCHEMA,
-        "links": LINK_SCHEMA,
-        "queues": QUEUE_SCHEMA,
-        "cwnd": CWND_SCHEMA,
-        "drops": DROP_SCHEMA,
-    }
+    schemas = {name: table_schema(name) for name in TABLES}
     for name, schema in schemas.items():
         f = d / f"{name}.parquet"
         if not f.is_file():

@@ -77,7 +77,9 @@ def test_the_measure_sees_long_functions(tmp_path):
     found = lengths()
     assert found["python/fctlab/reproduce/atcp.py::item7"] > LIMIT
     long_py = tmp_path / "long.py"
-    long_py.write_text("def long():\n" + "".join(f"    x{i} = {i}\n" for i in range(130)) + "\n\ndef short():\n    pass\n")
+    long_py.write_text(
+        "def long():\n" + "".join(f"    x{i} = {i}\n" for i in range(130)) + "\n\ndef short():\n    pass\n"
+    )
     assert dict(python_functions(long_py)) == {"long": 131, "short": 2}
     body = "".join(f"        let x{i} = {i};\n" for i in range(130))
     long_rs = tmp_path / "long.rs"

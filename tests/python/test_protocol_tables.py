@@ -71,7 +71,8 @@ def test_a_protocol_table_sets_its_flows_and_an_entry_table_overrides_it(tmp_pat
         ("", "weight = 2", "flows[0].weight", "`atcp = { weight = ... }` or `racs = { weight = ... }`"),
         ("", "rcp = { alpha = 0.2 }", "flows[0].rcp", 'parameters of rcp, but this entry\'s protocol is "dctcp"'),
         ("", "dctcp = 3", "flows[0].dctcp", "expected a table of dctcp's parameters"),
-        ("", "colour = 1", "flows[0].colour", "unknown key (known: src, dst,"),
+        ("", "colour = 1", "flows[0].colour", "unknown key `colour` (not one of this table's keys"),
+        ("", 'sze = "1KB"', "flows[0].sze", "unknown key `sze` (did you mean `size`?)"),
         ("[transport.dctcp]\ndctcp_g = 2.0", "", "transport.dctcp.dctcp_g", ""),
     ],
 )

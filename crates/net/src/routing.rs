@@ -10,9 +10,14 @@ use crate::port::Port;
 use fctlab_engine::rng::splitmix64;
 use std::collections::VecDeque;
 
+/// `host_index` of a switch: it has no host number.
+const NOT_A_HOST: u32 = u32::MAX;
+/// A node's distance to a host it cannot reach (yet, while the search runs).
+const UNREACHED: u32 = u32::MAX;
+
 pub struct Routes {
     hosts: u32,
-    /// `host_index[node]` is the host number of a node, or u32::MAX for switches.
+    /// `host_index[node]` is the host number of a node, or [`NOT_A_HOST`] for switches.
     host_index: Vec<u32>,
     /// `offsets[node * hosts + h] .. offsets[node * hosts + h + 1]` indexes `next`.
     offsets: Vec<u32>,
@@ -24,7 +29,7 @@ impl Routes {
     /// Builds the tables. `host_nodes[h]` is the node id of host `h`.
     pub fn build(nodes: usize, host_nodes: &[NodeId], ports: &[Port], salt: u64) -> Routes {
         let hosts = host_nodes.len();
-        let mut host_index = vec![u32::MAX; nodes];
+        let mut host_index = vec![NOT_A_HOST; nodes];
         for (h, n) in host_nodes.iter().enumerate() {
             host_index[n.0 as usize] = h as u32;
         }
@@ -39,18 +44,18 @@ impl Routes {
         let mut dists: Vec<Vec<u32>> = Vec::with_capacity(hosts);
         let mut queue = VecDeque::new();
         for &dst in host_nodes {
-            let mut dist = vec![u32::MAX; nodes];
+            let mut dist = vec![UNREACHED; nodes];
             dist[dst.0 as usize] = 0;
             queue.clear();
             queue.push_back(dst.0);
             while let Some(v) = queue.pop_front() {
                 let v = v as usize;
-                if v != dst.0 as usize && host_index[v] != u32::MAX {
+                if v != dst.0 as usize && host_index[v] != NOT_A_HOST {
                     continue; // hosts do not forward
                 }
                 for &pi in &into[v] {
                     let u = ports[pi as usize].from.0 as usize;
-                    if dist[u] == u32::MAX {
+                    if dist[u] == UNREACHED {
                         dist[u] = dist[v] + 1;
                         queue.push_back(u as u32);
                     }
@@ -67,12 +72,12 @@ impl Routes {
             for dist in dists.iter() {
                 offsets.push(next.len() as u32);
                 let d = dist[n];
-                if d == u32::MAX || d == 0 {
+                if d == UNREACHED || d == 0 {
                     continue;
                 }
                 for &pi in &out[n] {
                     let to = ports[pi as usize].to.0 as usize;
-                    if dist[to] != u32::MAX && dist[to] + 1 == d {
+                    if dist[to] != UNREACHED && dist[to] + 1 == d {
                         next.push(PortId(pi));
                     }
                 }
@@ -86,14 +91,14 @@ impl Routes {
     #[inline]
     pub fn host_of(&self, node: NodeId) -> Option<u32> {
         let h = self.host_index[node.0 as usize];
-        (h != u32::MAX).then_some(h)
+        (h != NOT_A_HOST).then_some(h)
     }
 
     /// Equal-cost next-hop ports from `node` toward node `dst` (a host).
     #[inline]
     pub fn candidates(&self, node: NodeId, dst: NodeId) -> &[PortId] {
         let h = self.host_index[dst.0 as usize];
-        if h == u32::MAX {
+        if h == NOT_A_HOST {
             return &[];
         }
         let i = node.0 as usize * self.hosts as usize + h as usize;

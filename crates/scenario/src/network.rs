@@ -1,7 +1,7 @@
 //! The `[network]` table: the topology (one struct per kind), link rates, delays and buffers,
 //! and the switch queue discipline.
 
-use crate::tables::{de, quoted, split, tag, tagged_tables, At};
+use crate::tables::{de, split, tag, tagged_tables, At};
 use crate::units::{Buffer, Duration, Rate};
 use crate::ScenarioError;
 use fctlab_engine::{BitsPerSec, Nanos};
@@ -236,7 +236,7 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
         if let Ok(r) = qdisc::lookup(&q) {
             known.extend(r.keys);
         }
-        return Err(err(k, format!("unknown key `{k}`, expected one of {}", quoted(&known))));
+        return Err(err(k, crate::tables::unknown_key(k, &known)));
     }
     let net: Common = de(common, at)?;
     let topo = TopologyTable::parse(&topo_name, specific, at)?;

@@ -59,8 +59,11 @@ pub(crate) fn split(table: toml::Table, keys: &[&str]) -> (toml::Table, toml::Ta
 pub(crate) fn clean_serde_message(m: &str) -> String {
     // The TOML value deserializer appends "in `key`"; the key is reported separately.
     let m = m.split("\nin `").next().unwrap_or(m).trim();
-    if let Some(rest) = m.strip_prefix("unknown field ") {
-        return format!("unknown key {rest}");
+    if let Some(rest) = m.strip_prefix("unknown field `") {
+        // "unknown field `x`, expected one of `a`, `b`" (or "expected `a`", "there are no fields")
+        let (key, tail) = rest.split_once('`').unwrap_or((rest, ""));
+        let known: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
+        return unknown_key(key, &known);
     }
     if let Some(rest) = m.strip_prefix("missing field ") {
         return format!("missing required key {rest}");
@@ -85,6 +88,46 @@ pub(crate) fn clean_serde_message(m: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The message for key `key` where the keys `known` are valid: the closest of them when one
+/// is close (a typo), the whole list when it is short, else a pointer to the docs, so that a
+/// message stays one readable line however many keys a table has, and does not change when a
+/// key is added.
+pub(crate) fn unknown_key(key: &str, known: &[&str]) -> String {
+    if let Some(close) = closest(key, known) {
+        return format!("unknown key `{key}` (did you mean `{close}`?)");
+    }
+    match known.len() {
+        0 => format!("unknown key `{key}` (this table takes no keys)"),
+        1..=8 => format!("unknown key `{key}`, expected one of {}", quoted(known)),
+        _ => format!("unknown key `{key}` (not one of this table's keys, which docs/scenarios.md lists)"),
+    }
+}
+
+/// The key of `known` closest to `key` by edit distance, if within a third of its length
+/// (at least 1), or one that contains the other; ties go to the first.
+pub(crate) fn closest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+    let limit = (key.chars().count() / 3).max(1);
+    let by_distance =
+        known.iter().map(|k| (edit_distance(key, k), *k)).filter(|(d, _)| *d <= limit).min_by_key(|(d, _)| *d);
+    by_distance.map(|(_, k)| k).or_else(|| {
+        known.iter().copied().find(|k| key.len() >= 3 && k.len() >= 3 && (k.contains(key) || key.contains(k)))
+    })
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 /// "`a`, `b`, `c`": a list of keys as serde's messages write them.
@@ -138,3 +181,47 @@ macro_rules! tagged_tables {
     };
 }
 pub(crate) use tagged_tables;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_key_names_the_closest_or_the_short_list_or_the_count() {
+        let known = [
+            "link_rate",
+            "link_delay",
+            "buffer",
+            "queue",
+            "ecn_threshold",
+            "nic_buffer",
+            "hosts",
+            "senders",
+            "receivers",
+        ];
+        assert_eq!(unknown_key("link_rat", &known), "unknown key `link_rat` (did you mean `link_rate`?)");
+        assert_eq!(unknown_key("bufer", &known), "unknown key `bufer` (did you mean `buffer`?)");
+        assert_eq!(unknown_key("threshold", &known), "unknown key `threshold` (did you mean `ecn_threshold`?)");
+        assert_eq!(
+            unknown_key("colour", &known),
+            "unknown key `colour` (not one of this table's keys, which docs/scenarios.md lists)"
+        );
+        assert_eq!(
+            unknown_key("x", &["a_long_key", "b_key"]),
+            "unknown key `x`, expected one of `a_long_key`, `b_key`"
+        );
+        assert_eq!(unknown_key("x", &[]), "unknown key `x` (this table takes no keys)");
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn serde_s_unknown_field_message_becomes_the_same_message() {
+        let m =
+            "unknown field `queue_intervl`, expected one of `cwnd_interval`, `cwnd_flows`, `queue_interval`, `queues`";
+        assert_eq!(clean_serde_message(m), "unknown key `queue_intervl` (did you mean `queue_interval`?)");
+        assert_eq!(
+            clean_serde_message("unknown field `zzzzz`, expected `queue`"),
+            "unknown key `zzzzz`, expected one of `queue`"
+        );
+    }
+}

@@ -304,8 +304,14 @@ pub(crate) fn not_a_protocol_table(k: &str, own: &[&str]) -> String {
             owners[0]
         );
     }
-    let protocols: Vec<&str> = cc::REGISTRY.iter().map(|r| r.names[0]).collect();
-    format!("unknown key (known: {}; and a table per protocol: {})", own.join(", "), protocols.join(", "))
+    let mut known: Vec<&str> = own.to_vec();
+    known.extend(cc::REGISTRY.iter().map(|r| r.names[0]));
+    let message = crate::tables::unknown_key(k, &known);
+    if crate::tables::closest(k, &known).is_some() {
+        message
+    } else {
+        message + "; a protocol's parameters go in a table named after it"
+    }
 }
 
 /// The error for a key that protocol `name` does not have.

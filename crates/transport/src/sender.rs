@@ -99,12 +99,16 @@ enum State {
     Done,
 }
 
+/// The `size` of a long-lived flow: more bytes than it can send, so every test against the
+/// size (`snd_una >= size`) fails for it.
+const LONG_LIVED: u64 = u64::MAX;
+
 pub struct TcpSender {
     pub flow: FlowId,
     src: NodeId,
     dst: NodeId,
     cfg: TcpConfig,
-    /// Bytes to send; u64::MAX for a long-lived flow.
+    /// Bytes to send; [`LONG_LIVED`] for a long-lived flow.
     size: u64,
     state: State,
     snd_una: u64,
@@ -223,7 +227,7 @@ impl TcpSender {
             size: match size {
                 Some(s) if cfg.whole_packets => s.div_ceil(mss) * mss,
                 Some(s) => s,
-                None => u64::MAX,
+                None => LONG_LIVED,
             },
             state: State::SynSent,
             snd_una: 0,
@@ -406,7 +410,7 @@ impl TcpSender {
             let ctx = SendContext {
                 now,
                 kind: p.kind,
-                size: (self.size != u64::MAX).then_some(self.size),
+                size: (self.size != LONG_LIVED).then_some(self.size),
                 bytes_sent: self.snd_max.max(p.seq + p.payload_bytes as u64),
                 snd_una: self.snd_una,
                 srtt: self.rtt.srtt(),

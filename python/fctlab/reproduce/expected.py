@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .common import (
+from .verdicts import (
     DIRECTION,
     MATCH,
     MIN_SAMPLES,

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from .. import kernel as K
-from .netns import TestbedError
+from .shell import TestbedError
 
 SOURCE = Path(__file__).with_name("delayline.c")
 BINARY = "fctlab-delayline"

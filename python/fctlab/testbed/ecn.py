@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from .. import kernel as K
-from .netns import TestbedError, run
+from .shell import TestbedError, run
 
 #: Layout of ``struct ecn_params`` in kernel/ecn_mark.bpf.c (little endian, 16 bytes).
 PARAMS_FORMAT = "<IIQ"

@@ -16,6 +16,10 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .delay import binary as delay_binary
+from .ecn import Marker, Threshold, marks
+from .shell import TestbedError, ip, run  # noqa: F401 (TestbedError: imported from here too)
+
 PREFIX = "fctlab-"
 NETNS_DIR = Path("/run/netns")
 CLONE_NEWNET = 0x40000000
@@ -23,27 +27,6 @@ ETH_OVERHEAD = 14  # bytes per packet beyond the IP MTU on a veth
 MTU = 1500
 
 _libc = ctypes.CDLL(None, use_errno=True)
-
-
-class TestbedError(Exception):
-    """A problem that stops a testbed run; the message is one line for the user."""
-
-
-def ip(*args: str, check: bool = True, timeout: float = 20) -> subprocess.CompletedProcess:
-    return run(["ip", *args], check=check, timeout=timeout)
-
-
-def run(cmd: list[str], *, check: bool = True, timeout: float = 20) -> subprocess.CompletedProcess:
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError:
-        raise TestbedError(f"{cmd[0]} not found (apt package iproute2)") from None
-    except subprocess.TimeoutExpired:
-        raise TestbedError(f"`{' '.join(cmd)}` did not finish within {timeout:.0f}s") from None
-    if check and p.returncode != 0:
-        msg = (p.stderr or p.stdout).strip().splitlines()
-        raise TestbedError(f"`{' '.join(cmd)}` failed: {msg[-1] if msg else 'exit ' + str(p.returncode)}")
-    return p
 
 
 def enter(ns: str) -> None:
@@ -170,9 +153,8 @@ class Network:
     def add_delay_line(self, node: str, dev_a: str, dev_b: str, delay_s: float) -> None:
         """Starts a delay line (testbed/delayline.c) forwarding between two veths of
         ``node`` with ``delay_s`` each way; it runs until ``destroy``."""
-        from .delay import binary
 
-        cmd = [str(binary()), self.ns(node), dev_a, dev_b, str(int(round(delay_s * 1e9)))]
+        cmd = [str(delay_binary()), self.ns(node), dev_a, dev_b, str(int(round(delay_s * 1e9)))]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.delay_lines.append((node, p))
         line = p.stdout.readline().strip()  # "ready" once its sockets are bound
@@ -236,8 +218,6 @@ class Network:
                 out[p.link] = {"bytes": 0, "packets": 0, "drops": 0, "port": p}
             out[p.link]["ecn_marks"] = 0
             if p.ecn is not None:
-                from .ecn import marks
-
                 m = marks(p.ns, p.dev)
                 out[p.link]["ecn_marks"] = m["marked"] if m else None
         return out
@@ -335,8 +315,6 @@ def check_features() -> dict:
             limit_b=100_000,
         )
         if out["ecn"] is None:
-            from .ecn import Marker, Threshold
-
             try:
                 marker = Marker()
                 marker.attach(net.ns("a"), "p0", Threshold(pkts=20))
