@@ -301,7 +301,37 @@ def script(plan: Plan, seed: int) -> str:
     for f in plan.flows:
         if f.after:
             waiting.setdefault(f.after, []).append(f.flow_id)
-    L += [
+    L += _tcl_procs(plan, t, tcp_class, sink_class)
+    # groups by number (names may hold any character)
+    gid = {g: i for i, g in enumerate(groups)}
+    for g, members in groups.items():
+        L.append(f"set groupleft({gid[g]}) {len(members)}")
+        for m in members:
+            L.append(f"set groupof({m}) {gid[g]}")
+    for g, ws in waiting.items():
+        pairs = " ".join(f"{{{w} {_num(plan.flows[w].start_s)}}}" for w in ws)
+        L.append(f"set waiters({gid[g]}) {{{pairs}}}")
+    for f in plan.flows:
+        incr = atcp_weight(f) if f.protocol == "atcp" else 1.0
+        size = -1 if f.size_bytes is None else f.size_bytes
+        L.append(f"flow {f.flow_id} {f.src} {f.dst} {size} {1 if f.ecn else 0} {_num(incr)}")
+        st = atcp_step(f) if f.protocol == "atcp" else None
+        if st:
+            # sent > threshold bytes: more than floor(threshold / mss) whole packets
+            L.append(f"set step({f.flow_id}) {{{st[0] // mss} {_num(st[1])}}}")
+        if not f.after:
+            L.append(f'$ns at {_num(f.start_s)} "start_flow {f.flow_id}"')
+    stop = plan.stop_time_s if plan.stop_time_s is not None else 3600.0
+    L += _cwnd_sampler(plan)
+    L += _tcl_finish(plan, stop)
+    return "\n".join(L)
+
+
+def _tcl_procs(plan: Plan, t: dict, tcp_class: str, sink_class: str) -> list:
+    """The script's procedures: a flow's end and start, sending in chunks, ATCP's step weight,
+    and a flow's agents."""
+    mss = t["mss_bytes"]
+    return [
         "",
         "set ndone 0",
         "set nfinite 0",
@@ -367,28 +397,12 @@ def script(plan: Plan, seed: int) -> str:
         "    if {$bytes >= 0} { incr nfinite }",
         "}",
     ]
-    # groups by number (names may hold any character)
-    gid = {g: i for i, g in enumerate(groups)}
-    for g, members in groups.items():
-        L.append(f"set groupleft({gid[g]}) {len(members)}")
-        for m in members:
-            L.append(f"set groupof({m}) {gid[g]}")
-    for g, ws in waiting.items():
-        pairs = " ".join(f"{{{w} {_num(plan.flows[w].start_s)}}}" for w in ws)
-        L.append(f"set waiters({gid[g]}) {{{pairs}}}")
-    for f in plan.flows:
-        incr = atcp_weight(f) if f.protocol == "atcp" else 1.0
-        size = -1 if f.size_bytes is None else f.size_bytes
-        L.append(f"flow {f.flow_id} {f.src} {f.dst} {size} {1 if f.ecn else 0} {_num(incr)}")
-        st = atcp_step(f) if f.protocol == "atcp" else None
-        if st:
-            # sent > threshold bytes: more than floor(threshold / mss) whole packets
-            L.append(f"set step({f.flow_id}) {{{st[0] // mss} {_num(st[1])}}}")
-        if not f.after:
-            L.append(f'$ns at {_num(f.start_s)} "start_flow {f.flow_id}"')
-    stop = plan.stop_time_s if plan.stop_time_s is not None else 3600.0
-    L += _cwnd_sampler(plan)
-    L += [
+
+
+def _tcl_finish(plan: Plan, stop: float) -> list:
+    """The script's end: the ports' byte counters kept past 2 GiB, and the results printed at
+    the stop time."""
+    return [
         "",
         "# QueueMonitor's bdepartures_ is a 32-bit int that wraps after 2 GiB (16 s at 1 Gbps): its",
         "# progress is added up every second modulo 2^32 (less than 4 GiB leaves a port in a second)",
@@ -425,7 +439,6 @@ def script(plan: Plan, seed: int) -> str:
         "$ns run",
         "",
     ]
-    return "\n".join(L)
 
 
 def _cwnd_sampler(plan: Plan) -> list:

@@ -144,30 +144,10 @@ def item1(r: Runner, mode: Mode, out) -> Item:
         "utilization and time-averaged queue of the tor0 -> h0 port over the whole run",
     )
     runs = PROTOCOLS + (RED,)
-    util: dict = {p: {} for p in runs}
-    queue: dict = {p: {} for p in runs}
-    drops: dict = {p: {} for p in runs}
     # RED draws at random, so its runs are repeated over seeds (means below); the others have
     # nothing random in them (fixed long-lived flows, DropTail or paced)
     red_seeds = list(range(1, mode.mix_seeds + 1))
-    for p in runs:
-        for n in mode.senders:
-            u, q, d = [], [], []
-            for seed in red_seeds if p == RED else [None]:
-                extra = {"seed": seed} if seed is not None else {}
-                res = r.run(
-                    "long_flows.toml",
-                    f"{p} N={n}" + (f" seed {seed}" if seed else ""),
-                    **_as(p),
-                    workloads__0__senders=_set(n),
-                    stop_time=mode.long_stop,
-                    **extra,
-                )
-                port = _port(res, "tor0", "h0")
-                u.append(float(port["utilization"]))
-                q.append(float(port["mean_queue_pkts"]))
-                d.append(int(res.summary["drops"]))
-            util[p][n], queue[p][n], drops[p][n] = float(np.mean(u)), float(np.mean(q)), int(sum(d))
+    util, queue, drops = _item1_runs(r, mode, runs, red_seeds)
     it.numbers = {"utilization": util, "mean_queue_pkts": queue, "drops": drops, "red_seeds": red_seeds}
     ex = r.expected
     racs_min = min(util["racs"].values())
@@ -269,6 +249,39 @@ def item1(r: Runner, mode: Mode, out) -> Item:
             samples=len(red_seeds),
         )
     )
+    _item1_figure(it, mode, runs, util, queue, out)
+    return it
+
+
+def _item1_runs(r: Runner, mode: Mode, runs, red_seeds: list) -> tuple:
+    """Item 1's runs: utilization, mean queue (packets) and drops of the tor0 -> h0 port by
+    protocol and number of senders (RED's over its seeds: means, and drops summed)."""
+    util: dict = {p: {} for p in runs}
+    queue: dict = {p: {} for p in runs}
+    drops: dict = {p: {} for p in runs}
+    for p in runs:
+        for n in mode.senders:
+            u, q, d = [], [], []
+            for seed in red_seeds if p == RED else [None]:
+                extra = {"seed": seed} if seed is not None else {}
+                res = r.run(
+                    "long_flows.toml",
+                    f"{p} N={n}" + (f" seed {seed}" if seed else ""),
+                    **_as(p),
+                    workloads__0__senders=_set(n),
+                    stop_time=mode.long_stop,
+                    **extra,
+                )
+                port = _port(res, "tor0", "h0")
+                u.append(float(port["utilization"]))
+                q.append(float(port["mean_queue_pkts"]))
+                d.append(int(res.summary["drops"]))
+            util[p][n], queue[p][n], drops[p][n] = float(np.mean(u)), float(np.mean(q)), int(sum(d))
+    return util, queue, drops
+
+
+def _item1_figure(it: Item, mode: Mode, runs, util: dict, queue: dict, out) -> None:
+    """Utilization and mean queue against the number of senders."""
     fig = new_figure(9, 3.5)
     a, b = fig.subplots(1, 2)
     for p in runs:
@@ -287,7 +300,6 @@ def item1(r: Runner, mode: Mode, out) -> Item:
             "Long flows: utilization and mean queue of the bottleneck port against the number of senders (cf. Figs. 4.4-4.5)",
         )
     )
-    return it
 
 
 # =========================================================================== item 2
@@ -484,33 +496,7 @@ def item4(r: Runner, mode: Mode, out) -> Item:
     runs = PROTOCOLS + (RED,)
     if r.is_ns2:  # ns-2.35 measures the graded rate only
         rates = [lo]
-    per: dict = {k: {p: {} for p in runs} for k in ("afct", "util", "loss", "timed_out", "median")}
-    causes: dict = {p: [] for p in runs}
-    for p in runs:
-        for rate in rates:
-            for k in per:
-                per[k][p][rate] = []
-            window = graded_until if rate == lo else until
-            for s in seeds:
-                res = r.run(
-                    "mix.toml",
-                    f"{p} {rate}/s seed {s}",
-                    **_as(p),
-                    workloads__0__arrival_rate=f"{rate}/s",
-                    workloads__0__until=f"{window}s",
-                    stop_time=f"{window + 0.1}s",
-                    seed=s,
-                )
-                f = res.flows
-                resp = f[(f["tag"] == "response") & f["completed"].astype(bool)]
-                allr = f[f["tag"] == "response"]
-                per["afct"][p][rate].append(float(resp["fct_s"].mean()))
-                per["median"][p][rate].append(float(resp["fct_s"].median()))
-                per["util"][p][rate].append(float(_port(res, "tor2", "h8")["utilization"]))
-                per["loss"][p][rate].append(_loss_rate(res))
-                per["timed_out"][p][rate].append(float((allr["timeouts"] > 0).mean()) if len(allr) else float("nan"))
-                if rate == lo:
-                    causes[p].append(timeout_causes(allr))
+    per, causes = _item4_runs(r, runs, rates, seeds, lo, {lo: graded_until}, until)
     iv = {k: {p: {x: interval(v) for x, v in d.items()} for p, d in by.items()} for k, by in per.items()}
     afct = {p: {x: m for x, (m, _) in d.items()} for p, d in iv["afct"].items()}
     util = {p: {x: m for x, (m, _) in d.items()} for p, d in iv["util"].items()}
@@ -595,6 +581,47 @@ def item4(r: Runner, mode: Mode, out) -> Item:
         "defaults, thresholds of 5 and 15 packets) keeps that queue short, so SACK with ECN is fast here; item 7 "
         "finds the thesis's 42.4 ms for it with ns-2.35's default RED, in fctlab and in ns-2.35."
     )
+    _item4_notes(it)
+    return it
+
+
+def _item4_runs(r: Runner, runs, rates, seeds, lo, windows: dict, until: float) -> tuple:
+    """Item 4's runs: per measure ("afct", "median", "util", "loss", "timed_out"), protocol
+    and rate, one value per seed; and per protocol the timeouts by cause at the rate `lo`.
+    A rate runs for its `windows` entry, or `until`."""
+    per: dict = {k: {p: {} for p in runs} for k in ("afct", "util", "loss", "timed_out", "median")}
+    causes: dict = {p: [] for p in runs}
+    for p in runs:
+        for rate in rates:
+            for k in per:
+                per[k][p][rate] = []
+            window = windows.get(rate, until)
+            for s in seeds:
+                res = r.run(
+                    "mix.toml",
+                    f"{p} {rate}/s seed {s}",
+                    **_as(p),
+                    workloads__0__arrival_rate=f"{rate}/s",
+                    workloads__0__until=f"{window}s",
+                    stop_time=f"{window + 0.1}s",
+                    seed=s,
+                )
+                f = res.flows
+                resp = f[(f["tag"] == "response") & f["completed"].astype(bool)]
+                allr = f[f["tag"] == "response"]
+                per["afct"][p][rate].append(float(resp["fct_s"].mean()))
+                per["median"][p][rate].append(float(resp["fct_s"].median()))
+                per["util"][p][rate].append(float(_port(res, "tor2", "h8")["utilization"]))
+                per["loss"][p][rate].append(_loss_rate(res))
+                per["timed_out"][p][rate].append(float((allr["timeouts"] > 0).mean()) if len(allr) else float("nan"))
+                if rate == lo:
+                    causes[p].append(timeout_causes(allr))
+    return per, causes
+
+
+def _item4_notes(it: Item) -> None:
+    """Item 4's explanations that do not depend on the run: the unstated rate, and RACS's and
+    RCP's round trips before data."""
     it.explanation.append(
         "The thesis does not say how often responses come. Under RACS the utilization depends on it: each response "
         "takes its share from the long flows as soon as its SYN admits it, about two round trips before its first data, "
@@ -612,7 +639,6 @@ def item4(r: Runner, mode: Mode, out) -> Item:
         "AFCT does not count the same time (for example from the first data packet rather than from the flow's start, "
         "as fctlab does)."
     )
-    return it
 
 
 # =========================================================================== item 5
@@ -626,44 +652,11 @@ def item5(r: Runner, mode: Mode, out) -> Item:
         f"over {until:g} s, beside two long-lived flows h6, h7 -> h0; seeds 1-{mode.mix_seeds}, figures are means over "
         "the seeds (± the half-width of the 95% interval where a row grades a value)",
     )
-    afct: dict = {p: {} for p in PROTOCOLS}
-    within: dict = {p: {} for p in PROTOCOLS}
-    long_tp: dict = {p: {} for p in PROTOCOLS}
-    loss: dict = {p: {} for p in PROTOCOLS}
-    per: dict = {p: {} for p in PROTOCOLS}
-    flows_hi: dict = {}
-    hi = max(mode.rates)
     seeds = list(range(1, mode.mix_seeds + 1))
-    for p in PROTOCOLS:
-        for rate in mode.rates:
-            figs = []
-            for seed in seeds:
-                res = r.run(
-                    "benchmark.toml",
-                    f"{p} {rate}/s seed {seed}",
-                    **_as(p),
-                    workloads__0__arrival_rate=f"{rate}/s",
-                    workloads__0__until=f"{until}s",
-                    stop_time=f"{until + 0.1}s",
-                    seed=seed,
-                )
-                f = res.flows
-                resp = f[f["tag"] == "response"]
-                done = resp[resp["completed"].astype(bool)]
-                lf = f[f["tag"] == "long"]
-                figs.append(
-                    (
-                        float(done["fct_s"].mean()),
-                        float((done["fct_s"] <= 0.010).sum()) / len(resp) if len(resp) else float("nan"),
-                        float(lf["bytes_delivered"].sum()) * 8 / float(res.summary["sim_time_s"]) / 1e6,
-                        _loss_rate(res),
-                    )
-                )
-                if rate == hi:
-                    flows_hi.setdefault(p, []).append(resp)
-            per[p][rate] = [interval([x[k] for x in figs]) for k in range(4)]
-            afct[p][rate], within[p][rate], long_tp[p][rate], loss[p][rate] = (v[0] for v in per[p][rate])
-    flows_hi = {p: pd.concat(fs, ignore_index=True) for p, fs in flows_hi.items()}
+    hi = max(mode.rates)
+    per, flows_hi = _item5_runs(r, mode, seeds, until)
+    # each measure's mean over the seeds, by protocol and rate
+    afct, within, long_tp, loss = ({p: {x: per[p][x][k][0] for x in per[p]} for p in per} for k in range(4))
     it.numbers = {
         "afct_s": afct,
         "done_within_10ms": within,
@@ -754,6 +747,51 @@ def item5(r: Runner, mode: Mode, out) -> Item:
         + "; ".join(f"{LABEL[p]} " + " / ".join(f"{loss[p][x]:.2%}" for x in mode.rates) for p in PROTOCOLS)
         + "."
     )
+    _item5_figure(it, mode, afct, flows_hi, out)
+    return it
+
+
+def _item5_runs(r: Runner, mode: Mode, seeds: list, until: float) -> tuple:
+    """Item 5's runs: per protocol and rate, the (mean, half-width) over the seeds of the AFCT,
+    the share of responses done within 10 ms, the long flows' throughput (Mbps) and the loss
+    rate; and per protocol the responses at the highest rate, all seeds together."""
+    per: dict = {p: {} for p in PROTOCOLS}
+    flows_hi: dict = {}
+    hi = max(mode.rates)
+    for p in PROTOCOLS:
+        for rate in mode.rates:
+            figs = []
+            for seed in seeds:
+                res = r.run(
+                    "benchmark.toml",
+                    f"{p} {rate}/s seed {seed}",
+                    **_as(p),
+                    workloads__0__arrival_rate=f"{rate}/s",
+                    workloads__0__until=f"{until}s",
+                    stop_time=f"{until + 0.1}s",
+                    seed=seed,
+                )
+                f = res.flows
+                resp = f[f["tag"] == "response"]
+                done = resp[resp["completed"].astype(bool)]
+                lf = f[f["tag"] == "long"]
+                figs.append(
+                    (
+                        float(done["fct_s"].mean()),
+                        float((done["fct_s"] <= 0.010).sum()) / len(resp) if len(resp) else float("nan"),
+                        float(lf["bytes_delivered"].sum()) * 8 / float(res.summary["sim_time_s"]) / 1e6,
+                        _loss_rate(res),
+                    )
+                )
+                if rate == hi:
+                    flows_hi.setdefault(p, []).append(resp)
+            per[p][rate] = [interval([x[k] for x in figs]) for k in range(4)]
+    return per, {p: pd.concat(fs, ignore_index=True) for p, fs in flows_hi.items()}
+
+
+def _item5_figure(it: Item, mode: Mode, afct: dict, flows_hi: dict, out) -> None:
+    """AFCT against the arrival rate, and flows done by time t at the highest rate."""
+    hi = max(mode.rates)
     fig = new_figure(10, 3.5)
     a, b = fig.subplots(1, 2)
     for p in PROTOCOLS:
@@ -775,7 +813,6 @@ def item5(r: Runner, mode: Mode, out) -> Item:
             "Benchmark: AFCT against the arrival rate (cf. Fig. 4.10) and flows done by time t at the highest rate (cf. Fig. 4.12)",
         )
     )
-    return it
 
 
 # =========================================================================== item 6
