@@ -419,6 +419,17 @@ fn to_py(py: Python<'_>, r: &Results) -> PyResult<PyObject> {
     Ok(out.into())
 }
 
+/// The keys of the scenario tables that docs/scenarios.md lists key by key: `{table: [keys]}`
+/// (`transport`: besides one table per protocol; `monitor`).
+#[pyfunction]
+fn table_keys(py: Python<'_>) -> PyResult<PyObject> {
+    let d = PyDict::new_bound(py);
+    for (table, keys) in fctlab_scenario::table_keys() {
+        d.set_item(table, keys.to_vec())?;
+    }
+    Ok(d.into())
+}
+
 /// The schema of every result table: `{table: [(column, type, nullable), ...]}` with types
 /// `int64`, `float64`, `string` or `bool`, and `summary`: the keys of the summary the core writes.
 #[pyfunction]
@@ -440,6 +451,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(network, m)?)?;
     m.add_function(wrap_pyfunction!(protocols, m)?)?;
     m.add_function(wrap_pyfunction!(schemas, m)?)?;
+    m.add_function(wrap_pyfunction!(table_keys, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_send, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_recv, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_loopback, m)?)?;

@@ -22,6 +22,11 @@ pub(crate) struct RawMonitor {
     pcap_max_packets: Option<i64>,
 }
 
+/// The keys of `[monitor]`.
+pub(crate) fn keys() -> &'static [&'static str] {
+    crate::tables::fields_of::<RawMonitor>()
+}
+
 /// Packets a capture keeps at most unless `pcap_max_packets` says otherwise.
 pub const DEFAULT_PCAP_MAX_PACKETS: u64 = 100_000;
 /// The most `pcap_max_packets` may be (about 15 GB of memory held by the capture).

@@ -59,6 +59,11 @@ struct Keys {
     priority_then: Option<String>,
 }
 
+/// The keys of `[transport]` other than the protocol tables.
+pub(crate) fn keys() -> &'static [&'static str] {
+    fields_of::<Keys>()
+}
+
 /// `[transport]` after validation.
 pub(crate) struct Transport {
     pub tcp: TcpConfig,
