@@ -119,11 +119,19 @@ class RunResult:
     producer: str = "simulator"
     _cache: dict = field(default_factory=dict, repr=False)
 
+    def _frame(self, name: str):
+        """Table `name` (``flows_table``, ...) as a DataFrame, converted once; None when the
+        run has no such table."""
+        table = getattr(self, f"{name}_table")
+        if table is None:
+            return None
+        if name not in self._cache:
+            self._cache[name] = table.to_pandas()
+        return self._cache[name]
+
     @property
     def flows(self):
-        if "flows" not in self._cache:
-            self._cache["flows"] = self.flows_table.to_pandas()
-        return self._cache["flows"]
+        return self._frame("flows")
 
     @property
     def measured(self):
@@ -135,33 +143,19 @@ class RunResult:
 
     @property
     def links(self):
-        if "links" not in self._cache:
-            self._cache["links"] = self.links_table.to_pandas()
-        return self._cache["links"]
+        return self._frame("links")
 
     @property
     def queues(self):
-        if self.queues_table is None:
-            return None
-        if "queues" not in self._cache:
-            self._cache["queues"] = self.queues_table.to_pandas()
-        return self._cache["queues"]
+        return self._frame("queues")
 
     @property
     def cwnd(self):
-        if self.cwnd_table is None:
-            return None
-        if "cwnd" not in self._cache:
-            self._cache["cwnd"] = self.cwnd_table.to_pandas()
-        return self._cache["cwnd"]
+        return self._frame("cwnd")
 
     @property
     def drops(self):
-        if self.drops_table is None:
-            return None
-        if "drops" not in self._cache:
-            self._cache["drops"] = self.drops_table.to_pandas()
-        return self._cache["drops"]
+        return self._frame("drops")
 
     def _headline(self) -> list:
         """(label, value) pairs of what a reader looks at first."""

@@ -202,7 +202,12 @@ def write_run(
         if pcaps:
             (tmp / "pcap").mkdir()
             for name, data in pcaps:
-                (tmp / "pcap" / pcap_file_name(name)).write_bytes(data)
+                f = tmp / "pcap" / pcap_file_name(name)
+                k = 1
+                while f.exists():  # two names alike once made file names ("a-b" and "a->b")
+                    k += 1
+                    f = f.with_name(f"{pcap_file_name(name)[:-5]}-{k}.pcap")
+                f.write_bytes(data)
             if pcap_hosts is not None:
                 (tmp / "pcap" / "hosts").write_text(pcap_hosts, encoding="utf-8")
         with open(tmp / "summary.json", "w", encoding="utf-8") as f:

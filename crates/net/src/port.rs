@@ -110,6 +110,8 @@ pub enum DropCause {
     Early,
     /// A waiting packet the discipline dropped to make room for a more urgent arrival.
     PushedOut,
+    /// A switch had no route for it (a dead link): dropped by the simulation, not a port.
+    NoRoute,
 }
 
 impl DropCause {
@@ -119,6 +121,7 @@ impl DropCause {
             DropCause::BufferFull => "buffer_full",
             DropCause::Early => "early",
             DropCause::PushedOut => "pushed_out",
+            DropCause::NoRoute => "no_route",
         }
     }
 }

@@ -22,6 +22,8 @@ pub(crate) struct Monitor {
     /// each node's (for a packet a switch had no route for).
     pub drops: Option<Vec<DropRecord>>,
     drop_names: Vec<Arc<str>>,
+    /// Ports among `drop_names` (the nodes' names follow them).
+    drop_ports: usize,
 }
 
 impl Monitor {
@@ -58,6 +60,7 @@ impl Monitor {
         Monitor {
             drops: m.drops.then(Vec::new),
             drop_names,
+            drop_ports: net.ports.len(),
             sampled_ports,
             queues: m.queue_interval.map(|_| Vec::new()),
             cwnd: m.cwnd_interval.map(|_| Vec::new()),
@@ -103,31 +106,31 @@ impl Monitor {
     }
 }
 
+/// Where a packet was dropped: at an output port, or at a node with no route for it.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum DropSite {
+    Port(usize),
+    Node(usize),
+}
+
 impl Monitor {
-    /// Traces packet `p`, dropped at `now` by port `port`, or (None) by node `node`, which had
-    /// no route for it; `ports` is the number of ports.
-    #[allow(clippy::too_many_arguments)]
-    pub fn record_drop(
-        &mut self,
-        now: Nanos,
-        port: Option<usize>,
-        node: usize,
-        ports: usize,
-        p: &Packet,
-        cause: &'static str,
-    ) {
+    /// Traces packet `p`, dropped at `now` at `site` for `cause`.
+    pub fn record_drop(&mut self, now: Nanos, site: DropSite, p: &Packet, cause: fctlab_net::DropCause) {
         let Some(d) = self.drops.as_mut() else { return };
-        let name = self.drop_names[port.unwrap_or(ports + node)].clone();
+        let (link_id, name) = match site {
+            DropSite::Port(i) => (Some(i as u64), self.drop_names[i].clone()),
+            DropSite::Node(n) => (None, self.drop_names[self.drop_ports + n].clone()),
+        };
         d.push(DropRecord {
             time_s: now.as_secs_f64(),
-            link_id: port.map(|i| i as u64),
+            link_id,
             link: name,
             flow_id: p.flow.0 as u64,
             kind: p.kind.name(),
             seq: if p.kind.is_reverse() { p.ack } else { p.seq },
             payload_bytes: p.payload_bytes as u64,
             retransmission: p.has(fctlab_net::packet::flags::RETX),
-            cause,
+            cause: cause.name(),
         });
     }
 }

@@ -2,7 +2,7 @@
 //! hosts, and timers.
 
 use crate::build::{FlowPaths, Network, HOP_REVERSE};
-use crate::monitor::Monitor;
+use crate::monitor::{DropSite, Monitor};
 use crate::pcap::Capture;
 use crate::sched::HostLayer;
 use fctlab_engine::{EventQueue, Nanos};
@@ -422,7 +422,7 @@ impl Simulation {
             // port of its flow's path.
             match self.paths.next(meta.flow, meta.hop) {
                 Some((port, hop)) => self.enqueue(port, pid, PacketMeta { hop, ..meta }),
-                None => self.dropped_unrouted(node, pid),
+                None => self.dropped(DropSite::Node(node.0 as usize), pid, DropCause::NoRoute),
             }
             return;
         }
@@ -530,7 +530,7 @@ impl Simulation {
                 Some((port, hop)) => self.enqueue(port, pid, PacketMeta { hop, ..meta }),
                 None => {
                     let host = self.pool.get(pid).src;
-                    self.dropped_unrouted(host, pid);
+                    self.dropped(DropSite::Node(host.0 as usize), pid, DropCause::NoRoute);
                 }
             }
         }
@@ -545,30 +545,23 @@ impl Simulation {
         match self.net.ports[port.0 as usize].enqueue(self.now, pid, meta) {
             EnqueueOutcome::Accepted { schedule_arrival: Some(t) } => self.events.push(t, Event::Arrival(port.0)),
             EnqueueOutcome::Accepted { schedule_arrival: None } => {}
-            EnqueueOutcome::Dropped(cause) => self.dropped(port, pid, cause),
-            EnqueueOutcome::Replaced { dropped } => self.dropped(port, dropped, DropCause::PushedOut),
+            EnqueueOutcome::Dropped(cause) => self.dropped(DropSite::Port(port.0 as usize), pid, cause),
+            EnqueueOutcome::Replaced { dropped } => {
+                self.dropped(DropSite::Port(port.0 as usize), dropped, DropCause::PushedOut)
+            }
         }
     }
 
-    /// Port `port` dropped packet `pid`: counted for its flow, traced, freed.
+    /// Packet `pid` was dropped at `site` for `cause`: counted for its flow, traced, freed.
     #[cold]
     #[inline(never)]
-    fn dropped(&mut self, port: PortId, pid: PacketId, cause: DropCause) {
+    fn dropped(&mut self, site: DropSite, pid: PacketId, cause: DropCause) {
+        if cause == DropCause::NoRoute {
+            self.counts.no_route_drops += 1;
+        }
         let p = self.pool.take(pid);
         self.flow_drops[p.flow.0 as usize] += 1;
-        let (now, ports) = (self.now, self.net.ports.len());
-        self.monitor.record_drop(now, Some(port.0 as usize), 0, ports, &p, cause.name());
-    }
-
-    /// Node `node` has no route for packet `pid` (a dead link): counted, traced, freed.
-    #[cold]
-    #[inline(never)]
-    fn dropped_unrouted(&mut self, node: NodeId, pid: PacketId) {
-        self.counts.no_route_drops += 1;
-        let p = self.pool.take(pid);
-        self.flow_drops[p.flow.0 as usize] += 1;
-        let (now, ports) = (self.now, self.net.ports.len());
-        self.monitor.record_drop(now, None, node.0 as usize, ports, &p, "no_route");
+        self.monitor.record_drop(self.now, site, &p, cause);
     }
 
     /// Hands the head packet of port `p`, about to arrive, to the captures that tap the port.

@@ -66,7 +66,7 @@ def _tcp_info(sock: socket.socket) -> dict:
     }
 
 
-def _retrans_and_segs(sock: socket.socket) -> tuple[Optional[int], Optional[int], Optional[float]]:
+def _socket_counters(sock: socket.socket) -> tuple[Optional[int], Optional[int], Optional[float]]:
     """The socket's retransmissions, segments sent and smallest RTT (seconds; None when the
     kernel measured none)."""
     info = _tcp_info(sock)
@@ -317,13 +317,13 @@ def _sender(
                     s.send(view[:65536])
                 except socket.timeout:
                     continue
-        res.retransmits, res.segs_out, res.min_rtt_s = _retrans_and_segs(s)
+        res.retransmits, res.segs_out, res.min_rtt_s = _socket_counters(s)
     except OSError as e:
         if not res.completed:
             res.error = f"sender: {e}"
     finally:
         if res.retransmits is None:
-            res.retransmits, res.segs_out, res.min_rtt_s = _retrans_and_segs(s)
+            res.retransmits, res.segs_out, res.min_rtt_s = _socket_counters(s)
         with res.lock:
             res.sock = None
         s.close()
