@@ -11,6 +11,7 @@ mod sched;
 use fctlab_engine::Nanos;
 use fctlab_scenario::schema::Format;
 use fctlab_sim::{Results, Row, RunStatus, Simulation};
+use fctlab_transport::Exported;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -60,30 +61,15 @@ fn validate(
     let t = &sc.tcp;
     let tr = PyDict::new_bound(py);
     tr.set_item("profile", sc.profile.name())?;
-    tr.set_item("mss_bytes", t.mss_bytes)?;
-    tr.set_item("header_bytes", t.header_bytes)?;
-    tr.set_item("initial_cwnd_segments", t.initial_cwnd_segments)?;
-    tr.set_item("initial_ssthresh_bytes", t.initial_ssthresh_bytes)?;
-    tr.set_item("rwnd_bytes", t.rwnd_bytes)?;
-    tr.set_item("sack", t.sack)?;
-    tr.set_item("delayed_ack", t.delayed_ack)?;
-    tr.set_item("delayed_ack_timeout_s", t.delayed_ack_timeout.as_secs_f64())?;
-    tr.set_item("min_rto_s", t.min_rto.as_secs_f64())?;
-    tr.set_item("initial_rto_s", t.initial_rto.as_secs_f64())?;
-    tr.set_item("max_rto_s", t.max_rto.as_secs_f64())?;
-    tr.set_item("rto_granularity_s", t.rto_granularity.as_secs_f64())?;
-    tr.set_item("dupthresh", t.dupthresh)?;
-    tr.set_item("ecn", t.ecn)?;
-    tr.set_item("handshake", t.handshake)?;
-    tr.set_item("cwr", t.cwr)?;
-    tr.set_item("tail_loss_probe", t.tail_loss_probe)?;
-    tr.set_item("sack_recovery", t.sack_recovery.name())?;
-    tr.set_item("singledup", t.singledup)?;
-    tr.set_item("whole_packets", t.whole_packets)?;
-    tr.set_item("ecn_reaction", t.ecn_reaction.name())?;
-    tr.set_item("window_model", t.window_model.name())?;
-    tr.set_item("rto_model", t.rto_model.name())?;
-    tr.set_item("newreno_recovery", t.newreno_recovery.name())?;
+    for (key, value) in t.export() {
+        match value {
+            Exported::Bool(b) => tr.set_item(key, b)?,
+            Exported::Int(n) => tr.set_item(key, n)?,
+            Exported::Seconds(x) => tr.set_item(key, x)?,
+            Exported::Name(n) => tr.set_item(key, n)?,
+            Exported::Null => tr.set_item(key, py.None())?,
+        }
+    }
     let protocols = PyDict::new_bound(py);
     for f in &sc.flows {
         let n: usize = protocols.get_item(f.cc.name())?.map_or(Ok(0), |v| v.extract())?;
@@ -425,7 +411,7 @@ fn to_py(py: Python<'_>, r: &Results) -> PyResult<PyObject> {
 fn table_keys(py: Python<'_>) -> PyResult<PyObject> {
     let d = PyDict::new_bound(py);
     for (table, keys) in fctlab_scenario::table_keys() {
-        d.set_item(table, keys.to_vec())?;
+        d.set_item(table, keys)?;
     }
     Ok(d.into())
 }

@@ -2,51 +2,21 @@
 //! one table per protocol (`[transport.rcp]`) with parameters for every flow of that protocol.
 
 use crate::tables::{de, fields_of, split, At};
-use crate::units::{Duration, Size};
+use crate::units::Size;
 use crate::ScenarioError;
 use fctlab_engine::Nanos;
 use fctlab_sched::{Policy, Rank};
-use fctlab_transport::{cc, EcnReaction, NewRenoRecovery, Profile, RtoModel, SackRecovery, TcpConfig, WindowModel};
+use fctlab_transport::{cc, Profile, RtoModel, SackRecovery, TcpConfig, TcpSettings, WindowModel};
 use serde::Deserialize;
 
-/// The TCP keys of `[transport]` (every other key is a protocol parameter).
+/// The keys of `[transport]` other than the TCP settings (`TcpSettings`) and the protocol
+/// tables.
 #[derive(Deserialize, Debug, Default)]
 #[serde(deny_unknown_fields)]
 struct Keys {
     protocol: Option<String>,
-    /// `linux` (default) or `ns2`: every TCP setting at once; the keys below override it.
+    /// `linux` (default) or `ns2`: every TCP setting at once; the settings given override it.
     profile: Option<String>,
-    initial_ssthresh: Option<Size>,
-    rto_granularity: Option<Duration>,
-    mss: Option<Size>,
-    header_bytes: Option<Size>,
-    min_rto: Option<Duration>,
-    initial_rto: Option<Duration>,
-    max_rto: Option<Duration>,
-    initial_cwnd: Option<u32>,
-    delayed_ack: Option<bool>,
-    delayed_ack_timeout: Option<Duration>,
-    sack: Option<bool>,
-    ecn: Option<bool>,
-    handshake: Option<bool>,
-    rwnd: Option<Size>,
-    dupthresh: Option<u32>,
-    cwr: Option<bool>,
-    tail_loss_probe: Option<bool>,
-    /// `rfc6675` or `ns2` (ns-2.35's Agent/TCP/Sack1): SACK loss recovery.
-    sack_recovery: Option<String>,
-    /// ns-2's singledup_ limited transmit.
-    singledup: Option<bool>,
-    /// ns-2's whole-packet flows (ceil(size / mss) full segments).
-    whole_packets: Option<bool>,
-    /// `linux` or `ns2` (ns-2.35's TcpAgent::ecn()): the reaction to ECN echoes.
-    ecn_reaction: Option<String>,
-    /// `bytes` or `ns2` (ns-2.35's cwnd in segments: opencwnd(), slowdown(), window()).
-    window_model: Option<String>,
-    /// `rfc6298` or `ns2` (ns-2.35's timed segment, tick RTTs and backoff).
-    rto_model: Option<String>,
-    /// `rfc6582` or `ns2` (ns-2.35's Agent/TCP/Newreno recovery without SACK).
-    newreno_recovery: Option<String>,
     /// Flow scheduling per origin-destination pair (SCHED_TCP): `tcp`, `srpt`, `las`, `fair`
     /// or `priority`; absent: no scheduling layer.
     scheduler: Option<String>,
@@ -59,9 +29,9 @@ struct Keys {
     priority_then: Option<String>,
 }
 
-/// The keys of `[transport]` other than the protocol tables.
-pub(crate) fn keys() -> &'static [&'static str] {
-    fields_of::<Keys>()
+/// The keys of `[transport]` other than the protocol tables: its own and the TCP settings'.
+pub(crate) fn keys() -> Vec<&'static str> {
+    [fields_of::<Keys>(), TcpConfig::KEYS].concat()
 }
 
 /// `[transport]` after validation.
@@ -77,113 +47,22 @@ pub(crate) struct Transport {
     pub scheduler: Option<crate::SchedulerConfig>,
 }
 
-/// A setting given by name (`key = "name"`), or `default` when the scenario does not give it.
-fn named<T>(
-    err: &impl Fn(&str, String) -> ScenarioError,
-    key: &str,
-    given: Option<&str>,
-    default: T,
-    from_name: fn(&str) -> Option<T>,
-    names: &[&str],
-) -> Result<T, ScenarioError> {
-    match given {
-        None => Ok(default),
-        Some(name) => {
-            from_name(name).ok_or_else(|| err(key, format!("unknown value \"{name}\" (known: {})", names.join(", "))))
-        }
-    }
-}
-
 pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, ScenarioError> {
     let at = At { file, prefix: "transport" };
     let err = |key: &str, m: String| at.err(key, m);
-    let own = fields_of::<Keys>();
-    let (keys, rest) = split(table, own);
-    let protocol_params = protocol_tables(rest, &at, own)?;
-    let t: Keys = de(keys, at)?;
+    let (own, rest) = split(table, fields_of::<Keys>());
+    let (settings, rest) = split(rest, TcpConfig::KEYS);
+    let protocol_params = protocol_tables(rest, &at, &keys())?;
+    let t: Keys = de(own, at)?;
+    let settings: TcpSettings = de(settings, at)?;
     let profile = match t.profile.as_deref() {
         None => Profile::Linux,
         Some(name) => Profile::from_name(name).ok_or_else(|| {
             err("profile", format!("unknown profile \"{name}\" (known: {})", Profile::NAMES.join(", ")))
         })?,
     };
-    let d = profile.config();
-    let mss = t.mss.map(|s| s.0).unwrap_or(d.mss_bytes as u64);
-    if !(64..=65_000).contains(&mss) {
-        return Err(err("mss", format!("must be between 64B and 65000B, got {mss}B")));
-    }
-    let header = t.header_bytes.map(|s| s.0).unwrap_or(d.header_bytes as u64);
-    if header > 1000 {
-        return Err(err("header_bytes", format!("must be at most 1000B, got {header}B")));
-    }
-    // The ns-2 modes: each a name from its list, or the profile's value.
-    let sack_recovery = named(
-        &err,
-        "sack_recovery",
-        t.sack_recovery.as_deref(),
-        d.sack_recovery,
-        SackRecovery::from_name,
-        SackRecovery::NAMES,
-    )?;
-    let ecn_reaction = named(
-        &err,
-        "ecn_reaction",
-        t.ecn_reaction.as_deref(),
-        d.ecn_reaction,
-        EcnReaction::from_name,
-        EcnReaction::NAMES,
-    )?;
-    let window_model = named(
-        &err,
-        "window_model",
-        t.window_model.as_deref(),
-        d.window_model,
-        WindowModel::from_name,
-        WindowModel::NAMES,
-    )?;
-    let rto_model =
-        named(&err, "rto_model", t.rto_model.as_deref(), d.rto_model, RtoModel::from_name, RtoModel::NAMES)?;
-    let newreno_recovery = named(
-        &err,
-        "newreno_recovery",
-        t.newreno_recovery.as_deref(),
-        d.newreno_recovery,
-        NewRenoRecovery::from_name,
-        NewRenoRecovery::NAMES,
-    )?;
-    let tcp = TcpConfig {
-        mss_bytes: mss as u32,
-        header_bytes: header as u32,
-        initial_cwnd_segments: t.initial_cwnd.unwrap_or(d.initial_cwnd_segments),
-        min_rto: t.min_rto.map(|x| x.0).unwrap_or(d.min_rto),
-        // Default initial RTO of the linux profile: five times the minimum (1 s with the
-        // 200 ms default, as in RFC 6298 and Linux), so data-center settings of min_rto scale
-        // it too. ns-2's rtxcur_init_ does not depend on minrto_.
-        initial_rto: t.initial_rto.map(|x| x.0).unwrap_or_else(|| match (t.min_rto, profile) {
-            (Some(m), Profile::Linux) => m.0.mul(5),
-            _ => d.initial_rto,
-        }),
-        max_rto: t.max_rto.map(|x| x.0).unwrap_or(d.max_rto),
-        delayed_ack: t.delayed_ack.unwrap_or(d.delayed_ack),
-        delayed_ack_timeout: t.delayed_ack_timeout.map(|x| x.0).unwrap_or(d.delayed_ack_timeout),
-        sack: t.sack.unwrap_or(d.sack),
-        ecn: t.ecn.unwrap_or(d.ecn),
-        handshake: t.handshake.unwrap_or(d.handshake),
-        rwnd_bytes: t.rwnd.map(|x| x.0).unwrap_or(d.rwnd_bytes),
-        dupthresh: t.dupthresh.unwrap_or(d.dupthresh),
-        initial_ssthresh_bytes: t.initial_ssthresh.map(|x| x.0).or(d.initial_ssthresh_bytes),
-        rto_granularity: t.rto_granularity.map(|x| x.0).unwrap_or(d.rto_granularity),
-        cwr: t.cwr.unwrap_or(d.cwr),
-        tail_loss_probe: t.tail_loss_probe.unwrap_or(d.tail_loss_probe),
-        sack_recovery,
-        singledup: t.singledup.unwrap_or(d.singledup),
-        whole_packets: t.whole_packets.unwrap_or(d.whole_packets),
-        ecn_reaction,
-        window_model,
-        rto_model,
-        newreno_recovery,
-    };
-    check_tcp(&tcp, mss, &err)?;
+    let tcp = profile.resolve(settings).map_err(|(key, m)| err(key, m))?;
+    check_tcp(&tcp, &err)?;
     let default_protocol = t.protocol.clone().unwrap_or_else(|| "tcp".into());
     cc::lookup(&default_protocol).map_err(|m| err("protocol", m))?;
     let scheduler = scheduler(&t, &err)?;
@@ -191,7 +70,14 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
 }
 
 /// The TCP settings' checks across keys (ranges, and the combinations that cannot run).
-fn check_tcp(tcp: &TcpConfig, mss: u64, err: &dyn Fn(&str, String) -> ScenarioError) -> Result<(), ScenarioError> {
+fn check_tcp(tcp: &TcpConfig, err: &dyn Fn(&str, String) -> ScenarioError) -> Result<(), ScenarioError> {
+    let mss = tcp.mss_bytes as u64;
+    if !(64..=65_000).contains(&mss) {
+        return Err(err("mss", format!("must be between 64B and 65000B, got {mss}B")));
+    }
+    if tcp.header_bytes > 1000 {
+        return Err(err("header_bytes", format!("must be at most 1000B, got {}B", tcp.header_bytes)));
+    }
     if tcp.initial_ssthresh_bytes.is_some_and(|b| b < 2 * mss) {
         return Err(err("initial_ssthresh", format!("must be at least two segments ({}B)", 2 * mss)));
     }

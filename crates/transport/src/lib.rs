@@ -16,6 +16,8 @@ pub mod scoreboard;
 pub mod sender;
 
 pub use cc::{AnyCc, CcConfig, CcState, CongestionControl, CongestionEvent, FlowInfo, Protocol};
-pub use config::{EcnReaction, NewRenoRecovery, Profile, RtoModel, SackRecovery, TcpConfig, WindowModel};
+pub use config::{
+    EcnReaction, Exported, NewRenoRecovery, Profile, RtoModel, SackRecovery, TcpConfig, TcpSettings, WindowModel,
+};
 pub use receiver::TcpReceiver;
 pub use sender::TcpSender;
