@@ -598,6 +598,8 @@ impl Simulation {
         self.counts.flows_started += 1;
         let id = FlowId(f as u32);
         let (src, dst) = (NodeId(spec.src as u32), NodeId(spec.dst as u32));
+        // A flow whose source has no path to its destination (its packets are dropped as
+        // `no_route`) has no first port whose rate to take: unlimited.
         let nic_rate = self
             .paths
             .next(id, 0)

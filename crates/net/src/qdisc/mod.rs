@@ -52,7 +52,7 @@ impl QueueView {
     /// A view of a queue holding `waiting_pkts` / `waiting_bytes` at `now` with a busy
     /// transmitter (tests).
     pub fn busy(now: Nanos, waiting_pkts: u32, waiting_bytes: u64) -> QueueView {
-        QueueView { now, waiting_pkts, waiting_bytes, busy_until: Nanos(u64::MAX), full: false }
+        QueueView { now, waiting_pkts, waiting_bytes, busy_until: Nanos::MAX, full: false }
     }
     /// How long the port has been idle: empty, its transmitter free since before `now`
     /// (zero while it transmits or holds packets).

@@ -167,7 +167,8 @@ pub struct RcpPort {
     /// d.
     rtt: PortRtt,
     bytes_in: u64,
-    /// Smallest queue an arriving packet found in this interval.
+    /// Smallest queue an arriving packet found in this interval ([`RcpPort::NO_PACKET_YET`]
+    /// before the first).
     min_queue_bytes: u64,
     last_tick: Nanos,
     idle: u32,
@@ -177,6 +178,10 @@ pub struct RcpPort {
 }
 
 impl RcpPort {
+    /// `min_queue_bytes` of an interval no packet has arrived in: above any queue, so that
+    /// the first packet's queue is the minimum.
+    const NO_PACKET_YET: u64 = u64::MAX;
+
     pub fn new(cfg: &RcpConfig, link: &PortInfo) -> RcpPort {
         let c = link.capacity.0 as f64;
         RcpPort {
@@ -186,7 +191,7 @@ impl RcpPort {
             rate_bps: (cfg.initial_rate_fraction * c).clamp((MIN_BITS_PER_RTT / cfg.initial_rtt.0.as_secs_f64()).min(c), c),
             rtt: PortRtt::new(cfg.initial_rtt.0),
             bytes_in: 0,
-            min_queue_bytes: u64::MAX,
+            min_queue_bytes: Self::NO_PACKET_YET,
             last_tick: Nanos::ZERO,
             idle: 0,
             stopped: true,
@@ -239,7 +244,7 @@ impl PortControl for RcpPort {
         if t > 0 {
             self.update(t as f64 * 1e-9, self.bytes_in, self.min_queue_bytes.min(v.queue_bytes));
         }
-        self.min_queue_bytes = u64::MAX;
+        self.min_queue_bytes = Self::NO_PACKET_YET;
         self.idle = if self.bytes_in == 0 { self.idle + 1 } else { 0 };
         self.bytes_in = 0;
         self.last_tick = v.now;
