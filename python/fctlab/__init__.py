@@ -21,7 +21,7 @@ __all__ = ["run", "validate", "sweep", "query", "RunResult", "ScenarioError", "_
 def sweep(sweep_file, out, workers=None, cluster=None, retries=1, **kwargs):
     """Runs a parameter sweep into `out` (resumable); returns ``runs.parquet`` as a DataFrame.
     See :func:`fctlab.sweeps.sweep`."""
-    from .sweeps import sweep as _sweep
+    from .sweeps import sweep as _sweep  # lazy: fctlab.sweeps loads pyarrow (80 ms of start-up)
 
     return _sweep(sweep_file, out, workers=workers, cluster=cluster, retries=retries, **kwargs)
 
@@ -29,6 +29,6 @@ def sweep(sweep_file, out, workers=None, cluster=None, retries=1, **kwargs):
 def query(directory, sql):
     """SQL (DuckDB) over a sweep directory's tables ``runs`` and ``flows``; returns a DataFrame.
     See :func:`fctlab.sweeps.query`."""
-    from .sweeps import query as _query
+    from .sweeps import query as _query  # lazy: fctlab.sweeps loads pyarrow (80 ms of start-up)
 
     return _query(directory, sql)

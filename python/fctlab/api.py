@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
 from . import _core
+from .numfmt import count, seconds
 from .schemas import table_schema as _schema
 
 if TYPE_CHECKING:  # annotations only
@@ -48,7 +49,7 @@ def _table(columns: Optional[list], schema):
     validity bitmap, offsets, values), wrapped without copying into pyarrow arrays."""
     if columns is None:
         return None
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: pyarrow costs 80 ms of start-up (`import fctlab`, `fctlab validate`)
 
     arrays = []
     for field_, (length, nulls, validity, offsets, data) in zip(schema, columns):
@@ -77,7 +78,7 @@ class PcapCapture:
     @property
     def file_name(self) -> str:
         """The file's name in a run directory's ``pcap/`` folder."""
-        from .rundir import pcap_file_name
+        from .rundir import pcap_file_name  # lazy: fctlab.rundir loads pyarrow (80 ms of start-up)
 
         return pcap_file_name(self.name)
 
@@ -137,7 +138,7 @@ class RunResult:
     def measured(self):
         """The flows the run measures (those that started in its ``[measure]`` window; every
         flow when it has none), as a DataFrame."""
-        from .metrics import measured
+        from .metrics import measured  # lazy: fctlab.metrics loads pandas (250 ms of start-up)
 
         return measured(self.flows, self.summary)
 
@@ -159,8 +160,6 @@ class RunResult:
 
     def _headline(self) -> list:
         """(label, value) pairs of what a reader looks at first."""
-        from .numfmt import count, seconds
-
         s = self.summary
         t = self.flows_table
         rows = [
@@ -171,7 +170,7 @@ class RunResult:
             ("flows", f"{count(s.get('flows_completed', 0))} of {count(s.get('flows_total', t.num_rows))} completed"),
         ]
         if t.num_rows and "fct_s" in t.column_names:
-            import pyarrow.compute as pc
+            import pyarrow.compute as pc  # lazy: pyarrow costs 80 ms of start-up
 
             fct = pc.drop_null(t.column("fct_s"))
             if len(fct):
@@ -204,7 +203,7 @@ class RunResult:
         )
 
     def _repr_html_(self) -> str:
-        import html
+        import html  # lazy: html.entities costs 1.5 ms of every `import fctlab`; only notebooks call this
 
         cells = "".join(
             f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td style='text-align:left'>{html.escape(str(v))}</td></tr>"
@@ -216,7 +215,7 @@ class RunResult:
         """Writes ``flows.parquet``, ``links.parquet``, ``summary.json`` (and ``queues.parquet``,
         ``cwnd.parquet``, ``drops.parquet`` and ``pcap/*.pcap`` when the run has them) into
         ``out_dir``, creating it if needed. Returns the directory."""
-        from .rundir import write_run
+        from .rundir import write_run  # lazy: fctlab.rundir loads pyarrow (80 ms of start-up)
 
         return write_run(
             out_dir,

@@ -25,14 +25,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from importlib import resources
 from typing import Optional, Sequence
+
+from . import api
+from .cli import main
 
 BENCHMARKS = ("dumbbell8_10g", "fattree_k8", "fattree_k8_dctcp", "fattree_k16_dctcp", "flows_100k", "flows_1m")
 
@@ -47,9 +54,9 @@ def _scenario_text(name: str) -> str:
 
 def _load_toml(text: str) -> dict:
     try:
-        import tomllib
+        import tomllib  # lazy: optional: Python < 3.11 has no tomllib and needs tomli
     except ModuleNotFoundError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore
+        import tomli as tomllib  # type: ignore  # lazy: optional, see above
     return tomllib.loads(text)
 
 
@@ -144,9 +151,7 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
 
 
 def run_one(name: str, quick: bool) -> dict:
-    from .api import run
-
-    res = run(scenario(name, quick))
+    res = api.run(scenario(name, quick))
     s = res.summary
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
@@ -171,9 +176,6 @@ STARTUP_TARGETS_S = {"run demo": 0.3, "validate demo": 0.15}
 def startup(repeats: int) -> dict:
     """Median wall time, over ``repeats`` runs each, of ``fctlab run`` and ``fctlab validate``
     of scenarios/examples/demo.toml as whole processes (the interpreter that runs this)."""
-    import statistics
-    import tempfile
-
     demo = Path(__file__).resolve().parents[2] / "scenarios" / "examples" / "demo.toml"
     if not demo.is_file():
         demo = Path(__file__).resolve().parent / "benchmarks" / "dumbbell8_10g.toml"
@@ -227,9 +229,7 @@ def sweeps(quick: bool) -> dict:
     """Wall time of one sweep (40 runs; 12 with ``quick``) on 1 and on 2 local workers, whether
     both stored the same flows byte for byte, and the time of a group-by query over a store of
     100 runs of about 1,300 flows each (20 runs with ``quick``)."""
-    import tempfile
-
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: pyarrow and fctlab.sweeps (pyarrow) cost 80 ms of start-up
 
     from .sweeps import query, sweep
 
@@ -295,8 +295,6 @@ def configure(p) -> None:
 
 def main_bench(argv: Optional[Sequence[str]] = None) -> int:
     """``fctlab bench`` with the arguments after ``bench``; returns the exit status."""
-    from .cli import main
-
     return main(["bench", *(sys.argv[1:] if argv is None else argv)])
 
 
@@ -338,9 +336,6 @@ def to_toml(sc: dict) -> str:
 def run_sim(binary: str, name: str, quick: bool) -> dict:
     """Benchmark ``name`` run by a ``fctlab-sim`` binary (another build), as a record like
     :func:`run_one`'s; raises RuntimeError with the binary's message when it fails."""
-    import os
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="fctlab-bench-") as td:
         path = Path(td) / f"{name}.toml"
         path.write_text(to_toml(scenario(name, quick)), encoding="utf-8")
@@ -459,8 +454,6 @@ def _print_sweep(quick: bool, as_json: bool) -> int:
 
 def run(args) -> int:
     """Runs ``fctlab bench``."""
-    import shutil
-
     names = args.names or list(BENCHMARKS)
     for n in names:
         if n not in BENCHMARKS:

@@ -20,13 +20,18 @@ Bad input exits with status 2 and one line naming the file, the key and what was
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
+import os
 import sys
 import time
 from typing import Optional, Sequence
+
+from . import __version__, _core
 from ._argparse import OneLineParser
-from .numfmt import count
+from .api import ScenarioError, _source, router_assisted_protocols, run, validate
+from .numfmt import count, duration, seconds
 
 
 def _fmt_s(x: float) -> str:
@@ -58,7 +63,7 @@ def summary_table(res) -> str:
     )
     lines.append(f"  flows      {s['flows_completed']} of {s['flows_total']} completed")
     # From the Arrow table (pandas is not needed for a summary, and costs start-up time).
-    import pyarrow.compute as pc
+    import pyarrow.compute as pc  # lazy: pyarrow costs 80 ms of start-up (`fctlab validate`, `--help`)
 
     t = everything = res.flows_table
     lo, hi = s.get("measure_from_s"), s.get("measure_until_s")
@@ -68,7 +73,7 @@ def summary_table(res) -> str:
         if hi is not None:
             keep = pc.and_(keep, pc.less(start, hi))
         t = t.filter(pc.fill_null(keep, False))
-        from .metrics import window_text
+        from .metrics import window_text  # lazy: fctlab.metrics loads pandas (250 ms), which `fctlab run` avoids
 
         lines.append(f"  measured   {t.num_rows} {window_text(s)} ([measure]); FCT and slowdown are theirs")
     done = t.filter(t.column("completed"))
@@ -100,8 +105,6 @@ def summary_table(res) -> str:
 def _progress_printer(stream, stop_s: Optional[float]):
     """Progress on a terminal: a bar of the simulated time reached (of `stop_s`, or of the
     flows completed when the run has no stop time) and an estimate of the wall time left."""
-    from .numfmt import duration
-
     start = time.monotonic()
 
     def cb(sim_s: float, done: int, total: int) -> None:
@@ -120,8 +123,6 @@ def _progress_printer(stream, stop_s: Optional[float]):
 
 
 def cmd_run(args) -> int:
-    from .api import ScenarioError, run, validate
-
     sets = list(args.set or [])
     if args.sample_queues:
         sets.append(f'monitor.queue_interval="{args.sample_queues}"')
@@ -171,8 +172,6 @@ def cmd_run(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from .api import ScenarioError, validate
-
     try:
         info = validate(args.scenario, set=list(args.set or []), unset=list(args.unset or []))
     except ScenarioError as e:
@@ -180,8 +179,6 @@ def cmd_validate(args) -> int:
         return 2
     hosts = info["hosts"]
     shown = ", ".join(hosts) if len(hosts) <= 8 else f"{', '.join(hosts[:4])}, ..., {hosts[-1]}"
-    from .numfmt import duration
-
     stop = duration(info["stop_time_s"]) if info["stop_time_s"] is not None else "when all flows finish"
     print(
         f"{args.scenario}: ok: {info['topology']} with {len(hosts)} hosts ({shown}), {info['switches']} switches, "
@@ -206,9 +203,6 @@ def _queue_marks(q: dict) -> bool:
 def ecn_notes(scenario, set, unset, t: dict) -> list:
     """What `validate` says about ECN: which flows are ECN-capable whatever ``transport.ecn``
     says, and a warning when ECN-capable flows cross only queues that never mark."""
-    from . import _core
-    from .api import _source
-
     needs = sorted({n for r in _core.protocols() if r.get("requires_ecn") for n in r["names"]} & t["protocols"].keys())
     notes = []
     if needs:
@@ -229,17 +223,11 @@ def ecn_notes(scenario, set, unset, t: dict) -> list:
 
 def transport_line(t: dict) -> str:
     """The resolved TCP settings of a scenario, on one line."""
-    from .numfmt import seconds
-
     protos = ", ".join(f"{k} ({v} flows)" for k, v in t["protocols"].items()) or "no flows"
-    from .api import router_assisted_protocols
-
     routed = router_assisted_protocols() & set(t["protocols"])
     ssthresh = "unlimited" if t["initial_ssthresh_bytes"] is None else f"{count(t['initial_ssthresh_bytes'])} B"
     tick = "exact" if not t["rto_granularity_s"] else seconds(t["rto_granularity_s"])
     onoff = lambda b: "on" if b else "off"  # noqa: E731
-    from . import _core
-
     always = sorted({n for r in _core.protocols() if r.get("requires_ecn") for n in r["names"]} & t["protocols"].keys())
     ecn_always = f"on for {', '.join(always)}, which requires it; " if always and not t["ecn"] else ""
     return (
@@ -328,8 +316,6 @@ _LOCAL = {"run": (configure_run, cmd_run), "validate": (configure_validate, cmd_
 
 def parser(command: Optional[str] = None) -> OneLineParser:
     """The ``fctlab`` argument parser, with the arguments of `command` (one subcommand each)."""
-    import importlib
-
     p = OneLineParser(prog="fctlab", description="Flow completion time lab: packet-level data-center simulation.")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     sub = p.add_subparsers(dest="command", parser_class=OneLineParser, metavar="COMMAND")
@@ -358,8 +344,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as e:  # --help, or a usage error already reported on one line
         return int(e.code or 0)
     if args.version:
-        from . import __version__
-
         print(f"fctlab {__version__}")
         return 0
     if args.command is None:
@@ -383,8 +367,6 @@ def entry() -> None:
         code = 130
     except BrokenPipeError:
         # e.g. `fctlab run ... | head`: stop quietly, as other command-line tools do
-        import os
-
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         code = 0

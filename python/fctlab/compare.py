@@ -19,6 +19,7 @@ import pandas as pd
 
 from . import metrics
 from . import numfmt
+from .cli import main
 from .report.runs import Run, load_run
 
 __all__ = ["compare_runs", "format_comparison", "main_compare"]
@@ -315,6 +316,4 @@ def run(args) -> int:
 
 def main_compare(argv: list[str]) -> int:
     """``fctlab compare`` with the arguments after ``compare``; returns the exit status."""
-    from .cli import main
-
     return main(["compare", *argv])

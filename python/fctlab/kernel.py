@@ -17,6 +17,8 @@ Problems exit with status 2 and one line saying what is missing or refused.
 
 from __future__ import annotations
 
+import ctypes
+import io
 import json
 import os
 import re
@@ -31,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 from ._argparse import OneLineParser
+from .cli import main
 
 #: Congestion controls registered by the object, in registration order.
 INSTANCES = ("atcp", "atcp_w1", "atcp_w2", "atcp_w3")
@@ -240,8 +243,6 @@ _SYS_BPF = {"x86_64": 321, "aarch64": 280, "riscv64": 280, "ppc64le": 361, "s390
 def _may_create_bpf_objects() -> Optional[str]:
     """Asks the kernel directly whether this process may create BPF objects: creates and
     closes a one-entry array map with bpf(BPF_MAP_CREATE). Returns why not, or None."""
-    import ctypes
-
     nr = _SYS_BPF.get(os.uname().machine)
     if nr is None:
         return None  # no probe for this machine; loading will tell
@@ -354,9 +355,7 @@ def patch_params(obj: Path, params: AtcpParams, dst: Path) -> None:
 def patch_symbol(obj: Path, symbol: str, blob: bytes, dst: Path) -> None:
     """Writes ``blob`` over the .rodata variable ``symbol`` of the BPF object ``obj``, saving
     the result to ``dst``. The variable must be exactly ``len(blob)`` bytes long."""
-    import io
-
-    from elftools.common.exceptions import ELFError
+    from elftools.common.exceptions import ELFError  # lazy: pyelftools costs 25 ms, only for patching objects
     from elftools.elf.elffile import ELFFile
 
     data = bytearray(obj.read_bytes())
@@ -613,8 +612,6 @@ def _describe(params: AtcpParams) -> str:
 
 def main_kernel(argv: Optional[Sequence[str]] = None) -> int:
     """``fctlab kernel`` with the arguments after ``kernel``; returns the exit status."""
-    from .cli import main
-
     return main(["kernel", *(sys.argv[1:] if argv is None else argv)])
 
 

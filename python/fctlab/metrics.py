@@ -32,6 +32,8 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 import pandas as pd
 
+from .numfmt import seconds
+
 __all__ = [
     "measured",
     "parse_size",
@@ -115,8 +117,6 @@ def window_text(summary: dict) -> "str | None":
     lo, hi = summary.get("measure_from_s"), summary.get("measure_until_s")
     if lo is None and hi is None:
         return None
-    from .numfmt import seconds
-
     end = seconds(hi) if hi is not None else "the end"
     return f"flows starting from {seconds(lo or 0.0)} to {end}"
 

@@ -18,6 +18,9 @@ Ctrl-C or SIGTERM (it writes what it received first).
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -25,6 +28,8 @@ from typing import Optional, Sequence
 import pandas as pd
 import pyarrow as pa
 
+from . import _core
+from .api import FLOW_SCHEMA, ScenarioError, _source
 from .rundir import write_run
 
 POLICIES = ("tcp", "srpt", "las", "fair", "priority")
@@ -35,8 +40,6 @@ __all__ = ["send", "recv", "loopback", "workload", "POLICIES"]
 def write_sent(out: Path, df: pd.DataFrame, *, scenario: str, peer: str) -> dict:
     """Writes the run directory of a :func:`send` (its flows, an ``error`` column aside) and
     returns its summary."""
-    from .api import FLOW_SCHEMA
-
     errors = df[df["error"].notna()]
     done = df[df["completed"]]
     summary = {
@@ -61,9 +64,6 @@ class SchedError(ValueError):
 def workload(scenario, *, set: Sequence[str] = ()) -> dict:
     """The flows of `scenario` as a workload: sizes, start times (s), tags, the one host pair
     they share, and the scenario's ``[transport]`` scheduler settings."""
-    from . import _core
-    from .api import ScenarioError, _source
-
     text, name, fmt = _source(scenario)
     try:
         flows = _core.flows(text, name, fmt, list(set), [])
@@ -107,8 +107,6 @@ def _flows_table(
     reports: list, sizes: Sequence[int], tags: Sequence[str], src: str, dst: str, policy: str
 ) -> pd.DataFrame:
     """Sender reports as rows of the flows table (times from the first start)."""
-    from .api import FLOW_SCHEMA
-
     t0 = min((r["start_unix_s"] for r in reports), default=0.0)
     rows = []
     for r in reports:
@@ -154,8 +152,6 @@ def loopback(
     """Runs a workload over loopback in this process (a receiver and a sender) and returns
     one row per message in the flows-table format, plus an ``error`` column (None when the
     message arrived byte-identical)."""
-    from . import _core
-
     tags = list(tags) if tags is not None else [""] * len(sizes)
     sent, got = _core.sched_loopback(
         [int(s) for s in sizes],
@@ -187,8 +183,6 @@ def send(
 ) -> pd.DataFrame:
     """Sends the flows of `scenario` to the receiver at `to` ("HOST:PORT") under `policy`
     (default: the scenario's ``[transport] scheduler``, else tcp)."""
-    from . import _core
-
     w = workload(scenario, set=set)
     policy = policy or w["scheduler"]
     if policy not in POLICIES:
@@ -230,8 +224,6 @@ def recv(
     failed or refused message or frame (``kind``, ``session``, ``message``, ``size_bytes``,
     ``completed_unix_s``, ``error``); ``df.attrs`` holds ``sessions`` (one dict each),
     ``counters`` and ``interrupted``."""
-    from . import _core
-
     try:
         got = _core.sched_recv(
             listen,
@@ -253,9 +245,6 @@ def recv(
 def write_received(out: Path, df: pd.DataFrame) -> None:
     """``received.parquet`` (the rows) and ``receiver.json`` (sessions and counters) in `out`,
     each written whole or not at all."""
-    import json
-    import os
-
     out.mkdir(parents=True, exist_ok=True)
     for name, write in (
         ("received.parquet", lambda p: df.to_parquet(p, index=False)),
@@ -323,7 +312,6 @@ def configure(p) -> None:
 def _run_recv(args) -> int:
     """``fctlab sched recv``: serves until --expect, --timeout or Ctrl-C / SIGTERM, then
     writes what it received (exit 130 when interrupted)."""
-    import signal
 
     def stop(signum, frame):
         raise KeyboardInterrupt

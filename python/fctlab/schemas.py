@@ -14,7 +14,7 @@ def table_schema(table: str):
     """The Arrow schema of a result table, as the simulator core defines it. Every field is
     nullable in Arrow terms: the testbed writes the same tables and leaves null what the
     kernel does not report (docs/testbed.md); the core's non-null columns never hold one."""
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: pyarrow costs 80 ms of start-up (`import fctlab` loads this module)
 
     types = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(), "bool": pa.bool_()}
     return pa.schema([pa.field(name, types[ty]) for name, ty, _nullable in _core.schemas()[table]])

@@ -37,16 +37,24 @@ import concurrent.futures as cf
 import contextlib
 import hashlib
 import json
+import multiprocessing as mp
 import os
 import shutil
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
 from itertools import product
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import pyarrow as pa
+
+from . import api
+from .api import _format_value
 from .rundir import read_summary, write_run
+from .sweeps_query import QueryError, execute
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -78,8 +86,6 @@ class Run:
     run_id: str = ""
 
     def overrides(self) -> list:
-        from .api import _format_value
-
         return [f"{k}={_format_value(v)}" for k, v in self.values] + [f"seed={self.seed}"]
 
     def label(self) -> str:
@@ -124,8 +130,6 @@ def _values(path: Path, table: str, key: str, v: Any) -> list:
 
 def load_sweep(path: "str | os.PathLike") -> Sweep:
     """Reads and checks a sweep file, and validates every run it describes (no run starts)."""
-    from . import api
-
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -192,8 +196,6 @@ def load_sweep(path: "str | os.PathLike") -> Sweep:
 
 
 def _show(v: Any) -> str:
-    from .api import _format_value
-
     return _format_value(v)
 
 
@@ -203,10 +205,6 @@ def _show(v: Any) -> str:
 def _run_one(base: str, overrides: list, run_id: str, values: list, seed: int, out: str) -> dict:
     """Runs one simulation and writes its flows atomically; returns its summary row. Executed
     in a worker process (or on a Dask worker)."""
-    import pyarrow as pa
-
-    from . import api
-
     t0 = time.perf_counter()
     res = api.run(base, set=overrides)
     wall = time.perf_counter() - t0
@@ -326,7 +324,7 @@ def sweep(
 def _executor(workers: Optional[int], cluster: Optional[str]):
     if cluster:
         try:
-            from distributed import Client
+            from distributed import Client  # lazy: optional (dask[distributed]), only for --cluster
         except ImportError:
             raise SweepError("--cluster needs Dask's distributed package (pip install 'dask[distributed]')") from None
         try:
@@ -401,9 +399,6 @@ def _execute_local(sw: Sweep, todo: list, out: Path, workers: Optional[int], ret
     """Runs `todo` in at most `workers` processes, one process per run (spawned, so no state
     is shared). A process that dies (killed, out of memory) costs its own run one attempt and
     no other run anything: queued runs stay queued and the others keep running."""
-    import multiprocessing as mp
-    from multiprocessing.connection import wait
-
     ctx = mp.get_context("spawn")
     limit = workers or os.cpu_count() or 1
     ledger = _Ledger(todo, retries, prog)
@@ -443,8 +438,6 @@ def _execute_local(sw: Sweep, todo: list, out: Path, workers: Optional[int], ret
 
 def _exit_text(code: Optional[int]) -> str:
     if code is not None and code < 0:
-        import signal
-
         try:
             return f"killed by {signal.Signals(-code).name}"
         except ValueError:
@@ -495,7 +488,7 @@ def _execute(
 
 
 def _write_runs_table(sw: Sweep, out: Path, failures: dict):
-    import pandas as pd
+    import pandas as pd  # lazy: pandas costs 250 ms of start-up
 
     rows = []
     for r in sw.runs:
@@ -529,8 +522,6 @@ def query(directory: "str | os.PathLike", sql: str):
     """Runs `sql` with DuckDB over a sweep's store (tables ``runs``, ``flows``, ``links``, and
     ``queues`` and ``cwnd`` when the base scenario sampled them, each row with its run's swept
     values, seed and run_id); returns a DataFrame."""
-    from .sweeps_query import QueryError, execute
-
     try:
         _, result = execute(directory, sql)
         df = result.df()

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..api import ScenarioError, ScenarioLike
+from ..api import RunResult, ScenarioError, ScenarioLike, _schema
+from ..api import run as fctlab_run
 from . import ns2, plan as plan_mod
 from .plan import Unsupported as Unsupported  # the error the functions below raise
 
@@ -52,9 +53,7 @@ def other_result(flows_rows: list, link_rows: list, summary: dict, fctlab_flows,
     """The other simulator's results as a :class:`fctlab.api.RunResult` in fctlab's format: the
     columns it does not report are null; `ideal_fct_s` (a property of the flow and its path) and
     `deadline_s` (of the flow) are fctlab's."""
-    import pyarrow as pa
-
-    from ..api import RunResult, _schema
+    import pyarrow as pa  # lazy: pyarrow costs 80 ms of start-up
 
     ids = fctlab_flows.column("flow_id").to_pylist()
     ideal = dict(zip(ids, fctlab_flows.column("ideal_fct_s").to_pylist()))
@@ -115,8 +114,7 @@ def crosscheck(
     writes both runs per seed and the report into `out`.
 
     Raises ScenarioError (Unsupported names the key ns-2 cannot run) or ns2.NsError."""
-    from ..api import run as fctlab_run
-    from .report import write_report
+    from .report import write_report  # lazy: crosscheck.report loads numpy (45 ms of start-up)
 
     if against not in TARGETS:
         raise ScenarioError(f"--against: {against!r} is not a crosscheck target (known: {', '.join(TARGETS)})")
@@ -158,7 +156,7 @@ def suite(
 ) -> list:
     """Every scenario of `directory` (``*.toml``) crosschecked into ``out/<name>/``, and
     ``out/suite.md``: one table of every graded figure of every set-up."""
-    from .report import suite_table
+    from .report import suite_table  # lazy: crosscheck.report loads numpy (45 ms of start-up)
 
     files = sorted(Path(directory).glob("*.toml"))
     if not files:
@@ -203,7 +201,7 @@ def run(args) -> int:
                 set=list(args.set or []),
                 log=log,
             )
-            from .report import verdict_lines
+            from .report import verdict_lines  # lazy: crosscheck.report loads numpy (45 ms of start-up)
 
             for cc in results:
                 print(f"{Path(cc.scenario).stem}: {verdict_lines(cc.stats)[-1]}")
@@ -228,7 +226,7 @@ def run(args) -> int:
     except OSError as e:
         print(f"fctlab crosscheck: error: cannot write to {args.out}: {e}", file=sys.stderr)
         return 2
-    from .report import verdict_lines
+    from .report import verdict_lines  # lazy: crosscheck.report loads numpy (45 ms of start-up)
 
     for line in verdict_lines(cc.stats):
         print(line)

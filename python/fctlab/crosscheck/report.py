@@ -111,7 +111,7 @@ def _check(what: str, a: float, b: float, tol: float, unit: str) -> dict:
 
 
 def statistics(runs: list, plan) -> dict:
-    import pandas as pd
+    import pandas as pd  # lazy: pandas costs 250 ms of start-up
 
     rto = plan.tcp["initial_rto_s"]
     per = {"fctlab": [], "other": []}
@@ -221,7 +221,7 @@ def verdict_lines(stats: dict) -> list:
 
 def _stat_blocks(stats: dict, plan, other: str) -> list:
     """The report's tables: the verdict, FCT by size bucket, counters, goodput, flow by flow."""
-    from ..report.render import Heading, Paragraph, Table
+    from ..report.render import Heading, Paragraph, Table  # lazy: fctlab.report loads pandas (250 ms)
 
     blocks: list = []
     blocks.append(Heading("Verdict"))
@@ -321,7 +321,7 @@ def _stat_blocks(stats: dict, plan, other: str) -> list:
 
 def write_report(scenario: str, against: str, out: Path, runs: list, plan, notes: list) -> dict:
     """Computes the statistics, writes crosscheck.json, report.md, report.html and the plots."""
-    import pandas as pd
+    import pandas as pd  # lazy: pandas and matplotlib (fctlab.report.plots) cost 550 ms of start-up
 
     from ..report import plots
     from ..report.render import Bullets, Heading, Image, Paragraph, render_html, render_markdown

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 
+from ..cli import main
 from ..numfmt import one_line
 from .runs import REQUIRED_FLOW_COLUMNS, Run, RunLoadError, load_run
 from .writer import SECTION_TITLES, write_report
@@ -68,7 +69,7 @@ def configure(parser) -> None:
 def run(args) -> int:
     """Runs ``fctlab report``: 0 on success (the report's path is printed), 2 on bad input (a
     missing run directory or file, an unreadable file), with a one-line message on stderr."""
-    from .sweep import is_sweep_dir, write_sweep_report
+    from .sweep import is_sweep_dir, write_sweep_report  # lazy: it loads fctlab.sweeps, 12 ms that run directories skip
 
     sweep_opts = bool(args.x or args.by or args.where or args.metric != "slowdown_by_size")
     try:
@@ -99,6 +100,4 @@ def run(args) -> int:
 
 def main_report(argv: list[str]) -> int:
     """``fctlab report`` with the arguments after ``report``; returns the exit status."""
-    from ..cli import main
-
     return main(["report", *argv])

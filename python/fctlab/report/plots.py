@@ -9,6 +9,7 @@ PNG bytes, or ``None`` when there is nothing to draw.
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -47,7 +48,6 @@ def _time_unit(values: np.ndarray) -> tuple[float, str]:
 def _plain_log_ticks(axis) -> None:
     """Tick labels of a log axis as plain numbers (20, 50, 100), not 2 x 10^1: every decade,
     and 2 and 5 in between when the axis spans at most two decades."""
-    import math
 
     def minor(v: float, _pos) -> str:
         lo, hi = sorted(axis.get_view_interval())

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..metrics import measured
 from ..rundir import RunDirError, read_summary
 
 __all__ = ["Run", "RunLoadError", "load_run", "REQUIRED_FLOW_COLUMNS", "REQUIRED_LINK_COLUMNS"]
@@ -124,7 +125,5 @@ def load_run(run_dir: str | os.PathLike[str], *, label: str | None = None) -> Ru
     if label is None:
         label = path.resolve().name or str(path)
     # A run with a measurement window is reported on the flows it measures.
-    from ..metrics import measured
-
     flows = measured(flows, summary)
     return Run(path=path, label=label, summary=summary, flows=flows, **optional)

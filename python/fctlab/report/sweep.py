@@ -10,14 +10,21 @@ each point the mean over seeds with a 95% Student-t interval, and the table behi
 from __future__ import annotations
 
 import io
+import json
 import math
 import re
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
+from ..metrics import DEFAULT_BUCKETS, assign_buckets, describe_buckets, measured, parse_size
+from ..numfmt import number
+from ..stats import interval
 from ..sweeps import short_key as _short
+from .render import Heading, Image, Paragraph, Table, render_html, render_markdown
 
 #: Metrics computed from each run's flows (completed flows only), besides any numeric column
 #: of runs.parquet.
@@ -52,8 +59,6 @@ def parse_metric(spec: str):
     """``COLUMN:STAT[:FILTER]`` (``slowdown:p99:size<100KB``, ``fct:mean:size>=1MB``) as
     (label, function of a run's completed flows). STAT is mean, median, min, max, count or
     pNN (a percentile, ``p99``, ``p99.9``); FILTER compares the flow size with a size."""
-    from ..metrics import parse_size
-
     parts = spec.split(":")
     if len(parts) not in (2, 3):
         raise ValueError(f"--metric {spec!r}: expected COLUMN:STAT[:FILTER], e.g. slowdown:p99:size<100KB")
@@ -129,12 +134,6 @@ def _done_runs(d: Path, where: list) -> tuple:
 
 def _run_flows(d: Path, run_id: str) -> pd.DataFrame:
     """A run's measured flows (its [measure] window, if its summary has one)."""
-    import json
-
-    import pyarrow.parquet as pq
-
-    from ..metrics import measured
-
     rd = d / "flows" / f"run_id={run_id}"
     f = pq.read_table(
         rd / "flows.parquet", columns=["size_bytes", "start_s", "fct_s", "ideal_fct_s", "completed"]
@@ -147,9 +146,6 @@ def slowdown_by_size(d, x: Optional[str] = None, where: list = (), buckets=None)
     """Per run: the mean and 99th-percentile slowdown of its completed measured flows in each
     size bucket; then per (other swept values, x, bucket, statistic): the mean over seeds, the
     95% Student-t half-width and the seeds. Returns (table, per-run table, x, line keys)."""
-    from ..metrics import DEFAULT_BUCKETS, assign_buckets
-    from ..stats import interval
-
     d = Path(d)
     runs, keys = _done_runs(d, list(where))
     varied = [k for k in keys if runs[k].nunique() > 1]
@@ -207,8 +203,7 @@ def slowdown_by_size(d, x: Optional[str] = None, where: list = (), buckets=None)
 
 def _cdf_figure(fcts: dict, x: str, lines: list, keys: list) -> bytes:
     """FCT CDFs, one panel per value of `x`, one line per combination of `lines`."""
-    import numpy as np
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib costs 300 ms of start-up
     from matplotlib.figure import Figure
     from matplotlib.ticker import NullFormatter
 
@@ -273,8 +268,6 @@ def sweep_table(d, metric: str, x: Optional[str], by: Optional[str], where: list
     # Every other varied key is a line too (never averaged over a key that is not plotted).
     others = [k for k in varied if k not in (x, by)]
     group = ([by] if by else []) + others + [x]
-    from ..stats import interval
-
     rows = []
     for gkey, part in runs.groupby(group, dropna=False, sort=True):
         mean, half = interval(part["_m"].tolist())
@@ -299,12 +292,8 @@ def _line_label(row, lines: list, keys: list) -> str:
 
 def _by_size_blocks(d, out: Path, x: Optional[str], where: list) -> list:
     """The slowdown-by-size figure, its note and its table; writes the PNG and the CSVs."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib costs 300 ms of start-up
     from matplotlib.figure import Figure
-
-    from ..metrics import describe_buckets
-    from ..numfmt import number
-    from .render import Heading, Image, Paragraph, Table
 
     t, per_run, x, lines, fcts = slowdown_by_size(d, x=x, where=where)
     keys = lines + [x]
@@ -393,8 +382,6 @@ def write_sweep_report(
     where: list = (),
 ) -> Path:
     """Writes the report of sweep directory `d` into `out`; returns its path."""
-    from .render import render_html, render_markdown
-
     outp = Path(out)
     outp.mkdir(parents=True, exist_ok=True)
     if metric == BY_SIZE:
@@ -416,11 +403,8 @@ def write_sweep_report(
 def _metric_blocks(d, outp: Path, metric: str, x, by, where: list) -> list:
     """One run-level metric against `x`, one line per value of `by` (and of every other
     varied key)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib costs 300 ms of start-up
     from matplotlib.figure import Figure
-
-    from ..numfmt import number
-    from .render import Heading, Image, Paragraph, Table
 
     t, x, by, label = sweep_table(d, metric, x, by, where)
     fig = Figure(figsize=(7, 4), dpi=110, layout="constrained")

@@ -449,7 +449,7 @@ class _Report:
 
 def _plots():
     # matplotlib is imported only when a report is drawn
-    from . import plots
+    from . import plots  # lazy: matplotlib costs 300 ms of start-up
 
     return plots
 

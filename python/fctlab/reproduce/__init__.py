@@ -14,10 +14,13 @@ written, 2 for bad arguments (one line on stderr), 130 when interrupted.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
+
+from ..cli import main
 
 
 __all__ = ["main_reproduce", "configure", "run", "PAPERS", "default_scenario_dir"]
@@ -79,8 +82,6 @@ def configure(p) -> None:
 
 def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
     """``fctlab reproduce`` with the arguments after ``reproduce``; returns the exit status."""
-    from ..cli import main
-
     return main(["reproduce", *(sys.argv[1:] if argv is None else argv)])
 
 
@@ -90,8 +91,6 @@ def run(args) -> int:
     try:
         if args.paper not in PAPERS:
             raise _ArgError(f"unknown paper {args.paper!r} (known: {', '.join(PAPERS)})")
-        import importlib
-
         spec = importlib.import_module(f".{args.paper}", __name__).paper()
         all_items = sorted(spec.items)
         items = _parse_items(args.items, all_items) if args.items is not None else all_items
@@ -115,10 +114,9 @@ def run(args) -> int:
         print(f"fctlab reproduce: error: {e}", file=sys.stderr)
         return 2
 
+    from ..sweeps import SweepError  # lazy: the sweeps and the items load pyarrow, pandas (330 ms of start-up)
     from .common import stderr_log
     from .runner import run_paper
-
-    from ..sweeps import SweepError
 
     try:
         run_paper(

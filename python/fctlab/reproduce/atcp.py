@@ -42,6 +42,10 @@ from .common import (
     timeout_causes,
     fmt_causes,
 )
+from .runner import Paper
+from ..metrics import assign_buckets, job_completion_times
+from ..models.atcp import two_flow_fct
+from ..report.render import Heading, Paragraph, Table
 from ..stats import interval
 
 ITEM_ORDER = [1, 2, 7, 8, 3, 4, 5, 6]  # most informative first
@@ -264,8 +268,6 @@ def _overlap_rates(res, small_id: int, large_id: int, settle: float = 0.2) -> tu
 
 
 def item2(rn: Runner, mode: Mode, out: Path) -> Item:
-    from fctlab.models.atcp import two_flow_fct
-
     it = rn.new_item(
         2,
         "`two_flow_rate.toml` (weighted TCP, fixed weights 1 and 2) and `two_flow_rate_tcp.toml` (TCP), the "
@@ -848,8 +850,6 @@ def _item7_timeout_notes(rn: Runner, it: Item, sm: dict, to: dict, resp: dict, c
 
 def _item7_figure(it: Item, resp: dict, out: Path) -> None:
     """Completion-time CDFs of the small and the medium responses, one line per protocol."""
-    from fctlab.metrics import assign_buckets
-
     fig = new_figure(10, 3.8)
     axes = fig.subplots(1, 2)
     for ax, bucket, title in (
@@ -901,8 +901,6 @@ def _item7_sack_alone(rn: Runner, mode: Mode, it: Item, ov: dict, sm: dict, dl: 
 
 
 def item8(rn: Runner, mode: Mode, out: Path) -> Item:
-    from fctlab.metrics import job_completion_times
-
     it = rn.new_item(
         8,
         "`mapreduce.toml`: the network of item 7 (same switches for all protocols); shuffle from mappers h10, "
@@ -1100,8 +1098,6 @@ def _intro(mode: Mode) -> list:
 
 
 def _footer() -> list:
-    from ..report.render import Heading, Paragraph, Table
-
     rows = [
         ["seeds (items 3-7)", str(QUICK.seeds), str(FULL.seeds)],
         ["arrival window, chain items 3-5", QUICK.chain_until, FULL.chain_until],
@@ -1125,8 +1121,6 @@ def _footer() -> list:
 
 def paper():
     """The ATCP reproduction for :func:`fctlab.reproduce.runner.run_paper`."""
-    from .runner import Paper
-
     return Paper(
         "atcp",
         ITEMS,

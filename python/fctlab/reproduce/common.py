@@ -17,6 +17,7 @@ item judges the same way:
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sys
 import time
@@ -27,6 +28,13 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+import fctlab
+
+from ..api import overrides_from_kwargs
+from ..crosscheck import run_other
+from ..crosscheck.ns2 import PROTOCOLS
+from ..metrics import deadline_meet_ratio, fct_stats
+from ..stats import interval
 from .expected import Expected
 from .verdicts import (  # noqa: F401 (re-exported: the items import them from here)
     DIRECTION,
@@ -122,8 +130,6 @@ class Runner:
         return self.scenario_dir / name
 
     def run(self, name: str, label: str, **overrides: Any):
-        import fctlab
-
         overrides = {**self.overrides, **overrides}
         label = self.label + label
         key = (name, tuple(sorted((k, repr(v)) for k, v in overrides.items())))
@@ -182,12 +188,6 @@ class Ns2Runner(Runner):
         self.wall_s = 0.0
 
     def run(self, name: str, label: str, **overrides: Any):
-        import hashlib
-
-        from ..api import overrides_from_kwargs
-        from ..crosscheck import run_other
-        from ..crosscheck.ns2 import PROTOCOLS
-
         overrides = {**self.settings, **overrides}
         merged = {**self.overrides, **overrides}
         key = (name, tuple(sorted((k, repr(v)) for k, v in merged.items())))
@@ -237,8 +237,6 @@ def seed_change(
     """A statistic `fn` of two sets of runs on the same seeds (same arrivals): its mean over the
     seeds under each, and the change from `base` to `new` (relative, or the difference with
     `points`) per seed, as the mean and 95% half-width over the seeds."""
-    from ..stats import interval
-
     a, b = per_seed(base, fn), per_seed(new, fn)
     seeds = sorted(set(a) & set(b))
     ch = [(b[s] - a[s]) if points else rel_change(b[s], a[s]) for s in seeds]
@@ -326,8 +324,6 @@ def split_note(stats: dict) -> str:
 
 
 def bucket_median(flows: pd.DataFrame, bucket: str) -> float:
-    from fctlab.metrics import fct_stats
-
     st = fct_stats(flows, by="bucket")
     row = st[st["bucket"] == bucket]
     if row.empty:
@@ -337,8 +333,6 @@ def bucket_median(flows: pd.DataFrame, bucket: str) -> float:
 
 
 def bucket_counts(flows: pd.DataFrame, bucket: str) -> tuple:
-    from fctlab.metrics import fct_stats
-
     st = fct_stats(flows, by="bucket")
     row = st[st["bucket"] == bucket]
     if row.empty:
@@ -347,8 +341,6 @@ def bucket_counts(flows: pd.DataFrame, bucket: str) -> tuple:
 
 
 def meet_ratio(flows: pd.DataFrame) -> float:
-    from fctlab.metrics import deadline_meet_ratio
-
     d = deadline_meet_ratio(flows)
     v = d["meet_ratio"].iloc[0]
     return float(v) if v is not None and pd.notna(v) else float("nan")
@@ -383,7 +375,7 @@ CWND_JUMP_NOTE = (
 
 
 def new_figure(width: float = 8.0, height: float = 4.0, **kwargs):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib costs 300 ms of start-up
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), dpi=110, layout="constrained", **kwargs)

@@ -10,8 +10,11 @@ rendered by :mod:`fctlab.report.render`) and ``results.json``, and returns the r
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import copy
+import importlib
 import json
+import multiprocessing as mp
 import shutil
 import math
 import time
@@ -20,8 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import numpy as np
+
+import fctlab
+
+from ..crosscheck.ns2 import find_ns
 from ..report.render import Bullets, Heading, Image, Paragraph, Table, render_html, render_markdown
-from .common import Runner
+from ..sweeps import _executor
+from .common import MATCH, NOT_GRADED, Ns2Runner, Runner, stderr_log
 
 
 @dataclass
@@ -58,8 +67,6 @@ class Paper:
 
 def _clean(x):
     """Numbers as JSON can hold them (non-finite -> null, numpy scalars -> Python)."""
-    import numpy as np
-
     if isinstance(x, dict):
         return {str(k): _clean(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -130,9 +137,6 @@ def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], No
     `it`'s rows gets ns-2's value, its verdict against the paper and whom it agrees with (the
     paper, fctlab, both or neither, each by the row's own rule). Rows ns-2.35 cannot measure
     say why; without ``ns`` on the machine every row says so."""
-    from ..crosscheck.ns2 import find_ns
-    from .common import MATCH, NOT_GRADED, Ns2Runner
-
     if find_ns() is None:
         for r in it.rows:
             r.ns2 = "not run: ns-2.35's `ns` is not installed"
@@ -314,10 +318,6 @@ def _run_item(
 def _item_task(paper_name: str, n: int, profile: int, quick: bool, out: str, scenario_dir: str):
     """One (item, profile) in a worker process or on a Dask worker: (name, Item, simulations,
     their wall time)."""
-    import importlib
-
-    from .common import stderr_log
-
     paper = importlib.import_module(f"fctlab.reproduce.{paper_name}").paper()
     rn = Runner(Path(scenario_dir), Path(out), stderr_log)
     mode = paper.quick_mode if quick else paper.full_mode
@@ -382,15 +382,9 @@ def _run_items_in_parallel(
 ) -> dict:
     """Each item under each profile in a process of its own (fresh processes, or a Dask
     cluster's workers): the items by number, their profiles merged. Counts the runs in `rn`."""
-    import concurrent.futures as cf
-
     if cluster:
-        from ..sweeps import _executor
-
         pool, client = _executor(workers, cluster)
     else:  # a pool of fresh processes, one item each
-        import multiprocessing as mp
-
         pool, client = (
             cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), max_tasks_per_child=1),
             None,
@@ -425,8 +419,6 @@ def _run_items_in_parallel(
 
 def _write_paper_report(paper: Paper, mode, quick: bool, out: Path, rn: "Runner", ordered: list, total: float) -> dict:
     """report.md, report.html and results.json of a reproduction; returns the results."""
-    import fctlab
-
     ex = rn.expected
     title = f"Reproduction of the {ex.paper.get('title', paper.name)} paper with fctlab"
     intro = [

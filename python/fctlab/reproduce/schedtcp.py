@@ -21,7 +21,12 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from ..models import sched
+from ..models.sched import in_progress
+from ..report.render import Heading, Table
+from ..testbed import check_machine, run_testbed
 from .common import MATCH, NO_MATCH, Item, Runner, fmt_pct, fmt_time, new_figure, save_figure
+from .runner import Paper
 
 ITEM_ORDER = [4, 1, 2, 3, 5, 6, 7]
 POLICIES = ("srpt", "fair", "las")
@@ -230,8 +235,6 @@ def item2(r: Runner, mode: Mode, out) -> Item:
 
 def _time_weighted_active(flows: list, step_s: float = 0.01) -> np.ndarray:
     """Flows in progress at every `step_s` of every run, pooled."""
-    from ..models.sched import in_progress
-
     counts = []
     for f in flows:
         t = np.arange(f["start_s"].min(), f["finish_s"].max(), step_s)
@@ -453,8 +456,6 @@ def item4(r: Runner, mode: Mode, out) -> Item:
 
 
 def item5(r: Runner, mode: Mode, out) -> Item:
-    from ..models import sched
-
     it = r.new_item(
         5,
         "fctlab.models.sched on the arrivals and sizes of item 1's runs, one server of the pair's payload "
@@ -511,16 +512,12 @@ def item5(r: Runner, mode: Mode, out) -> Item:
 
 
 def _testbed_problem() -> Optional[str]:
-    from ..testbed import check_machine
-
     probs = check_machine()
     return "testbed unavailable: " + "; ".join(probs) if probs else None
 
 
 def _kernel_flows(r: Runner, mode: Mode, scenario: Path, policy: str, seed: int, out: Path) -> pd.DataFrame:
     """One testbed run of `scenario` under `policy` (its flows table)."""
-    from ..testbed import run_testbed
-
     sets = [
         f"seed={seed}",
         f"workloads.0.count={mode.kernel_flows}",
@@ -676,8 +673,6 @@ def _intro(mode: Mode) -> list:
 
 
 def _footer() -> list:
-    from ..report.render import Heading, Table
-
     return [
         Heading("Quick and full runs"),
         Table(
@@ -700,8 +695,6 @@ def _footer() -> list:
 
 def paper():
     """The SCHED_TCP reproduction for :func:`fctlab.reproduce.runner.run_paper`."""
-    from .runner import Paper
-
     return Paper(
         "schedtcp",
         ITEMS,

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..models import aimd
+from ..report.render import Heading, Table
 from ..stats import interval
+from . import thesis_table34 as t34
 from .common import (
     DIRECTION,
     MATCH,
@@ -33,6 +36,7 @@ from .common import (
     save_figure,
     timeout_causes,
 )
+from .runner import Paper
 
 ITEM_ORDER = [1, 2, 4, 7, 3, 5, 6]
 
@@ -819,8 +823,6 @@ def _item5_figure(it: Item, mode: Mode, afct: dict, flows_hi: dict, out) -> None
 
 
 def item6(r: Runner, mode: Mode, out) -> Item:
-    from ..models import aimd
-
     it = r.new_item(
         6,
         "fctlab.models.aimd (eqs. 3.9-3.18): Na, Nb, Nc = 15, 5, 1 flows of 50, 100 and 100 000 packets, "
@@ -932,9 +934,7 @@ def item6(r: Runner, mode: Mode, out) -> Item:
 
 
 def item7(r: Runner, mode: Mode, out) -> Item:
-    from .thesis_table34 import item7 as table34
-
-    return table34(r, mode, out)
+    return t34.item7(r, mode, out)
 
 
 ITEMS: dict = {1: item1, 2: item2, 3: item3, 4: item4, 5: item5, 6: item6, 7: item7}
@@ -967,9 +967,6 @@ def _intro(mode: Mode) -> list:
 
 
 def _footer() -> list:
-    from ..report.render import Heading, Table
-    from . import thesis_table34 as t34
-
     rows = [
         ["senders, item 1", str(QUICK.senders), str(FULL.senders)],
         ["run length, item 1", QUICK.long_stop, FULL.long_stop],
@@ -1001,8 +998,6 @@ def _footer() -> list:
 
 def paper():
     """The thesis reproduction for :func:`fctlab.reproduce.runner.run_paper`."""
-    from .runner import Paper
-
     return Paper(
         "thesis",
         ITEMS,

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ..crosscheck import crosscheck
+from ..crosscheck.ns2 import NsError, find_ns
 from ..stats import interval
 from .common import (
     MATCH,
@@ -153,9 +155,6 @@ def _fctlab_only(r: Runner, reading: Reading, p: str, seeds: int, sets: list) ->
 def _run_both(r: Runner, reading: Reading, p: str, seeds: int, until: float, out) -> dict:
     """Per simulator, the per-seed figures of protocol `p` under `reading` (ns2: None when
     ns-2.35 cannot run here)."""
-    from ..crosscheck import crosscheck
-    from ..crosscheck.ns2 import NsError, find_ns
-
     sets = _sets(reading, p, until)
     if p == "sdc":
         return {"fctlab": _fctlab_only(r, reading, p, seeds, sets), "ns2": None}

@@ -14,9 +14,10 @@ from __future__ import annotations
 import sys
 from typing import Optional, Sequence
 
-from .netns import TestbedError, check_machine, delete_namespaces, stale_namespaces
+from .netns import TestbedError, check_features, check_machine, delete_namespaces, stale_namespaces
 from .runner import MAX_RUN_S, run_testbed
 from .._argparse import OneLineParser
+from ..cli import main
 
 __all__ = ["main_testbed", "run_testbed", "check_machine", "TestbedError"]
 
@@ -49,8 +50,6 @@ def configure(p) -> None:
 
 def main_testbed(argv: Optional[Sequence[str]] = None) -> int:
     """``fctlab testbed`` with the arguments after ``testbed``; returns the exit status."""
-    from ..cli import main
-
     return main(["testbed", *(sys.argv[1:] if argv is None else argv)])
 
 
@@ -62,8 +61,6 @@ def run(a) -> int:
             for pr in probs:
                 print(f"testbed unavailable: {pr}")
             return 1
-        from .netns import check_features
-
         print("testbed ok: namespaces, veth, bridge, tbf; TCP flows")
         feats = check_features()
         for key, what in (

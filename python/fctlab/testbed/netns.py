@@ -9,6 +9,7 @@ them, so the host's own network is never touched. Threads enter a namespace with
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import kernel as K
 from .delay import binary as delay_binary
 from .ecn import Marker, Threshold, marks
 from .shell import TestbedError, ip, run  # noqa: F401 (TestbedError: imported from here too)
@@ -163,8 +165,6 @@ class Network:
             raise TestbedError(f"delay line in {node} did not start: {err.splitlines()[-1] if err else 'no output'}")
 
     def stop_delay_lines(self) -> None:
-        import json
-
         for node, p in self.delay_lines:
             if p.poll() is None:
                 p.terminate()
@@ -201,8 +201,6 @@ class Network:
 
     def port_stats(self) -> dict:
         """Per port: bytes and packets sent, drops (from ``tc -s -j qdisc``)."""
-        import json
-
         out = {}
         for p in self.ports:
             r = run(["tc", "-n", p.ns, "-s", "-j", "qdisc", "show", "dev", p.dev], check=False)
@@ -278,8 +276,6 @@ def check_features() -> dict:
     """What beyond plain TBF queues works here, tried for real in a throw-away namespace pair:
     ``{"ecn": None or reason, "delay": None or reason, "atcp": None or reason}`` (None: works).
     ATCP is only checked for its build tools: registering it would affect the whole host."""
-    from .. import kernel as K
-
     out = {"ecn": None, "delay": None, "atcp": None}
     miss = K.missing_tools()
     if miss:

@@ -15,8 +15,12 @@ from typing import Optional, Sequence
 
 import pyarrow as pa
 
+from .. import _core, api
 from .. import kernel as K
+from ..api import CWND_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA, router_assisted_protocols
+from ..kernel import parse_bytes
 from ..rundir import read_summary, write_run
+from .ecn import Marker
 from .netns import Network, TestbedError, enter
 from .scenario import FRAME, Flow, Plan, load_plan
 
@@ -117,8 +121,6 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
                     f"flows[{f.flow_id}]: ATCP weight_function {wf!r} is not available in the kernel (step, linear, fixed)"
                 )
         else:
-            from ..api import router_assisted_protocols
-
             why = (
                 ": it needs switches that stamp rates into packets, which the testbed's Linux bridges do not"
                 if p in router_assisted_protocols()
@@ -142,8 +144,6 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
     for f in plan.flows:
         if f.protocol == "atcp" and f.weight_function == "fixed":
             f.cc = f"atcp_w{w_fixed.index(float(f.params['weight'])) + 1}"
-    from ..kernel import parse_bytes
-
     fp = fn_params or {}
 
     def num(k, default):
@@ -345,8 +345,6 @@ def scheduled_pairs(plan: Plan) -> dict:
 
 def _sched_receiver(ns: str, listen: str, expect: int, ready: threading.Barrier, timeout_s: float, out: list):
     """One scheduled pair's receiver (fctlab sched): every delivery or error, in order."""
-    from .. import _core
-
     try:
         enter(ns)
         ready.wait(timeout=30)
@@ -359,15 +357,13 @@ def _sched_receiver(ns: str, listen: str, expect: int, ready: threading.Barrier,
 
 def _sched_sender(ns: str, to: str, flows: list, sched: dict, t0: float, results: dict):
     """One scheduled pair's sender: the flows' messages at their start times, one report each."""
-    from .. import _core
-
     try:
         enter(ns)
         wait = t0 - time.monotonic()
         if wait > 0:
             time.sleep(wait)
         call_mono, call_unix = time.monotonic(), time.time()
-        from ..sched import classes as tag_classes
+        from ..sched import classes as tag_classes  # lazy: fctlab.sched loads pandas (250 ms of start-up)
 
         classes = tag_classes([f.tag for f in flows], sched.get("priority_tags") or [])
         reports = _core.sched_send(
@@ -719,8 +715,6 @@ def _run_plan(
     atcp_halving: Optional[str],
     progress,
 ) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
-    from ..api import CWND_SCHEMA
-
     wall0 = time.monotonic()
     atcp = resolve_congestion_controls(plan, atcp_halving)
     loaded_here = False
@@ -733,8 +727,6 @@ def _run_plan(
     marker = None
     try:
         if plan.ecn_threshold is not None:
-            from .ecn import Marker
-
             marker = Marker()
         if atcp is not None:
             loaded_here = _load_atcp(atcp)
@@ -846,16 +838,12 @@ def collect(
 ) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
     """The flows and links tables, the summary and the cwnd table of a run from what it
     measured (no network needed: recorded measurements give the same tables)."""
-    from ..api import CWND_SCHEMA
-
     cwnd = pa.Table.from_pydict(m.cwnd_rows, schema=CWND_SCHEMA) if m.cwnd_rows is not None else None
     summary = _summary(plan, m, scenario_file=scenario_file, overrides=overrides, sha256=sha256)
     return _flow_table(plan, m), _link_table(plan, m), summary, cwnd
 
 
 def _flow_table(plan: Plan, m: Measured) -> pa.Table:
-    from ..api import FLOW_SCHEMA
-
     rows = {c: [] for c in FLOW_SCHEMA.names}
     for f in plan.flows:
         r = m.results[f.flow_id]
@@ -900,8 +888,6 @@ def _flow_table(plan: Plan, m: Measured) -> pa.Table:
 
 
 def _link_table(plan: Plan, m: Measured) -> pa.Table:
-    from ..api import LINK_SCHEMA
-
     lrows = {c: [] for c in LINK_SCHEMA.names}
     for i, (name, st) in enumerate(m.stats.items()):
         p = st["port"]
@@ -974,8 +960,6 @@ def run_testbed(
     """Validates ``scenario`` with the simulator's checker, runs it in namespaces and writes
     ``flows.parquet``, ``links.parquet`` and ``summary.json`` into ``out_dir``. Returns the summary.
     ``atcp_halving`` overrides the ATCP flows' ``halving`` key for the kernel ATCP."""
-    from .. import api
-
     try:
         desc = api.validate(scenario, set=list(set))
     except api.ScenarioError as e:

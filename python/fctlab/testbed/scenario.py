@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
+from .. import _core
+from .ecn import Threshold
 from .netns import ETH_OVERHEAD, MTU, TestbedError
 
 FRAME = MTU + ETH_OVERHEAD
@@ -80,8 +82,6 @@ MAX_FLOWS = 1000
 def _core_call(fn: str, path: Path, overrides: Sequence[str]):
     """``fctlab._core.<fn>`` on the scenario file: the simulator's own parser, validation,
     overrides and workload generators, so the testbed runs what the simulator would."""
-    from .. import _core
-
     text = Path(path).read_text(encoding="utf-8")
     fmt = "json" if str(path).endswith(".json") else "toml"
     try:
@@ -163,8 +163,6 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
     queue = net["queue"]
     ecn_threshold = None
     if queue["kind"] == "ecn":
-        from .ecn import Threshold
-
         unit, n = queue["threshold"]
         ecn_threshold = Threshold(pkts=int(n)) if unit == "pkts" else Threshold(bytes=int(n))
     elif queue["kind"] != "droptail":
