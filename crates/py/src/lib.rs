@@ -264,9 +264,11 @@ fn flows(
 
 /// Runs a scenario. `progress(sim_time_s, flows_completed, flows_total)` is called about
 /// every `progress_interval_s` wall seconds. Ctrl-C stops the run and returns what was
-/// measured so far, with `summary["interrupted"] = True`.
+/// measured so far, with `summary["interrupted"] = True`. `on_flows(columns)`, if given, is
+/// called between slices of the run with the rows of the flows that finished meanwhile (in
+/// that order, as `flows` columns); the result's `flows` then holds the other rows only.
 #[pyfunction]
-#[pyo3(signature = (text, file, format="toml", overrides=vec![], progress=None, progress_interval_s=0.5, unset=vec![]))]
+#[pyo3(signature = (text, file, format="toml", overrides=vec![], progress=None, progress_interval_s=0.5, unset=vec![], on_flows=None))]
 fn run(
     py: Python<'_>,
     text: &str,
@@ -276,8 +278,12 @@ fn run(
     progress: Option<PyObject>,
     progress_interval_s: f64,
     unset: Vec<String>,
+    on_flows: Option<PyObject>,
 ) -> PyResult<PyObject> {
     let mut sim = load(text, file, format, overrides, unset)?;
+    if on_flows.is_some() {
+        sim.stream_flow_rows();
+    }
     let total = sim.scenario().flows.len();
     let stop = sim.scenario().stop_time;
     // Advance in slices of simulated time so signals and progress are handled between them;
@@ -294,6 +300,12 @@ fn run(
         let t0 = Instant::now();
         let status = py.allow_threads(|| sim.advance(until));
         let took = t0.elapsed().as_secs_f64();
+        if let Some(cb) = on_flows.as_ref() {
+            let rows = sim.take_flow_rows();
+            if !rows.is_empty() {
+                cb.call1(py, (table_to_py(py, &rows)?,))?;
+            }
+        }
         if took < 0.02 && slice.0 < 10_000_000_000 {
             slice = Nanos(slice.0 * 2);
         } else if took > 0.2 && slice.0 > 1_000 {

@@ -23,64 +23,80 @@ impl Simulation {
         }
     }
 
-    /// One row per flow.
+    /// One row per flow, in the order of the scenario; when rows are streamed, the rows not
+    /// taken yet.
     fn flow_rows(&self) -> Vec<FlowResult> {
-        let topo = &self.scenario.topology;
-        // One copy of each node's name, shared by the rows of its flows.
-        let names: Vec<std::sync::Arc<str>> =
-            topo.nodes.iter().map(|n| std::sync::Arc::from(n.name.as_str())).collect();
-        let name = |n: usize| names[n].clone();
-        let mut flows = Vec::with_capacity(self.flows.len());
-        for (i, st) in self.flows.iter().enumerate() {
-            let spec = &self.scenario.flows[i];
-            let counts = match self.conns[i].as_deref() {
-                Some(c) => FlowCounts::of(c),
-                None => st.final_counts,
-            };
-            let fct = match (st.started_at, st.finish) {
-                (Some(s), Some(f)) => Some((f - s).as_secs_f64()),
-                _ => None,
-            };
-            let ideal = st.ideal.map(|d| d.as_secs_f64());
-            let scheduled = self.host.as_ref().filter(|h| h.schedules(i));
-            flows.push(FlowResult {
-                flow_id: i as u64,
-                src: name(spec.src),
-                dst: name(spec.dst),
-                size_bytes: spec.size_bytes,
-                // (`whole_packets` pads the last segment: the flow's own bytes are at most its size.)
-                bytes_delivered: scheduled
-                    .and_then(|h| h.delivered(i))
-                    .unwrap_or(counts.bytes_delivered)
-                    .min(spec.size_bytes.unwrap_or(u64::MAX)),
-                start_s: st.started_at.map(|t| t.as_secs_f64()),
-                finish_s: st.finish.map(|t| t.as_secs_f64()),
-                fct_s: fct,
-                ideal_fct_s: ideal,
-                slowdown: match (fct, ideal) {
-                    (Some(f), Some(i)) if i > 0.0 => Some(f / i),
-                    _ => None,
-                },
-                completed: st.finish.is_some(),
-                protocol: spec.cc.name(),
-                retransmits: counts.retransmits,
-                timeouts: counts.timeouts,
-                first_timeouts: counts.first_timeouts,
-                ecn_timeouts: counts.ecn_timeouts,
-                deadline_s: spec.deadline.map(|d| d.as_secs_f64()),
-                tag: spec.tag.clone(),
-                group: spec.group.clone(),
-                packets_sent: counts.packets_sent,
-                loss_probes: counts.loss_probes,
-                left_slow_start: counts.left_slow_start,
-                scheduler: scheduled.map_or("none", |h| h.policy().name()),
-                conn_finish_s: st.conn_finish.map(|t| t.as_secs_f64()),
-                rtt_min_s: counts.rtt.map(|(min, _)| min.as_secs_f64()),
-                rtt_mean_s: counts.rtt.map(|(_, mean)| mean.as_secs_f64()),
-                drops: self.flow_drops[i] as u64,
-            });
+        let names = self.node_names();
+        (0..self.flows.len()).filter(|&i| !self.flows[i].streamed).map(|i| self.flow_row(i, &names)).collect()
+    }
+
+    /// The rows that became final since the last call, in that order (rows are streamed once
+    /// [`Simulation::stream_flow_rows`] has been called; empty otherwise).
+    pub fn take_flow_rows(&mut self) -> Vec<FlowResult> {
+        let ids = std::mem::take(&mut self.final_rows);
+        if ids.is_empty() {
+            return Vec::new();
         }
-        flows
+        let names = self.node_names();
+        ids.iter().map(|&i| self.flow_row(i as usize, &names)).collect()
+    }
+
+    /// One copy of each node's name, shared by the rows of its flows.
+    fn node_names(&self) -> Vec<std::sync::Arc<str>> {
+        self.scenario.topology.nodes.iter().map(|n| std::sync::Arc::from(n.name.as_str())).collect()
+    }
+
+    /// Flow `i`'s row.
+    fn flow_row(&self, i: usize, names: &[std::sync::Arc<str>]) -> FlowResult {
+        let name = |n: usize| names[n].clone();
+        let st = &self.flows[i];
+        let spec = &self.scenario.flows[i];
+        let counts = match self.conns[i].as_deref() {
+            Some(c) => FlowCounts::of(c),
+            None => st.final_counts,
+        };
+        let fct = match (st.started_at, st.finish) {
+            (Some(s), Some(f)) => Some((f - s).as_secs_f64()),
+            _ => None,
+        };
+        let ideal = st.ideal.map(|d| d.as_secs_f64());
+        let scheduled = self.host.as_ref().filter(|h| h.schedules(i));
+        FlowResult {
+            flow_id: i as u64,
+            src: name(spec.src),
+            dst: name(spec.dst),
+            size_bytes: spec.size_bytes,
+            // (`whole_packets` pads the last segment: the flow's own bytes are at most its size.)
+            bytes_delivered: scheduled
+                .and_then(|h| h.delivered(i))
+                .unwrap_or(counts.bytes_delivered)
+                .min(spec.size_bytes.unwrap_or(u64::MAX)),
+            start_s: st.started_at.map(|t| t.as_secs_f64()),
+            finish_s: st.finish.map(|t| t.as_secs_f64()),
+            fct_s: fct,
+            ideal_fct_s: ideal,
+            slowdown: match (fct, ideal) {
+                (Some(f), Some(i)) if i > 0.0 => Some(f / i),
+                _ => None,
+            },
+            completed: st.finish.is_some(),
+            protocol: spec.cc.name(),
+            retransmits: counts.retransmits,
+            timeouts: counts.timeouts,
+            first_timeouts: counts.first_timeouts,
+            ecn_timeouts: counts.ecn_timeouts,
+            deadline_s: spec.deadline.map(|d| d.as_secs_f64()),
+            tag: spec.tag.clone(),
+            group: spec.group.clone(),
+            packets_sent: counts.packets_sent,
+            loss_probes: counts.loss_probes,
+            left_slow_start: counts.left_slow_start,
+            scheduler: scheduled.map_or("none", |h| h.policy().name()),
+            conn_finish_s: st.conn_finish.map(|t| t.as_secs_f64()),
+            rtt_min_s: counts.rtt.map(|(min, _)| min.as_secs_f64()),
+            rtt_mean_s: counts.rtt.map(|(_, mean)| mean.as_secs_f64()),
+            drops: self.flow_drops[i] as u64,
+        }
     }
 
     /// One row per port, and the ports' drops and ECN marks in all.

@@ -86,6 +86,8 @@ pub(crate) struct FlowState {
     pub rto_at: Option<Nanos>,
     /// The time of the one pending delayed-ACK event, if any.
     pub delack_at: Option<Nanos>,
+    /// Its row was handed out while the run went on (see [`Simulation::take_flow_rows`]).
+    pub streamed: bool,
 }
 
 /// Without a `stop_time`, a run ends when every flow has completed, or at this simulated
@@ -158,6 +160,13 @@ pub struct Simulation {
     pub(crate) flow_drops: Vec<u32>,
     /// Packet captures (`[monitor] pcap`).
     pub(crate) capture: Option<Box<Capture>>,
+    /// Rows of finished flows are handed out during the run ([`Simulation::stream_flow_rows`]).
+    streaming: bool,
+    /// Each flow's packets in the network (sent, neither received nor dropped yet), counted
+    /// while rows are streamed.
+    packets_alive: Vec<u32>,
+    /// Flows whose rows are final and not handed out yet, in the order they became final.
+    pub(crate) final_rows: Vec<u32>,
 }
 
 impl Simulation {
@@ -218,6 +227,9 @@ impl Simulation {
             flow_prio,
             flow_drops: vec![0; nflows],
             capture,
+            streaming: false,
+            packets_alive: Vec::new(),
+            final_rows: Vec::new(),
         };
         if let Some(&first) = sim.start_order.first() {
             let t = sim.scenario.flows[first as usize].start;
@@ -430,6 +442,9 @@ impl Simulation {
         p.flags = meta.flags;
         let f = p.flow.0 as usize;
         self.counts.packets_consumed += 1;
+        if self.streaming {
+            self.packet_gone(f);
+        }
         if p.kind == PacketKind::Data && p.payload_bytes > 0 {
             self.counts.data_packets_delivered += 1;
             self.counts.payload_bytes_delivered += p.payload_bytes as u64;
@@ -524,6 +539,9 @@ impl Simulation {
             if let Some(prio) = &self.flow_prio {
                 meta.prio = prio[meta.flow.0 as usize];
             }
+            if self.streaming {
+                self.packets_alive[meta.flow.0 as usize] += 1;
+            }
             let pid = self.pool.alloc(p);
             self.counts.packets_created += 1;
             match self.paths.next(meta.flow, meta.hop) {
@@ -561,6 +579,9 @@ impl Simulation {
         }
         let p = self.pool.take(pid);
         self.flow_drops[p.flow.0 as usize] += 1;
+        if self.streaming {
+            self.packet_gone(p.flow.0 as usize);
+        }
         self.monitor.record_drop(self.now, site, &p, cause);
     }
 
@@ -625,6 +646,40 @@ impl Simulation {
         self.after_flow_activity(f);
     }
 
+    /// One of flow `f`'s packets left the network (received or dropped).
+    #[inline(always)]
+    fn packet_gone(&mut self, f: usize) {
+        let alive = &mut self.packets_alive[f];
+        *alive -= 1;
+        if *alive == 0 {
+            self.row_final(f);
+        }
+    }
+
+    /// Hands out the rows of finished flows while the run goes on: [`Simulation::take_flow_rows`]
+    /// then returns each flow's row once it is final, and [`Simulation::results`] only the
+    /// rows not taken. A row is final when the flow has finished, its connection has closed and
+    /// none of its packets is left in the network (a later drop would change its `drops`). Not
+    /// with a flow scheduling layer, whose flows' rows all come at the end.
+    /// Call it before the run starts.
+    pub fn stream_flow_rows(&mut self) {
+        self.streaming = self.host.is_none() && self.counts.packets_created == 0;
+        if self.streaming {
+            self.packets_alive = vec![0; self.flows.len()];
+        }
+    }
+
+    /// Notes flow `f`'s row as final if it is (see [`Simulation::stream_flow_rows`]).
+    #[cold]
+    fn row_final(&mut self, f: usize) {
+        let st = &mut self.flows[f];
+        if st.streamed || st.finish.is_none() || self.packets_alive[f] > 0 || self.conns[f].is_some() {
+            return;
+        }
+        st.streamed = true;
+        self.final_rows.push(f as u32);
+    }
+
     /// Flow `f`'s connection has completed.
     fn complete(&mut self, f: usize) {
         let conn = self.conns[f].take().expect("active flow");
@@ -636,6 +691,9 @@ impl Simulation {
         self.open_flows -= 1;
         if !self.host.as_ref().is_some_and(|h| h.schedules(f)) {
             self.flow_done(f);
+        }
+        if self.streaming {
+            self.row_final(f);
         }
     }
 

@@ -1,0 +1,60 @@
+//! Rows streamed while the run goes on: each finished flow's row comes out once, after its
+//! last packet has left the network, and with the rows the run keeps they are the rows of a
+//! run that streams nothing.
+
+mod common;
+use common::*;
+use fctlab_engine::Nanos;
+use fctlab_sim::{FlowResult, RunStatus};
+
+/// A dumbbell with a small buffer (drops, retransmissions), 2,000 Poisson flows cut off by
+/// the stop time, and a long-lived flow.
+fn scenario() -> String {
+    "seed = 5\nstop_time = \"300ms\"\n[network]\ntopology = \"dumbbell\"\nsenders = 4\nreceivers = 4\n\
+     link_rate = \"10Gbps\"\nbottleneck_rate = \"1Gbps\"\nlink_delay = \"5us\"\nbuffer = \"20pkt\"\n\
+     [transport]\nmin_rto = \"2ms\"\n[[flows]]\nsrc = \"s0\"\ndst = \"r0\"\n\
+     [[workloads]]\nkind = \"poisson\"\nsenders = \"s*\"\nreceivers = \"r*\"\nsizes = { dist = \"pareto\", shape = 1.2, mean = \"25KB\" }\n\
+     load = 0.9\nload_link = \"left->right\"\ncount = 2000\n"
+        .to_string()
+}
+
+#[test]
+fn streamed_rows_and_the_rest_are_the_rows_of_a_run_that_streams_nothing() {
+    let whole = run(&scenario()).flows;
+    let mut s = sim(&scenario());
+    s.stream_flow_rows();
+    let mut taken: Vec<FlowResult> = Vec::new();
+    let mut slices = 0;
+    let mut until = Nanos::ZERO;
+    loop {
+        until = until + Nanos::from_micros(200);
+        let status = s.advance(until);
+        let rows = s.take_flow_rows();
+        assert!(rows.iter().all(|r| r.completed), "only finished flows are streamed");
+        slices += !rows.is_empty() as usize;
+        taken.extend(rows);
+        if status == RunStatus::Finished {
+            break;
+        }
+    }
+    let rest = s.results(false).flows;
+    assert!(slices > 10, "rows came out along the run, in {slices} slices");
+    assert!(taken.iter().any(|r| r.drops > 0), "streamed flows include ones that lost packets");
+    assert!(rest.iter().any(|r| !r.completed), "unfinished flows stay for the end");
+    assert!(rest.windows(2).all(|w| w[0].flow_id < w[1].flow_id), "the rest in the scenario's order");
+    let mut all = taken;
+    all.extend(rest);
+    all.sort_by_key(|r| r.flow_id);
+    assert_eq!(all.len(), whole.len(), "each row exactly once");
+    assert!(all.windows(2).all(|w| w[0].flow_id < w[1].flow_id));
+    assert_eq!(all, whole);
+}
+
+#[test]
+fn without_streaming_nothing_is_taken() {
+    let mut s = sim(&scenario());
+    s.advance(Nanos::from_millis(20));
+    assert!(s.take_flow_rows().is_empty());
+    s.run();
+    assert_eq!(s.results(false).flows.len(), 2001);
+}
