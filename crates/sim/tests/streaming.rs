@@ -27,7 +27,7 @@ fn streamed_rows_and_the_rest_are_the_rows_of_a_run_that_streams_nothing() {
     let mut slices = 0;
     let mut until = Nanos::ZERO;
     loop {
-        until = until + Nanos::from_micros(200);
+        until += Nanos::from_micros(200);
         let status = s.advance(until);
         let rows = s.take_flow_rows();
         assert!(rows.iter().all(|r| r.completed), "only finished flows are streamed");
