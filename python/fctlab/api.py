@@ -132,12 +132,17 @@ class RunResult:
     #: Who produced the run (``fctlab.rundir.PRODUCERS``): the simulator, or ns-2.35 for a
     #: crosscheck's other side.
     producer: str = "simulator"
+    #: ``flows.parquet`` when the run wrote its flows there as it went (``fctlab run``), and
+    #: ``flows_table`` is None: the table is read from the file when asked for.
+    flows_file: Optional[Path] = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     def _frame(self, name: str):
         """Table `name` (``flows_table``, ...) as a DataFrame, converted once; None when the
         run has no such table."""
         table = getattr(self, f"{name}_table")
+        if table is None and name == "flows" and self.flows_file is not None:
+            table = self.flows_columns()
         if table is None:
             return None
         if name not in self._cache:
@@ -147,6 +152,18 @@ class RunResult:
     @property
     def flows(self):
         return self._frame("flows")
+
+    def flows_columns(self, columns: Optional[Sequence[str]] = None) -> "pa.Table":
+        """The flows table, or some of its columns, in the order of the scenario (by
+        ``flow_id``); read from ``flows_file`` when the run wrote its flows there."""
+        if self.flows_table is not None:
+            return self.flows_table if columns is None else self.flows_table.select(list(columns))
+        import pyarrow.parquet as pq  # lazy: pyarrow costs 80 ms of start-up (`import fctlab`, `fctlab validate`)
+
+        cols = None if columns is None else list(dict.fromkeys(["flow_id", *columns]))
+        # (ParquetFile.read, not read_table, which loads pandas.)
+        t = pq.ParquetFile(self.flows_file).read(columns=cols).sort_by("flow_id")
+        return t if columns is None else t.select(list(columns))
 
     @property
     def measured(self):
@@ -231,11 +248,11 @@ class RunResult:
         ``out_dir``, creating it if needed. Returns the directory."""
         from .rundir import write_run  # lazy: fctlab.rundir loads pyarrow (80 ms of start-up)
 
-        return write_run(
+        out = write_run(
             out_dir,
             self.producer,
             self.summary,
-            self.flows_table,
+            self.flows_table if self.flows_table is not None else self.flows_file,
             self.links_table,
             self.queues_table,
             self.cwnd_table,
@@ -243,6 +260,9 @@ class RunResult:
             pcaps=[(c.name, c.data) for c in self.pcaps],
             pcap_hosts=self.pcap_hosts,
         )
+        if self.flows_table is None and self.flows_file is not None:
+            self.flows_file = out / "flows.parquet"  # moved there
+        return out
 
 
 def _format_value(v: Any) -> str:
@@ -365,13 +385,33 @@ def run(
     ScenarioError
         When the scenario is invalid; the message names the file, the key and what was expected.
     """
+    return _run(scenario, list(set) + overrides_from_kwargs(overrides), progress, progress_interval_s, list(unset))
+
+
+def _run(
+    scenario: ScenarioLike,
+    ov: list,
+    progress: Optional[Callable[[float, int, int], None]],
+    progress_interval_s: float,
+    unset: list,
+    flows_stream=None,
+) -> RunResult:
+    """:func:`run` with its overrides as strings; with ``flows_stream`` (a
+    :class:`fctlab.rundir.FlowsStream`), the flows go to its file as they finish instead of
+    into memory."""
     text, name, fmt = _source(scenario)
-    ov = list(set) + overrides_from_kwargs(overrides)
-    # The rows of flows that finish come out while the run goes on (`list.append`, a C call,
-    # cannot be interrupted half-way by Ctrl-C); the core keeps only the others.
+    # The rows of flows that finish come out while the run goes on (`list.append` and
+    # `SimpleQueue.put`, C calls, cannot be interrupted half-way by Ctrl-C); the core keeps
+    # only the others.
     batches: list = []
-    raw = _core.run(text, name, fmt, ov, progress, progress_interval_s, list(unset), batches.append)
-    flows, links = _flows_table(batches, raw["flows"]), _table(raw["links"], _schema("links"))
+    on_flows = batches.append if flows_stream is None else flows_stream.put
+    raw = _core.run(text, name, fmt, ov, progress, progress_interval_s, unset, on_flows)
+    flows_file = None
+    if flows_stream is None:
+        flows = _flows_table(batches, raw["flows"])
+    else:
+        flows, flows_file = None, flows_stream.finish(_table(raw["flows"], _schema("flows")))
+    links = _table(raw["links"], _schema("links"))
     queues, cwnd = _table(raw["queues"], _schema("queues")), _table(raw["cwnd"], _schema("cwnd"))
     drops = _table(raw["drops"], _schema("drops"))
     summary = dict(raw["summary"])
@@ -380,7 +420,15 @@ def run(
     summary["unset"] = list(unset)
     pcaps = [PcapCapture(n, data, packets, missed) for n, data, packets, missed in raw["pcaps"]]
     return RunResult(
-        flows, links, queues, summary, cwnd_table=cwnd, drops_table=drops, pcaps=pcaps, pcap_hosts=raw["pcap_hosts"]
+        flows,
+        links,
+        queues,
+        summary,
+        cwnd_table=cwnd,
+        drops_table=drops,
+        pcaps=pcaps,
+        pcap_hosts=raw["pcap_hosts"],
+        flows_file=flows_file,
     )
 
 

@@ -30,8 +30,9 @@ from typing import Optional, Sequence
 
 from . import __version__, _core
 from ._argparse import OneLineParser
-from .api import ScenarioError, _source, router_assisted_protocols, run, validate
+from .api import ScenarioError, _run, _source, _table, router_assisted_protocols, validate
 from .numfmt import count, duration, seconds
+from .schemas import table_schema
 
 
 def _fmt_s(x: float) -> str:
@@ -65,7 +66,9 @@ def summary_table(res) -> str:
     # From the Arrow table (pandas is not needed for a summary, and costs start-up time).
     import pyarrow.compute as pc  # lazy: pyarrow costs 80 ms of start-up (`fctlab validate`, `--help`)
 
-    t = everything = res.flows_table
+    t = everything = res.flows_columns(
+        ["start_s", "completed", "fct_s", "slowdown", "size_bytes", "bytes_delivered", "retransmits", "timeouts"]
+    )
     lo, hi = s.get("measure_from_s"), s.get("measure_until_s")
     if lo is not None or hi is not None:
         start = t.column("start_s")
@@ -133,24 +136,35 @@ def cmd_run(args) -> int:
     if args.pcap:
         sets.append("monitor.pcap=" + json.dumps(args.pcap))
     progress = None
+    from .rundir import FlowsStream  # lazy: fctlab.rundir loads pyarrow (80 ms of start-up)
+
     try:
-        if sys.stderr.isatty() and not args.quiet:
-            # the stop time after overrides, for the bar (a scenario check: cheap next to the run)
-            stop_s = validate(args.scenario, set=sets, unset=list(args.unset or []))["stop_time_s"]
-            progress = _progress_printer(sys.stderr, stop_s)
-        res = run(args.scenario, set=sets, unset=list(args.unset or []), progress=progress)
-    except ScenarioError as e:
-        if progress:
-            sys.stderr.write("\n")
-        print(f"fctlab run: error: {e}", file=sys.stderr)
-        return 2
-    if progress:
-        sys.stderr.write("\r" + " " * 110 + "\r")
-    try:
-        out = res.write(args.out)
+        # Flows go to flows.parquet as they finish, not into memory.
+        stream = FlowsStream(args.out, lambda cols: _table(cols, table_schema("flows")))
     except OSError as e:
         print(f"fctlab run: error: cannot write results to {args.out}: {e}", file=sys.stderr)
         return 2
+    try:
+        try:
+            if sys.stderr.isatty() and not args.quiet:
+                # the stop time after overrides, for the bar (a scenario check: cheap next to the run)
+                stop_s = validate(args.scenario, set=sets, unset=list(args.unset or []))["stop_time_s"]
+                progress = _progress_printer(sys.stderr, stop_s)
+            res = _run(args.scenario, sets, progress, 0.5, list(args.unset or []), flows_stream=stream)
+        except ScenarioError as e:
+            if progress:
+                sys.stderr.write("\n")
+            print(f"fctlab run: error: {e}", file=sys.stderr)
+            return 2
+        if progress:
+            sys.stderr.write("\r" + " " * 110 + "\r")
+        try:
+            out = res.write(args.out)
+        except OSError as e:
+            print(f"fctlab run: error: cannot write results to {args.out}: {e}", file=sys.stderr)
+            return 2
+    finally:
+        stream.discard()
     if not args.quiet:
         print(summary_table(res))
         files = "flows.parquet, links.parquet, summary.json" + (

@@ -18,6 +18,7 @@ import contextlib
 import json
 import math
 import os
+import queue
 import shutil
 import signal
 import tempfile
@@ -164,11 +165,89 @@ def _signals_held():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+class FlowsStream:
+    """``flows.parquet`` written while a run goes on: the core's batches of rows (``put``, a
+    C call that Ctrl-C cannot interrupt half-way) are converted and written in a thread of
+    their own while the simulation runs, in row groups of exactly :attr:`ROW_GROUP` rows (the
+    last one shorter), so that the file is the same bytes whatever the batches were. The file
+    is a temporary one beside ``out_dir`` until :func:`write_run` moves it into place;
+    :meth:`discard` removes it if the run is not written.
+
+    The rows are in the order the flows' rows became final (flows that finished, once none
+    of their packets was left in the network), then the others in the order of the scenario."""
+
+    ROW_GROUP = 65_536
+
+    def __init__(self, out_dir: Union[str, os.PathLike], to_table):
+        out = Path(out_dir)
+        where = out if out.is_dir() else out.parent
+        where.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{out.name}.flows-", suffix=".parquet", dir=where)
+        os.close(fd)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(name, 0o666 & ~umask)  # as the directory's other files (mkstemp makes it 0600)
+        self.path = Path(name)
+        self._to_table = to_table
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.put = self._queue.put
+        self._pending: list = []
+        self._pending_rows = 0
+        self._writer = pq.ParquetWriter(self.path, table_schema("flows"))
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._work, name="fctlab-flows-writer", daemon=True)
+        self._thread.start()
+
+    def _add(self, table: pa.Table, last: bool = False) -> None:
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        if self._pending_rows < self.ROW_GROUP and not last:
+            return
+        rows = pa.concat_tables(self._pending)
+        start = 0
+        while rows.num_rows - start >= self.ROW_GROUP or (last and start < rows.num_rows):
+            self._writer.write_table(rows.slice(start, self.ROW_GROUP))
+            start += self.ROW_GROUP
+        rest = rows.slice(start)
+        self._pending, self._pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
+
+    def _work(self) -> None:
+        while True:
+            batch = self._queue.get()
+            if batch is None:
+                return
+            if self._error is None:
+                try:
+                    self._add(self._to_table(batch))
+                except BaseException as e:  # kept for the main thread (a full disk, ...)
+                    self._error = e
+
+    def finish(self, rest: pa.Table) -> Path:
+        """Writes the rows the run kept (``rest``) after the streamed ones, closes the file and
+        returns its path."""
+        self._queue.put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        self._add(rest, last=True)
+        self._writer.close()
+        return self.path
+
+    def discard(self) -> None:
+        """Stops the thread and removes the file (when the run is not written)."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        self.path.unlink(missing_ok=True)
+
+
 def write_run(
     out_dir: Union[str, os.PathLike],
     producer: str,
     summary: dict,
-    flows: TableLike,
+    flows: Union[TableLike, Path],
     links: Optional[TableLike] = None,
     queues: Optional[TableLike] = None,
     cwnd: Optional[TableLike] = None,
@@ -176,7 +255,8 @@ def write_run(
     pcaps: Sequence[tuple[str, bytes]] = (),
     pcap_hosts: Optional[str] = None,
 ) -> Path:
-    """Writes a run directory: the tables given, summary.json from :func:`make_summary`, and
+    """Writes a run directory: the tables given (``flows`` may be the path of a file a
+    :class:`FlowsStream` wrote, moved into place), summary.json from :func:`make_summary`, and
     each packet capture ``(name, pcap bytes)`` as ``pcap/<file name>`` (:func:`pcap_file_name`),
     with ``pcap_hosts`` (the hosts' addresses) as ``pcap/hosts``. Returns the directory.
 
@@ -195,6 +275,10 @@ def write_run(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.writing-", dir=out.parent if fresh else out))
     pause = float(os.environ.get(_PAUSE_ENV) or 0)
     try:
+        if isinstance(flows, Path):  # written while the run went on (FlowsStream)
+            os.replace(flows, tmp / "flows.parquet")
+            flows = None
+            time.sleep(pause)
         for name, table in (("flows", flows), ("links", links), ("queues", queues), ("cwnd", cwnd), ("drops", drops)):
             if table is not None:
                 pq.write_table(_as_table(table), tmp / f"{name}.parquet")
