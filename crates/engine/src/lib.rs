@@ -32,4 +32,4 @@ pub fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 pub use rng::Rng;
-pub use units::{BitsPerSec, Nanos, TxClock};
+pub use units::{BitsPerSec, Nanos, OptNanos, TxClock};

@@ -55,11 +55,11 @@ impl Simulation {
             Some(c) => FlowCounts::of(c),
             None => st.final_counts,
         };
-        let fct = match (st.started_at, st.finish) {
+        let fct = match (st.started_at.get(), st.finish.get()) {
             (Some(s), Some(f)) => Some((f - s).as_secs_f64()),
             _ => None,
         };
-        let ideal = st.ideal.map(|d| d.as_secs_f64());
+        let ideal = st.ideal.get().map(|d| d.as_secs_f64());
         let scheduled = self.host.as_ref().filter(|h| h.schedules(i));
         FlowResult {
             flow_id: i as u64,
@@ -71,8 +71,8 @@ impl Simulation {
                 .and_then(|h| h.delivered(i))
                 .unwrap_or(counts.bytes_delivered)
                 .min(spec.size_bytes.unwrap_or(u64::MAX)),
-            start_s: st.started_at.map(|t| t.as_secs_f64()),
-            finish_s: st.finish.map(|t| t.as_secs_f64()),
+            start_s: st.started_at.get().map(|t| t.as_secs_f64()),
+            finish_s: st.finish.get().map(|t| t.as_secs_f64()),
             fct_s: fct,
             ideal_fct_s: ideal,
             slowdown: match (fct, ideal) {
@@ -82,19 +82,19 @@ impl Simulation {
             completed: st.finish.is_some(),
             protocol: spec.cc.name(),
             retransmits: counts.retransmits,
-            timeouts: counts.timeouts,
-            first_timeouts: counts.first_timeouts,
-            ecn_timeouts: counts.ecn_timeouts,
+            timeouts: counts.timeouts as u64,
+            first_timeouts: counts.first_timeouts as u64,
+            ecn_timeouts: counts.ecn_timeouts as u64,
             deadline_s: spec.deadline.map(|d| d.as_secs_f64()),
             tag: spec.tag.clone(),
             group: spec.group.clone(),
             packets_sent: counts.packets_sent,
-            loss_probes: counts.loss_probes,
+            loss_probes: counts.loss_probes as u64,
             left_slow_start: counts.left_slow_start,
             scheduler: scheduled.map_or("none", |h| h.policy().name()),
-            conn_finish_s: st.conn_finish.map(|t| t.as_secs_f64()),
-            rtt_min_s: counts.rtt.map(|(min, _)| min.as_secs_f64()),
-            rtt_mean_s: counts.rtt.map(|(_, mean)| mean.as_secs_f64()),
+            conn_finish_s: st.conn_finish.get().map(|t| t.as_secs_f64()),
+            rtt_min_s: counts.rtt_min.get().map(|min| min.as_secs_f64()),
+            rtt_mean_s: counts.rtt_min.get().map(|_| counts.rtt_mean.as_secs_f64()),
             drops: self.flow_drops[i] as u64,
         }
     }
@@ -182,7 +182,7 @@ impl Simulation {
             flows_measured: self
                 .flows
                 .iter()
-                .filter_map(|f| f.started_at)
+                .filter_map(|f| f.started_at.get())
                 .filter(|&t| self.scenario.measure.map_or(true, |m| m.contains(t)))
                 .count() as u64,
         }

@@ -5,7 +5,7 @@ use crate::build::{FlowPaths, Network, HOP_REVERSE};
 use crate::monitor::{DropSite, Monitor};
 use crate::pcap::Capture;
 use crate::sched::HostLayer;
-use fctlab_engine::{EventQueue, Nanos};
+use fctlab_engine::{EventQueue, Nanos, OptNanos};
 use fctlab_net::packet::flags;
 use fctlab_net::{
     DropCause, EnqueueOutcome, FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId,
@@ -37,55 +37,66 @@ pub(crate) struct Conn {
     pub rcv: TcpReceiver,
 }
 
-/// A flow's counters: read from its connection while it runs, kept here once it completes.
+/// A flow's counters: read from its connection while it runs, kept here once it completes
+/// (kept small: one of these exists per flow of the run).
 #[derive(Copy, Clone, Debug, Default)]
 pub(crate) struct FlowCounts {
     pub bytes_delivered: u64,
     pub retransmits: u64,
-    pub timeouts: u64,
-    pub first_timeouts: u64,
-    pub ecn_timeouts: u64,
     pub packets_sent: u64,
-    pub loss_probes: u64,
+    pub timeouts: u32,
+    pub first_timeouts: u32,
+    pub ecn_timeouts: u32,
+    pub loss_probes: u32,
+    /// The smallest and the mean RTT the sender measured (none before the first sample).
+    pub rtt_min: OptNanos,
+    pub rtt_mean: Nanos,
     pub left_slow_start: bool,
-    /// The smallest and the mean RTT the sender measured.
-    pub rtt: Option<(Nanos, Nanos)>,
+}
+
+/// A count kept in 32 bits per flow (timeouts and probes: each waits at least a round trip,
+/// so no run comes near the limit); saturates rather than wraps.
+fn count32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 impl FlowCounts {
     pub fn of(c: &Conn) -> FlowCounts {
+        let rtt = c.snd.rtt_measured();
         FlowCounts {
             bytes_delivered: c.rcv.bytes_delivered(),
             retransmits: c.snd.retransmits,
-            timeouts: c.snd.timeouts,
-            first_timeouts: c.snd.first_timeouts as u64,
-            ecn_timeouts: c.snd.ecn_timeouts as u64,
             packets_sent: c.snd.packets_sent,
-            loss_probes: c.snd.probes,
+            timeouts: count32(c.snd.timeouts),
+            first_timeouts: c.snd.first_timeouts,
+            ecn_timeouts: c.snd.ecn_timeouts,
+            loss_probes: count32(c.snd.probes),
+            rtt_min: rtt.map(|(min, _)| min).into(),
+            rtt_mean: rtt.map_or(Nanos::ZERO, |(_, mean)| mean),
             left_slow_start: c.snd.left_slow_start,
-            rtt: c.snd.rtt_measured(),
         }
     }
 }
 
-/// The runtime state of one flow; its specification stays in [`Scenario::flows`].
+/// The runtime state of one flow; its specification stays in [`Scenario::flows`]. Times are
+/// [`OptNanos`] (none until they happen): one of these exists per flow of the run.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct FlowState {
-    /// When the flow started (None until it has).
-    pub started_at: Option<Nanos>,
+    /// When the flow started.
+    pub started_at: OptNanos,
     /// When every byte of it was acknowledged.
-    pub finish: Option<Nanos>,
+    pub finish: OptNanos,
     /// When the connection opened for it completed (the same time, unless a scheduling layer
     /// moved its data to other connections).
-    pub conn_finish: Option<Nanos>,
-    /// Best-case completion time on its path (None for a long-lived flow).
-    pub ideal: Option<Nanos>,
+    pub conn_finish: OptNanos,
+    /// Best-case completion time on its path (none for a long-lived flow).
+    pub ideal: OptNanos,
+    /// The time of the one pending retransmission-timer event, if any.
+    pub rto_at: OptNanos,
+    /// The time of the one pending delayed-ACK event, if any.
+    pub delack_at: OptNanos,
     /// Counters at completion.
     pub final_counts: FlowCounts,
-    /// The time of the one pending retransmission-timer event, if any.
-    pub rto_at: Option<Nanos>,
-    /// The time of the one pending delayed-ACK event, if any.
-    pub delack_at: Option<Nanos>,
     /// Its row was handed out while the run went on (see [`Simulation::take_flow_rows`]).
     pub streamed: bool,
 }
@@ -176,7 +187,8 @@ impl Simulation {
         let mut net = Network::build(&scenario)?;
         let (paths, ideal) = net.flow_paths(&scenario)?;
         net.routes = None; // the paths are all the simulation needs; free the tables
-        let flows: Vec<FlowState> = ideal.into_iter().map(|ideal| FlowState { ideal, ..Default::default() }).collect();
+        let flows: Vec<FlowState> =
+            ideal.into_iter().map(|ideal| FlowState { ideal: ideal.into(), ..Default::default() }).collect();
         let mut group_open = vec![0u32; scenario.groups.len()];
         let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); scenario.groups.len()];
         for (i, f) in scenario.flows.iter().enumerate() {
@@ -480,14 +492,14 @@ impl Simulation {
         // that moved later is re-armed when the earlier event pops (see `on_timer`).
         let st = &mut self.flows[f];
         if let Some(d) = rto {
-            if st.rto_at.map_or(true, |at| d < at) {
-                st.rto_at = Some(d);
+            if st.rto_at.after(d) {
+                st.rto_at = OptNanos::some(d);
                 self.events.push(d, Event::Rto(f as u32));
             }
         }
         if let Some(d) = delack {
-            if st.delack_at.map_or(true, |at| d < at) {
-                st.delack_at = Some(d);
+            if st.delack_at.after(d) {
+                st.delack_at = OptNanos::some(d);
                 self.events.push(d, Event::DelAck(f as u32));
             }
         }
@@ -509,10 +521,10 @@ impl Simulation {
     fn on_timer(&mut self, f: u32, rto: bool) {
         let f = f as usize;
         let at = if rto { &mut self.flows[f].rto_at } else { &mut self.flows[f].delack_at };
-        if *at != Some(self.now) {
+        if *at != OptNanos::some(self.now) {
             return; // superseded
         }
-        *at = None;
+        *at = OptNanos::NONE;
         let now = self.now;
         let Some(conn) = self.conns[f].as_deref_mut() else { return };
         if rto {
@@ -615,7 +627,7 @@ impl Simulation {
 
     fn start_flow(&mut self, f: usize) {
         let spec = &self.scenario.flows[f];
-        self.flows[f].started_at = Some(self.now);
+        self.flows[f].started_at = OptNanos::some(self.now);
         self.counts.flows_started += 1;
         let id = FlowId(f as u32);
         let (src, dst) = (NodeId(spec.src as u32), NodeId(spec.dst as u32));
@@ -684,10 +696,10 @@ impl Simulation {
     fn complete(&mut self, f: usize) {
         let conn = self.conns[f].take().expect("active flow");
         let st = &mut self.flows[f];
-        st.conn_finish = Some(self.now);
+        st.conn_finish = OptNanos::some(self.now);
         st.final_counts = FlowCounts::of(&conn);
-        st.rto_at = None;
-        st.delack_at = None;
+        st.rto_at = OptNanos::NONE;
+        st.delack_at = OptNanos::NONE;
         self.open_flows -= 1;
         if !self.host.as_ref().is_some_and(|h| h.schedules(f)) {
             self.flow_done(f);
@@ -699,7 +711,7 @@ impl Simulation {
 
     /// Every byte of flow `f` has been acknowledged.
     fn flow_done(&mut self, f: usize) {
-        self.flows[f].finish = Some(self.now);
+        self.flows[f].finish = OptNanos::some(self.now);
         if let Some(g) = self.scenario.flows[f].group_id {
             let open = &mut self.group_open[g as usize];
             *open -= 1;

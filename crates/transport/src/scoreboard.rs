@@ -63,7 +63,14 @@ impl RangeSet {
     }
 
     /// Forgets everything below `seq`.
+    #[inline]
     pub fn remove_below(&mut self, seq: u64) {
+        if !self.ranges.is_empty() {
+            self.remove_below_held(seq);
+        }
+    }
+
+    fn remove_below_held(&mut self, seq: u64) {
         let mut k = 0;
         while k < self.ranges.len() && self.ranges[k].1 <= seq {
             self.total -= self.ranges[k].1 - self.ranges[k].0;
