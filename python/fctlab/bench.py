@@ -13,7 +13,12 @@ process. Benchmarks:
 - ``flows_100k``: 100,000 finite flows (heavy-tailed sizes, Poisson arrivals at 50% load)
   on a 64-host leaf-spine, to check that finished flows release their state;
 - ``flows_1m``: 1,000,000 finite flows (Pareto sizes, shape 1.2, mean 25 KB, Poisson at 50%
-  load) on the same leaf-spine: memory and speed with a million flows.
+  load) on the same leaf-spine: memory and speed with a million flows;
+- ``flows_10m`` (only with ``--full``, or by name): 10,000,000 flows of the same traffic on a
+  128-host leaf-spine (a few minutes and several GB).
+
+Each benchmark runs as ``fctlab run --out`` does (flows written to ``flows.parquet`` as they
+finish, into a temporary directory); "whole s" is the run and the writing of its results.
 
 ``--against FCTLAB_SIM`` runs the packet-level benchmarks also with another build's
 ``fctlab-sim`` binary (``benches/baseline.sh REV`` builds one from any revision),
@@ -41,7 +46,18 @@ from typing import Optional, Sequence
 from . import api
 from .cli import main
 
-BENCHMARKS = ("dumbbell8_10g", "fattree_k8", "fattree_k8_dctcp", "fattree_k16_dctcp", "flows_100k", "flows_1m")
+BENCHMARKS = (
+    "dumbbell8_10g",
+    "fattree_k8",
+    "fattree_k8_dctcp",
+    "fattree_k16_dctcp",
+    "flows_100k",
+    "flows_1m",
+    "flows_10m",
+)
+
+#: Benchmarks run only with ``--full`` (or when named).
+FULL_ONLY = ("flows_10m",)
 
 #: The data packets per wall-second of the k=16 permutation are at least this share of the
 #: k=8 one's (the same set-up at two sizes).
@@ -129,6 +145,26 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
             "transport": {"min_rto": "1ms"},
             "flows": flows,
         }
+    if name == "flows_10m":
+        # Pareto sizes as flows_1m's: the web search distribution (1.7 MB mean) would make ten
+        # million flows 17 TB, some 11 billion packets and hours of wall time.
+        return {
+            "name": "flows_100k_of_10m" if quick else "flows_10m",
+            "seed": 1,
+            "network": {**LEAFSPINE_64, "hosts_per_leaf": 16},
+            "transport": {"min_rto": "1ms"},
+            "workloads": [
+                {
+                    "kind": "poisson",
+                    "senders": "h*",
+                    "receivers": "h*",
+                    "pattern": "all_to_all",
+                    "sizes": {"dist": "pareto", "shape": 1.2, "mean": "25KB"},
+                    "load": 0.5,
+                    "count": 100_000 if quick else 10_000_000,
+                }
+            ],
+        }
     if name == "flows_1m":
         return {
             "name": "flows_50k" if quick else "flows_1m",
@@ -151,13 +187,26 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
 
 
 def run_one(name: str, quick: bool) -> dict:
-    res = api.run(scenario(name, quick))
+    """Benchmark ``name`` run as ``fctlab run --out`` runs it, into a temporary directory."""
+    from .rundir import FlowsStream  # lazy: fctlab.rundir loads pyarrow (80 ms of start-up)
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="fctlab-bench-") as td:
+        out = Path(td) / "run"
+        stream = FlowsStream(out, lambda cols: api._table(cols, api._schema("flows")))
+        try:
+            res = api._run(scenario(name, quick), [], None, 0.5, [], flows_stream=stream)
+            res.write(out)
+        finally:
+            stream.discard()
+    whole = time.perf_counter() - t0
     s = res.summary
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "benchmark": name,
         "sim_time_s": s["sim_time_s"],
         "loop_wall_s": s["wall_time_s"],
+        "whole_wall_s": whole,
         "events": s["events"],
         "events_per_s": s["events_per_s"],
         "data_packets_delivered": s["data_packets_delivered"],
@@ -278,6 +327,7 @@ def configure(p) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("names", nargs="*", help=f"benchmarks to run (default: all of {', '.join(BENCHMARKS)})")
     p.add_argument("--quick", action="store_true", help="shorter runs (for CI)")
+    p.add_argument("--full", action="store_true", help=f"also the long benchmarks ({', '.join(FULL_ONLY)})")
     p.add_argument("--json", action="store_true", help="print one JSON object per benchmark")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-startup", action="store_true", help="skip the start-up measurement")
@@ -340,6 +390,7 @@ def run_sim(binary: str, name: str, quick: bool) -> dict:
         path = Path(td) / f"{name}.toml"
         path.write_text(to_toml(scenario(name, quick)), encoding="utf-8")
         with open(Path(td) / "out", "w+") as fo, open(Path(td) / "err", "w+") as fe:
+            t0 = time.perf_counter()
             try:
                 proc = subprocess.Popen([binary, str(path)], stdout=fo, stderr=fe)
             except OSError as e:
@@ -347,6 +398,7 @@ def run_sim(binary: str, name: str, quick: bool) -> dict:
             # wait4 gives this child's own peak RSS
             _, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
+            whole = time.perf_counter() - t0
             fo.seek(0)
             fe.seek(0)
             out, err = fo.read(), fe.read()
@@ -360,6 +412,7 @@ def run_sim(binary: str, name: str, quick: bool) -> dict:
         "benchmark": name,
         "sim_time_s": float(fields["sim_time_s"]),
         "loop_wall_s": float(fields["wall_time_s"]),
+        "whole_wall_s": whole,
         "events": int(fields["events"]),
         "events_per_s": float(fields["events_per_s"]),
         "data_packets_delivered": int(fields["data_packets_delivered"]),
@@ -454,7 +507,7 @@ def _print_sweep(quick: bool, as_json: bool) -> int:
 
 def run(args) -> int:
     """Runs ``fctlab bench``."""
-    names = args.names or list(BENCHMARKS)
+    names = args.names or [b for b in BENCHMARKS if args.full or b not in FULL_ONLY]
     for n in names:
         if n not in BENCHMARKS:
             print(f"fctlab bench: error: unknown benchmark {n!r} (known: {', '.join(BENCHMARKS)})", file=sys.stderr)
@@ -479,7 +532,7 @@ def run(args) -> int:
         return 2
     if not args.json:
         print(
-            f"{'benchmark':<18}{'sim s':>8}{'loop wall s':>13}{'events/s':>12}{'data pkts':>12}{'data pkts/wall s':>18}{'flows done':>18}{'peak RSS MB':>13}"
+            f"{'benchmark':<18}{'sim s':>8}{'loop wall s':>13}{'whole s':>9}{'events/s':>12}{'data pkts':>12}{'data pkts/wall s':>18}{'flows done':>18}{'peak RSS MB':>13}"
         )
     results, others = {}, {}
     for n in names:
@@ -512,14 +565,14 @@ def run(args) -> int:
             print(json.dumps(r))
             continue
         print(
-            f"{n:<18}{r['sim_time_s']:>8.3f}{r['loop_wall_s']:>13.3f}{r['events_per_s']:>12,.0f}"
+            f"{n:<18}{r['sim_time_s']:>8.3f}{r['loop_wall_s']:>13.3f}{r['whole_wall_s']:>9.2f}{r['events_per_s']:>12,.0f}"
             f"{r['data_packets_delivered']:>12,}{r['data_packets_per_wall_s']:>18,.0f}"
             f"{str(r['flows_completed']) + '/' + str(r['flows_total']):>18}{r['peak_rss_mb']:>13.0f}"
         )
         if n in others:
             o = others[n]
             print(
-                f"{'  other build':<18}{o['sim_time_s']:>8.3f}{o['loop_wall_s']:>13.3f}{o['events_per_s']:>12,.0f}"
+                f"{'  other build':<18}{o['sim_time_s']:>8.3f}{o['loop_wall_s']:>13.3f}{o['whole_wall_s']:>9.2f}{o['events_per_s']:>12,.0f}"
                 f"{o['data_packets_delivered']:>12,}{o['data_packets_per_wall_s']:>18,.0f}"
                 f"{str(o['flows_completed']) + '/' + str(o['flows_total']):>18}{o['peak_rss_mb']:>13.0f}"
                 f"   this build {r['against']['ratio']:.2f}x"
