@@ -119,6 +119,9 @@ class RunResult:
         With captures: every host's IPv4 address in them, as a hosts file (``10.0.0.3 s0``).
     summary : dict
         Whole-run figures (``summary.json``).
+    flows_file : pathlib.Path or None
+        ``flows.parquet``, when the run wrote its flows there as they finished (``fctlab run``);
+        ``flows_table`` is then None and ``flows`` reads the file.
     """
 
     flows_table: "pa.Table"
@@ -154,8 +157,9 @@ class RunResult:
         return self._frame("flows")
 
     def flows_columns(self, columns: Optional[Sequence[str]] = None) -> "pa.Table":
-        """The flows table, or some of its columns, in the order of the scenario (by
-        ``flow_id``); read from ``flows_file`` when the run wrote its flows there."""
+        """The flows table (or the ``columns`` given) as an Arrow table, in ``flow_id`` order.
+
+        Read from ``flows_file`` when the run wrote its flows there (``fctlab run``)."""
         if self.flows_table is not None:
             return self.flows_table if columns is None else self.flows_table.select(list(columns))
         import pyarrow.parquet as pq  # lazy: pyarrow costs 80 ms of start-up (`import fctlab`, `fctlab validate`)

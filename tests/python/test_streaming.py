@@ -4,6 +4,10 @@ the end."""
 
 from __future__ import annotations
 
+import os
+
+import pytest
+
 import fctlab
 from fctlab import _core, api
 
@@ -90,3 +94,54 @@ def test_fctlab_run_writes_its_flows_as_they_finish_the_same_bytes_every_time(tm
     table = pq.ParquetFile(files[0]).read()
     assert table.column("flow_id").to_pylist() != sorted(table.column("flow_id").to_pylist())  # as they finished
     assert table.sort_by("flow_id").equals(fctlab.run(sc).flows_table)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT delivery needs POSIX")
+def test_ctrl_c_leaves_the_flows_finished_so_far_and_the_rest_in_a_readable_file(tmp_path):
+    """Ctrl-C in the middle of a run with many short flows: flows.parquet holds every flow,
+    the finished ones with their completion, and summary.json says the run was interrupted."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import pyarrow.parquet as pq
+
+    from fctlab.bench import to_toml
+
+    sc = scenario(2_000_000)
+    sc["stop_time"] = "10s"
+    path = tmp_path / "s.toml"
+    path.write_text(to_toml(sc))
+    out = tmp_path / "o"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fctlab.cli", "run", str(path), "--out", str(out), "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        # into the run: once the first row group of finished flows is in the file being written
+        deadline = time.monotonic() + 120
+        while not any(f.stat().st_size > 1_000_000 for f in tmp_path.glob(".o.flows-*.parquet")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no rows written within 120 s"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    t = pq.ParquetFile(out / "flows.parquet").read(columns=["flow_id", "completed", "finish_s"])
+    assert t.num_rows == summary["flows_total"] == 2_000_000
+    done = t.filter(t.column("completed"))
+    assert 0 < done.num_rows == summary["flows_completed"] < 2_000_000
+    assert done.column("finish_s").null_count == 0
+    assert sorted(t.column("flow_id").to_pylist()) == list(range(2_000_000))
