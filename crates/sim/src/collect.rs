@@ -27,7 +27,11 @@ impl Simulation {
     /// taken yet.
     fn flow_rows(&self) -> Vec<FlowResult> {
         let names = self.node_names();
-        (0..self.flows.len()).filter(|&i| !self.flows[i].streamed).map(|i| self.flow_row(i, &names)).collect()
+        // (A retired flow's row was taken; a flow that never started has no state.)
+        (0..self.flows.len())
+            .filter(|&i| !self.flows.retired(i) && !self.flows.get(i).is_some_and(|s| s.streamed))
+            .map(|i| self.flow_row(i, &names))
+            .collect()
     }
 
     /// The rows that became final since the last call, in that order (rows are streamed once
@@ -38,7 +42,11 @@ impl Simulation {
             return Vec::new();
         }
         let names = self.node_names();
-        ids.iter().map(|&i| self.flow_row(i as usize, &names)).collect()
+        let rows = ids.iter().map(|&i| self.flow_row(i as usize, &names)).collect();
+        for &i in &ids {
+            self.flows.retire(i as usize); // its state goes with its page's last flow
+        }
+        rows
     }
 
     /// One copy of each node's name, shared by the rows of its flows.
@@ -49,9 +57,10 @@ impl Simulation {
     /// Flow `i`'s row.
     fn flow_row(&self, i: usize, names: &[std::sync::Arc<str>]) -> FlowResult {
         let name = |n: usize| names[n].clone();
-        let st = &self.flows[i];
+        let unstarted = crate::sim::FlowState::default();
+        let st = self.flows.get(i).unwrap_or(&unstarted);
         let spec = &self.scenario.flows[i];
-        let counts = match self.conns[i].as_deref() {
+        let counts = match st.conn.as_deref() {
             Some(c) => FlowCounts::of(c),
             None => st.final_counts,
         };
@@ -59,7 +68,7 @@ impl Simulation {
             (Some(s), Some(f)) => Some((f - s).as_secs_f64()),
             _ => None,
         };
-        let ideal = st.ideal.get().map(|d| d.as_secs_f64());
+        let ideal = self.ideal[i].get().map(|d| d.as_secs_f64());
         let scheduled = self.host.as_ref().filter(|h| h.schedules(i));
         FlowResult {
             flow_id: i as u64,
@@ -95,7 +104,7 @@ impl Simulation {
             conn_finish_s: st.conn_finish.get().map(|t| t.as_secs_f64()),
             rtt_min_s: counts.rtt_min.get().map(|min| min.as_secs_f64()),
             rtt_mean_s: counts.rtt_min.get().map(|_| counts.rtt_mean.as_secs_f64()),
-            drops: self.flow_drops[i] as u64,
+            drops: st.drops as u64,
         }
     }
 
@@ -166,7 +175,7 @@ impl Simulation {
             data_packets_delivered_per_wall_s: if wall > 0.0 { c.data_packets_delivered as f64 / wall } else { 0.0 },
             payload_bytes_delivered: c.payload_bytes_delivered,
             flows_total: self.flows.len() as u64,
-            flows_completed: self.flows.iter().filter(|f| f.finish.is_some()).count() as u64,
+            flows_completed: self.flows_completed,
             flows_started: c.flows_started,
             drops: drops + c.no_route_drops,
             ecn_marks: marks,
@@ -179,12 +188,7 @@ impl Simulation {
             // (Whole nanoseconds over 1e9: 30 ms is 0.03 exactly as it prints.)
             measure_from_s: self.scenario.measure.map(|m| m.from.0 as f64 / 1e9),
             measure_until_s: self.scenario.measure.and_then(|m| m.until.map(|u| u.0 as f64 / 1e9)),
-            flows_measured: self
-                .flows
-                .iter()
-                .filter_map(|f| f.started_at.get())
-                .filter(|&t| self.scenario.measure.map_or(true, |m| m.contains(t)))
-                .count() as u64,
+            flows_measured: self.flows_measured,
         }
     }
 }

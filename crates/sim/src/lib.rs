@@ -13,6 +13,7 @@
 
 mod build;
 mod collect;
+mod flowtable;
 mod ideal;
 mod monitor;
 mod pcap;

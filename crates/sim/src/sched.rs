@@ -18,7 +18,7 @@
 //! carried it (cumulatively, as a receiver delivers data to the application in order), which
 //! under `tcp` is when its own connection completes.
 
-use crate::sim::Conn;
+use crate::flowtable::FlowTable;
 use fctlab_engine::Nanos;
 use fctlab_scenario::Scenario;
 use fctlab_sched::{Candidate, Policy, VirtualQueue};
@@ -111,9 +111,9 @@ impl HostLayer {
     /// Catches up with what connection `f` has done: chooses the data of the ranges it has
     /// sent (or may buffer), then credits what it has acknowledged. Returns the flows this
     /// completes, in the order they complete.
-    pub fn sync(&mut self, f: usize, conns: &[Option<Box<Conn>>], now: Nanos, done: &mut Vec<u32>) {
+    pub fn sync(&mut self, f: usize, table: &FlowTable, now: Nanos, done: &mut Vec<u32>) {
         let Some(fl) = self.flows[f].as_mut() else { return };
-        let conn = conns[f].as_deref().expect("active connection");
+        let Some(conn) = table.conn(f) else { return };
         let snd = &conn.snd;
         // Clamped to the flow's size: with `whole_packets` the connection pads its last segment.
         let size = fl.size;
@@ -128,7 +128,7 @@ impl HostLayer {
         let target =
             if self.send_buffer == 0 { sent } else { fl.size.min(sent.max(acked.saturating_add(self.send_buffer))) };
         while self.flows[f].as_ref().is_some_and(|fl| fl.mapped < target) {
-            self.choose_segment(f, conns, now);
+            self.choose_segment(f, table, now);
         }
         self.credit_received(f, received);
         let mut at = self.flows[f].as_ref().expect("scheduled").credited;
@@ -172,12 +172,12 @@ impl HostLayer {
     }
 
     /// Chooses the data of connection `f`'s next segment-sized range.
-    fn choose_segment(&mut self, f: usize, conns: &[Option<Box<Conn>>], now: Nanos) {
+    fn choose_segment(&mut self, f: usize, table: &FlowTable, now: Nanos) {
         let fl = self.flows[f].as_ref().expect("scheduled");
         let (from, pair) = (fl.mapped, fl.pair as usize);
         let end = ((from / self.mss + 1) * self.mss).min(fl.size);
         if self.policy.uses_tcp_twins() {
-            self.refresh_tcp_twins(pair, conns);
+            self.refresh_tcp_twins(pair, table);
         }
         let mut pieces = std::mem::take(&mut self.pieces);
         pieces.clear();
@@ -198,13 +198,13 @@ impl HostLayer {
     }
 
     /// FAIR's view of tcp: each pending flow's own connection, as tcp would run it alone.
-    fn refresh_tcp_twins(&mut self, pair: usize, conns: &[Option<Box<Conn>>]) {
+    fn refresh_tcp_twins(&mut self, pair: usize, table: &FlowTable) {
         let srtt = self.pairs[pair].srtt;
         let initial_cwnd = self.initial_cwnd_bytes;
         let Self { pairs, flows, .. } = self;
         for c in pairs[pair].pending.iter_mut() {
             let fl = flows[c.id as usize].as_ref().expect("scheduled");
-            let conn = conns[c.id as usize].as_deref();
+            let conn = table.conn(c.id as usize);
             let sent = conn.map_or(fl.size, |c| c.snd.bytes_sent());
             // A connection without its own RTT sample yet: the pair's, with the initial window.
             let (cwnd, rtt) = match conn.and_then(|c| c.snd.srtt().map(|r| (c.snd.st.cwnd_bytes, r))) {

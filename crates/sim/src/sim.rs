@@ -2,6 +2,7 @@
 //! hosts, and timers.
 
 use crate::build::{FlowPaths, Network, HOP_REVERSE};
+use crate::flowtable::FlowTable;
 use crate::monitor::{DropSite, Monitor};
 use crate::pcap::Capture;
 use crate::sched::HostLayer;
@@ -78,10 +79,13 @@ impl FlowCounts {
     }
 }
 
-/// The runtime state of one flow; its specification stays in [`Scenario::flows`]. Times are
-/// [`OptNanos`] (none until they happen): one of these exists per flow of the run.
-#[derive(Clone, Debug, Default)]
+/// The runtime state of one flow, from its start until its row is out (see [`FlowTable`]);
+/// its specification stays in [`Scenario::flows`]. Times are [`OptNanos`] (none until they
+/// happen).
+#[derive(Default)]
 pub(crate) struct FlowState {
+    /// Both ends of its connection, while it is open.
+    pub conn: Option<Box<Conn>>,
     /// When the flow started.
     pub started_at: OptNanos,
     /// When every byte of it was acknowledged.
@@ -89,15 +93,18 @@ pub(crate) struct FlowState {
     /// When the connection opened for it completed (the same time, unless a scheduling layer
     /// moved its data to other connections).
     pub conn_finish: OptNanos,
-    /// Best-case completion time on its path (none for a long-lived flow).
-    pub ideal: OptNanos,
     /// The time of the one pending retransmission-timer event, if any.
     pub rto_at: OptNanos,
     /// The time of the one pending delayed-ACK event, if any.
     pub delack_at: OptNanos,
     /// Counters at completion.
     pub final_counts: FlowCounts,
-    /// Its row was handed out while the run went on (see [`Simulation::take_flow_rows`]).
+    /// Its packets that ports dropped (data and ACKs).
+    pub drops: u32,
+    /// Its packets in the network (sent, neither received nor dropped yet), counted while
+    /// rows are streamed.
+    pub packets_alive: u32,
+    /// Its row is final and waits to be handed out (see [`Simulation::take_flow_rows`]).
     pub streamed: bool,
 }
 
@@ -135,8 +142,13 @@ pub struct Simulation {
     pub(crate) net: Network,
     /// Every flow's data and ACK paths.
     paths: FlowPaths,
-    pub(crate) flows: Vec<FlowState>,
-    pub(crate) conns: Vec<Option<Box<Conn>>>,
+    pub(crate) flows: FlowTable,
+    /// Each flow's best-case completion time on its path (none for a long-lived flow).
+    pub(crate) ideal: Vec<OptNanos>,
+    /// Flows completed, and flows started in the `[measure]` window (every flow's state is
+    /// not kept to the end).
+    pub(crate) flows_completed: u64,
+    pub(crate) flows_measured: u64,
     /// Flows that start at a fixed time, by start time.
     start_order: Vec<u32>,
     next_start: usize,
@@ -167,15 +179,10 @@ pub struct Simulation {
     /// Each flow's packet priority, when a queue discipline of the run classifies flows by
     /// their tags (strict priority); None otherwise (every packet has priority 0).
     flow_prio: Option<Vec<u8>>,
-    /// Each flow's packets that ports dropped (data and ACKs).
-    pub(crate) flow_drops: Vec<u32>,
     /// Packet captures (`[monitor] pcap`).
     pub(crate) capture: Option<Box<Capture>>,
     /// Rows of finished flows are handed out during the run ([`Simulation::stream_flow_rows`]).
-    streaming: bool,
-    /// Each flow's packets in the network (sent, neither received nor dropped yet), counted
-    /// while rows are streamed.
-    packets_alive: Vec<u32>,
+    pub(crate) streaming: bool,
     /// Flows whose rows are final and not handed out yet, in the order they became final.
     pub(crate) final_rows: Vec<u32>,
 }
@@ -187,8 +194,8 @@ impl Simulation {
         let mut net = Network::build(&scenario)?;
         let (paths, ideal) = net.flow_paths(&scenario)?;
         net.routes = None; // the paths are all the simulation needs; free the tables
-        let flows: Vec<FlowState> =
-            ideal.into_iter().map(|ideal| FlowState { ideal: ideal.into(), ..Default::default() }).collect();
+        let ideal: Vec<OptNanos> = ideal.into_iter().map(OptNanos::from).collect();
+        let flows = FlowTable::new(ideal.len());
         let mut group_open = vec![0u32; scenario.groups.len()];
         let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); scenario.groups.len()];
         for (i, f) in scenario.flows.iter().enumerate() {
@@ -204,7 +211,6 @@ impl Simulation {
         start_order.sort_by_key(|&i| (scenario.flows[i as usize].start, i));
         let monitor = Monitor::new(&scenario, &net);
         let capture = Capture::new(&scenario, &net);
-        let nflows = flows.len();
         let (port_ctl, router_owner) = router_families(&scenario, &net)?;
         let port_ticking = vec![false; port_ctl.len()];
         let host = HostLayer::new(&scenario);
@@ -216,8 +222,10 @@ impl Simulation {
             pool: PacketPool::new(),
             net,
             paths,
-            conns: (0..nflows).map(|_| None).collect(),
             flows,
+            ideal,
+            flows_completed: 0,
+            flows_measured: 0,
             start_order,
             next_start: 0,
             group_open,
@@ -237,10 +245,8 @@ impl Simulation {
             host,
             host_done: Vec::new(),
             flow_prio,
-            flow_drops: vec![0; nflows],
             capture,
             streaming: false,
-            packets_alive: Vec::new(),
             final_rows: Vec::new(),
         };
         if let Some(&first) = sim.start_order.first() {
@@ -263,17 +269,22 @@ impl Simulation {
         &self.scenario
     }
     pub fn flows_completed(&self) -> usize {
-        self.flows.iter().filter(|f| f.finish.is_some()).count()
+        self.flows_completed as usize
+    }
+    /// Pages of flow state held now (see `FlowTable`): with rows streamed, they follow the
+    /// flows alive, not every flow of the run.
+    pub fn flow_state_pages(&self) -> usize {
+        self.flows.pages_live()
     }
     /// Diagnostic description of flow `f`'s connection state.
     pub fn describe_flow(&self, f: usize) -> String {
-        match self.conns.get(f).and_then(|c| c.as_deref()) {
-            Some(c) => format!(
+        match self.flows.get(f).and_then(|st| st.conn.as_deref().map(|c| (st, c))) {
+            Some((st, c)) => format!(
                 "sender: {} | receiver delivered={} | timers rto_at={:?} delack_at={:?}",
                 c.snd.describe(),
                 c.rcv.bytes_delivered(),
-                self.flows[f].rto_at,
-                self.flows[f].delack_at
+                st.rto_at,
+                st.delack_at
             ),
             None => "not active".to_string(),
         }
@@ -454,16 +465,21 @@ impl Simulation {
         p.flags = meta.flags;
         let f = p.flow.0 as usize;
         self.counts.packets_consumed += 1;
-        if self.streaming {
-            self.packet_gone(f);
-        }
         if p.kind == PacketKind::Data && p.payload_bytes > 0 {
             self.counts.data_packets_delivered += 1;
             self.counts.payload_bytes_delivered += p.payload_bytes as u64;
         }
-        let Some(conn) = self.conns[f].as_deref_mut() else {
+        // (A flow with a packet in the network is not retired: its state is there.)
+        let Some(st) = self.flows.get_mut(f) else { return };
+        if self.streaming {
+            st.packets_alive -= 1;
+        }
+        let Some(conn) = st.conn.as_deref_mut() else {
             // (A FIN was for the switches on the way; the receiver has nothing to do with it.)
             self.counts.late_packets += (p.kind != PacketKind::Fin) as u64;
+            if self.streaming && st.packets_alive == 0 {
+                self.row_final(f);
+            }
             return;
         };
         match p.kind {
@@ -481,7 +497,8 @@ impl Simulation {
         if self.host.is_some() {
             self.sync_host(f);
         }
-        let conn = self.conns[f].as_deref().expect("active flow");
+        let Some(st) = self.flows.get_mut(f) else { return };
+        let Some(conn) = st.conn.as_deref() else { return };
         if conn.snd.is_complete() {
             self.complete(f);
             return;
@@ -490,7 +507,6 @@ impl Simulation {
         let delack = conn.rcv.delack_deadline();
         // One pending event per timer: a deadline that moved earlier gets a new event; one
         // that moved later is re-armed when the earlier event pops (see `on_timer`).
-        let st = &mut self.flows[f];
         if let Some(d) = rto {
             if st.rto_at.after(d) {
                 st.rto_at = OptNanos::some(d);
@@ -511,7 +527,7 @@ impl Simulation {
     fn sync_host(&mut self, f: usize) {
         let Some(host) = self.host.as_mut() else { return };
         let mut done = std::mem::take(&mut self.host_done);
-        host.sync(f, &self.conns, self.now, &mut done);
+        host.sync(f, &self.flows, self.now, &mut done);
         for j in done.drain(..) {
             self.flow_done(j as usize);
         }
@@ -520,13 +536,15 @@ impl Simulation {
 
     fn on_timer(&mut self, f: u32, rto: bool) {
         let f = f as usize;
-        let at = if rto { &mut self.flows[f].rto_at } else { &mut self.flows[f].delack_at };
+        // (A retired flow's state is gone, and so is its timer.)
+        let Some(st) = self.flows.get_mut(f) else { return };
+        let at = if rto { &mut st.rto_at } else { &mut st.delack_at };
         if *at != OptNanos::some(self.now) {
             return; // superseded
         }
         *at = OptNanos::NONE;
         let now = self.now;
-        let Some(conn) = self.conns[f].as_deref_mut() else { return };
+        let Some(conn) = st.conn.as_deref_mut() else { return };
         if rto {
             match conn.snd.timer_deadline() {
                 Some(d) if d <= now => conn.snd.on_timer(now, &mut self.out),
@@ -552,7 +570,9 @@ impl Simulation {
                 meta.prio = prio[meta.flow.0 as usize];
             }
             if self.streaming {
-                self.packets_alive[meta.flow.0 as usize] += 1;
+                if let Some(st) = self.flows.get_mut(meta.flow.0 as usize) {
+                    st.packets_alive += 1;
+                }
             }
             let pid = self.pool.alloc(p);
             self.counts.packets_created += 1;
@@ -590,7 +610,9 @@ impl Simulation {
             self.counts.no_route_drops += 1;
         }
         let p = self.pool.take(pid);
-        self.flow_drops[p.flow.0 as usize] += 1;
+        if let Some(st) = self.flows.get_mut(p.flow.0 as usize) {
+            st.drops += 1;
+        }
         if self.streaming {
             self.packet_gone(p.flow.0 as usize);
         }
@@ -627,8 +649,11 @@ impl Simulation {
 
     fn start_flow(&mut self, f: usize) {
         let spec = &self.scenario.flows[f];
-        self.flows[f].started_at = OptNanos::some(self.now);
+        self.flows.open(f).started_at = OptNanos::some(self.now);
         self.counts.flows_started += 1;
+        if self.scenario.measure.map_or(true, |m| m.contains(self.now)) {
+            self.flows_measured += 1;
+        }
         let id = FlowId(f as u32);
         let (src, dst) = (NodeId(spec.src as u32), NodeId(spec.dst as u32));
         // A flow whose source has no path to its destination (its packets are dropped as
@@ -651,7 +676,7 @@ impl Simulation {
         }
         let mut conn = Box::new(Conn { snd, rcv });
         conn.snd.start(self.now, &mut self.out);
-        self.conns[f] = Some(conn);
+        self.flows.open(f).conn = Some(conn);
         if let Some(h) = self.host.as_mut() {
             h.open(f);
         }
@@ -661,9 +686,9 @@ impl Simulation {
     /// One of flow `f`'s packets left the network (received or dropped).
     #[inline(always)]
     fn packet_gone(&mut self, f: usize) {
-        let alive = &mut self.packets_alive[f];
-        *alive -= 1;
-        if *alive == 0 {
+        let Some(st) = self.flows.get_mut(f) else { return };
+        st.packets_alive -= 1;
+        if st.packets_alive == 0 {
             self.row_final(f);
         }
     }
@@ -676,16 +701,13 @@ impl Simulation {
     /// Call it before the run starts.
     pub fn stream_flow_rows(&mut self) {
         self.streaming = self.host.is_none() && self.counts.packets_created == 0;
-        if self.streaming {
-            self.packets_alive = vec![0; self.flows.len()];
-        }
     }
 
     /// Notes flow `f`'s row as final if it is (see [`Simulation::stream_flow_rows`]).
     #[cold]
     fn row_final(&mut self, f: usize) {
-        let st = &mut self.flows[f];
-        if st.streamed || st.finish.is_none() || self.packets_alive[f] > 0 || self.conns[f].is_some() {
+        let Some(st) = self.flows.get_mut(f) else { return };
+        if st.streamed || st.finish.is_none() || st.packets_alive > 0 || st.conn.is_some() {
             return;
         }
         st.streamed = true;
@@ -694,8 +716,8 @@ impl Simulation {
 
     /// Flow `f`'s connection has completed.
     fn complete(&mut self, f: usize) {
-        let conn = self.conns[f].take().expect("active flow");
-        let st = &mut self.flows[f];
+        let Some(st) = self.flows.get_mut(f) else { return };
+        let Some(conn) = st.conn.take() else { return };
         st.conn_finish = OptNanos::some(self.now);
         st.final_counts = FlowCounts::of(&conn);
         st.rto_at = OptNanos::NONE;
@@ -711,7 +733,10 @@ impl Simulation {
 
     /// Every byte of flow `f` has been acknowledged.
     fn flow_done(&mut self, f: usize) {
-        self.flows[f].finish = OptNanos::some(self.now);
+        if let Some(st) = self.flows.get_mut(f) {
+            st.finish = OptNanos::some(self.now);
+        }
+        self.flows_completed += 1;
         if let Some(g) = self.scenario.flows[f].group_id {
             let open = &mut self.group_open[g as usize];
             *open -= 1;
@@ -738,8 +763,8 @@ impl Simulation {
 
     fn sample_cwnd(&mut self) {
         let Some(interval) = self.scenario.monitor.cwnd_interval else { return };
-        let conns = &self.conns;
-        self.monitor.sample_cwnd(self.now, interval, |f| conns[f].as_deref().map(|c| &c.snd));
+        let flows = &self.flows;
+        self.monitor.sample_cwnd(self.now, interval, |f| flows.conn(f).map(|c| &c.snd));
         if !self.events.is_empty() || self.next_start < self.start_order.len() {
             self.events.push(self.now + interval, Event::CwndSample);
         }
