@@ -24,7 +24,8 @@ ITEM_HEADINGS = [f"## Item {n}:" for n in range(1, 9)]
 def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("atcp_quick")
     t0 = time.perf_counter()
-    rc = main_reproduce(["atcp", "--quick", "--out", str(out)])
+    # (the items in two processes: the same numbers, tests/python/test_reproduce_thesis.py checks)
+    rc = main_reproduce(["atcp", "--quick", "--workers", "2", "--out", str(out)])
     wall = time.perf_counter() - t0
     return rc, out, wall
 
