@@ -506,10 +506,11 @@ def test_simulator_and_testbed_agree_on_throughput_shares(tmp_path):
     """The same two-flow scenario in the simulator and on the kernel (NewReno / Linux Reno):
     `fctlab compare` shows each flow's share of the delivered bytes within 15%."""
     _need_testbed()
-    # 10 s: over 5 s the kernel's split of two equal flows still wanders by up to ~15%.
+    # 15 s: over 5 s the kernel's split of two equal flows still wanders by up to ~15%, and
+    # over 10 s it was seen once at 15.4% (58.5% / 41.5%).
     p = tmp_path / "shares.toml"
     p.write_text(
-        _dumbbell(name="shares", stop='stop_time = "10s"', rate="100Mbps", proto="tcp", transport="", f0="", f1="")
+        _dumbbell(name="shares", stop='stop_time = "15s"', rate="100Mbps", proto="tcp", transport="", f0="", f1="")
     )
     shares = _shares_sim_vs_testbed(tmp_path, p)
     for s in shares:
