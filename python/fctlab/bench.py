@@ -148,42 +148,32 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
     if name == "flows_10m":
         # Pareto sizes as flows_1m's: the web search distribution (1.7 MB mean) would make ten
         # million flows 17 TB, some 11 billion packets and hours of wall time.
-        return {
-            "name": "flows_100k_of_10m" if quick else "flows_10m",
-            "seed": 1,
-            "network": {**LEAFSPINE_64, "hosts_per_leaf": 16},
-            "transport": {"min_rto": "1ms"},
-            "workloads": [
-                {
-                    "kind": "poisson",
-                    "senders": "h*",
-                    "receivers": "h*",
-                    "pattern": "all_to_all",
-                    "sizes": {"dist": "pareto", "shape": 1.2, "mean": "25KB"},
-                    "load": 0.5,
-                    "count": 100_000 if quick else 10_000_000,
-                }
-            ],
-        }
+        return _pareto_flows("flows_100k_of_10m" if quick else "flows_10m", 16, 100_000 if quick else 10_000_000)
     if name == "flows_1m":
-        return {
-            "name": "flows_50k" if quick else "flows_1m",
-            "seed": 1,
-            "network": dict(LEAFSPINE_64),
-            "transport": {"min_rto": "1ms"},
-            "workloads": [
-                {
-                    "kind": "poisson",
-                    "senders": "h*",
-                    "receivers": "h*",
-                    "pattern": "all_to_all",
-                    "sizes": {"dist": "pareto", "shape": 1.2, "mean": "25KB"},
-                    "load": 0.5,
-                    "count": 50_000 if quick else 1_000_000,
-                }
-            ],
-        }
+        return _pareto_flows("flows_50k" if quick else "flows_1m", 8, 50_000 if quick else 1_000_000)
     raise ValueError(f"unknown benchmark {name!r} (known: {', '.join(BENCHMARKS)})")
+
+
+def _pareto_flows(name: str, hosts_per_leaf: int, count: int) -> dict:
+    """``count`` flows with Pareto sizes (shape 1.2, mean 25 KB), Poisson arrivals at 50% load,
+    all to all on the 8-leaf, 4-spine leaf-spine with ``hosts_per_leaf`` hosts on each leaf."""
+    return {
+        "name": name,
+        "seed": 1,
+        "network": {**LEAFSPINE_64, "hosts_per_leaf": hosts_per_leaf},
+        "transport": {"min_rto": "1ms"},
+        "workloads": [
+            {
+                "kind": "poisson",
+                "senders": "h*",
+                "receivers": "h*",
+                "pattern": "all_to_all",
+                "sizes": {"dist": "pareto", "shape": 1.2, "mean": "25KB"},
+                "load": 0.5,
+                "count": count,
+            }
+        ],
+    }
 
 
 def run_one(name: str, quick: bool) -> dict:
