@@ -392,6 +392,14 @@ def run(
     return _run(scenario, list(set) + overrides_from_kwargs(overrides), progress, progress_interval_s, list(unset))
 
 
+def _flows_stream(out_dir: Union[str, os.PathLike]):
+    """A :class:`fctlab.rundir.FlowsStream` beside ``out_dir`` that turns the core's batches of
+    flow rows into tables, for :func:`_run` (``fctlab run --out``, ``fctlab bench``)."""
+    from .rundir import FlowsStream  # lazy: fctlab.rundir loads pyarrow (80 ms of start-up)
+
+    return FlowsStream(out_dir, lambda cols: _table(cols, _schema("flows")))
+
+
 def _run(
     scenario: ScenarioLike,
     ov: list,

@@ -178,12 +178,10 @@ def _pareto_flows(name: str, hosts_per_leaf: int, count: int) -> dict:
 
 def run_one(name: str, quick: bool) -> dict:
     """Benchmark ``name`` run as ``fctlab run --out`` runs it, into a temporary directory."""
-    from .rundir import FlowsStream  # lazy: fctlab.rundir loads pyarrow (80 ms of start-up)
-
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fctlab-bench-") as td:
         out = Path(td) / "run"
-        stream = FlowsStream(out, lambda cols: api._table(cols, api._schema("flows")))
+        stream = api._flows_stream(out)
         try:
             res = api._run(scenario(name, quick), [], None, 0.5, [], flows_stream=stream)
             res.write(out)

@@ -30,9 +30,8 @@ from typing import Optional, Sequence
 
 from . import __version__, _core
 from ._argparse import OneLineParser
-from .api import ScenarioError, _run, _source, _table, router_assisted_protocols, validate
+from .api import ScenarioError, _flows_stream, _run, _source, router_assisted_protocols, validate
 from .numfmt import count, duration, seconds
-from .schemas import table_schema
 
 
 def _fmt_s(x: float) -> str:
@@ -136,11 +135,9 @@ def cmd_run(args) -> int:
     if args.pcap:
         sets.append("monitor.pcap=" + json.dumps(args.pcap))
     progress = None
-    from .rundir import FlowsStream  # lazy: fctlab.rundir loads pyarrow (80 ms of start-up)
-
     try:
         # Flows go to flows.parquet as they finish, not into memory.
-        stream = FlowsStream(args.out, lambda cols: _table(cols, table_schema("flows")))
+        stream = _flows_stream(args.out)
     except OSError as e:
         print(f"fctlab run: error: cannot write results to {args.out}: {e}", file=sys.stderr)
         return 2
