@@ -23,6 +23,8 @@ pub struct Routes {
     offsets: Vec<u32>,
     next: Vec<PortId>,
     salt: u64,
+    /// The most hops between two hosts that reach each other.
+    longest: u32,
 }
 
 impl Routes {
@@ -63,6 +65,12 @@ impl Routes {
             }
             dists.push(dist);
         }
+        let longest = dists
+            .iter()
+            .flat_map(|d| host_nodes.iter().map(|h| d[h.0 as usize]))
+            .filter(|&d| d != UNREACHED)
+            .max()
+            .unwrap_or(0);
         // Outgoing ports per node, in port order (deterministic).
         let mut out: Vec<Vec<u32>> = vec![Vec::new(); nodes];
         for (i, p) in ports.iter().enumerate() {
@@ -84,7 +92,12 @@ impl Routes {
             }
         }
         offsets.push(next.len() as u32);
-        Routes { hosts: hosts as u32, host_index, offsets, next, salt }
+        Routes { hosts: hosts as u32, host_index, offsets, next, salt, longest }
+    }
+
+    /// The most hops on a path between two hosts (every path a flow takes is a shortest one).
+    pub fn longest_host_path(&self) -> u32 {
+        self.longest
     }
 
     /// Host number of `node`, if it is a host.

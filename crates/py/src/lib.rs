@@ -10,6 +10,7 @@ mod sched;
 
 use fctlab_engine::Nanos;
 use fctlab_scenario::schema::Format;
+use fctlab_scenario::FlowPart;
 use fctlab_sim::{Results, Row, RunStatus, Simulation};
 use fctlab_transport::Exported;
 use pyo3::create_exception;
@@ -53,8 +54,26 @@ fn validate(
     d.set_item("hosts", sc.host_names())?;
     d.set_item("switches", sc.topology.nodes.len() - sc.host_names().len())?;
     d.set_item("links", sc.topology.links.len())?;
+    // Counted by part: a drawn part's flows share their protocol and all have a size.
+    let mut long_lived = 0;
+    let mut per_protocol: Vec<(&str, usize)> = Vec::new();
+    let mut count = |name: &'static str, n: usize| match per_protocol.iter_mut().find(|(p, _)| *p == name) {
+        Some((_, c)) => *c += n,
+        None => per_protocol.push((name, n)),
+    };
+    for (_, part) in sc.flows.parts() {
+        match part {
+            FlowPart::Listed(v) => {
+                for f in v {
+                    long_lived += f.size_bytes.is_none() as usize;
+                    count(f.cc.name(), 1);
+                }
+            }
+            FlowPart::Drawn(d) => count(d.template().cc.name(), part.len()),
+        }
+    }
     d.set_item("flows", sc.flows.len())?;
-    d.set_item("long_lived_flows", sc.flows.iter().filter(|f| f.size_bytes.is_none()).count())?;
+    d.set_item("long_lived_flows", long_lived)?;
     d.set_item("stop_time_s", sc.stop_time.map(|t| t.as_secs_f64()))?;
     d.set_item("seed", sc.seed)?;
     d.set_item("scenario_sha256", &sc.sha256)?;
@@ -71,9 +90,8 @@ fn validate(
         }
     }
     let protocols = PyDict::new_bound(py);
-    for f in &sc.flows {
-        let n: usize = protocols.get_item(f.cc.name())?.map_or(Ok(0), |v| v.extract())?;
-        protocols.set_item(f.cc.name(), n + 1)?;
+    for (name, n) in per_protocol {
+        protocols.set_item(name, n)?;
     }
     tr.set_item("protocols", protocols)?;
     // The flow scheduling layer: its policy as the simulator prints it, and its send buffer.

@@ -3,6 +3,7 @@
 
 use crate::tables::{fields_of, split};
 use crate::units::{Duration, Size};
+use crate::flowlist::FlowList;
 use crate::{FlowSpec, ScenarioError};
 use fctlab_engine::Nanos;
 use fctlab_net::{NodeKind, Topology};
@@ -77,27 +78,32 @@ pub(crate) fn explicit_flows(entries: Vec<toml::Table>, ctx: &mut FlowCtx<'_>) -
 }
 
 /// Resolves the `after` of explicit flows: each names a group some flow belongs to.
+/// The `[[flows]]` entries are the first flows of the list (a drawn flow has no group).
 pub(crate) fn resolve_afters(
-    flows: &mut [FlowSpec],
+    flows: &mut FlowList,
     afters: Vec<(usize, String)>,
     ctx: &FlowCtx<'_>,
 ) -> Result<(), ScenarioError> {
     for (i, a) in afters {
-        let g =
-            ctx.group_ids.get(&a).map(|&g| g as usize).filter(|&g| flows.iter().any(|f| f.group_id == Some(g as u32)));
+        let g = ctx
+            .group_ids
+            .get(&a)
+            .copied()
+            .filter(|&g| flows.listed_flows().any(|(_, f)| f.group_id == Some(g)));
         let Some(g) = g else {
             return Err(ctx.err(&format!("flows[{i}].after"), format!("no flow belongs to group \"{a}\"")));
         };
-        if flows[i].group_id == Some(g as u32) {
+        let Some(f) = flows.listed_mut().nth(i) else { continue };
+        if f.group_id == Some(g) {
             return Err(ctx.err(&format!("flows[{i}].after"), format!("a flow cannot wait for its own group \"{a}\"")));
         }
-        flows[i].after = Some(g as u32);
+        f.after = Some(g);
     }
-    check_no_cycles(flows, &ctx.groups).map_err(|m| ctx.err("flows", m))
+    check_no_cycles(flows.listed_flows().map(|(_, f)| f), &ctx.groups).map_err(|m| ctx.err("flows", m))
 }
 
 /// Group dependencies (`after`) must not form a cycle, or the flows would never start.
-pub(crate) fn check_no_cycles(flows: &[FlowSpec], groups: &[String]) -> Result<(), String> {
+pub(crate) fn check_no_cycles<'f>(flows: impl Iterator<Item = &'f FlowSpec>, groups: &[String]) -> Result<(), String> {
     let n = groups.len();
     let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
     for f in flows {

@@ -5,6 +5,7 @@
 //! configuration per flow, and the flows themselves. Every error names the file, the key and
 //! what was expected; nothing here panics on bad input.
 
+mod flowlist;
 mod flows;
 mod monitor;
 mod network;
@@ -19,6 +20,7 @@ use fctlab_net::{BufferLimit, BufferModel, NodeKind, QueueConfig, Topology};
 use fctlab_transport::{CcConfig, TcpConfig};
 use std::fmt;
 
+pub use flowlist::{Draws, FlowFeed, FlowList, FlowPart};
 pub use schema::{load, load_with};
 
 /// The keys a scenario's `[transport]` table takes besides one table per protocol (the TCP
@@ -157,7 +159,8 @@ pub struct Scenario {
     pub tcp: TcpConfig,
     /// The `[transport] profile` the TCP settings started from.
     pub profile: fctlab_transport::Profile,
-    pub flows: Vec<FlowSpec>,
+    /// Listed, or drawn when needed ([`FlowList`]).
+    pub flows: FlowList,
     /// Names of flow groups, indexed by `FlowSpec::group_id` and `FlowSpec::after`.
     pub groups: Vec<String>,
     pub monitor: MonitorConfig,

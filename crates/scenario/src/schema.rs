@@ -242,7 +242,7 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
         group_ids: Default::default(),
         stop_time,
     };
-    let (mut flows, afters) = crate::flows::explicit_flows(raw.flows, &mut ctx)?;
+    let (flows, afters) = crate::flows::explicit_flows(raw.flows, &mut ctx)?;
     let err = |key: String, message: String| ScenarioError { file: file.to_string(), key, message };
     if let Some(i) = flows.iter().position(|f| f.start > MAX_TIME) {
         return Err(err(format!("flows[{i}].start"), format!("must be at most {} s", MAX_TIME.as_secs_f64())));
@@ -250,31 +250,37 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
     if stop_time.is_some_and(|t| t > MAX_TIME) {
         return Err(err("stop_time".into(), format!("must be at most {} s", MAX_TIME.as_secs_f64())));
     }
+    let mut list = crate::flowlist::FlowList::default();
+    list.push(crate::flowlist::FlowPart::Listed(flows));
     for (i, w) in raw.workloads.into_iter().enumerate() {
-        let before = flows.len();
-        flows.extend(crate::workloads::generate(w, i, &mut ctx, seed)?);
-        if let Some(f) = flows[before..].iter().find(|f| f.start > MAX_TIME) {
-            return Err(err(
-                format!("workloads[{i}]"),
-                format!(
-                    "draws a flow starting at {:.3e} s, past the {} s a run can span (are its sizes too large for \
-                     its load, or its rate too low?)",
-                    f.start.as_secs_f64(),
-                    MAX_TIME.as_secs_f64()
-                ),
-            ));
+        // (A drawn part checks its start times as it counts its flows.)
+        let part = crate::workloads::generate(w, i, &mut ctx, seed)?;
+        if let crate::flowlist::FlowPart::Listed(v) = &part {
+            if let Some(f) = v.iter().find(|f| f.start > MAX_TIME) {
+                return Err(err(
+                    format!("workloads[{i}]"),
+                    format!(
+                        "draws a flow starting at {:.3e} s, past the {} s a run can span (are its sizes too large for \
+                         its load, or its rate too low?)",
+                        f.start.as_secs_f64(),
+                        MAX_TIME.as_secs_f64()
+                    ),
+                ));
+            }
         }
-        if flows.len() as u64 > crate::workloads::MAX_FLOWS {
+        list.push(part);
+        if list.len() as u64 > crate::workloads::MAX_FLOWS {
             return Err(ScenarioError {
                 file: file.to_string(),
                 key: format!("workloads[{i}]"),
                 message: format!(
                     "with it the scenario has {} flows, more than this simulator accepts in one run (20,000,000)",
-                    flows.len()
+                    list.len()
                 ),
             });
         }
     }
+    let mut flows = list;
     crate::flows::resolve_afters(&mut flows, afters, &ctx)?;
     if !protocol_overridden {
         ctx.check_unused_tables()?;
@@ -371,8 +377,8 @@ start = "1ms"
         let s = load_str(OK).unwrap();
         assert_eq!(s.seed, 3);
         assert_eq!(s.flows.len(), 1);
-        assert_eq!(s.flows[0].size_bytes, Some(10_000_000));
-        assert_eq!(s.flows[0].start, Nanos::from_millis(1));
+        assert_eq!(s.flows.to_vec()[0].size_bytes, Some(10_000_000));
+        assert_eq!(s.flows.to_vec()[0].start, Nanos::from_millis(1));
         assert_eq!(s.tcp.min_rto, Nanos::from_millis(10));
         assert_eq!(s.sha256.len(), 64);
     }
@@ -409,7 +415,7 @@ start = "1ms"
         )
         .unwrap();
         assert_eq!(s.seed, 9);
-        assert_eq!(s.flows[0].size_bytes, Some(1_000_000));
+        assert_eq!(s.flows.to_vec()[0].size_bytes, Some(1_000_000));
         let e = load(OK, "t.toml", Format::Toml, &["flows.3.size=1".into()]).unwrap_err();
         assert!(e.message.contains("out of range"), "{e}");
     }
@@ -434,7 +440,7 @@ start = "1ms"
         assert_eq!(e.key, "--unset network.ecn_threshold");
         assert!(e.message.starts_with("no key `ecn_threshold` in `network` to remove (its keys: "), "{e}");
         let s = load_with(OK, "t.toml", Format::Toml, &[], &["flows.0.start".into()]).unwrap();
-        assert_eq!(s.flows[0].start, Nanos::ZERO);
+        assert_eq!(s.flows.to_vec()[0].start, Nanos::ZERO);
         let e = load_with(OK, "t.toml", Format::Toml, &[], &["flows.4".into()]).unwrap_err();
         assert!(e.message.contains("out of range"), "{e}");
         // unsets enter the scenario's hash
@@ -448,7 +454,7 @@ start = "1ms"
         let e = load_str(&OK.replace("size = \"10MB\"", "")).unwrap_err();
         assert_eq!(e.key, "flows[0].size");
         let s = load_str(&format!("stop_time = \"1s\"\n{}", OK.replace("size = \"10MB\"", ""))).unwrap();
-        assert_eq!(s.flows[0].size_bytes, None);
+        assert_eq!(s.flows.to_vec()[0].size_bytes, None);
     }
 
     #[test]
@@ -457,6 +463,6 @@ start = "1ms"
             r#"{"network": {"topology": "star", "hosts": 3}, "flows": [{"src": "h0", "dst": "h2", "size": "1MB"}]}"#;
         let s = load(j, "<dict>", Format::Json, &[]).unwrap();
         assert_eq!(s.topology.kind, "star");
-        assert_eq!(s.flows[0].dst, s.topology.find("h2").unwrap());
+        assert_eq!(s.flows.to_vec()[0].dst, s.topology.find("h2").unwrap());
     }
 }

@@ -7,6 +7,7 @@
 //! derived from the scenario seed and the entry's position, so adding an entry leaves the
 //! flows of the others unchanged. See `docs/workloads.md`.
 
+use crate::flowlist::{DrawPlan, Draws, FlowPart, Pattern};
 use crate::flows::FlowCtx;
 use crate::tables::{de, fields_of, split, tag, tagged_tables, At};
 use crate::units::{parse_duration, parse_size, Duration, Size};
@@ -122,14 +123,15 @@ tagged_tables! {
 const SMALL_BELOW: u64 = 100_000;
 const LARGE_FROM: u64 = 10_000_000;
 
-enum Deadline {
+#[derive(Clone, Debug)]
+pub(crate) enum Deadline {
     None,
     Fixed(Nanos),
     ByClass { small: Option<Nanos>, medium: Option<Nanos>, large: Option<Nanos> },
 }
 
 impl Deadline {
-    fn for_size(&self, size: Option<u64>) -> Option<Nanos> {
+    pub(crate) fn for_size(&self, size: Option<u64>) -> Option<Nanos> {
         match self {
             Deadline::None => None,
             Deadline::Fixed(d) => Some(*d),
@@ -154,15 +156,18 @@ struct Gen<'c, 'a> {
     tag: String,
     start: Nanos,
     out: Vec<FlowSpec>,
+    /// Set instead of `out` by a kind whose flows are drawn when needed.
+    drawn: Option<Draws>,
 }
 
-/// Expands workload entry `index` into flows.
+/// Expands workload entry `index` into flows: listed, or drawn when needed (open-loop
+/// arrivals).
 pub(crate) fn generate(
     mut entry: toml::Table,
     index: usize,
     ctx: &mut FlowCtx<'_>,
     seed: u64,
-) -> Result<Vec<FlowSpec>, ScenarioError> {
+) -> Result<FlowPart, ScenarioError> {
     let prefix = format!("workloads[{index}]");
     let file = ctx.file.clone();
     let at = At { file: &file, prefix: &prefix };
@@ -200,6 +205,7 @@ pub(crate) fn generate(
         tag: c.tag.clone().unwrap_or_default(),
         start: c.start.map(|d| d.0).unwrap_or(Nanos::ZERO),
         out: Vec::new(),
+        drawn: None,
     };
     match &w {
         Kind::Poisson(w) => g.poisson(w)?,
@@ -210,7 +216,10 @@ pub(crate) fn generate(
         Kind::LongLived(w) => g.long_lived(w)?,
         Kind::Trace(w) => g.trace(w)?,
     }
-    Ok(g.out)
+    Ok(match g.drawn {
+        Some(d) => FlowPart::Drawn(d),
+        None => FlowPart::Listed(g.out),
+    })
 }
 
 fn parse_deadline(ctx: &FlowCtx<'_>, prefix: &str, v: Option<&toml::Value>) -> Result<Deadline, ScenarioError> {
@@ -432,43 +441,55 @@ impl Gen<'_, '_> {
                 ));
             }
         }
-        let mean_gap_ns = 1e9 / rate;
-        let mut t = 0.0f64;
-        let mut n = 0u64;
-        let count = count.unwrap_or(u64::MAX);
-        while n < count {
-            t += -mean_gap_ns * (1.0 - self.rng.uniform()).ln();
-            let at = Nanos(t.round() as u64);
-            if until.is_some_and(|u| at >= u) {
-                break;
-            }
-            let (src, dst) = match pattern {
-                "pairs" => {
-                    let i = self.rng.below(senders.len() as u64) as usize;
-                    (senders[i], receivers[i])
-                }
-                "many_to_one" => loop {
-                    let s = senders[self.rng.below(senders.len() as u64) as usize];
-                    if s != receivers[0] {
-                        break (s, receivers[0]);
-                    }
-                },
-                _ => loop {
-                    let s = senders[self.rng.below(senders.len() as u64) as usize];
-                    let d = receivers[self.rng.below(receivers.len() as u64) as usize];
-                    if s != d {
-                        break (s, d);
-                    }
-                },
-            };
-            let size = dist.sample(&mut self.rng);
-            let start = self.start + at;
-            self.push(src, dst, Some(size), start, "", None);
-            n += 1;
-            if self.out.len() as u64 > MAX_FLOWS {
+        let template = FlowSpec {
+            src: 0,
+            dst: 0,
+            size_bytes: None,
+            start: Nanos::ZERO,
+            deadline: None,
+            tag: self.tag.clone(),
+            group: String::new(),
+            group_id: None,
+            after: None,
+            cc: self.cc.clone(),
+            ecn: self.ecn,
+        };
+        let plan = DrawPlan {
+            rng: self.rng.clone(),
+            senders,
+            receivers,
+            pattern: match pattern {
+                "pairs" => Pattern::Pairs,
+                "many_to_one" => Pattern::ManyToOne,
+                _ => Pattern::AllToAll,
+            },
+            sizes: dist,
+            mean_gap_ns: 1e9 / rate,
+            count: count.unwrap_or(u64::MAX),
+            until,
+            start: self.start,
+            deadline: self.deadline.clone(),
+            template,
+        };
+        // Drawn once here to count them and check each; drawn again as the run needs them.
+        let draws = Draws::counted(plan, |n, f| {
+            if n > MAX_FLOWS {
                 return Err(self.err("until", "more than 20,000,000 flows; shorten `until` or set `count`"));
             }
-        }
+            if f.start > crate::schema::MAX_TIME {
+                return Err(self.ctx.err(
+                    &self.prefix,
+                    format!(
+                        "draws a flow starting at {:.3e} s, past the {} s a run can span (are its sizes too large for \
+                         its load, or its rate too low?)",
+                        f.start.as_secs_f64(),
+                        crate::schema::MAX_TIME.as_secs_f64()
+                    ),
+                ));
+            }
+            Ok(())
+        })?;
+        self.drawn = Some(draws);
         Ok(())
     }
 

@@ -1,10 +1,10 @@
-//! Building a run from a validated scenario: the output ports of every link, the routes, and
-//! each flow's paths (for its ideal completion time).
+//! Building a run from a validated scenario: the output ports of every link and the routes,
+//! and each flow's paths and ideal completion time when it starts.
 
 use crate::ideal::ideal_fct;
 use fctlab_engine::{Nanos, Rng};
 use fctlab_net::{FlowId, NodeId, NodeKind, Port, PortId, Routes};
-use fctlab_scenario::{Scenario, ScenarioError};
+use fctlab_scenario::{FlowSpec, Scenario, ScenarioError};
 
 /// The network of a run: ports (two per link, `a -> b` then `b -> a`), their levels, which
 /// nodes are hosts, and the routing tables.
@@ -13,8 +13,8 @@ pub(crate) struct Network {
     /// Where each port sits (`docs/results.md`, `level`), by port index.
     pub port_level: Vec<&'static str>,
     pub node_is_host: Vec<bool>,
-    /// Shortest-path tables; needed only to compute the flows' paths (see [`FlowPaths`]).
-    pub routes: Option<Routes>,
+    /// Shortest-path tables, from which each flow's paths are computed when it starts.
+    pub routes: Routes,
 }
 
 impl Network {
@@ -64,60 +64,45 @@ impl Network {
                 }
             }
         }
-        Ok(Network { ports, port_level, node_is_host, routes: Some(routes) })
+        let longest = routes.longest_host_path() as usize;
+        if longest > MAX_HOPS {
+            return Err(scenario.error(
+                "network",
+                format!("two hosts are {longest} hops apart, more than the {MAX_HOPS} a path may have"),
+            ));
+        }
+        Ok(Network { ports, port_level, node_is_host, routes })
     }
 
-    /// Each flow's paths (the ports its data and its ACKs cross, ECMP choice included) and
-    /// its ideal completion time on them (None for a long-lived flow).
-    pub fn flow_paths(&self, scenario: &Scenario) -> Result<(FlowPaths, Vec<Option<Nanos>>), ScenarioError> {
-        let routes = self.routes.as_ref().expect("paths are computed while the tables exist");
-        let mut paths = FlowPaths { offsets: Vec::with_capacity(2 * scenario.flows.len() + 1), ports: Vec::new() };
-        paths.offsets.push(0);
-        let mut ideal = Vec::with_capacity(scenario.flows.len());
-        for (i, f) in scenario.flows.iter().enumerate() {
-            let (src, dst) = (NodeId(f.src as u32), NodeId(f.dst as u32));
-            let fwd = routes.path(src, dst, FlowId(i as u32), &self.ports);
-            let rev = routes.path(dst, src, FlowId(i as u32), &self.ports);
-            let (Some(fwd), Some(rev)) = (fwd, rev) else {
-                return Err(
-                    scenario.error(&format!("flows[{i}]"), "no route between its hosts (the topology is disconnected)")
-                );
-            };
-            if fwd.len() > MAX_HOPS || rev.len() > MAX_HOPS {
-                return Err(scenario.error(&format!("flows[{i}]"), format!("its path has more than {MAX_HOPS} hops")));
-            }
-            ideal.push(f.size_bytes.map(|size| ideal_fct(size, &fwd, &rev, &self.ports, &scenario.tcp)));
-            for p in [fwd, rev] {
-                paths.ports.extend(p);
-                paths.offsets.push(paths.ports.len() as u32);
-            }
-        }
-        Ok((paths, ideal))
+    /// Flow `id`'s paths: the ports its data crosses, then those its ACKs cross (ECMP
+    /// choice included), appended to `out`; returns how many of each. Empty when its hosts do
+    /// not reach each other (its packets are then dropped as `no_route`; a validated
+    /// topology has no such pair).
+    pub fn paths_into(&self, id: FlowId, spec: &FlowSpec, out: &mut Vec<PortId>) -> (u8, u8) {
+        let (src, dst) = (NodeId(spec.src as u32), NodeId(spec.dst as u32));
+        let (Some(fwd), Some(rev)) =
+            (self.routes.path(src, dst, id, &self.ports), self.routes.path(dst, src, id, &self.ports))
+        else {
+            return (0, 0);
+        };
+        let lens = (fwd.len() as u8, rev.len() as u8); // at most MAX_HOPS (checked when built)
+        out.extend(fwd);
+        out.extend(rev);
+        lens
+    }
+
+    /// Flow `id`'s best-case completion time on its paths (None for a long-lived flow).
+    pub fn ideal_of(&self, id: FlowId, spec: &FlowSpec, tcp: &fctlab_transport::TcpConfig) -> Option<Nanos> {
+        let size = spec.size_bytes?;
+        let mut ports = Vec::new();
+        let (fwd, _) = self.paths_into(id, spec, &mut ports);
+        let (fwd, rev) = ports.split_at(fwd as usize);
+        Some(ideal_fct(size, fwd, rev, &self.ports, tcp))
     }
 }
 
 /// The longest path a flow may take (the hop index is 7 bits of a packet's metadata).
 pub(crate) const MAX_HOPS: usize = 127;
 
-/// The ports every flow's packets cross, computed once when the run is built: forwarding is
-/// one lookup by (flow, direction, hop) instead of a routing-table search per hop, and the
-/// tables are not consulted while the simulation runs.
-pub(crate) struct FlowPaths {
-    /// `offsets[2f]..offsets[2f+1]`: flow f's data path; `offsets[2f+1]..offsets[2f+2]`: its ACK path.
-    offsets: Vec<u32>,
-    ports: Vec<PortId>,
-}
-
 /// `PacketMeta::hop`: bit 7 is the direction (set: toward the flow's source).
 pub(crate) const HOP_REVERSE: u8 = 0x80;
-
-impl FlowPaths {
-    /// The port a packet takes next, and its metadata's hop index moved past it; None when
-    /// its path is done (which forwarding never asks for).
-    #[inline]
-    pub fn next(&self, flow: FlowId, hop: u8) -> Option<(PortId, u8)> {
-        let path = 2 * flow.0 as usize + (hop >> 7) as usize;
-        let at = self.offsets[path] as usize + (hop & 0x7f) as usize;
-        (at < self.offsets[path + 1] as usize).then(|| (self.ports[at], hop + 1))
-    }
-}

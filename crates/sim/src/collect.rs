@@ -4,6 +4,8 @@ use crate::results::{FlowResult, LinkResult, Results, Summary};
 use crate::sim::{FlowCounts, Simulation};
 use crate::VERSION;
 use fctlab_net::BufferLimit;
+use fctlab_scenario::FlowSpec;
+use std::borrow::Cow;
 
 impl Simulation {
     /// Collects the results (callable at any point; unfinished flows are marked so).
@@ -27,11 +29,33 @@ impl Simulation {
     /// taken yet.
     fn flow_rows(&self) -> Vec<FlowResult> {
         let names = self.node_names();
-        // (A retired flow's row was taken; a flow that never started has no state.)
-        (0..self.flows.len())
-            .filter(|&i| !self.flows.retired(i) && !self.flows.get(i).is_some_and(|s| s.streamed))
-            .map(|i| self.flow_row(i, &names))
-            .collect()
+        // (A retired flow's row was taken; a flow that never started has no state, and a
+        // drawn one that never started is drawn again here, by a walk over the flows.)
+        let mut walk = None;
+        let mut rows = Vec::new();
+        for i in 0..self.flows.len() {
+            if self.flows.retired(i) || self.flows.get(i).is_some_and(|s| s.streamed) {
+                continue;
+            }
+            let spec = match self.spec(i) {
+                Some(s) => Cow::Borrowed(s),
+                None => {
+                    let w = walk.get_or_insert_with(|| self.scenario.flows.iter().enumerate().peekable());
+                    while w.next_if(|(j, _)| *j < i).is_some() {}
+                    match w.next() {
+                        Some((_, s)) => s,
+                        None => continue,
+                    }
+                }
+            };
+            rows.push(self.flow_row(i, &spec, &names));
+        }
+        rows
+    }
+
+    /// Flow `i`'s specification, if it is listed or was drawn when it started.
+    fn spec(&self, i: usize) -> Option<&FlowSpec> {
+        self.scenario.flows.listed(i).or_else(|| self.flows.get(i).and_then(|s| s.drawn.as_deref()))
     }
 
     /// The rows that became final since the last call, in that order (rows are streamed once
@@ -42,7 +66,11 @@ impl Simulation {
             return Vec::new();
         }
         let names = self.node_names();
-        let rows = ids.iter().map(|&i| self.flow_row(i as usize, &names)).collect();
+        // (A finished flow started, so its specification is at hand.)
+        let rows = ids
+            .iter()
+            .filter_map(|&i| self.spec(i as usize).map(|spec| self.flow_row(i as usize, spec, &names)))
+            .collect();
         for &i in &ids {
             self.flows.retire(i as usize); // its state goes with its page's last flow
         }
@@ -55,11 +83,10 @@ impl Simulation {
     }
 
     /// Flow `i`'s row.
-    fn flow_row(&self, i: usize, names: &[std::sync::Arc<str>]) -> FlowResult {
+    fn flow_row(&self, i: usize, spec: &FlowSpec, names: &[std::sync::Arc<str>]) -> FlowResult {
         let name = |n: usize| names[n].clone();
         let unstarted = crate::sim::FlowState::default();
         let st = self.flows.get(i).unwrap_or(&unstarted);
-        let spec = &self.scenario.flows[i];
         let counts = match st.conn.as_deref() {
             Some(c) => FlowCounts::of(c),
             None => st.final_counts,
@@ -68,7 +95,12 @@ impl Simulation {
             (Some(s), Some(f)) => Some((f - s).as_secs_f64()),
             _ => None,
         };
-        let ideal = self.ideal[i].get().map(|d| d.as_secs_f64());
+        // (Computed as the flow started; for one that did not, here.)
+        let ideal = match st.started_at.get() {
+            Some(_) => st.ideal.get(),
+            None => self.net.ideal_of(fctlab_net::FlowId(i as u32), spec, &self.scenario.tcp),
+        };
+        let ideal = ideal.map(|d| d.as_secs_f64());
         let scheduled = self.host.as_ref().filter(|h| h.schedules(i));
         FlowResult {
             flow_id: i as u64,

@@ -1,8 +1,8 @@
 //! The event loop: events, flows starting and completing, packets moving between ports and
 //! hosts, and timers.
 
-use crate::build::{FlowPaths, Network, HOP_REVERSE};
-use crate::flowtable::FlowTable;
+use crate::build::{Network, HOP_REVERSE};
+use crate::flowtable::{FlowTable, PathRef};
 use crate::monitor::{DropSite, Monitor};
 use crate::pcap::Capture;
 use crate::sched::HostLayer;
@@ -11,7 +11,7 @@ use fctlab_net::packet::flags;
 use fctlab_net::{
     DropCause, EnqueueOutcome, FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId,
 };
-use fctlab_scenario::{Scenario, ScenarioError};
+use fctlab_scenario::{FlowFeed, FlowPart, FlowSpec, Scenario, ScenarioError};
 use fctlab_transport::cc::{PortControl, PortInfo, PortView};
 use fctlab_transport::{TcpReceiver, TcpSender};
 use std::time::Instant;
@@ -79,11 +79,20 @@ impl FlowCounts {
     }
 }
 
-/// The runtime state of one flow, from its start until its row is out (see [`FlowTable`]);
-/// its specification stays in [`Scenario::flows`]. Times are [`OptNanos`] (none until they
-/// happen).
+/// The runtime state of one flow, from its start until its row is out (see [`FlowTable`]).
+/// Times are [`OptNanos`] (none until they happen).
 #[derive(Default)]
 pub(crate) struct FlowState {
+    /// Its specification when it was drawn as it started (a listed flow's stays in
+    /// [`Scenario::flows`]).
+    pub drawn: Option<Box<FlowSpec>>,
+    /// Where its paths are in its page.
+    pub path: PathRef,
+    /// Its best-case completion time on its paths (none for a long-lived flow).
+    pub ideal: OptNanos,
+    /// Its packets' priority, when a queue discipline of the run classifies flows by their
+    /// tags (strict priority); 0 otherwise.
+    pub prio: u8,
     /// Both ends of its connection, while it is open.
     pub conn: Option<Box<Conn>>,
     /// When the flow started.
@@ -140,18 +149,13 @@ pub struct Simulation {
     pub(crate) events: EventQueue<Event>,
     pub(crate) pool: PacketPool,
     pub(crate) net: Network,
-    /// Every flow's data and ACK paths.
-    paths: FlowPaths,
     pub(crate) flows: FlowTable,
-    /// Each flow's best-case completion time on its path (none for a long-lived flow).
-    pub(crate) ideal: Vec<OptNanos>,
     /// Flows completed, and flows started in the `[measure]` window (every flow's state is
     /// not kept to the end).
     pub(crate) flows_completed: u64,
     pub(crate) flows_measured: u64,
-    /// Flows that start at a fixed time, by start time.
-    start_order: Vec<u32>,
-    next_start: usize,
+    /// Flows that start at a fixed time, by start time (drawn ones drawn as they start).
+    feed: FlowFeed,
     /// Flows of each group not yet completed.
     group_open: Vec<u32>,
     /// Flows waiting for each group to complete.
@@ -170,15 +174,15 @@ pub struct Simulation {
     /// `k * ports + p` (empty when no flow uses one); and whether each control's timer runs.
     port_ctl: Vec<Box<dyn PortControl>>,
     port_ticking: Vec<bool>,
-    /// Each flow's router-assisted protocol, as the index k above (0 for the others).
-    router_owner: Vec<u8>,
+    /// The router-assisted protocols, k above.
+    router_names: Vec<&'static str>,
     /// The flow scheduling layer, when `[transport] scheduler` asks for one, and the flows
     /// its last step completed.
     pub(crate) host: Option<HostLayer>,
     host_done: Vec<u32>,
-    /// Each flow's packet priority, when a queue discipline of the run classifies flows by
-    /// their tags (strict priority); None otherwise (every packet has priority 0).
-    flow_prio: Option<Vec<u8>>,
+    /// The queue discipline that gives flows packet priorities by their tags (strict
+    /// priority), if one of the run's does.
+    classifier: Option<fctlab_net::QueueConfig>,
     /// Packet captures (`[monitor] pcap`).
     pub(crate) capture: Option<Box<Capture>>,
     /// Rows of finished flows are handed out during the run ([`Simulation::stream_flow_rows`]).
@@ -191,14 +195,12 @@ impl Simulation {
     /// Builds the network and flow table of a validated scenario. Fails (never panics) when a
     /// flow has no route or the topology is disconnected.
     pub fn new(scenario: Scenario) -> Result<Simulation, ScenarioError> {
-        let mut net = Network::build(&scenario)?;
-        let (paths, ideal) = net.flow_paths(&scenario)?;
-        net.routes = None; // the paths are all the simulation needs; free the tables
-        let ideal: Vec<OptNanos> = ideal.into_iter().map(OptNanos::from).collect();
-        let flows = FlowTable::new(ideal.len());
+        let net = Network::build(&scenario)?;
+        let flows = FlowTable::new(scenario.flows.len());
         let mut group_open = vec![0u32; scenario.groups.len()];
         let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); scenario.groups.len()];
-        for (i, f) in scenario.flows.iter().enumerate() {
+        // (A drawn flow has no group and waits for none.)
+        for (i, f) in scenario.flows.listed_flows() {
             if let Some(g) = f.group_id {
                 group_open[g as usize] += 1;
             }
@@ -206,28 +208,22 @@ impl Simulation {
                 dependents[a as usize].push(i as u32);
             }
         }
-        let mut start_order: Vec<u32> =
-            (0..flows.len() as u32).filter(|&i| scenario.flows[i as usize].after.is_none()).collect();
-        start_order.sort_by_key(|&i| (scenario.flows[i as usize].start, i));
+        let feed = scenario.flows.feed();
         let monitor = Monitor::new(&scenario, &net);
         let capture = Capture::new(&scenario, &net);
-        let (port_ctl, router_owner) = router_families(&scenario, &net)?;
+        let (port_ctl, router_names) = router_families(&scenario, &net)?;
         let port_ticking = vec![false; port_ctl.len()];
         let host = HostLayer::new(&scenario);
-        let classifier = [&scenario.switch_queue, &scenario.nic_queue].into_iter().find(|q| q.classifies());
-        let flow_prio = classifier.map(|q| scenario.flows.iter().map(|f| q.class_of(&f.tag)).collect());
+        let classifier = [&scenario.switch_queue, &scenario.nic_queue].into_iter().find(|q| q.classifies()).cloned();
         let mut sim = Simulation {
             now: Nanos::ZERO,
             events: EventQueue::new(),
             pool: PacketPool::new(),
             net,
-            paths,
             flows,
-            ideal,
             flows_completed: 0,
             flows_measured: 0,
-            start_order,
-            next_start: 0,
+            feed,
             group_open,
             dependents,
             dependent_starts_pending: 0,
@@ -241,16 +237,15 @@ impl Simulation {
             finished: false,
             port_ctl,
             port_ticking,
-            router_owner,
+            router_names,
             host,
             host_done: Vec::new(),
-            flow_prio,
+            classifier,
             capture,
             streaming: false,
             final_rows: Vec::new(),
         };
-        if let Some(&first) = sim.start_order.first() {
-            let t = sim.scenario.flows[first as usize].start;
+        if let Some((t, _)) = sim.feed.peek() {
             sim.events.push(t, Event::FlowStart);
         }
         if sim.monitor.queues.is_some() {
@@ -330,7 +325,7 @@ impl Simulation {
             self.dispatch::<CAPTURE>(ev);
             if self.open_flows == 0
                 && self.long_lived_running == 0
-                && self.next_start >= self.start_order.len()
+                && self.feed.remaining() == 0
                 && self.dependent_starts_pending == 0
             {
                 self.finished = true;
@@ -368,7 +363,7 @@ impl Simulation {
                     if self.net.node_is_host[port.to.0 as usize] {
                         self.pool.prefetch(pid);
                     } else if let Some(next) =
-                        self.paths.next(meta.flow, meta.hop).and_then(|(p, _)| ports.get(p.0 as usize))
+                        self.flows.next_port(meta.flow, meta.hop).and_then(|(p, _)| ports.get(p.0 as usize))
                     {
                         fctlab_engine::prefetch(next);
                     }
@@ -394,7 +389,7 @@ impl Simulation {
             Event::FlowStart => self.start_due_flows(),
             Event::StartDependent(f) => {
                 self.dependent_starts_pending -= 1;
-                self.start_flow(f as usize);
+                self.start_flow(f as usize, None);
             }
             Event::Rto(f) => self.on_timer(f, true),
             Event::DelAck(f) => self.on_timer(f, false),
@@ -455,7 +450,7 @@ impl Simulation {
         if !self.net.node_is_host[node.0 as usize] {
             // Forwarding reads only the metadata the port carried, not the packet: the next
             // port of its flow's path.
-            match self.paths.next(meta.flow, meta.hop) {
+            match self.flows.next_port(meta.flow, meta.hop) {
                 Some((port, hop)) => self.enqueue(port, pid, PacketMeta { hop, ..meta }),
                 None => self.dropped(DropSite::Node(node.0 as usize), pid, DropCause::NoRoute),
             }
@@ -566,17 +561,15 @@ impl Simulation {
             // Data and SYNs follow the flow's data path, ACKs and SYN-ACKs its reverse path.
             let reverse = p.kind.is_reverse();
             let mut meta = PacketMeta { hop: if reverse { HOP_REVERSE } else { 0 }, ..p.meta() };
-            if let Some(prio) = &self.flow_prio {
-                meta.prio = prio[meta.flow.0 as usize];
-            }
-            if self.streaming {
+            if self.streaming || self.classifier.is_some() {
                 if let Some(st) = self.flows.get_mut(meta.flow.0 as usize) {
-                    st.packets_alive += 1;
+                    st.packets_alive += self.streaming as u32;
+                    meta.prio = st.prio;
                 }
             }
             let pid = self.pool.alloc(p);
             self.counts.packets_created += 1;
-            match self.paths.next(meta.flow, meta.hop) {
+            match self.flows.next_port(meta.flow, meta.hop) {
                 Some((port, hop)) => self.enqueue(port, pid, PacketMeta { hop, ..meta }),
                 None => {
                     let host = self.pool.get(pid).src;
@@ -635,38 +628,48 @@ impl Simulation {
     }
 
     fn start_due_flows(&mut self) {
-        while self.next_start < self.start_order.len() {
-            let f = self.start_order[self.next_start] as usize;
-            let start = self.scenario.flows[f].start;
+        while let Some((start, _)) = self.feed.peek() {
             if start > self.now {
                 self.events.push(start, Event::FlowStart);
                 return;
             }
-            self.next_start += 1;
-            self.start_flow(f);
+            if let Some((f, drawn)) = self.feed.pop() {
+                self.start_flow(f as usize, drawn);
+            }
         }
     }
 
-    fn start_flow(&mut self, f: usize) {
-        let spec = &self.scenario.flows[f];
-        self.flows.open(f).started_at = OptNanos::some(self.now);
+    /// Starts flow `f`, listed or `drawn` now: its state, its paths, its connection.
+    fn start_flow(&mut self, f: usize, drawn: Option<FlowSpec>) {
+        let drawn = drawn.map(Box::new);
+        let Some(spec) = drawn.as_deref().or_else(|| self.scenario.flows.listed(f)) else { return };
+        let id = FlowId(f as u32);
+        let mut lens = (0, 0);
+        let path = self.flows.set_paths(f, |out| {
+            lens = self.net.paths_into(id, spec, out);
+            lens
+        });
+        let (fwd, rev) = path.split_at(lens.0 as usize);
+        let tcp = &self.scenario.tcp;
+        let ideal = spec.size_bytes.map(|size| crate::ideal::ideal_fct(size, fwd, rev, &self.net.ports, tcp));
+        // A flow whose source has no path to its destination (its packets are dropped as
+        // `no_route`) has no first port whose rate to take: unlimited.
+        let nic_rate = fwd.first().map_or(fctlab_engine::BitsPerSec(u64::MAX), |p| self.net.ports[p.0 as usize].rate);
+        let st = self.flows.open(f);
+        st.started_at = OptNanos::some(self.now);
+        st.ideal = ideal.into();
+        st.prio = self.classifier.as_ref().map_or(0, |q| q.class_of(&spec.tag));
         self.counts.flows_started += 1;
         if self.scenario.measure.map_or(true, |m| m.contains(self.now)) {
             self.flows_measured += 1;
         }
-        let id = FlowId(f as u32);
         let (src, dst) = (NodeId(spec.src as u32), NodeId(spec.dst as u32));
-        // A flow whose source has no path to its destination (its packets are dropped as
-        // `no_route`) has no first port whose rate to take: unlimited.
-        let nic_rate = self
-            .paths
-            .next(id, 0)
-            .map_or(fctlab_engine::BitsPerSec(u64::MAX), |(p, _)| self.net.ports[p.0 as usize].rate);
         let info =
             fctlab_transport::FlowInfo { start: self.now, deadline: spec.deadline, size: spec.size_bytes, nic_rate };
-        let tcp = &self.scenario.tcp;
         let mut snd = TcpSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn);
-        snd.set_router_owner(self.router_owner.get(f).copied().unwrap_or(0));
+        if spec.cc.router_assisted() {
+            snd.set_router_owner(self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8);
+        }
         // the receiver takes the sender's settings (ns-2's modes are tcp's and atcp's only)
         let rcv = TcpReceiver::new(id, dst, src, snd.config());
         if spec.size_bytes.is_some() {
@@ -676,7 +679,9 @@ impl Simulation {
         }
         let mut conn = Box::new(Conn { snd, rcv });
         conn.snd.start(self.now, &mut self.out);
-        self.flows.open(f).conn = Some(conn);
+        let st = self.flows.open(f);
+        st.conn = Some(conn);
+        st.drawn = drawn;
         if let Some(h) = self.host.as_mut() {
             h.open(f);
         }
@@ -737,14 +742,14 @@ impl Simulation {
             st.finish = OptNanos::some(self.now);
         }
         self.flows_completed += 1;
-        if let Some(g) = self.scenario.flows[f].group_id {
+        if let Some(g) = self.scenario.flows.listed(f).and_then(|s| s.group_id) {
             let open = &mut self.group_open[g as usize];
             *open -= 1;
             if *open == 0 {
                 // The group is complete: start the flows waiting for it, each after its delay.
                 let waiting = std::mem::take(&mut self.dependents[g as usize]);
                 for d in waiting {
-                    let delay = self.scenario.flows[d as usize].start;
+                    let delay = self.scenario.flows.listed(d as usize).map_or(Nanos::ZERO, |s| s.start);
                     self.dependent_starts_pending += 1;
                     self.events.push(self.now + delay, Event::StartDependent(d));
                 }
@@ -756,7 +761,7 @@ impl Simulation {
         let Some(interval) = self.scenario.monitor.queue_interval else { return };
         self.monitor.sample_queues(self.now, &mut self.net);
         // Keep sampling only while something else can still happen.
-        if !self.events.is_empty() || self.next_start < self.start_order.len() {
+        if !self.events.is_empty() || self.feed.remaining() > 0 {
             self.events.push(self.now + interval, Event::QueueSample);
         }
     }
@@ -765,58 +770,58 @@ impl Simulation {
         let Some(interval) = self.scenario.monitor.cwnd_interval else { return };
         let flows = &self.flows;
         self.monitor.sample_cwnd(self.now, interval, |f| flows.conn(f).map(|c| &c.snd));
-        if !self.events.is_empty() || self.next_start < self.start_order.len() {
+        if !self.events.is_empty() || self.feed.remaining() > 0 {
             self.events.push(self.now + interval, Event::CwndSample);
         }
     }
 }
 
 /// Each router-assisted protocol's port controls (protocol k's control of port p at
-/// `k * ports + p`), and each flow's k.
-type RouterFamilies = (Vec<Box<dyn PortControl>>, Vec<u8>);
+/// `k * ports + p`), and each protocol's name (k's).
+type RouterFamilies = (Vec<Box<dyn PortControl>>, Vec<&'static str>);
 
 /// The switch side of every router-assisted protocol the flows use: for the k-th such protocol
 /// (in the order of its first flow), one control per output port at `k * ports + p`, built
-/// from that first flow's parameters; and each flow's k. Flows of one protocol that disagree
-/// on a parameter its switch side reads are an error naming the key: the switches run one
-/// configuration of each protocol.
+/// from that first flow's parameters. Flows of one protocol that disagree on a parameter its
+/// switch side reads are an error naming the key: the switches run one configuration of each
+/// protocol. (The flows of a drawn part share one configuration: its first flow stands for
+/// them.)
 fn router_families(scenario: &Scenario, net: &Network) -> Result<RouterFamilies, ScenarioError> {
-    let mut families: Vec<(usize, &fctlab_transport::CcConfig)> = Vec::new();
-    let mut owner = Vec::new();
-    for (i, f) in scenario.flows.iter().enumerate() {
-        if !f.cc.router_assisted() {
-            owner.push(0);
+    let mut families: Vec<(usize, &std::sync::Arc<fctlab_transport::CcConfig>)> = Vec::new();
+    type Cc = std::sync::Arc<fctlab_transport::CcConfig>;
+    let flows = scenario.flows.parts().flat_map(|(first, part)| -> Box<dyn Iterator<Item = (usize, &Cc)>> {
+        match part {
+            FlowPart::Listed(v) => Box::new(v.iter().enumerate().map(move |(i, f)| (first + i, &f.cc))),
+            FlowPart::Drawn(d) => Box::new(std::iter::once((first, &d.template().cc))),
+        }
+    });
+    for (i, cc) in flows {
+        if !cc.router_assisted() {
             continue;
         }
-        let k = match families.iter().position(|(_, c)| c.name() == f.cc.name()) {
-            Some(k) => {
-                let (j, c) = families[k];
-                if !std::sync::Arc::ptr_eq(&f.cc, &scenario.flows[j].cc) && *c != *f.cc {
-                    let (mine, theirs) = (f.cc.params_json(), c.params_json());
-                    if let Some(key) = f.cc.port_keys().iter().find(|k| mine.get(**k) != theirs.get(**k)) {
+        match families.iter().find(|(_, c)| c.name() == cc.name()) {
+            Some(&(j, c)) => {
+                if !std::sync::Arc::ptr_eq(cc, c) && **c != **cc {
+                    let (mine, theirs) = (cc.params_json(), c.params_json());
+                    if let Some(key) = cc.port_keys().iter().find(|k| mine.get(**k) != theirs.get(**k)) {
                         let show = |v: &_| {
                             let v: &fctlab_transport::cc::Json = v;
                             v.get(*key).map_or("unset".to_string(), |v| v.to_string())
                         };
                         return Err(scenario.error(
-                            &format!("flows[{i}].{}.{key}", f.cc.name()),
+                            &format!("flows[{i}].{}.{key}", cc.name()),
                             format!(
                                 "{} here, {} in flows[{j}]: the switches run one {} configuration, so every flow using it gives `{key}` one value",
                                 show(&mine),
                                 show(&theirs),
-                                f.cc.name()
+                                cc.name()
                             ),
                         ));
                     }
                 }
-                k
             }
-            None => {
-                families.push((i, &f.cc));
-                families.len() - 1
-            }
-        };
-        owner.push(k as u8);
+            None => families.push((i, cc)),
+        }
     }
     let mut ctl = Vec::with_capacity(families.len() * net.ports.len());
     for (_, cfg) in &families {
@@ -827,5 +832,5 @@ fn router_families(scenario: &Scenario, net: &Network) -> Result<RouterFamilies,
             );
         }
     }
-    Ok((ctl, owner))
+    Ok((ctl, families.iter().map(|(_, c)| c.name()).collect()))
 }

@@ -5,8 +5,16 @@ mod common;
 use common::*;
 use fctlab_scenario::schema::Format;
 
-fn load(toml: &str) -> fctlab_scenario::Scenario {
-    fctlab_scenario::load(toml, "w.toml", Format::Toml, &[]).unwrap_or_else(|e| panic!("{e}"))
+/// A loaded scenario with every flow drawn.
+struct Loaded {
+    flows: Vec<fctlab_scenario::FlowSpec>,
+    topology: fctlab_net::Topology,
+    groups: Vec<String>,
+}
+
+fn load(toml: &str) -> Loaded {
+    let sc = fctlab_scenario::load(toml, "w.toml", Format::Toml, &[]).unwrap_or_else(|e| panic!("{e}"));
+    Loaded { flows: sc.flows.to_vec(), topology: sc.topology, groups: sc.groups }
 }
 fn load_err(toml: &str) -> fctlab_scenario::ScenarioError {
     fctlab_scenario::load(toml, "w.toml", Format::Toml, &[]).expect_err("should fail")
@@ -274,7 +282,7 @@ fn host_ranges_and_hosts_under_a_switch() {
     let perm = |senders: &str, receivers: &str| {
         format!("{LS}[[workloads]]\nkind = \"permutation\"\nsenders = {senders}\nreceivers = {receivers}\nsizes = \"10KB\"\n")
     };
-    let names = |sc: &fctlab_scenario::Scenario, f: fn(&fctlab_scenario::FlowSpec) -> usize| {
+    let names = |sc: &Loaded, f: fn(&fctlab_scenario::FlowSpec) -> usize| {
         let mut v: Vec<String> = sc.flows.iter().map(|x| sc.topology.nodes[f(x)].name.clone()).collect();
         v.sort_by_key(|n| n[1..].parse::<u32>().unwrap());
         v
