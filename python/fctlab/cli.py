@@ -62,44 +62,31 @@ def summary_table(res) -> str:
         f"{_fmt_rate(s['data_packets_delivered_per_wall_s'])} data pkts/s"
     )
     lines.append(f"  flows      {s['flows_completed']} of {s['flows_total']} completed")
-    # From the Arrow table (pandas is not needed for a summary, and costs start-up time).
-    import pyarrow.compute as pc  # lazy: pyarrow costs 80 ms of start-up (`fctlab validate`, `--help`)
+    # From the flows read in batches (pandas is not needed for a summary, and costs start-up
+    # time; a batch at a time, the summary of ten million flows holds no more than one).
+    from .flowstats import COLUMNS, summarise  # lazy: it loads pyarrow (80 ms of start-up, `fctlab validate`, `--help`)
 
-    t = everything = res.flows_columns(
-        ["start_s", "completed", "fct_s", "slowdown", "size_bytes", "bytes_delivered", "retransmits", "timeouts"]
-    )
     lo, hi = s.get("measure_from_s"), s.get("measure_until_s")
+    fs = summarise(lambda: res.flows_batches(COLUMNS), lo, hi, (0.5, 0.99))
     if lo is not None or hi is not None:
-        start = t.column("start_s")
-        keep = pc.greater_equal(start, lo or 0.0)
-        if hi is not None:
-            keep = pc.and_(keep, pc.less(start, hi))
-        t = t.filter(pc.fill_null(keep, False))
         from .metrics import window_text  # lazy: fctlab.metrics loads pandas (250 ms), which `fctlab run` avoids
 
-        lines.append(f"  measured   {t.num_rows} {window_text(s)} ([measure]); FCT and slowdown are theirs")
-    done = t.filter(t.column("completed"))
-    if done.num_rows:
-        fct, sd = done.column("fct_s"), done.column("slowdown")
-        q = lambda col, p: pc.quantile(col, q=p, interpolation="linear")[0].as_py()  # noqa: E731
+        lines.append(f"  measured   {fs.measured} {window_text(s)} ([measure]); FCT and slowdown are theirs")
+    if fs.fct.n:
+        fq, sq = fs.fct.quantiles((0.5, 0.99)), fs.slowdown.quantiles((0.5, 0.99))
         lines.append(
-            f"  FCT        mean {_fmt_s(pc.mean(fct).as_py())}  median {_fmt_s(q(fct, 0.5))}  "
-            f"p99 {_fmt_s(q(fct, 0.99))}  max {_fmt_s(pc.max(fct).as_py())}"
+            f"  FCT        mean {_fmt_s(fs.fct.mean)}  median {_fmt_s(fq[0])}  "
+            f"p99 {_fmt_s(fq[1])}  max {_fmt_s(fs.fct.top)}"
         )
-        lines.append(f"  slowdown   mean {pc.mean(sd).as_py():.2f}  median {q(sd, 0.5):.2f}  p99 {q(sd, 0.99):.2f}")
-    ll = t.filter(pc.is_null(t.column("size_bytes")))
-    if ll.num_rows and s["sim_time_s"] > 0:
-        gp = [
-            b * 8 / max(s["sim_time_s"] - (t0 or 0.0), 1e-12)
-            for b, t0 in zip(ll.column("bytes_delivered").to_pylist(), ll.column("start_s").to_pylist())
-        ]
+        lines.append(f"  slowdown   mean {fs.slowdown.mean:.2f}  median {sq[0]:.2f}  p99 {sq[1]:.2f}")
+    if fs.long_lived and s["sim_time_s"] > 0:
+        gp = [b * 8 / max(s["sim_time_s"] - (t0 or 0.0), 1e-12) for b, t0 in fs.long_lived]
         lines.append(
-            f"  long-lived {ll.num_rows} flows, goodput mean {_fmt_rate(sum(gp) / len(gp))}bps, total {_fmt_rate(sum(gp))}bps"
+            f"  long-lived {len(gp)} flows, goodput mean {_fmt_rate(sum(gp) / len(gp))}bps, total {_fmt_rate(sum(gp))}bps"
         )
     lines.append(
         f"  network    {s['data_packets_delivered']} data packets delivered, {s['drops']} drops, "
-        f"{s['ecn_marks']} ECN marks, retransmits {pc.sum(everything.column('retransmits')).as_py() or 0}, "
-        f"timeouts {pc.sum(everything.column('timeouts')).as_py() or 0} (all flows)"
+        f"{s['ecn_marks']} ECN marks, retransmits {fs.retransmits}, timeouts {fs.timeouts} (all flows)"
     )
     return "\n".join(lines)
 

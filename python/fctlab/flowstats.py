@@ -1,0 +1,154 @@
+"""The run summary's statistics over a flows table read in batches, so that summarising ten
+million flows holds one batch and a few thousand counters, not the run's rows.
+
+Counts, sums and maxima take one pass. Quantiles are exact, by a second pass: the first
+counts the values in 2^20 buckets by the top bits of their IEEE 754 representation (which
+orders non-negative doubles as their values), the second keeps only the values of the
+buckets holding the ranks asked for. The quantile is then pyarrow's and numpy's default
+(linear interpolation between the two closest ranks)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, Optional, Sequence
+
+import pyarrow as pa  # lazy: this module is imported only where a run's flows are summarised
+import pyarrow.compute as pc
+
+#: A double's top 20 bits (sign, exponent, 8 bits of mantissa): a bucket spans 1/256 of a
+#: binade, so a bucket rarely holds many values.
+_SHIFT = 44
+
+
+def _buckets(values: pa.Array) -> pa.Array:
+    return pc.shift_right(values.view(pa.uint64()), _SHIFT)
+
+
+@dataclass
+class Column:
+    """A column's count, sum, maximum, and what its quantiles need."""
+
+    n: int = 0
+    total: float = 0.0
+    top: Optional[float] = None
+    counts: dict = field(default_factory=dict)
+    kept: list = field(default_factory=list)
+
+    def add(self, values: pa.Array) -> None:
+        """First pass: `values` (non-negative, no nulls)."""
+        if not len(values):
+            return
+        self.n += len(values)
+        self.total += pc.sum(values).as_py()
+        m = pc.max(values).as_py()
+        self.top = m if self.top is None else max(self.top, m)
+        vc = pc.value_counts(_buckets(values))
+        for b, c in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
+            self.counts[b] = self.counts.get(b, 0) + c
+
+    @property
+    def mean(self) -> Optional[float]:
+        return self.total / self.n if self.n else None
+
+    def _ranks(self, qs: Sequence[float]) -> list:
+        return [r for q in qs for r in sorted({math.floor(q * (self.n - 1)), math.ceil(q * (self.n - 1))})]
+
+    def wanted_buckets(self, qs: Sequence[float]) -> pa.Array:
+        """The buckets holding the ranks the quantiles `qs` need."""
+        wanted, below = set(), 0
+        ranks = sorted(set(self._ranks(qs)))
+        for b in sorted(self.counts):
+            c = self.counts[b]
+            if any(below <= r < below + c for r in ranks):
+                wanted.add(b)
+            below += c
+        return pa.array(sorted(wanted), pa.uint64())
+
+    def keep(self, values: pa.Array, wanted: pa.Array) -> None:
+        """Second pass: the values of the wanted buckets."""
+        if len(values):
+            self.kept.append(pc.filter(values, pc.is_in(_buckets(values), value_set=wanted)))
+
+    def quantiles(self, qs: Sequence[float]) -> list:
+        """Exact quantiles `qs` (after both passes)."""
+        if not self.n:
+            return [None for _ in qs]
+        kept = sorted(pa.concat_arrays(self.kept).to_pylist()) if self.kept else []
+        kept_buckets = _buckets(pa.array(kept, pa.float64())).to_pylist()
+        # For each bucket: the rank of its first value among all values, and among the kept ones.
+        rank_of, below = {}, 0
+        for b in sorted(self.counts):
+            rank_of[b] = below
+            below += self.counts[b]
+        kept_at = {}
+        for i, b in enumerate(kept_buckets):
+            kept_at.setdefault(b, i)
+
+        def at(r: int) -> float:
+            b = max(x for x in rank_of if rank_of[x] <= r and self.counts[x] > 0)
+            return kept[kept_at[b] + r - rank_of[b]]
+
+        out = []
+        for q in qs:
+            h = q * (self.n - 1)
+            lo = math.floor(h)
+            a, b = at(lo), at(math.ceil(h))
+            out.append((1 - (h - lo)) * a + (h - lo) * b if a != b else a)
+        return out
+
+
+@dataclass
+class FlowSummary:
+    """What `fctlab run` prints about the flows."""
+
+    measured: int = 0
+    fct: Column = field(default_factory=Column)
+    slowdown: Column = field(default_factory=Column)
+    retransmits: int = 0
+    timeouts: int = 0
+    #: (bytes_delivered, start_s) of each long-lived flow.
+    long_lived: list = field(default_factory=list)
+
+
+#: The columns the summary reads.
+COLUMNS = ["start_s", "completed", "fct_s", "slowdown", "size_bytes", "bytes_delivered", "retransmits", "timeouts"]
+
+
+def summarise(
+    batches: Callable[[], Iterable[pa.RecordBatch]], lo: Optional[float], hi: Optional[float], qs: Sequence[float]
+) -> FlowSummary:
+    """The summary of the flows `batches()` yields (called once per pass), FCT and slowdown of
+    the completed flows that started in [lo, hi) (every flow when both are None)."""
+    out = FlowSummary()
+
+    def measured(batch: pa.RecordBatch) -> Iterator[tuple]:
+        keep = batch.column("completed")
+        if lo is not None or hi is not None:
+            start = batch.column("start_s")
+            window = pc.greater_equal(start, lo or 0.0)
+            if hi is not None:
+                window = pc.and_(window, pc.less(start, hi))
+            window = pc.fill_null(window, False)
+            out.measured += pc.sum(window).as_py() or 0
+            keep = pc.and_(keep, window)
+        else:
+            out.measured += batch.num_rows
+        done = batch.filter(keep)
+        for col, name in ((out.fct, "fct_s"), (out.slowdown, "slowdown")):
+            yield col, pc.drop_null(done.column(name))
+
+    for batch in batches():
+        out.retransmits += pc.sum(batch.column("retransmits")).as_py() or 0
+        out.timeouts += pc.sum(batch.column("timeouts")).as_py() or 0
+        ll = batch.filter(pc.is_null(batch.column("size_bytes")))
+        out.long_lived += zip(ll.column("bytes_delivered").to_pylist(), ll.column("start_s").to_pylist())
+        for col, values in measured(batch):
+            col.add(values)
+    wanted = {id(c): c.wanted_buckets(qs) for c in (out.fct, out.slowdown)}
+    if any(len(w) for w in wanted.values()):
+        out.measured = 0
+        for batch in batches():
+            for col, values in measured(batch):
+                col.keep(values, wanted[id(col)])
+    return out
