@@ -14,8 +14,11 @@ process. Benchmarks:
   on a 64-host leaf-spine, to check that finished flows release their state;
 - ``flows_1m``: 1,000,000 finite flows (Pareto sizes, shape 1.2, mean 25 KB, Poisson at 50%
   load) on the same leaf-spine: memory and speed with a million flows;
+- ``flows_4m`` (only with ``--full``, or by name): 4,000,000 flows of flows_1m's traffic on
+  the same leaf-spine; the state a run holds follows the flows alive at once, not the flows of
+  the run, so its peak memory is flows_1m's (the ratio is printed, with its target);
 - ``flows_10m`` (only with ``--full``, or by name): 10,000,000 flows of the same traffic on a
-  128-host leaf-spine (a few minutes and several GB).
+  128-host leaf-spine.
 
 Each benchmark runs as ``fctlab run --out`` does (flows written to ``flows.parquet`` as they
 finish, into a temporary directory); "whole s" is the run and the writing of its results.
@@ -53,11 +56,15 @@ BENCHMARKS = (
     "fattree_k16_dctcp",
     "flows_100k",
     "flows_1m",
+    "flows_4m",
     "flows_10m",
 )
 
 #: Benchmarks run only with ``--full`` (or when named).
-FULL_ONLY = ("flows_10m",)
+FULL_ONLY = ("flows_4m", "flows_10m")
+
+#: The peak memory of flows_4m is at most this multiple of flows_1m's.
+MEMORY_GROWTH_TARGET = 1.15
 
 #: The data packets per wall-second of the k=16 permutation are at least this share of the
 #: k=8 one's (the same set-up at two sizes).
@@ -151,6 +158,8 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
         return _pareto_flows("flows_100k_of_10m" if quick else "flows_10m", 16, 100_000 if quick else 10_000_000)
     if name == "flows_1m":
         return _pareto_flows("flows_50k" if quick else "flows_1m", 8, 50_000 if quick else 1_000_000)
+    if name == "flows_4m":
+        return _pareto_flows("flows_200k" if quick else "flows_4m", 8, 200_000 if quick else 4_000_000)
     raise ValueError(f"unknown benchmark {name!r} (known: {', '.join(BENCHMARKS)})")
 
 
@@ -455,6 +464,21 @@ def _print_scale(results: dict, others: dict, as_json: bool) -> None:
             print(line)
 
 
+def _print_memory_growth(results: dict, as_json: bool) -> None:
+    """The flows_4m over flows_1m ratio of peak memory, when both ran."""
+    if "flows_1m" not in results or "flows_4m" not in results:
+        return
+    ratio = results["flows_4m"]["peak_rss_mb"] / results["flows_1m"]["peak_rss_mb"]
+    if as_json:
+        print(json.dumps({"benchmark": "memory_growth", "flows_4m_over_1m": ratio, "target": MEMORY_GROWTH_TARGET}))
+        return
+    print()
+    print(
+        f"peak memory, 4,000,000 over 1,000,000 flows of one load: {ratio:.2f} "
+        f"(target at most {MEMORY_GROWTH_TARGET}{'' if ratio <= MEMORY_GROWTH_TARGET else ', over target'})"
+    )
+
+
 def _print_startup(quick: bool, as_json: bool) -> None:
     """The whole-process start-up times of `fctlab run` and `fctlab validate`."""
     st = startup(3 if quick else 7)
@@ -568,6 +592,7 @@ def run(args) -> int:
         elif their_error is not None:
             print(f"{'  other build':<18}failed: {their_error}")
     _print_scale(results, others, args.json)
+    _print_memory_growth(results, args.json)
     if repeats > 1 and not args.json:
         print(f"(each figure: the median of {repeats} runs" + (", the two builds alternating)" if against else ")"))
     if others and not args.json:

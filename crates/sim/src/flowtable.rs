@@ -11,21 +11,21 @@ use fctlab_net::{FlowId, PortId};
 /// Flows per page: small, so that a long flow keeps little else alive with it.
 pub(crate) const PAGE: usize = 64;
 
-type Page = Box<PageData>;
+/// A page in place in the table (its states on the heap).
+type Page = PageData;
 
 struct PageData {
-    states: [FlowState; PAGE],
+    /// Made in place (a page built on the stack would be copied to the heap).
+    states: Box<[FlowState; PAGE]>,
     /// The ports of its started flows' paths (see [`PathRef`]), in the order they started.
     ports: Vec<PortId>,
 }
 
-/// Where a flow's paths are in its page's `ports`: its data path from `at`, `fwd` ports
-/// long, then its ACK path, `rev` ports long.
+/// Where a flow's paths are in its page's `ports`: `span[0]` its data path, `span[1]` its ACK
+/// path, each as (first, end) indices (a page holds at most 64 flows of 2 x 127 ports).
 #[derive(Copy, Clone, Debug, Default)]
 pub(crate) struct PathRef {
-    at: u32,
-    fwd: u8,
-    rev: u8,
+    span: [(u16, u16); 2],
 }
 
 pub(crate) struct FlowTable {
@@ -56,7 +56,9 @@ impl FlowTable {
 
     fn page(&mut self, f: usize) -> &mut PageData {
         self.pages[f / PAGE].get_or_insert_with(|| {
-            Box::new(PageData { states: std::array::from_fn(|_| FlowState::default()), ports: Vec::new() })
+            let states: Box<[FlowState]> = (0..PAGE).map(|_| FlowState::default()).collect();
+            let states = states.try_into().unwrap_or_else(|_| unreachable!("PAGE states were made"));
+            PageData { states, ports: Vec::new() }
         })
     }
 
@@ -66,7 +68,8 @@ impl FlowTable {
         let page = self.page(f);
         let at = page.ports.len();
         let (fwd, rev) = fill(&mut page.ports);
-        page.states[f % PAGE].path = PathRef { at: at as u32, fwd, rev };
+        let (a, m) = (at as u16, (at + fwd as usize) as u16);
+        page.states[f % PAGE].path = PathRef { span: [(a, m), (m, m + rev as u16)] };
         &page.ports[at..]
     }
 
@@ -75,22 +78,21 @@ impl FlowTable {
     #[inline(always)]
     pub fn next_port(&self, flow: FlowId, hop: u8) -> Option<(PortId, u8)> {
         let f = flow.0 as usize;
-        let page = self.pages.get(f / PAGE)?.as_deref()?;
-        let r = page.states[f % PAGE].path;
-        let (from, len) = if hop & HOP_REVERSE != 0 { (r.at + r.fwd as u32, r.rev) } else { (r.at, r.fwd) };
-        let i = hop & 0x7f;
-        (i < len).then(|| (page.ports[(from + i as u32) as usize], hop + 1))
+        let page = self.pages.get(f / PAGE)?.as_ref()?;
+        let (first, end) = page.states[f % PAGE].path.span[(hop >> 7) as usize];
+        let at = first + (hop & !HOP_REVERSE) as u16;
+        (at < end).then(|| (page.ports[at as usize], hop + 1))
     }
 
     /// Flow `f`'s state: None before its page exists (not started) and after it was retired.
     #[inline(always)]
     pub fn get(&self, f: usize) -> Option<&FlowState> {
-        self.pages.get(f / PAGE).and_then(|p| p.as_deref()).map(|p| &p.states[f % PAGE])
+        self.pages.get(f / PAGE).and_then(|p| p.as_ref()).map(|p| &p.states[f % PAGE])
     }
 
     #[inline(always)]
     pub fn get_mut(&mut self, f: usize) -> Option<&mut FlowState> {
-        self.pages.get_mut(f / PAGE).and_then(|p| p.as_deref_mut()).map(|p| &mut p.states[f % PAGE])
+        self.pages.get_mut(f / PAGE).and_then(|p| p.as_mut()).map(|p| &mut p.states[f % PAGE])
     }
 
     /// Flow `f`'s connection, while it is open.
@@ -149,5 +151,38 @@ mod tests {
         }
         assert_eq!(t.pages_live(), 0);
         assert!(t.get(PAGE + 2).is_none() && t.get(10 * PAGE).is_none());
+    }
+
+    #[test]
+    fn a_flows_paths_live_in_its_page_and_forwarding_walks_them() {
+        let mut t = FlowTable::new(2 * PAGE);
+        let ports = |v: &[u32]| v.iter().map(|&p| PortId(p)).collect::<Vec<_>>();
+        t.set_paths(3, |out| {
+            out.extend(ports(&[10, 11, 12]));
+            out.extend(ports(&[20, 21]));
+            (3, 2)
+        });
+        t.set_paths(1, |out| {
+            out.extend(ports(&[5]));
+            out.extend(ports(&[6]));
+            (1, 1)
+        });
+        let walk = |t: &FlowTable, f: u32, mut hop: u8| {
+            let mut seen = Vec::new();
+            while let Some((p, next)) = t.next_port(FlowId(f), hop) {
+                seen.push(p.0);
+                hop = next;
+            }
+            seen
+        };
+        assert_eq!(walk(&t, 3, 0), [10, 11, 12]);
+        assert_eq!(walk(&t, 3, HOP_REVERSE), [20, 21]);
+        assert_eq!((walk(&t, 1, 0), walk(&t, 1, HOP_REVERSE)), (vec![5], vec![6]));
+        assert!(walk(&t, 2, 0).is_empty(), "a flow of the page that has not started has no path");
+        assert!(walk(&t, PAGE as u32, 0).is_empty(), "a page not made has none either");
+        for f in 0..PAGE {
+            t.retire(f);
+        }
+        assert!(walk(&t, 3, 0).is_empty(), "a retired page's paths are gone with it");
     }
 }

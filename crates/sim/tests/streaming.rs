@@ -62,3 +62,40 @@ fn without_streaming_nothing_is_taken() {
     s.run();
     assert_eq!(s.results(false).flows.len(), 2001);
 }
+
+/// The most flow-state pages held at once over a streamed run of `count` Poisson flows at one
+/// load, and the run's flows as the scenario holds them.
+fn peak_pages(count: u64) -> (usize, usize) {
+    let text = format!(
+        "seed = 2\n[network]\ntopology = \"leafspine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 4\n\
+         [transport]\nmin_rto = \"1ms\"\n[[workloads]]\nkind = \"poisson\"\nsenders = \"h*\"\nreceivers = \"h*\"\n\
+         sizes = {{ dist = \"pareto\", shape = 1.2, mean = \"25KB\" }}\nload = 0.5\ncount = {count}\n"
+    );
+    let mut s = sim(&text);
+    let listed = s.scenario().flows.parts().filter(|(_, p)| matches!(p, fctlab_scenario::FlowPart::Listed(_))).count();
+    s.stream_flow_rows();
+    let (mut peak, mut done, mut until) = (0, 0, Nanos::ZERO);
+    loop {
+        until += Nanos::from_micros(100);
+        let status = s.advance(until);
+        peak = peak.max(s.flow_state_pages());
+        done += s.take_flow_rows().len();
+        if status == RunStatus::Finished {
+            break;
+        }
+    }
+    assert_eq!(done as u64, count, "every flow finished and its row came out");
+    (peak, listed)
+}
+
+#[test]
+fn the_state_held_follows_the_flows_alive_not_the_flows_of_the_run() {
+    let (small, listed_small) = peak_pages(2_000);
+    let (large, listed_large) = peak_pages(8_000);
+    // Open-loop arrivals are drawn as they start: the scenario lists none of them.
+    assert_eq!((listed_small, listed_large), (0, 0));
+    // Four times the flows at one load: about the same flows alive at once, so about the same
+    // pages (the runs' 32 and 125 pages would all be held if nothing were freed).
+    assert!(large <= small + small / 2 + 2, "peak pages {small} for 2,000 flows, {large} for 8,000");
+    assert!(large < 8_000 / 64 / 4, "{large} of the run's 125 pages held at the peak");
+}
