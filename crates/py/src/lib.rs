@@ -329,6 +329,9 @@ fn run(
         } else if took > 0.2 && slice.0 > 1_000 {
             slice = Nanos(slice.0 / 2);
         }
+        if let Some(m) = sim.failure() {
+            return Err(ScenarioError::new_err(m));
+        }
         if status == RunStatus::Finished {
             break;
         }

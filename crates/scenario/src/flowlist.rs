@@ -1,9 +1,9 @@
 //! The flows of a scenario, by flow id: parts listed up front (`[[flows]]` entries and most
-//! workloads) and parts drawn when they are needed (open-loop arrivals, which can number
-//! tens of millions). A drawn part holds its workload's random stream as it was before the
-//! first draw, so its flows come out the same, in the same order, every time they are drawn:
-//! the simulator draws each as it starts ([`FlowList::feed`]) and nothing holds every flow
-//! of the run at once.
+//! workloads) and parts drawn when they are needed (open-loop arrivals and sorted traces,
+//! which can number tens of millions). A drawn part holds its workload's random stream as it
+//! was before the first draw, or its trace file's handle, so its flows come out the same, in
+//! the same order, every time they are drawn: the simulator draws each as it starts
+//! ([`FlowList::feed`]) and nothing holds every flow of the run at once.
 
 use crate::FlowSpec;
 use fctlab_dist::SizeDist;
@@ -41,11 +41,11 @@ impl FlowPart {
     }
 }
 
-/// Open-loop (Poisson) arrivals of one workload entry: its flows, in start order, come from
-/// [`Draws::iter`]. A drawn flow has no group and does not wait for one.
+/// Open-loop (Poisson) arrivals or a sorted trace of one workload entry: its flows, in start
+/// order, come from [`Draws::iter`]. A drawn flow has no group and does not wait for one.
 #[derive(Clone, Debug)]
 pub struct Draws {
-    plan: Arc<DrawPlan>,
+    plan: Arc<Plan>,
     /// How many flows the entry has (counted when the scenario was loaded).
     count: u64,
 }
@@ -58,8 +58,24 @@ pub(crate) enum Pattern {
     ManyToOne,
 }
 
-/// Everything one draw needs: the stream as it was before the first draw, the hosts, the
-/// sizes, the gaps, and what every flow of the entry shares.
+/// Where a drawn part's flows come from.
+#[derive(Debug)]
+pub(crate) enum Plan {
+    Poisson(DrawPlan),
+    Trace(crate::trace::TracePlan),
+}
+
+impl Plan {
+    fn template(&self) -> &FlowSpec {
+        match self {
+            Plan::Poisson(p) => &p.template,
+            Plan::Trace(t) => t.template(),
+        }
+    }
+}
+
+/// Everything one Poisson draw needs: the stream as it was before the first draw, the hosts,
+/// the sizes, the gaps, and what every flow of the entry shares.
 #[derive(Debug)]
 pub(crate) struct DrawPlan {
     pub rng: Rng,
@@ -82,80 +98,134 @@ pub(crate) struct DrawPlan {
 impl Draws {
     /// Counts the plan's flows by drawing them once; `check` sees each flow as it is drawn
     /// (in start order) and may refuse the entry.
-    pub(crate) fn counted<E>(plan: DrawPlan, mut check: impl FnMut(u64, &FlowSpec) -> Result<(), E>) -> Result<Draws, E> {
-        let plan = Arc::new(plan);
+    pub(crate) fn counted<E>(
+        plan: DrawPlan,
+        mut check: impl FnMut(u64, &FlowSpec) -> Result<(), E>,
+    ) -> Result<Draws, E> {
+        let most = plan.count;
+        let plan = Arc::new(Plan::Poisson(plan));
         let mut n = 0;
-        for f in (DrawIter { plan: plan.clone(), rng: plan.rng.clone(), t: 0.0, n: 0 }) {
+        for f in DrawIter::new(plan.clone(), most) {
             n += 1;
             check(n, &f)?;
         }
         Ok(Draws { plan, count: n })
     }
 
-    /// The flows, in flow-id order (which is start order).
-    pub fn iter(&self) -> impl Iterator<Item = FlowSpec> {
-        DrawIter { plan: self.plan.clone(), rng: self.plan.rng.clone(), t: 0.0, n: 0 }.take(self.count as usize)
+    /// A sorted trace of `count` flows (checked when it was read).
+    pub(crate) fn trace(plan: crate::trace::TracePlan, count: u64) -> Draws {
+        Draws { plan: Arc::new(Plan::Trace(plan)), count }
     }
 
-    /// What every flow of the part shares (its protocol, tag, ECN).
+    /// The flows, in flow-id order (which is start order).
+    pub fn iter(&self) -> impl Iterator<Item = FlowSpec> {
+        DrawIter::new(self.plan.clone(), self.count)
+    }
+
+    /// What every flow of the part shares (its protocol, ECN, default tag).
     pub fn template(&self) -> &FlowSpec {
-        &self.plan.template
+        self.plan.template()
     }
 }
 
 struct DrawIter {
-    plan: Arc<DrawPlan>,
-    rng: Rng,
-    /// Time of the last arrival, in nanoseconds since the entry's start.
-    t: f64,
+    plan: Arc<Plan>,
+    source: Source,
+    /// Flows drawn, and the most to draw.
     n: u64,
+    count: u64,
+    /// Why the flows stopped early (a trace file changed since it was loaded).
+    failure: Option<String>,
+}
+
+enum Source {
+    /// The stream, and the time of the last arrival in nanoseconds since the entry's start.
+    Poisson {
+        rng: Rng,
+        t: f64,
+    },
+    Trace {
+        rows: Option<crate::trace::Rows>,
+        record: csv::StringRecord,
+    },
+}
+
+impl DrawIter {
+    fn new(plan: Arc<Plan>, count: u64) -> DrawIter {
+        let (source, failure) = match &*plan {
+            Plan::Poisson(p) => (Source::Poisson { rng: p.rng.clone(), t: 0.0 }, None),
+            Plan::Trace(t) => match t.rows() {
+                Ok(rows) => (Source::Trace { rows: Some(rows), record: csv::StringRecord::new() }, None),
+                Err(m) => (Source::Trace { rows: None, record: csv::StringRecord::new() }, Some(m)),
+            },
+        };
+        DrawIter { plan, source, n: 0, count, failure }
+    }
 }
 
 impl Iterator for DrawIter {
     type Item = FlowSpec;
 
     fn next(&mut self) -> Option<FlowSpec> {
-        let p = &*self.plan;
-        if self.n >= p.count {
+        if self.n >= self.count {
             return None;
         }
-        self.t += -p.mean_gap_ns * (1.0 - self.rng.uniform()).ln();
-        let at = Nanos(self.t.round() as u64);
-        if p.until.is_some_and(|u| at >= u) {
-            self.n = p.count;
-            return None;
-        }
-        let pick = |rng: &mut Rng, hosts: &[usize]| hosts[rng.below(hosts.len() as u64) as usize];
-        let (src, dst) = match p.pattern {
-            Pattern::Pairs => {
-                let i = self.rng.below(p.senders.len() as u64) as usize;
-                (p.senders[i], p.receivers[i])
-            }
-            Pattern::ManyToOne => loop {
-                let s = pick(&mut self.rng, &p.senders);
-                if s != p.receivers[0] {
-                    break (s, p.receivers[0]);
+        let f = match (&*self.plan, &mut self.source) {
+            (Plan::Poisson(p), Source::Poisson { rng, t }) => poisson_next(p, rng, t),
+            (Plan::Trace(p), Source::Trace { rows: Some(rows), record }) => match p.next(rows, record) {
+                Ok(f) => f,
+                Err(m) => {
+                    self.failure = Some(m);
+                    None
                 }
             },
-            Pattern::AllToAll => loop {
-                let s = pick(&mut self.rng, &p.senders);
-                let d = pick(&mut self.rng, &p.receivers);
-                if s != d {
-                    break (s, d);
-                }
-            },
+            _ => None,
         };
-        let size = p.sizes.sample(&mut self.rng);
-        self.n += 1;
-        Some(FlowSpec {
-            src,
-            dst,
-            size_bytes: Some(size),
-            start: p.start + at,
-            deadline: p.deadline.for_size(Some(size)),
-            ..p.template.clone()
-        })
+        match f {
+            Some(_) => self.n += 1,
+            None => self.n = self.count,
+        }
+        f
     }
+}
+
+/// The next Poisson arrival of `p` from stream `rng`, the last one at `t` (None once the
+/// entry's window is over).
+fn poisson_next(p: &DrawPlan, rng: &mut Rng, t: &mut f64) -> Option<FlowSpec> {
+    *t += -p.mean_gap_ns * (1.0 - rng.uniform()).ln();
+    let at = Nanos(t.round() as u64);
+    if p.until.is_some_and(|u| at >= u) {
+        return None;
+    }
+    let pick = |rng: &mut Rng, hosts: &[usize]| hosts[rng.below(hosts.len() as u64) as usize];
+    let (src, dst) = match p.pattern {
+        Pattern::Pairs => {
+            let i = rng.below(p.senders.len() as u64) as usize;
+            (p.senders[i], p.receivers[i])
+        }
+        Pattern::ManyToOne => loop {
+            let s = pick(rng, &p.senders);
+            if s != p.receivers[0] {
+                break (s, p.receivers[0]);
+            }
+        },
+        Pattern::AllToAll => loop {
+            let s = pick(rng, &p.senders);
+            let d = pick(rng, &p.receivers);
+            if s != d {
+                break (s, d);
+            }
+        },
+    };
+    let size = p.sizes.sample(rng);
+    Some(FlowSpec {
+        src,
+        dst,
+        size_bytes: Some(size),
+        start: p.start + at,
+        deadline: p.deadline.for_size(Some(size)),
+        ..p.template.clone()
+    })
 }
 
 impl FlowList {
@@ -239,24 +309,22 @@ impl FlowList {
     /// The flows that start at a fixed time (every flow that does not wait for a group), in
     /// the order they start: by start time, then id.
     pub fn feed(&self) -> FlowFeed {
-        let mut listed: Vec<(Nanos, u32)> = self
-            .listed_flows()
-            .filter(|(_, f)| f.after.is_none())
-            .map(|(i, f)| (f.start, i as u32))
-            .collect();
+        let mut listed: Vec<(Nanos, u32)> =
+            self.listed_flows().filter(|(_, f)| f.after.is_none()).map(|(i, f)| (f.start, i as u32)).collect();
         listed.sort_unstable();
         let drawn = self
             .parts()
             .filter_map(|(first, p)| match p {
                 FlowPart::Drawn(d) => {
-                    let mut it = DrawIter { plan: d.plan.clone(), rng: d.plan.rng.clone(), t: 0.0, n: 0 };
+                    let mut it = DrawIter::new(d.plan.clone(), d.count);
                     let head = it.next();
                     Some(DrawnRun { next_id: first as u32, it, head })
                 }
                 FlowPart::Listed(_) => None,
             })
             .collect();
-        let remaining = listed.len() + self.parts.iter().filter(|p| matches!(p, FlowPart::Drawn(_))).map(FlowPart::len).sum::<usize>();
+        let remaining = listed.len()
+            + self.parts.iter().filter(|p| matches!(p, FlowPart::Drawn(_))).map(FlowPart::len).sum::<usize>();
         FlowFeed { listed, next_listed: 0, drawn, remaining }
     }
 }
@@ -306,6 +374,12 @@ impl FlowFeed {
     /// Flows not taken yet.
     pub fn remaining(&self) -> usize {
         self.remaining
+    }
+
+    /// Why a drawn part stopped before its last flow, if one did: a trace file that changed
+    /// since the scenario was loaded. The run cannot go on as the scenario said.
+    pub fn failure(&self) -> Option<&str> {
+        self.drawn.iter().find_map(|r| r.it.failure.as_deref())
     }
 }
 
@@ -357,7 +431,10 @@ until = "3ms"
         while let Some((id, drawn)) = feed.pop() {
             assert_eq!(drawn.is_some(), id != 0, "only drawn flows come with their spec");
             if let Some(d) = drawn {
-                assert_eq!((d.src, d.dst, d.start), (all[id as usize].src, all[id as usize].dst, all[id as usize].start));
+                assert_eq!(
+                    (d.src, d.dst, d.start),
+                    (all[id as usize].src, all[id as usize].dst, all[id as usize].start)
+                );
             }
             order.push(id as usize);
         }

@@ -1,9 +1,9 @@
 //! The `[[flows]]` entries, and what building any flow needs (the context shared with the
 //! workload generators): host names, protocols and their parameters, flow groups.
 
+use crate::flowlist::FlowList;
 use crate::tables::{fields_of, split};
 use crate::units::{Duration, Size};
-use crate::flowlist::FlowList;
 use crate::{FlowSpec, ScenarioError};
 use fctlab_engine::Nanos;
 use fctlab_net::{NodeKind, Topology};
@@ -85,11 +85,7 @@ pub(crate) fn resolve_afters(
     ctx: &FlowCtx<'_>,
 ) -> Result<(), ScenarioError> {
     for (i, a) in afters {
-        let g = ctx
-            .group_ids
-            .get(&a)
-            .copied()
-            .filter(|&g| flows.listed_flows().any(|(_, f)| f.group_id == Some(g)));
+        let g = ctx.group_ids.get(&a).copied().filter(|&g| flows.listed_flows().any(|(_, f)| f.group_id == Some(g)));
         let Some(g) = g else {
             return Err(ctx.err(&format!("flows[{i}].after"), format!("no flow belongs to group \"{a}\"")));
         };

@@ -11,6 +11,7 @@ mod monitor;
 mod network;
 pub mod schema;
 mod tables;
+mod trace;
 mod transport;
 pub mod units;
 pub mod workloads;

@@ -253,19 +253,11 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
     let mut list = crate::flowlist::FlowList::default();
     list.push(crate::flowlist::FlowPart::Listed(flows));
     for (i, w) in raw.workloads.into_iter().enumerate() {
-        // (A drawn part checks its start times as it counts its flows.)
+        // (A drawn part checked its start times as it counted its flows.)
         let part = crate::workloads::generate(w, i, &mut ctx, seed)?;
         if let crate::flowlist::FlowPart::Listed(v) = &part {
             if let Some(f) = v.iter().find(|f| f.start > MAX_TIME) {
-                return Err(err(
-                    format!("workloads[{i}]"),
-                    format!(
-                        "draws a flow starting at {:.3e} s, past the {} s a run can span (are its sizes too large for \
-                         its load, or its rate too low?)",
-                        f.start.as_secs_f64(),
-                        MAX_TIME.as_secs_f64()
-                    ),
-                ));
+                return Err(err(format!("workloads[{i}]"), crate::workloads::past_max_time(f.start)));
             }
         }
         list.push(part);

@@ -477,15 +477,7 @@ impl Gen<'_, '_> {
                 return Err(self.err("until", "more than 20,000,000 flows; shorten `until` or set `count`"));
             }
             if f.start > crate::schema::MAX_TIME {
-                return Err(self.ctx.err(
-                    &self.prefix,
-                    format!(
-                        "draws a flow starting at {:.3e} s, past the {} s a run can span (are its sizes too large for \
-                         its load, or its rate too low?)",
-                        f.start.as_secs_f64(),
-                        crate::schema::MAX_TIME.as_secs_f64()
-                    ),
-                ));
+                return Err(self.ctx.err(&self.prefix, past_max_time(f.start)));
             }
             Ok(())
         })?;
@@ -733,124 +725,65 @@ impl Gen<'_, '_> {
 
     fn trace(&mut self, w: &Trace) -> Result<(), ScenarioError> {
         let name = w.file.clone().ok_or_else(|| self.err("file", "a \"trace\" workload needs `file` (a CSV file)"))?;
-        let path = relative_to(&self.ctx.file, &name);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| self.err("file", format!("cannot read {}: {e}", path.display())))?;
-        // CSV with a header line; `#` starts a comment line; fields may be quoted.
-        let mut reader =
-            csv::ReaderBuilder::new().comment(Some(b'#')).trim(csv::Trim::All).from_reader(text.as_bytes());
-        let key = self.key("file");
-        let file = self.ctx.file.clone();
-        let csv_err = |e: csv::Error| {
-            let at = e.position().map(|p| format!("line {}: ", p.line())).unwrap_or_default();
-            let what = match e.kind() {
-                csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
-                    format!("expected {expected_len} fields, found {len}")
-                }
-                csv::ErrorKind::Utf8 { .. } => "not UTF-8 text".to_string(),
-                _ => e.to_string(),
-            };
-            ScenarioError { file: file.clone(), key: key.clone(), message: format!("{}: {at}{what}", path.display()) }
+        let template = FlowSpec {
+            src: 0,
+            dst: 0,
+            size_bytes: None,
+            start: Nanos::ZERO,
+            deadline: None,
+            tag: self.tag.clone(),
+            group: String::new(),
+            group_id: None,
+            after: None,
+            cc: self.cc.clone(),
+            ecn: self.ecn,
         };
-        let cols: Vec<String> = reader.headers().map_err(csv_err)?.iter().map(|c| c.to_string()).collect();
-        if cols.iter().all(|c| c.is_empty()) {
-            return Err(self.err("file", format!("{}: empty file", path.display())));
+        let entry = crate::trace::Entry {
+            scenario_file: &self.ctx.file,
+            name: &name,
+            topology: self.ctx.topology,
+            host_list: self.ctx.host_list(),
+            start: self.start,
+            deadline: self.deadline.clone(),
+            template,
+        };
+        let loaded = crate::trace::load(entry).map_err(|m| self.err("file", m))?;
+        if loaded.count > MAX_FLOWS {
+            return Err(self.err(
+                "file",
+                format!("{} flows, more than this simulator accepts in one run (20,000,000)", loaded.count),
+            ));
         }
-        let col = |n: &str| cols.iter().position(|c| c == n);
-        let need = ["start_s", "src", "dst", "size_bytes"];
-        for n in need {
-            if col(n).is_none() {
-                return Err(self.err("file", format!("{}: the header must name the columns start_s, src, dst, size_bytes (and optionally deadline_s, tag); `{n}` is missing", path.display())));
-            }
+        if let (true, Some(t)) = (loaded.sorted, loaded.past_max_time) {
+            return Err(self.ctx.err(&self.prefix, past_max_time(t)));
         }
-        for c in &cols {
-            if !["start_s", "src", "dst", "size_bytes", "deadline_s", "tag"].contains(&c.as_str()) {
-                return Err(self.err(
-                    "file",
-                    format!(
-                        "{}: unknown column `{c}` (known: start_s, src, dst, size_bytes, deadline_s, tag)",
-                        path.display()
-                    ),
-                ));
-            }
+        if loaded.sorted {
+            // Read again as the run goes on, one flow as each starts.
+            self.drawn = Some(Draws::trace(loaded.plan, loaded.count));
+            return Ok(());
         }
-        let (cs, csrc, cdst, csize, cdl, ctag) = (
-            col("start_s").unwrap_or(0),
-            col("src").unwrap_or(0),
-            col("dst").unwrap_or(0),
-            col("size_bytes").unwrap_or(0),
-            col("deadline_s"),
-            col("tag"),
-        );
-        for record in reader.records() {
-            let record = record.map_err(csv_err)?;
-            let row = record.position().map_or(0, |p| p.line());
-            let fields: Vec<&str> = record.iter().collect();
-            let bad = |c: &str, m: String| self.err("file", format!("{}: line {row}, column {c}: {m}", path.display()));
-            let start: f64 = fields[cs]
-                .parse()
-                .map_err(|_| bad("start_s", format!("expected seconds as a number, got \"{}\"", fields[cs])))?;
-            if !(start >= 0.0 && start.is_finite()) {
-                return Err(bad("start_s", format!("must be a non-negative number of seconds, got {start}")));
-            }
-            let size: u64 = fields[csize].parse().map_err(|_| {
-                bad("size_bytes", format!("expected a positive whole number of bytes, got \"{}\"", fields[csize]))
-            })?;
-            if size == 0 {
-                return Err(bad("size_bytes", "must be positive".into()));
-            }
-            let src = self
-                .ctx
-                .topology
-                .find(fields[csrc])
-                .filter(|&i| self.ctx.topology.nodes[i].kind == fctlab_net::NodeKind::Host);
-            let src = src.ok_or_else(|| {
-                bad("src", format!("unknown host \"{}\" (hosts: {})", fields[csrc], self.ctx.host_list()))
-            })?;
-            let dst = self
-                .ctx
-                .topology
-                .find(fields[cdst])
-                .filter(|&i| self.ctx.topology.nodes[i].kind == fctlab_net::NodeKind::Host);
-            let dst = dst.ok_or_else(|| {
-                bad("dst", format!("unknown host \"{}\" (hosts: {})", fields[cdst], self.ctx.host_list()))
-            })?;
-            if src == dst {
-                return Err(bad("dst", "a flow from a host to itself".into()));
-            }
-            let deadline = match cdl.map(|c| fields[c]) {
-                None | Some("") => self.deadline.for_size(Some(size)),
-                Some(d) => {
-                    let v: f64 = d
-                        .parse()
-                        .map_err(|_| bad("deadline_s", format!("expected seconds as a number, got \"{d}\"")))?;
-                    if !(v > 0.0 && v.is_finite()) {
-                        return Err(bad("deadline_s", format!("must be positive, got {v}")));
-                    }
-                    Some(Nanos::from_secs_f64(v))
-                }
-            };
-            let tag = ctag.map(|c| fields[c].to_string()).filter(|t| !t.is_empty()).unwrap_or_else(|| self.tag.clone());
-            self.out.push(FlowSpec {
-                src,
-                dst,
-                size_bytes: Some(size),
-                start: self.start + Nanos::from_secs_f64(start),
-                deadline,
-                tag,
-                group: String::new(),
-                group_id: None,
-                after: None,
-                cc: self.cc.clone(),
-                ecn: self.ecn,
-            });
+        // Unsorted: held, so that the run can start them in time order.
+        let mut rows = loaded.plan.rows().map_err(|m| self.err("file", m))?;
+        let mut record = csv::StringRecord::new();
+        while let Some(f) = loaded.plan.next(&mut rows, &mut record).map_err(|m| self.err("file", m))? {
+            self.out.push(f);
         }
         Ok(())
     }
 }
 
+/// The error of an entry that gives a flow starting at `start`, past the time a run can span.
+pub(crate) fn past_max_time(start: Nanos) -> String {
+    format!(
+        "draws a flow starting at {:.3e} s, past the {} s a run can span (are its sizes too large for \
+         its load, or its rate too low?)",
+        start.as_secs_f64(),
+        crate::schema::MAX_TIME.as_secs_f64()
+    )
+}
+
 /// A path in a scenario resolved against the scenario file's directory.
-fn relative_to(scenario_file: &str, name: &str) -> std::path::PathBuf {
+pub(crate) fn relative_to(scenario_file: &str, name: &str) -> std::path::PathBuf {
     let p = std::path::Path::new(name);
     if p.is_absolute() || scenario_file.starts_with('<') {
         return p.to_path_buf();

@@ -49,6 +49,10 @@ fn main() -> ExitCode {
         until = until.saturating_add(slice);
         let status = sim.advance(until);
         drop(sim.take_flow_rows());
+        if let Some(m) = sim.failure() {
+            eprintln!("error: {m}");
+            return ExitCode::from(2);
+        }
         if status == fctlab_sim::RunStatus::Finished {
             break;
         }

@@ -288,6 +288,13 @@ impl Simulation {
         self.finished
     }
 
+    /// Why the run cannot go on as its scenario says, if it cannot: a trace file read as the
+    /// run goes on changed since the scenario was loaded. The flows after that point of the
+    /// trace do not start; the caller reports the error instead of results.
+    pub fn failure(&self) -> Option<String> {
+        self.feed.failure().map(|m| format!("{}: {m}", self.scenario.file))
+    }
+
     /// Runs until simulated time `until` (inclusive), the stop time, or the end of the run.
     pub fn advance(&mut self, until: Nanos) -> RunStatus {
         if self.finished {

@@ -308,3 +308,39 @@ fn host_ranges_and_hosts_under_a_switch() {
     let e = load_err(&perm("\"under:spine0\"", "\"all\""));
     assert!(e.message.contains("no host is attached to switch \"spine0\""), "{e}");
 }
+
+#[test]
+fn a_sorted_trace_is_read_as_the_run_goes_on_and_a_changed_file_stops_the_run() {
+    let dir = std::env::temp_dir().join(format!("fctlab-trace-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (sorted, unsorted) = (dir.join("sorted.csv"), dir.join("unsorted.csv"));
+    // 3,000 flows of 5 KB, one every 20 us, round robin over the hosts (sorted by start).
+    let lines: Vec<String> =
+        (0..3000).map(|i| format!("{:.6},h{},h{},5000", i as f64 * 20e-6, i % 16, (i + 5) % 16)).collect();
+    std::fs::write(&sorted, format!("start_s,src,dst,size_bytes\n{}\n", lines.join("\n"))).unwrap();
+    let mut shuffled = lines.clone();
+    shuffled.swap(10, 20);
+    std::fs::write(&unsorted, format!("start_s,src,dst,size_bytes\n{}\n", shuffled.join("\n"))).unwrap();
+    let scenario =
+        |f: &std::path::Path| format!("{STAR16}[[workloads]]\nkind = \"trace\"\nfile = \"{}\"\n", f.display());
+    let listed = |f: &std::path::Path| {
+        let sc = fctlab_scenario::load(&scenario(f), "w.toml", Format::Toml, &[]).unwrap();
+        sc.flows.parts().filter(|(_, p)| matches!(p, fctlab_scenario::FlowPart::Listed(_))).count()
+    };
+    assert_eq!((listed(&sorted), listed(&unsorted)), (0, 1), "a sorted trace is drawn, an unsorted one held");
+    // Drawn as the run goes on, the flows are those of the file, each once.
+    let rows = run(&scenario(&sorted)).flows;
+    assert_eq!(rows.len(), 3000);
+    assert!(rows.iter().all(|r| r.completed && r.size_bytes == Some(5000)));
+    assert_eq!((&*rows[7].src, &*rows[7].dst), ("h7", "h12"));
+    assert!((rows[2999].start_s.unwrap() - 2999.0 * 20e-6).abs() < 1e-9);
+    // The file changed under the run: the run stops with an error naming it.
+    let mut s = sim(&scenario(&sorted));
+    s.advance(fctlab_engine::Nanos::from_millis(1));
+    assert!(s.failure().is_none());
+    std::fs::write(&sorted, "start_s,src,dst,size_bytes\n0.5,h1,h2,100\n").unwrap();
+    s.advance(fctlab_engine::Nanos::from_millis(60));
+    let m = s.failure().expect("the change is seen");
+    assert!(m.contains("sorted.csv") && m.contains("changed since the scenario was loaded"), "{m}");
+    std::fs::remove_dir_all(&dir).ok();
+}
