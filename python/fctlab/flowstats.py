@@ -9,6 +9,7 @@ buckets holding the ranks asked for. The quantile is then pyarrow's and numpy's 
 
 from __future__ import annotations
 
+import array
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence
@@ -21,8 +22,22 @@ import pyarrow.compute as pc
 _SHIFT = 44
 
 
+def _uint64s(xs: Sequence[int]) -> pa.Array:
+    """An Arrow array of `xs` made from their bytes: converting Python values (a list, or a
+    number given to a compute function) imports pandas, which `fctlab run` does without."""
+    return pa.Array.from_buffers(pa.uint64(), len(xs), [None, pa.py_buffer(array.array("Q", xs))])
+
+
+def _float64(x: float) -> pa.Scalar:
+    return pa.Array.from_buffers(pa.float64(), 1, [None, pa.py_buffer(array.array("d", [x]))])[0]
+
+
+_SHIFT_BY = _uint64s([_SHIFT])[0]
+_FALSE = pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(b"\x00")])[0]
+
+
 def _buckets(values: pa.Array) -> pa.Array:
-    return pc.shift_right(values.view(pa.uint64()), _SHIFT)
+    return pc.shift_right(values.view(pa.uint64()), _SHIFT_BY)
 
 
 @dataclass
@@ -63,7 +78,7 @@ class Column:
             if any(below <= r < below + c for r in ranks):
                 wanted.add(b)
             below += c
-        return pa.array(sorted(wanted), pa.uint64())
+        return _uint64s(sorted(wanted))
 
     def keep(self, values: pa.Array, wanted: pa.Array) -> None:
         """Second pass: the values of the wanted buckets."""
@@ -74,8 +89,9 @@ class Column:
         """Exact quantiles `qs` (after both passes)."""
         if not self.n:
             return [None for _ in qs]
-        kept = sorted(pa.concat_arrays(self.kept).to_pylist()) if self.kept else []
-        kept_buckets = _buckets(pa.array(kept, pa.float64())).to_pylist()
+        values = pa.concat_arrays(self.kept)
+        values = values.take(pc.sort_indices(values))
+        kept, kept_buckets = values.to_pylist(), _buckets(values).to_pylist()
         # For each bucket: the rank of its first value among all values, and among the kept ones.
         rank_of, below = {}, 0
         for b in sorted(self.counts):
@@ -126,10 +142,10 @@ def summarise(
         keep = batch.column("completed")
         if lo is not None or hi is not None:
             start = batch.column("start_s")
-            window = pc.greater_equal(start, lo or 0.0)
+            window = pc.greater_equal(start, _float64(lo or 0.0))
             if hi is not None:
-                window = pc.and_(window, pc.less(start, hi))
-            window = pc.fill_null(window, False)
+                window = pc.and_(window, pc.less(start, _float64(hi)))
+            window = pc.fill_null(window, _FALSE)
             out.measured += pc.sum(window).as_py() or 0
             keep = pc.and_(keep, window)
         else:

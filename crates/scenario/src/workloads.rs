@@ -354,21 +354,38 @@ impl Gen<'_, '_> {
         }
     }
 
+    /// What every flow of the entry shares (its protocol, ECN and tag; hosts, size, start and
+    /// group filled in per flow).
+    fn template(&self) -> FlowSpec {
+        FlowSpec {
+            src: 0,
+            dst: 0,
+            size_bytes: None,
+            start: Nanos::ZERO,
+            deadline: None,
+            tag: self.tag.clone(),
+            group: String::new(),
+            group_id: None,
+            after: None,
+            cc: self.cc.clone(),
+            ecn: self.ecn,
+        }
+    }
+
     fn push(&mut self, src: usize, dst: usize, size: Option<u64>, start: Nanos, group: &str, after: Option<u32>) {
         let group_id = self.ctx.group(group);
-        self.out.push(FlowSpec {
+        let spec = FlowSpec {
             src,
             dst,
             size_bytes: size,
             start,
             deadline: self.deadline.for_size(size),
-            tag: self.tag.clone(),
             group: group.to_string(),
             group_id,
             after,
-            cc: self.cc.clone(),
-            ecn: self.ecn,
-        });
+            ..self.template()
+        };
+        self.out.push(spec);
     }
 
     fn poisson(&mut self, w: &Poisson) -> Result<(), ScenarioError> {
@@ -441,19 +458,7 @@ impl Gen<'_, '_> {
                 ));
             }
         }
-        let template = FlowSpec {
-            src: 0,
-            dst: 0,
-            size_bytes: None,
-            start: Nanos::ZERO,
-            deadline: None,
-            tag: self.tag.clone(),
-            group: String::new(),
-            group_id: None,
-            after: None,
-            cc: self.cc.clone(),
-            ecn: self.ecn,
-        };
+        let template = self.template();
         let plan = DrawPlan {
             rng: self.rng.clone(),
             senders,
@@ -725,19 +730,7 @@ impl Gen<'_, '_> {
 
     fn trace(&mut self, w: &Trace) -> Result<(), ScenarioError> {
         let name = w.file.clone().ok_or_else(|| self.err("file", "a \"trace\" workload needs `file` (a CSV file)"))?;
-        let template = FlowSpec {
-            src: 0,
-            dst: 0,
-            size_bytes: None,
-            start: Nanos::ZERO,
-            deadline: None,
-            tag: self.tag.clone(),
-            group: String::new(),
-            group_id: None,
-            after: None,
-            cc: self.cc.clone(),
-            ecn: self.ecn,
-        };
+        let template = self.template();
         let entry = crate::trace::Entry {
             scenario_file: &self.ctx.file,
             name: &name,
