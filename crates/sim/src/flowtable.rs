@@ -17,16 +17,54 @@ type Page = PageData;
 struct PageData {
     /// Made in place (a page built on the stack would be copied to the heap).
     states: Box<[FlowState; PAGE]>,
-    /// The ports of its started flows' paths (see [`PathRef`]), in the order they started.
+    /// Each flow's paths, apart from the states: forwarding reads nothing else of a flow.
+    paths: Box<[PathRef; PAGE]>,
+    /// The ports of the paths too long to be held in their [`PathRef`], in the order their
+    /// flows started.
     ports: Vec<PortId>,
 }
 
-/// Where a flow's paths are in its page's `ports`: `span[0]` its data path, `span[1]` its ACK
-/// path, each as (first, end) indices (a page holds at most 64 flows of 2 x 127 ports).
-#[derive(Copy, Clone, Debug, Default)]
+/// Ports a flow's two paths keep in its [`PathRef`] (a path between two hosts of a fat-tree
+/// or leaf-spine crosses at most six ports each way).
+const INLINE: usize = 14;
+/// `PathRef::spill` of paths held inline.
+const HELD_INLINE: u16 = u16::MAX;
+
+/// A flow's paths: its data path's `fwd` ports then its ACK path's `rev` ports, in `ports`
+/// when they fit, else in the page's `ports` from `spill` (a page holds at most 64 flows of
+/// 2 x 127 ports). One cache line: forwarding reads the next port in the line it reads the
+/// lengths from.
+#[derive(Copy, Clone, Debug)]
+#[repr(C, align(64))]
 pub(crate) struct PathRef {
-    span: [(u16, u16); 2],
+    fwd: u8,
+    rev: u8,
+    spill: u16,
+    /// The flow whose paths these are (for [`FlowTable::recent`]).
+    flow: u32,
+    ports: [PortId; INLINE],
 }
+
+impl PathRef {
+    const NONE: PathRef = PathRef { fwd: 0, rev: 0, spill: HELD_INLINE, flow: u32::MAX, ports: [PortId(0); INLINE] };
+
+    /// The port at hop `hop` (its direction in the top bit) of paths held inline.
+    #[inline(always)]
+    fn port(&self, hop: u8, spilled: &[PortId]) -> Option<(PortId, u8)> {
+        let (base, len) = if hop & HOP_REVERSE != 0 { (self.fwd, self.rev) } else { (0, self.fwd) };
+        let i = hop & !HOP_REVERSE;
+        if i >= len {
+            return None;
+        }
+        let at = (base + i) as usize; // at most 2 x 127
+        let port =
+            if self.spill == HELD_INLINE { *self.ports.get(at)? } else { *spilled.get(self.spill as usize + at)? };
+        Some((port, hop + 1))
+    }
+}
+
+/// The most entries of [`FlowTable::recent`].
+const RECENT_MAX: usize = 8192;
 
 pub(crate) struct FlowTable {
     /// By page: its flows' state, from its first flow's start until its last one's retirement.
@@ -34,13 +72,18 @@ pub(crate) struct FlowTable {
     /// By page: its flows not retired yet (0 once it is gone).
     open: Vec<u32>,
     len: usize,
+    /// A copy of the inline paths of flows that started recently, by flow id modulo its
+    /// length (a power of two): forwarding finds a flow's next port in one read when the
+    /// entry is its flow's (flow ids are not reused), else in its page.
+    recent: Box<[PathRef]>,
 }
 
 impl FlowTable {
     pub fn new(len: usize) -> FlowTable {
         let n = len.div_ceil(PAGE);
         let open = (0..n).map(|p| PAGE.min(len - p * PAGE) as u32).collect();
-        FlowTable { pages: (0..n).map(|_| None).collect(), open, len }
+        let recent = vec![PathRef::NONE; len.next_power_of_two().clamp(1, RECENT_MAX)].into_boxed_slice();
+        FlowTable { pages: (0..n).map(|_| None).collect(), open, len, recent }
     }
 
     /// Flows of the run.
@@ -58,19 +101,31 @@ impl FlowTable {
         self.pages[f / PAGE].get_or_insert_with(|| {
             let states: Box<[FlowState]> = (0..PAGE).map(|_| FlowState::default()).collect();
             let states = states.try_into().unwrap_or_else(|_| unreachable!("PAGE states were made"));
-            PageData { states, ports: Vec::new() }
+            PageData { states, paths: Box::new([PathRef::NONE; PAGE]), ports: Vec::new() }
         })
     }
 
     /// Gives flow `f` (starting now) its paths: `fill` appends the ports of its data path,
     /// then those of its ACK path, and returns how many of each.
     pub fn set_paths(&mut self, f: usize, fill: impl FnOnce(&mut Vec<PortId>) -> (u8, u8)) -> &[PortId] {
-        let page = self.page(f);
+        let _ = self.page(f);
+        let Some(page) = self.pages[f / PAGE].as_mut() else { return &[] };
         let at = page.ports.len();
         let (fwd, rev) = fill(&mut page.ports);
-        let (a, m) = (at as u16, (at + fwd as usize) as u16);
-        page.states[f % PAGE].path = PathRef { span: [(a, m), (m, m + rev as u16)] };
-        &page.ports[at..]
+        let n = page.ports.len() - at;
+        let r = &mut page.paths[f % PAGE];
+        *r = PathRef { fwd, rev, flow: f as u32, ..PathRef::NONE };
+        let mask = self.recent.len() - 1;
+        if n <= INLINE {
+            r.ports[..n].copy_from_slice(&page.ports[at..]);
+            page.ports.truncate(at);
+            self.recent[f & mask] = *r;
+            &r.ports[..n]
+        } else {
+            r.spill = at as u16;
+            self.recent[f & mask] = PathRef::NONE;
+            &page.ports[at..]
+        }
     }
 
     /// The port a packet of `flow` takes next, and its metadata's hop index moved past it;
@@ -78,10 +133,12 @@ impl FlowTable {
     #[inline(always)]
     pub fn next_port(&self, flow: FlowId, hop: u8) -> Option<(PortId, u8)> {
         let f = flow.0 as usize;
+        let r = &self.recent[f & (self.recent.len() - 1)];
+        if r.flow == flow.0 {
+            return r.port(hop, &[]);
+        }
         let page = self.pages.get(f / PAGE)?.as_ref()?;
-        let (first, end) = page.states[f % PAGE].path.span[(hop >> 7) as usize];
-        let at = first + (hop & !HOP_REVERSE) as u16;
-        (at < end).then(|| (page.ports[at as usize], hop + 1))
+        page.paths[f % PAGE].port(hop, &page.ports)
     }
 
     /// Flow `f`'s state: None before its page exists (not started) and after it was retired.
@@ -114,6 +171,12 @@ impl FlowTable {
             self.open[p] -= 1;
             if self.open[p] == 0 {
                 self.pages[p] = None;
+                let mask = self.recent.len() - 1;
+                for g in p * PAGE..((p + 1) * PAGE).min(self.len) {
+                    if self.recent[g & mask].flow == g as u32 {
+                        self.recent[g & mask] = PathRef::NONE;
+                    }
+                }
             }
         }
     }
@@ -178,11 +241,38 @@ mod tests {
         assert_eq!(walk(&t, 3, 0), [10, 11, 12]);
         assert_eq!(walk(&t, 3, HOP_REVERSE), [20, 21]);
         assert_eq!((walk(&t, 1, 0), walk(&t, 1, HOP_REVERSE)), (vec![5], vec![6]));
+        // Paths too long to be held inline are in the page's ports.
+        let (long_fwd, long_rev): (Vec<u32>, Vec<u32>) = ((100..110).collect(), (200..208).collect());
+        let got = t.set_paths(5, |out| {
+            out.extend(ports(&long_fwd));
+            out.extend(ports(&long_rev));
+            (10, 8)
+        });
+        assert_eq!(got.len(), 18);
+        assert_eq!((walk(&t, 5, 0), walk(&t, 5, HOP_REVERSE)), (long_fwd, long_rev));
+        assert_eq!(walk(&t, 3, 0), [10, 11, 12], "the inline paths are unchanged");
         assert!(walk(&t, 2, 0).is_empty(), "a flow of the page that has not started has no path");
         assert!(walk(&t, PAGE as u32, 0).is_empty(), "a page not made has none either");
         for f in 0..PAGE {
             t.retire(f);
         }
         assert!(walk(&t, 3, 0).is_empty(), "a retired page's paths are gone with it");
+    }
+
+    #[test]
+    fn two_flows_sharing_an_entry_of_the_recent_paths_each_find_their_own() {
+        let mut t = FlowTable::new(RECENT_MAX + PAGE);
+        let (a, b) = (1, RECENT_MAX + 1); // the same entry of `recent`
+        t.set_paths(a, |out| {
+            out.extend([PortId(1), PortId(2)]);
+            (1, 1)
+        });
+        t.set_paths(b, |out| {
+            out.extend([PortId(7), PortId(8)]);
+            (1, 1)
+        });
+        let first = |f: usize, hop| t.next_port(FlowId(f as u32), hop).map(|(p, _)| p.0);
+        assert_eq!((first(a, 0), first(a, HOP_REVERSE)), (Some(1), Some(2)), "from its page");
+        assert_eq!((first(b, 0), first(b, HOP_REVERSE)), (Some(7), Some(8)), "from the entry");
     }
 }

@@ -2,7 +2,7 @@
 //! hosts, and timers.
 
 use crate::build::{Network, HOP_REVERSE};
-use crate::flowtable::{FlowTable, PathRef};
+use crate::flowtable::FlowTable;
 use crate::monitor::{DropSite, Monitor};
 use crate::pcap::Capture;
 use crate::sched::HostLayer;
@@ -86,8 +86,6 @@ pub(crate) struct FlowState {
     /// Its specification when it was drawn as it started (a listed flow's stays in
     /// [`Scenario::flows`]).
     pub drawn: Option<Box<FlowSpec>>,
-    /// Where its paths are in its page.
-    pub path: PathRef,
     /// Its best-case completion time on its paths (none for a long-lived flow).
     pub ideal: OptNanos,
     /// Its packets' priority, when a queue discipline of the run classifies flows by their
