@@ -1,6 +1,7 @@
 """`fctlab bench --quick` runs every benchmark and reports sane, non-zero figures. Not timed:
 the figures are only checked to be measured (speed targets are read from the benchmark's
-output by people, not asserted here)."""
+output by people, not asserted here). One memory target is asserted, being no timing: four
+times the flows at one load peak at no more than 1.15 times the memory."""
 
 import json
 import subprocess
@@ -34,16 +35,25 @@ def test_bench_quick_runs_and_reports_every_benchmark():
     assert sw["workers_1_s"] > 0 and sw["workers_2_s"] > 0 and sw["parallel_share"] > 0
     assert sw["query_runs"] == 20 and sw["query_flows"] > 0 and sw["query_s"] > 0
     assert sorted(by_name) == sorted(b for b in BENCHMARKS if b not in FULL_ONLY)
-    # the long benchmarks run when named (here their quick version: 100,000 of ten million flows)
+    # the long benchmarks run when named (here their quick versions: 100,000 of ten million
+    # flows, and 200,000 flows beside flows_1m's 50,000 at one load)
     p = subprocess.run(
-        [sys.executable, "-m", "fctlab.cli", "bench", "--quick", "--json", "flows_10m"],
+        [sys.executable, "-m", "fctlab.cli", "bench", "--quick", "--json", "flows_1m", "flows_4m", "flows_10m"],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert p.returncode == 0, p.stderr
-    by_name.update((r["benchmark"], r) for r in map(json.loads, p.stdout.splitlines()) if r["benchmark"] == "flows_10m")
+    long = {r["benchmark"]: r for r in map(json.loads, p.stdout.splitlines())}
+    by_name.update((n, long[n]) for n in ("flows_4m", "flows_10m"))
     assert by_name["flows_10m"]["flows_completed"] == by_name["flows_10m"]["flows_total"] == 100_000
+    assert by_name["flows_4m"]["flows_completed"] == by_name["flows_4m"]["flows_total"] == 200_000
+    # four times the flows at one load hold no more memory (the state follows the flows alive)
+    growth = long["memory_growth"]
+    assert growth["flows_4m_over_1m"] == pytest.approx(
+        long["flows_4m"]["peak_rss_mb"] / long["flows_1m"]["peak_rss_mb"]
+    )
+    assert growth["flows_4m_over_1m"] <= growth["target"] == 1.15
     for name, r in by_name.items():
         assert r["events"] > 0 and r["events_per_s"] > 0, name
         assert r["data_packets_delivered"] > 0 and r["data_packets_per_wall_s"] > 0, name
