@@ -40,11 +40,11 @@ struct Cols {
     tag: Option<usize>,
 }
 
-/// A line of the trace that is not a flow: (column or `None` for the line as a whole, message).
-type LineError = (Option<&'static str>, String);
+/// A line of the trace that is not a flow: (the column at fault, message).
+type LineError = (&'static str, String);
 
 /// What reading a trace at load gives: its plan, its flow count, and whether it is sorted by
-/// start time; or the error message (its file named) for `<entry>.file`.
+/// start time.
 pub(crate) struct Loaded {
     pub plan: TracePlan,
     pub count: u64,
@@ -202,9 +202,9 @@ impl TracePlan {
         format!("{} (read again as the run went on)", csv_message(&self.path, e))
     }
 
-    fn line_error(&self, record: &csv::StringRecord, column: Option<&str>, m: String) -> String {
+    fn line_error(&self, record: &csv::StringRecord, column: &str, m: String) -> String {
         let row = record.position().map_or(0, |p| p.line());
-        format!("{}: line {row}, column {}: {m}", self.path.display(), column.unwrap_or("-"))
+        format!("{}: line {row}, column {column}: {m}", self.path.display())
     }
 
     /// The flow of one line.
@@ -213,34 +213,33 @@ impl TracePlan {
         let field = |i: usize| record.get(i).unwrap_or("");
         let start: f64 = field(c.start)
             .parse()
-            .map_err(|_| (Some("start_s"), format!("expected seconds as a number, got \"{}\"", field(c.start))))?;
+            .map_err(|_| ("start_s", format!("expected seconds as a number, got \"{}\"", field(c.start))))?;
         if !(start >= 0.0 && start.is_finite()) {
-            return Err((Some("start_s"), format!("must be a non-negative number of seconds, got {start}")));
+            return Err(("start_s", format!("must be a non-negative number of seconds, got {start}")));
         }
         let size: u64 = field(c.size).parse().map_err(|_| {
-            (Some("size_bytes"), format!("expected a positive whole number of bytes, got \"{}\"", field(c.size)))
+            ("size_bytes", format!("expected a positive whole number of bytes, got \"{}\"", field(c.size)))
         })?;
         if size == 0 {
-            return Err((Some("size_bytes"), "must be positive".into()));
+            return Err(("size_bytes", "must be positive".into()));
         }
         let host = |col: &'static str, name: &str| {
             self.hosts
                 .get(name)
                 .copied()
-                .ok_or_else(|| (Some(col), format!("unknown host \"{name}\" (hosts: {})", self.host_list)))
+                .ok_or_else(|| (col, format!("unknown host \"{name}\" (hosts: {})", self.host_list)))
         };
         let (src, dst) = (host("src", field(c.src))?, host("dst", field(c.dst))?);
         if src == dst {
-            return Err((Some("dst"), "a flow from a host to itself".into()));
+            return Err(("dst", "a flow from a host to itself".into()));
         }
         let deadline = match c.deadline.map(field) {
             None | Some("") => self.deadline.for_size(Some(size)),
             Some(d) => {
-                let v: f64 = d
-                    .parse()
-                    .map_err(|_| (Some("deadline_s"), format!("expected seconds as a number, got \"{d}\"")))?;
+                let v: f64 =
+                    d.parse().map_err(|_| ("deadline_s", format!("expected seconds as a number, got \"{d}\"")))?;
                 if !(v > 0.0 && v.is_finite()) {
-                    return Err((Some("deadline_s"), format!("must be positive, got {v}")));
+                    return Err(("deadline_s", format!("must be positive, got {v}")));
                 }
                 Some(Nanos::from_secs_f64(v))
             }
