@@ -266,15 +266,6 @@ impl FlowList {
         }
     }
 
-    /// Flow `id`'s specification: listed, or drawn again from its part's stream (which draws
-    /// the flows before it in its part; use [`FlowList::iter`] to walk many).
-    pub fn get(&self, id: usize) -> Option<Cow<'_, FlowSpec>> {
-        match self.part_of(id)? {
-            (first, FlowPart::Listed(v)) => v.get(id - first).map(Cow::Borrowed),
-            (first, FlowPart::Drawn(d)) => d.iter().nth(id - first).map(Cow::Owned),
-        }
-    }
-
     /// Every flow in id order, drawn ones drawn as the walk reaches them.
     pub fn iter(&self) -> impl Iterator<Item = Cow<'_, FlowSpec>> {
         self.parts.iter().flat_map(|p| -> Box<dyn Iterator<Item = Cow<'_, FlowSpec>>> {
@@ -292,10 +283,12 @@ impl FlowList {
 
     /// The listed flows, with their ids.
     pub fn listed_flows(&self) -> impl Iterator<Item = (usize, &FlowSpec)> {
-        self.parts().flat_map(|(first, p)| match p {
-            FlowPart::Listed(v) => v.iter().enumerate().map(move |(i, f)| (first + i, f)).collect::<Vec<_>>(),
-            FlowPart::Drawn(_) => Vec::new(),
-        })
+        self.parts()
+            .filter_map(|(first, p)| match p {
+                FlowPart::Listed(v) => Some((first, v)),
+                FlowPart::Drawn(_) => None,
+            })
+            .flat_map(|(first, v)| v.iter().enumerate().map(move |(i, f)| (first + i, f)))
     }
 
     /// Listed flows' specifications, for the builder's checks across them.
@@ -421,11 +414,10 @@ until = "3ms"
         assert!(s.flows.len() > 51, "the `until` entry drew some flows");
         assert_eq!(all[0].size_bytes, Some(1_000_000));
         assert!(all[1..51].iter().all(|f| f.size_bytes == Some(10_000) && f.tag == "web"));
-        for (i, f) in all.iter().enumerate() {
-            let again = s.flows.get(i).unwrap();
+        for (f, again) in all.iter().zip(s.flows.iter()) {
             assert_eq!((again.src, again.dst, again.start, again.size_bytes), (f.src, f.dst, f.start, f.size_bytes));
         }
-        assert!(s.flows.listed(0).is_some() && s.flows.listed(1).is_none() && s.flows.get(all.len()).is_none());
+        assert!(s.flows.listed(0).is_some() && s.flows.listed(1).is_none() && s.flows.listed(all.len()).is_none());
         let mut feed = s.flows.feed();
         let mut order = Vec::new();
         while let Some((id, drawn)) = feed.pop() {

@@ -98,7 +98,13 @@ impl FlowTable {
     }
 
     fn page(&mut self, f: usize) -> &mut PageData {
-        self.pages[f / PAGE].get_or_insert_with(|| {
+        Self::page_in(&mut self.pages, f)
+    }
+
+    /// Flow `f`'s page in `pages`, made if it has none yet (a function of the pages alone, so
+    /// that the table's other fields stay free to borrow).
+    fn page_in(pages: &mut [Option<Page>], f: usize) -> &mut PageData {
+        pages[f / PAGE].get_or_insert_with(|| {
             let states: Box<[FlowState]> = (0..PAGE).map(|_| FlowState::default()).collect();
             let states = states.try_into().unwrap_or_else(|_| unreachable!("PAGE states were made"));
             PageData { states, paths: Box::new([PathRef::NONE; PAGE]), ports: Vec::new() }
@@ -108,8 +114,7 @@ impl FlowTable {
     /// Gives flow `f` (starting now) its paths: `fill` appends the ports of its data path,
     /// then those of its ACK path, and returns how many of each.
     pub fn set_paths(&mut self, f: usize, fill: impl FnOnce(&mut Vec<PortId>) -> (u8, u8)) -> &[PortId] {
-        let _ = self.page(f);
-        let Some(page) = self.pages[f / PAGE].as_mut() else { return &[] };
+        let page = Self::page_in(&mut self.pages, f);
         let at = page.ports.len();
         let (fwd, rev) = fill(&mut page.ports);
         let n = page.ports.len() - at;
