@@ -128,6 +128,23 @@ pub mod flags {
     /// The packet carries a [`RouterHeader`](super::RouterHeader): switch ports running a
     /// router-assisted protocol read it (on an ACK it is the receiver's echo).
     pub const ROUTER: u8 = 1 << 5;
+    /// The sender set the packet's priority and rank itself ([`Packet::prio`],
+    /// [`Packet::rank`]): protocols that tag packets (pFabric, PIAS).
+    pub const TAGGED: u8 = 1 << 6;
+}
+
+/// A packet's rank for disciplines that order by it (pFabric): a byte count (the flow's
+/// remaining size) in 16 bits, smaller first. Counts below 2,048 are exact; above, each
+/// power of two is split in 1,024 steps (0.1% apart), so that the order of two counts is kept
+/// wherever they differ by more than that, up to any u64.
+pub fn rank_of_bytes(bytes: u64) -> u16 {
+    if bytes < 2048 {
+        return bytes as u16;
+    }
+    let top = 63 - bytes.leading_zeros() as u64; // at least 11
+    let shift = top - 10;
+    let mantissa = (bytes >> shift) & 0x3ff;
+    (2048 + (shift - 1) * 1024 + mantissa) as u16
 }
 
 /// A packet. Plain data, kept small; moved between components by [`PacketId`].
@@ -153,6 +170,10 @@ pub struct Packet {
     pub router: RouterHeader,
     /// Number of payload bytes with CE covered by this ACK (receiver's precise echo).
     pub ce_bytes_echo: u32,
+    /// The priority band and rank the sender gave the packet (with `flags::TAGGED`; see
+    /// [`PacketMeta::prio`], [`PacketMeta::rank`]). Carried into the network, not kept.
+    pub prio: u8,
+    pub rank: u16,
 }
 
 impl Packet {
@@ -163,7 +184,18 @@ impl Packet {
     /// The fields switches need, carried beside the packet id through the network.
     #[inline]
     pub fn meta(&self) -> PacketMeta {
-        PacketMeta { flow: self.flow, wire_bytes: self.wire_bytes, flags: self.flags, hop: 0, kind: self.kind, prio: 0 }
+        PacketMeta {
+            flow: self.flow,
+            // At most 65,535: a segment and its headers are bounded so (`mss` at most 64,000 B,
+            // `header_bytes` at most 1,000 B, a router header at most 255 B), as IPv4's 16-bit
+            // total length bounds a real packet.
+            wire_bytes: self.wire_bytes as u16,
+            rank: self.rank,
+            flags: self.flags,
+            hop: 0,
+            kind: self.kind,
+            prio: self.prio,
+        }
     }
 }
 
@@ -175,16 +207,19 @@ impl Packet {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub struct PacketMeta {
     pub flow: FlowId,
-    pub wire_bytes: u32,
+    pub wire_bytes: u16,
+    /// Its rank for disciplines that order packets by one (pFabric: smaller first; see
+    /// [`rank_of_bytes`]). Set by the sender (`flags::TAGGED`), 0 otherwise.
+    pub rank: u16,
     pub flags: u8,
     /// Where the packet is on its flow's path: the direction (bit 7: 0 from the flow's
     /// source, 1 toward it) and the index of the next port (bits 0-6). Set by the simulation.
     pub hop: u8,
     /// The packet's kind, so that switches see SYNs and FINs without reading the packet.
     pub kind: PacketKind,
-    /// Its priority for disciplines that have bands (0 highest; see
-    /// [`crate::qdisc::Discipline::class_of`]). Set by the simulation as the packet enters the
-    /// network.
+    /// Its priority for disciplines that have bands (0 highest). Set by the sender
+    /// (`flags::TAGGED`), else by the simulation from the flow's tag as the packet enters the
+    /// network (see [`crate::qdisc::Discipline::class_of`]).
     pub prio: u8,
 }
 
@@ -302,6 +337,9 @@ impl PacketPool {
             ts_echo_ns: c.ts_echo_ns,
             router: if c.flags & flags::ROUTER != 0 { self.routers[i] } else { Default::default() },
             ce_bytes_echo: c.ce_bytes_echo,
+            // Not kept: switches read them from the packet's meta.
+            prio: 0,
+            rank: 0,
         }
     }
 
@@ -355,6 +393,23 @@ mod tests {
     }
 
     #[test]
+    fn ranks_keep_the_order_of_byte_counts() {
+        let mut counts: Vec<u64> =
+            (0..5000u64).chain((12..64).flat_map(|e| [(1u64 << e) - 1, 1 << e, (1 << e) + (1 << (e - 10))])).collect();
+        counts.sort();
+        let mut last = 0;
+        for b in counts {
+            let r = rank_of_bytes(b);
+            assert!(r >= last, "{b}: {r} < {last}");
+            last = r;
+        }
+        assert_eq!((rank_of_bytes(0), rank_of_bytes(2047), rank_of_bytes(2048), rank_of_bytes(2050)), (0, 2047, 2048, 2049));
+        // 0.1% apart: a flow 1 MB from done ranks before one 1.002 MB from done.
+        assert!(rank_of_bytes(1_000_000) < rank_of_bytes(1_002_000));
+        assert!(rank_of_bytes(u64::MAX) < u16::MAX);
+    }
+
+    #[test]
     fn pool_reuses_slots() {
         let mut pool = PacketPool::new();
         let a = pool.alloc(Packet { seq: 1, ..Default::default() });
@@ -403,6 +458,8 @@ mod tests {
             ts_echo_ns: 12,
             router,
             ce_bytes_echo: 13,
+            prio: 0,
+            rank: 0,
         };
         let a = pool.alloc(full.clone());
         assert_eq!(format!("{:?}", pool.get(a)), format!("{full:?}"));

@@ -40,7 +40,7 @@ impl BufferLimit {
     }
     /// True when adding a packet of `add_bytes` would exceed this limit.
     #[inline]
-    fn would_overflow(&self, pkts: u32, bytes: u64, add_bytes: u64) -> bool {
+    pub fn would_overflow(&self, pkts: u32, bytes: u64, add_bytes: u64) -> bool {
         match *self {
             BufferLimit::Packets(n) => pkts + 1 > n,
             BufferLimit::Bytes(b) => bytes + add_bytes > b,
@@ -715,7 +715,7 @@ mod tests {
     }
 
     fn priority_port(limit: BufferLimit, pushout: bool) -> Port {
-        let cfg = crate::qdisc::priority::PriorityConfig { tags: vec!["hi".into()], ecn_threshold: None, pushout };
+        let cfg = crate::qdisc::priority::PriorityConfig { tags: vec!["hi".into()], bands: 2, band_buffer: None, ecn_threshold: None, pushout };
         port_with(limit, &QueueConfig::StrictPriority(cfg))
     }
 

@@ -111,22 +111,25 @@ fn buffer_item(py: Python<'_>, b: &fctlab_net::BufferLimit) -> PyObject {
     }
 }
 
-/// A queue discipline as a dict: `kind` ("droptail", "ecn", "red" or "priority"); `threshold`
+/// A queue discipline as a dict: `kind` ("droptail", "ecn", "red", "priority" or "pfabric",
+/// which has no parameters); `threshold`
 /// for "ecn"; for "red" `variant` ("classic" or "ns2") and its parameters as the port runs them
 /// (classic: `min_threshold_pkts`, `max_threshold_pkts`, `max_p`, `weight`, `gentle`, `ecn`;
 /// ns2: ns-2's `thresh_`, `maxthresh_`, `q_weight_` (None: automatic), `max_p`, `mark_p`,
 /// `wait`, `bytes`, `mean_pktsize`, `target_delay_s`, `gentle`, `ecn`); for "priority" `tags`
-/// (highest band first), `ecn_threshold` and `pushout`.
+/// (highest band first), `bands`, `band_buffer`, `ecn_threshold` and `pushout`.
 fn queue_item(py: Python<'_>, q: &fctlab_net::QueueConfig) -> PyResult<PyObject> {
     use fctlab_net::QueueConfig;
 
     let d = PyDict::new_bound(py);
     d.set_item("kind", q.name())?;
     match q {
-        QueueConfig::DropTail(()) => {}
+        QueueConfig::DropTail(()) | QueueConfig::PFabric(()) => {}
         QueueConfig::EcnThreshold(threshold) => d.set_item("threshold", buffer_item(py, threshold))?,
         QueueConfig::StrictPriority(c) => {
             d.set_item("tags", c.tags.clone())?;
+            d.set_item("bands", c.bands)?;
+            d.set_item("band_buffer", c.band_buffer.as_ref().map(|t| buffer_item(py, t)))?;
             d.set_item("ecn_threshold", c.ecn_threshold.as_ref().map(|t| buffer_item(py, t)))?;
             d.set_item("pushout", c.pushout)?;
         }

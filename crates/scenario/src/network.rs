@@ -266,7 +266,8 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
         }
     }
     let switch_queue = queue(net.queue.as_deref().unwrap_or("droptail"), queue_table, at)?;
-    let nic_queue = match net.nic_queue.as_deref().unwrap_or("droptail") {
+    let at_nics = qdisc::lookup(&switch_queue.name()).is_ok_and(|r| r.at_nics);
+    let nic_queue = match net.nic_queue.as_deref().unwrap_or(if at_nics { "switch" } else { "droptail" }) {
         "droptail" => QueueConfig::DropTail(()),
         "switch" => switch_queue.clone(),
         other => return Err(err("nic_queue", format!("expected \"droptail\" or \"switch\", got \"{other}\""))),
@@ -303,7 +304,9 @@ fn topology_kind(
     };
     let rate = net.link_rate.map(|r| r.0).unwrap_or(BitsPerSec(1_000_000_000));
     let delay = net.link_delay.map(|d| d.0).unwrap_or(Nanos::from_micros(10));
-    let buffer = net.buffer.map(|b| b.0).unwrap_or(BufferLimit::Packets(100));
+    // 100 packets, or the buffer the queue discipline is designed around (pFabric's).
+    let designed = qdisc::lookup(net.queue.as_deref().unwrap_or("droptail")).ok().and_then(|r| r.default_buffer);
+    let buffer = net.buffer.map(|b| b.0).or(designed).unwrap_or(BufferLimit::Packets(100));
     let host = LinkParams {
         rate: net.host_link_rate.map(|r| r.0).unwrap_or(rate),
         delay: net.host_link_delay.map(|d| d.0).unwrap_or(delay),

@@ -72,8 +72,8 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
 /// The TCP settings' checks across keys (ranges, and the combinations that cannot run).
 fn check_tcp(tcp: &TcpConfig, err: &dyn Fn(&str, String) -> ScenarioError) -> Result<(), ScenarioError> {
     let mss = tcp.mss_bytes as u64;
-    if !(64..=65_000).contains(&mss) {
-        return Err(err("mss", format!("must be between 64B and 65000B, got {mss}B")));
+    if !(64..=64_000).contains(&mss) {
+        return Err(err("mss", format!("must be between 64B and 64000B, got {mss}B")));
     }
     if tcp.header_bytes > 1000 {
         return Err(err("header_bytes", format!("must be at most 1000B, got {}B", tcp.header_bytes)));

@@ -414,7 +414,7 @@ impl Simulation {
         let Some(ctl) = self.port_ctl.get_mut(i) else { return };
         let (queue_pkts, queue_bytes) = self.net.ports[port.0 as usize].queue_at(self.now);
         let v = PortView { now: self.now, queue_pkts, queue_bytes };
-        ctl.on_packet(&v, meta.kind, meta.wire_bytes, hdr);
+        ctl.on_packet(&v, meta.kind, meta.wire_bytes as u32, hdr);
         if !self.port_ticking[i] {
             self.port_ticking[i] = true;
             let t = self.now + ctl.interval();

@@ -160,6 +160,12 @@ pub trait Discipline: Clone + fmt::Debug + Sized {
     fn average(&self) -> Option<f64> {
         None
     }
+    /// The buffer of its ports where the scenario gives none (`[network] buffer`), for a
+    /// discipline designed around one (pFabric's small buffers).
+    const DEFAULT_BUFFER: Option<BufferLimit> = None;
+    /// Host NICs run the discipline too unless `nic_queue` says otherwise (pFabric's hosts
+    /// schedule their packets as its switches do); otherwise NICs are DropTail by default.
+    const AT_NICS: bool = false;
 }
 
 /// A buffer size as scenario files write it (`"100pkt"`, `"150KB"`, `"unlimited"`).
@@ -182,6 +188,10 @@ pub fn keys_as<T: serde::de::DeserializeOwned>(keys: toml::Table) -> Result<T, K
 pub struct Registration {
     pub name: &'static str,
     pub keys: &'static [&'static str],
+    /// See [`Discipline::DEFAULT_BUFFER`].
+    pub default_buffer: Option<BufferLimit>,
+    /// See [`Discipline::AT_NICS`].
+    pub at_nics: bool,
     parse: fn(toml::Table) -> Result<QueueConfig, KeyError>,
 }
 
@@ -321,6 +331,8 @@ macro_rules! disciplines {
             $(Registration {
                 name: <$ty as Discipline>::NAME,
                 keys: <$ty as Discipline>::KEYS,
+                default_buffer: <$ty as Discipline>::DEFAULT_BUFFER,
+                at_nics: <$ty as Discipline>::AT_NICS,
                 parse: |t| <$ty as Discipline>::parse(t).map(QueueConfig::$ty),
             },)*
         ];
@@ -336,6 +348,7 @@ disciplines! {
     ecn::EcnThreshold,
     red::Red,
     priority::StrictPriority,
+    pfabric::PFabric,
 }
 
 #[cfg(test)]
@@ -356,6 +369,6 @@ mod tests {
                 assert!(k.starts_with(&format!("{}_", r.name)), "{k} does not start with {}_", r.name);
             }
         }
-        assert!(lookup("fifo").err().unwrap().contains("known: droptail, ecn, red, priority"));
+        assert!(lookup("fifo").err().unwrap().contains("known: droptail, ecn, red, priority, pfabric"));
     }
 }

@@ -1,11 +1,14 @@
 //! Strict priority: one FIFO band per priority, the transmitter always takes the head of the
 //! highest non-empty band (Linux's `prio` qdisc without its filters). A packet's band is its
-//! priority field; flows get theirs from their tag: the first tag of `priority_tags` is band
-//! 0 (served first), the second band 1, and so on; every other flow is in the last band. The
-//! bands share the port's buffer. With `priority_ecn_threshold`, an ECN-capable packet is
-//! marked when its own band holds that much (per-band DCTCP marking). With `priority_pushout`,
-//! a packet that finds the buffer full pushes out the newest packet of the lowest band below
-//! its own, if there is one (shared-buffer push-out); otherwise it is dropped.
+//! priority field. A protocol that tags its packets sets it per packet (PIAS: by the bytes the
+//! flow has sent); other flows get theirs from their tag: the first tag of `priority_tags` is
+//! band 0 (served first), the second band 1, and so on; every other flow is in the last band.
+//! `priority_bands` sets the number of bands (default: one per tag plus one; 8 without tags).
+//! The bands share the port's buffer; `priority_band_buffer` also limits each band. With
+//! `priority_ecn_threshold`, an ECN-capable packet is marked when its own band holds that much
+//! (per-band DCTCP marking). With `priority_pushout`, a packet that finds the buffer full
+//! pushes out the newest packet of the lowest band below its own, if there is one
+//! (shared-buffer push-out); otherwise it is dropped.
 //!
 //! This file is the worked example of docs/protocols.md ("A queue discipline in one file").
 
@@ -23,6 +26,10 @@ pub const MAX_BANDS: usize = 8;
 pub struct PriorityConfig {
     /// Flow tags, highest priority first; one band each, plus one for every other flow.
     pub tags: Vec<String>,
+    /// Bands of each port (at least one per tag plus one).
+    pub bands: usize,
+    /// Each band holds at most this much (besides the port's shared buffer).
+    pub band_buffer: Option<BufferLimit>,
     /// Mark CE on an ECN-capable packet whose band holds this much.
     pub ecn_threshold: Option<BufferLimit>,
     /// A full buffer drops a waiting packet of a lower band rather than the arriving one.
@@ -41,6 +48,7 @@ pub struct Bands {
     pkts: Vec<u32>,
     bytes: Vec<u64>,
     ecn_threshold: Option<BufferLimit>,
+    band_buffer: Option<BufferLimit>,
     pushout: bool,
 }
 
@@ -61,6 +69,8 @@ impl std::ops::DerefMut for StrictPriority {
 #[serde(deny_unknown_fields)]
 struct Keys {
     priority_tags: Option<Vec<String>>,
+    priority_bands: Option<u32>,
+    priority_band_buffer: Option<Buffer>,
     priority_ecn_threshold: Option<Buffer>,
     priority_pushout: Option<bool>,
 }
@@ -78,36 +88,48 @@ impl StrictPriority {
 impl Discipline for StrictPriority {
     const NAME: &'static str = "priority";
     type Config = PriorityConfig;
-    const KEYS: &'static [&'static str] = &["priority_tags", "priority_ecn_threshold", "priority_pushout"];
+    const KEYS: &'static [&'static str] =
+        &["priority_tags", "priority_bands", "priority_band_buffer", "priority_ecn_threshold", "priority_pushout"];
     const ORDERED: bool = true;
     const CLASSIFIES: bool = true;
 
     fn parse(keys: toml::Table) -> Result<PriorityConfig, KeyError> {
         let k: Keys = keys_as(keys)?;
-        let tags = k.priority_tags.ok_or_else(|| {
-            KeyError::new("priority_tags", "queue = \"priority\" needs `priority_tags`, the flow tags highest first")
-        })?;
-        if tags.is_empty() || tags.len() >= MAX_BANDS {
-            let m = format!("expected 1 to {} tags (one band each, plus one for other flows), got {}", MAX_BANDS - 1, tags.len());
+        let tags = k.priority_tags.unwrap_or_default();
+        if tags.len() >= MAX_BANDS {
+            let m = format!("expected at most {} tags (one band each, plus one for other flows), got {}", MAX_BANDS - 1, tags.len());
             return Err(KeyError::new("priority_tags", m));
         }
         if let Some((i, t)) = tags.iter().enumerate().find(|(i, t)| tags[..*i].contains(t)) {
             return Err(KeyError::new(&format!("priority_tags[{i}]"), format!("\"{t}\" is listed twice")));
         }
+        let least = tags.len() + 1;
+        let bands = match k.priority_bands {
+            None if tags.is_empty() => MAX_BANDS,
+            None => least,
+            Some(n) if (least.max(2)..=MAX_BANDS).contains(&(n as usize)) => n as usize,
+            Some(n) => {
+                let m = format!("expected {} to {MAX_BANDS} bands (one per tag plus one), got {n}", least.max(2));
+                return Err(KeyError::new("priority_bands", m));
+            }
+        };
         Ok(PriorityConfig {
             tags,
+            bands,
+            band_buffer: k.priority_band_buffer.map(|b| b.0),
             ecn_threshold: k.priority_ecn_threshold.map(|b| b.0),
             pushout: k.priority_pushout.unwrap_or(false),
         })
     }
 
     fn new(cfg: &PriorityConfig, _: &LinkInfo, _: Rng) -> StrictPriority {
-        let n = cfg.tags.len() + 1;
+        let n = cfg.bands;
         StrictPriority(Box::new(Bands {
             bands: vec![VecDeque::new(); n],
             pkts: vec![0; n],
             bytes: vec![0; n],
             ecn_threshold: cfg.ecn_threshold,
+            band_buffer: cfg.band_buffer,
             pushout: cfg.pushout,
         }))
     }
@@ -118,6 +140,9 @@ impl Discipline for StrictPriority {
 
     fn on_arrival(&mut self, _: &QueueView, meta: &PacketMeta) -> Verdict {
         let b = self.band(meta);
+        if self.band_buffer.is_some_and(|k| k.would_overflow(self.pkts[b], self.bytes[b], meta.wire_bytes as u64)) {
+            return Verdict::Drop;
+        }
         match self.ecn_threshold {
             Some(k) if k.reached(self.pkts[b], self.bytes[b]) => Verdict::Mark,
             _ => Verdict::Accept,
@@ -164,7 +189,13 @@ mod tests {
     use fctlab_engine::{BitsPerSec, Nanos};
 
     fn cfg(tags: &[&str]) -> PriorityConfig {
-        PriorityConfig { tags: tags.iter().map(|t| t.to_string()).collect(), ecn_threshold: None, pushout: false }
+        PriorityConfig {
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            bands: tags.len() + 1,
+            band_buffer: None,
+            ecn_threshold: None,
+            pushout: false,
+        }
     }
 
     fn waiting(id: u32, prio: u8) -> Waiting {
@@ -194,9 +225,17 @@ mod tests {
         );
         let parse = |t: &str| StrictPriority::parse(toml::from_str(t).unwrap());
         assert_eq!(parse("priority_tags = [\"x\"]\npriority_ecn_threshold = \"10pkt\"").unwrap().ecn_threshold, Some(BufferLimit::Packets(10)));
-        assert!(parse("").unwrap_err().message.contains("needs `priority_tags`"));
         assert_eq!(parse("priority_tags = [\"x\", \"x\"]").unwrap_err().key, "priority_tags[1]");
-        assert!(parse("priority_tags = []").unwrap_err().message.contains("expected 1 to 7 tags"));
+        let eight: Vec<String> = (0..8).map(|i| format!("\"t{i}\"")).collect();
+        let many = parse(&format!("priority_tags = [{}]", eight.join(", "))).unwrap_err();
+        assert!(many.message.contains("at most 7 tags"), "{}", many.message);
+        // Without tags (packets tagged by their senders): 8 bands, or as many as asked.
+        assert_eq!(parse("").unwrap().bands, 8);
+        assert_eq!(parse("priority_bands = 4").unwrap().bands, 4);
+        assert_eq!(parse("priority_tags = [\"x\"]").unwrap().bands, 2);
+        let few = parse("priority_tags = [\"x\", \"y\"]\npriority_bands = 2").unwrap_err();
+        assert_eq!((few.key.as_str(), few.message.as_str()), ("priority_bands", "expected 3 to 8 bands (one per tag plus one), got 2"));
+        assert_eq!(parse("priority_bands = 9").unwrap_err().key, "priority_bands");
     }
 
     #[test]
@@ -213,6 +252,22 @@ mod tests {
         assert_eq!(q.make_room(&waiting(9, 2).meta, 0), None);
         assert_eq!(q.make_room(&waiting(9, 0).meta, 2000), None, "a victim too small for a byte buffer");
         assert_eq!(q.band_lengths(), vec![1, 1, 0]);
+    }
+
+    #[test]
+    fn a_full_band_drops_its_arrivals_and_leaves_the_others_alone() {
+        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos(1000) };
+        let c = PriorityConfig { band_buffer: Some(BufferLimit::Packets(2)), ..cfg(&["a"]) };
+        let mut q = StrictPriority::new(&c, &link, Rng::stream(0, 0));
+        let view = QueueView::busy(Nanos::ZERO, 0, 0);
+        for id in 1..=2 {
+            assert_eq!(q.on_arrival(&view, &waiting(id, 1).meta), Verdict::Accept);
+            q.push(waiting(id, 1));
+        }
+        assert_eq!(q.on_arrival(&view, &waiting(3, 1).meta), Verdict::Drop);
+        assert_eq!(q.on_arrival(&view, &waiting(4, 0).meta), Verdict::Accept);
+        q.pop();
+        assert_eq!(q.on_arrival(&view, &waiting(5, 1).meta), Verdict::Accept, "room again once one left");
     }
 
     #[test]

@@ -261,7 +261,7 @@ impl Discipline for Red {
     fn on_arrival(&mut self, q: &QueueView, meta: &PacketMeta) -> Verdict {
         match self {
             Red::Classic(r) => r.on_arrival(q.waiting_pkts, q.idle_for()),
-            Red::Ns2(r) => r.on_arrival(q.waiting_pkts, q.waiting_bytes, meta.wire_bytes, meta.has(flags::ECT), q.idle_for(), q.full),
+            Red::Ns2(r) => r.on_arrival(q.waiting_pkts, q.waiting_bytes, meta.wire_bytes as u32, meta.has(flags::ECT), q.idle_for(), q.full),
         }
     }
 
