@@ -569,7 +569,10 @@ impl Simulation {
             if self.streaming || self.classifier.is_some() {
                 if let Some(st) = self.flows.get_mut(meta.flow.0 as usize) {
                     st.packets_alive += self.streaming as u32;
-                    meta.prio = st.prio;
+                    // A packet its sender tagged keeps its band.
+                    if !p.has(flags::TAGGED) {
+                        meta.prio = st.prio;
+                    }
                 }
             }
             let pid = self.pool.alloc(p);
@@ -663,7 +666,11 @@ impl Simulation {
         let st = self.flows.open(f);
         st.started_at = OptNanos::some(self.now);
         st.ideal = ideal.into();
-        st.prio = self.classifier.as_ref().map_or(0, |q| q.class_of(&spec.tag));
+        // A protocol that tags its packets sets their bands itself; its ACKs go first.
+        st.prio = match &self.classifier {
+            Some(q) if !spec.cc.tags_packets() => q.class_of(&spec.tag),
+            _ => 0,
+        };
         self.counts.flows_started += 1;
         if self.scenario.measure.map_or(true, |m| m.contains(self.now)) {
             self.flows_measured += 1;

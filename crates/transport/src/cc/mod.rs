@@ -18,7 +18,14 @@
 //! [`PortControl`] that every output port of the run keeps (O(1) state per port) and that
 //! reads and rewrites the header of each packet carrying one. Rate-based algorithms return a
 //! rate from [`CongestionControl::pacing_rate`] and the sender paces at it.
+//!
+//! Algorithms that schedule in the network (`Protocol::TAGS_PACKETS`: pFabric, PIAS) give
+//! each packet they send a band and a rank ([`CongestionControl::priority`]), which the
+//! switches' queue disciplines read; their ACKs go in band 0 with rank 0. An algorithm that
+//! brings its own loss recovery adjusts the TCP settings of its flows
+//! ([`CongestionControl::tune`]).
 
+use crate::config::TcpConfig;
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::{PacketKind, RouterHeader};
 use serde::de::DeserializeOwned;
@@ -49,7 +56,11 @@ pub struct SendContext {
     pub size: Option<u64>,
     /// Bytes sent at least once so far, including this packet's.
     pub bytes_sent: u64,
+    /// The packet's first byte (a data packet's sequence number, from 0).
+    pub seq: u64,
     pub snd_una: u64,
+    /// Bytes above `snd_una` the receiver has reported (SACK).
+    pub sacked_bytes: u64,
     pub srtt: Option<Nanos>,
     pub mss_bytes: u64,
 }
@@ -59,10 +70,23 @@ impl SendContext {
     pub fn remaining(&self) -> Option<u64> {
         self.size.map(|s| s.saturating_sub(self.bytes_sent))
     }
+    /// Bytes the receiver has not reported yet, acknowledged or SACKed (None: long-lived).
+    pub fn unacknowledged(&self) -> Option<u64> {
+        self.size.map(|s| s.saturating_sub(self.snd_una + self.sacked_bytes))
+    }
     /// The SRTT as the router header's `rtt_ns` field carries it (0: not measured yet).
     pub fn rtt_field(&self) -> u32 {
         self.srtt.map_or(0, |r| r.0.min(u32::MAX as u64) as u32)
     }
+}
+
+/// A packet's place in the switches' queues, for algorithms that set it per packet: its
+/// band (strict-priority ports, 0 first) and its rank (pFabric ports, smaller first; see
+/// [`fctlab_net::rank_of_bytes`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct PacketPriority {
+    pub band: u8,
+    pub rank: u16,
 }
 
 /// The window state the sender and the algorithm share.
@@ -153,6 +177,16 @@ pub trait CongestionControl {
     fn weight(&self) -> Option<f64> {
         None
     }
+
+    /// The band and rank of a packet the flow is about to send (algorithms whose
+    /// `Protocol::TAGS_PACKETS` is set; called for every packet they send).
+    fn priority(&self, _ctx: &SendContext) -> PacketPriority {
+        PacketPriority::default()
+    }
+
+    /// Adjusts the TCP settings this flow runs with, for algorithms that define their own
+    /// window start or loss recovery (pFabric). Called once, when the flow starts.
+    fn tune(&self, _tcp: &mut TcpConfig) {}
 }
 
 /// Reno-style decrease by `beta` (0.5 halves), shared by the algorithms that keep it.
@@ -227,6 +261,8 @@ pub trait Protocol: CongestionControl + Clone + fmt::Debug + Sized {
     /// The parameters the switch side reads (keys of `Config`): every flow of a run that uses
     /// the protocol must give them the same values, since the switches run one configuration.
     const PORT_KEYS: &'static [&'static str] = &[];
+    /// The sender sets each packet's band and rank ([`CongestionControl::priority`]).
+    const TAGS_PACKETS: bool = false;
 }
 
 /// The output port a [`PortControl`] runs on.
@@ -383,6 +419,23 @@ macro_rules! protocols {
                     $($(#[$attr])* AnyCc::$ty(c) => c.round(),)*
                 }
             }
+            #[inline]
+            pub fn priority(&self, ctx: &SendContext) -> PacketPriority {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.priority(ctx),)*
+                }
+            }
+            pub fn tune(&self, tcp: &mut TcpConfig) {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.tune(tcp),)*
+                }
+            }
+            /// Whether the sender tags its packets (see [`Protocol::TAGS_PACKETS`]).
+            pub fn tags_packets(&self) -> bool {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(_) => <$ty as Protocol>::TAGS_PACKETS,)*
+                }
+            }
             /// Whether switches take part (see [`Protocol::ROUTER_ASSISTED`]).
             #[inline]
             pub fn router_assisted(&self) -> bool {
@@ -421,6 +474,12 @@ macro_rules! protocols {
             pub fn router_assisted(&self) -> bool {
                 match self {
                     $($(#[$attr])* CcConfig::$ty(_) => <$ty as Protocol>::ROUTER_ASSISTED,)*
+                }
+            }
+            /// Whether the sender tags its packets (see [`Protocol::TAGS_PACKETS`]).
+            pub fn tags_packets(&self) -> bool {
+                match self {
+                    $($(#[$attr])* CcConfig::$ty(_) => <$ty as Protocol>::TAGS_PACKETS,)*
                 }
             }
             /// The switch side for one output port, for router-assisted algorithms.
@@ -498,6 +557,8 @@ protocols! {
     rcp::Rcp,
     racs::Racs,
     sdc::Sdc,
+    pfabric::PFabric,
+    pias::Pias,
     #[cfg(feature = "example-protocols")]
     fixed_window::FixedWindow,
 }

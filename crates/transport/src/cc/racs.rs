@@ -374,7 +374,7 @@ mod tests {
         let info = FlowInfo { nic_rate: BitsPerSec(1_000_000_000), size: Some(15_000), ..Default::default() };
         let mut s = Racs::new(&RacsConfig::default(), &info);
         let mut st = CcState { cwnd_bytes: 3000, ssthresh_bytes: u64::MAX, mss_bytes: 1500 };
-        let ctx = |now: u64, kind, sent| SendContext { now: Nanos(now), kind, size: Some(15_000), bytes_sent: sent, snd_una: 0, srtt: Some(Nanos(100_000)), mss_bytes: 1500 };
+        let ctx = |now: u64, kind, sent| SendContext { now: Nanos(now), kind, size: Some(15_000), bytes_sent: sent, seq: 0, snd_una: 0, sacked_bytes: 0, srtt: Some(Nanos(100_000)), mss_bytes: 1500 };
         let mut h = RouterHeader::default();
         assert!(s.stamp(&ctx(0, PacketKind::Syn, 0), &mut h));
         assert_eq!((RacsHeader::read(&h).prev_weight, h.wire_bytes), (0.0, HEADER_BYTES));

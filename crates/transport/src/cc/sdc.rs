@@ -531,7 +531,7 @@ mod tests {
     fn stamps_carry_the_class_and_the_class_last_counted() {
         let cfg = SdcConfig::default();
         let mut s = Sdc::new(&cfg, &FlowInfo { size: Some(200_000), ..Default::default() });
-        let ctx = |kind, sent| SendContext { now: Nanos::ZERO, kind, size: Some(200_000), bytes_sent: sent, snd_una: 0, srtt: None, mss_bytes: 1000 };
+        let ctx = |kind, sent| SendContext { now: Nanos::ZERO, kind, size: Some(200_000), bytes_sent: sent, seq: 0, snd_una: 0, sacked_bytes: 0, srtt: None, mss_bytes: 1000 };
         let mut h = RouterHeader::default();
         assert!(s.stamp(&ctx(PacketKind::Syn, 0), &mut h));
         assert_eq!((SdcHeader::read(&h).class, SdcHeader::read(&h).prev_class, h.wire_bytes), (wire_class(C), 0, 0));

@@ -148,6 +148,8 @@ pub struct TcpSender {
     ect: bool,
     /// The algorithm is router-assisted (see the module documentation).
     router: bool,
+    /// The algorithm gives each packet a band and rank (`Protocol::TAGS_PACKETS`).
+    tags: bool,
     /// Its header's owner and the FIN.
     feedback: RouterFeedback,
     /// Paced flows: when the last segment left and its wire bytes; the next may leave once
@@ -210,6 +212,7 @@ impl TcpSender {
     ) -> Self {
         let mss = cfg.mss_bytes as u64;
         let router = cc.router_assisted();
+        let tags = cc.tags_packets();
         let paced = cc.pacing_rate().is_some();
         let cfg = &Self::own_config(cfg, &cc);
         TcpSender {
@@ -246,6 +249,7 @@ impl TcpSender {
             tlp_high_seq: None,
             ect: ecn,
             router,
+            tags,
             feedback: RouterFeedback::default(),
             pacer: Pacer::default(),
             paced,
@@ -324,7 +328,7 @@ impl TcpSender {
             return *cfg;
         }
         let linux = TcpConfig::default();
-        TcpConfig {
+        let mut own = TcpConfig {
             sack_recovery: linux.sack_recovery,
             singledup: linux.singledup,
             ecn_reaction: linux.ecn_reaction,
@@ -332,7 +336,9 @@ impl TcpSender {
             rto_model: linux.rto_model,
             newreno_recovery: linux.newreno_recovery,
             ..*cfg
-        }
+        };
+        cc.tune(&mut own);
+        own
     }
 
     /// The settings this flow runs with (the scenario's, with ns-2's modes for tcp and atcp only).
@@ -386,22 +392,32 @@ impl TcpSender {
     }
 
     /// The packet just appended to `out` leaves now: the algorithm's router header goes on it
-    /// if it adds one. (Packets are built in place in `out`: no copy on the hot path.)
+    /// if it adds one, and its band and rank if it tags packets. (Packets are built in place
+    /// in `out`: no copy on the hot path.)
     #[inline(always)]
     fn pushed(&mut self, now: Nanos, out: &mut [Packet]) {
         self.last_sent = now;
-        if self.router {
+        if self.router || self.tags {
             let Some(p) = out.last_mut() else { return };
             let ctx = SendContext {
                 now,
                 kind: p.kind,
                 size: (self.size != LONG_LIVED).then_some(self.size),
                 bytes_sent: self.snd_max.max(p.seq + p.payload_bytes as u64),
+                seq: p.seq,
                 snd_una: self.snd_una,
+                sacked_bytes: self.rec.sacked.total(),
                 srtt: self.rtt.srtt(),
                 mss_bytes: self.st.mss_bytes,
             };
-            self.feedback.stamp(&mut self.cc, &ctx, p);
+            if self.router {
+                self.feedback.stamp(&mut self.cc, &ctx, p);
+            }
+            if self.tags {
+                let t = self.cc.priority(&ctx);
+                (p.prio, p.rank) = (t.band, t.rank);
+                p.flags |= flags::TAGGED;
+            }
         }
     }
 

@@ -51,7 +51,9 @@ mod tests {
             kind: PacketKind::Data,
             size: Some(10_000),
             bytes_sent: 1460,
+            seq: 0,
             snd_una: 0,
+            sacked_bytes: 0,
             srtt: Some(Nanos::from_micros(100)),
             mss_bytes: 1460,
         }
