@@ -52,17 +52,24 @@ def test_strict_priority_runs_from_a_scenario(tmp_path):
     q = _core.network(SCENARIO.format(queue='queue = "priority"\npriority_tags = ["query"]'), "s.toml", "toml", [], [])[
         "queue"
     ]
-    assert q == {"kind": "priority", "tags": ["query"], "ecn_threshold": None, "pushout": False}
+    assert q == {
+        "kind": "priority",
+        "tags": ["query"],
+        "bands": 2,
+        "band_buffer": None,
+        "ecn_threshold": None,
+        "pushout": False,
+    }
 
 
 def test_bad_priority_keys_are_one_line_errors(tmp_path):
     with pytest.raises(
-        fctlab.ScenarioError, match=r"network.priority_tags: queue = \"priority\" needs `priority_tags`"
+        fctlab.ScenarioError, match=r"network.priority_bands: expected 2 to 8 bands \(one per tag plus one\), got 9"
     ):
-        fctlab.run(_file(tmp_path, 'queue = "priority"'))
+        fctlab.run(_file(tmp_path, 'queue = "priority"\npriority_bands = 9'))
     with pytest.raises(fctlab.ScenarioError, match=r"network.priority_pushout: only used with queue = \"priority\""):
         fctlab.run(_file(tmp_path, "priority_pushout = true"))
-    with pytest.raises(fctlab.ScenarioError, match=r"unknown queue \"prio\" \(known: droptail, ecn, red, priority\)"):
+    with pytest.raises(fctlab.ScenarioError, match=r"unknown queue \"prio\" \(known: droptail, ecn, red, priority, pfabric\)"):
         fctlab.run(_file(tmp_path, 'queue = "prio"'))
     # Scenario text where a path belongs: one line saying so.
     with pytest.raises(fctlab.ScenarioError, match="a string of several lines"):
