@@ -66,22 +66,31 @@ impl Discipline for PFabric {
 
     fn pop(&mut self) -> Option<Waiting> {
         let q = &mut self.0;
-        // The first of the lowest rank (the oldest among equals), then its flow's oldest.
-        let best = q.iter().enumerate().min_by_key(|(i, w)| (w.meta.rank, *i))?.1.meta.flow;
-        let first = q.iter().position(|w| w.meta.flow == best)?;
+        // The first of the lowest rank (the oldest among equals), then its flow's oldest,
+        // which is at or before it.
+        let mut best = 0;
+        for (i, w) in q.iter().enumerate().skip(1) {
+            if w.meta.rank < q[best].meta.rank {
+                best = i;
+            }
+        }
+        let flow = q.get(best)?.meta.flow;
+        let first = q[..=best].iter().position(|w| w.meta.flow == flow).unwrap_or(best);
         Some(q.remove(first))
     }
 
     fn make_room(&mut self, incoming: &PacketMeta, min_bytes: u64) -> Option<Waiting> {
         let q = &mut self.0;
         // The highest rank, the newest among equals, of the packets that free enough room.
-        let (i, worst) = q
-            .iter()
-            .enumerate()
-            .filter(|(_, w)| w.meta.wire_bytes as u64 >= min_bytes)
-            .max_by_key(|(i, w)| (w.meta.rank, *i))?;
+        let mut worst: Option<usize> = None;
+        for (i, w) in q.iter().enumerate() {
+            if w.meta.wire_bytes as u64 >= min_bytes && worst.is_none_or(|j| w.meta.rank >= q[j].meta.rank) {
+                worst = Some(i);
+            }
+        }
         // The arriving packet is dropped itself unless a waiting one ranks strictly after it.
-        (worst.meta.rank > incoming.rank).then(|| q.remove(i))
+        let i = worst?;
+        (q[i].meta.rank > incoming.rank).then(|| q.remove(i))
     }
 
     fn held(&self, out: &mut Vec<PacketId>) {
