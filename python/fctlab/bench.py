@@ -18,7 +18,12 @@ process. Benchmarks:
   the same leaf-spine; the state a run holds follows the flows alive at once, not the flows of
   the run, so its peak memory is flows_1m's (the ratio is printed, with its target);
 - ``flows_10m`` (only with ``--full``, or by name): 10,000,000 flows of the same traffic on a
-  128-host leaf-spine.
+  128-host leaf-spine;
+- ``websearch_k8_dctcp`` and ``websearch_k8_pfabric`` (only with ``--full``, or by name): 6,000
+  web-search flows (Poisson at 60% load) in a k=8 fat-tree under DCTCP (ECN at 65 packets, 250-packet
+  buffers, marking NICs) and under pFabric (its ports and NICs, 36 KB buffers): what scheduling
+  every packet by its rank costs, as pFabric's wall time per data packet over DCTCP's (printed,
+  with its target).
 
 Each benchmark runs as ``fctlab run --out`` does (flows written to ``flows.parquet`` as they
 finish, into a temporary directory); "whole s" is the run and the writing of its results.
@@ -58,13 +63,17 @@ BENCHMARKS = (
     "flows_1m",
     "flows_4m",
     "flows_10m",
+    "websearch_k8_dctcp",
+    "websearch_k8_pfabric",
 )
 
 #: Benchmarks run only with ``--full`` (or when named).
-FULL_ONLY = ("flows_4m", "flows_10m")
+FULL_ONLY = ("flows_4m", "flows_10m", "websearch_k8_dctcp", "websearch_k8_pfabric")
 
 #: The peak memory of flows_4m is at most this multiple of flows_1m's.
 MEMORY_GROWTH_TARGET = 1.15
+#: pFabric's wall time per data packet is at most this multiple of DCTCP's on the same flows.
+PFABRIC_COST_TARGET = 1.5
 
 #: The data packets per wall-second of the k=16 permutation are at least this share of the
 #: k=8 one's (the same set-up at two sizes).
@@ -160,6 +169,8 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
         return _pareto_flows("flows_50k" if quick else "flows_1m", 8, 50_000 if quick else 1_000_000)
     if name == "flows_4m":
         return _pareto_flows("flows_200k" if quick else "flows_4m", 8, 200_000 if quick else 4_000_000)
+    if name in ("websearch_k8_dctcp", "websearch_k8_pfabric"):
+        return _websearch_k8(name, 600 if quick else 6_000)
     raise ValueError(f"unknown benchmark {name!r} (known: {', '.join(BENCHMARKS)})")
 
 
@@ -183,6 +194,20 @@ def _pareto_flows(name: str, hosts_per_leaf: int, count: int) -> dict:
             }
         ],
     }
+
+
+def _websearch_k8(name: str, count: int) -> dict:
+    """``count`` web-search flows, Poisson at 60% load, all to all in a k=8 fat-tree (10 Gbps,
+    1 us links) under DCTCP or pFabric, each with its switches as its paper sets them."""
+    net = {"topology": "fattree", "k": 8, "link_rate": "10Gbps", "link_delay": "1us"}
+    if name.endswith("pfabric"):
+        net["queue"] = "pfabric"
+        transport = {"protocol": "pfabric"}
+    else:
+        net.update(queue="ecn", ecn_threshold="65pkt", buffer="250pkt", nic_queue="switch")
+        transport = {"protocol": "dctcp", "min_rto": "1ms"}
+    load = {"kind": "poisson", "senders": "h*", "receivers": "h*", "sizes": "websearch", "load": 0.6, "count": count}
+    return {"name": name, "seed": 1, "network": net, "transport": transport, "workloads": [load]}
 
 
 def run_one(name: str, quick: bool) -> dict:
@@ -464,6 +489,22 @@ def _print_scale(results: dict, others: dict, as_json: bool) -> None:
             print(line)
 
 
+def _print_pfabric_cost(results: dict, as_json: bool) -> None:
+    """pFabric's wall time per data packet over DCTCP's on the same flows, when both ran."""
+    if "websearch_k8_dctcp" not in results or "websearch_k8_pfabric" not in results:
+        return
+    pkts = {n: results[n]["data_packets_per_wall_s"] for n in ("websearch_k8_dctcp", "websearch_k8_pfabric")}
+    ratio = pkts["websearch_k8_dctcp"] / pkts["websearch_k8_pfabric"]
+    if as_json:
+        print(json.dumps({"benchmark": "pfabric_cost", "pfabric_over_dctcp": ratio, "target": PFABRIC_COST_TARGET}))
+        return
+    print()
+    print(
+        f"wall time per data packet, pFabric over DCTCP on the same web-search flows: {ratio:.2f} "
+        f"(target at most {PFABRIC_COST_TARGET}{'' if ratio <= PFABRIC_COST_TARGET else ', over target'})"
+    )
+
+
 def _print_memory_growth(results: dict, as_json: bool) -> None:
     """The flows_4m over flows_1m ratio of peak memory, when both ran."""
     if "flows_1m" not in results or "flows_4m" not in results:
@@ -544,7 +585,7 @@ def run(args) -> int:
         return 2
     if not args.json:
         print(
-            f"{'benchmark':<18}{'sim s':>8}{'loop wall s':>13}{'whole s':>9}{'events/s':>12}{'data pkts':>12}{'data pkts/wall s':>18}{'flows done':>18}{'peak RSS MB':>13}"
+            f"{'benchmark':<22}{'sim s':>8}{'loop wall s':>13}{'whole s':>9}{'events/s':>12}{'data pkts':>12}{'data pkts/wall s':>18}{'flows done':>18}{'peak RSS MB':>13}"
         )
     results, others = {}, {}
     for n in names:
@@ -577,22 +618,23 @@ def run(args) -> int:
             print(json.dumps(r))
             continue
         print(
-            f"{n:<18}{r['sim_time_s']:>8.3f}{r['loop_wall_s']:>13.3f}{r['whole_wall_s']:>9.2f}{r['events_per_s']:>12,.0f}"
+            f"{n:<22}{r['sim_time_s']:>8.3f}{r['loop_wall_s']:>13.3f}{r['whole_wall_s']:>9.2f}{r['events_per_s']:>12,.0f}"
             f"{r['data_packets_delivered']:>12,}{r['data_packets_per_wall_s']:>18,.0f}"
             f"{str(r['flows_completed']) + '/' + str(r['flows_total']):>18}{r['peak_rss_mb']:>13.0f}"
         )
         if n in others:
             o = others[n]
             print(
-                f"{'  other build':<18}{o['sim_time_s']:>8.3f}{o['loop_wall_s']:>13.3f}{o['whole_wall_s']:>9.2f}{o['events_per_s']:>12,.0f}"
+                f"{'  other build':<22}{o['sim_time_s']:>8.3f}{o['loop_wall_s']:>13.3f}{o['whole_wall_s']:>9.2f}{o['events_per_s']:>12,.0f}"
                 f"{o['data_packets_delivered']:>12,}{o['data_packets_per_wall_s']:>18,.0f}"
                 f"{str(o['flows_completed']) + '/' + str(o['flows_total']):>18}{o['peak_rss_mb']:>13.0f}"
                 f"   this build {r['against']['ratio']:.2f}x"
             )
         elif their_error is not None:
-            print(f"{'  other build':<18}failed: {their_error}")
+            print(f"{'  other build':<22}failed: {their_error}")
     _print_scale(results, others, args.json)
     _print_memory_growth(results, args.json)
+    _print_pfabric_cost(results, args.json)
     if repeats > 1 and not args.json:
         print(f"(each figure: the median of {repeats} runs" + (", the two builds alternating)" if against else ")"))
     if others and not args.json:

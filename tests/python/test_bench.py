@@ -36,16 +36,24 @@ def test_bench_quick_runs_and_reports_every_benchmark():
     assert sw["query_runs"] == 20 and sw["query_flows"] > 0 and sw["query_s"] > 0
     assert sorted(by_name) == sorted(b for b in BENCHMARKS if b not in FULL_ONLY)
     # the long benchmarks run when named (here their quick versions: 100,000 of ten million
-    # flows, and 200,000 flows beside flows_1m's 50,000 at one load)
+    # flows, 200,000 flows beside flows_1m's 50,000 at one load, 600 of the web-search flows)
+    web = ("websearch_k8_dctcp", "websearch_k8_pfabric")
     p = subprocess.run(
-        [sys.executable, "-m", "fctlab.cli", "bench", "--quick", "--json", "flows_1m", "flows_4m", "flows_10m"],
+        [sys.executable, "-m", "fctlab.cli", "bench", "--quick", "--json", "flows_1m", "flows_4m", "flows_10m", *web],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert p.returncode == 0, p.stderr
     long = {r["benchmark"]: r for r in map(json.loads, p.stdout.splitlines())}
-    by_name.update((n, long[n]) for n in ("flows_4m", "flows_10m"))
+    by_name.update((n, long[n]) for n in ("flows_4m", "flows_10m", *web))
+    assert all(by_name[n]["flows_completed"] == by_name[n]["flows_total"] == 600 for n in web)
+    # pFabric's cost per packet against DCTCP's on the same flows (a figure, not timed here)
+    cost = long["pfabric_cost"]
+    assert cost["pfabric_over_dctcp"] == pytest.approx(
+        long[web[0]]["data_packets_per_wall_s"] / long[web[1]]["data_packets_per_wall_s"]
+    )
+    assert cost["target"] == 1.5
     assert by_name["flows_10m"]["flows_completed"] == by_name["flows_10m"]["flows_total"] == 100_000
     assert by_name["flows_4m"]["flows_completed"] == by_name["flows_4m"]["flows_total"] == 200_000
     # four times the flows at one load hold no more memory (the state follows the flows alive)
