@@ -14,7 +14,8 @@ pub mod routing;
 pub mod topology;
 
 pub use packet::{
-    rank_of_bytes, FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId, RouterHeader, SackBlock,
+    rank_of_bytes, FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId, RouterHeader,
+    SackBlock,
 };
 pub use port::{BufferLimit, BufferModel, DropCause, EnqueueOutcome, Port, PortStats};
 pub use qdisc::{Ns2RedConfig, QueueConfig, RedConfig};

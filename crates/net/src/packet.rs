@@ -403,7 +403,10 @@ mod tests {
             assert!(r >= last, "{b}: {r} < {last}");
             last = r;
         }
-        assert_eq!((rank_of_bytes(0), rank_of_bytes(2047), rank_of_bytes(2048), rank_of_bytes(2050)), (0, 2047, 2048, 2049));
+        assert_eq!(
+            (rank_of_bytes(0), rank_of_bytes(2047), rank_of_bytes(2048), rank_of_bytes(2050)),
+            (0, 2047, 2048, 2049)
+        );
         // 0.1% apart: a flow 1 MB from done ranks before one 1.002 MB from done.
         assert!(rank_of_bytes(1_000_000) < rank_of_bytes(1_002_000));
         assert!(rank_of_bytes(u64::MAX) < u16::MAX);

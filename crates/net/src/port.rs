@@ -715,7 +715,13 @@ mod tests {
     }
 
     fn priority_port(limit: BufferLimit, pushout: bool) -> Port {
-        let cfg = crate::qdisc::priority::PriorityConfig { tags: vec!["hi".into()], bands: 2, band_buffer: None, ecn_threshold: None, pushout };
+        let cfg = crate::qdisc::priority::PriorityConfig {
+            tags: vec!["hi".into()],
+            bands: 2,
+            band_buffer: None,
+            ecn_threshold: None,
+            pushout,
+        };
         port_with(limit, &QueueConfig::StrictPriority(cfg))
     }
 

@@ -266,7 +266,7 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
         }
     }
     let switch_queue = queue(net.queue.as_deref().unwrap_or("droptail"), queue_table, at)?;
-    let at_nics = qdisc::lookup(&switch_queue.name()).is_ok_and(|r| r.at_nics);
+    let at_nics = qdisc::lookup(switch_queue.name()).is_ok_and(|r| r.at_nics);
     let nic_queue = match net.nic_queue.as_deref().unwrap_or(if at_nics { "switch" } else { "droptail" }) {
         "droptail" => QueueConfig::DropTail(()),
         "switch" => switch_queue.clone(),

@@ -58,6 +58,10 @@ fn a_pfabric_run_is_deterministic_and_its_ports_keep_the_small_default_buffer() 
     let fcts = |r: &fctlab_sim::Results| r.flows.iter().map(|f| f.fct_s.map(f64::to_bits)).collect::<Vec<_>>();
     assert_eq!(fcts(&a), fcts(&b));
     // 36 KB at every port, the hosts' NICs included (they run pFabric too).
-    assert!(a.links.iter().all(|l| l.buffer_bytes == Some(36_000)), "{:?}", a.links.iter().map(|l| l.buffer_bytes).collect::<Vec<_>>());
+    assert!(
+        a.links.iter().all(|l| l.buffer_bytes == Some(36_000)),
+        "{:?}",
+        a.links.iter().map(|l| l.buffer_bytes).collect::<Vec<_>>()
+    );
     assert!(a.links.iter().all(|l| l.max_queue_bytes <= 36_000));
 }

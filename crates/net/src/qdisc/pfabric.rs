@@ -24,8 +24,10 @@ use serde::Deserialize;
 /// bandwidth-delay product of its 10 Gb/s fabric, section 5.1).
 pub const PFABRIC_BUFFER: BufferLimit = BufferLimit::Bytes(36_000);
 
-/// pFabric on one port (its packets behind one pointer: the port stays small).
+/// pFabric on one port (its packets behind one pointer: the port stays small, a Vec itself
+/// being three words).
 #[derive(Clone, Debug)]
+#[allow(clippy::box_collection)]
 pub struct PFabric(Box<Vec<Waiting>>);
 
 #[derive(Deserialize)]
@@ -84,7 +86,7 @@ impl Discipline for PFabric {
         // The highest rank, the newest among equals, of the packets that free enough room.
         let mut worst: Option<usize> = None;
         for (i, w) in q.iter().enumerate() {
-            if w.meta.wire_bytes as u64 >= min_bytes && worst.is_none_or(|j| w.meta.rank >= q[j].meta.rank) {
+            if w.meta.wire_bytes as u64 >= min_bytes && worst.map_or(true, |j| w.meta.rank >= q[j].meta.rank) {
                 worst = Some(i);
             }
         }
