@@ -69,7 +69,9 @@ def test_bad_priority_keys_are_one_line_errors(tmp_path):
         fctlab.run(_file(tmp_path, 'queue = "priority"\npriority_bands = 9'))
     with pytest.raises(fctlab.ScenarioError, match=r"network.priority_pushout: only used with queue = \"priority\""):
         fctlab.run(_file(tmp_path, "priority_pushout = true"))
-    with pytest.raises(fctlab.ScenarioError, match=r"unknown queue \"prio\" \(known: droptail, ecn, red, priority, pfabric\)"):
+    with pytest.raises(
+        fctlab.ScenarioError, match=r"unknown queue \"prio\" \(known: droptail, ecn, red, priority, pfabric\)"
+    ):
         fctlab.run(_file(tmp_path, 'queue = "prio"'))
     # Scenario text where a path belongs: one line saying so.
     with pytest.raises(fctlab.ScenarioError, match="a string of several lines"):

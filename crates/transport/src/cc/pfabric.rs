@@ -19,10 +19,8 @@
 //! probes until one is acknowledged). Here a flow that keeps timing out resends one full
 //! segment per timeout.
 
-use super::{
-    additive_increase, slow_start, AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PacketPriority,
-    Protocol, SendContext,
-};
+use super::newreno::{NewReno, NewRenoConfig};
+use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PacketPriority, Protocol, SendContext};
 use crate::config::TcpConfig;
 use fctlab_engine::quantity::Duration;
 use fctlab_engine::Nanos;
@@ -49,7 +47,8 @@ impl Default for PFabricConfig {
 #[derive(Clone, Debug)]
 pub struct PFabric {
     cfg: PFabricConfig,
-    acc_bytes: u64,
+    /// The window grows as TCP's.
+    reno: NewReno,
 }
 
 impl Protocol for PFabric {
@@ -66,19 +65,13 @@ impl Protocol for PFabric {
         Ok(())
     }
     fn new(cfg: &PFabricConfig, _info: &FlowInfo) -> Self {
-        PFabric { cfg: cfg.clone(), acc_bytes: 0 }
+        PFabric { cfg: cfg.clone(), reno: NewReno::new(NewRenoConfig {}) }
     }
 }
 
 impl CongestionControl for PFabric {
     fn on_ack(&mut self, st: &mut CcState, ack: &AckSample) {
-        let mut acked = ack.acked_bytes;
-        if st.in_slow_start() {
-            acked = slow_start(st, acked);
-        }
-        if acked > 0 {
-            additive_increase(st, acked, 1.0, &mut self.acc_bytes);
-        }
+        self.reno.on_ack(st, ack)
     }
 
     /// Only timeouts reach here (fast retransmission is off): ssthresh to half the window
