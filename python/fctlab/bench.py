@@ -489,20 +489,25 @@ def _print_scale(results: dict, others: dict, as_json: bool) -> None:
             print(line)
 
 
+def _print_ratio(as_json: bool, name: str, key: str, ratio: float, target: float, what: str) -> None:
+    """One ratio between two benchmarks against its upper target, as a line or as JSON."""
+    if as_json:
+        print(json.dumps({"benchmark": name, key: ratio, "target": target}))
+        return
+    print()
+    print(f"{what}: {ratio:.2f} (target at most {target}{'' if ratio <= target else ', over target'})")
+
+
 def _print_pfabric_cost(results: dict, as_json: bool) -> None:
     """pFabric's wall time per data packet over DCTCP's on the same flows, when both ran."""
     if "websearch_k8_dctcp" not in results or "websearch_k8_pfabric" not in results:
         return
-    pkts = {n: results[n]["data_packets_per_wall_s"] for n in ("websearch_k8_dctcp", "websearch_k8_pfabric")}
-    ratio = pkts["websearch_k8_dctcp"] / pkts["websearch_k8_pfabric"]
-    if as_json:
-        print(json.dumps({"benchmark": "pfabric_cost", "pfabric_over_dctcp": ratio, "target": PFABRIC_COST_TARGET}))
-        return
-    print()
-    print(
-        f"wall time per data packet, pFabric over DCTCP on the same web-search flows: {ratio:.2f} "
-        f"(target at most {PFABRIC_COST_TARGET}{'' if ratio <= PFABRIC_COST_TARGET else ', over target'})"
+    ratio = (
+        results["websearch_k8_dctcp"]["data_packets_per_wall_s"]
+        / results["websearch_k8_pfabric"]["data_packets_per_wall_s"]
     )
+    what = "wall time per data packet, pFabric over DCTCP on the same web-search flows"
+    _print_ratio(as_json, "pfabric_cost", "pfabric_over_dctcp", ratio, PFABRIC_COST_TARGET, what)
 
 
 def _print_memory_growth(results: dict, as_json: bool) -> None:
@@ -510,14 +515,8 @@ def _print_memory_growth(results: dict, as_json: bool) -> None:
     if "flows_1m" not in results or "flows_4m" not in results:
         return
     ratio = results["flows_4m"]["peak_rss_mb"] / results["flows_1m"]["peak_rss_mb"]
-    if as_json:
-        print(json.dumps({"benchmark": "memory_growth", "flows_4m_over_1m": ratio, "target": MEMORY_GROWTH_TARGET}))
-        return
-    print()
-    print(
-        f"peak memory, 4,000,000 over 1,000,000 flows of one load: {ratio:.2f} "
-        f"(target at most {MEMORY_GROWTH_TARGET}{'' if ratio <= MEMORY_GROWTH_TARGET else ', over target'})"
-    )
+    what = "peak memory, 4,000,000 over 1,000,000 flows of one load"
+    _print_ratio(as_json, "memory_growth", "flows_4m_over_1m", ratio, MEMORY_GROWTH_TARGET, what)
 
 
 def _print_startup(quick: bool, as_json: bool) -> None:
