@@ -187,6 +187,13 @@ pub trait CongestionControl {
     /// Adjusts the TCP settings this flow runs with, for algorithms that define their own
     /// window start or loss recovery (pFabric). Called once, when the flow starts.
     fn tune(&self, _tcp: &mut TcpConfig) {}
+
+    /// Probe mode (pFabric's): after this many consecutive timeouts, each further timeout
+    /// resends one byte of the first unacknowledged segment instead of data, until an ACK of
+    /// new data ends the run of timeouts and the flow slow-starts again. None: never.
+    fn probe_after_timeouts(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// Reno-style decrease by `beta` (0.5 halves), shared by the algorithms that keep it.
@@ -428,6 +435,11 @@ macro_rules! protocols {
             pub fn tune(&self, tcp: &mut TcpConfig) {
                 match self {
                     $($(#[$attr])* AnyCc::$ty(c) => c.tune(tcp),)*
+                }
+            }
+            pub fn probe_after_timeouts(&self) -> Option<u32> {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.probe_after_timeouts(),)*
                 }
             }
             /// Whether the sender tags its packets (see [`Protocol::TAGS_PACKETS`]).

@@ -13,11 +13,10 @@
 //! - slow start and additive increase per ACK as TCP, SACK;
 //! - no fast retransmission: losses are found by a fixed retransmission timeout of about three
 //!   round trips (`pfabric_rto`, default the paper's 45 us), without backoff;
-//! - on a timeout the window falls to one segment and ssthresh to half the window before it.
-//!
-//! Not modelled: the paper's probe mode (after 5 consecutive timeouts a flow sends 1-byte
-//! probes until one is acknowledged). Here a flow that keeps timing out resends one full
-//! segment per timeout.
+//! - on a timeout the window falls to one segment and ssthresh to half the window before it;
+//! - probe mode: after `pfabric_probe_after` consecutive timeouts (default the paper's 5), a
+//!   flow whose packets keep being dropped (in pFabric, a starved large flow) resends one byte
+//!   per timeout rather than a full segment, until an ACK answers; it then slow-starts again.
 
 use super::newreno::{NewReno, NewRenoConfig};
 use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PacketPriority, Protocol, SendContext};
@@ -36,11 +35,15 @@ pub struct PFabricConfig {
     /// The fixed retransmission timeout (about 3 round trips). Key `pfabric_rto`.
     #[serde(rename = "pfabric_rto")]
     pub rto: Duration,
+    /// Consecutive timeouts after which the flow probes with one-byte segments (0: never).
+    /// Key `pfabric_probe_after`.
+    #[serde(rename = "pfabric_probe_after")]
+    pub probe_after: u32,
 }
 
 impl Default for PFabricConfig {
     fn default() -> Self {
-        PFabricConfig { initial_window: 12, rto: Duration(Nanos::from_micros(45)) }
+        PFabricConfig { initial_window: 12, rto: Duration(Nanos::from_micros(45)), probe_after: 5 }
     }
 }
 
@@ -100,6 +103,10 @@ impl CongestionControl for PFabric {
         tcp.tail_loss_probe = false;
         tcp.delayed_ack = false;
     }
+
+    fn probe_after_timeouts(&self) -> Option<u32> {
+        (self.cfg.probe_after > 0).then_some(self.cfg.probe_after)
+    }
 }
 
 #[cfg(test)]
@@ -132,7 +139,7 @@ mod tests {
 
     #[test]
     fn flows_start_at_a_bdp_with_a_fixed_timeout_and_no_fast_retransmit() {
-        let cfg = PFabricConfig { initial_window: 20, rto: Duration(Nanos::from_micros(30)) };
+        let cfg = PFabricConfig { initial_window: 20, rto: Duration(Nanos::from_micros(30)), probe_after: 5 };
         let mut tcp = TcpConfig::default();
         PFabric::new(&cfg, &FlowInfo::default()).tune(&mut tcp);
         assert_eq!(tcp.initial_cwnd_segments, 20);

@@ -150,6 +150,9 @@ pub struct TcpSender {
     router: bool,
     /// The algorithm gives each packet a band and rank (`Protocol::TAGS_PACKETS`).
     tags: bool,
+    /// Probe mode after this many consecutive timeouts (see
+    /// `CongestionControl::probe_after_timeouts`).
+    probe_after: Option<u32>,
     /// Its header's owner and the FIN.
     feedback: RouterFeedback,
     /// Paced flows: when the last segment left and its wire bytes; the next may leave once
@@ -213,6 +216,7 @@ impl TcpSender {
         let mss = cfg.mss_bytes as u64;
         let router = cc.router_assisted();
         let tags = cc.tags_packets();
+        let probe_after = cc.probe_after_timeouts();
         let paced = cc.pacing_rate().is_some();
         let cfg = &Self::own_config(cfg, &cc);
         TcpSender {
@@ -250,6 +254,7 @@ impl TcpSender {
             ect: ecn,
             router,
             tags,
+            probe_after,
             feedback: RouterFeedback::default(),
             pacer: Pacer::default(),
             paced,
@@ -1447,7 +1452,13 @@ impl TcpSender {
                 self.snd_nxt = self.snd_una;
                 self.back_off();
                 self.timed = None; // reset_rtx_timer(0, 1): rtt_active_ = 0
-                self.send_what_fits(now, out);
+                if self.probe_after.is_some_and(|n| self.backoff > n) {
+                    // Probe mode: one byte of the first unacknowledged segment, until an ACK
+                    // of new data answers (the window is one segment then: slow start).
+                    self.retransmit(now, self.snd_una, 1, out);
+                } else {
+                    self.send_what_fits(now, out);
+                }
                 self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
             }
         }

@@ -857,3 +857,42 @@ fn timeout_goes_back_to_one_segment() {
     // backed off: twice the timeout
     assert_eq!(s.timer_deadline().unwrap() - d, Nanos::from_millis(2000).min(Nanos((d.0) * 2)));
 }
+
+/// pFabric's sender: it starts at its initial window, and after `pfabric_probe_after`
+/// consecutive timeouts it resends one byte per timeout (probe mode) until an ACK answers;
+/// then it slow-starts from one segment. No duplicate ACKs or SACKs start a repair.
+#[test]
+fn pfabric_probes_with_one_byte_after_five_timeouts_and_slow_starts_when_answered() {
+    use crate::cc::pfabric::PFabricConfig;
+    let cfg = TcpConfig { mss_bytes: MSS as u32, ..Default::default() };
+    let cc = CcConfig::PFabric(PFabricConfig::default()).build(&Default::default());
+    let mut s = TcpSender::new(FlowId(0), NodeId(0), NodeId(1), Some(100 * MSS), &cfg, cc, false);
+    let mut out = Vec::new();
+    s.start(Nanos::ZERO, &mut out);
+    assert_eq!(out.len(), 12, "one bandwidth-delay product at once");
+    // Segments 1.. arrive, segment 0 is lost: SACKs of many segments start no fast retransmit.
+    out.clear();
+    for i in 2..=11 {
+        ack(&mut s, 10 + i, 0, &[(1, i)], &mut out);
+    }
+    assert!(out.iter().all(|p| p.seq >= 12 * MSS), "no retransmission before the timeout: {:?}", seqs(&out));
+    // Every packet is dropped from now on: five timeouts resend a full segment, 45 us apart.
+    let mut sizes = Vec::new();
+    for _ in 0..7 {
+        let t = s.timer_deadline().expect("a timer");
+        out.clear();
+        s.on_timer(t, &mut out);
+        sizes.push(out.iter().map(|p| p.payload_bytes).collect::<Vec<_>>());
+    }
+    assert_eq!(sizes[..5], vec![vec![MSS as u32]; 5], "{sizes:?}");
+    assert_eq!(sizes[5..], vec![vec![1u32]; 2], "then one byte per timeout: {sizes:?}");
+    // The probe is answered (the receiver holds 1..12 too): the flow slow-starts from one segment.
+    out.clear();
+    ack(&mut s, 1000, 12, &[], &mut out);
+    assert_eq!(s.st.cwnd_bytes, 2 * MSS, "one segment, plus one for the ACK: {}", s.describe());
+    assert!(
+        out.iter().all(|p| p.payload_bytes as u64 == MSS),
+        "{:?}",
+        out.iter().map(|p| p.payload_bytes).collect::<Vec<_>>()
+    );
+}
