@@ -133,7 +133,11 @@ def _claims(it: Item, r: Runner, n: int, res: dict, loads: tuple) -> None:
 
 
 def _figure(res: dict, loads: tuple, out, name: str, workload: str) -> None:
-    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import (
+        FormatStrFormatter,
+        LogLocator,
+        NullFormatter,
+    )  # lazy: matplotlib costs 300 ms of start-up
 
     fig = new_figure(10, 3.4)
     axes = fig.subplots(1, 3)
