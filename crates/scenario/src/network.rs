@@ -270,7 +270,17 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
     let nic_queue = match net.nic_queue.as_deref().unwrap_or(if at_nics { "switch" } else { "droptail" }) {
         "droptail" => QueueConfig::DropTail(()),
         "switch" => switch_queue.clone(),
-        other => return Err(err("nic_queue", format!("expected \"droptail\" or \"switch\", got \"{other}\""))),
+        // Another discipline, with its default parameters (`"pfabric"`: the most urgent flow
+        // first, as a Homa sender sends its messages).
+        other => match qdisc::lookup(other) {
+            Ok(reg) => reg.configure(toml::Table::new()).map_err(|e| err("nic_queue", e.message))?,
+            Err(_) => {
+                return Err(err(
+                    "nic_queue",
+                    format!("expected \"droptail\", \"switch\" or a queue discipline's name, got \"{other}\""),
+                ))
+            }
+        },
     };
     let buffer_model = match net.buffer_model.as_deref().unwrap_or("waiting") {
         "waiting" => BufferModel::Waiting,

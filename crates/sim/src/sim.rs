@@ -12,7 +12,7 @@ use fctlab_net::{
     DropCause, EnqueueOutcome, FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId,
 };
 use fctlab_scenario::{FlowFeed, FlowPart, FlowSpec, Scenario, ScenarioError};
-use fctlab_transport::cc::{PortControl, PortInfo, PortView};
+use fctlab_transport::cc::{Grant, HostReceiver, Incoming, PortControl, PortInfo, PortView};
 use fctlab_transport::{TcpReceiver, TcpSender};
 use std::time::Instant;
 
@@ -181,6 +181,10 @@ pub struct Simulation {
     /// The queue discipline that gives flows packet priorities by their tags (strict
     /// priority), if one of the run's does.
     classifier: Option<fctlab_net::QueueConfig>,
+    /// The receiving side of the receiver-driven protocol (Homa) at each host that receives
+    /// its flows, by node (empty until such a flow starts), and the grants of its last step.
+    receivers: Vec<Option<Box<dyn HostReceiver>>>,
+    grants: Vec<Grant>,
     /// Packet captures (`[monitor] pcap`).
     pub(crate) capture: Option<Box<Capture>>,
     /// Rows of finished flows are handed out during the run ([`Simulation::stream_flow_rows`]).
@@ -239,6 +243,8 @@ impl Simulation {
             host,
             host_done: Vec::new(),
             classifier,
+            receivers: Vec::new(),
+            grants: Vec::new(),
             capture,
             streaming: false,
             final_rows: Vec::new(),
@@ -483,11 +489,36 @@ impl Simulation {
             return;
         };
         match p.kind {
-            PacketKind::Data | PacketKind::Syn => conn.rcv.on_packet(self.now, &p, &mut self.out),
+            PacketKind::Data | PacketKind::Syn => {
+                if conn.rcv.on_packet(self.now, &p, &mut self.out) {
+                    self.host_grants(node, f);
+                }
+            }
             PacketKind::Ack | PacketKind::SynAck => conn.snd.on_packet(self.now, &p, &mut self.out),
             PacketKind::Fin => {} // for the switches on the way
         }
         self.after_flow_activity(f);
+    }
+
+    /// A data packet of a receiver-driven flow reached its host `node`: the host's side
+    /// decides the grants, which the receivers of their flows send.
+    #[cold]
+    #[inline(never)]
+    fn host_grants(&mut self, node: NodeId, f: usize) {
+        let Some(conn) = self.flows.get_mut(f).and_then(|st| st.conn.as_deref()) else { return };
+        let msg = Incoming { flow: f as u32, size: conn.rcv.message_size(), received: conn.rcv.bytes_received() };
+        let Some(Some(r)) = self.receivers.get_mut(node.0 as usize) else { return };
+        let mut grants = std::mem::take(&mut self.grants);
+        r.on_data(msg, &mut grants);
+        for g in grants.drain(..) {
+            let Some(st) = self.flows.get_mut(g.flow as usize) else { continue };
+            let Some(conn) = st.conn.as_deref_mut() else { continue };
+            conn.rcv.grant(self.now, g.offset, g.band, &mut self.out);
+            if g.flow != msg.flow {
+                self.after_flow_activity(g.flow as usize);
+            }
+        }
+        self.grants = grants;
     }
 
     /// Sends what a flow produced, completes it if done, and re-arms its timers.
@@ -683,7 +714,19 @@ impl Simulation {
             snd.set_router_owner(self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8);
         }
         // the receiver takes the sender's settings (ns-2's modes are tcp's and atcp's only)
-        let rcv = TcpReceiver::new(id, dst, src, snd.config());
+        let mut rcv = TcpReceiver::new(id, dst, src, snd.config());
+        if spec.cc.receiver_driven() {
+            let n = self.net.node_is_host.len();
+            self.receivers.resize_with(n, || None);
+            let slot = &mut self.receivers[dst.0 as usize];
+            if slot.is_none() {
+                *slot = spec.cc.receiver();
+            }
+            if let Some(r) = slot.as_deref() {
+                let size = spec.size_bytes.unwrap_or(u64::MAX);
+                rcv.expect_grants(size, r.unscheduled(size), r.resend_timeout());
+            }
+        }
         if spec.size_bytes.is_some() {
             self.open_flows += 1;
         } else {

@@ -66,7 +66,10 @@ fn bad_values_name_the_key() {
     };
     let cases = [
         ("queue = \"red\"\nred_variant = \"ns3\"", "network.red_variant: expected \"classic\" or \"ns2\", got \"ns3\""),
-        ("nic_queue = \"red\"", "network.nic_queue: expected \"droptail\" or \"switch\", got \"red\""),
+        (
+            "nic_queue = \"codel\"",
+            "network.nic_queue: expected \"droptail\", \"switch\" or a queue discipline's name, got \"codel\"",
+        ),
         ("buffer_model = \"bytes\"", "network.buffer_model: expected \"waiting\" or \"ns2\", got \"bytes\""),
         (
             "queue = \"red\"\nred_wait = false",

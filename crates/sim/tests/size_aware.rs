@@ -1,6 +1,7 @@
 //! Size-aware scheduling in the network, end to end: pFabric (`protocol = "pfabric"` over
-//! `queue = "pfabric"`) and PIAS (`protocol = "pias"` over `queue = "priority"` with per-band
-//! marking) beside DCTCP, on the same web-search flows.
+//! `queue = "pfabric"`), PIAS (`protocol = "pias"` over `queue = "priority"` with per-band
+//! marking) and Homa (`protocol = "homa"`, receiver grants over `queue = "priority"`) beside
+//! DCTCP, on the same web-search flows.
 
 mod common;
 use common::*;
@@ -25,6 +26,11 @@ const PIAS: (&str, &str) = (
 const DCTCP: (&str, &str) = (
     "queue = \"ecn\"\necn_threshold = \"65pkt\"\nbuffer = \"250pkt\"\nnic_queue = \"switch\"",
     "protocol = \"dctcp\"\nmin_rto = \"1ms\"",
+);
+
+const HOMA: (&str, &str) = (
+    "queue = \"priority\"\nbuffer = \"250pkt\"\nnic_queue = \"pfabric\"\nnic_buffer = \"250pkt\"",
+    "protocol = \"homa\"",
 );
 
 /// (mean FCT, mean ideal FCT) of the flows under 100 KB, and whether every flow completed.
@@ -64,4 +70,25 @@ fn a_pfabric_run_is_deterministic_and_its_ports_keep_the_small_default_buffer() 
         a.links.iter().map(|l| l.buffer_bytes).collect::<Vec<_>>()
     );
     assert!(a.links.iter().all(|l| l.max_queue_bytes <= 36_000));
+}
+
+#[test]
+fn homa_keeps_small_messages_within_twice_their_ideal_at_half_load() {
+    let (q, t) = HOMA;
+    let r = run(&websearch(q, t, 600).replace("load = 0.6", "load = 0.5"));
+    assert!(r.flows.iter().all(|f| f.completed), "every message completes");
+    // Slowdown: each message's completion time over its own ideal, averaged over those under
+    // 100 KB (the Homa paper's metric, for its smallest messages).
+    let slowdowns: Vec<f64> = r
+        .flows
+        .iter()
+        .filter(|f| f.size_bytes.is_some_and(|s| s < 100_000))
+        .filter_map(|f| Some(f.fct_s? / f.ideal_fct_s?))
+        .collect();
+    let mean = slowdowns.iter().sum::<f64>() / slowdowns.len() as f64;
+    eprintln!("homa: {} small messages, mean slowdown {mean:.2}", slowdowns.len());
+    assert!(slowdowns.len() > 200);
+    assert!(mean < 2.0, "mean slowdown of small messages {mean:.2}");
+    // Grants keep the queues short: no port overflows its 250 packets.
+    assert_eq!(r.flows.iter().map(|f| f.drops).sum::<u64>(), 0);
 }

@@ -9,7 +9,14 @@
 //! Router headers: the header of the latest packet that carried one (`flags::ROUTER`) goes
 //! back on the next ACK (or the SYN-ACK), once, with its bytes added to the ACK. A data packet
 //! without payload (a paced flow's header-only request) is acknowledged at once.
+//!
+//! Receiver-driven flows (Homa, [`TcpReceiver::expect_grants`]) are not acknowledged per
+//! packet: the receiver sends the grants its host decides ([`TcpReceiver::grant`]), one
+//! acknowledgement when the whole message is in, an answer to a duplicate (a sender's probe),
+//! and a resend request when bytes it expects (unscheduled or granted) have not come for the
+//! resend timeout. Each of these carries the cumulative ACK and SACK blocks too.
 
+use crate::cc::homa::HomaHeader;
 use crate::config::{SackRecovery, TcpConfig};
 use crate::scoreboard::RangeSet;
 use fctlab_engine::Nanos;
@@ -32,7 +39,10 @@ pub struct TcpReceiver {
     pending_router: RouterHeader,
     echo_flag: u8,
     echo_bytes: u32,
+    /// The delayed-ACK timer, or for a receiver-driven flow the resend timer.
     delack_deadline: Option<Nanos>,
+    /// Receiver-driven flows: what the receiver expects.
+    expect: Option<Expect>,
     /// Data packets that arrived (including duplicates).
     pub data_packets: u64,
     pub duplicate_packets: u64,
@@ -55,6 +65,7 @@ impl TcpReceiver {
             echo_flag: 0,
             echo_bytes: 0,
             delack_deadline: None,
+            expect: None,
             data_packets: 0,
             duplicate_packets: 0,
         }
@@ -68,7 +79,75 @@ impl TcpReceiver {
         self.delack_deadline
     }
 
-    pub fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
+    /// Makes this a receiver-driven flow's receiver: a message of `size` bytes, of which the
+    /// first `unscheduled` come without a grant, the rest as granted; bytes expected and not
+    /// received for `resend_timeout` are asked for again.
+    pub fn expect_grants(&mut self, size: u64, unscheduled: u64, resend_timeout: Nanos) {
+        self.expect = Some(Expect { size, expected: unscheduled.min(size), resend_timeout, band: 0 });
+    }
+    pub fn is_receiver_driven(&self) -> bool {
+        self.expect.is_some()
+    }
+    /// A receiver-driven flow's message size (0 for other flows).
+    pub fn message_size(&self) -> u64 {
+        self.expect.map_or(0, |x| x.size)
+    }
+    /// Bytes received so far, in order or not.
+    pub fn bytes_received(&self) -> u64 {
+        self.rcv_nxt + self.ooo.total()
+    }
+
+    /// Sends a grant: the sender may send up to byte `offset`, its scheduled packets in `band`.
+    pub fn grant(&mut self, now: Nanos, offset: u64, band: u8, out: &mut Vec<Packet>) {
+        let Some(x) = self.expect.as_mut() else { return };
+        x.expected = x.expected.max(offset.min(x.size));
+        x.band = band;
+        self.send_control(out, HomaHeader::Grant { offset, band });
+        self.arm_resend(now, false);
+    }
+
+    /// An ACK carrying Homa's header `h` (and the cumulative ACK and SACK blocks).
+    fn send_control(&mut self, out: &mut Vec<Packet>, h: HomaHeader) {
+        // (The resend timer is not the delayed-ACK timer: an ACK leaves it alone.)
+        let resend_at = self.delack_deadline;
+        self.send_ack(out);
+        self.delack_deadline = resend_at;
+        if let Some(a) = out.last_mut() {
+            a.router = h.header();
+            a.flags |= flags::ROUTER;
+            a.wire_bytes += HomaHeader::WIRE_BYTES as u32;
+        }
+    }
+
+    /// Receiver-driven flows: the resend timer runs while expected bytes are missing, from
+    /// the latest arrival (`restart`) or from now if it was not running.
+    fn arm_resend(&mut self, now: Nanos, restart: bool) {
+        let Some(x) = self.expect else { return };
+        if self.rcv_nxt >= x.expected {
+            self.delack_deadline = None;
+        } else if restart || self.delack_deadline.is_none() {
+            self.delack_deadline = Some(now + x.resend_timeout);
+        }
+    }
+
+    /// A receiver-driven flow's data segment: no acknowledgement, unless it completes the
+    /// message or repeats bytes already received (a sender's probe gets the latest grant).
+    fn on_granted_data(&mut self, now: Nanos, p: &Packet) -> Option<HomaHeader> {
+        let x = self.expect?;
+        self.data_packets += 1;
+        self.pending_ts = p.ts_sent_ns;
+        let answer = match self.absorb(p.seq, p.seq + p.payload_bytes as u64) {
+            Absorbed::Duplicate => Some(HomaHeader::Grant { offset: x.expected, band: x.band }),
+            _ if self.rcv_nxt >= x.size => Some(HomaHeader::Grant { offset: x.size, band: x.band }),
+            _ => None,
+        };
+        self.arm_resend(now, true);
+        answer
+    }
+
+    /// Takes a packet from the sender. True when it was a receiver-driven flow's data packet,
+    /// which its host's grants must see.
+    pub fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) -> bool {
         match p.kind {
             PacketKind::Syn => {
                 let mut ack = Packet {
@@ -85,9 +164,16 @@ impl TcpReceiver {
                 }
                 out.push(ack);
             }
+            PacketKind::Data if self.expect.is_some() => {
+                if let Some(h) = self.on_granted_data(now, p) {
+                    self.send_control(out, h);
+                }
+                return true;
+            }
             PacketKind::Data => self.on_data(now, p, out),
             _ => {}
         }
+        false
     }
 
     /// The bytes the SACK blocks of an ACK add to its size. With `sack_recovery = "ns2"` the
@@ -132,26 +218,12 @@ impl TcpReceiver {
             self.pending_ce_bytes += p.payload_bytes as u64;
         }
         self.pending_ts = p.ts_sent_ns;
-        let mut immediate = !self.cfg.delayed_ack;
-        let mut recent = None;
-        if e <= self.rcv_nxt {
-            self.duplicate_packets += 1;
-            immediate = true;
-        } else if s <= self.rcv_nxt {
-            self.rcv_nxt = e;
-            if !self.ooo.is_empty() {
-                immediate = true; // filled (part of) a hole
-                if let Some((fs, fe)) = self.ooo.first() {
-                    if fs <= self.rcv_nxt {
-                        self.rcv_nxt = self.rcv_nxt.max(fe);
-                    }
-                }
-                self.ooo.remove_below(self.rcv_nxt);
-            }
-        } else {
-            recent = Some(self.ooo.insert(s, e));
-            immediate = true;
-        }
+        let (immediate, recent) = match self.absorb(s, e) {
+            Absorbed::InOrder { filled_hole: false } => (!self.cfg.delayed_ack, None),
+            Absorbed::Above(block) => (true, Some(block)),
+            // A duplicate, or a segment that filled (part of) a hole: acknowledged at once.
+            _ => (true, None),
+        };
         self.pending_segments += 1;
         if immediate || self.pending_segments >= 2 {
             self.send_ack_with(out, recent);
@@ -160,9 +232,41 @@ impl TcpReceiver {
         }
     }
 
-    /// The delayed-ACK timer fired.
-    pub fn on_delack_timer(&mut self, _now: Nanos, out: &mut Vec<Packet>) {
+    /// Takes in bytes `s..e`.
+    #[inline]
+    fn absorb(&mut self, s: u64, e: u64) -> Absorbed {
+        if e <= self.rcv_nxt {
+            self.duplicate_packets += 1;
+            Absorbed::Duplicate
+        } else if s <= self.rcv_nxt {
+            self.rcv_nxt = e;
+            if self.ooo.is_empty() {
+                return Absorbed::InOrder { filled_hole: false };
+            }
+            if let Some((fs, fe)) = self.ooo.first() {
+                if fs <= self.rcv_nxt {
+                    self.rcv_nxt = self.rcv_nxt.max(fe);
+                }
+            }
+            self.ooo.remove_below(self.rcv_nxt);
+            Absorbed::InOrder { filled_hole: true }
+        } else {
+            Absorbed::Above(self.ooo.insert(s, e))
+        }
+    }
+
+    /// The delayed-ACK timer fired (for a receiver-driven flow, the resend timer: the first
+    /// missing range of the bytes expected is asked for again).
+    pub fn on_delack_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
         self.delack_deadline = None;
+        if let Some(x) = self.expect {
+            if self.rcv_nxt < x.expected {
+                let end = self.ooo.first().map_or(x.expected, |(s, _)| s.min(x.expected));
+                self.send_control(out, HomaHeader::Resend { start: self.rcv_nxt, end });
+                self.arm_resend(now, true);
+            }
+            return;
+        }
         if self.pending_segments > 0 {
             self.send_ack(out);
         }
@@ -213,6 +317,27 @@ impl TcpReceiver {
         self.echo_bytes = 0;
         self.delack_deadline = None;
     }
+}
+
+/// What a receiver-driven flow's receiver expects.
+#[derive(Copy, Clone, Debug)]
+struct Expect {
+    size: u64,
+    /// Bytes sent unscheduled or granted so far.
+    expected: u64,
+    resend_timeout: Nanos,
+    /// The band of the latest grant.
+    band: u8,
+}
+
+/// Where a data segment's bytes went.
+enum Absorbed {
+    /// All received before.
+    Duplicate,
+    /// At the cumulative ACK point; `filled_hole` when out-of-order data was waiting above.
+    InOrder { filled_hole: bool },
+    /// Above a hole, into this block of out-of-order data.
+    Above((u64, u64)),
 }
 
 #[cfg(test)]
@@ -351,5 +476,37 @@ mod tests {
         let acks = feed(&mut r, &[(0, 0), (2, 0), (4, 0)]);
         let last = acks.last().unwrap();
         assert_eq!((last.sack_len, last.wire_bytes), (2, 40 + 16));
+    }
+
+    #[test]
+    fn a_receiver_driven_flow_gets_grants_and_resend_requests_instead_of_acks() {
+        let mut r = rcv(false, true);
+        let timeout = Nanos::from_millis(5);
+        r.expect_grants(6 * MSS as u64, 2 * MSS as u64, timeout);
+        let hdr = |p: &Packet| (p.ack, HomaHeader::of(&p.router), p.wire_bytes);
+        // Unscheduled data is not acknowledged; the resend timer runs while expected bytes miss.
+        assert!(feed(&mut r, &[(0, 0)]).is_empty());
+        assert_eq!((r.bytes_received(), r.delack_deadline()), (1000, Some(Nanos(0) + timeout)));
+        // The host grants: one packet carrying the grant, the cumulative ACK and its 20 bytes.
+        let mut out = Vec::new();
+        r.grant(Nanos(5), 4000, 3, &mut out);
+        assert_eq!(hdr(&out[0]), (1000, Some(HomaHeader::Grant { offset: 4000, band: 3 }), 60));
+        // Segment 1 is lost, 2 arrives: still nothing sent; when the timer fires, the first
+        // missing range is asked for again, and the timer runs again.
+        assert!(feed(&mut r, &[(2, 0)]).is_empty());
+        assert_eq!(r.bytes_received(), 2000);
+        out.clear();
+        r.on_delack_timer(Nanos(2) + timeout, &mut out);
+        assert_eq!(hdr(&out[0]).1, Some(HomaHeader::Resend { start: 1000, end: 2000 }));
+        assert_eq!(r.delack_deadline(), Some(Nanos(2) + timeout + timeout));
+        // A duplicate (a sender's probe) gets the latest grant back.
+        let acks = feed(&mut r, &[(0, 0)]);
+        assert_eq!(hdr(&acks[0]).1, Some(HomaHeader::Grant { offset: 4000, band: 3 }));
+        // The message's last byte is acknowledged at once, and no timer is left.
+        let acks = feed(&mut r, &[(1, 0), (3, 0), (4, 0)]);
+        assert!(acks.is_empty());
+        r.grant(Nanos(9), 6000, 3, &mut out);
+        let acks = feed(&mut r, &[(5, 0)]);
+        assert_eq!((acks.len(), acks[0].ack, r.delack_deadline()), (1, 6000, None));
     }
 }

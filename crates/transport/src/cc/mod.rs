@@ -24,6 +24,12 @@
 //! switches' queue disciplines read; their ACKs go in band 0 with rank 0. An algorithm that
 //! brings its own loss recovery adjusts the TCP settings of its flows
 //! ([`CongestionControl::tune`]).
+//!
+//! Receiver-driven algorithms (`Protocol::RECEIVER_DRIVEN`: Homa) bring a receiving host's
+//! side, a [`HostReceiver`] that every host receiving their flows keeps: it sees each data
+//! packet's message and answers with grants, which the flow's receiver sends in the
+//! algorithm's header instead of per-packet acknowledgements. The sender sends up to
+//! [`CongestionControl::send_limit`] and resends what [`CongestionControl::take_resend`] asks.
 
 use crate::config::TcpConfig;
 use fctlab_engine::{BitsPerSec, Nanos};
@@ -194,6 +200,46 @@ pub trait CongestionControl {
     fn probe_after_timeouts(&self) -> Option<u32> {
         None
     }
+
+    /// The highest byte the receiver lets the flow send so far (receiver-driven algorithms;
+    /// read after every header the receiver sends). None: no limit.
+    fn send_limit(&self) -> Option<u64> {
+        None
+    }
+
+    /// A range the receiver asked for again, once (receiver-driven algorithms).
+    fn take_resend(&mut self) -> Option<(u64, u64)> {
+        None
+    }
+}
+
+/// A message at its receiving host, after one of its data packets arrived.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Incoming {
+    pub flow: u32,
+    /// Its size (carried by each of its packets).
+    pub size: u64,
+    /// Bytes received so far, in order or not.
+    pub received: u64,
+}
+
+/// A grant: message `flow` may send up to byte `offset`, its scheduled packets in `band`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Grant {
+    pub flow: u32,
+    pub offset: u64,
+    pub band: u8,
+}
+
+/// The receiving host's side of a receiver-driven algorithm: one per host that receives its
+/// flows, keeping what it needs of each message being received.
+pub trait HostReceiver: fmt::Debug + Send {
+    /// Bytes a message of `size` sends before its first grant.
+    fn unscheduled(&self, size: u64) -> u64;
+    /// How long a receiver waits for bytes it expects before it asks for them again.
+    fn resend_timeout(&self) -> Nanos;
+    /// A data packet of `msg` arrived; the grants to send now go to `grants`.
+    fn on_data(&mut self, msg: Incoming, grants: &mut Vec<Grant>);
 }
 
 /// Reno-style decrease by `beta` (0.5 halves), shared by the algorithms that keep it.
@@ -270,6 +316,13 @@ pub trait Protocol: CongestionControl + Clone + fmt::Debug + Sized {
     const PORT_KEYS: &'static [&'static str] = &[];
     /// The sender sets each packet's band and rank ([`CongestionControl::priority`]).
     const TAGS_PACKETS: bool = false;
+    /// The receiving hosts take part ([`Protocol::receiver`]): the flow's receiver sends
+    /// what its host's [`HostReceiver`] grants instead of per-packet acknowledgements.
+    const RECEIVER_DRIVEN: bool = false;
+    /// The receiving host's side, for receiver-driven algorithms.
+    fn receiver(_cfg: &Self::Config) -> Option<Box<dyn HostReceiver>> {
+        None
+    }
 }
 
 /// The output port a [`PortControl`] runs on.
@@ -442,10 +495,27 @@ macro_rules! protocols {
                     $($(#[$attr])* AnyCc::$ty(c) => c.probe_after_timeouts(),)*
                 }
             }
+            #[inline]
+            pub fn send_limit(&self) -> Option<u64> {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.send_limit(),)*
+                }
+            }
+            pub fn take_resend(&mut self) -> Option<(u64, u64)> {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.take_resend(),)*
+                }
+            }
             /// Whether the sender tags its packets (see [`Protocol::TAGS_PACKETS`]).
             pub fn tags_packets(&self) -> bool {
                 match self {
                     $($(#[$attr])* AnyCc::$ty(_) => <$ty as Protocol>::TAGS_PACKETS,)*
+                }
+            }
+            /// Whether the receiving host grants (see [`Protocol::RECEIVER_DRIVEN`]).
+            pub fn receiver_driven(&self) -> bool {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(_) => <$ty as Protocol>::RECEIVER_DRIVEN,)*
                 }
             }
             /// Whether switches take part (see [`Protocol::ROUTER_ASSISTED`]).
@@ -492,6 +562,18 @@ macro_rules! protocols {
             pub fn tags_packets(&self) -> bool {
                 match self {
                     $($(#[$attr])* CcConfig::$ty(_) => <$ty as Protocol>::TAGS_PACKETS,)*
+                }
+            }
+            /// Whether the receiving host grants (see [`Protocol::RECEIVER_DRIVEN`]).
+            pub fn receiver_driven(&self) -> bool {
+                match self {
+                    $($(#[$attr])* CcConfig::$ty(_) => <$ty as Protocol>::RECEIVER_DRIVEN,)*
+                }
+            }
+            /// The receiving host's side, for receiver-driven algorithms.
+            pub fn receiver(&self) -> Option<Box<dyn HostReceiver>> {
+                match self {
+                    $($(#[$attr])* CcConfig::$ty(c) => <$ty as Protocol>::receiver(c),)*
                 }
             }
             /// The switch side for one output port, for router-assisted algorithms.
@@ -571,6 +653,7 @@ protocols! {
     sdc::Sdc,
     pfabric::PFabric,
     pias::Pias,
+    homa::Homa,
     #[cfg(feature = "example-protocols")]
     fixed_window::FixedWindow,
 }

@@ -153,6 +153,10 @@ pub struct TcpSender {
     /// Probe mode after this many consecutive timeouts (see
     /// `CongestionControl::probe_after_timeouts`).
     probe_after: Option<u32>,
+    /// The receiver grants what the flow sends (`Protocol::RECEIVER_DRIVEN`), up to `granted`
+    /// (`u64::MAX` for other flows).
+    receiver_driven: bool,
+    granted: u64,
     /// Its header's owner and the FIN.
     feedback: RouterFeedback,
     /// Paced flows: when the last segment left and its wire bytes; the next may leave once
@@ -217,6 +221,8 @@ impl TcpSender {
         let router = cc.router_assisted();
         let tags = cc.tags_packets();
         let probe_after = cc.probe_after_timeouts();
+        let receiver_driven = cc.receiver_driven();
+        let granted = cc.send_limit().unwrap_or(u64::MAX);
         let paced = cc.pacing_rate().is_some();
         let cfg = &Self::own_config(cfg, &cc);
         TcpSender {
@@ -255,6 +261,8 @@ impl TcpSender {
             router,
             tags,
             probe_after,
+            receiver_driven,
+            granted,
             feedback: RouterFeedback::default(),
             pacer: Pacer::default(),
             paced,
@@ -498,6 +506,9 @@ impl TcpSender {
         self.sack_tag(p, ack);
         let ece = self.ect && p.has(flags::ECE);
         router::on_echo(&mut self.cc, &mut self.st, p);
+        if self.receiver_driven {
+            self.follow_receiver(now, out);
+        }
         let mut counted_dupack = false;
         if ack > self.snd_una {
             if self.on_new_ack(now, p, ack, ece, out) {
@@ -526,6 +537,20 @@ impl TcpSender {
         }
         if ack_advanced || delivered > 0 || self.packets_sent > sent_before {
             self.schedule_probe(now, ack_advanced);
+        }
+    }
+
+    /// Receiver-driven flows: the latest grant, and the range the receiver asked for again.
+    #[cold]
+    fn follow_receiver(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        self.granted = self.cc.send_limit().unwrap_or(u64::MAX);
+        if let Some((start, end)) = self.cc.take_resend() {
+            let (mut seq, end) = (start, end.min(self.snd_max));
+            while seq < end {
+                let len = (end - seq).min(self.st.mss_bytes);
+                self.retransmit(now, seq, len, out);
+                seq += len;
+            }
         }
     }
 
@@ -1287,7 +1312,7 @@ impl TcpSender {
                 return false;
             }
             let len = remaining.min(mss);
-            if pipe + len > wnd {
+            if pipe + len > wnd || self.snd_nxt >= self.granted {
                 return false;
             }
             if self.snd_nxt + len > self.snd_una + self.cfg.rwnd_bytes {
@@ -1424,6 +1449,14 @@ impl TcpSender {
                     self.first_timeouts += 1;
                 } else if self.last_action == CwndAction::Ecn {
                     self.ecn_timeouts += 1;
+                }
+                if self.receiver_driven {
+                    // The receiver finds losses and asks for them: the sender's timeout only
+                    // makes sure it knows the message (one byte, answered by its latest grant).
+                    self.back_off();
+                    self.emit(now, self.snd_una, 1, out);
+                    self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
+                    return;
                 }
                 self.left_slow_start = true;
                 if self.ns2_ecn() && self.last_action == CwndAction::Ecn && self.snd_una < self.rec.recover {

@@ -95,7 +95,7 @@ impl Recovery {
     /// duplicate ACK stands for one segment that has left the network (RFC 6582's window
     /// inflation). `sack1`: ns-2's Sack1, whose window outside recovery counts from the
     /// cumulative ACK (tcp-sack1.cc:434).
-    #[inline]
+    #[inline(always)]
     pub fn pipe(&self, snd_una: u64, snd_nxt: u64, snd_max: u64, sack: bool, sack1: bool, mss: u64) -> u64 {
         let left = match (sack, self.active) {
             (true, false) if sack1 => 0,
@@ -115,6 +115,7 @@ impl Recovery {
 
     /// The next lost hole to retransmit, at most `mss` long: (seq, len), neither SACKed nor
     /// retransmitted yet.
+    #[inline(always)]
     pub fn next_hole(&self, snd_una: u64, snd_max: u64, mss: u64) -> Option<(u64, u64)> {
         let limit = self.lost_limit(snd_max);
         let mut s = snd_una;
@@ -147,6 +148,7 @@ impl Recovery {
     /// A retransmission is lost when data first sent after it has been SACKed `beyond` bytes
     /// further while it is still missing (the rule Linux applies to retransmissions): its hole
     /// becomes eligible again instead of waiting for the timeout.
+    #[inline]
     pub fn detect_lost_retransmissions(&mut self, beyond: u64) {
         let highest = self.sacked.highest().unwrap_or(0);
         while let Some(&(seq, end, mark)) = self.rexmits.front() {

@@ -896,3 +896,46 @@ fn pfabric_probes_with_one_byte_after_five_timeouts_and_slow_starts_when_answere
         out.iter().map(|p| p.payload_bytes).collect::<Vec<_>>()
     );
 }
+
+/// Homa's sender: one RTT of bytes at once, then exactly what the receiver grants; a resend
+/// request is answered with the range asked for, and a timeout sends one byte only.
+#[test]
+fn homa_sends_what_is_granted_resends_what_is_asked_and_probes_with_one_byte() {
+    use crate::cc::homa::{HomaConfig, HomaHeader};
+    use fctlab_engine::quantity::Size;
+    let cfg = TcpConfig { mss_bytes: MSS as u32, ..Default::default() };
+    let homa = HomaConfig { rtt_bytes: Size(4 * MSS), ..Default::default() };
+    let info = crate::FlowInfo { size: Some(20 * MSS), ..Default::default() };
+    let mut s =
+        TcpSender::new(FlowId(0), NodeId(0), NodeId(1), Some(20 * MSS), &cfg, CcConfig::Homa(homa).build(&info), false);
+    let mut out = Vec::new();
+    s.start(Nanos::ZERO, &mut out);
+    assert_eq!(seqs(&out), vec![0, 1, 2, 3], "the unscheduled bytes");
+    assert!(out.iter().all(|p| p.has(flags::TAGGED) && p.prio == 0));
+    let control = |s: &mut TcpSender, t_us: u64, ack_seg: u64, h: HomaHeader, out: &mut Vec<Packet>| {
+        let mut p = Packet { kind: PacketKind::Ack, ack: ack_seg * MSS, flags: flags::ROUTER, ..Default::default() };
+        p.router = h.header();
+        s.on_packet(Nanos::from_micros(t_us), &p, out);
+    };
+    // A grant to byte 7000, in band 5: segments 4-6 go, in that band; nothing beyond.
+    out.clear();
+    control(&mut s, 10, 1, HomaHeader::Grant { offset: 7 * MSS, band: 5 }, &mut out);
+    assert_eq!(seqs(&out), vec![4, 5, 6]);
+    assert!(out.iter().all(|p| p.prio == 5));
+    // The receiver misses segment 2: it is sent again, and nothing else.
+    out.clear();
+    control(&mut s, 20, 2, HomaHeader::Resend { start: 2 * MSS, end: 3 * MSS }, &mut out);
+    assert_eq!((seqs(&out), s.retransmits), (vec![2], 1));
+    // Nothing comes back: the timer (10 ms) sends one byte of the first unacknowledged segment.
+    let t = s.timer_deadline().expect("a timer");
+    assert!(t >= Nanos::from_millis(10));
+    out.clear();
+    s.on_timer(t, &mut out);
+    assert_eq!(out.iter().map(|p| (p.seq / MSS, p.payload_bytes)).collect::<Vec<_>>(), vec![(2, 1)]);
+    // The rest as granted; the last ACK completes the flow.
+    out.clear();
+    control(&mut s, 30_000, 7, HomaHeader::Grant { offset: 20 * MSS, band: 1 }, &mut out);
+    assert_eq!(seqs(&out), (7..20).collect::<Vec<_>>());
+    control(&mut s, 30_100, 20, HomaHeader::Grant { offset: 20 * MSS, band: 1 }, &mut out);
+    assert!(s.is_complete());
+}
