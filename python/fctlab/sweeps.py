@@ -14,7 +14,9 @@ A sweep file names a base scenario and the values to vary::
     "network.ecn_threshold" = ["10pkt", "20pkt"]
 
 Every run is the base scenario with one value of each axis, one element of the zipped lists
-and one seed, as ``--set`` overrides. All runs are validated before any starts: a bad axis is
+and one seed, as ``--set`` overrides. ``base`` may list several scenario files (the same flows
+under protocols that need different networks, say): each is then one more axis, ``base``,
+whose values are the files' names without ``.toml``. All runs are validated before any starts: a bad axis is
 reported with the scenario error it causes, naming the axis and the value.
 
 Each run has a stable id: a hash of the resolved scenario (its text and overrides) and the
@@ -64,6 +66,8 @@ else:  # pragma: no cover
 __all__ = ["SweepError", "Sweep", "Run", "load_sweep", "sweep", "query", "configure", "run"]
 
 _TOP_KEYS = ("base", "seeds", "axes", "zip")
+# The swept key of a sweep over several base scenarios.
+BASE_AXIS = "base"
 
 
 class SweepError(ValueError):
@@ -86,7 +90,7 @@ class Run:
     run_id: str = ""
 
     def overrides(self) -> list:
-        return [f"{k}={_format_value(v)}" for k, v in self.values] + [f"seed={self.seed}"]
+        return [f"{k}={_format_value(v)}" for k, v in self.values if k != BASE_AXIS] + [f"seed={self.seed}"]
 
     def label(self) -> str:
         """The run as a reader knows it: its swept values by their keys' last part (the whole
@@ -104,10 +108,16 @@ class Sweep:
     zipped: dict
     seeds: list
     runs: list = field(default_factory=list)
+    # Several base scenarios: their names (the swept values of `base`) and files.
+    bases: dict = field(default_factory=dict)
 
     @property
     def keys(self) -> list:
-        return list(self.axes) + list(self.zipped)
+        return ([BASE_AXIS] if self.bases else []) + list(self.axes) + list(self.zipped)
+
+    def base_of(self, run: "Run") -> Path:
+        """The scenario file a run starts from."""
+        return self.bases.get(dict(run.values).get(BASE_AXIS), self.base)
 
 
 def _err(path: Path, key: str, msg: str) -> SweepError:
@@ -142,11 +152,8 @@ def load_sweep(path: "str | os.PathLike") -> Sweep:
     for k in data:
         if k not in _TOP_KEYS:
             raise _err(p, k, f"unknown key (known: {', '.join(_TOP_KEYS)})")
-    if not isinstance(data.get("base"), str):
-        raise _err(p, "base", 'required: the base scenario file, e.g. base = "scenario.toml"')
-    base = (p.parent / data["base"]).resolve()
-    if not base.is_file():
-        raise _err(p, "base", f"{data['base']!r}: no such scenario file (looked for {base})")
+    bases = _bases(p, data.get("base"))
+    base = next(iter(bases.values()))
     axes = data.get("axes", {})
     zipped = data.get("zip", {})
     for name, t in (("axes", axes), ("zip", zipped)):
@@ -169,30 +176,51 @@ def load_sweep(path: "str | os.PathLike") -> Sweep:
         seeds = list(range(1, seeds + 1))
     elif not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
         raise _err(p, "seeds", f"expected a non-empty list of seeds (non-negative integers), got {seeds!r}")
-    sw = Sweep(p, base, axes, zipped, list(seeds))
+    sw = Sweep(p, base, axes, zipped, list(seeds), bases=bases if len(bases) > 1 else {})
     # Each axis value is checked on its own first, so that an error names the axis and the value.
     for table, t in (("axes", axes), ("zip", zipped)):
         for k, vs in t.items():
             for v in vs:
-                r = Run(((k, v),), sw.seeds[0])
-                try:
-                    api.validate(str(base), set=r.overrides())
-                except api.ScenarioError as e:
-                    raise _err(p, f'{table}."{k}" = {_show(v)}', str(e)) from None
+                for name, b in bases.items():
+                    r = Run(((k, v),), sw.seeds[0])
+                    try:
+                        api.validate(str(b), set=r.overrides())
+                    except api.ScenarioError as e:
+                        on = f" (base {name})" if sw.bases else ""
+                        raise _err(p, f'{table}."{k}" = {_show(v)}{on}', str(e)) from None
     zip_rows = list(zip(*zipped.values())) if zipped else [()]
-    for combo in product(*axes.values()):
+    base_values = [((BASE_AXIS, name),) for name in sw.bases] or [()]
+    for bv, combo in product(base_values, product(*axes.values())):
         for zrow in zip_rows:
-            values = tuple(zip(axes, combo)) + tuple(zip(zipped, zrow))
+            values = bv + tuple(zip(axes, combo)) + tuple(zip(zipped, zrow))
             for seed in sw.seeds:
                 r = Run(values, seed)
                 try:
-                    info = api.validate(str(base), set=r.overrides())
+                    info = api.validate(str(sw.base_of(r)), set=r.overrides())
                 except api.ScenarioError as e:
                     shown = ", ".join(f"{k} = {_show(v)}" for k, v in values)
                     raise _err(p, f"run ({shown}, seed {seed})", str(e)) from None
                 rid = hashlib.sha256(f"{info['scenario_sha256']}\n{seed}".encode()).hexdigest()[:16]
                 sw.runs.append(Run(values, seed, rid))
     return sw
+
+
+def _bases(p: Path, given: Any) -> dict:
+    """The base scenario files of a sweep file, by name (the file name without ``.toml``)."""
+    example = 'base = "scenario.toml", or a list of them'
+    names = [given] if isinstance(given, str) else given
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise _err(p, "base", f"required: the base scenario file, e.g. {example}")
+    bases: dict = {}
+    for n in names:
+        f = (p.parent / n).resolve()
+        if not f.is_file():
+            raise _err(p, "base", f"{n!r}: no such scenario file (looked for {f})")
+        name = Path(n).name.removesuffix(".toml")
+        if name in bases:
+            raise _err(p, "base", f"two base scenarios are named {name!r}: give them different file names")
+        bases[name] = f
+    return bases
 
 
 def _show(v: Any) -> str:
@@ -409,7 +437,7 @@ def _execute_local(sw: Sweep, todo: list, out: Path, workers: Optional[int], ret
             while pending and len(running) < limit:
                 r = pending.pop(0)
                 recv, send = ctx.Pipe(duplex=False)
-                args = (str(sw.base), r.overrides(), r.run_id, list(r.values), r.seed, str(out))
+                args = (str(sw.base_of(r)), r.overrides(), r.run_id, list(r.values), r.seed, str(out))
                 p = ctx.Process(target=_child, args=(send, task, args), daemon=True)
                 with _main_not_rerun(task):
                     p.start()
@@ -466,7 +494,7 @@ def _execute(
     try:
         while pending:
             futs = {
-                ex.submit(task, str(sw.base), r.overrides(), r.run_id, list(r.values), r.seed, str(out)): r
+                ex.submit(task, str(sw.base_of(r)), r.overrides(), r.run_id, list(r.values), r.seed, str(out)): r
                 for r in pending
             }
             pending = []

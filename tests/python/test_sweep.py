@@ -566,3 +566,41 @@ def test_a_metric_spec_takes_a_statistic_and_a_size_filter(tmp_path, capsys):
     ):
         with pytest.raises(ValueError, match=want):
             parse_metric(bad)
+
+
+def test_several_base_scenarios_are_one_more_axis_each_run_from_its_own_file(tmp_path):
+    # Two networks that cannot be one base with overrides: ECN marking keys exist only for
+    # queue = "ecn", priority keys only for queue = "priority".
+    (tmp_path / "dctcp.toml").write_text(
+        BASE.replace('buffer = "100pkt"', 'buffer = "100pkt"\nqueue = "ecn"\necn_threshold = "20pkt"').replace(
+            'min_rto = "1ms"', 'min_rto = "1ms"\nprotocol = "dctcp"'
+        )
+    )
+    (tmp_path / "homa.toml").write_text(
+        BASE.replace('buffer = "100pkt"', 'buffer = "100pkt"\nqueue = "priority"\nnic_queue = "pfabric"').replace(
+            'min_rto = "1ms"', 'protocol = "homa"'
+        )
+    )
+    f = tmp_path / "sweep.toml"
+    f.write_text('base = ["dctcp.toml", "homa.toml"]\n[axes]\n"workloads.0.load" = [0.3, 0.5]\n')
+    sw = load_sweep(f)
+    assert sw.keys == ["base", "workloads.0.load"]
+    assert [dict(r.values)["base"] for r in sw.runs] == ["dctcp", "dctcp", "homa", "homa"]
+    assert all("base" not in o for r in sw.runs for o in r.overrides())
+    assert len({r.run_id for r in sw.runs}) == 4
+    runs = sweep(f, tmp_path / "out", workers=1, log=lambda m: None)
+    assert list(runs["status"]) == ["done"] * 4
+    protocols = query(tmp_path / "out", "SELECT DISTINCT base, protocol FROM flows ORDER BY base")
+    assert [tuple(r) for r in protocols.itertuples(index=False)] == [("dctcp", "dctcp"), ("homa", "homa")]
+    # An axis value that one base rejects names that base; two bases of one name are an error.
+    f.write_text('base = ["dctcp.toml", "homa.toml"]\n[axes]\n"network.ecn_threshold" = ["10pkt"]\n')
+    with pytest.raises(SweepError, match=r'axes."network.ecn_threshold" = "10pkt" \(base homa\)'):
+        load_sweep(f)
+    (tmp_path / "sub").mkdir()
+    shutil.copy(tmp_path / "homa.toml", tmp_path / "sub" / "homa.toml")
+    f.write_text('base = ["homa.toml", "sub/homa.toml"]\n')
+    with pytest.raises(SweepError, match="two base scenarios are named 'homa'"):
+        load_sweep(f)
+    f.write_text("base = []\n")
+    with pytest.raises(SweepError, match="required: the base scenario file"):
+        load_sweep(f)

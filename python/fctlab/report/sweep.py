@@ -286,6 +286,21 @@ def sweep_table(d, metric: str, x: Optional[str], by: Optional[str], where: list
     return t, x, by, label
 
 
+def _line_styles(t: pd.DataFrame, lines: list, keys: list) -> dict:
+    """A colour and marker per line, distinct for up to 20 lines (the default cycle repeats
+    after 10)."""
+    if not lines:
+        return {}
+    labels = list(dict.fromkeys(_line_label(r, lines, keys) for _, r in t.iterrows()))
+    if len(labels) <= 10:
+        return {label: {"marker": "o"} for label in labels}
+    from matplotlib import colormaps  # lazy: matplotlib costs 300 ms of start-up
+
+    colors = colormaps["tab20"].colors
+    markers = "osD^v<>px*h"
+    return {label: {"color": colors[i % 20], "marker": markers[i % len(markers)]} for i, label in enumerate(labels)}
+
+
 def _line_label(row, lines: list, keys: list) -> str:
     return ", ".join(f"{_short(k, keys)}={row[k]}" for k in lines) or "all runs"
 
@@ -305,6 +320,7 @@ def _by_size_blocks(d, out: Path, x: Optional[str], where: list) -> list:
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(stats), len(buckets), squeeze=False)
     numeric_x = pd.api.types.is_numeric_dtype(t[x])
+    styles = _line_styles(t, lines, keys)
     for i, stat in enumerate(stats):
         for j, b in enumerate(buckets):
             ax = axes[i][j]
@@ -314,7 +330,11 @@ def _by_size_blocks(d, out: Path, x: Optional[str], where: list) -> list:
                 g = g.sort_values(x) if numeric_x else g
                 xs = g[x] if numeric_x else g[x].astype(str)
                 label = _line_label(g.iloc[0], lines, keys)
-                ax.errorbar(xs, g["mean"], yerr=g["ci95"].fillna(0.0), marker="o", capsize=3, label=label)
+                ax.errorbar(xs, g["mean"], yerr=g["ci95"].fillna(0.0), capsize=3, label=label, **styles.get(label, {}))
+            # Slowdowns that span more than a factor of 20 read better on a log scale.
+            positive = part["mean"][part["mean"] > 0]
+            if len(positive) and positive.max() > 20 * positive.min():
+                ax.set_yscale("log")
             ax.set_title(f"{b}: {stat} slowdown", fontsize=9)
             ax.set_xlabel(_short(x, keys))
             if j == 0:
