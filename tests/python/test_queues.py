@@ -58,6 +58,7 @@ def test_strict_priority_runs_from_a_scenario(tmp_path):
         "bands": 2,
         "band_buffer": None,
         "ecn_threshold": None,
+        "ecn_per_port": False,
         "pushout": False,
     }
 

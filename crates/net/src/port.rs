@@ -720,6 +720,7 @@ mod tests {
             bands: 2,
             band_buffer: None,
             ecn_threshold: None,
+            ecn_per_port: false,
             pushout,
         };
         port_with(limit, &QueueConfig::StrictPriority(cfg))

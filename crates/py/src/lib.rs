@@ -131,6 +131,7 @@ fn queue_item(py: Python<'_>, q: &fctlab_net::QueueConfig) -> PyResult<PyObject>
             d.set_item("bands", c.bands)?;
             d.set_item("band_buffer", c.band_buffer.as_ref().map(|t| buffer_item(py, t)))?;
             d.set_item("ecn_threshold", c.ecn_threshold.as_ref().map(|t| buffer_item(py, t)))?;
+            d.set_item("ecn_per_port", c.ecn_per_port)?;
             d.set_item("pushout", c.pushout)?;
         }
         QueueConfig::Red(c) => match &c.ns2 {

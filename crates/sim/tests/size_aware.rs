@@ -20,7 +20,7 @@ fn websearch(queue: &str, transport: &str, count: u32) -> String {
 
 const PFABRIC: (&str, &str) = ("queue = \"pfabric\"", "protocol = \"pfabric\"");
 const PIAS: (&str, &str) = (
-    "queue = \"priority\"\npriority_ecn_threshold = \"65pkt\"\nbuffer = \"250pkt\"\nnic_queue = \"switch\"",
+    "queue = \"priority\"\npriority_ecn_threshold = \"65pkt\"\npriority_ecn_per_port = true\nbuffer = \"250pkt\"\nnic_queue = \"switch\"",
     "protocol = \"pias\"\nmin_rto = \"1ms\"",
 );
 const DCTCP: (&str, &str) = (

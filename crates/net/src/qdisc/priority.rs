@@ -6,7 +6,8 @@
 //! `priority_bands` sets the number of bands (default: one per tag plus one; 8 without tags).
 //! The bands share the port's buffer; `priority_band_buffer` also limits each band. With
 //! `priority_ecn_threshold`, an ECN-capable packet is marked when its own band holds that much
-//! (per-band DCTCP marking). With `priority_pushout`, a packet that finds the buffer full
+//! (per-band DCTCP marking), or with `priority_ecn_per_port = true` when the whole port does
+//! (per-port marking, as the PIAS authors' simulations mark). With `priority_pushout`, a packet that finds the buffer full
 //! pushes out the newest packet of the lowest band below its own, if there is one
 //! (shared-buffer push-out); otherwise it is dropped.
 //!
@@ -32,6 +33,8 @@ pub struct PriorityConfig {
     pub band_buffer: Option<BufferLimit>,
     /// Mark CE on an ECN-capable packet whose band holds this much.
     pub ecn_threshold: Option<BufferLimit>,
+    /// Compare the threshold with the whole port's waiting packets rather than the band's.
+    pub ecn_per_port: bool,
     /// A full buffer drops a waiting packet of a lower band rather than the arriving one.
     pub pushout: bool,
 }
@@ -48,6 +51,7 @@ pub struct Bands {
     pkts: Vec<u32>,
     bytes: Vec<u64>,
     ecn_threshold: Option<BufferLimit>,
+    ecn_per_port: bool,
     band_buffer: Option<BufferLimit>,
     pushout: bool,
 }
@@ -72,6 +76,7 @@ struct Keys {
     priority_bands: Option<u32>,
     priority_band_buffer: Option<Buffer>,
     priority_ecn_threshold: Option<Buffer>,
+    priority_ecn_per_port: Option<bool>,
     priority_pushout: Option<bool>,
 }
 
@@ -88,8 +93,14 @@ impl StrictPriority {
 impl Discipline for StrictPriority {
     const NAME: &'static str = "priority";
     type Config = PriorityConfig;
-    const KEYS: &'static [&'static str] =
-        &["priority_tags", "priority_bands", "priority_band_buffer", "priority_ecn_threshold", "priority_pushout"];
+    const KEYS: &'static [&'static str] = &[
+        "priority_tags",
+        "priority_bands",
+        "priority_band_buffer",
+        "priority_ecn_threshold",
+        "priority_ecn_per_port",
+        "priority_pushout",
+    ];
     const ORDERED: bool = true;
     const CLASSIFIES: bool = true;
 
@@ -113,11 +124,16 @@ impl Discipline for StrictPriority {
                 return Err(KeyError::new("priority_bands", m));
             }
         };
+        if k.priority_ecn_per_port.is_some() && k.priority_ecn_threshold.is_none() {
+            let m = "needs `priority_ecn_threshold` (the threshold to compare the port's queue with)";
+            return Err(KeyError::new("priority_ecn_per_port", m.to_string()));
+        }
         Ok(PriorityConfig {
             tags,
             bands,
             band_buffer: k.priority_band_buffer.map(|b| b.0),
             ecn_threshold: k.priority_ecn_threshold.map(|b| b.0),
+            ecn_per_port: k.priority_ecn_per_port.unwrap_or(false),
             pushout: k.priority_pushout.unwrap_or(false),
         })
     }
@@ -129,6 +145,7 @@ impl Discipline for StrictPriority {
             pkts: vec![0; n],
             bytes: vec![0; n],
             ecn_threshold: cfg.ecn_threshold,
+            ecn_per_port: cfg.ecn_per_port,
             band_buffer: cfg.band_buffer,
             pushout: cfg.pushout,
         }))
@@ -138,13 +155,14 @@ impl Discipline for StrictPriority {
         cfg.tags.iter().position(|t| t == tag).unwrap_or(cfg.tags.len()) as u8
     }
 
-    fn on_arrival(&mut self, _: &QueueView, meta: &PacketMeta) -> Verdict {
+    fn on_arrival(&mut self, v: &QueueView, meta: &PacketMeta) -> Verdict {
         let b = self.band(meta);
         if self.band_buffer.is_some_and(|k| k.would_overflow(self.pkts[b], self.bytes[b], meta.wire_bytes as u64)) {
             return Verdict::Drop;
         }
+        let (pkts, bytes) = if self.ecn_per_port { (v.waiting_pkts, v.waiting_bytes) } else { (self.pkts[b], self.bytes[b]) };
         match self.ecn_threshold {
-            Some(k) if k.reached(self.pkts[b], self.bytes[b]) => Verdict::Mark,
+            Some(k) if k.reached(pkts, bytes) => Verdict::Mark,
             _ => Verdict::Accept,
         }
     }
@@ -194,6 +212,7 @@ mod tests {
             bands: tags.len() + 1,
             band_buffer: None,
             ecn_threshold: None,
+            ecn_per_port: false,
             pushout: false,
         }
     }
@@ -281,5 +300,20 @@ mod tests {
         // Band 1 holds 2: its packets are marked; band 0 is empty: its packets are not.
         assert_eq!(q.on_arrival(&view, &waiting(3, 1).meta), Verdict::Mark);
         assert_eq!(q.on_arrival(&view, &waiting(4, 0).meta), Verdict::Accept);
+    }
+
+    #[test]
+    fn per_port_ecn_marking_counts_every_band() {
+        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos(1000) };
+        let c = PriorityConfig { ecn_threshold: Some(BufferLimit::Packets(2)), ecn_per_port: true, ..cfg(&["a"]) };
+        let mut q = StrictPriority::new(&c, &link, Rng::stream(0, 0));
+        q.push(waiting(1, 1));
+        q.push(waiting(2, 1));
+        // Two packets wait in band 1: a packet of the empty band 0 is marked too.
+        assert_eq!(q.on_arrival(&QueueView::busy(Nanos::ZERO, 2, 2 * 1500), &waiting(3, 0).meta), Verdict::Mark);
+        assert_eq!(q.on_arrival(&QueueView::busy(Nanos::ZERO, 1, 1500), &waiting(4, 0).meta), Verdict::Accept);
+        let parse = |t: &str| StrictPriority::parse(toml::from_str(t).unwrap());
+        assert!(parse("priority_ecn_threshold = \"10pkt\"\npriority_ecn_per_port = true").unwrap().ecn_per_port);
+        assert!(parse("priority_ecn_per_port = true").unwrap_err().message.contains("needs `priority_ecn_threshold`"));
     }
 }

@@ -1,0 +1,240 @@
+"""Reproduction of Bai et al., "Information-Agnostic Flow Scheduling for Commodity Data
+Centers" (PIAS, NSDI 2015; journal version IEEE/ACM ToN 2017), the large-scale simulations:
+flow completion times against load on a 144-host leaf-spine, with web-search (item 1) and
+data-mining (item 2) flows, under PIAS, DCTCP and pFabric. See ``docs/reproduce_pias.md``.
+
+The set-up is the authors' ns-2 scripts' (HKUST-SING/PIAS-NS2: ``spine_empirical.tcl``,
+``run_pias_dctcp.py``, ``run_pias_vl2.py``, ``run_pfabric_*.py``): their thresholds for each
+workload and load, their DCTCP ("one-priority PIAS", the same ports with one queue) and their
+pFabric settings. Their ``result.py`` reports absolute FCTs in milliseconds, with 100 KB and
+10 MB as 100 x 1024 and 10 x 1024 x 1024 bytes; so does this reproduction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .common import MATCH, NO_MATCH, Item, Runner, new_figure, save_figure
+from .runner import Paper
+
+ITEM_ORDER = [1, 2]
+WORKLOADS = {1: "websearch", 2: "datamining"}
+SCHEMES = ("pias", "dctcp", "pfabric")
+LABEL = {"pias": "PIAS", "dctcp": "DCTCP", "pfabric": "pFabric"}
+#: PIAS's demotion thresholds in packets of 1460 B for each workload and load, from the
+#: authors' scripts (run_pias_dctcp.py and run_pias_vl2.py, HKUST-SING/PIAS-NS2 5fb5867)
+THRESHOLDS = {
+    "websearch": {
+        0.5: (1059, 1412, 1643, 1869, 2008, 2115, 2184),
+        0.6: (956, 1381, 1718, 2028, 2297, 2551, 2660),
+        0.7: (999, 1305, 1564, 1763, 1956, 2149, 2309),
+        0.8: (909, 1329, 1648, 1960, 2143, 2337, 2484),
+        0.9: (759, 1132, 1456, 1737, 2010, 2199, 2325),
+    },
+    "datamining": {
+        0.5: (805, 1106, 1401, 10693, 11970, 21162, 22272),
+        0.6: (840, 1232, 1617, 11950, 12238, 21494, 25720),
+        0.7: (907, 1301, 1619, 12166, 12915, 21313, 26374),
+        0.8: (745, 1083, 1391, 13689, 14936, 21149, 27245),
+        0.9: (750, 1083, 1416, 13705, 14952, 21125, 28253),
+    },
+}
+#: fabric.toml's keys that only its strict-priority ports read
+_PRIORITY_KEYS = ["network.priority_bands", "network.priority_ecn_threshold", "network.priority_ecn_per_port"]
+#: each scheme as overrides of fabric.toml (PIAS as the file is written)
+OVERRIDES = {
+    "pias": {},
+    # one queue per port, marking above 65 packets of 1500 B (the scripts' one-priority PIAS)
+    "dctcp": {
+        "network__queue": "ecn",
+        "network__ecn_threshold": "97500B",
+        "transport__protocol": "dctcp",
+        "unset": _PRIORITY_KEYS,
+    },
+    # the scripts' pFabric: 140-packet buffers (210 KB), initial window 70, 250 us timeout
+    "pfabric": {
+        "network__queue": "pfabric",
+        "network__buffer": "210KB",
+        "transport__protocol": "pfabric",
+        "transport__pfabric__pfabric_initial_window": 70,
+        "transport__pfabric__pfabric_rto": "250us",
+        "unset": _PRIORITY_KEYS,
+    },
+}
+SMALL_B = 100 * 1024
+LARGE_B = 10 * 1024 * 1024
+#: the checks of the claims: the best reduction of the small flows' average FCT against DCTCP
+#: within this range ("up to 50%"), and the gap to pFabric's at most this ("1.1%", "4.9%")
+REDUCTION_RANGE = (0.40, 0.60)
+PFABRIC_GAP = 0.05
+
+
+@dataclass
+class Mode:
+    quick: bool
+    loads: tuple
+    flows: int
+
+    @property
+    def name(self) -> str:
+        return "quick" if self.quick else "full"
+
+
+QUICK = Mode(True, (0.5, 0.8), 400)
+FULL = Mode(False, (0.5, 0.6, 0.7, 0.8, 0.9), 5000)
+
+
+def stats(flows) -> dict:
+    """FCTs of one run in milliseconds: flows under 100 KB (mean, 99th percentile), over 10 MB
+    (mean), all (mean); the counts of each group."""
+    if not flows["completed"].all():
+        raise RuntimeError(f"{int((~flows['completed']).sum())} flows did not complete")
+    ms = flows["fct_s"] * 1e3
+    small, large = flows["size_bytes"] < SMALL_B, flows["size_bytes"] > LARGE_B
+    return {
+        "small_mean": float(ms[small].mean()),
+        "small_p99": float(ms[small].quantile(0.99)),
+        "large_mean": float(ms[large].mean()) if large.any() else float("nan"),
+        "all_mean": float(ms.mean()),
+        "small_flows": int(small.sum()),
+        "large_flows": int(large.sum()),
+    }
+
+
+def thresholds(workload: str, load: float) -> list:
+    """PIAS's thresholds for a workload at a load, as `pias_thresholds` values (bytes)."""
+    return [f"{p * 1460}B" for p in THRESHOLDS[workload][round(load, 1)]]
+
+
+def _runs(r: Runner, mode: Mode, workload: str) -> dict:
+    """scheme -> load -> stats, every scheme on the same flows."""
+    out = {}
+    for s in SCHEMES:
+        out[s] = {}
+        for load in mode.loads:
+            kw = {
+                **OVERRIDES[s],
+                "workloads__0__sizes": workload,
+                "workloads__0__load": load,
+                "workloads__0__count": mode.flows,
+            }
+            if s == "pias":
+                kw["transport__pias__pias_thresholds"] = thresholds(workload, load)
+            out[s][load] = stats(r.run("fabric.toml", f"{workload} {s} load {load}", **kw).flows)
+    return out
+
+
+def _series(res: dict, scheme: str, key: str) -> str:
+    return ", ".join(f"{load:g}: {v[key]:.3f}" for load, v in res[scheme].items())
+
+
+def _claims(it: Item, r: Runner, n: int, res: dict, loads: tuple) -> None:
+    ex, pias, dc, pf = r.expected, res["pias"], res["dctcp"], res["pfabric"]
+    below = all(pias[x]["small_mean"] < dc[x]["small_mean"] for x in loads)
+    it.rows.append(
+        ex.row(
+            f"item{n}.small_below",
+            fctlab=f"PIAS {_series(res, 'pias', 'small_mean')}; DCTCP {_series(res, 'dctcp', 'small_mean')} ms",
+            verdict=MATCH if below else NO_MATCH,
+        )
+    )
+    cut = {x: 1 - pias[x]["small_mean"] / dc[x]["small_mean"] for x in loads}
+    best = max(cut, key=cut.get)
+    lo, hi = REDUCTION_RANGE
+    it.rows.append(
+        ex.row(
+            f"item{n}.small_reduction",
+            fctlab=f"at most {cut[best]:.0%} (load {best:g}); " + ", ".join(f"{x:g}: {v:.0%}" for x, v in cut.items()),
+            verdict=MATCH if lo <= cut[best] <= hi else NO_MATCH,
+        )
+    )
+    gap = {x: pias[x]["small_mean"] / pf[x]["small_mean"] - 1 for x in loads}
+    it.rows.append(
+        ex.row(
+            f"item{n}.small_gap_pfabric",
+            fctlab=", ".join(f"{x:g}: {v:+.1%}" for x, v in gap.items())
+            + f" (pFabric {_series(res, 'pfabric', 'small_mean')} ms)",
+            verdict=MATCH if all(v <= PFABRIC_GAP for v in gap.values()) else NO_MATCH,
+        )
+    )
+
+
+def _figure(res: dict, loads: tuple, out, name: str, workload: str) -> None:
+    fig = new_figure(13, 3.4)
+    axes = fig.subplots(1, 4)
+    for ax, key, title in zip(
+        axes,
+        ("all_mean", "small_mean", "small_p99", "large_mean"),
+        ("all flows: average", "(0, 100 KB]: average", "(0, 100 KB]: 99th percentile", "(10 MB, inf): average"),
+    ):
+        for s in SCHEMES:
+            ax.plot(loads, [res[s][x][key] for x in loads], marker="o", label=LABEL[s])
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("load")
+        ax.set_ylim(bottom=0)
+    axes[0].set_ylabel(f"FCT, ms ({workload})")
+    axes[0].legend(fontsize=8)
+    save_figure(fig, out / name)
+
+
+def _item(n: int):
+    workload = WORKLOADS[n]
+
+    def item(r: Runner, mode: Mode, out) -> Item:
+        it = r.new_item(
+            n,
+            f"`fabric.toml` (144 hosts, 9 x 16, 4 spines, 10/40 Gbps, 81.6 us round trip) with {workload} flows, "
+            f"{mode.flows} Poisson arrivals per run at loads {', '.join(f'{x:g}' for x in mode.loads)}; PIAS (8 bands, "
+            "the authors' thresholds for each load), DCTCP (one queue) and pFabric on the same flows (seed 1)",
+        )
+        res = _runs(r, mode, workload)
+        it.numbers = {s: {str(x): v for x, v in res[s].items()} for s in SCHEMES}
+        _claims(it, r, n, res, mode.loads)
+        _figure(res, mode.loads, out, f"pias_item{n}.png", workload)
+        it.figures.append(
+            (f"pias_item{n}.png", f"FCT against load, {workload}: all flows, flows under 100 KB and over 10 MB")
+        )
+        counts = res["pias"][mode.loads[0]]
+        it.explanation.append(
+            f"Each run has {counts['small_flows']} flows under 100 KB and {counts['large_flows']} over 10 MB. "
+            "Average FCT of all flows, ms: "
+            + "; ".join(f"{LABEL[s]} {_series(res, s, 'all_mean')}" for s in SCHEMES)
+            + ". Flows over 10 MB, ms: "
+            + "; ".join(f"{LABEL[s]} {_series(res, s, 'large_mean')}" for s in SCHEMES)
+            + "."
+        )
+        return it
+
+    return item
+
+
+ITEMS: dict = {n: _item(n) for n in WORKLOADS}
+
+
+def _intro(mode: Mode) -> list:
+    intro = [
+        "Items 1 and 2 rerun the paper's large-scale simulations from `scenarios/papers/pias/fabric.toml`, set up as "
+        "the authors' ns-2 scripts set them up, under PIAS, DCTCP and pFabric, with the web-search and data-mining "
+        "flows. The evaluation's figures are not in fctlab's reach in numbers; its abstracts state the findings, so "
+        "every row is a claim with the check written in it. L2DCT is not run.",
+        "What fctlab sets differently from the scripts is listed in docs/reproduce_pias.md.",
+    ]
+    if mode.quick:
+        intro.append(
+            f"This is a `--quick` run: {QUICK.flows} flows per run at loads {', '.join(map(str, QUICK.loads))} instead of "
+            f"{FULL.flows} at {FULL.loads[0]:g} to {FULL.loads[-1]:g}."
+        )
+    return intro
+
+
+def paper():
+    """The PIAS reproduction for :func:`fctlab.reproduce.runner.run_paper`."""
+    return Paper("pias", ITEMS, ITEM_ORDER, QUICK, FULL, intro=_intro, required_files=("fabric.toml",))
+
+
+if __name__ == "__main__":  # python -m fctlab.reproduce.pias [--quick] [--out DIR] [--items ...]
+    import sys
+
+    from . import main_reproduce
+
+    sys.exit(main_reproduce(["pias"] + sys.argv[1:]))
