@@ -4,8 +4,9 @@
   completion time, and the square-root law for unsynchronized losses.
 - :mod:`fctlab.models.aimd`: the AIMD model of SDC's analysis (the thesis's section 3.4):
   stationary windows, throughput, completion times, class-averaged parameters and gains.
+- :mod:`fctlab.models.homa`: Homa's unscheduled priorities and cutoffs for a workload.
 """
 
-from . import aimd, atcp
+from . import aimd, atcp, homa
 
-__all__ = ["aimd", "atcp"]
+__all__ = ["aimd", "atcp", "homa"]
