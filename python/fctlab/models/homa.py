@@ -21,6 +21,9 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import _core
+from ..api import _source
+
 __all__ = ["priorities", "scenario_priorities"]
 
 
@@ -50,8 +53,6 @@ def priorities(sizes_bytes: Sequence[float], rtt_bytes: int = 9_700, bands: int 
 
 def scenario_priorities(scenario, rtt_bytes: int = 9_700, bands: int = 8, *, set: Sequence[str] = ()) -> dict:
     """:func:`priorities` for the flows a scenario's workloads draw (its sized flows)."""
-    from .. import _core  # lazy: the compiled core is only needed for a scenario
-    from ..api import _source  # lazy: as the core
 
     text, name, fmt = _source(scenario)
     sizes = [f["size_bytes"] for f in _core.flows(text, name, fmt, list(set), []) if f.get("size_bytes")]
