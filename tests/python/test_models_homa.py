@@ -28,6 +28,10 @@ def test_small_messages_take_all_but_one_band_and_large_ones_one():
     assert small["unscheduled_share"] == 1.0 and small["unscheduled_bands"] == 7
     large = homa.priorities([10_000_000] * 99 + [1_000], bands=8)
     assert (large["unscheduled_bands"], large["cutoffs"]) == (1, [])
+    # A fixed number of unscheduled bands (as the Homa simulator's configuration sets) splits
+    # the same bytes into that many.
+    fixed = homa.priorities(np.random.default_rng(2).uniform(100, 3_000, 5_000), unscheduled_bands=4)
+    assert fixed["unscheduled_bands"] == 4 and len(fixed["cutoffs"]) == 3
 
 
 def test_the_web_search_scenario_gets_one_unscheduled_band():

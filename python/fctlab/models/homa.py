@@ -17,7 +17,7 @@ sample of sizes directly.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -27,9 +27,11 @@ from ..api import _source
 __all__ = ["priorities", "scenario_priorities"]
 
 
-def priorities(sizes_bytes: Sequence[float], rtt_bytes: int = 9_700, bands: int = 8) -> dict:
+def priorities(
+    sizes_bytes: Sequence[float], rtt_bytes: int = 9_700, bands: int = 8, unscheduled_bands: Optional[int] = None
+) -> dict:
     """Homa's unscheduled bands and cutoffs for messages of `sizes_bytes` (a sample of the
-    workload). Returns ``{"unscheduled_share", "unscheduled_bands", "cutoffs"}``: the share of
+    workload); `unscheduled_bands` fixes their number instead of the share rule. Returns ``{"unscheduled_share", "unscheduled_bands", "cutoffs"}``: the share of
     bytes sent unscheduled, the bands they get, and the cutoffs (bytes, rising, one fewer than
     the bands; a message of a cutoff's size or less goes in that cutoff's band)."""
     s = np.sort(np.asarray(sizes_bytes, dtype=float))
@@ -41,7 +43,9 @@ def priorities(sizes_bytes: Sequence[float], rtt_bytes: int = 9_700, bands: int 
         raise ValueError(f"bands: expected 2 to 8, got {bands}")
     unscheduled = np.minimum(s, rtt_bytes)
     share = float(unscheduled.sum() / s.sum())
-    n = int(min(bands - 1, max(1, round(bands * share))))
+    if unscheduled_bands is not None and not 1 <= unscheduled_bands < bands:
+        raise ValueError(f"unscheduled_bands: expected 1 to {bands - 1}, got {unscheduled_bands}")
+    n = unscheduled_bands or int(min(bands - 1, max(1, round(bands * share))))
     cum = np.cumsum(unscheduled) / unscheduled.sum()
     cutoffs: list = []
     for k in range(1, n):
@@ -51,9 +55,16 @@ def priorities(sizes_bytes: Sequence[float], rtt_bytes: int = 9_700, bands: int 
     return {"unscheduled_share": share, "unscheduled_bands": len(cutoffs) + 1, "cutoffs": cutoffs}
 
 
-def scenario_priorities(scenario, rtt_bytes: int = 9_700, bands: int = 8, *, set: Sequence[str] = ()) -> dict:
+def scenario_priorities(
+    scenario,
+    rtt_bytes: int = 9_700,
+    bands: int = 8,
+    unscheduled_bands: Optional[int] = None,
+    *,
+    set: Sequence[str] = (),
+) -> dict:
     """:func:`priorities` for the flows a scenario's workloads draw (its sized flows)."""
 
     text, name, fmt = _source(scenario)
     sizes = [f["size_bytes"] for f in _core.flows(text, name, fmt, list(set), []) if f.get("size_bytes")]
-    return priorities(sizes, rtt_bytes, bands)
+    return priorities(sizes, rtt_bytes, bands, unscheduled_bands)

@@ -4,8 +4,9 @@ fctlab's numbers with the paper's.
 Papers: ``atcp`` (Adaptive TCP; see docs/reproduce_atcp.md), ``thesis`` (Munir's thesis,
 chapters 3 and 4: SDC, RACS and RCP; see docs/reproduce_thesis.md), ``schedtcp``
 (non-intrusive scheduling of TCP flows; see docs/reproduce_schedtcp.md), ``pfabric``
-(pFabric's normalized FCTs against load; see docs/reproduce_pfabric.md) and ``pias`` (PIAS's
-FCTs against load beside DCTCP and pFabric; see docs/reproduce_pias.md).
+(pFabric's normalized FCTs against load; see docs/reproduce_pfabric.md), ``pias`` (PIAS's
+FCTs against load beside DCTCP and pFabric; see docs/reproduce_pias.md) and ``homa`` (Homa's
+slowdown by message size beside pFabric and PIAS; see docs/reproduce_homa.md).
 
     fctlab reproduce atcp [--quick] [--out DIR] [--items 1,2,7] [--budget SECONDS] [--workers N | --cluster ADDRESS]
 
@@ -27,7 +28,7 @@ from ..cli import main
 
 __all__ = ["main_reproduce", "configure", "run", "PAPERS", "default_scenario_dir"]
 
-PAPERS = ("atcp", "thesis", "schedtcp", "pfabric", "pias")
+PAPERS = ("atcp", "thesis", "schedtcp", "pfabric", "pias", "homa")
 
 
 class _ArgError(Exception):
