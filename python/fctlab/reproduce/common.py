@@ -392,3 +392,52 @@ def save_figure(fig, path: Path) -> None:
 
 def stderr_log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- runs over load
+
+
+@dataclass
+class LoadMode:
+    """A reproduction whose items run schemes over loads: quick or full, the loads, the flows
+    per run."""
+
+    quick: bool
+    loads: tuple
+    flows: int
+
+    @property
+    def name(self) -> str:
+        return "quick" if self.quick else "full"
+
+
+def runs_over_load(
+    r: Runner,
+    scenario: str,
+    overrides: dict,
+    mode: LoadMode,
+    workload: str,
+    stats: Callable[[pd.DataFrame], dict],
+    extra: Callable[[str, float], dict] = lambda scheme, load: {},
+) -> dict:
+    """scheme -> load -> `stats` of its run: every scheme of `overrides` (scheme -> scenario
+    overrides) on the same flows of `workload` at each load of `mode` (plus `extra` overrides
+    per scheme and load)."""
+    out: dict = {}
+    for s, base in overrides.items():
+        out[s] = {}
+        for load in mode.loads:
+            kw = {
+                **base,
+                "workloads__0__sizes": workload,
+                "workloads__0__load": load,
+                "workloads__0__count": mode.flows,
+                **extra(s, load),
+            }
+            out[s][load] = stats(r.run(scenario, f"{workload} {s} load {load}", **kw).flows)
+    return out
+
+
+def series(res: dict, scheme: str, key: str, digits: int = 2) -> str:
+    """One statistic of a scheme's runs over load (from :func:`runs_over_load`), as text."""
+    return ", ".join(f"{load:g}: {v[key]:.{digits}f}" for load, v in res[scheme].items())

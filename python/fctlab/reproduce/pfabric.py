@@ -10,11 +10,9 @@ seed) at each load.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from .common import MATCH, NO_MATCH, Item, Runner, new_figure, save_figure
+from .common import MATCH, NO_MATCH, Item, LoadMode, Runner, new_figure, runs_over_load, save_figure, series
 from .runner import Paper
 
 ITEM_ORDER = [1, 2]
@@ -42,19 +40,8 @@ NEAR_IDEAL = 1.5
 COMPARABLE = 1.25
 
 
-@dataclass
-class Mode:
-    quick: bool
-    loads: tuple
-    flows: int
-
-    @property
-    def name(self) -> str:
-        return "quick" if self.quick else "full"
-
-
-QUICK = Mode(True, (0.4, 0.8), 400)
-FULL = Mode(False, (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8), 5000)
+QUICK = LoadMode(True, (0.4, 0.8), 400)
+FULL = LoadMode(False, (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8), 5000)
 
 
 def stats(flows) -> dict:
@@ -74,24 +61,13 @@ def stats(flows) -> dict:
     }
 
 
-def _runs(r: Runner, mode: Mode, workload: str) -> dict:
+def _runs(r: Runner, mode: LoadMode, workload: str) -> dict:
     """scheme -> load -> stats, every scheme on the same flows."""
-    out = {}
-    for s in SCHEMES:
-        out[s] = {}
-        for load in mode.loads:
-            kw = {
-                **OVERRIDES[s],
-                "workloads__0__sizes": workload,
-                "workloads__0__load": load,
-                "workloads__0__count": mode.flows,
-            }
-            out[s][load] = stats(r.run("fabric.toml", f"{workload} {s} load {load}", **kw).flows)
-    return out
+    return runs_over_load(r, "fabric.toml", OVERRIDES, mode, workload, stats)
 
 
 def _series(res: dict, scheme: str, key: str) -> str:
-    return ", ".join(f"{load:g}: {v[key]:.2f}" for load, v in res[scheme].items())
+    return series(res, scheme, key)
 
 
 def _claims(it: Item, r: Runner, n: int, res: dict, loads: tuple) -> None:
@@ -164,7 +140,7 @@ def _figure(res: dict, loads: tuple, out, name: str, workload: str) -> None:
 def _item(n: int):
     workload = WORKLOADS[n]
 
-    def item(r: Runner, mode: Mode, out) -> Item:
+    def item(r: Runner, mode: LoadMode, out) -> Item:
         it = r.new_item(
             n,
             f"`fabric.toml` (144 hosts, 9 x 16, 4 spines, 10/40 Gbps, 1.5 us links) with {workload} flows, "
@@ -196,7 +172,7 @@ def _item(n: int):
 ITEMS: dict = {n: _item(n) for n in WORKLOADS}
 
 
-def _intro(mode: Mode) -> list:
+def _intro(mode: LoadMode) -> list:
     intro = [
         "Items 1 and 2 rerun section 5's fabric from `scenarios/papers/pfabric/fabric.toml` under pFabric, DCTCP and "
         "TCP over DropTail, with the web-search and data-mining flows. The paper's findings are stated in words and "

@@ -12,9 +12,7 @@ pFabric settings. Their ``result.py`` reports absolute FCTs in milliseconds, wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from .common import MATCH, NO_MATCH, Item, Runner, new_figure, save_figure
+from .common import MATCH, NO_MATCH, Item, LoadMode, Runner, new_figure, runs_over_load, save_figure, series
 from .runner import Paper
 
 ITEM_ORDER = [1, 2]
@@ -69,19 +67,8 @@ REDUCTION_RANGE = (0.40, 0.60)
 PFABRIC_GAP = 0.05
 
 
-@dataclass
-class Mode:
-    quick: bool
-    loads: tuple
-    flows: int
-
-    @property
-    def name(self) -> str:
-        return "quick" if self.quick else "full"
-
-
-QUICK = Mode(True, (0.5, 0.8), 400)
-FULL = Mode(False, (0.5, 0.6, 0.7, 0.8, 0.9), 5000)
+QUICK = LoadMode(True, (0.5, 0.8), 400)
+FULL = LoadMode(False, (0.5, 0.6, 0.7, 0.8, 0.9), 5000)
 
 
 def stats(flows) -> dict:
@@ -106,26 +93,18 @@ def thresholds(workload: str, load: float) -> list:
     return [f"{p * 1460}B" for p in THRESHOLDS[workload][round(load, 1)]]
 
 
-def _runs(r: Runner, mode: Mode, workload: str) -> dict:
-    """scheme -> load -> stats, every scheme on the same flows."""
-    out = {}
-    for s in SCHEMES:
-        out[s] = {}
-        for load in mode.loads:
-            kw = {
-                **OVERRIDES[s],
-                "workloads__0__sizes": workload,
-                "workloads__0__load": load,
-                "workloads__0__count": mode.flows,
-            }
-            if s == "pias":
-                kw["transport__pias__pias_thresholds"] = thresholds(workload, load)
-            out[s][load] = stats(r.run("fabric.toml", f"{workload} {s} load {load}", **kw).flows)
-    return out
+def _runs(r: Runner, mode: LoadMode, workload: str) -> dict:
+    """scheme -> load -> stats, every scheme on the same flows (PIAS with the thresholds of the
+    workload and load)."""
+
+    def extra(scheme: str, load: float) -> dict:
+        return {"transport__pias__pias_thresholds": thresholds(workload, load)} if scheme == "pias" else {}
+
+    return runs_over_load(r, "fabric.toml", OVERRIDES, mode, workload, stats, extra)
 
 
 def _series(res: dict, scheme: str, key: str) -> str:
-    return ", ".join(f"{load:g}: {v[key]:.3f}" for load, v in res[scheme].items())
+    return series(res, scheme, key, 3)
 
 
 def _claims(it: Item, r: Runner, n: int, res: dict, loads: tuple) -> None:
@@ -180,7 +159,7 @@ def _figure(res: dict, loads: tuple, out, name: str, workload: str) -> None:
 def _item(n: int):
     workload = WORKLOADS[n]
 
-    def item(r: Runner, mode: Mode, out) -> Item:
+    def item(r: Runner, mode: LoadMode, out) -> Item:
         it = r.new_item(
             n,
             f"`fabric.toml` (144 hosts, 9 x 16, 4 spines, 10/40 Gbps, 81.6 us round trip) with {workload} flows, "
@@ -211,7 +190,7 @@ def _item(n: int):
 ITEMS: dict = {n: _item(n) for n in WORKLOADS}
 
 
-def _intro(mode: Mode) -> list:
+def _intro(mode: LoadMode) -> list:
     intro = [
         "Items 1 and 2 rerun the paper's large-scale simulations from `scenarios/papers/pias/fabric.toml`, set up as "
         "the authors' ns-2 scripts set them up, under PIAS, DCTCP and pFabric, with the web-search and data-mining "
