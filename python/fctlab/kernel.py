@@ -37,6 +37,9 @@ from .cli import main
 
 #: Congestion controls registered by the object, in registration order.
 INSTANCES = ("atcp", "atcp_w1", "atcp_w2", "atcp_w3")
+#: DCTCP (kernel/dctcp.bpf.c), registered on its own, for kernels built without tcp_dctcp
+DCTCP = "fctlab_dctcp"
+DCTCP_SOURCE = "dctcp.bpf.c"
 
 #: Fixed point of the weights in ``.rodata``: 1024 means one segment per round trip.
 WEIGHT_ONE = 1024
@@ -303,7 +306,7 @@ def _target_arch() -> str:
 
 
 def build(*, force: bool = False, source: str = "atcp.bpf.c") -> Path:
-    """Compiles ``kernel/<source>`` (``atcp.bpf.c`` or ``ecn_mark.bpf.c``) when the object is
+    """Compiles ``kernel/<source>`` (``atcp.bpf.c``, ``dctcp.bpf.c`` or ``ecn_mark.bpf.c``) when the object is
     missing or older than the source; returns the object's path. ``vmlinux.h`` is generated
     from the running kernel's BTF."""
     check_environment(need_root=False)
@@ -417,7 +420,7 @@ def struct_ops_maps() -> list[dict]:
     """fctlab struct_ops maps the kernel still holds: ``[{"id": 28, "name": "atcp"}, ...]``.
     An unregistered map stays here while sockets (TIME_WAIT included) still use it."""
     maps = _bpftool_json("struct_ops", "show") or []
-    return [m for m in maps if m.get("name") in INSTANCES]
+    return [m for m in maps if m.get("name") in INSTANCES or m.get("name") == DCTCP]
 
 
 def loaded_params() -> Optional[AtcpParams]:
@@ -481,6 +484,33 @@ def load(params: Optional[AtcpParams] = None, *, replace: bool = True) -> list[s
     return now
 
 
+def dctcp_registered() -> bool:
+    """Whether fctlab's DCTCP is selectable by sockets."""
+    return DCTCP in available_congestion_controls()
+
+
+def load_dctcp() -> None:
+    """Builds if needed and registers fctlab's DCTCP (``fctlab_dctcp``); `unload` removes it
+    with the ATCP instances."""
+    check_environment()
+    obj = build(source=DCTCP_SOURCE)
+    if dctcp_registered():
+        return
+    p = _run(["bpftool", "struct_ops", "register", str(obj)], check=False, timeout=120)
+    if p.returncode != 0 or not dctcp_registered():
+        text = (p.stderr or "") + (p.stdout or "")
+        raise KernelError(f"registering {DCTCP} failed: {_bpf_refusal(text) or _last_line(text)}", log=text)
+
+
+def unload_dctcp() -> None:
+    """Unregisters fctlab's DCTCP only (the ATCP instances stay)."""
+    for m in struct_ops_maps():
+        if m["name"] == DCTCP and dctcp_registered():
+            p = _run(["bpftool", "struct_ops", "unregister", "id", str(m["id"])], check=False)
+            if p.returncode != 0:
+                raise KernelError(f"unregistering {DCTCP} (id {m['id']}): {_last_line(p.stderr or p.stdout)}")
+
+
 def unload(*, wait_s: float = 0.0) -> list[str]:
     """Unregisters every fctlab instance. The names leave tcp_available_congestion_control at
     once; with ``wait_s > 0`` it also waits (bounded) until the kernel has freed the maps,
@@ -527,6 +557,8 @@ def status() -> dict:
     maps = struct_ops_maps() if os.geteuid() == 0 else None
     reg = registered()
     params = loaded_params() if (reg and os.geteuid() == 0) else None
+    if dctcp_registered():
+        reg.append(DCTCP)
     lingering = None
     if maps is not None:
         lingering = [m for m in maps if m["name"] not in reg or sum(x["name"] == m["name"] for x in maps) > 1]
@@ -550,7 +582,9 @@ def socket_congestion(sock: socket.socket) -> str:
 
 def configure(p) -> None:
     """The arguments of ``fctlab kernel build|load|unload|status``."""
-    p.description = "ATCP as a Linux BPF congestion control."
+    p.description = (
+        "ATCP (and fctlab's DCTCP, which the testbed registers when a flow needs it) as Linux BPF congestion controls."
+    )
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=OneLineParser)
     ld = sub.add_parser("load", help="build if needed and register atcp, atcp_w1, atcp_w2, atcp_w3")
     ld.add_argument("--function", choices=sorted(FUNCTIONS), default="step", help="weight-size function of `atcp`")
@@ -577,7 +611,7 @@ def configure(p) -> None:
     )
     st = sub.add_parser("status", help="show what is registered and its parameters")
     st.add_argument("--json", action="store_true")
-    bd = sub.add_parser("build", help="compile kernel/atcp.bpf.c and kernel/ecn_mark.bpf.c only")
+    bd = sub.add_parser("build", help="compile kernel/atcp.bpf.c, dctcp.bpf.c and ecn_mark.bpf.c only")
     bd.add_argument("--force", action="store_true")
 
 
@@ -620,6 +654,7 @@ def run(a) -> int:
     try:
         if a.cmd == "build":
             print(build(force=a.force))
+            print(build(force=a.force, source=DCTCP_SOURCE))
             print(build(force=a.force, source="ecn_mark.bpf.c"))
         elif a.cmd == "load":
             params = _params_from_args(a)

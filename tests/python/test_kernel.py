@@ -266,3 +266,26 @@ def test_weight_at_follows_the_weight_size_function():
     assert (step.weight_at(1000), step.weight_at(1001)) == (3.0, 1.0)
     lin = K.AtcpParams(function="linear", w_high=3, w_low=1, threshold_low=100, threshold_high=300)
     assert [lin.weight_at(b) for b in (0, 100, 200, 300, 10**9)] == [3, 3, 2.0, 1, 1]
+
+
+def test_dctcp_registers_carries_a_transfer_and_unregisters_alone():
+    """kernel/dctcp.bpf.c passes the verifier, carries 2 MB over loopback (ECN negotiated by
+    TCP_CONG_NEEDS_ECN), shows in `fctlab kernel status`, and goes again without touching the
+    ATCP instances."""
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    if K.dctcp_registered():
+        pytest.skip(f"{K.DCTCP} already registered by someone else")
+    try:
+        K.load_dctcp()
+        assert K.DCTCP in K.available_congestion_controls()
+        assert K.DCTCP in K.status()["registered"]
+        used, n, same, _ = _transfer(K.DCTCP, 2_000_000)
+        assert (used, n, same) == (K.DCTCP, 2_000_000, True)
+        atcp_before = K.registered()
+        K.unload_dctcp()
+        assert not K.dctcp_registered() and K.registered() == atcp_before
+    finally:
+        if K.dctcp_registered():
+            K.unload_dctcp()

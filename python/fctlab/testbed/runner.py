@@ -97,6 +97,11 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
         if p in ("tcp", "newreno", "reno"):
             f.cc = "reno"
             f.protocol = "tcp"
+        elif p == "dctcp":
+            # fctlab's DCTCP (kernel/dctcp.bpf.c): the receivers' sockets run it too, for its
+            # echo of CE marks
+            f.cc = K.DCTCP
+            f.protocol = "dctcp"
         elif p == "atcp":
             wf = f.params.get("weight_function", "step")
             f.weight_function = wf
@@ -127,7 +132,7 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
                 else ""
             )
             raise TestbedError(
-                f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, atcp){why}"
+                f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, dctcp, atcp){why}"
             )
     if not fixed and fn_params is None:
         return None
@@ -197,6 +202,8 @@ def _receiver(ns: str, port: int, f: Flow, res: FlowResult, ready: threading.Bar
         return
     try:
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if f.cc == K.DCTCP:  # the accepted socket inherits it: DCTCP's receiver echoes CE marks
+            srv.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, f.cc.encode())
         srv.bind(("0.0.0.0", port))
         srv.listen(1)
         ready.wait(timeout=30)
@@ -625,6 +632,18 @@ def run_plan(
         return _run_plan(plan, scenario_file, overrides, sha256, max_run_s, atcp_halving, progress)
 
 
+def _load_dctcp(plan: Plan) -> bool:
+    """Registers fctlab's DCTCP when a flow needs it and it is not registered yet; returns
+    whether this call registered it (and must unregister it)."""
+    if not any(f.cc == K.DCTCP for f in plan.flows) or K.dctcp_registered():
+        return False
+    try:
+        K.load_dctcp()
+    except K.KernelError as e:
+        raise TestbedError(f"loading DCTCP: {e}") from None
+    return True
+
+
 def _load_atcp(atcp) -> bool:
     """Loads the kernel ATCP with `atcp`'s parameters unless it is registered with the same
     ones already; returns whether this call loaded it (and must unload it)."""
@@ -717,7 +736,7 @@ def _run_plan(
 ) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
     wall0 = time.monotonic()
     atcp = resolve_congestion_controls(plan, atcp_halving)
-    loaded_here = False
+    loaded_here = dctcp_here = False
     interrupted = False
     results = {f.flow_id: FlowResult() for f in plan.flows}
     scheduled: set = set()
@@ -730,6 +749,7 @@ def _run_plan(
             marker = Marker()
         if atcp is not None:
             loaded_here = _load_atcp(atcp)
+        dctcp_here = _load_dctcp(plan)
         build_network(plan, net, marker)
         for f in plan.flows:
             key = (f.src, f.dst)
@@ -794,6 +814,11 @@ def _run_plan(
         if loaded_here:
             try:
                 K.unload()
+            except K.KernelError:
+                pass
+        if dctcp_here:
+            try:
+                K.unload_dctcp()
             except K.KernelError:
                 pass
         if left:
