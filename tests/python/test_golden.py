@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
 RECORD = os.environ.get("FCTLAB_GOLDEN_RECORD") == "1"
 
+SIZE_AWARE = ("tcp", "dctcp", "atcp", "srpt", "las", "rcp", "racs", "sdc", "pfabric", "pias", "homa")
 # Scenarios whose full run is too long for the suite get a shorter stop time here.
 OVERRIDES = {
     "python/fctlab/benchmarks/dumbbell8_10g.toml": ["stop_time=20ms"],
@@ -33,6 +34,8 @@ OVERRIDES = {
     # the thesis's long runs, shortened to keep the snapshots small
     "scenarios/papers/thesis/incast.toml": ["workloads.0.rounds=20"],
     "scenarios/papers/thesis/benchmark.toml": ["workloads.0.until=300ms", "stop_time=400ms"],
+    # the size-aware comparison's scenarios (one per protocol, 1,000 flows each), on fewer flows
+    **{f"scenarios/size_aware/{p}.toml": ["workloads.0.count=300"] for p in SIZE_AWARE},
 }
 
 

@@ -736,7 +736,7 @@ def _long_flows_utilization(out_dir, seconds: float, rate_bps: float) -> float:
 
 
 def test_dctcp_on_the_kernel_keeps_the_link_busy_at_a_small_marking_threshold(tmp_path):
-    """`protocol = "dctcp"` on the testbed runs kernel/dctcp.bpf.c at both ends. Two long flows
+    """`protocol = "dctcp"` on the testbed runs kernel/dctcp.bpf.c at both ends. Two long flows for 3 s
     over 100 Mbps with a 5 ms round trip (a 42-packet bandwidth-delay product) and marking above
     5 packets: DCTCP cuts its window by alpha / 2 and keeps the link busy, where Reno with ECN
     halves on every marked round and leaves it idle part of the time; no packet is dropped. The
@@ -745,7 +745,7 @@ def test_dctcp_on_the_kernel_keeps_the_link_busy_at_a_small_marking_threshold(tm
     why = K.bpf_unavailable()
     if why:
         pytest.skip(f"DCTCP on the kernel needs BPF struct_ops: {why}")
-    seconds = 4.0
+    seconds = 3.0
 
     def scenario(proto: str, ecn: str) -> Path:
         p = tmp_path / f"{proto}.toml"
