@@ -88,17 +88,34 @@ def mutations(rel: str):
 
 
 def messages():
-    lines = []
-    for rel in scenario_files():
+    """Every mutation's message, grouped: the scenario files numbered first, then one line per
+    distinct (mutation, message) with the scenarios that give it (a scenario's own path in its
+    message shown as <scenario>), so that the many scenarios sharing a message store it once."""
+    files = scenario_files()
+    groups: dict = {}
+    for n, rel in enumerate(files):
         text = (ROOT / rel).read_text()
         for label, ov in mutations(rel):
             try:
                 _core.validate(text, rel, "toml", ov)
                 msg = "ok"
             except _core.ScenarioError as e:
-                msg = str(e)
-            lines.append(f"{rel} | {label} | {msg}")
+                msg = str(e).replace(rel, "<scenario>")
+            groups.setdefault((label, msg), []).append(n)
+    lines = ["# scenarios"] + [f"{n} {rel}" for n, rel in enumerate(files)]
+    lines.append("# mutation | message | scenarios")
+    lines += [f"{label} | {msg} | {_ranges(ns)}" for (label, msg), ns in groups.items()]
     return lines
+
+
+def _ranges(ns: list) -> str:
+    """1,2,3,5 -> "1-3,5"."""
+    out, start = [], ns[0]
+    for a, b in zip(ns, ns[1:] + [None]):
+        if b != a + 1:
+            out.append(str(start) if start == a else f"{start}-{a}")
+            start = b
+    return ",".join(out)
 
 
 def test_error_messages_are_unchanged():
@@ -111,3 +128,8 @@ def test_error_messages_are_unchanged():
     assert len(got) == len(want) and not diff, (
         "\n".join(f"- {w}\n+ {g}" for w, g in diff[:20]) or f"{len(want)} lines recorded, {len(got)} now"
     )
+
+
+def test_ranges():
+    assert _ranges([0]) == "0"
+    assert _ranges([1, 2, 3, 5, 7, 8]) == "1-3,5,7-8"
