@@ -840,10 +840,35 @@ type RouterFamilies = (Vec<Box<dyn PortControl>>, Vec<&'static str>);
 /// from that first flow's parameters. Flows of one protocol that disagree on a parameter its
 /// switch side reads are an error naming the key: the switches run one configuration of each
 /// protocol. (The flows of a drawn part share one configuration: its first flow stands for
-/// them.)
+/// them.) Receiver-driven protocols are held to their host side's keys likewise: each host
+/// runs one configuration of them.
 fn router_families(scenario: &Scenario, net: &Network) -> Result<RouterFamilies, ScenarioError> {
+    one_configuration(scenario, |cc| cc.receiver_driven(), |cc| cc.host_keys(), "receiving hosts")?;
+    let families = one_configuration(scenario, |cc| cc.router_assisted(), |cc| cc.port_keys(), "switches")?;
+    let mut ctl = Vec::with_capacity(families.len() * net.ports.len());
+    for (_, cfg) in &families {
+        for p in &net.ports {
+            ctl.push(
+                cfg.port(&PortInfo { capacity: p.rate, delay: p.delay })
+                    .expect("router-assisted protocols have a switch side"),
+            );
+        }
+    }
+    Ok((ctl, families.iter().map(|(_, c)| c.name()).collect()))
+}
+
+type Cc = std::sync::Arc<fctlab_transport::CcConfig>;
+
+/// The first flow of each protocol that `applies` to (in the order of its first flow), and an
+/// error naming the key when two flows of one such protocol disagree on one of its `keys`
+/// (the parameters the `who` read, which run one configuration of it).
+fn one_configuration<'a>(
+    scenario: &'a Scenario,
+    applies: impl Fn(&Cc) -> bool,
+    keys: impl Fn(&Cc) -> &'static [&'static str],
+    who: &str,
+) -> Result<Vec<(usize, &'a Cc)>, ScenarioError> {
     let mut families: Vec<(usize, &std::sync::Arc<fctlab_transport::CcConfig>)> = Vec::new();
-    type Cc = std::sync::Arc<fctlab_transport::CcConfig>;
     let flows = scenario.flows.parts().flat_map(|(first, part)| -> Box<dyn Iterator<Item = (usize, &Cc)>> {
         match part {
             FlowPart::Listed(v) => Box::new(v.iter().enumerate().map(move |(i, f)| (first + i, &f.cc))),
@@ -851,14 +876,14 @@ fn router_families(scenario: &Scenario, net: &Network) -> Result<RouterFamilies,
         }
     });
     for (i, cc) in flows {
-        if !cc.router_assisted() {
+        if !applies(cc) {
             continue;
         }
         match families.iter().find(|(_, c)| c.name() == cc.name()) {
             Some(&(j, c)) => {
                 if !std::sync::Arc::ptr_eq(cc, c) && **c != **cc {
                     let (mine, theirs) = (cc.params_json(), c.params_json());
-                    if let Some(key) = cc.port_keys().iter().find(|k| mine.get(**k) != theirs.get(**k)) {
+                    if let Some(key) = keys(cc).iter().find(|k| mine.get(**k) != theirs.get(**k)) {
                         let show = |v: &_| {
                             let v: &fctlab_transport::cc::Json = v;
                             v.get(*key).map_or("unset".to_string(), |v| v.to_string())
@@ -866,7 +891,7 @@ fn router_families(scenario: &Scenario, net: &Network) -> Result<RouterFamilies,
                         return Err(scenario.error(
                             &format!("flows[{i}].{}.{key}", cc.name()),
                             format!(
-                                "{} here, {} in flows[{j}]: the switches run one {} configuration, so every flow using it gives `{key}` one value",
+                                "{} here, {} in flows[{j}]: the {who} run one {} configuration, so every flow using it gives `{key}` one value",
                                 show(&mine),
                                 show(&theirs),
                                 cc.name()
@@ -878,14 +903,5 @@ fn router_families(scenario: &Scenario, net: &Network) -> Result<RouterFamilies,
             None => families.push((i, cc)),
         }
     }
-    let mut ctl = Vec::with_capacity(families.len() * net.ports.len());
-    for (_, cfg) in &families {
-        for p in &net.ports {
-            ctl.push(
-                cfg.port(&PortInfo { capacity: p.rate, delay: p.delay })
-                    .expect("router-assisted protocols have a switch side"),
-            );
-        }
-    }
-    Ok((ctl, families.iter().map(|(_, c)| c.name()).collect()))
+    Ok(families)
 }

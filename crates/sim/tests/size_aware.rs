@@ -92,3 +92,17 @@ fn homa_keeps_small_messages_within_twice_their_ideal_at_half_load() {
     // Grants keep the queues short: no port overflows its 250 packets.
     assert_eq!(r.flows.iter().map(|f| f.drops).sum::<u64>(), 0);
 }
+
+#[test]
+fn homa_flows_that_disagree_on_a_host_side_key_are_an_error_naming_it() {
+    let toml = "[network]\ntopology = \"star\"\nhosts = 3\nlink_rate = \"10Gbps\"\nlink_delay = \"1us\"\n\
+                queue = \"priority\"\nnic_queue = \"pfabric\"\n[transport]\nprotocol = \"homa\"\n\
+                [[flows]]\nsrc = \"h0\"\ndst = \"h2\"\nsize = \"100KB\"\n\
+                [[flows]]\nsrc = \"h1\"\ndst = \"h2\"\nsize = \"100KB\"\nhoma = { homa_overcommit = 2 }\n";
+    let sc = fctlab_scenario::load(toml, "test.toml", fctlab_scenario::schema::Format::Toml, &[]).expect("valid");
+    let err = fctlab_sim::Simulation::new(sc).err().expect("an error").to_string();
+    assert!(err.contains("flows[1].homa.homa_overcommit"), "{err}");
+    assert!(err.contains("the receiving hosts run one homa configuration"), "{err}");
+    // A key only the senders read may differ.
+    run(&toml.replace("homa_overcommit = 2", "homa_timeout = \"20ms\""));
+}

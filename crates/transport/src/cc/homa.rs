@@ -163,8 +163,8 @@ pub struct Homa {
 
 /// The unscheduled bytes of a message of `size`: one `rtt_bytes` (the sender sends whole
 /// segments while below a limit, so it rounds up to one).
-fn unscheduled_bytes(cfg: &HomaConfig, size: u64) -> u64 {
-    cfg.rtt_bytes.0.min(size)
+fn unscheduled_bytes(rtt_bytes: u64, size: u64) -> u64 {
+    rtt_bytes.min(size)
 }
 
 impl Protocol for Homa {
@@ -172,6 +172,8 @@ impl Protocol for Homa {
     type Config = HomaConfig;
     const TAGS_PACKETS: bool = true;
     const RECEIVER_DRIVEN: bool = true;
+    const HOST_KEYS: &'static [&'static str] =
+        &["homa_rtt_bytes", "homa_bands", "homa_unscheduled_cutoffs", "homa_overcommit", "homa_resend_timeout"];
     fn check(cfg: &HomaConfig) -> Result<(), String> {
         if cfg.rtt_bytes.0 == 0 {
             return Err("`homa_rtt_bytes` must be positive".into());
@@ -207,10 +209,10 @@ impl Protocol for Homa {
     fn new(cfg: &HomaConfig, info: &FlowInfo) -> Self {
         let size = info.size.unwrap_or(u64::MAX);
         Homa {
-            granted: unscheduled_bytes(cfg, size),
+            granted: unscheduled_bytes(cfg.rtt_bytes.0, size),
             unscheduled_band: cfg.unscheduled_band(size),
             scheduled_band: cfg.bands - 1,
-            unscheduled_bytes: unscheduled_bytes(cfg, size),
+            unscheduled_bytes: unscheduled_bytes(cfg.rtt_bytes.0, size),
             resend: None,
             timeout: cfg.timeout.0,
         }
@@ -320,7 +322,7 @@ impl HomaGrants {
 
 impl HostReceiver for HomaGrants {
     fn unscheduled(&self, size: u64) -> u64 {
-        self.rtt_bytes.min(size)
+        unscheduled_bytes(self.rtt_bytes, size)
     }
 
     fn resend_timeout(&self) -> Nanos {

@@ -323,6 +323,9 @@ pub trait Protocol: CongestionControl + Clone + fmt::Debug + Sized {
     fn receiver(_cfg: &Self::Config) -> Option<Box<dyn HostReceiver>> {
         None
     }
+    /// The parameters the host side reads (keys of `Config`): every flow of a run that uses
+    /// the protocol must give them the same values, since each host runs one configuration.
+    const HOST_KEYS: &'static [&'static str] = &[];
 }
 
 /// The output port a [`PortControl`] runs on.
@@ -580,6 +583,12 @@ macro_rules! protocols {
             pub fn port(&self, link: &PortInfo) -> Option<Box<dyn PortControl>> {
                 match self {
                     $($(#[$attr])* CcConfig::$ty(c) => <$ty as Protocol>::port(c, link),)*
+                }
+            }
+            /// The parameters the host side reads (see [`Protocol::HOST_KEYS`]).
+            pub fn host_keys(&self) -> &'static [&'static str] {
+                match self {
+                    $($(#[$attr])* CcConfig::$ty(_) => <$ty as Protocol>::HOST_KEYS,)*
                 }
             }
             /// The parameters the switch side reads (see [`Protocol::PORT_KEYS`]).
