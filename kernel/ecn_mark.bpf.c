@@ -16,14 +16,21 @@
  * `qstats.backlog`, which TBF keeps for its whole backlog) through the kernel socket
  * buffer that bpf_cast_to_kern_ctx returns. Thresholds live in .rodata (`ecn_params`),
  * written into a copy of the object before `tc` loads it (python/fctlab/testbed/ecn.py),
- * one copy per port. The program never drops or redirects: it returns TC_ACT_OK.
+ * one copy per port. The program never redirects, and drops only with `limit_bytes`.
  *
  * A GSO packet counts as one packet of skb->len bytes when the queue is read, and a mark
  * on it is copied to every segment; the testbed turns GSO/TSO off on its veths so the
  * queue sees wire-sized packets.
  *
- * Counters (marked, not ECN-capable, seen) are kept in a per-CPU array map `ecn_stats`
- * and read back with bpftool after a run.
+ * A strict-priority port (python/fctlab/testbed/priority.py) is an HTB whose classes each
+ * hold a queue of their own; its buffer is shared by all classes, as the simulator's
+ * `queue = "priority"` shares the port's buffer. With `limit_bytes` set, this program is
+ * that shared buffer: a packet that would take the root's backlog above `limit_bytes` is
+ * dropped (TC_ACT_SHOT), whatever its class. The HTB root keeps `q.qlen` and
+ * `qstats.backlog` for all of its classes together, so marking on it is per-port marking.
+ *
+ * Counters (seen, marked, over the threshold but not ECN-capable, dropped) are kept in a
+ * per-CPU array map `ecn_stats` and read back with bpftool after a run.
  *
  * Requires Linux >= 6.3 (bpf_cast_to_kern_ctx) and a kernel with BTF.
  */
@@ -34,21 +41,22 @@
 char _license[] SEC("license") = "GPL";
 
 #define TC_ACT_OK 0
+#define TC_ACT_SHOT 2
 
 /* Mirrored by python/fctlab/testbed/ecn.py (PARAMS_FORMAT); keep them in step. */
 struct ecn_params {
 	__u32 threshold_pkts;  /* mark when the queue holds >= this many packets (0 = unused) */
-	__u32 unused;
+	__u32 limit_bytes;     /* drop when the queue would exceed this many bytes (0 = unused) */
 	__u64 threshold_bytes; /* mark when the queue holds >= this many bytes (0 = unused) */
 };
 
 const volatile struct ecn_params ecn_params = {
 	.threshold_pkts = 20,
-	.unused = 0,
+	.limit_bytes = 0,
 	.threshold_bytes = 0,
 };
 
-enum { STAT_SEEN, STAT_MARKED, STAT_NOT_ECT, STAT_N };
+enum { STAT_SEEN, STAT_MARKED, STAT_NOT_ECT, STAT_DROPPED, STAT_N };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -85,6 +93,10 @@ int ecn_mark(struct __sk_buff *ctx)
 		return TC_ACT_OK;
 	qlen = BPF_CORE_READ(q, q.qlen);
 	backlog = BPF_CORE_READ(q, qstats.backlog);
+	if (ecn_params.limit_bytes && (__u64)backlog + ctx->len > ecn_params.limit_bytes) {
+		count(STAT_DROPPED);
+		return TC_ACT_SHOT;
+	}
 	over = (ecn_params.threshold_pkts && qlen >= ecn_params.threshold_pkts) ||
 	       (ecn_params.threshold_bytes && backlog >= ecn_params.threshold_bytes);
 	if (!over)

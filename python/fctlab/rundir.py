@@ -86,6 +86,8 @@ SUMMARY_KEYS: dict[str, str] = {
     "emulated_delay_s": "float",
     "delay_line": "dict",
     "ecn_threshold": "str",
+    "priority_bands": "int",
+    "pias_tagged": "dict",
     "peer": "str",
     "policy": "str",
     "mean_fct_s": "float",

@@ -66,6 +66,7 @@ def run(a) -> int:
         for key, what in (
             ("atcp", "ATCP flows (build tools)"),
             ("ecn", 'queue = "ecn" (BPF marker)'),
+            ("priority", 'queue = "priority" (HTB bands, u32 on DSCP, BPF shared buffer)'),
             ("delay", "link delay (delay line)"),
         ):
             print(f"  {what}: {'ok' if feats[key] is None else 'unavailable: ' + feats[key]}")

@@ -1,10 +1,13 @@
-"""ECN threshold marking on testbed ports (the simulator's ``queue = "ecn"``).
+"""ECN threshold marking on testbed ports (the simulator's ``queue = "ecn"``), and the
+shared buffer of strict-priority ports.
 
 A marking port is the port's TBF (rate and buffer) plus ``kernel/ecn_mark.bpf.c`` as a tc
 classifier on the same device's egress hook: a packet is marked CE when the TBF already
-holds ``ecn_threshold`` packets (or bytes) as it arrives. The program lives as long as the
-device, so deleting the run's namespaces removes it. Each port gets its own copy of the
-object with its threshold written into ``.rodata``.
+holds ``ecn_threshold`` packets (or bytes) as it arrives. On a strict-priority port (an HTB
+with a class per band, ``priority.py``) the same program reads the HTB root, which counts
+every band, and drops a packet that would take the port above its buffer. The program lives
+as long as the device, so deleting the run's namespaces removes it. Each port gets its own
+copy of the object with its parameters written into ``.rodata``.
 """
 
 from __future__ import annotations
@@ -23,21 +26,29 @@ from .shell import TestbedError, run
 PARAMS_FORMAT = "<IIQ"
 PARAMS_SYMBOL = "ecn_params"
 SOURCE = "ecn_mark.bpf.c"
-STATS = ("seen", "marked", "not_ect")  # keys of the ecn_stats map, in order
+STATS = ("seen", "marked", "not_ect", "dropped")  # keys of the ecn_stats map, in order
 
 
 @dataclass(frozen=True)
 class Threshold:
-    """Mark at ``pkts`` packets or ``bytes`` bytes queued (exactly one is non-zero)."""
+    """Mark at ``pkts`` packets or ``bytes`` bytes queued (at most one is non-zero; neither:
+    no marking); with ``limit_bytes``, drop a packet that would take the port's queue above
+    it (the shared buffer of a strict-priority port)."""
 
     pkts: int = 0
     bytes: int = 0
+    limit_bytes: int = 0
 
     def pack(self) -> bytes:
-        return struct.pack(PARAMS_FORMAT, self.pkts, 0, self.bytes)
+        return struct.pack(PARAMS_FORMAT, self.pkts, self.limit_bytes, self.bytes)
+
+    @property
+    def marks(self) -> bool:
+        return bool(self.pkts or self.bytes)
 
     def __str__(self) -> str:
-        return f"{self.pkts}pkt" if self.pkts else f"{self.bytes}B"
+        mark = f"{self.pkts}pkt" if self.pkts else f"{self.bytes}B" if self.bytes else "none"
+        return mark + (f"-limit{self.limit_bytes}B" if self.limit_bytes else "")
 
 
 class Marker:
@@ -64,74 +75,78 @@ class Marker:
 
     def attach(self, ns: str, dev: str, t: Threshold) -> None:
         """Marks packets leaving ``dev`` (in namespace ``ns``) above threshold ``t``."""
-        run(["tc", "-n", ns, "qdisc", "add", "dev", dev, "clsact"])
-        p = run(
-            [
-                "tc",
-                "-n",
-                ns,
-                "filter",
-                "add",
-                "dev",
-                dev,
-                "egress",
-                "bpf",
-                "direct-action",
-                "obj",
-                str(self._object(t)),
-                "sec",
-                "tc",
-            ],
-            check=False,
-            timeout=60,
-        )
-        if p.returncode != 0:
-            lines = [l for l in (p.stderr or p.stdout).splitlines() if l.strip()]
-            hint = next(
-                (l for l in reversed(lines) if "rror" in l or "denied" in l or "not" in l), lines[-1] if lines else ""
-            )
-            raise TestbedError(f"attaching the ECN marker to {dev} in {ns} failed: {hint.strip()}")
+        attach_egress(ns, dev, self._object(t), "the ECN marker", prio=2)
 
     def close(self) -> None:
         self._tmp.cleanup()
 
 
+def attach_egress(ns: str, dev: str, obj: Path, what: str, *, prio: int) -> None:
+    """Attaches the BPF object ``obj`` (section ``tc``) to the egress hook of ``dev`` in
+    namespace ``ns``, as filter ``prio`` (lower runs first), adding the clsact qdisc the
+    first time."""
+    have = run(["tc", "-n", ns, "qdisc", "show", "dev", dev, "clsact"], check=False)
+    if "clsact" not in (have.stdout or ""):
+        run(["tc", "-n", ns, "qdisc", "add", "dev", dev, "clsact"])
+    cmd = ["tc", "-n", ns, "filter", "add", "dev", dev, "egress", "prio", str(prio)]
+    p = run([*cmd, "bpf", "direct-action", "obj", str(obj), "sec", "tc"], check=False, timeout=60)
+    if p.returncode != 0:
+        lines = [l for l in (p.stderr or p.stdout).splitlines() if l.strip()]
+        hint = next(
+            (l for l in reversed(lines) if "rror" in l or "denied" in l or "not" in l), lines[-1] if lines else ""
+        )
+        raise TestbedError(f"attaching {what} to {dev} in {ns} failed: {hint.strip()}")
+
+
 def marks(ns: str, dev: str) -> Optional[dict]:
-    """Counters of the marker on ``dev``: packets seen, marked, and over the threshold but
-    not ECN-capable. None when no marker is attached or its map cannot be read."""
+    """Counters of the marker on ``dev``: packets seen, marked, over the threshold but not
+    ECN-capable, and dropped at the shared buffer. None when no marker is attached or its
+    map cannot be read."""
+    return program_counters(ns, dev, "ecn_stats", STATS)
+
+
+def program_counters(ns: str, dev: str, map_name: str, keys: tuple) -> Optional[dict]:
+    """The per-CPU array ``map_name`` of a BPF program on ``dev``'s egress hook, summed over
+    CPUs, as ``{keys[i]: count}``. None when no such program is attached or the map cannot be
+    read."""
     p = run(["tc", "-n", ns, "-j", "filter", "show", "dev", dev, "egress"], check=False)
     try:
         filters = json.loads(p.stdout or "[]")
     except ValueError:
         return None
-    prog_id = None
+    prog_ids = []
     for f in filters:
         prog = (f.get("options") or {}).get("prog") or {}
         if prog.get("id") is not None:
-            prog_id = prog["id"]
-    if prog_id is None:
-        return None
+            prog_ids.append(prog["id"])
     try:
-        info = K._bpftool_json("prog", "show", "id", str(prog_id))
-        for mid in info.get("map_ids", []):
-            m = K._bpftool_json("map", "show", "id", str(mid))
-            if m.get("name") != "ecn_stats":
-                continue
-            out = dict.fromkeys(STATS, 0)
-            for entry in K._bpftool_json("map", "dump", "id", str(mid)) or []:
-                key = entry.get("key")
-                if isinstance(key, list):  # raw bytes as hex strings
-                    key = int.from_bytes(bytes(int(b, 16) for b in key), "little")
-                vals = entry.get("values") or []
-                total = 0
-                for v in vals:
-                    val = v.get("value")
-                    if isinstance(val, list):
-                        val = int.from_bytes(bytes(int(b, 16) for b in val), "little")
-                    total += int(val)
-                if isinstance(key, int) and 0 <= key < len(STATS):
-                    out[STATS[key]] = total
-            return out
+        for prog_id in prog_ids:
+            out = _counters(prog_id, map_name, keys)
+            if out is not None:
+                return out
     except K.KernelError:
         return None
+    return None
+
+
+def _counters(prog_id: int, map_name: str, keys: tuple) -> Optional[dict]:
+    info = K._bpftool_json("prog", "show", "id", str(prog_id))
+    for mid in info.get("map_ids", []):
+        m = K._bpftool_json("map", "show", "id", str(mid))
+        if m.get("name") != map_name:
+            continue
+        out = dict.fromkeys(keys, 0)
+        for entry in K._bpftool_json("map", "dump", "id", str(mid)) or []:
+            key = entry.get("key")
+            if isinstance(key, list):  # raw bytes as hex strings
+                key = int.from_bytes(bytes(int(b, 16) for b in key), "little")
+            total = 0
+            for v in entry.get("values") or []:
+                val = v.get("value")
+                if isinstance(val, list):
+                    val = int.from_bytes(bytes(int(b, 16) for b in val), "little")
+                total += int(val)
+            if isinstance(key, int) and 0 <= key < len(keys):
+                out[keys[key]] = total
+        return out
     return None

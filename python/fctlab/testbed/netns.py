@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import kernel as K
 from .delay import binary as delay_binary
+from . import priority
 from .ecn import Marker, Threshold, marks
 from .shell import TestbedError, ip, run  # noqa: F401 (TestbedError: imported from here too)
 
@@ -72,9 +73,13 @@ def tbf_args(rate_bps: float, limit_bytes: int) -> list[str]:
     """TBF shaping a link to ``rate_bps`` with a queue of ``limit_bytes``. The bucket holds
     1 ms of traffic (at least 4 full frames): small enough to act as a link, large enough
     for the timer resolution."""
-    burst = max(4 * (MTU + ETH_OVERHEAD), int(rate_bps / 8 * 1e-3))
     limit = max(limit_bytes, MTU + ETH_OVERHEAD)
-    return ["tbf", "rate", f"{int(rate_bps)}bit", "burst", str(burst), "limit", str(limit)]
+    return ["tbf", "rate", f"{int(rate_bps)}bit", "burst", str(port_burst(rate_bps)), "limit", str(limit)]
+
+
+def port_burst(rate_bps: float) -> int:
+    """A port's token bucket in bytes: 1 ms of traffic, at least 4 full frames."""
+    return max(4 * (MTU + ETH_OVERHEAD), int(rate_bps / 8 * 1e-3))
 
 
 @dataclass
@@ -85,6 +90,7 @@ class Port:
     limit_bytes: int
     link: str  # "a->b", direction of traffic leaving through this port
     ecn: object = None  # ecn.Threshold when the port marks CE, else None
+    bands: int = 1  # 1: a TBF; more: a strict-priority HTB (priority.py)
 
 
 @dataclass
@@ -125,10 +131,14 @@ class Network:
         limit_b: int,
         marker=None,
         ecn_threshold=None,
+        bands: int = 1,
+        nic_bands: int = 1,
     ) -> None:
         """A veth between nodes a and b, created directly inside their namespaces. Each end's
         egress gets a TBF: the output port of that node toward the other. With ``marker``
         (an ecn.Marker) and ``ecn_threshold``, switch ports also mark CE above the threshold.
+        Switch ports with ``bands`` > 1 (host ends: ``nic_bands``) are strict-priority ports
+        instead (``priority.py``), whose shared buffer ``marker`` keeps.
 
         Segmentation offload is turned off on both ends (``gso_max_segs 1``): TCP then hands
         the stack wire-sized packets, so queues hold, drop and mark packets as a switch
@@ -144,13 +154,27 @@ class Network:
             ip("-n", n, "link", "set", dev, "mtu", str(MTU), "gso_max_segs", "1", "up")
             if rate is None:  # a delay line's end: no queue of its own
                 continue
-            run(["tc", "-n", n, "qdisc", "replace", "dev", dev, "root", *tbf_args(rate, limit)])
-            ecn = None
-            if sw and marker is not None and ecn_threshold is not None:
-                marker.attach(n, dev, ecn_threshold)
-                ecn = ecn_threshold
+            n_bands = bands if sw else nic_bands
+            ecn = ecn_threshold if sw and marker is not None else None
+            self._add_queue(n, dev, rate, limit, n_bands, ecn, marker)
             node_from = a if n == na else b
-            self.ports.append(Port(n, dev, rate, limit, f"{node_from}->{to}", ecn))
+            self.ports.append(Port(n, dev, rate, limit, f"{node_from}->{to}", ecn, n_bands))
+
+    @staticmethod
+    def _add_queue(ns: str, dev: str, rate: float, limit: int, bands: int, ecn, marker) -> None:
+        """The output port's queue: a TBF, or a strict-priority HTB whose shared buffer (and
+        ECN threshold ``ecn``, if any) the marker keeps."""
+        if bands <= 1:
+            run(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", *tbf_args(rate, limit)])
+            if ecn is not None:
+                marker.attach(ns, dev, ecn)
+            return
+        if marker is None:
+            raise TestbedError("a strict-priority port needs the BPF marker for its shared buffer")
+        limit = max(limit, MTU + ETH_OVERHEAD)
+        priority.install(ns, dev, rate, limit, bands, port_burst(rate), MTU + ETH_OVERHEAD)
+        t = ecn or Threshold()
+        marker.attach(ns, dev, Threshold(t.pkts, t.bytes, limit_bytes=limit))
 
     def add_delay_line(self, node: str, dev_a: str, dev_b: str, delay_s: float) -> None:
         """Starts a delay line (testbed/delayline.c) forwarding between two veths of
@@ -200,12 +224,14 @@ class Network:
         self.addresses[host] = addr
 
     def port_stats(self) -> dict:
-        """Per port: bytes and packets sent, drops (from ``tc -s -j qdisc``)."""
+        """Per port: bytes and packets sent, drops (from ``tc -s -j qdisc``; on a priority
+        port also the marker's drops at the shared buffer)."""
         out = {}
         for p in self.ports:
             r = run(["tc", "-n", p.ns, "-s", "-j", "qdisc", "show", "dev", p.dev], check=False)
+            root = "tbf" if p.bands <= 1 else "htb"
             try:
-                q = next(x for x in json.loads(r.stdout or "[]") if x.get("kind") == "tbf")
+                q = next(x for x in json.loads(r.stdout or "[]") if x.get("kind") == root)
                 out[p.link] = {
                     "bytes": q.get("bytes", 0),
                     "packets": q.get("packets", 0),
@@ -215,9 +241,12 @@ class Network:
             except (ValueError, StopIteration):
                 out[p.link] = {"bytes": 0, "packets": 0, "drops": 0, "port": p}
             out[p.link]["ecn_marks"] = 0
-            if p.ecn is not None:
+            if p.ecn is not None or p.bands > 1:
                 m = marks(p.ns, p.dev)
-                out[p.link]["ecn_marks"] = m["marked"] if m else None
+                if p.ecn is not None:
+                    out[p.link]["ecn_marks"] = m["marked"] if m else None
+                if p.bands > 1 and m:
+                    out[p.link]["drops"] += m["dropped"]
         return out
 
     def destroy(self) -> list[str]:
@@ -274,9 +303,10 @@ def check_machine() -> list[str]:
 
 def check_features() -> dict:
     """What beyond plain TBF queues works here, tried for real in a throw-away namespace pair:
-    ``{"ecn": None or reason, "delay": None or reason, "atcp": None or reason}`` (None: works).
-    ATCP is only checked for its build tools: registering it would affect the whole host."""
-    out = {"ecn": None, "delay": None, "atcp": None}
+    ``{"ecn": ..., "priority": ..., "delay": ..., "atcp": ...}``, each None (works) or the
+    reason it does not. ATCP is only checked for its build tools: registering it would affect
+    the whole host."""
+    out = {"ecn": None, "priority": None, "delay": None, "atcp": None}
     miss = K.missing_tools()
     if miss:
         out["atcp"] = out["ecn"] = "missing " + ", ".join(miss)
@@ -316,13 +346,19 @@ def check_features() -> dict:
                 marker.attach(net.ns("a"), "p0", Threshold(pkts=20))
             except TestbedError as e:
                 out["ecn"] = str(e)
+        out["priority"] = out["ecn"]
+        if marker is not None and out["ecn"] is None:
+            try:  # the port toward dl as a strict-priority port
+                net._add_queue(net.ns("b"), "p0", 100e6, 100_000, 2, None, marker)
+            except TestbedError as e:
+                out["priority"] = str(e)
         try:
             net.add_delay_line("dl", "a0", "a1", 0.001)
         except TestbedError as e:
             out["delay"] = str(e)
     except TestbedError as e:
-        out["ecn"] = out["ecn"] or str(e)
-        out["delay"] = out["delay"] or str(e)
+        for k in ("ecn", "priority", "delay"):
+            out[k] = out[k] or str(e)
     finally:
         net.destroy()
         if marker is not None:

@@ -22,6 +22,7 @@ from ..kernel import parse_bytes
 from ..rundir import read_summary, write_run
 from .ecn import Marker
 from .netns import Network, TestbedError, enter
+from .pias import Tagger, tagged
 from .scenario import FRAME, Flow, Plan, load_plan
 
 PORT_BASE = 20000
@@ -97,11 +98,11 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
         if p in ("tcp", "newreno", "reno"):
             f.cc = "reno"
             f.protocol = "tcp"
-        elif p == "dctcp":
+        elif p in ("dctcp", "pias"):
             # fctlab's DCTCP (kernel/dctcp.bpf.c): the receivers' sockets run it too, for its
-            # echo of CE marks
+            # echo of CE marks. PIAS is DCTCP whose senders' packets are tagged (pias.py).
             f.cc = K.DCTCP
-            f.protocol = "dctcp"
+            f.protocol = p
         elif p == "atcp":
             wf = f.params.get("weight_function", "step")
             f.weight_function = wf
@@ -132,7 +133,7 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
                 else ""
             )
             raise TestbedError(
-                f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, dctcp, atcp){why}"
+                f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, dctcp, pias, atcp){why}"
             )
     if not fixed and fn_params is None:
         return None
@@ -204,6 +205,8 @@ def _receiver(ns: str, port: int, f: Flow, res: FlowResult, ready: threading.Bar
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if f.cc == K.DCTCP:  # the accepted socket inherits it: DCTCP's receiver echoes CE marks
             srv.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, f.cc.encode())
+        if f.tos:  # so does its band on priority ports: the flow's ACKs share it
+            srv.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, f.tos)
         srv.bind(("0.0.0.0", port))
         srv.listen(1)
         ready.wait(timeout=30)
@@ -286,6 +289,8 @@ def _sender(
         return
     try:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, f.cc.encode())
+        if f.tos:
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, f.tos)
         base = t0
         if f.after:
             limit = min(bound, stop_at) if stop_at is not None else bound
@@ -324,6 +329,10 @@ def _sender(
                     s.send(view[:65536])
                 except socket.timeout:
                     continue
+                except (BrokenPipeError, ConnectionResetError):
+                    if time.monotonic() < end - STOP_RACE_S:
+                        raise
+                    break  # the receiver closed at the stop time, while this send waited
         res.retransmits, res.segs_out, res.min_rtt_s = _socket_counters(s)
     except OSError as e:
         if not res.completed:
@@ -335,6 +344,10 @@ def _sender(
             res.sock = None
         s.close()
 
+
+#: A long-lived flow's receiver closes at the stop time; a send refused this close to it is
+#: the end of the flow, not an error.
+STOP_RACE_S = 0.25
 
 #: Ports of the scheduled pairs' receivers: after every flow's own port.
 SCHED_PORT_BASE = PORT_BASE + 2000
@@ -510,7 +523,9 @@ def _base_rtt(net: Network, src: str, dst: str, port: int) -> float:
 # one run
 
 
-def build_network(plan: Plan, net: Network, marker=None) -> None:
+def build_network(plan: Plan, net: Network, marker=None, tagger=None) -> None:
+    """The plan's namespaces, links, ports and addresses; ``tagger`` (a pias.Tagger) goes on
+    the interface of every host that sends PIAS flows."""
     for sw in plan.switches:
         net.add_node(sw, switch=True)
     for h in plan.hosts:
@@ -523,6 +538,7 @@ def build_network(plan: Plan, net: Network, marker=None) -> None:
             return f"p{port_no[node]}"
         return "eth0"
 
+    ports = dict(marker=marker, ecn_threshold=plan.ecn_threshold, bands=plan.bands, nic_bands=plan.nic_bands)
     for l in plan.links:
         if l.level == "bottleneck" and plan.delay_s > 0:
             # left -> [TBF] -> dl (delay line) -> right, and back through right's TBF
@@ -538,8 +554,7 @@ def build_network(plan: Plan, net: Network, marker=None) -> None:
                 limit_a=l.buf_a,
                 rate_b_bps=None,
                 limit_b=0,
-                marker=marker,
-                ecn_threshold=plan.ecn_threshold,
+                **ports,
             )
             net.add_link(
                 "dl",
@@ -552,8 +567,7 @@ def build_network(plan: Plan, net: Network, marker=None) -> None:
                 limit_a=0,
                 rate_b_bps=l.rate_b,
                 limit_b=l.buf_b,
-                marker=marker,
-                ecn_threshold=plan.ecn_threshold,
+                **ports,
             )
             net.relabel_ports("dl", l.a, l.b)
             net.add_delay_line("dl", "a0", "a1", plan.delay_s)
@@ -570,11 +584,13 @@ def build_network(plan: Plan, net: Network, marker=None) -> None:
             limit_a=l.buf_a,
             rate_b_bps=l.rate_b,
             limit_b=l.buf_b,
-            marker=marker,
-            ecn_threshold=plan.ecn_threshold,
+            **ports,
         )
     for i, h in enumerate(plan.hosts):
         net.add_address(h, "eth0", host_address(i), 16)
+    if tagger is not None:
+        for h in sorted({f.src for f in plan.flows if f.protocol == "pias"}):
+            tagger.attach(net.ns(h), "eth0")
     # Every flow starts as a fresh connection, as in the simulator: Linux would otherwise
     # start a connection with the ssthresh and RTT it remembers for that destination.
     ecn_hosts = {f.src for f in plan.flows if f.ecn}
@@ -582,6 +598,46 @@ def build_network(plan: Plan, net: Network, marker=None) -> None:
         net.set_sysctls(
             h, {"net.ipv4.tcp_no_metrics_save": "1", **({"net.ipv4.tcp_ecn": "1"} if h in ecn_hosts else {})}
         )
+
+
+def set_bands(plan: Plan) -> None:
+    """On strict-priority ports, each flow's band as the simulator gives it: a PIAS flow's
+    packets are tagged as they leave (DSCP 0 until then: its handshake and ACKs in band 0);
+    any other flow's packets and ACKs all take the band of its tag, the first of
+    `priority_tags` band 0 and so on, other tags the last band. The band is the sockets'
+    DSCP (``IP_TOS``), which the ports classify."""
+    if plan.bands < 2:
+        return
+    for f in plan.flows:
+        if f.protocol == "pias":
+            continue
+        tags = plan.priority_tags
+        band = tags.index(f.tag) if f.tag in tags else plan.bands - 1
+        f.tos = min(band, plan.bands - 1) << 2
+
+
+def pias_thresholds(plan: Plan) -> Optional[list]:
+    """The demotion thresholds (bytes) of the plan's PIAS flows, or None when it has none.
+    The tagger has one set per run and tags every connection of a host, so the PIAS flows
+    must share their thresholds, their hosts must send nothing else, and the ports must have
+    the bands to serve them."""
+    pias = [f for f in plan.flows if f.protocol == "pias"]
+    if not pias:
+        return None
+    ts = [int(x) for x in pias[0].params.get("pias_thresholds", [])]
+    for f in pias:
+        if [int(x) for x in f.params.get("pias_thresholds", [])] != ts:
+            raise TestbedError(f"flows[{f.flow_id}]: all PIAS flows of a testbed run must share pias_thresholds")
+    senders = {f.src for f in pias}
+    other = next((f for f in plan.flows if f.src in senders and f.protocol != "pias"), None)
+    if other is not None:
+        raise TestbedError(
+            f"flows[{other.flow_id}]: host {other.src} sends PIAS flows and a {other.protocol} flow; on the "
+            "testbed the PIAS tagger tags every connection of its host"
+        )
+    if plan.bands < 2:
+        raise TestbedError('protocol "pias" needs strict-priority ports: network.queue = "priority"')
+    return ts
 
 
 def path_rate(plan: Plan, f: Flow) -> float:
@@ -743,14 +799,19 @@ def _run_plan(
     stats, base_rtts, duration = {}, {}, 0.0
     cwnd_rows = None
     net = Network()
-    marker = None
+    marker = tagger = None
+    pias_counts = None
     try:
-        if plan.ecn_threshold is not None:
+        thresholds = pias_thresholds(plan)
+        set_bands(plan)
+        if plan.ecn_threshold is not None or max(plan.bands, plan.nic_bands) > 1:
             marker = Marker()
+        if thresholds is not None:
+            tagger = Tagger(thresholds)
         if atcp is not None:
             loaded_here = _load_atcp(atcp)
         dctcp_here = _load_dctcp(plan)
-        build_network(plan, net, marker)
+        build_network(plan, net, marker, tagger)
         for f in plan.flows:
             key = (f.src, f.dst)
             if key not in base_rtts:
@@ -803,14 +864,17 @@ def _run_plan(
                 (max(ends) - t0) if ends and all(r.completed for r in results.values()) else time.monotonic() - t0
             )
         stats = net.port_stats()
+        if tagger is not None:
+            pias_counts = {h: tagged(net.ns(h), "eth0") for h in sorted({f.src for f in plan.flows})}
         _apply_deliveries(pairs, deliveries, results)
     except KeyboardInterrupt:
         interrupted = True
         raise
     finally:
         left = net.destroy()
-        if marker is not None:
-            marker.close()
+        for prog in (marker, tagger):
+            if prog is not None:
+                prog.close()
         if loaded_here:
             try:
                 K.unload()
@@ -836,6 +900,7 @@ def _run_plan(
         atcp=atcp,
         delay_line=net.delay_stats.get("dl"),
         cwnd_rows=cwnd_rows,
+        pias_tagged=pias_counts,
     )
     return collect(plan, measured, scenario_file=scenario_file, overrides=overrides, sha256=sha256)
 
@@ -856,6 +921,7 @@ class Measured:
     atcp: Optional[K.AtcpParams]
     delay_line: Optional[dict]
     cwnd_rows: Optional[dict]
+    pias_tagged: Optional[dict] = None  # sending host -> the PIAS tagger's counters
 
 
 def collect(
@@ -960,6 +1026,8 @@ def _summary(plan: Plan, m: Measured, *, scenario_file: str, overrides: Sequence
         "drops": sum(st["drops"] for st in m.stats.values()),
         "ecn_marks": sum(st.get("ecn_marks") or 0 for st in m.stats.values()),
         "ecn_threshold": str(plan.ecn_threshold) if plan.ecn_threshold is not None else None,
+        "priority_bands": plan.bands if plan.bands > 1 else None,
+        "pias_tagged": m.pias_tagged,
         "interrupted": m.interrupted,
         "kernel": os.uname().release,
         "congestion_controls": {str(f.flow_id): f.cc for f in plan.flows},

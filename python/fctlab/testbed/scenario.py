@@ -54,6 +54,7 @@ class Flow:
     deadline_s: Optional[float] = None
     ecn: bool = False  # ECN-capable (the sending host's net.ipv4.tcp_ecn = 1)
     after: str = ""  # start `start_s` after every flow of this group has completed
+    tos: int = 0  # the sockets' IP_TOS: the flow's band on strict-priority ports (runner.set_bands)
 
 
 @dataclass
@@ -67,7 +68,10 @@ class Plan:
     flows: list
     stop_time_s: Optional[float]
     notes: list = field(default_factory=list)
-    ecn_threshold: object = None  # ecn.Threshold for queue = "ecn", else None (drop-tail)
+    ecn_threshold: object = None  # ecn.Threshold for queue = "ecn" (or "priority"), else None
+    bands: int = 1  # switch ports: 1 (TBF) or a strict-priority port's bands (queue = "priority")
+    nic_bands: int = 1  # host NICs, likewise (nic_queue)
+    priority_tags: list = field(default_factory=list)  # the flows' bands by tag, highest first
     cwnd_interval_s: Optional[float] = None  # [monitor] cwnd_interval
     cwnd_flows: Optional[list] = None  # [monitor] cwnd_flows (None: every flow)
     delay_s: float = 0.0  # one-way delay emulated on the bottleneck link by a delay line
@@ -155,20 +159,61 @@ def _flows(path: Path, overrides: Sequence[str], hosts: list) -> list:
     return flows
 
 
+def _threshold(t) -> Optional[Threshold]:
+    if t is None:
+        return None
+    unit, n = t
+    return Threshold(pkts=int(n)) if unit == "pkts" else Threshold(bytes=int(n))
+
+
+def _priority_bands(q: dict, key: str) -> int:
+    """A strict-priority queue's bands, after checking that the testbed builds it as the
+    simulator runs it."""
+    unsupported = (
+        (q["pushout"], "priority_pushout (the shared buffer drops the arriving packet)"),
+        (q["band_buffer"] is not None, "priority_band_buffer (the bands share the port's buffer)"),
+        (
+            q["ecn_threshold"] is not None and not q["ecn_per_port"],
+            "per-band ECN marking (set priority_ecn_per_port = true: the marker reads the whole port)",
+        ),
+    )
+    for bad, what in unsupported:
+        if bad:
+            raise TestbedError(f'network.{key} = "priority" with {what} is not available on the testbed')
+    return int(q["bands"])
+
+
+def _queues(net: dict, notes: list) -> tuple:
+    """The switch ports' ECN threshold and bands, and the host NICs' bands."""
+    queue = net["queue"]
+    ecn_threshold, bands, nic_bands = None, 1, 1
+    if queue["kind"] == "ecn":
+        ecn_threshold = _threshold(queue["threshold"])
+    elif queue["kind"] == "priority":
+        bands = _priority_bands(queue, "queue")
+        ecn_threshold = _threshold(queue["ecn_threshold"])
+    elif queue["kind"] != "droptail":
+        raise TestbedError(
+            f"network.queue = {queue['kind']!r}: the testbed has drop-tail (TBF), ecn (TBF with a BPF "
+            "marker) and priority (HTB bands) queues"
+        )
+    nic = net["nic_queue"]
+    if nic["kind"] == "priority":
+        nic_bands = _priority_bands(nic, "nic_queue")
+    elif nic["kind"] != "droptail":
+        notes.append(f'host NICs run drop-tail: nic_queue = "{nic["kind"]}" is not built on the testbed')
+    if nic_bands > 1 and nic["ecn_threshold"] is not None:
+        notes.append("host NICs do not mark ECN on the testbed")
+    return ecn_threshold, bands, nic_bands
+
+
 def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
     """The testbed's plan of a scenario file (after ``overrides``, as ``fctlab run --set``)."""
     net = _core_call("network", path, overrides)
     topo = net["topology"]
     notes = []
-    queue = net["queue"]
-    ecn_threshold = None
-    if queue["kind"] == "ecn":
-        unit, n = queue["threshold"]
-        ecn_threshold = Threshold(pkts=int(n)) if unit == "pkts" else Threshold(bytes=int(n))
-    elif queue["kind"] != "droptail":
-        raise TestbedError(
-            f"network.queue = {queue['kind']!r}: the testbed has drop-tail (TBF) and ecn (TBF with a BPF marker) queues"
-        )
+    ecn_threshold, bands, nic_bands = _queues(net, notes)
+    tags = list(net["queue"].get("tags") or [])
     if topo not in ("dumbbell", "star"):
         raise TestbedError(f"network.topology = {topo!r}: the testbed supports dumbbell and star")
     hosts = [n["name"] for n in net["nodes"] if n["kind"] == "host"]
@@ -229,6 +274,9 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
         stop_time_s=stop_s,
         notes=notes,
         ecn_threshold=ecn_threshold,
+        bands=bands,
+        nic_bands=nic_bands,
+        priority_tags=tags,
         cwnd_interval_s=cwnd_interval,
         cwnd_flows=cwnd_flows,
         delay_s=delay_s,

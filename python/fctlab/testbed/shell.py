@@ -14,9 +14,9 @@ def ip(*args: str, check: bool = True, timeout: float = 20) -> subprocess.Comple
     return run(["ip", *args], check=check, timeout=timeout)
 
 
-def run(cmd: list[str], *, check: bool = True, timeout: float = 20) -> subprocess.CompletedProcess:
+def run(cmd: list[str], *, check: bool = True, timeout: float = 20, input: str = None) -> subprocess.CompletedProcess:
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input)
     except FileNotFoundError:
         raise TestbedError(f"{cmd[0]} not found (apt package iproute2)") from None
     except subprocess.TimeoutExpired:
