@@ -715,6 +715,37 @@ def _load_atcp(atcp) -> bool:
         raise TestbedError(f"loading ATCP: {e}") from None
 
 
+class _Programs:
+    """What a run loads besides its namespaces, and unloads after them: the port marker, the
+    PIAS tagger, and the kernel ATCP and DCTCP when this run registered them."""
+
+    def __init__(self) -> None:
+        self.marker = self.tagger = None
+        self.atcp_here = self.dctcp_here = False
+
+    def load(self, plan: Plan, atcp) -> None:
+        thresholds = pias_thresholds(plan)
+        set_bands(plan)
+        if plan.ecn_threshold is not None or max(plan.bands, plan.nic_bands) > 1:
+            self.marker = Marker()
+        if thresholds is not None:
+            self.tagger = Tagger(thresholds)
+        if atcp is not None:
+            self.atcp_here = _load_atcp(atcp)
+        self.dctcp_here = _load_dctcp(plan)
+
+    def close(self) -> None:
+        for prog in (self.marker, self.tagger):
+            if prog is not None:
+                prog.close()
+        for here, unload in ((self.atcp_here, K.unload), (self.dctcp_here, K.unload_dctcp)):
+            if here:
+                try:
+                    unload()
+                except K.KernelError:
+                    pass
+
+
 def _start_receivers(net, pairs: dict, plain: list, results: dict, ready, stop_at: list, bound: float, horizon: float):
     """A receiver thread per scheduled pair and per plain flow, each in its host's namespace;
     returns the threads and, per scheduled pair, the list its receiver fills with deliveries."""
@@ -792,26 +823,17 @@ def _run_plan(
 ) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
     wall0 = time.monotonic()
     atcp = resolve_congestion_controls(plan, atcp_halving)
-    loaded_here = dctcp_here = False
     interrupted = False
     results = {f.flow_id: FlowResult() for f in plan.flows}
     scheduled: set = set()
     stats, base_rtts, duration = {}, {}, 0.0
     cwnd_rows = None
     net = Network()
-    marker = tagger = None
+    progs = _Programs()
     pias_counts = None
     try:
-        thresholds = pias_thresholds(plan)
-        set_bands(plan)
-        if plan.ecn_threshold is not None or max(plan.bands, plan.nic_bands) > 1:
-            marker = Marker()
-        if thresholds is not None:
-            tagger = Tagger(thresholds)
-        if atcp is not None:
-            loaded_here = _load_atcp(atcp)
-        dctcp_here = _load_dctcp(plan)
-        build_network(plan, net, marker, tagger)
+        progs.load(plan, atcp)
+        build_network(plan, net, progs.marker, progs.tagger)
         for f in plan.flows:
             key = (f.src, f.dst)
             if key not in base_rtts:
@@ -864,7 +886,7 @@ def _run_plan(
                 (max(ends) - t0) if ends and all(r.completed for r in results.values()) else time.monotonic() - t0
             )
         stats = net.port_stats()
-        if tagger is not None:
+        if progs.tagger is not None:
             pias_counts = {h: tagged(net.ns(h), "eth0") for h in sorted({f.src for f in plan.flows})}
         _apply_deliveries(pairs, deliveries, results)
     except KeyboardInterrupt:
@@ -872,19 +894,7 @@ def _run_plan(
         raise
     finally:
         left = net.destroy()
-        for prog in (marker, tagger):
-            if prog is not None:
-                prog.close()
-        if loaded_here:
-            try:
-                K.unload()
-            except K.KernelError:
-                pass
-        if dctcp_here:
-            try:
-                K.unload_dctcp()
-            except K.KernelError:
-                pass
+        progs.close()
         if left:
             raise TestbedError(f"could not delete namespaces {', '.join(left)}")
 
