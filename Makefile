@@ -17,7 +17,7 @@ demo: setup
 test: setup test-rust test-python
 
 test-rust:
-	cargo test --release --workspace --exclude fctlab-py
+	cargo test --profile test-ci --workspace --exclude fctlab-py
 
 test-python:
 	$(VENV)/bin/python -m pytest -q

@@ -173,7 +173,7 @@ def test_plan_errors_name_the_problem(tmp_path):
             net='queue = "red"',
         )
     )
-    with pytest.raises(Exception, match="drop-tail .* and ecn"):
+    with pytest.raises(Exception, match="drop-tail .*, ecn .* and priority"):
         load_plan(p)
 
 
