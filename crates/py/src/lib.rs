@@ -442,6 +442,36 @@ fn to_py(py: Python<'_>, r: &Results) -> PyResult<PyObject> {
     Ok(out.into())
 }
 
+/// The simulator's RCP port rule once (`RcpPort::update`): the rate after an interval of
+/// `t_s` seconds with `bytes_in` bytes in and `queue_bytes` queued, from `rate_bps`, on a
+/// link of `capacity_bps` with the RTT average `avg_rtt_s`; and the average after each of
+/// `rtt_samples_ns` (packets' RTT fields) in turn. Returns `(rate_bps, [averages, s])`. For
+/// checks of other implementations of the rule against this one.
+#[pyfunction]
+#[pyo3(signature = (capacity_bps, alpha, beta, rate_bps, avg_rtt_s, t_s, bytes_in, queue_bytes, rtt_samples_ns=vec![]))]
+#[allow(clippy::too_many_arguments)]
+fn rcp_port_rule(
+    capacity_bps: u64,
+    alpha: f64,
+    beta: f64,
+    rate_bps: f64,
+    avg_rtt_s: f64,
+    t_s: f64,
+    bytes_in: u64,
+    queue_bytes: u64,
+    rtt_samples_ns: Vec<u32>,
+) -> (f64, Vec<f64>) {
+    use fctlab_transport::cc::rcp::{RcpConfig, RcpPort};
+    use fctlab_transport::cc::PortInfo;
+
+    let cfg = RcpConfig { alpha, beta, ..Default::default() };
+    let link = PortInfo { capacity: fctlab_engine::BitsPerSec(capacity_bps), delay: fctlab_engine::Nanos::ZERO };
+    let mut p = RcpPort::with_state(&cfg, &link, rate_bps, fctlab_engine::Nanos::from_secs_f64(avg_rtt_s));
+    p.update(t_s, bytes_in, queue_bytes);
+    let averages = rtt_samples_ns.iter().map(|&s| p.sample_rtt(s)).collect();
+    (p.rate_bps(), averages)
+}
+
 /// The keys of the scenario tables that docs/scenarios.md lists key by key: `{table: [keys]}`
 /// (`transport`: besides one table per protocol; `monitor`).
 #[pyfunction]
@@ -475,6 +505,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(protocols, m)?)?;
     m.add_function(wrap_pyfunction!(schemas, m)?)?;
     m.add_function(wrap_pyfunction!(table_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(rcp_port_rule, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_send, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_recv, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_loopback, m)?)?;

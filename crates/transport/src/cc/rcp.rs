@@ -213,6 +213,24 @@ impl RcpPort {
     pub fn avg_rtt(&self) -> Nanos {
         Nanos::from_secs_f64(self.rtt.secs())
     }
+
+    /// A port offering `rate_bps` with the RTT average at `avg_rtt`, to check other
+    /// implementations of the rule (the BPF port, kernel/rcp_rule.h) against this one.
+    pub fn with_state(cfg: &RcpConfig, link: &PortInfo, rate_bps: f64, avg_rtt: Nanos) -> RcpPort {
+        let cfg = RcpConfig { initial_rtt: Duration(avg_rtt), ..cfg.clone() };
+        RcpPort { rate_bps, ..RcpPort::new(&cfg, link) }
+    }
+
+    /// The offered rate R, bits per second.
+    pub fn rate_bps(&self) -> f64 {
+        self.rate_bps
+    }
+
+    /// One packet's RTT field into the average (0: none); returns the new average, seconds.
+    pub fn sample_rtt(&mut self, rtt_ns: u32) -> f64 {
+        self.rtt.sample(rtt_ns);
+        self.rtt.secs()
+    }
 }
 
 impl PortControl for RcpPort {

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A userspace build of the rules the switch-port BPF programs run, so that tests can feed
+ * them the inputs they feed the simulator's ports (tests/python/test_kernel_rules.py builds
+ * this file into a shared object and calls it through ctypes). The rules themselves are in
+ * the headers, compiled unchanged here and in the BPF programs.
+ */
+#include <stdint.h>
+
+typedef uint32_t __u32;
+typedef uint64_t __u64;
+
+#include "rcp_rule.h"
+
+uint64_t fctlab_rcp_update(uint64_t capacity_bps, uint32_t alpha_ppm, uint32_t beta_ppm, uint64_t rate_bps,
+			   uint64_t d_ns, uint64_t t_ns, uint64_t bytes_in, uint64_t queue_bytes)
+{
+	struct rcp_rule p = { capacity_bps, alpha_ppm, beta_ppm };
+
+	return rcp_update(&p, rate_bps, d_ns, t_ns, bytes_in, queue_bytes);
+}
+
+uint64_t fctlab_rcp_rtt_sample(uint64_t avg_fx, uint32_t rtt_ns)
+{
+	return rcp_rtt_sample(avg_fx, rtt_ns);
+}
