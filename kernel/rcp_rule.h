@@ -46,24 +46,24 @@ struct rcp_rule {
 };
 
 /* x m / n without overflow when (x % n) m < 2^64: n and m below about 2^32 here. */
-static inline __u64 rcp_mul_div(__u64 x, __u64 m, __u64 n)
+static inline __attribute__((always_inline)) __u64 rcp_mul_div(__u64 x, __u64 m, __u64 n)
 {
 	return (x / n) * m + (x % n) * m / n;
 }
 
 /* The same, rounded to the nearest. */
-static inline __u64 rcp_mul_div_round(__u64 x, __u64 m, __u64 n)
+static inline __attribute__((always_inline)) __u64 rcp_mul_div_round(__u64 x, __u64 m, __u64 n)
 {
 	return (x / n) * m + ((x % n) * m + n / 2) / n;
 }
 
-static inline __u64 rcp_clip_ns(__u64 ns)
+static inline __attribute__((always_inline)) __u64 rcp_clip_ns(__u64 ns)
 {
 	return ns < 1 ? 1 : ns > RCP_MAX_NS ? RCP_MAX_NS : ns;
 }
 
 /* The lowest rate a port offers: one 1500-byte packet per d, but never above C. */
-static inline __u64 rcp_min_rate(const struct rcp_rule *p, __u64 d_ns)
+static inline __attribute__((always_inline)) __u64 rcp_min_rate(const struct rcp_rule *p, __u64 d_ns)
 {
 	__u64 lo = rcp_mul_div(RCP_MIN_BITS_PER_RTT, RCP_NS_PER_S, rcp_clip_ns(d_ns));
 
@@ -72,7 +72,7 @@ static inline __u64 rcp_min_rate(const struct rcp_rule *p, __u64 d_ns)
 
 /* The rate after an interval of t_ns with bytes_in bytes in and queue_bytes queued, from
  * rate_bps, with the average RTT d_ns. */
-static inline __u64 rcp_update(const struct rcp_rule *p, __u64 rate_bps, __u64 d_ns, __u64 t_ns,
+static inline __attribute__((always_inline)) __u64 rcp_update(const struct rcp_rule *p, __u64 rate_bps, __u64 d_ns, __u64 t_ns,
 			       __u64 bytes_in, __u64 queue_bytes)
 {
 	__u64 c = p->capacity_bps, y, qrate, gain, loss, mag, frac, delta, r, lo;
@@ -99,7 +99,7 @@ static inline __u64 rcp_update(const struct rcp_rule *p, __u64 rate_bps, __u64 d
 }
 
 /* The RTT average (ns << RCP_RTT_FRAC_BITS) after one packet's RTT field (0: none). */
-static inline __u64 rcp_rtt_sample(__u64 avg_fx, __u32 rtt_ns)
+static inline __attribute__((always_inline)) __u64 rcp_rtt_sample(__u64 avg_fx, __u32 rtt_ns)
 {
 	__u64 s = (__u64)rtt_ns << RCP_RTT_FRAC_BITS;
 

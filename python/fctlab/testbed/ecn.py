@@ -121,7 +121,7 @@ def program_counters(ns: str, dev: str, map_name: str, keys: tuple) -> Optional[
             prog_ids.append(prog["id"])
     try:
         for prog_id in prog_ids:
-            out = _counters(prog_id, map_name, keys)
+            out = prog_counters(prog_id, map_name, keys)
             if out is not None:
                 return out
     except K.KernelError:
@@ -129,7 +129,9 @@ def program_counters(ns: str, dev: str, map_name: str, keys: tuple) -> Optional[
     return None
 
 
-def _counters(prog_id: int, map_name: str, keys: tuple) -> Optional[dict]:
+def prog_counters(prog_id: int, map_name: str, keys: tuple) -> Optional[dict]:
+    """The per-CPU array ``map_name`` of BPF program ``prog_id``, summed over CPUs, as
+    ``{keys[i]: count}``; None when the program has no such map."""
     info = K._bpftool_json("prog", "show", "id", str(prog_id))
     for mid in info.get("map_ids", []):
         m = K._bpftool_json("map", "show", "id", str(mid))
