@@ -18,7 +18,8 @@
  * timer cannot read it: an interval without packets uses the queue the last packet found.
  * Packets without the option, with another protocol, or with a malformed option (a length
  * other than 20, an option running past the header, a misaligned option) are left alone and
- * counted; the program never drops or redirects (TC_ACT_OK).
+ * counted; the program never drops or redirects (TC_ACT_UNSPEC: a filter after it, such as
+ * the ECN marker, still runs).
  *
  * State is one element of the array `rcp_port`, guarded by a spin lock against the port's
  * other CPUs and the timer. Parameters are in .rodata (`rcp_params`), written into a copy of
@@ -33,7 +34,7 @@
 
 char _license[] SEC("license") = "GPL";
 
-#define TC_ACT_OK 0
+#define TC_ACT_UNSPEC (-1) /* on to the next filter (the ECN marker), or send */
 #define ETH_HLEN 14
 #define ETH_P_IP 0x0800
 #define IPPROTO_TCP_ 6
@@ -86,7 +87,8 @@ struct {
 } rcp_port SEC(".maps");
 
 /* Counters: packets seen, with an RCP option (data, echoes), rates lowered, without the
- * option, of another protocol, malformed options, and the port's last R (kbit/s). */
+ * option, of another protocol, malformed options; and the sum over the RCP packets of the
+ * queue each found (packets), from which the mean queue an arriving packet finds. */
 enum {
 	STAT_SEEN,
 	STAT_DATA,
@@ -95,6 +97,7 @@ enum {
 	STAT_NO_OPTION,
 	STAT_OTHER_PROTO,
 	STAT_MALFORMED,
+	STAT_QUEUE_PKTS_SUM,
 	STAT_N
 };
 
@@ -107,12 +110,17 @@ struct {
 
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 
-static __always_inline void count(__u32 which)
+static __always_inline void add(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&rcp_stats, &which);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void count(__u32 which)
+{
+	add(which, 1);
 }
 
 /* The big-endian 32-bit field at opt[at] (at <= 60). */
@@ -216,7 +224,7 @@ int rcp_port_egress(struct __sk_buff *ctx)
 	struct net_device *dev;
 	struct Qdisc *qd;
 	__u32 key = 0, ihl, doff, optlen, off, tcp_off;
-	__u64 queue = 0, rate_kbps, now;
+	__u64 queue = 0, qlen = 0, rate_kbps, now;
 	__u32 rtt_ns, old_rate;
 	__be32 old_be, new_be;
 	int at;
@@ -226,27 +234,27 @@ int rcp_port_egress(struct __sk_buff *ctx)
 	if (ctx->protocol != bpf_htons(ETH_P_IP) || bpf_skb_load_bytes(ctx, ETH_HLEN, &ip, sizeof(ip)) < 0 ||
 	    ip.protocol != IPPROTO_TCP_) {
 		count(STAT_NO_OPTION);
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	}
 	ihl = ip.ihl * 4;
 	tcp_off = ETH_HLEN + ihl;
 	if (ihl < sizeof(ip) || bpf_skb_load_bytes(ctx, tcp_off, &tcp, sizeof(tcp)) < 0) {
 		count(STAT_NO_OPTION);
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	}
 	doff = tcp.doff * 4;
 	optlen = doff > sizeof(tcp) ? doff - sizeof(tcp) : 0;
 	if (optlen < FB_LEN || optlen > MAX_OPT ||
 	    bpf_skb_load_bytes(ctx, tcp_off + sizeof(tcp), opt, FB_LEN + ((optlen - FB_LEN) & 31)) < 0) {
 		count(optlen > MAX_OPT ? STAT_MALFORMED : STAT_NO_OPTION);
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	}
 	f.n = optlen;
 	bpf_loop(MAX_OPT, find_step, &f, 0);
 	at = f.result;
 	if (at < 0) {
 		count(at == -1 ? STAT_NO_OPTION : at == -2 ? STAT_MALFORMED : STAT_OTHER_PROTO);
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	}
 	off = (__u32)at & 31; /* at most 20: the option ends within 40 bytes */
 	echo = opt[off + FB_OFF_FLAGS] & FB_FLAG_ECHO;
@@ -257,12 +265,15 @@ int rcp_port_egress(struct __sk_buff *ctx)
 	dev = skb->dev;
 	if (dev) {
 		qd = BPF_CORE_READ(dev, qdisc);
-		if (qd)
+		if (qd) {
 			queue = BPF_CORE_READ(qd, qstats.backlog);
+			qlen = BPF_CORE_READ(qd, q.qlen);
+		}
 	}
+	add(STAT_QUEUE_PKTS_SUM, qlen);
 	st = bpf_map_lookup_elem(&rcp_port, &key);
 	if (!st)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	if (!st->timer_ready) { /* the first packet: once per port */
 		if (bpf_timer_init(&st->timer, &rcp_port, CLOCK_MONOTONIC) == 0)
 			bpf_timer_set_callback(&st->timer, on_interval);
@@ -300,11 +311,11 @@ int rcp_port_egress(struct __sk_buff *ctx)
 		bpf_timer_start(&st->timer, rcp_clip_ns(rcp_params.initial_rtt_ns), 0);
 
 	if (echo || old_rate <= rate_kbps)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	old_be = bpf_htonl(old_rate);
 	new_be = bpf_htonl((__u32)rate_kbps);
 	bpf_l4_csum_replace(ctx, tcp_off + TCP_CSUM_OFF, old_be, new_be, sizeof(new_be));
 	bpf_skb_store_bytes(ctx, tcp_off + sizeof(tcp) + off + FB_OFF_RATE, &new_be, sizeof(new_be), 0);
 	count(STAT_LOWERED);
-	return TC_ACT_OK;
+	return TC_ACT_UNSPEC;
 }

@@ -88,6 +88,7 @@ SUMMARY_KEYS: dict[str, str] = {
     "ecn_threshold": "str",
     "priority_bands": "int",
     "pias_tagged": "dict",
+    "feedback": "dict",
     "peer": "str",
     "policy": "str",
     "mean_fct_s": "float",

@@ -622,13 +622,13 @@ def test_router_assisted_protocols_are_refused_with_the_reason(tmp_path):
     from fctlab.testbed.netns import TestbedError as BadPlan
     from fctlab.testbed.runner import resolve_congestion_controls
 
-    scen = tmp_path / "rcp.toml"
+    scen = tmp_path / "racs.toml"
     scen.write_text(
         'seed = 1\nstop_time = "1s"\n[network]\ntopology = "star"\nhosts = 3\nlink_rate = "100Mbps"\n'
-        'link_delay = "1ms"\n[transport]\nprotocol = "rcp"\n[[flows]]\nsrc = "h1"\ndst = "h0"\n'
+        'link_delay = "1ms"\n[transport]\nprotocol = "racs"\n[[flows]]\nsrc = "h1"\ndst = "h0"\n'
     )
     plan = load_plan(scen, [])
-    with pytest.raises(BadPlan, match=r"flows\[0\]: protocol 'rcp' is not supported by the testbed .*stamp rates"):
+    with pytest.raises(BadPlan, match=r"flows\[0\]: protocol 'racs' is not supported by the testbed .*stamp rates"):
         resolve_congestion_controls(plan)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from typing import Optional, Sequence
 
+from .hostprog import stale_cgroups
 from .netns import TestbedError, check_features, check_machine, delete_namespaces, stale_namespaces
 from .runner import MAX_RUN_S, run_testbed
 from .._argparse import OneLineParser
@@ -74,8 +75,14 @@ def run(a) -> int:
     if a.cmd == "clean":
         stale = stale_namespaces()
         left = delete_namespaces(stale)
+        groups = stale_cgroups()
+        for g in groups:
+            try:
+                g.rmdir()
+            except OSError:
+                left.append(str(g))
         print(
-            f"deleted {len(stale) - len(left)} stale namespace(s)"
+            f"deleted {len(stale) + len(groups) - len(left)} stale namespace(s) and cgroup(s)"
             + (f"; could not delete {', '.join(left)}" if left else "")
         )
         return 1 if left else 0

@@ -30,27 +30,34 @@ def compiler() -> str | None:
 
 def binary() -> Path:
     """Path of the compiled delay line, compiling it when missing or older than the source."""
+    return compiled(SOURCE, BINARY, what="emulating link delay")
+
+
+def compiled(source: Path, name: str, *, what: str, libs: tuple = ()) -> Path:
+    """Path of the program ``name`` compiled from the C file ``source`` (linked with
+    ``libs``), compiling it into the kernel build directory when missing or older than the
+    source. ``what`` names the feature that needs it, for the error."""
     try:
-        out = K.build_dir() / BINARY
+        out = K.build_dir() / name
     except K.KernelError:  # no kernel/ directory (an installed package): use the cache
-        out = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fctlab" / BINARY
+        out = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fctlab" / name
         out.parent.mkdir(parents=True, exist_ok=True)
-    if not SOURCE.is_file():
-        raise TestbedError(f"{SOURCE} not found: the fctlab installation is incomplete (reinstall it)")
-    if out.is_file() and out.stat().st_mtime >= SOURCE.stat().st_mtime:
+    if not source.is_file():
+        raise TestbedError(f"{source} not found: the fctlab installation is incomplete (reinstall it)")
+    if out.is_file() and out.stat().st_mtime >= source.stat().st_mtime:
         return out
     cc = compiler()
     if cc is None:
-        raise TestbedError("emulating link delay needs a C compiler for the delay line (apt package clang)")
-    tmp = out.with_name(f"{BINARY}.{os.getpid()}.tmp")
+        raise TestbedError(f"{what} needs a C compiler for {source.name} (apt package clang)")
+    tmp = out.with_name(f"{name}.{os.getpid()}.tmp")
     try:
         p = subprocess.run(
-            [cc, "-O2", "-Wall", "-o", str(tmp), str(SOURCE)], capture_output=True, text=True, timeout=120
+            [cc, "-O2", "-Wall", "-o", str(tmp), str(source), *libs], capture_output=True, text=True, timeout=120
         )
     except subprocess.TimeoutExpired:
-        raise TestbedError("compiling the delay line took over 120 s") from None
+        raise TestbedError(f"compiling {source.name} took over 120 s") from None
     if p.returncode != 0:
         lines = [l for l in (p.stderr or p.stdout).splitlines() if l.strip()]
-        raise TestbedError(f"compiling {SOURCE.name} failed: {lines[-1] if lines else 'exit ' + str(p.returncode)}")
+        raise TestbedError(f"compiling {source.name} failed: {lines[-1] if lines else 'exit ' + str(p.returncode)}")
     tmp.replace(out)
     return out

@@ -32,7 +32,7 @@ RCP_PARAMS_SYMBOL = "rcp_params"
 #: Layout of ``struct rcp_params`` in kernel/rcp_port.bpf.c (little endian, 32 bytes).
 RCP_PARAMS_FORMAT = "<QIIQII"
 #: Keys of the ``rcp_stats`` map, in order.
-RCP_STATS = ("seen", "data", "echo", "lowered", "no_option", "other_protocol", "malformed")
+RCP_STATS = ("seen", "data", "echo", "lowered", "no_option", "other_protocol", "malformed", "queue_pkts_sum")
 PPM = 1_000_000
 
 
@@ -121,7 +121,7 @@ class RcpPorts:
         return self._copies[p]
 
     def attach(self, ns: str, dev: str, p: RcpParams) -> None:
-        attach_egress(ns, dev, self.object(p), "the RCP port", prio=2)
+        attach_egress(ns, dev, self.object(p), "the RCP port", prio=1)
 
     def close(self) -> None:
         self._tmp.cleanup()
@@ -129,8 +129,13 @@ class RcpPorts:
 
 def rcp_counters(ns: str, dev: str) -> Optional[dict]:
     """The RCP port's counters on ``dev``: packets seen, with the option (data, echoes),
-    rates lowered, without the option, of another protocol, malformed."""
-    return program_counters(ns, dev, "rcp_stats", RCP_STATS)
+    rates lowered, without the option, of another protocol, malformed; and
+    ``mean_queue_pkts``, the mean queue an arriving RCP packet found."""
+    c = program_counters(ns, dev, "rcp_stats", RCP_STATS)
+    if c is not None:
+        n = c["data"] + c["echo"]
+        c["mean_queue_pkts"] = c.pop("queue_pkts_sum") / n if n else None
+    return c
 
 
 class LoadedProgram:

@@ -133,12 +133,14 @@ class Network:
         ecn_threshold=None,
         bands: int = 1,
         nic_bands: int = 1,
+        port_program=None,
     ) -> None:
         """A veth between nodes a and b, created directly inside their namespaces. Each end's
         egress gets a TBF: the output port of that node toward the other. With ``marker``
         (an ecn.Marker) and ``ecn_threshold``, switch ports also mark CE above the threshold.
         Switch ports with ``bands`` > 1 (host ends: ``nic_bands``) are strict-priority ports
-        instead (``priority.py``), whose shared buffer ``marker`` keeps.
+        instead (``priority.py``), whose shared buffer ``marker`` keeps. ``port_program(ns, dev,
+        rate_bps)``, when given, runs for each switch port after its queue is built.
 
         Segmentation offload is turned off on both ends (``gso_max_segs 1``): TCP then hands
         the stack wire-sized packets, so queues hold, drop and mark packets as a switch
@@ -157,6 +159,8 @@ class Network:
             n_bands = bands if sw else nic_bands
             ecn = ecn_threshold if sw and marker is not None else None
             self._add_queue(n, dev, rate, limit, n_bands, ecn, marker)
+            if sw and port_program is not None:
+                port_program(n, dev, rate)
             node_from = a if n == na else b
             self.ports.append(Port(n, dev, rate, limit, f"{node_from}->{to}", ecn, n_bands))
 

@@ -22,12 +22,19 @@ from ..kernel import parse_bytes
 from ..rundir import read_summary, write_run
 from .ecn import Marker
 from .netns import Network, TestbedError, enter
+from .feedback import RcpParams, RcpPorts, rcp_counters
+from .hostprog import CONGESTION_CONTROL as HOST_PROGRAM_CC
+from .hostprog import STATS as HOST_STATS
+from .hostprog import HostPrograms
 from .pias import Tagger, tagged
 from .scenario import FRAME, Flow, Plan, load_plan
 
 PORT_BASE = 20000
 SUBNET = "10.88"
 SETUP_MARGIN_S = 0.3  # between "all receivers listening" and t = 0
+#: Congestion controls whose receiving side takes part (echoes CE marks or feedback): the
+#: receivers' listening sockets run them too.
+RECEIVER_CC = frozenset({K.DCTCP, *HOST_PROGRAM_CC.values()})
 MAX_RUN_S = 120.0  # hard bound on one run's traffic phase
 _BLOCK = bytes(range(256)) * 4096  # 1 MiB pattern
 
@@ -103,6 +110,11 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
             # echo of CE marks. PIAS is DCTCP whose senders' packets are tagged (pias.py).
             f.cc = K.DCTCP
             f.protocol = p
+        elif p in HOST_PROGRAM_CC:
+            # a router-assisted protocol whose hosts and switch ports run BPF programs
+            # (hostprog.py, feedback.py); its receivers run it too, to echo the feedback
+            f.cc = HOST_PROGRAM_CC[p]
+            f.protocol = p
         elif p == "atcp":
             wf = f.params.get("weight_function", "step")
             f.weight_function = wf
@@ -133,7 +145,7 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
                 else ""
             )
             raise TestbedError(
-                f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, dctcp, pias, atcp){why}"
+                f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, dctcp, pias, atcp, rcp){why}"
             )
     if not fixed and fn_params is None:
         return None
@@ -203,7 +215,7 @@ def _receiver(ns: str, port: int, f: Flow, res: FlowResult, ready: threading.Bar
         return
     try:
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if f.cc == K.DCTCP:  # the accepted socket inherits it: DCTCP's receiver echoes CE marks
+        if f.cc in RECEIVER_CC:  # the accepted socket inherits it: its receiver side echoes feedback
             srv.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, f.cc.encode())
         if f.tos:  # so does its band on priority ports: the flow's ACKs share it
             srv.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, f.tos)
@@ -523,9 +535,10 @@ def _base_rtt(net: Network, src: str, dst: str, port: int) -> float:
 # one run
 
 
-def build_network(plan: Plan, net: Network, marker=None, tagger=None) -> None:
+def build_network(plan: Plan, net: Network, marker=None, tagger=None, port_program=None) -> None:
     """The plan's namespaces, links, ports and addresses; ``tagger`` (a pias.Tagger) goes on
-    the interface of every host that sends PIAS flows."""
+    the interface of every host that sends PIAS flows, and ``port_program(ns, dev, rate_bps)``
+    runs for every switch port."""
     for sw in plan.switches:
         net.add_node(sw, switch=True)
     for h in plan.hosts:
@@ -538,7 +551,13 @@ def build_network(plan: Plan, net: Network, marker=None, tagger=None) -> None:
             return f"p{port_no[node]}"
         return "eth0"
 
-    ports = dict(marker=marker, ecn_threshold=plan.ecn_threshold, bands=plan.bands, nic_bands=plan.nic_bands)
+    ports = dict(
+        marker=marker,
+        ecn_threshold=plan.ecn_threshold,
+        bands=plan.bands,
+        nic_bands=plan.nic_bands,
+        port_program=port_program,
+    )
     for l in plan.links:
         if l.level == "bottleneck" and plan.delay_s > 0:
             # left -> [TBF] -> dl (delay line) -> right, and back through right's TBF
@@ -598,6 +617,18 @@ def build_network(plan: Plan, net: Network, marker=None, tagger=None) -> None:
         net.set_sysctls(
             h, {"net.ipv4.tcp_no_metrics_save": "1", **({"net.ipv4.tcp_ecn": "1"} if h in ecn_hosts else {})}
         )
+
+
+def rcp_port_params(f: Flow) -> dict:
+    """The switch ports' RCP parameters, from an RCP flow's keys (the simulator checks that all
+    flows agree on the keys ports read)."""
+    p = f.params
+    return dict(
+        alpha=float(p.get("alpha", 0.1)),
+        beta=float(p.get("beta", 1.0)),
+        initial_rtt_s=float(p.get("initial_rtt", 1_000_000)) * 1e-9,
+        initial_rate_fraction=float(p.get("initial_rate_fraction", 0.05)),
+    )
 
 
 def set_bands(plan: Plan) -> None:
@@ -720,7 +751,9 @@ class _Programs:
     PIAS tagger, and the kernel ATCP and DCTCP when this run registered them."""
 
     def __init__(self) -> None:
-        self.marker = self.tagger = None
+        self.marker = self.tagger = self.rcp_ports = self.hosts = None
+        self.rcp_params: dict = {}
+        self.stamping: list = []  # (ns, dev) of the ports running the protocol's program
         self.atcp_here = self.dctcp_here = False
 
     def load(self, plan: Plan, atcp) -> None:
@@ -733,9 +766,35 @@ class _Programs:
         if atcp is not None:
             self.atcp_here = _load_atcp(atcp)
         self.dctcp_here = _load_dctcp(plan)
+        rcp = [f for f in plan.flows if f.protocol == "rcp"]
+        if rcp:
+            if len(rcp) != len(plan.flows):
+                raise TestbedError("a testbed run with RCP flows runs RCP only (its switch ports stamp every flow)")
+            self.rcp_params = rcp_port_params(rcp[0])
+            self.rcp_ports = RcpPorts()
+            self.hosts = HostPrograms("rcp")
+
+    def port_program(self, ns: str, dev: str, rate_bps: float) -> None:
+        """Attaches the protocol's switch-port program, if the run has one."""
+        if self.rcp_ports is not None:
+            self.rcp_ports.attach(ns, dev, RcpParams(capacity_bps=int(rate_bps), **self.rcp_params))
+            self.stamping.append((ns, dev))
+
+    def port_counters(self, net: Network) -> Optional[dict]:
+        """The stamping ports' counters, by link (None: the run has none)."""
+        if self.rcp_ports is None:
+            return None
+        links = {(p.ns, p.dev): p.link for p in net.ports}
+        return {links.get(k, f"{k[0]}:{k[1]}"): rcp_counters(*k) for k in self.stamping}
+
+    def host_counters(self) -> Optional[dict]:
+        """The host programs' counters, once ``close`` has unloaded them."""
+        if self.hosts is None:
+            return None
+        return dict(zip(HOST_STATS, self.hosts.counters.get("fb_host_stats", [])))
 
     def close(self) -> None:
-        for prog in (self.marker, self.tagger):
+        for prog in (self.marker, self.tagger, self.rcp_ports, self.hosts):
             if prog is not None:
                 prog.close()
         for here, unload in ((self.atcp_here, K.unload), (self.dctcp_here, K.unload_dctcp)):
@@ -830,10 +889,10 @@ def _run_plan(
     cwnd_rows = None
     net = Network()
     progs = _Programs()
-    pias_counts = None
+    pias_counts = feedback = None
     try:
         progs.load(plan, atcp)
-        build_network(plan, net, progs.marker, progs.tagger)
+        build_network(plan, net, progs.marker, progs.tagger, progs.port_program)
         for f in plan.flows:
             key = (f.src, f.dst)
             if key not in base_rtts:
@@ -886,6 +945,7 @@ def _run_plan(
                 (max(ends) - t0) if ends and all(r.completed for r in results.values()) else time.monotonic() - t0
             )
         stats = net.port_stats()
+        feedback = progs.port_counters(net)
         if progs.tagger is not None:
             pias_counts = {h: tagged(net.ns(h), "eth0") for h in sorted({f.src for f in plan.flows})}
         _apply_deliveries(pairs, deliveries, results)
@@ -911,6 +971,7 @@ def _run_plan(
         delay_line=net.delay_stats.get("dl"),
         cwnd_rows=cwnd_rows,
         pias_tagged=pias_counts,
+        feedback=None if feedback is None else {"ports": feedback, "hosts": progs.host_counters()},
     )
     return collect(plan, measured, scenario_file=scenario_file, overrides=overrides, sha256=sha256)
 
@@ -932,6 +993,7 @@ class Measured:
     delay_line: Optional[dict]
     cwnd_rows: Optional[dict]
     pias_tagged: Optional[dict] = None  # sending host -> the PIAS tagger's counters
+    feedback: Optional[dict] = None  # router feedback programs' counters (ports by link, hosts)
 
 
 def collect(
@@ -1038,6 +1100,7 @@ def _summary(plan: Plan, m: Measured, *, scenario_file: str, overrides: Sequence
         "ecn_threshold": str(plan.ecn_threshold) if plan.ecn_threshold is not None else None,
         "priority_bands": plan.bands if plan.bands > 1 else None,
         "pias_tagged": m.pias_tagged,
+        "feedback": m.feedback,
         "interrupted": m.interrupted,
         "kernel": os.uname().release,
         "congestion_controls": {str(f.flow_id): f.cc for f in plan.flows},
