@@ -30,18 +30,11 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_core_read.h>
 #include "fb_option.h"
+#include "fb_port.h"
 #include "rcp_rule.h"
 
 char _license[] SEC("license") = "GPL";
 
-#define TC_ACT_UNSPEC (-1) /* on to the next filter (the ECN marker), or send */
-#define ETH_HLEN 14
-#define ETH_P_IP 0x0800
-#define IPPROTO_TCP_ 6
-#define CLOCK_MONOTONIC 1
-#define TCP_CSUM_OFF 16
-#define MAX_OPT 40
-#define IDLE_INTERVALS 10
 #define NO_PACKET_YET (~0ULL)
 
 /* Mirrored by python/fctlab/testbed/feedback.py (RCP_PARAMS_FORMAT); keep them in step. */
@@ -86,49 +79,6 @@ struct {
 	__type(value, struct rcp_state);
 } rcp_port SEC(".maps");
 
-/* Counters: packets seen, with an RCP option (data, echoes), rates lowered, without the
- * option, of another protocol, malformed options; and the sum over the RCP packets of the
- * queue each found (packets), from which the mean queue an arriving packet finds. */
-enum {
-	STAT_SEEN,
-	STAT_DATA,
-	STAT_ECHO,
-	STAT_LOWERED,
-	STAT_NO_OPTION,
-	STAT_OTHER_PROTO,
-	STAT_MALFORMED,
-	STAT_QUEUE_PKTS_SUM,
-	STAT_N
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, STAT_N);
-	__type(key, __u32);
-	__type(value, __u64);
-} rcp_stats SEC(".maps");
-
-extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
-
-static __always_inline void add(__u32 which, __u64 n)
-{
-	__u64 *v = bpf_map_lookup_elem(&rcp_stats, &which);
-
-	if (v)
-		*v += n;
-}
-
-static __always_inline void count(__u32 which)
-{
-	add(which, 1);
-}
-
-/* The big-endian 32-bit field at opt[at] (at <= 60). */
-static __always_inline __u32 be32_at(const __u8 *opt, __u32 at)
-{
-	return (__u32)opt[at] << 24 | (__u32)opt[at + 1] << 16 | (__u32)opt[at + 2] << 8 | opt[at + 3];
-}
-
 static __always_inline __u64 initial_rate(void)
 {
 	__u64 c = rcp_params.capacity_bps;
@@ -169,107 +119,25 @@ static int on_interval(void *map, int *key, struct rcp_state *st)
 	return 0;
 }
 
-/* The search for the RCP option in a segment's TCP options, one option per step of
- * bpf_loop (the verifier then checks one step, not every path through 40 bytes). */
-struct find {
-	__u8 opt[64];
-	__u32 n;      /* bytes of options */
-	__u32 i;      /* the next option's offset */
-	int result;   /* offset of the RCP option; -1 none, -2 malformed, -3 another protocol's */
-};
-
-static long find_step(__u32 k, struct find *f)
-{
-	__u32 i = f->i;
-	__u8 kind, len;
-
-	if (i >= f->n || i >= MAX_OPT)
-		return 1;
-	kind = f->opt[i & 63];
-	if (kind == 0)
-		return 1;
-	if (kind == 1) {
-		f->i = i + 1;
-		return 0;
-	}
-	if (i + 1 >= f->n) {
-		f->result = -2;
-		return 1;
-	}
-	len = f->opt[(i + 1) & 63];
-	if (len < 2 || i + len > f->n) {
-		f->result = -2;
-		return 1;
-	}
-	if (kind == FB_KIND && len >= 4 && ((__u16)f->opt[(i + 2) & 63] << 8 | f->opt[(i + 3) & 63]) == FB_EXID) {
-		if (len != FB_LEN || (i & 3) != 0)
-			f->result = -2;
-		else
-			f->result = f->opt[(i + FB_OFF_PROTO) & 63] == FB_PROTO_RCP ? (int)i : -3;
-		return 1;
-	}
-	f->i = i + len;
-	return 0;
-}
-
 SEC("tc")
 int rcp_port_egress(struct __sk_buff *ctx)
 {
-	struct sk_buff *skb = bpf_cast_to_kern_ctx(ctx);
-	struct find f = { .result = -1 };
-	__u8 *opt = f.opt;
-	struct iphdr ip;
-	struct tcphdr tcp;
+	struct fb_segment f = { .proto = FB_PROTO_RCP };
 	struct rcp_state *st;
-	struct net_device *dev;
-	struct Qdisc *qd;
-	__u32 key = 0, ihl, doff, optlen, off, tcp_off;
-	__u64 queue = 0, qlen = 0, rate_kbps, now;
-	__u32 rtt_ns, old_rate;
-	__be32 old_be, new_be;
+	__u32 key = 0, off, rtt_ns, old_rate;
+	__u64 queue, qlen, rate_kbps, now;
 	int at;
 	bool echo, start_timer = false;
 
-	count(STAT_SEEN);
-	if (ctx->protocol != bpf_htons(ETH_P_IP) || bpf_skb_load_bytes(ctx, ETH_HLEN, &ip, sizeof(ip)) < 0 ||
-	    ip.protocol != IPPROTO_TCP_) {
-		count(STAT_NO_OPTION);
+	at = fb_find(ctx, &f);
+	if (at < 0)
 		return TC_ACT_UNSPEC;
-	}
-	ihl = ip.ihl * 4;
-	tcp_off = ETH_HLEN + ihl;
-	if (ihl < sizeof(ip) || bpf_skb_load_bytes(ctx, tcp_off, &tcp, sizeof(tcp)) < 0) {
-		count(STAT_NO_OPTION);
-		return TC_ACT_UNSPEC;
-	}
-	doff = tcp.doff * 4;
-	optlen = doff > sizeof(tcp) ? doff - sizeof(tcp) : 0;
-	if (optlen < FB_LEN || optlen > MAX_OPT ||
-	    bpf_skb_load_bytes(ctx, tcp_off + sizeof(tcp), opt, FB_LEN + ((optlen - FB_LEN) & 31)) < 0) {
-		count(optlen > MAX_OPT ? STAT_MALFORMED : STAT_NO_OPTION);
-		return TC_ACT_UNSPEC;
-	}
-	f.n = optlen;
-	bpf_loop(MAX_OPT, find_step, &f, 0);
-	at = f.result;
-	if (at < 0) {
-		count(at == -1 ? STAT_NO_OPTION : at == -2 ? STAT_MALFORMED : STAT_OTHER_PROTO);
-		return TC_ACT_UNSPEC;
-	}
 	off = (__u32)at & 31; /* at most 20: the option ends within 40 bytes */
-	echo = opt[off + FB_OFF_FLAGS] & FB_FLAG_ECHO;
-	rtt_ns = be32_at(opt, off + FB_OFF_RTT);
-	old_rate = be32_at(opt, off + FB_OFF_RATE);
+	echo = f.opt[off + FB_OFF_FLAGS] & FB_FLAG_ECHO;
+	rtt_ns = be32_at(f.opt, off + FB_OFF_RTT);
+	old_rate = be32_at(f.opt, off + FB_OFF_RATE);
 	count(echo ? STAT_ECHO : STAT_DATA);
-
-	dev = skb->dev;
-	if (dev) {
-		qd = BPF_CORE_READ(dev, qdisc);
-		if (qd) {
-			queue = BPF_CORE_READ(qd, qstats.backlog);
-			qlen = BPF_CORE_READ(qd, q.qlen);
-		}
-	}
+	queue = fb_queue(ctx, &qlen);
 	add(STAT_QUEUE_PKTS_SUM, qlen);
 	st = bpf_map_lookup_elem(&rcp_port, &key);
 	if (!st)
@@ -312,10 +180,7 @@ int rcp_port_egress(struct __sk_buff *ctx)
 
 	if (echo || old_rate <= rate_kbps)
 		return TC_ACT_UNSPEC;
-	old_be = bpf_htonl(old_rate);
-	new_be = bpf_htonl((__u32)rate_kbps);
-	bpf_l4_csum_replace(ctx, tcp_off + TCP_CSUM_OFF, old_be, new_be, sizeof(new_be));
-	bpf_skb_store_bytes(ctx, tcp_off + sizeof(tcp) + off + FB_OFF_RATE, &new_be, sizeof(new_be), 0);
+	fb_rewrite32(ctx, &f, off, FB_OFF_RATE, old_rate, (__u32)rate_kbps);
 	count(STAT_LOWERED);
 	return TC_ACT_UNSPEC;
 }

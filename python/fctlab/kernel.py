@@ -321,7 +321,9 @@ def build(*, force: bool = False, source: str = "atcp.bpf.c") -> Path:
         tmp = vmlinux_h.with_suffix(".h.tmp")
         tmp.write_text(p.stdout)
         tmp.replace(vmlinux_h)
-    if force or not obj.is_file() or obj.stat().st_mtime < max(src.stat().st_mtime, vmlinux_h.stat().st_mtime):
+    # the object depends on its source, the headers beside it (the shared rules) and vmlinux.h
+    newest = max(p.stat().st_mtime for p in [src, vmlinux_h, *src.parent.glob("*.h")])
+    if force or not obj.is_file() or obj.stat().st_mtime < newest:
         tmp = obj.with_suffix(f".{os.getpid()}.tmp")
         _run(
             [

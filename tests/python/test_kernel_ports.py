@@ -11,7 +11,7 @@ import struct
 import pytest
 
 from fctlab import kernel as K
-from fctlab.testbed.feedback import RCP_STATS, LoadedProgram, RcpParams, RcpPorts, option, parse_option
+from fctlab.testbed.feedback import PORT_STATS, LoadedProgram, RcpParams, RcpPorts, option, parse_option
 
 SRC, DST = bytes([10, 88, 0, 1]), bytes([10, 88, 0, 2])
 TIMESTAMPS = bytes([1, 1, 8, 10]) + struct.pack("!II", 12345, 0)  # NOP NOP TS, as Linux sends it
@@ -96,6 +96,6 @@ def test_segments_it_must_not_stamp_pass_unchanged(port, what, opts):
 
 
 def test_every_case_is_counted(port):
-    c = port.counters("rcp_stats", RCP_STATS)
+    c = port.counters("fb_port_stats", PORT_STATS)
     assert c["seen"] >= 10 and c["lowered"] >= 1 and c["echo"] >= 1 and c["data"] >= 2, c
     assert c["no_option"] >= 1 and c["other_protocol"] >= 1 and c["malformed"] >= 4, c

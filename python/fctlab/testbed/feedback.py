@@ -31,8 +31,8 @@ RCP_SOURCE = "rcp_port.bpf.c"
 RCP_PARAMS_SYMBOL = "rcp_params"
 #: Layout of ``struct rcp_params`` in kernel/rcp_port.bpf.c (little endian, 32 bytes).
 RCP_PARAMS_FORMAT = "<QIIQII"
-#: Keys of the ``rcp_stats`` map, in order.
-RCP_STATS = ("seen", "data", "echo", "lowered", "no_option", "other_protocol", "malformed", "queue_pkts_sum")
+#: Keys of the ports' ``fb_port_stats`` map, in order.
+PORT_STATS = ("seen", "data", "echo", "lowered", "no_option", "other_protocol", "malformed", "queue_pkts_sum")
 PPM = 1_000_000
 
 
@@ -131,7 +131,7 @@ def rcp_counters(ns: str, dev: str) -> Optional[dict]:
     """The RCP port's counters on ``dev``: packets seen, with the option (data, echoes),
     rates lowered, without the option, of another protocol, malformed; and
     ``mean_queue_pkts``, the mean queue an arriving RCP packet found."""
-    c = program_counters(ns, dev, "rcp_stats", RCP_STATS)
+    c = program_counters(ns, dev, "fb_port_stats", PORT_STATS)
     if c is not None:
         n = c["data"] + c["echo"]
         c["mean_queue_pkts"] = c.pop("queue_pkts_sum") / n if n else None
