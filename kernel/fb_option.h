@@ -11,11 +11,15 @@
  *        2     2  experiment id = 0xFC7A
  *        4     1  protocol (FB_PROTO_RCP, FB_PROTO_RACS, FB_PROTO_SDC)
  *        5     1  flags: FB_FLAG_ECHO on a receiver's ACK carrying the feedback back
- *        6     2  aux: RACS's weight, SDC's class (0 for RCP)
+ *        6     2  aux: RACS's request weight w_c (x 256), or on an echo the interval t_trans
+ *                 (us); SDC's class (0 for RCP)
  *        8     4  rtt_ns: the sender's smoothed RTT, ns (0: not measured yet)
  *       12     4  rate_kbps: the lowest rate offered along the path, kbit/s; each port lowers
  *                 it to its own (the sender writes FB_NO_RATE_YET)
- *       16     4  echo_kbps: on an ACK, the rate_kbps the data segment arrived with
+ *       16     4  echo_kbps: on an echo, the rate_kbps the data segment arrived with. On a
+ *                 RACS request instead: the previous request's weight w_p (x 256, 2 bytes)
+ *                 and the smallest interval t_trans along the path (us, 2 bytes; ports
+ *                 lower it; the sender writes FB_NO_INTERVAL_YET)
  *
  * Multi-byte fields are in network byte order. Every 4-byte field starts 4-aligned within
  * the option, and the kernel places BPF-written options after its own, which it pads to a
@@ -34,6 +38,7 @@
 #define FB_PROTO_SDC 3
 #define FB_FLAG_ECHO 0x01
 #define FB_NO_RATE_YET 0xFFFFFFFFU
+#define FB_NO_INTERVAL_YET 0xFFFFU
 
 #define FB_OFF_PROTO 4
 #define FB_OFF_FLAGS 5
@@ -41,6 +46,8 @@
 #define FB_OFF_RTT 8
 #define FB_OFF_RATE 12
 #define FB_OFF_ECHO 16
+#define FB_OFF_PREV_WEIGHT 16 /* RACS requests */
+#define FB_OFF_INTERVAL 18    /* RACS requests */
 
 struct fb_option {
 	__u8 kind;

@@ -16,14 +16,14 @@
 #define ETH_HLEN 14
 #define ETH_P_IP 0x0800
 #define IPPROTO_TCP_ 6
-#define CLOCK_MONOTONIC 1
 #define TCP_CSUM_OFF 16
 #define MAX_OPT 40
 #define IDLE_INTERVALS 10
 
 /* Counters: packets seen, with the protocol's option (forward, echoes), fields lowered,
  * without the option, with another protocol's, malformed; and the sum over the protocol's
- * packets of the queue each found (packets), for the mean queue an arriving packet finds. */
+ * packets of the queue each found (packets), for the mean queue an arriving packet finds;
+ * and the control intervals ended. */
 enum {
 	STAT_SEEN,
 	STAT_DATA,
@@ -33,6 +33,7 @@ enum {
 	STAT_OTHER_PROTO,
 	STAT_MALFORMED,
 	STAT_QUEUE_PKTS_SUM,
+	STAT_INTERVALS, /* control intervals ended */
 	STAT_N
 };
 

@@ -8,21 +8,22 @@
  * bytes; and the smallest queue one found on arrival). On a data segment (no echo flag)
  * the port folds the sender's RTT field into its running average d and lowers the option's
  * rate to its own R, fixing the TCP checksum; echoes on ACKs are counted and left alone.
- * Once per interval T = d a bpf_timer applies RCP's rule (kernel/rcp_rule.h, the same code
- * a userspace build checks against the simulator's). As in the simulator, a port that has
- * never carried traffic offers initial_rate_fraction x C (at least one packet per d), a port
- * idle for 10 intervals with an empty queue stops its timer, and one that starts again
- * after being used offers C.
+ * Once per interval T = d RCP's rule (kernel/rcp_rule.h, the same code a userspace build
+ * checks against the simulator's) gives the next R. The interval ends at the first packet
+ * after it, with T the time since the last update: a bpf_timer would need the map held by a
+ * user-space process, and tc loads the program and exits. A packet after 10 intervals of
+ * silence starts the port again: at C if it has carried traffic before (the simulator's
+ * idle port, which stops its timer after 10 silent intervals and restarts at C), at
+ * initial_rate_fraction x C (at least one packet per d) if never.
  *
- * The queue is read from the device's root qdisc as kernel/ecn_mark.bpf.c reads it. The
- * timer cannot read it: an interval without packets uses the queue the last packet found.
+ * The queue is read from the device's root qdisc as kernel/ecn_mark.bpf.c reads it.
  * Packets without the option, with another protocol, or with a malformed option (a length
  * other than 20, an option running past the header, a misaligned option) are left alone and
  * counted; the program never drops or redirects (TC_ACT_UNSPEC: a filter after it, such as
  * the ECN marker, still runs).
  *
  * State is one element of the array `rcp_port`, guarded by a spin lock against the port's
- * other CPUs and the timer. Parameters are in .rodata (`rcp_params`), written into a copy of
+ * other CPUs. Parameters are in .rodata (`rcp_params`), written into a copy of
  * the object before `tc` loads it (python/fctlab/testbed/feedback.py), one copy per port.
  */
 #include "vmlinux.h"
@@ -57,19 +58,13 @@ const volatile struct rcp_params rcp_params = {
 
 struct rcp_state {
 	struct bpf_spin_lock lock;
-	struct bpf_timer timer;
 	__u64 rate_bps;
 	__u64 avg_rtt_fx; /* ns << RCP_RTT_FRAC_BITS */
 	__u64 bytes_in;
 	__u64 min_queue_bytes;
-	__u64 last_queue_bytes;
 	__u64 last_tick_ns;
-	__u64 intervals;
-	__u32 idle;
-	__u8 running;
 	__u8 used;
-	__u8 timer_ready;
-	__u8 pad;
+	__u8 pad[7];
 };
 
 struct {
@@ -90,44 +85,16 @@ static __always_inline __u64 initial_rate(void)
 	return r < lo ? lo : r > c ? c : r;
 }
 
-static int on_interval(void *map, int *key, struct rcp_state *st)
-{
-	struct rcp_rule r = {
-		.capacity_bps = rcp_params.capacity_bps,
-		.alpha_ppm = rcp_params.alpha_ppm,
-		.beta_ppm = rcp_params.beta_ppm,
-	};
-	__u64 now = bpf_ktime_get_ns(), d, q;
-	bool stop;
-
-	bpf_spin_lock(&st->lock);
-	d = st->avg_rtt_fx >> RCP_RTT_FRAC_BITS;
-	q = st->min_queue_bytes < st->last_queue_bytes ? st->min_queue_bytes : st->last_queue_bytes;
-	if (now > st->last_tick_ns)
-		st->rate_bps = rcp_update(&r, st->rate_bps, d, now - st->last_tick_ns, st->bytes_in, q);
-	st->idle = st->bytes_in == 0 ? st->idle + 1 : 0;
-	st->bytes_in = 0;
-	st->min_queue_bytes = NO_PACKET_YET;
-	st->last_tick_ns = now;
-	st->intervals += 1;
-	stop = st->idle >= IDLE_INTERVALS && st->last_queue_bytes == 0;
-	if (stop)
-		st->running = 0;
-	bpf_spin_unlock(&st->lock);
-	if (!stop)
-		bpf_timer_start(&st->timer, rcp_clip_ns(d), 0);
-	return 0;
-}
-
 SEC("tc")
 int rcp_port_egress(struct __sk_buff *ctx)
 {
 	struct fb_segment f = { .proto = FB_PROTO_RCP };
+	struct rcp_rule r;
 	struct rcp_state *st;
 	__u32 key = 0, off, rtt_ns, old_rate;
-	__u64 queue, qlen, rate_kbps, now;
+	__u64 queue, qlen, rate_kbps, now, d, q;
 	int at;
-	bool echo, start_timer = false;
+	bool echo, ended = false;
 
 	at = fb_find(ctx, &f);
 	if (at < 0)
@@ -142,41 +109,38 @@ int rcp_port_egress(struct __sk_buff *ctx)
 	st = bpf_map_lookup_elem(&rcp_port, &key);
 	if (!st)
 		return TC_ACT_UNSPEC;
-	if (!st->timer_ready) { /* the first packet: once per port */
-		if (bpf_timer_init(&st->timer, &rcp_port, CLOCK_MONOTONIC) == 0)
-			bpf_timer_set_callback(&st->timer, on_interval);
-		st->timer_ready = 1;
-	}
+	r.capacity_bps = rcp_params.capacity_bps;
+	r.alpha_ppm = rcp_params.alpha_ppm;
+	r.beta_ppm = rcp_params.beta_ppm;
 	now = bpf_ktime_get_ns();
 	bpf_spin_lock(&st->lock);
-	if (!st->running) {
-		if (!st->used) {
-			st->rate_bps = initial_rate();
+	d = st->avg_rtt_fx >> RCP_RTT_FRAC_BITS;
+	if (!st->used || now - st->last_tick_ns >= IDLE_INTERVALS * rcp_clip_ns(d)) {
+		/* the first packet ever, or the first after a silence: (re)start */
+		st->rate_bps = st->used ? rcp_params.capacity_bps : initial_rate();
+		if (!st->used)
 			st->avg_rtt_fx = rcp_params.initial_rtt_ns << RCP_RTT_FRAC_BITS;
-		} else {
-			st->rate_bps = rcp_params.capacity_bps;
-		}
 		st->used = 1;
-		st->running = 2; /* 2: start the timer after unlocking */
 		st->last_tick_ns = now;
 		st->bytes_in = 0;
 		st->min_queue_bytes = NO_PACKET_YET;
-		st->idle = 0;
+	} else if (now - st->last_tick_ns >= rcp_clip_ns(d)) { /* the interval is over */
+		q = st->min_queue_bytes < queue ? st->min_queue_bytes : queue;
+		st->rate_bps = rcp_update(&r, st->rate_bps, d, now - st->last_tick_ns, st->bytes_in, q);
+		st->last_tick_ns = now;
+		st->bytes_in = 0;
+		st->min_queue_bytes = NO_PACKET_YET;
+		ended = true;
 	}
 	st->bytes_in += ctx->len > ETH_HLEN ? ctx->len - ETH_HLEN : 0;
 	if (queue < st->min_queue_bytes)
 		st->min_queue_bytes = queue;
-	st->last_queue_bytes = queue;
 	if (!echo)
 		st->avg_rtt_fx = rcp_rtt_sample(st->avg_rtt_fx, rtt_ns);
 	rate_kbps = st->rate_bps / 1000;
-	if (st->running == 2) {
-		st->running = 1;
-		start_timer = true;
-	}
 	bpf_spin_unlock(&st->lock);
-	if (start_timer)
-		bpf_timer_start(&st->timer, rcp_clip_ns(rcp_params.initial_rtt_ns), 0);
+	if (ended)
+		count(STAT_INTERVALS);
 
 	if (echo || old_rate <= rate_kbps)
 		return TC_ACT_UNSPEC;

@@ -11,6 +11,7 @@ typedef uint32_t __u32;
 typedef uint64_t __u64;
 
 #include "rcp_rule.h"
+#include "racs_rule.h"
 
 uint64_t fctlab_rcp_update(uint64_t capacity_bps, uint32_t alpha_ppm, uint32_t beta_ppm, uint64_t rate_bps,
 			   uint64_t d_ns, uint64_t t_ns, uint64_t bytes_in, uint64_t queue_bytes)
@@ -23,4 +24,26 @@ uint64_t fctlab_rcp_update(uint64_t capacity_bps, uint32_t alpha_ppm, uint32_t b
 uint64_t fctlab_rcp_rtt_sample(uint64_t avg_fx, uint32_t rtt_ns)
 {
 	return rcp_rtt_sample(avg_fx, rtt_ns);
+}
+
+/* RACS: a port through a sequence of events, as the simulator's `RacsPort` sees them: for
+ * each i, kind[i] 0 = a request (w_c[i], w_p[i], weights x 256), 1 = the end of an interval;
+ * grant[i] receives the rate of a request with w_c > 0 (0 otherwise), w_after[i] the running
+ * W after the event. */
+void fctlab_racs_events(uint64_t capacity_bps, uint32_t n, const uint32_t *kind, const uint32_t *w_c,
+			const uint32_t *w_p, uint64_t *grant, uint64_t *w_after)
+{
+	uint64_t w_running = 0, w_slot = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		grant[i] = 0;
+		if (kind[i] == 1) {
+			w_slot = w_running;
+		} else {
+			w_running = racs_after_request(w_running, w_c[i], w_p[i]);
+			if (w_c[i] > 0)
+				grant[i] = racs_grant(capacity_bps, w_slot, w_running, w_c[i]);
+		}
+		w_after[i] = w_running;
+	}
 }

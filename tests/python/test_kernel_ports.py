@@ -11,7 +11,7 @@ import struct
 import pytest
 
 from fctlab import kernel as K
-from fctlab.testbed.feedback import PORT_STATS, LoadedProgram, RcpParams, RcpPorts, option, parse_option
+from fctlab.testbed.feedback import PORT_STATS, LoadedProgram, PortPrograms, RcpParams, option, parse_option
 
 SRC, DST = bytes([10, 88, 0, 1]), bytes([10, 88, 0, 2])
 TIMESTAMPS = bytes([1, 1, 8, 10]) + struct.pack("!II", 12345, 0)  # NOP NOP TS, as Linux sends it
@@ -53,7 +53,7 @@ def port():
     why = K.bpf_unavailable()
     if why:
         pytest.skip(f"running BPF port programs needs BPF: {why}")
-    ports = RcpPorts()
+    ports = PortPrograms("rcp")
     # 100 Mbps, 1 ms initial RTT: a fresh port offers 0.05 C = 5 Mbps, raised to one packet per
     # RTT, 12 Mbps
     obj = ports.object(RcpParams(capacity_bps=100_000_000))

@@ -1,7 +1,8 @@
-"""The switch-port rules of the BPF programs against the simulator's: kernel/rcp_rule.h,
-built for userspace from kernel/rules_user.c (the same code the BPF port program compiles),
-and `RcpPort::update` / `PortRtt::sample` (crates/transport/src/cc/rcp.rs, through
-`fctlab._core.rcp_port_rule`) get the same inputs and must give the same outputs, up to the
+"""The switch-port rules of the BPF programs against the simulator's: kernel/rcp_rule.h and
+kernel/racs_rule.h, built for userspace from kernel/rules_user.c (the same code the BPF port
+programs compile), and `RcpPort::update` / `PortRtt::sample` / `RacsPort`
+(crates/transport/src/cc/, through `fctlab._core.rcp_port_rule` and `racs_port_rule`) get
+the same inputs and must give the same outputs, up to the
 BPF side's integer arithmetic: the relative change has 26 fractional bits (1.5e-8 of R)
 and y and q/d are whole bits per second."""
 
@@ -39,6 +40,7 @@ def rules(tmp_path_factory):
     lib.fctlab_rcp_update.argtypes = [u64, u32, u32, u64, u64, u64, u64, u64]
     lib.fctlab_rcp_rtt_sample.restype = u64
     lib.fctlab_rcp_rtt_sample.argtypes = [u64, u32]
+    lib.fctlab_racs_events.restype = None
     return lib
 
 
@@ -92,3 +94,40 @@ def test_the_rtt_average_follows_the_simulators(rules):
     for s, want in zip(samples, sim):
         avg = rules.fctlab_rcp_rtt_sample(avg, s)
         assert abs(avg / 1024 - want * 1e9) <= 1.0, (s, avg / 1024, want * 1e9)
+
+
+def test_racs_weights_and_grants_follow_the_simulators(rules):
+    """Joins, weight changes, leaves and interval ends (600 random events, weights that are
+    whole 256ths as the option carries them): the running W is the simulator's exactly and
+    every grant w_c C / W is the simulator's to within 1 bps (the BPF side rounds down in
+    integers, the simulator in floating point)."""
+    rng = random.Random(11)
+    events, live = [], []
+    for _ in range(600):
+        r = rng.random()
+        if r < 0.1:
+            events.append((1, 0.0, 0.0))
+        elif r < 0.3 or not live:
+            w = rng.randint(1, 10 * 256) / 256
+            live.append(w)
+            events.append((0, w, 0.0))  # a SYN: joins
+        elif r < 0.4:
+            w = live.pop(rng.randrange(len(live)))
+            events.append((0, 0.0, w))  # a FIN: leaves
+        else:
+            i = rng.randrange(len(live))
+            w = rng.randint(1, 10 * 256) / 256 if rng.random() < 0.3 else live[i]
+            events.append((0, w, live[i]))
+            live[i] = w
+    c = 10**9
+    n = len(events)
+    arr = ctypes.c_uint32 * n
+    kind = arr(*[e[0] for e in events])
+    w_c = arr(*[round(e[1] * 256) for e in events])
+    w_p = arr(*[round(e[2] * 256) for e in events])
+    grant, w_after = (ctypes.c_uint64 * n)(), (ctypes.c_uint64 * n)()
+    rules.fctlab_racs_events(ctypes.c_uint64(c), ctypes.c_uint32(n), kind, w_c, w_p, grant, w_after)
+    sim = _core.racs_port_rule(c, events)
+    for i, ((g, w), e) in enumerate(zip(sim, events)):
+        assert abs(w_after[i] / 256 - w) < 1e-3, (i, e, w_after[i] / 256, w)
+        assert abs(grant[i] - g) <= 1, (i, e, grant[i], g)

@@ -472,6 +472,44 @@ fn rcp_port_rule(
     (p.rate_bps(), averages)
 }
 
+/// The simulator's RACS port (`RacsPort`) through `events`: `(0, w_c, w_p)` a request with
+/// these weights, `(1, 0, 0)` the end of an interval. Returns, per event, the grant in bits
+/// per second (0 for an interval's end and for a request of weight 0) and the running W after
+/// it. For checks of other implementations of the rule against this one.
+#[pyfunction]
+fn racs_port_rule(capacity_bps: u64, events: Vec<(u32, f64, f64)>) -> Vec<(u64, f64)> {
+    use fctlab_net::{PacketKind, RouterHeader};
+    use fctlab_transport::cc::racs::{RacsConfig, RacsHeader, RacsPort};
+    use fctlab_transport::cc::{PortControl, PortInfo, PortView};
+
+    let link = PortInfo { capacity: fctlab_engine::BitsPerSec(capacity_bps), delay: fctlab_engine::Nanos::ZERO };
+    let mut p = RacsPort::new(&RacsConfig::default(), &link);
+    let v = PortView::default();
+    events
+        .into_iter()
+        .map(|(kind, w_c, w_p)| {
+            let mut grant = 0;
+            if kind == 1 {
+                p.on_tick(&v);
+            } else {
+                let h = RacsHeader {
+                    weight: w_c as f32,
+                    prev_weight: w_p as f32,
+                    rate_bps: RacsHeader::NO_RATE_YET,
+                    rtt_ns: 0,
+                    interval_ns: RacsHeader::NO_INTERVAL_YET,
+                };
+                let mut raw: RouterHeader = h.header();
+                p.on_packet(&v, PacketKind::Data, 64, &mut raw);
+                if w_c > 0.0 {
+                    grant = RacsHeader::read(&raw).rate_bps;
+                }
+            }
+            (grant, p.total_weight())
+        })
+        .collect()
+}
+
 /// The keys of the scenario tables that docs/scenarios.md lists key by key: `{table: [keys]}`
 /// (`transport`: besides one table per protocol; `monitor`).
 #[pyfunction]
@@ -506,6 +544,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schemas, m)?)?;
     m.add_function(wrap_pyfunction!(table_keys, m)?)?;
     m.add_function(wrap_pyfunction!(rcp_port_rule, m)?)?;
+    m.add_function(wrap_pyfunction!(racs_port_rule, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_send, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_recv, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_loopback, m)?)?;

@@ -1,6 +1,7 @@
-"""The router feedback of RCP (RACS and SDC to follow) on the testbed: the TCP option that
-carries it (``kernel/fb_option.h``, mirrored here) and the switch-port program that stamps it
-(``kernel/rcp_port.bpf.c``: RCP's rule from ``kernel/rcp_rule.h`` on a tc egress hook).
+"""The router feedback of RCP and RACS on the testbed: the TCP option that carries it
+(``kernel/fb_option.h``, mirrored here) and the switch-port programs that stamp it
+(``kernel/rcp_port.bpf.c``, ``kernel/racs_port.bpf.c``: the rules of ``kernel/rcp_rule.h``
+and ``kernel/racs_rule.h`` on a tc egress hook).
 """
 
 from __future__ import annotations
@@ -27,12 +28,22 @@ OPTION_FORMAT = "!BBHBBHIII"
 #: Offset of rate_kbps within the option.
 RATE_OFFSET = 12
 
-RCP_SOURCE = "rcp_port.bpf.c"
-RCP_PARAMS_SYMBOL = "rcp_params"
 #: Layout of ``struct rcp_params`` in kernel/rcp_port.bpf.c (little endian, 32 bytes).
 RCP_PARAMS_FORMAT = "<QIIQII"
+#: Layout of ``struct racs_params`` in kernel/racs_port.bpf.c (little endian, 16 bytes).
+RACS_PARAMS_FORMAT = "<QQ"
 #: Keys of the ports' ``fb_port_stats`` map, in order.
-PORT_STATS = ("seen", "data", "echo", "lowered", "no_option", "other_protocol", "malformed", "queue_pkts_sum")
+PORT_STATS = (
+    "seen",
+    "data",
+    "echo",
+    "lowered",
+    "no_option",
+    "other_protocol",
+    "malformed",
+    "queue_pkts_sum",
+    "intervals",
+)
 PPM = 1_000_000
 
 
@@ -73,6 +84,11 @@ def parse_option(options: bytes) -> Optional[dict]:
     return None
 
 
+def _check_rate(capacity_bps: int) -> None:
+    if not 0 < capacity_bps < 1 << 38:
+        raise TestbedError(f"port rate {capacity_bps} bps: the BPF rules take 1 bps to 275 Gbps")
+
+
 @dataclass(frozen=True)
 class RcpParams:
     """A port's RCP parameters, as the simulator's ``[transport.rcp]`` keys name them."""
@@ -83,9 +99,11 @@ class RcpParams:
     initial_rtt_s: float = 1e-3
     initial_rate_fraction: float = 0.05
 
+    SOURCE = "rcp_port.bpf.c"
+    SYMBOL = "rcp_params"
+
     def pack(self) -> bytes:
-        if not 0 < self.capacity_bps < 1 << 38:
-            raise TestbedError(f"RCP port rate {self.capacity_bps} bps: the BPF rule takes 1 bps to 275 Gbps")
+        _check_rate(self.capacity_bps)
         return struct.pack(
             RCP_PARAMS_FORMAT,
             int(self.capacity_bps),
@@ -97,40 +115,61 @@ class RcpParams:
         )
 
 
-class RcpPorts:
-    """Builds the RCP port program once and attaches a copy with each port's parameters."""
+@dataclass(frozen=True)
+class RacsParams:
+    """A port's RACS parameters."""
 
-    def __init__(self) -> None:
+    capacity_bps: int
+    initial_rtt_s: float = 1e-3
+
+    SOURCE = "racs_port.bpf.c"
+    SYMBOL = "racs_params"
+
+    def pack(self) -> bytes:
+        _check_rate(self.capacity_bps)
+        return struct.pack(RACS_PARAMS_FORMAT, int(self.capacity_bps), max(1, round(self.initial_rtt_s * 1e9)))
+
+
+#: Each protocol's port parameters.
+PORT_PARAMS = {"rcp": RcpParams, "racs": RacsParams}
+
+
+class PortPrograms:
+    """Builds a protocol's port program once and attaches a copy with each port's parameters
+    (an RcpParams or RacsParams)."""
+
+    def __init__(self, protocol: str) -> None:
+        self.params = PORT_PARAMS[protocol]
         try:
             K.check_environment(need_root=False)
-            self.obj = K.build(source=RCP_SOURCE)
+            self.obj = K.build(source=self.params.SOURCE)
         except K.KernelError as e:
-            raise TestbedError(f"RCP ports need their BPF program: {e}") from None
-        self._tmp = tempfile.TemporaryDirectory(prefix="fctlab-rcp-")
+            raise TestbedError(f"{protocol} ports need their BPF program: {e}") from None
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"fctlab-{protocol}-")
         self._copies: dict = {}
 
-    def object(self, p: RcpParams) -> Path:
+    def object(self, p) -> Path:
         """The program with ``p`` written into its .rodata."""
         if p not in self._copies:
-            dst = Path(self._tmp.name) / f"rcp_port_{len(self._copies)}.bpf.o"
+            dst = Path(self._tmp.name) / f"port_{len(self._copies)}.bpf.o"
             try:
-                K.patch_symbol(self.obj, RCP_PARAMS_SYMBOL, p.pack(), dst)
+                K.patch_symbol(self.obj, p.SYMBOL, p.pack(), dst)
             except K.KernelError as e:
                 raise TestbedError(str(e)) from None
             self._copies[p] = dst
         return self._copies[p]
 
-    def attach(self, ns: str, dev: str, p: RcpParams) -> None:
-        attach_egress(ns, dev, self.object(p), "the RCP port", prio=1)
+    def attach(self, ns: str, dev: str, p) -> None:
+        attach_egress(ns, dev, self.object(p), "the feedback port", prio=1)
 
     def close(self) -> None:
         self._tmp.cleanup()
 
 
-def rcp_counters(ns: str, dev: str) -> Optional[dict]:
-    """The RCP port's counters on ``dev``: packets seen, with the option (data, echoes),
-    rates lowered, without the option, of another protocol, malformed; and
-    ``mean_queue_pkts``, the mean queue an arriving RCP packet found."""
+def port_counters(ns: str, dev: str) -> Optional[dict]:
+    """The feedback port's counters on ``dev``: packets seen, with the option (forward,
+    echoes), fields lowered, without the option, of another protocol, malformed; and
+    ``mean_queue_pkts``, the mean queue an arriving packet with the option found."""
     c = program_counters(ns, dev, "fb_port_stats", PORT_STATS)
     if c is not None:
         n = c["data"] + c["echo"]

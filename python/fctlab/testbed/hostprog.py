@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -24,11 +26,13 @@ LOADER_SOURCE = "fbload.c"
 LOADER = "fctlab-fbload"
 CGROUP_PREFIX = "fctlab-"
 #: The congestion control each host object registers.
-CONGESTION_CONTROL = {"rcp": "fctlab_rcp"}
-SOURCE = {"rcp": "rcp_host.bpf.c"}
+CONGESTION_CONTROL = {"rcp": "fctlab_rcp", "racs": "fctlab_racs"}
+SOURCE = {"rcp": "rcp_host.bpf.c", "racs": "racs_host.bpf.c"}
+#: .rodata parameters of the host objects that have some: symbol and layout (little endian).
+PARAMS = {"racs": ("racs_host_params", "<II", ("w_min", "unused"))}
 #: Keys of the hosts' ``fb_host_stats`` map, in order: segments written with the option,
-#: parsed with it, without it, with a malformed one.
-STATS = ("written", "parsed", "no_option", "malformed")
+#: parsed with it, without it, with a malformed one; rates the kernel refused as a pacing limit.
+STATS = ("written", "parsed", "no_option", "malformed", "pacing_refused")
 
 
 def cgroup2_root() -> Optional[Path]:
@@ -67,7 +71,7 @@ class HostPrograms:
     """Loads the host object of ``protocol`` for the run; ``close`` unloads it and gives the
     process back its cgroup. Use as a context manager."""
 
-    def __init__(self, protocol: str) -> None:
+    def __init__(self, protocol: str, params: Optional[dict] = None) -> None:
         self.proc: Optional[subprocess.Popen] = None
         self.cgroup: Optional[Path] = None
         #: the host programs' counters at the end, ``{map: [values]}`` (after ``close``)
@@ -76,10 +80,18 @@ class HostPrograms:
         root = cgroup2_root()
         if root is None:
             raise TestbedError(f"protocol {protocol!r} on the testbed needs the cgroup v2 hierarchy (not mounted)")
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"fctlab-{protocol}-host-")
         try:
             K.check_environment(need_root=True)
             obj = K.build(source=SOURCE[protocol])
+            if protocol in PARAMS:
+                symbol, fmt, keys = PARAMS[protocol]
+                values = [int((params or {}).get(k, 0)) for k in keys]
+                dst = Path(self._tmp.name) / "host.bpf.o"
+                K.patch_symbol(obj, symbol, struct.pack(fmt, *values), dst)
+                obj = dst
         except K.KernelError as e:
+            self._tmp.cleanup()
             raise TestbedError(f"{protocol} hosts need their BPF programs: {e}") from None
         loader = compiled(
             K.kernel_dir() / LOADER_SOURCE, LOADER, what=f"protocol {protocol!r} on the testbed", libs=("-lbpf",)
@@ -110,6 +122,7 @@ class HostPrograms:
             self._stop_loader()
         finally:
             self._leave_cgroup()
+            self._tmp.cleanup()
 
     def _stop_loader(self) -> None:
         if self.proc is not None:

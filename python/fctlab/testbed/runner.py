@@ -22,7 +22,7 @@ from ..kernel import parse_bytes
 from ..rundir import read_summary, write_run
 from .ecn import Marker
 from .netns import Network, TestbedError, enter
-from .feedback import RcpParams, RcpPorts, rcp_counters
+from .feedback import PortPrograms, port_counters
 from .hostprog import CONGESTION_CONTROL as HOST_PROGRAM_CC
 from .hostprog import STATS as HOST_STATS
 from .hostprog import HostPrograms
@@ -145,7 +145,7 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
                 else ""
             )
             raise TestbedError(
-                f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, dctcp, pias, atcp, rcp){why}"
+                f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, dctcp, pias, atcp, rcp, racs){why}"
             )
     if not fixed and fn_params is None:
         return None
@@ -303,6 +303,8 @@ def _sender(
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, f.cc.encode())
         if f.tos:
             s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, f.tos)
+        if f.mark:  # RACS: the weight its host program reads
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, f.mark)
         base = t0
         if f.after:
             limit = min(bound, stop_at) if stop_at is not None else bound
@@ -619,16 +621,34 @@ def build_network(plan: Plan, net: Network, marker=None, tagger=None, port_progr
         )
 
 
-def rcp_port_params(f: Flow) -> dict:
-    """The switch ports' RCP parameters, from an RCP flow's keys (the simulator checks that all
-    flows agree on the keys ports read)."""
+def feedback_params(plan: Plan) -> tuple[dict, dict]:
+    """The switch ports' parameters and the host programs' of the run's router-assisted
+    protocol, from its flows' keys (the simulator checks that flows agree on the keys ports
+    read). RACS flows get their weight as the socket mark (``Flow.mark``), which its host
+    program reads: a fixed ``weight``, or ``w_min`` for a long-lived flow."""
+    f = plan.flows[0]
     p = f.params
-    return dict(
-        alpha=float(p.get("alpha", 0.1)),
-        beta=float(p.get("beta", 1.0)),
-        initial_rtt_s=float(p.get("initial_rtt", 1_000_000)) * 1e-9,
-        initial_rate_fraction=float(p.get("initial_rate_fraction", 0.05)),
-    )
+    rtt = float(p.get("initial_rtt", 1_000_000)) * 1e-9
+    if f.protocol == "rcp":
+        ports = dict(
+            alpha=float(p.get("alpha", 0.1)),
+            beta=float(p.get("beta", 1.0)),
+            initial_rtt_s=rtt,
+            initial_rate_fraction=float(p.get("initial_rate_fraction", 0.05)),
+        )
+        return ports, {}
+    for fl in plan.flows:
+        w = fl.params.get("weight")
+        if w is None and fl.size is not None:
+            raise TestbedError(
+                f"flows[{fl.flow_id}]: a sized RACS flow's weight follows its remaining size (eq. 4.1), "
+                "which the testbed does not compute; give it a fixed `weight`, or run long-lived flows"
+            )
+        w = float(w if w is not None else fl.params.get("w_min", 1.0))
+        if not 1 / 256 <= w < 256:
+            raise TestbedError(f"flows[{fl.flow_id}]: RACS weight {w:g}: the option carries 1/256 to 255")
+        fl.mark = round(w * 256)
+    return dict(initial_rtt_s=rtt), {"w_min": round(float(p.get("w_min", 1.0)) * 256)}
 
 
 def set_bands(plan: Plan) -> None:
@@ -751,8 +771,8 @@ class _Programs:
     PIAS tagger, and the kernel ATCP and DCTCP when this run registered them."""
 
     def __init__(self) -> None:
-        self.marker = self.tagger = self.rcp_ports = self.hosts = None
-        self.rcp_params: dict = {}
+        self.marker = self.tagger = self.ports = self.hosts = None
+        self.port_params: dict = {}
         self.stamping: list = []  # (ns, dev) of the ports running the protocol's program
         self.atcp_here = self.dctcp_here = False
 
@@ -766,26 +786,29 @@ class _Programs:
         if atcp is not None:
             self.atcp_here = _load_atcp(atcp)
         self.dctcp_here = _load_dctcp(plan)
-        rcp = [f for f in plan.flows if f.protocol == "rcp"]
-        if rcp:
-            if len(rcp) != len(plan.flows):
-                raise TestbedError("a testbed run with RCP flows runs RCP only (its switch ports stamp every flow)")
-            self.rcp_params = rcp_port_params(rcp[0])
-            self.rcp_ports = RcpPorts()
-            self.hosts = HostPrograms("rcp")
+        assisted = sorted({f.protocol for f in plan.flows if f.protocol in HOST_PROGRAM_CC})
+        if assisted:
+            proto = assisted[0]
+            if any(f.protocol != proto for f in plan.flows):
+                raise TestbedError(
+                    f"a testbed run with {proto} flows runs {proto} only (its switch ports stamp every flow)"
+                )
+            self.port_params, host_params = feedback_params(plan)
+            self.ports = PortPrograms(proto)
+            self.hosts = HostPrograms(proto, host_params)
 
     def port_program(self, ns: str, dev: str, rate_bps: float) -> None:
         """Attaches the protocol's switch-port program, if the run has one."""
-        if self.rcp_ports is not None:
-            self.rcp_ports.attach(ns, dev, RcpParams(capacity_bps=int(rate_bps), **self.rcp_params))
+        if self.ports is not None:
+            self.ports.attach(ns, dev, self.ports.params(capacity_bps=int(rate_bps), **self.port_params))
             self.stamping.append((ns, dev))
 
     def port_counters(self, net: Network) -> Optional[dict]:
         """The stamping ports' counters, by link (None: the run has none)."""
-        if self.rcp_ports is None:
+        if self.ports is None:
             return None
         links = {(p.ns, p.dev): p.link for p in net.ports}
-        return {links.get(k, f"{k[0]}:{k[1]}"): rcp_counters(*k) for k in self.stamping}
+        return {links.get(k, f"{k[0]}:{k[1]}"): port_counters(*k) for k in self.stamping}
 
     def host_counters(self) -> Optional[dict]:
         """The host programs' counters, once ``close`` has unloaded them."""
@@ -794,7 +817,7 @@ class _Programs:
         return dict(zip(HOST_STATS, self.hosts.counters.get("fb_host_stats", [])))
 
     def close(self) -> None:
-        for prog in (self.marker, self.tagger, self.rcp_ports, self.hosts):
+        for prog in (self.marker, self.tagger, self.ports, self.hosts):
             if prog is not None:
                 prog.close()
         for here, unload in ((self.atcp_here, K.unload), (self.dctcp_here, K.unload_dctcp)):

@@ -55,6 +55,7 @@ class Flow:
     ecn: bool = False  # ECN-capable (the sending host's net.ipv4.tcp_ecn = 1)
     after: str = ""  # start `start_s` after every flow of this group has completed
     tos: int = 0  # the sockets' IP_TOS: the flow's band on strict-priority ports (runner.set_bands)
+    mark: int = 0  # the sender socket's SO_MARK: a RACS flow's weight x 256 (runner.feedback_params)
 
 
 @dataclass
