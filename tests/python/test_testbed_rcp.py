@@ -1,7 +1,7 @@
-"""RCP on the namespace testbed: the feedback option written and read by the hosts' sock_ops
-program, RCP's rule on every switch port (tc BPF), the senders' `fctlab_rcp`, against the
-simulator on the same file (docs/testbed.md, "RCP"). Needs root, namespaces, cgroup v2 and
-BPF; skips saying which is missing."""
+"""RCP and RACS on the namespace testbed: the feedback option written and read by the hosts'
+sock_ops programs, the protocol's rule on every switch port (tc BPF), the senders' BPF
+congestion control, against the simulator on the same file (docs/testbed.md, "RCP" and
+"RACS"). Needs root, namespaces, cgroup v2 and BPF; skips saying which is missing."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from fctlab.testbed.hostprog import cgroup2_root, stale_cgroups
 from fctlab.testbed.netns import check_machine, list_namespaces
 from fctlab.testbed.runner import _Programs
 
-SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "examples" / "testbed_rcp.toml"
+EXAMPLES = Path(__file__).resolve().parents[2] / "scenarios" / "examples"
+SCENARIO = EXAMPLES / "testbed_rcp.toml"
+RACS = EXAMPLES / "testbed_racs.toml"
 WARMUP_S = 1.0
 
 
@@ -87,4 +89,25 @@ def test_without_the_ports_feedback_rcp_senders_fall_back_to_reno(tmp_path, monk
     print(f[["flow_id", "fct_s", "bytes_delivered"]], s["feedback"])
     assert f["completed"].all() and (f["bytes_delivered"] == 4_000_000).all()
     assert s["feedback"]["ports"] == {} and s["feedback"]["hosts"]["parsed"] > 0
+    assert _left_behind() == []
+
+
+def test_two_racs_flows_with_weights_one_and_two_share_one_to_two(tmp_path):
+    """Two long-lived RACS flows with weights 1 and 2: after 1 s the kernel's rates are 1:2
+    within 15%, as the simulator's on the same file; the bottleneck granted every request,
+    drops nothing, and its queue stays short."""
+    _need_rcp()
+    s = run_testbed(RACS, tmp_path / "kernel")
+    kernel = _steady_rates(tmp_path / "kernel")
+    sim = fctlab.run(RACS).cwnd
+    sim_rates = sim[sim["time_s"] >= WARMUP_S].groupby("flow_id")["rate_bps"].mean()
+    port = s["feedback"]["ports"]["left->right"]
+    k_ratio, s_ratio = kernel[1] / kernel[0], sim_rates[1] / sim_rates[0]
+    print(f"kernel Mbps {(kernel / 1e6).round(2).tolist()} (ratio {k_ratio:.3f}), simulator ratio {s_ratio:.3f}")
+    print(f"bottleneck: {port}; hosts: {s['feedback']['hosts']}; drops {s['drops']}")
+    assert set(s["congestion_controls"].values()) == {"fctlab_racs"}
+    assert abs(k_ratio - 2) <= 0.15 * 2 and abs(s_ratio - 2) <= 0.15 * 2, (k_ratio, s_ratio)
+    assert kernel.sum() > 0.85 * 100e6 * 1448 / 1514, kernel  # the link stays busy
+    assert port["lowered"] == port["data"] > 0 and port["malformed"] == 0, port
+    assert port["mean_queue_pkts"] < 50 and s["drops"] == 0, port
     assert _left_behind() == []
