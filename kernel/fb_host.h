@@ -36,6 +36,10 @@ struct fb_sock {
 	__u32 fwd_interval_us;/* RACS receiver: t_trans of the last request */
 	__u32 admitted;       /* RACS sender: the SYN's answer has come */
 	__u64 next_request_ns;/* RACS sender */
+	__u32 load;           /* SDC sender: the load factor heard (16.16); receiver: to echo */
+	__u32 top;            /* SDC sender: the highest active class heard; receiver: to echo */
+	__u32 last_class;     /* SDC sender: the class of its last segment (wire numbering) */
+	__u32 pad;
 };
 
 struct {

@@ -21,6 +21,12 @@
  *                 and the smallest interval t_trans along the path (us, 2 bytes; ports
  *                 lower it; the sender writes FB_NO_INTERVAL_YET)
  *
+ * SDC uses the fields so: forward, aux = class << 8 | the class last counted (A = 3, B = 2,
+ * C = 1, 0 none), rate_kbps = the largest load factor along the path (16.16 fixed point;
+ * ports raise it), byte 19 = the highest active class along the path (ports raise it); on an
+ * echo, echo_kbps = the load factor and aux = the highest class the data segment arrived
+ * with.
+ *
  * Multi-byte fields are in network byte order. Every 4-byte field starts 4-aligned within
  * the option, and the kernel places BPF-written options after its own, which it pads to a
  * multiple of 4, so a port can rewrite rate_kbps with a 16-bit-aligned checksum update.
@@ -48,6 +54,8 @@
 #define FB_OFF_ECHO 16
 #define FB_OFF_PREV_WEIGHT 16 /* RACS requests */
 #define FB_OFF_INTERVAL 18    /* RACS requests */
+#define FB_OFF_LOAD 12        /* SDC: the load factor, 16.16 */
+#define FB_OFF_TOP 18         /* SDC: the 16-bit word whose low byte is the highest class */
 
 struct fb_option {
 	__u8 kind;

@@ -24,7 +24,7 @@
  * The RTT average moves 1/50 of the way to each sample (the simulator's RTT_GAIN = 0.02),
  * kept in nanoseconds with 10 fractional bits.
  *
- * The includer defines the fixed-width types __u32 and __u64 (vmlinux.h, or <stdint.h>).
+ * The includer defines the fixed-width types __u8, __u32 and __u64 (vmlinux.h, or <stdint.h>).
  */
 #ifndef FCTLAB_RCP_RULE_H
 #define FCTLAB_RCP_RULE_H

@@ -7,11 +7,13 @@
  */
 #include <stdint.h>
 
+typedef uint8_t __u8;
 typedef uint32_t __u32;
 typedef uint64_t __u64;
 
 #include "rcp_rule.h"
 #include "racs_rule.h"
+#include "sdc_rule.h"
 
 uint64_t fctlab_rcp_update(uint64_t capacity_bps, uint32_t alpha_ppm, uint32_t beta_ppm, uint64_t rate_bps,
 			   uint64_t d_ns, uint64_t t_ns, uint64_t bytes_in, uint64_t queue_bytes)
@@ -45,5 +47,24 @@ void fctlab_racs_events(uint64_t capacity_bps, uint32_t n, const uint32_t *kind,
 				grant[i] = racs_grant(capacity_bps, w_slot, w_running, w_c[i]);
 		}
 		w_after[i] = w_running;
+	}
+}
+
+uint32_t fctlab_sdc_load(uint64_t capacity_bps, uint64_t t_ns, uint64_t bytes_in, uint64_t q_av_bytes)
+{
+	return sdc_load(capacity_bps, t_ns, bytes_in, q_av_bytes);
+}
+
+/* SDC: the class counts through a sequence of packets (class[i], prev[i]); counts_out gets
+ * the three counts after each and top_out the highest active class. */
+void fctlab_sdc_events(uint32_t n, const uint8_t *class, const uint8_t *prev, uint32_t *counts_out, uint8_t *top_out)
+{
+	uint32_t counts[3] = { 0, 0, 0 };
+
+	for (uint32_t i = 0; i < n; i++) {
+		sdc_count(counts, class[i], prev[i]);
+		for (int k = 0; k < 3; k++)
+			counts_out[3 * i + k] = counts[k];
+		top_out[i] = sdc_top(counts);
 	}
 }

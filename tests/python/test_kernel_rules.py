@@ -1,7 +1,8 @@
-"""The switch-port rules of the BPF programs against the simulator's: kernel/rcp_rule.h and
-kernel/racs_rule.h, built for userspace from kernel/rules_user.c (the same code the BPF port
-programs compile), and `RcpPort::update` / `PortRtt::sample` / `RacsPort`
-(crates/transport/src/cc/, through `fctlab._core.rcp_port_rule` and `racs_port_rule`) get
+"""The switch-port rules of the BPF programs against the simulator's: kernel/rcp_rule.h,
+racs_rule.h and sdc_rule.h, built for userspace from kernel/rules_user.c (the same code the
+BPF port programs compile), and `RcpPort::update` / `PortRtt::sample` / `RacsPort` /
+`SdcPort` (crates/transport/src/cc/, through `fctlab._core.rcp_port_rule`, `racs_port_rule`
+and `sdc_port_rule`) get
 the same inputs and must give the same outputs, up to the
 BPF side's integer arithmetic: the relative change has 26 fractional bits (1.5e-8 of R)
 and y and q/d are whole bits per second."""
@@ -41,6 +42,9 @@ def rules(tmp_path_factory):
     lib.fctlab_rcp_rtt_sample.restype = u64
     lib.fctlab_rcp_rtt_sample.argtypes = [u64, u32]
     lib.fctlab_racs_events.restype = None
+    lib.fctlab_sdc_load.restype = u32
+    lib.fctlab_sdc_load.argtypes = [u64, u64, u64, u64]
+    lib.fctlab_sdc_events.restype = None
     return lib
 
 
@@ -131,3 +135,27 @@ def test_racs_weights_and_grants_follow_the_simulators(rules):
     for i, ((g, w), e) in enumerate(zip(sim, events)):
         assert abs(w_after[i] / 256 - w) < 1e-3, (i, e, w_after[i] / 256, w)
         assert abs(grant[i] - g) <= 1, (i, e, grant[i], g)
+
+
+def test_sdc_load_factor_and_class_counts_follow_the_simulators(rules):
+    """The load factor (eq. 3.4) on 2,000 random intervals, within 2^-16 (the option's
+    fixed point) plus 1e-6 of f; and the class counts and highest active class through 500
+    random packets (joins, graduations, leaves), exactly."""
+    rng = random.Random(5)
+    c = 10**9
+    # whole bytes and nanoseconds, as the BPF side has them
+    intervals = [
+        (rng.randint(0, 500_000), float(rng.randint(0, 300_000)), rng.randint(10_000, 10**8) / 1e9) for _ in range(2000)
+    ]
+    packets = [(rng.randint(0, 3), rng.randint(0, 3)) for _ in range(500)]
+    loads, counts = _core.sdc_port_rule(c, intervals, packets)
+    for (b, q, t), want in zip(intervals, loads):
+        got = rules.fctlab_sdc_load(c, round(t * 1e9), b, round(q)) / 65536
+        assert abs(got - min(want, 65535.99)) <= 2 / 65536 + 1e-6 * want, (b, q, t, got, want)
+    n = len(packets)
+    cls = (ctypes.c_uint8 * n)(*[p[0] for p in packets])
+    prev = (ctypes.c_uint8 * n)(*[p[1] for p in packets])
+    out, top = (ctypes.c_uint32 * (3 * n))(), (ctypes.c_uint8 * n)()
+    rules.fctlab_sdc_events(ctypes.c_uint32(n), cls, prev, out, top)
+    for i, (want_counts, want_top) in enumerate(counts):
+        assert list(out[3 * i : 3 * i + 3]) == list(want_counts) and top[i] == want_top, (i, packets[i])

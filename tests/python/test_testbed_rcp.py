@@ -1,7 +1,7 @@
-"""RCP and RACS on the namespace testbed: the feedback option written and read by the hosts'
-sock_ops programs, the protocol's rule on every switch port (tc BPF), the senders' BPF
-congestion control, against the simulator on the same file (docs/testbed.md, "RCP" and
-"RACS"). Needs root, namespaces, cgroup v2 and BPF; skips saying which is missing."""
+"""RCP, RACS and SDC on the namespace testbed: the feedback option written and read by the
+hosts' sock_ops programs, the protocol's rule on every switch port (tc BPF), the senders' BPF
+congestion control, against the simulator on the same file (docs/testbed.md, "RCP", "RACS"
+and "SDC"). Needs root, namespaces, cgroup v2 and BPF; skips saying which is missing."""
 
 from __future__ import annotations
 
@@ -21,6 +21,10 @@ from fctlab.testbed.runner import _Programs
 EXAMPLES = Path(__file__).resolve().parents[2] / "scenarios" / "examples"
 SCENARIO = EXAMPLES / "testbed_rcp.toml"
 RACS = EXAMPLES / "testbed_racs.toml"
+SDC = EXAMPLES / "testbed_sdc.toml"
+#: The bottleneck's payload rate: 100 Mbps of 1,514-byte frames carrying 1,428 bytes (the
+#: kernel shrinks segments by the 20-byte option).
+PAYLOAD_BPS = 100e6 * 1428 / 1514
 WARMUP_S = 1.0
 
 
@@ -110,4 +114,24 @@ def test_two_racs_flows_with_weights_one_and_two_share_one_to_two(tmp_path):
     assert kernel.sum() > 0.85 * 100e6 * 1448 / 1514, kernel  # the link stays busy
     assert port["lowered"] == port["data"] > 0 and port["malformed"] == 0, port
     assert port["mean_queue_pkts"] < 50 and s["drops"] == 0, port
+    assert _left_behind() == []
+
+
+def test_four_sdc_flows_keep_the_bottleneck_busy(tmp_path):
+    """Four long-lived SDC flows: after 1 s the bottleneck carries at least 90% of its payload
+    rate on the kernel, as in the simulator; every data packet got the port's load factor,
+    nothing is dropped."""
+    _need_rcp()
+    s = run_testbed(SDC, tmp_path / "kernel")
+    kernel = _steady_rates(tmp_path / "kernel")
+    sim = fctlab.run(SDC).cwnd
+    sim_rates = sim[sim["time_s"] >= WARMUP_S].groupby("flow_id")["rate_bps"].mean()
+    port = s["feedback"]["ports"]["left->right"]
+    print(f"kernel Mbps {(kernel / 1e6).round(2).tolist()} (total {kernel.sum() / 1e6:.2f})")
+    print(f"simulator Mbps {(sim_rates / 1e6).round(2).tolist()}; bottleneck {port}; drops {s['drops']}")
+    assert set(s["congestion_controls"].values()) == {"fctlab_sdc"}
+    assert kernel.sum() >= 0.9 * PAYLOAD_BPS, kernel
+    assert sim_rates.sum() >= 0.9 * 100e6 * 1460 / 1500, sim_rates
+    assert port["data"] > 0 and port["lowered"] >= 0.9 * port["data"] and port["malformed"] == 0, port
+    assert s["drops"] == 0
     assert _left_behind() == []

@@ -510,6 +510,35 @@ fn racs_port_rule(capacity_bps: u64, events: Vec<(u32, f64, f64)>) -> Vec<(u64, 
         .collect()
 }
 
+/// The simulator's SDC port (`SdcPort`): the load factor of eq. 3.4 for `(bytes_in,
+/// q_av_bytes, t_s)` on a link of `capacity_bps`, for each of `intervals`; and, through
+/// `packets` (`(class, prev_class)`, header numbering), the class counts and the highest
+/// active class after each. For checks of other implementations of the rule against this one.
+#[pyfunction]
+fn sdc_port_rule(
+    capacity_bps: u64,
+    intervals: Vec<(u64, f64, f64)>,
+    packets: Vec<(u8, u8)>,
+) -> (Vec<f64>, Vec<([u32; 3], u8)>) {
+    use fctlab_net::PacketKind;
+    use fctlab_transport::cc::sdc::{SdcConfig, SdcHeader, SdcPort};
+    use fctlab_transport::cc::{PortControl, PortInfo, PortView};
+
+    let link = PortInfo { capacity: fctlab_engine::BitsPerSec(capacity_bps), delay: fctlab_engine::Nanos::ZERO };
+    let mut p = SdcPort::new(&SdcConfig::default(), &link);
+    let loads = intervals.iter().map(|&(b, q, t)| p.load_factor(b, q, t)).collect();
+    let v = PortView::default();
+    let counts = packets
+        .into_iter()
+        .map(|(class, prev_class)| {
+            let mut raw = SdcHeader { class, prev_class, ..SdcHeader::default() }.header();
+            p.on_packet(&v, PacketKind::Data, 64, &mut raw);
+            (p.counts(), p.top())
+        })
+        .collect();
+    (loads, counts)
+}
+
 /// The keys of the scenario tables that docs/scenarios.md lists key by key: `{table: [keys]}`
 /// (`transport`: besides one table per protocol; `monitor`).
 #[pyfunction]
@@ -545,6 +574,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table_keys, m)?)?;
     m.add_function(wrap_pyfunction!(rcp_port_rule, m)?)?;
     m.add_function(wrap_pyfunction!(racs_port_rule, m)?)?;
+    m.add_function(wrap_pyfunction!(sdc_port_rule, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_send, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_recv, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_loopback, m)?)?;

@@ -1,7 +1,7 @@
-"""The router feedback of RCP and RACS on the testbed: the TCP option that carries it
+"""The router feedback of RCP, RACS and SDC on the testbed: the TCP option that carries it
 (``kernel/fb_option.h``, mirrored here) and the switch-port programs that stamp it
-(``kernel/rcp_port.bpf.c``, ``kernel/racs_port.bpf.c``: the rules of ``kernel/rcp_rule.h``
-and ``kernel/racs_rule.h`` on a tc egress hook).
+(``kernel/{rcp,racs,sdc}_port.bpf.c``: the rules of ``kernel/{rcp,racs,sdc}_rule.h`` on a tc
+egress hook).
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ RATE_OFFSET = 12
 RCP_PARAMS_FORMAT = "<QIIQII"
 #: Layout of ``struct racs_params`` in kernel/racs_port.bpf.c (little endian, 16 bytes).
 RACS_PARAMS_FORMAT = "<QQ"
+#: Layout of ``struct sdc_params`` in kernel/sdc_port.bpf.c (little endian, 24 bytes).
+SDC_PARAMS_FORMAT = "<QQQ"
 #: Keys of the ports' ``fb_port_stats`` map, in order.
 PORT_STATS = (
     "seen",
@@ -130,8 +132,29 @@ class RacsParams:
         return struct.pack(RACS_PARAMS_FORMAT, int(self.capacity_bps), max(1, round(self.initial_rtt_s * 1e9)))
 
 
+@dataclass(frozen=True)
+class SdcParams:
+    """A port's SDC parameters (``t_p_s`` 0: the interval is the average RTT)."""
+
+    capacity_bps: int
+    initial_rtt_s: float = 1e-3
+    t_p_s: float = 0.0
+
+    SOURCE = "sdc_port.bpf.c"
+    SYMBOL = "sdc_params"
+
+    def pack(self) -> bytes:
+        _check_rate(self.capacity_bps)
+        return struct.pack(
+            SDC_PARAMS_FORMAT,
+            int(self.capacity_bps),
+            max(1, round(self.initial_rtt_s * 1e9)),
+            max(0, round(self.t_p_s * 1e9)),
+        )
+
+
 #: Each protocol's port parameters.
-PORT_PARAMS = {"rcp": RcpParams, "racs": RacsParams}
+PORT_PARAMS = {"rcp": RcpParams, "racs": RacsParams, "sdc": SdcParams}
 
 
 class PortPrograms:

@@ -1,4 +1,4 @@
-"""Host programs of router-assisted protocols on the testbed (``kernel/rcp_host.bpf.c``):
+"""Host programs of router-assisted protocols on the testbed (``kernel/{rcp,racs,sdc}_host.bpf.c``):
 a sock_ops program that writes and reads the feedback option, and the protocol's congestion
 control, loaded together by ``kernel/fbload.c`` and held for the run.
 
@@ -26,8 +26,8 @@ LOADER_SOURCE = "fbload.c"
 LOADER = "fctlab-fbload"
 CGROUP_PREFIX = "fctlab-"
 #: The congestion control each host object registers.
-CONGESTION_CONTROL = {"rcp": "fctlab_rcp", "racs": "fctlab_racs"}
-SOURCE = {"rcp": "rcp_host.bpf.c", "racs": "racs_host.bpf.c"}
+CONGESTION_CONTROL = {"rcp": "fctlab_rcp", "racs": "fctlab_racs", "sdc": "fctlab_sdc"}
+SOURCE = {"rcp": "rcp_host.bpf.c", "racs": "racs_host.bpf.c", "sdc": "sdc_host.bpf.c"}
 #: .rodata parameters of the host objects that have some: symbol and layout (little endian).
 PARAMS = {"racs": ("racs_host_params", "<II", ("w_min", "unused"))}
 #: Keys of the hosts' ``fb_host_stats`` map, in order: segments written with the option,

@@ -145,7 +145,7 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
                 else ""
             )
             raise TestbedError(
-                f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, dctcp, pias, atcp, rcp, racs){why}"
+                f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, dctcp, pias, atcp, rcp, racs, sdc){why}"
             )
     if not fixed and fn_params is None:
         return None
@@ -637,6 +637,8 @@ def feedback_params(plan: Plan) -> tuple[dict, dict]:
             initial_rate_fraction=float(p.get("initial_rate_fraction", 0.05)),
         )
         return ports, {}
+    if f.protocol == "sdc":
+        return _sdc_params(plan, rtt), {}
     for fl in plan.flows:
         w = fl.params.get("weight")
         if w is None and fl.size is not None:
@@ -649,6 +651,39 @@ def feedback_params(plan: Plan) -> tuple[dict, dict]:
             raise TestbedError(f"flows[{fl.flow_id}]: RACS weight {w:g}: the option carries 1/256 to 255")
         fl.mark = round(w * 256)
     return dict(initial_rtt_s=rtt), {"w_min": round(float(p.get("w_min", 1.0)) * 256)}
+
+
+#: SDC's class keys and the values the kernel programs are built with (sdc_host.bpf.c).
+SDC_DEFAULTS = {
+    "r_a_segments": 50,
+    "r_b_segments": 100,
+    "gain_ac": 10.0,
+    "gain_bc": 2.0,
+    "alpha_c": 0.5,
+    "beta_c": 0.5,
+    "beta_max": 0.9,
+    "gamma": 1.0,
+    "alpha": None,
+    "beta": None,
+}
+
+
+def _sdc_params(plan: Plan, rtt: float) -> dict:
+    """SDC's port parameters; the testbed runs long-lived flows (class C: a sized flow's class
+    follows its remaining size) with the simulator's default classes."""
+    for fl in plan.flows:
+        if fl.size is not None:
+            raise TestbedError(
+                f"flows[{fl.flow_id}]: a sized SDC flow's class follows its remaining size, which the "
+                "testbed does not track; it runs long-lived SDC flows"
+            )
+        changed = [k for k, v in SDC_DEFAULTS.items() if fl.params.get(k, v) != v]
+        if changed:
+            raise TestbedError(
+                f"flows[{fl.flow_id}]: SDC's {', '.join(changed)}: the testbed runs SDC's default classes"
+            )
+    t_p = plan.flows[0].params.get("t_p")
+    return dict(initial_rtt_s=rtt, t_p_s=float(t_p) * 1e-9 if t_p else 0.0)
 
 
 def set_bands(plan: Plan) -> None:
