@@ -306,8 +306,8 @@ def _target_arch() -> str:
 
 
 def build(*, force: bool = False, source: str = "atcp.bpf.c") -> Path:
-    """Compiles ``kernel/<source>`` (``atcp.bpf.c``, ``dctcp.bpf.c``, ``ecn_mark.bpf.c`` or
-    ``pias_tag.bpf.c``) when the object is missing or older than the source; returns the object's path. ``vmlinux.h`` is generated
+    """Compiles ``kernel/<source>`` (one of its ``*.bpf.c``) when the object is missing or
+    older than the source or a header beside it; returns the object's path. ``vmlinux.h`` is generated
     from the running kernel's BTF."""
     check_environment(need_root=False)
     src = kernel_dir() / source
@@ -613,7 +613,7 @@ def configure(p) -> None:
     )
     st = sub.add_parser("status", help="show what is registered and its parameters")
     st.add_argument("--json", action="store_true")
-    bd = sub.add_parser("build", help="compile kernel/atcp.bpf.c, dctcp.bpf.c, ecn_mark.bpf.c and pias_tag.bpf.c only")
+    bd = sub.add_parser("build", help="compile every kernel/*.bpf.c only")
     bd.add_argument("--force", action="store_true")
 
 
@@ -655,10 +655,8 @@ def run(a) -> int:
     """Runs ``fctlab kernel``."""
     try:
         if a.cmd == "build":
-            print(build(force=a.force))
-            print(build(force=a.force, source=DCTCP_SOURCE))
-            print(build(force=a.force, source="ecn_mark.bpf.c"))
-            print(build(force=a.force, source="pias_tag.bpf.c"))
+            for src in sorted(p.name for p in kernel_dir().glob("*.bpf.c")):
+                print(build(force=a.force, source=src))
         elif a.cmd == "load":
             params = _params_from_args(a)
             names = load(params, replace=not a.no_replace)
