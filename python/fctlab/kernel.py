@@ -559,8 +559,8 @@ def status() -> dict:
     maps = struct_ops_maps() if os.geteuid() == 0 else None
     reg = registered()
     params = loaded_params() if (reg and os.geteuid() == 0) else None
-    if dctcp_registered():
-        reg.append(DCTCP)
+    # fctlab_dctcp, and the testbed's fctlab_rcp, fctlab_racs and fctlab_sdc while a run holds them
+    reg += [n for n in available_congestion_controls() if n.startswith("fctlab_") and n not in reg]
     lingering = None
     if maps is not None:
         lingering = [m for m in maps if m["name"] not in reg or sum(x["name"] == m["name"] for x in maps) > 1]
@@ -569,8 +569,20 @@ def status() -> dict:
         "maps": maps,
         "lingering": lingering,
         "params": params.to_dict() if params else None,
+        "programs": testbed_programs() if os.geteuid() == 0 else None,
         "kernel": os.uname().release,
     }
+
+
+#: Names of the testbed's tc and sock_ops programs (the kernel keeps 15 characters).
+TESTBED_PROGRAMS = ("ecn_mark", "pias_tag", "rcp_port_egress", "racs_port_egres", "sdc_port_egress", "fb_sockops")
+
+
+def testbed_programs() -> list[dict]:
+    """The testbed's BPF programs loaded now (on switch ports and hosts of running testbed
+    runs): ``[{"id": 41, "name": "rcp_port_egress"}, ...]``."""
+    progs = _bpftool_json("prog", "show") or []
+    return [{"id": p["id"], "name": p["name"]} for p in progs if p.get("name") in TESTBED_PROGRAMS]
 
 
 def socket_congestion(sock: socket.socket) -> str:
@@ -686,6 +698,12 @@ def run(a) -> int:
                     print(
                         "  unregistered, kept until their sockets close: "
                         + ", ".join(f"{m['name']} (id {m['id']})" for m in s["lingering"])
+                    )
+                if s["programs"]:
+                    names = sorted({p["name"] for p in s["programs"]})
+                    print(
+                        f"testbed programs loaded: {len(s['programs'])} "
+                        f"({', '.join(names)}), removed with their run's namespaces and loader"
                     )
     except KernelError as e:
         print(f"fctlab kernel {a.cmd}: error: {e}", file=sys.stderr)

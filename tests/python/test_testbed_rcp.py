@@ -53,8 +53,8 @@ def _steady_rates(out: Path) -> pd.Series:
 
 
 def test_four_rcp_flows_share_the_bottleneck_equally_with_a_short_queue(tmp_path):
-    """Four long-lived RCP flows through a 100 Mbps bottleneck: each gets C/N = 25 Mbps within
-    10% after 1 s on the kernel, the queue an arriving packet finds at the bottleneck averages
+    """Four long-lived RCP flows through a 100 Mbps bottleneck: each gets C/N within 10% after
+    1 s on the kernel (in payload: 23.6 Mbps of the 25 Mbps of frames), the queue an arriving packet finds at the bottleneck averages
     under 20 packets, nothing is dropped, and the simulator's rates on the same file are within
     10% of the kernel's. Every data packet crossing the bottleneck got its rate from the port;
     no option was malformed."""
@@ -67,7 +67,8 @@ def test_four_rcp_flows_share_the_bottleneck_equally_with_a_short_queue(tmp_path
     print(f"kernel Mbps {(kernel / 1e6).round(2).tolist()}, simulator Mbps {(sim_rates / 1e6).round(2).tolist()}")
     print(f"bottleneck: {port}; hosts: {s['feedback']['hosts']}; drops {s['drops']}")
     assert set(s["congestion_controls"].values()) == {"fctlab_rcp"}
-    assert ((kernel - 25e6).abs() <= 0.1 * 25e6).all(), kernel
+    fair = PAYLOAD_BPS / 4  # C/N, in the payload rates measured
+    assert ((kernel - fair).abs() <= 0.1 * fair).all(), kernel
     assert port["mean_queue_pkts"] < 20 and s["drops"] == 0, port
     assert port["lowered"] >= 0.99 * port["data"] > 0 and port["malformed"] == 0, port
     assert s["feedback"]["hosts"]["parsed"] > 0 and s["feedback"]["hosts"]["malformed"] == 0
