@@ -194,4 +194,67 @@ static __always_inline __u32 fb_rate_ssthresh(struct sock *sk)
 	return tp->snd_cwnd > MIN_CWND ? tp->snd_cwnd : MIN_CWND; /* the rate governs, not losses */
 }
 
+/* The sock_ops program of a protocol whose congestion control is `cc` (`len` characters):
+ * the role of each of its sockets, and the option callbacks `on_len` (reserve room, or not),
+ * `on_write` and `on_parse`. */
+#define FB_SOCKOPS_PROGRAM(cc, len, on_len, on_write, on_parse)                  \
+	SEC("sockops")                                                           \
+	int fb_sockops(struct bpf_sock_ops *skops)                               \
+	{                                                                        \
+		switch (skops->op) {                                             \
+		case BPF_SOCK_OPS_TCP_CONNECT_CB:                                \
+			fb_enable(skops, ROLE_SENDER, cc, len);                  \
+			break;                                                   \
+		case BPF_SOCK_OPS_TCP_LISTEN_CB:                                 \
+			fb_enable(skops, ROLE_NONE, cc, len);                    \
+			break;                                                   \
+		case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:                        \
+			fb_enable(skops, ROLE_RECEIVER, cc, len);                \
+			break;                                                   \
+		case BPF_SOCK_OPS_HDR_OPT_LEN_CB:                                \
+			on_len(skops);                                           \
+			break;                                                   \
+		case BPF_SOCK_OPS_WRITE_HDR_OPT_CB:                              \
+			on_write(skops);                                         \
+			break;                                                   \
+		case BPF_SOCK_OPS_PARSE_HDR_OPT_CB:                              \
+			on_parse(skops);                                         \
+			break;                                                   \
+		}                                                                \
+		return 1;                                                        \
+	}
+
+/* Room for the option on every segment. */
+static __always_inline void fb_reserve_always(struct bpf_sock_ops *skops)
+{
+	bpf_reserve_hdr_opt(skops, FB_LEN, 0);
+}
+
+/* A rate-based congestion control `cc_name` (RCP, RACS): the window and pacing limit above,
+ * with `avoid` its own cong_avoid (it may hold the window before the first rate). */
+#define FB_RATE_CONGESTION_CONTROL(cc_name, avoid)                             \
+	SEC("struct_ops")                                                        \
+	void BPF_PROG(cc_name##_init, struct sock *sk)                              \
+	{                                                                        \
+		fb_rate_init(sk);                                                \
+	}                                                                        \
+	SEC("struct_ops")                                                        \
+	__u32 BPF_PROG(cc_name##_ssthresh, struct sock *sk)                         \
+	{                                                                        \
+		return fb_rate_ssthresh(sk);                                     \
+	}                                                                        \
+	SEC("struct_ops")                                                        \
+	__u32 BPF_PROG(cc_name##_undo_cwnd, struct sock *sk)                        \
+	{                                                                        \
+		return tcp_reno_undo_cwnd(sk);                                   \
+	}                                                                        \
+	SEC(".struct_ops")                                                       \
+	struct tcp_congestion_ops cc_name = {                                       \
+		.init = (void *)cc_name##_init,                                     \
+		.ssthresh = (void *)cc_name##_ssthresh,                             \
+		.cong_avoid = (void *)avoid,                                \
+		.undo_cwnd = (void *)cc_name##_undo_cwnd,                           \
+		.name = #cc_name,                                                   \
+	};
+
 #endif

@@ -84,37 +84,7 @@ static __always_inline void on_write(struct bpf_sock_ops *skops)
 	fb_store(skops, &o);
 }
 
-SEC("sockops")
-int fb_sockops(struct bpf_sock_ops *skops)
-{
-	switch (skops->op) {
-	case BPF_SOCK_OPS_TCP_CONNECT_CB:
-		fb_enable(skops, ROLE_SENDER, RCP_CC, RCP_CC_LEN);
-		break;
-	case BPF_SOCK_OPS_TCP_LISTEN_CB:
-		fb_enable(skops, ROLE_NONE, RCP_CC, RCP_CC_LEN);
-		break;
-	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
-		fb_enable(skops, ROLE_RECEIVER, RCP_CC, RCP_CC_LEN);
-		break;
-	case BPF_SOCK_OPS_HDR_OPT_LEN_CB:
-		bpf_reserve_hdr_opt(skops, FB_LEN, 0);
-		break;
-	case BPF_SOCK_OPS_WRITE_HDR_OPT_CB:
-		on_write(skops);
-		break;
-	case BPF_SOCK_OPS_PARSE_HDR_OPT_CB:
-		on_parse(skops);
-		break;
-	}
-	return 1;
-}
-
-SEC("struct_ops")
-void BPF_PROG(fctlab_rcp_init, struct sock *sk)
-{
-	fb_rate_init(sk);
-}
+FB_SOCKOPS_PROGRAM(RCP_CC, RCP_CC_LEN, fb_reserve_always, on_write, on_parse)
 
 SEC("struct_ops")
 void BPF_PROG(fctlab_rcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
@@ -122,23 +92,4 @@ void BPF_PROG(fctlab_rcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	fb_rate_cong_avoid(sk, ack, acked);
 }
 
-SEC("struct_ops")
-__u32 BPF_PROG(fctlab_rcp_ssthresh, struct sock *sk)
-{
-	return fb_rate_ssthresh(sk);
-}
-
-SEC("struct_ops")
-__u32 BPF_PROG(fctlab_rcp_undo_cwnd, struct sock *sk)
-{
-	return tcp_reno_undo_cwnd(sk);
-}
-
-SEC(".struct_ops")
-struct tcp_congestion_ops fctlab_rcp = {
-	.init = (void *)fctlab_rcp_init,
-	.ssthresh = (void *)fctlab_rcp_ssthresh,
-	.cong_avoid = (void *)fctlab_rcp_cong_avoid,
-	.undo_cwnd = (void *)fctlab_rcp_undo_cwnd,
-	.name = "fctlab_rcp",
-};
+FB_RATE_CONGESTION_CONTROL(fctlab_rcp, fctlab_rcp_cong_avoid)

@@ -108,31 +108,7 @@ static __always_inline void on_write(struct bpf_sock_ops *skops)
 	fb_store(skops, &o);
 }
 
-SEC("sockops")
-int fb_sockops(struct bpf_sock_ops *skops)
-{
-	switch (skops->op) {
-	case BPF_SOCK_OPS_TCP_CONNECT_CB:
-		fb_enable(skops, ROLE_SENDER, SDC_CC, SDC_CC_LEN);
-		break;
-	case BPF_SOCK_OPS_TCP_LISTEN_CB:
-		fb_enable(skops, ROLE_NONE, SDC_CC, SDC_CC_LEN);
-		break;
-	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
-		fb_enable(skops, ROLE_RECEIVER, SDC_CC, SDC_CC_LEN);
-		break;
-	case BPF_SOCK_OPS_HDR_OPT_LEN_CB:
-		bpf_reserve_hdr_opt(skops, FB_LEN, 0);
-		break;
-	case BPF_SOCK_OPS_WRITE_HDR_OPT_CB:
-		on_write(skops);
-		break;
-	case BPF_SOCK_OPS_PARSE_HDR_OPT_CB:
-		on_parse(skops);
-		break;
-	}
-	return 1;
-}
+FB_SOCKOPS_PROGRAM(SDC_CC, SDC_CC_LEN, fb_reserve_always, on_write, on_parse)
 
 static __always_inline struct sdc_ca *ca_of(struct sock *sk)
 {
