@@ -130,6 +130,20 @@ static __always_inline struct fb_sock *fb_state(struct bpf_sock_ops *skops)
 	return sk ? bpf_sk_storage_get(&fb_sock, sk, 0, 0) : NULL;
 }
 
+/* The segment being parsed: its option of `proto` into `o`, counted, and the socket's
+ * state, or NULL when there is no option (or a malformed one) or no state. */
+static __always_inline struct fb_sock *fb_parsed(struct bpf_sock_ops *skops, struct fb_option *o, __u8 proto)
+{
+	int found = fb_load_option(skops, o, 0, proto);
+
+	if (found <= 0) {
+		hcount(found == 0 ? HSTAT_NO_OPTION : HSTAT_MALFORMED);
+		return NULL;
+	}
+	hcount(HSTAT_PARSED);
+	return fb_state(skops);
+}
+
 /* A sender heard the rate of its path, R bits per second of frames on the wire, as the
  * ports' links count them. TCP's pacing counts the payload of its segments only, so the
  * limit is R x MSS / (MSS + `overhead`), `overhead` being the bytes a segment's frame has

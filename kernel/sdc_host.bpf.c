@@ -56,14 +56,8 @@ static __always_inline void on_parse(struct bpf_sock_ops *skops)
 {
 	struct fb_option o;
 	struct fb_sock *s;
-	int found = fb_load_option(skops, &o, 0, FB_PROTO_SDC);
 
-	if (found <= 0) {
-		hcount(found == 0 ? HSTAT_NO_OPTION : HSTAT_MALFORMED);
-		return;
-	}
-	hcount(HSTAT_PARSED);
-	s = fb_state(skops);
+	s = fb_parsed(skops, &o, FB_PROTO_SDC);
 	if (!s)
 		return;
 	if (s->role == ROLE_RECEIVER && !(o.flags & FB_FLAG_ECHO)) {
