@@ -3,9 +3,12 @@
  * Loader of a host program object for the namespace testbed (kernel/rcp_host.bpf.c): loads
  * the object with libbpf, registers each of its struct_ops maps (congestion controls) and
  * attaches each sock_ops program to a cgroup, prints "ready" and holds them until its
- * standard input closes or it gets SIGTERM or SIGINT. Nothing is pinned: when this process
- * ends, however it ends, the kernel detaches the programs and unregisters the congestion
- * controls (a struct_ops map lives on only while sockets still use it).
+ * standard input closes (also when its parent dies) or it gets SIGTERM or SIGINT; then it
+ * detaches the programs and unregisters the congestion controls, and prints the counters.
+ * Nothing is pinned: the sock_ops program goes with this process however it ends; a
+ * congestion control registered through a struct_ops map (libbpf before 1.2 has no struct_ops
+ * links) stays registered if this process is killed outright, and `fctlab kernel unload`
+ * removes it. An unregistered one lives on, unselectable, while sockets still use it.
  *
  *   fctlab-fbload OBJECT.bpf.o CGROUP_DIR
  *
@@ -85,6 +88,7 @@ int main(int argc, char **argv)
 	libbpf_set_print(print);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a parent gone: its pipes closed, the cleanup still runs */
 	cg = open(argv[2], O_RDONLY | O_DIRECTORY);
 	if (cg < 0) {
 		fprintf(stderr, "error: cgroup %s: %s\n", argv[2], strerror(errno));
@@ -131,10 +135,12 @@ int main(int argc, char **argv)
 			break; /* standard input closed: the testbed is done */
 	}
 	rc = 0;
-	print_counters(obj);
 out:
+	/* unregister and detach first: printing may fail if the parent is gone */
 	while (n > 0)
 		bpf_link__destroy(links[--n]);
+	if (rc == 0)
+		print_counters(obj);
 	bpf_object__close(obj);
 	close(cg);
 	return rc;

@@ -618,17 +618,21 @@ def test_big_small_small_flow_sooner_large_flow_unchanged(tmp_path):
     assert abs(fct["atcp"][0] - fct["tcp"][0]) / fct["tcp"][0] < 0.05, fct
 
 
-def test_router_assisted_protocols_are_refused_with_the_reason(tmp_path):
+def test_protocols_the_testbed_lacks_are_refused_with_the_reason(tmp_path):
     from fctlab.testbed.netns import TestbedError as BadPlan
     from fctlab.testbed.runner import resolve_congestion_controls
 
-    scen = tmp_path / "racs.toml"
+    scen = tmp_path / "pfabric.toml"
     scen.write_text(
         'seed = 1\nstop_time = "1s"\n[network]\ntopology = "star"\nhosts = 3\nlink_rate = "100Mbps"\n'
-        'link_delay = "1ms"\n[transport]\nprotocol = "racs"\n[[flows]]\nsrc = "h1"\ndst = "h0"\n'
+        'queue = "pfabric"\n[transport]\nprotocol = "pfabric"\n[[flows]]\nsrc = "h1"\ndst = "h0"\nsize = "1MB"\n'
     )
-    plan = load_plan(scen, [])
-    with pytest.raises(BadPlan, match=r"flows\[0\]: protocol 'racs' is not supported by the testbed .*stamp rates"):
+    with pytest.raises(BadPlan, match=r"network.queue = .pfabric.: the testbed has drop-tail"):
+        load_plan(scen, [])
+    plan = load_plan(scen, ["network.queue=droptail", "network.nic_queue=droptail"])
+    with pytest.raises(
+        BadPlan, match=r"flows\[0\]: protocol 'pfabric' is not supported by the testbed .*least remaining"
+    ):
         resolve_congestion_controls(plan)
 
 

@@ -6,6 +6,10 @@ and "SDC"). Needs root, namespaces, cgroup v2 and BPF; skips saying which is mis
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -136,3 +140,59 @@ def test_four_sdc_flows_keep_the_bottleneck_busy(tmp_path):
     assert port["data"] > 0 and port["lowered"] >= 0.9 * port["data"] and port["malformed"] == 0, port
     assert s["drops"] == 0
     assert _left_behind() == []
+
+
+@pytest.mark.parametrize("how", ["sigint", "sigkill"])
+def test_an_interrupted_rcp_run_leaves_nothing_behind(tmp_path, how):
+    """Ctrl-C on `fctlab testbed run` with RCP flows: it exits 130, and its namespaces, its
+    cgroup, its loader and `fctlab_rcp` are gone, as are the port programs. Killed outright
+    (SIGKILL, no cleanup of its own), its loader still exits (its input closes) and takes the
+    host programs with it; the namespaces and the cgroup are what `fctlab testbed clean`
+    removes."""
+    _need_rcp()
+    p = tmp_path / "long.toml"
+    p.write_text(SCENARIO.read_text().replace('stop_time = "3s"', 'stop_time = "20s"'))
+    argv = [sys.executable, "-m", "fctlab.testbed", "run", str(p), "--out", str(tmp_path / "o")]
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    prefix = f"fctlab-{proc.pid}-"
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (
+            "fctlab_rcp" in K.available_congestion_controls() and len(list_namespaces(prefix)) == 11
+        ):
+            time.sleep(0.1)
+        assert "fctlab_rcp" in K.available_congestion_controls(), "the run did not load RCP in time"
+        time.sleep(1.0)  # traffic running
+        assert any(pr["name"] == "rcp_port_egress" for pr in K.testbed_programs())
+        proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
+        out, err = proc.communicate(timeout=30)
+        if how == "sigint":
+            assert proc.returncode == 130 and "interrupted" in err, (proc.returncode, err)
+        else:
+            assert proc.returncode == -signal.SIGKILL
+            from fctlab.testbed import main_testbed
+
+            assert main_testbed(["clean"]) == 0
+        deadline = time.monotonic() + 15  # the loader exiting; namespaces and programs freed (asynchronously)
+        while time.monotonic() < deadline and (
+            "fctlab_rcp" in K.available_congestion_controls()
+            or any(pr["name"] in ("rcp_port_egress", "fb_sockops") for pr in K.testbed_programs())
+        ):
+            time.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+        left = list_namespaces(prefix)
+        for n in left:
+            subprocess.run(["ip", "netns", "del", n], check=False, capture_output=True)
+    assert left == []
+    assert stale_cgroups() == [] and not (cgroup2_root() / f"fctlab-{proc.pid}").exists()
+    assert "fctlab_rcp" not in K.available_congestion_controls()
+    assert not any(pr["name"] in ("rcp_port_egress", "fb_sockops") for pr in K.testbed_programs())

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .. import _core, api
 from .. import kernel as K
-from ..api import CWND_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA, router_assisted_protocols
+from ..api import CWND_SCHEMA, FLOW_SCHEMA, LINK_SCHEMA
 from ..kernel import parse_bytes
 from ..rundir import read_summary, write_run
 from .ecn import Marker
@@ -32,6 +32,12 @@ from .scenario import FRAME, Flow, Plan, load_plan
 PORT_BASE = 20000
 SUBNET = "10.88"
 SETUP_MARGIN_S = 0.3  # between "all receivers listening" and t = 0
+#: Why the simulator's other protocols do not run on the testbed.
+NOT_ON_THE_TESTBED = {
+    "pfabric": ": its switch ports send the packet with the least remaining first and drop the one with the most, "
+    "which no Linux qdisc here does",
+    "homa": ": Homa is a transport of its own, not TCP; the testbed runs the kernel's TCP",
+}
 #: Congestion controls whose receiving side takes part (echoes CE marks or feedback): the
 #: receivers' listening sockets run them too.
 RECEIVER_CC = frozenset({K.DCTCP, *HOST_PROGRAM_CC.values()})
@@ -139,11 +145,7 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
                     f"flows[{f.flow_id}]: ATCP weight_function {wf!r} is not available in the kernel (step, linear, fixed)"
                 )
         else:
-            why = (
-                ": it needs switches that stamp rates into packets, which the testbed's Linux bridges do not"
-                if p in router_assisted_protocols()
-                else ""
-            )
+            why = NOT_ON_THE_TESTBED.get(p, "")
             raise TestbedError(
                 f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, dctcp, pias, atcp, rcp, racs, sdc){why}"
             )
