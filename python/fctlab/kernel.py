@@ -419,10 +419,11 @@ def _bpftool_json(*args: str):
 
 
 def struct_ops_maps() -> list[dict]:
-    """fctlab struct_ops maps the kernel still holds: ``[{"id": 28, "name": "atcp"}, ...]``.
-    An unregistered map stays here while sockets (TIME_WAIT included) still use it."""
+    """fctlab struct_ops maps the kernel still holds: ``[{"id": 28, "name": "atcp"}, ...]``:
+    ATCP's instances and every ``fctlab_*`` (DCTCP, and the testbed's RCP, RACS and SDC). An
+    unregistered map stays here while sockets (TIME_WAIT included) still use it."""
     maps = _bpftool_json("struct_ops", "show") or []
-    return [m for m in maps if m.get("name") in INSTANCES or m.get("name") == DCTCP]
+    return [m for m in maps if m.get("name") in INSTANCES or str(m.get("name", "")).startswith("fctlab_")]
 
 
 def loaded_params() -> Optional[AtcpParams]:

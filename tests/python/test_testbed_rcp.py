@@ -18,6 +18,7 @@ import pytest
 import fctlab
 from fctlab import kernel as K
 from fctlab.testbed import run_testbed
+from fctlab.testbed.feedback import Mangler
 from fctlab.testbed.hostprog import cgroup2_root, stale_cgroups
 from fctlab.testbed.netns import check_machine, list_namespaces
 from fctlab.testbed.runner import _Programs
@@ -80,12 +81,8 @@ def test_four_rcp_flows_share_the_bottleneck_equally_with_a_short_queue(tmp_path
     assert _left_behind() == []
 
 
-def test_without_the_ports_feedback_rcp_senders_fall_back_to_reno(tmp_path, monkeypatch):
-    """Switch ports that do not stamp (no port program): the receivers echo no rate, the
-    senders stay Reno senders, and sized RCP flows complete with every byte; the hosts count
-    the options they read."""
-    _need_rcp()
-    monkeypatch.setattr(_Programs, "port_program", lambda self, ns, dev, rate: None)
+def _sized(tmp_path) -> Path:
+    """The RCP example with a 4 MB flow per sender instead of long-lived flows."""
     p = tmp_path / "sized.toml"
     p.write_text(
         SCENARIO.read_text()
@@ -93,7 +90,38 @@ def test_without_the_ports_feedback_rcp_senders_fall_back_to_reno(tmp_path, monk
         .replace('kind = "long_lived"', 'kind = "permutation"\nsizes = { dist = "fixed", size = "4MB" }')
         .replace('pattern = "pairs"', "")
     )
-    s = run_testbed(p, tmp_path / "plain")
+    return p
+
+
+def test_a_malformed_option_is_counted_and_the_flows_go_on(tmp_path, monkeypatch):
+    """Every switch port also runs kernel/fb_mangle.bpf.c, which corrupts the option of each
+    packet after the port stamped it: the hosts count malformed options, no sender hears a
+    rate, and sized RCP flows still complete with every byte (as Reno flows)."""
+    _need_rcp()
+    mangler = Mangler()
+    stamp = _Programs.port_program
+
+    def stamp_and_mangle(self, ns, dev, rate):
+        stamp(self, ns, dev, rate)
+        mangler.attach(ns, dev)
+
+    monkeypatch.setattr(_Programs, "port_program", stamp_and_mangle)
+    s = run_testbed(_sized(tmp_path), tmp_path / "mangled")
+    f = pd.read_parquet(tmp_path / "mangled" / "flows.parquet")
+    hosts = s["feedback"]["hosts"]
+    print(f[["flow_id", "fct_s", "bytes_delivered"]], hosts)
+    assert f["completed"].all() and (f["bytes_delivered"] == 4_000_000).all()
+    assert hosts["malformed"] > 100, hosts
+    assert _left_behind() == []
+
+
+def test_without_the_ports_feedback_rcp_senders_fall_back_to_reno(tmp_path, monkeypatch):
+    """Switch ports that do not stamp (no port program): the receivers echo no rate, the
+    senders stay Reno senders, and sized RCP flows complete with every byte; the hosts count
+    the options they read."""
+    _need_rcp()
+    monkeypatch.setattr(_Programs, "port_program", lambda self, ns, dev, rate: None)
+    s = run_testbed(_sized(tmp_path), tmp_path / "plain")
     f = pd.read_parquet(tmp_path / "plain" / "flows.parquet")
     print(f[["flow_id", "fct_s", "bytes_delivered"]], s["feedback"])
     assert f["completed"].all() and (f["bytes_delivered"] == 4_000_000).all()

@@ -238,3 +238,21 @@ class LoadedProgram:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+class Mangler:
+    """A test tool: ``kernel/fb_mangle.bpf.c`` on a port corrupts the feedback option of the
+    packets through it (their protocol byte), to check that hosts count a malformed option
+    and keep their flows going."""
+
+    SOURCE = "fb_mangle.bpf.c"
+
+    def __init__(self) -> None:
+        try:
+            self.obj = K.build(source=self.SOURCE)
+        except K.KernelError as e:
+            raise TestbedError(f"the option mangler: {e}") from None
+
+    def attach(self, ns: str, dev: str) -> None:
+        """After the port's own programs (filter 3)."""
+        attach_egress(ns, dev, self.obj, "the option mangler", prio=3)
