@@ -17,6 +17,7 @@
 #define SOL_TCP 6
 #define SO_MAX_PACING_RATE 47
 #define TCP_CONGESTION 13
+#define TCP_BPF_IW 1001 /* bpf_setsockopt: the initial window, before any data is sent */
 #define TCPHDR_FIN 0x01
 #define TCPHDR_SYN 0x02
 #define TCPHDR_ACK 0x10
@@ -212,12 +213,20 @@ static __always_inline __u32 fb_rate_ssthresh(struct sock *sk)
  * the role of each of its sockets, and the option callbacks `on_len` (reserve room, or not),
  * `on_write` and `on_parse`. */
 #define FB_SOCKOPS_PROGRAM(cc, len, on_len, on_write, on_parse)                  \
+	static __always_inline void fb_on_connect(struct bpf_sock_ops *skops)    \
+	{                                                                        \
+		fb_enable(skops, ROLE_SENDER, cc, len);                          \
+	}                                                                        \
+	FB_SOCKOPS_PROGRAM_CONNECT(cc, len, fb_on_connect, on_len, on_write, on_parse)
+
+/* The same, with `on_connect` run for the connecting side (it must call fb_enable). */
+#define FB_SOCKOPS_PROGRAM_CONNECT(cc, len, on_connect, on_len, on_write, on_parse) \
 	SEC("sockops")                                                           \
 	int fb_sockops(struct bpf_sock_ops *skops)                               \
 	{                                                                        \
 		switch (skops->op) {                                             \
 		case BPF_SOCK_OPS_TCP_CONNECT_CB:                                \
-			fb_enable(skops, ROLE_SENDER, cc, len);                  \
+			on_connect(skops);                                       \
 			break;                                                   \
 		case BPF_SOCK_OPS_TCP_LISTEN_CB:                                 \
 			fb_enable(skops, ROLE_NONE, cc, len);                    \

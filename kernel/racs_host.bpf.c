@@ -18,9 +18,9 @@
  * The receiver keeps the rate and t_trans the last request arrived with and echoes them on
  * every segment it sends (the SYN-ACK echoes the SYN's). The sender takes the first echo
  * (the SYN's answer) as its admission and each later one's rate as its rate: the window and
- * pacing of kernel/fb_host.h. Between admission and the first rate its window stays at the
- * initial window (the simulator's sender sends nothing then); a sender never admitted (its
- * path does not run RACS) is Reno.
+ * pacing of kernel/fb_host.h. Its initial window is one segment, and between admission and
+ * the first rate its window does not grow (the simulator's sender sends nothing then); a
+ * sender never admitted (its path does not run RACS) is Reno.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -137,7 +137,19 @@ static __always_inline void on_parse(struct bpf_sock_ops *skops)
 	}
 }
 
-FB_SOCKOPS_PROGRAM(RACS_CC, RACS_CC_LEN, on_len, on_write, on_parse)
+/* The sender's initial window is one segment: the simulator's sender sends nothing before its
+ * first rate, and RACS's rule, without a queue term, would keep a queue that initial windows
+ * sent together built. */
+static __always_inline void on_connect(struct bpf_sock_ops *skops)
+{
+	int one = 1;
+
+	fb_enable(skops, ROLE_SENDER, RACS_CC, RACS_CC_LEN);
+	if (fb_state(skops))
+		bpf_setsockopt(skops, SOL_TCP, TCP_BPF_IW, &one, sizeof(one));
+}
+
+FB_SOCKOPS_PROGRAM_CONNECT(RACS_CC, RACS_CC_LEN, on_connect, on_len, on_write, on_parse)
 
 SEC("struct_ops")
 void BPF_PROG(fctlab_racs_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)

@@ -19,6 +19,7 @@ import pandas as pd
 from ..models import aimd
 from ..report.render import Heading, Table
 from ..stats import interval
+from . import thesis_kernel
 from . import thesis_table34 as t34
 from .common import (
     DIRECTION,
@@ -38,7 +39,7 @@ from .common import (
 )
 from .runner import Paper
 
-ITEM_ORDER = [1, 2, 4, 7, 3, 5, 6]
+ITEM_ORDER = [1, 2, 4, 7, 3, 5, 6, 8]
 
 PROTOCOLS = ("racs", "rcp", "sdc", "tcp")
 #: TCP SACK with RED marking ECN-capable packets (chapter 3's "SACK+RED/ECN")
@@ -937,14 +938,15 @@ def item7(r: Runner, mode: Mode, out) -> Item:
     return t34.item7(r, mode, out)
 
 
-ITEMS: dict = {1: item1, 2: item2, 3: item3, 4: item4, 5: item5, 6: item6, 7: item7}
+ITEMS: dict = {1: item1, 2: item2, 3: item3, 4: item4, 5: item5, 6: item6, 7: item7, 8: thesis_kernel.item8}
 
 
 def _intro(mode: Mode) -> list:
     intro = [
         "Items 1-5 rerun the experiments of the thesis's chapters 3 and 4 (which share their scenarios) from the scenario "
         "files in `scenarios/papers/thesis/` under SDC, RACS, RCP and TCP SACK (and SACK+RED/ECN where chapter 3 uses it); "
-        "item 6 evaluates chapter 3's AIMD model (fctlab.models.aimd) for its analysis figures.",
+        "item 6 evaluates chapter 3's AIMD model (fctlab.models.aimd) for its analysis figures; item 8 runs item 1's "
+        "long flows on the real kernel (the namespace testbed) with RCP, RACS and SDC as BPF programs.",
         "Verdicts as in the other reproductions: values match within their tolerance, changes when they have the "
         "thesis's sign and are within a factor of two; claims without numbers are graded by the check each row states.",
         "Statistics. Items 4, 5 and 7 and item 1's RED runs draw at random and run over seeds: a value is the mean over "
@@ -987,6 +989,11 @@ def _footer() -> list:
         ],
         ["seeds, items 4 and 5 (and item 1's RED runs)", str(QUICK.mix_seeds), str(FULL.mix_seeds)],
         ["item 4's window at its graded rate", f"{QUICK.mix_graded_until:g} s", f"{FULL.mix_graded_until:g} s"],
+        [
+            "senders / run length, item 8 (kernel)",
+            f"{thesis_kernel.SENDERS[True]} / {thesis_kernel.STOP[True]}",
+            f"{thesis_kernel.SENDERS[False]} / {thesis_kernel.STOP[False]}",
+        ],
         [
             "readings / seeds / window, item 7",
             f"1 / {t34.SEEDS[True]} / {t34.UNTIL[True]:g} s",
