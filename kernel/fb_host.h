@@ -40,7 +40,7 @@ struct fb_sock {
 	__u32 load;           /* SDC sender: the load factor heard (16.16); receiver: to echo */
 	__u32 top;            /* SDC sender: the highest active class heard; receiver: to echo */
 	__u32 last_class;     /* SDC sender: the class of its last segment (wire numbering) */
-	__u32 pad;
+	__u32 fin_sent;       /* sender: its FIN has been written (no request, no class after it) */
 };
 
 struct {
@@ -143,6 +143,28 @@ static __always_inline struct fb_sock *fb_parsed(struct bpf_sock_ops *skops, str
 	}
 	hcount(HSTAT_PARSED);
 	return fb_state(skops);
+}
+
+/* A sized flow's socket mark: FB_MARK_SIZED | its size in bytes (the testbed sets it with
+ * SO_MARK; a mark without the bit is RACS's fixed weight, or none). */
+#define FB_MARK_SIZED 0x80000000U
+
+/* The bytes a sized flow has not sent yet before the segment being written, the simulator's
+ * `SendContext::remaining` (size - bytes sent): bytes acknowledged and bytes in flight
+ * (snd_nxt - snd_una) count as sent. False when the socket's mark carries no size (a
+ * long-lived flow, or a fixed RACS weight). */
+static __always_inline bool fb_remaining(struct bpf_sock_ops *skops, __u32 *rem)
+{
+	struct bpf_sock *sk = skops->sk;
+	__u32 mark = sk ? sk->mark : 0, size;
+	__u64 sent;
+
+	if (!(mark & FB_MARK_SIZED))
+		return false;
+	size = mark & ~FB_MARK_SIZED;
+	sent = skops->bytes_acked + (__u32)(skops->snd_nxt - skops->snd_una);
+	*rem = size > sent ? size - (__u32)sent : 0;
+	return true;
 }
 
 /* A sender heard the rate of its path, R bits per second of frames on the wire, as the

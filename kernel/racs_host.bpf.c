@@ -10,10 +10,12 @@
  * path's ports gave; the sender's SRTT until then), and on its FIN (w_c = 0: it leaves).
  * Segments between requests carry no option. A request carries the flow's weight w_c and
  * that of its previous request w_p; ports lower its rate to w_c C / W and its t_trans to
- * their interval. The weight is the socket's mark (SO_MARK, x 256), which the testbed sets
- * from the flow's `weight` key; a socket without a mark has `w_min` (.rodata). Eq. 4.1's
- * weight from the remaining size is not computed here: the testbed runs fixed weights and
- * long-lived flows.
+ * their interval. The weight comes from the socket's mark (SO_MARK), which the testbed sets:
+ * a fixed `weight` x 256; or a sized flow's size with FB_MARK_SIZED, whose weight is eq. 4.1,
+ * w = w_min + w_max exp(-a f_r) with f_r its remaining size in segments, looked up in a table
+ * the testbed computes from the flow's (w_min, w_max, a) (.rodata: w x 256 at f_r = 0, 1, 2,
+ * ... segments, linear between entries, w_min past the end); a socket without a mark (a
+ * long-lived flow) has `w_min`.
  *
  * The receiver keeps the rate and t_trans the last request arrived with and echoes them on
  * every segment it sends (the SYN-ACK echoes the SYN's). The sender takes the first echo
@@ -34,21 +36,49 @@ char _license[] SEC("license") = "GPL";
 #define RACS_CC "fctlab_racs"
 #define RACS_CC_LEN 11
 
-/* Mirrored by python/fctlab/testbed/hostprog.py (RACS_PARAMS_FORMAT); keep them in step. */
+#define WEIGHT_TABLE 1024
+
+/* Mirrored by python/fctlab/testbed/hostprog.py (PARAMS); keep them in step. */
 struct racs_host_params {
 	__u32 w_min; /* x 256: the weight of a socket without a mark */
-	__u32 unused;
+	__u32 table_len; /* entries of `table` in use (0: sized flows have w_min) */
+	__u16 table[WEIGHT_TABLE]; /* eq. 4.1 x 256 at f_r = 0, 1, 2, ... segments */
 };
 
 const volatile struct racs_host_params racs_host_params = {
 	.w_min = 256,
 };
 
+/* Eq. 4.1 for `rem` bytes left in segments of `mss` bytes, from the table. */
+static __always_inline __u32 weight_left(__u32 rem, __u32 mss)
+{
+	__u32 n = racs_host_params.table_len, i, j, frac, hi, lo;
+
+	if (mss == 0)
+		mss = 1460;
+	i = rem / mss;
+	if (n > WEIGHT_TABLE)
+		n = WEIGHT_TABLE;
+	if (i + 1 >= n || i + 1 >= WEIGHT_TABLE)
+		return racs_host_params.w_min;
+	/* the masks change nothing (i + 1 < WEIGHT_TABLE, a power of 2) but show the verifier
+	 * the bounds, which the compiler would otherwise keep only for i + 1 */
+	j = i + 1;
+	barrier_var(i);
+	barrier_var(j);
+	hi = racs_host_params.table[i & (WEIGHT_TABLE - 1)];
+	lo = racs_host_params.table[j & (WEIGHT_TABLE - 1)];
+	frac = (rem % mss) * 256 / mss;
+	return hi > lo ? hi - (((hi - lo) * frac) >> 8) : hi;
+}
+
 static __always_inline __u32 weight_of(struct bpf_sock_ops *skops)
 {
 	struct bpf_sock *sk = skops->sk;
-	__u32 mark = sk ? sk->mark : 0;
+	__u32 mark = sk ? sk->mark : 0, rem;
 
+	if (fb_remaining(skops, &rem))
+		return weight_left(rem, skops->mss_cache);
 	return mark ? (mark > 0xFFFF ? 0xFFFF : mark) : racs_host_params.w_min;
 }
 
@@ -63,6 +93,8 @@ static __always_inline bool carries_option(struct bpf_sock_ops *skops, struct fb
 		return false;
 	if (s->role == ROLE_RECEIVER)
 		return true;
+	if (s->fin_sent) /* it has left: the ACKs it sends after its FIN are no requests */
+		return false;
 	return (flags & (TCPHDR_SYN | TCPHDR_FIN)) || bpf_ktime_get_ns() >= s->next_request_ns;
 }
 
@@ -98,7 +130,11 @@ static __always_inline void on_write(struct bpf_sock_ops *skops)
 		o.flags = FB_FLAG_ECHO;
 		o.echo_kbps = bpf_htonl(s->fwd_kbps);
 		o.aux = bpf_htons((__u16)s->fwd_interval_us);
+	} else if (s->fin_sent) {
+		return;
 	} else {
+		if (flags & TCPHDR_FIN)
+			s->fin_sent = 1;
 		w_c = (flags & TCPHDR_FIN) ? 0 : weight_of(skops);
 		o.aux = bpf_htons((__u16)w_c);
 		o.rtt_ns = bpf_htonl((skops->srtt_us >> 3) * 1000);

@@ -7,10 +7,10 @@
  * Every segment of a socket that runs `fctlab_sdc` carries the SDC feedback option
  * (kernel/fb_option.h). The sender writes its class and the class it wrote last (so ports
  * count a flow once: its SYN adds it, its FIN, class 0, removes it), its RTT, and a load
- * factor and top class of 0 that ports raise. The testbed runs long-lived SDC flows, which
- * are class C (the class of a sized flow follows its remaining size, which the kernel does
- * not know). The receiver keeps what the last segment arrived with and echoes it; the sender
- * keeps the echo.
+ * factor and top class of 0 that ports raise. A sized flow (its socket mark carries its
+ * size, kernel/fb_host.h) is in class A while at most `r_a_segments` remain to be sent, B up
+ * to `r_b_segments`, C beyond; a long-lived flow is class C. The receiver keeps what the
+ * last segment arrived with and echoes it; the sender keeps the echo.
  *
  * The congestion control, SDC's class-based AIMD: the window doubles per RTT (gamma = 1) until
  * the first overload, then grows by alpha segments per RTT while the load factor f is below
@@ -32,18 +32,39 @@ char _license[] SEC("license") = "GPL";
 #define SDC_CC "fctlab_sdc"
 #define SDC_CC_LEN 10
 #define CLASS_C 1
+#define CLASS_A 3
 #define LOAD_ONE 65536U
 
 /* Mirrored by python/fctlab/testbed/hostprog.py (PARAMS); keep them in step. */
 struct sdc_host_params {
 	__u32 alpha_milli[3]; /* classes A, B, C: segments per RTT x 1000 */
 	__u32 beta_milli[3];  /* x 1000 */
+	__u32 r_a_segments;   /* class A: at most this many segments left */
+	__u32 r_b_segments;   /* class B: at most this many */
 };
 
 const volatile struct sdc_host_params sdc_host_params = {
 	.alpha_milli = { 789, 500, 500 },
 	.beta_milli = { 900, 714, 500 },
+	.r_a_segments = 50,
+	.r_b_segments = 100,
 };
+
+/* The sender's class in wire numbering (A = 3, B = 2, C = 1): from its remaining size in
+ * segments of its MSS, the simulator's `SdcConfig::class_of` (at most r_a segments: A, and so on). */
+static __always_inline __u32 class_of(struct bpf_sock_ops *skops)
+{
+	__u64 mss = skops->mss_cache ? skops->mss_cache : 1460;
+	__u32 rem;
+
+	if (!fb_remaining(skops, &rem))
+		return CLASS_C;
+	if (rem <= sdc_host_params.r_a_segments * mss)
+		return CLASS_A;
+	if (rem <= sdc_host_params.r_b_segments * mss)
+		return CLASS_A - 1;
+	return CLASS_C;
+}
 
 /* Per-socket congestion-control state, in icsk_ca_priv. */
 struct sdc_ca {
@@ -94,7 +115,10 @@ static __always_inline void on_write(struct bpf_sock_ops *skops)
 		o.echo_kbps = bpf_htonl(s->load);
 		o.aux = bpf_htons(s->top & 0xFF);
 	} else {
-		class = (flags & TCPHDR_FIN) ? 0 : CLASS_C;
+		/* its FIN leaves (class 0), and it stays out of the ports' counts after it */
+		if (flags & TCPHDR_FIN)
+			s->fin_sent = 1;
+		class = s->fin_sent ? 0 : class_of(skops);
 		o.aux = bpf_htons((__u16)(class << 8 | (s->last_class & 0xFF)));
 		o.rtt_ns = bpf_htonl((skops->srtt_us >> 3) * 1000);
 		s->last_class = class;
@@ -109,17 +133,19 @@ static __always_inline struct sdc_ca *ca_of(struct sock *sk)
 	return (struct sdc_ca *)((struct inet_connection_sock *)sk)->icsk_ca_priv;
 }
 
-/* The (alpha, beta) in use, x 1000: class A's when the flow's class is the highest active on
- * its path (dynamic remapping), else its own (class C: the testbed's flows are long-lived). */
+/* The (alpha, beta) in use, x 1000: class A's when the flow's class (that of the last
+ * segment it wrote) is the highest active on its path (dynamic remapping), else its own. */
 static __always_inline void params_of(struct fb_sock *s, __u32 *alpha, __u32 *beta)
 {
-	if (s->top <= CLASS_C) {
-		*alpha = sdc_host_params.alpha_milli[0];
-		*beta = sdc_host_params.beta_milli[0];
-	} else {
-		*alpha = sdc_host_params.alpha_milli[2];
-		*beta = sdc_host_params.beta_milli[2];
-	}
+	__u32 own = s->last_class ? s->last_class : CLASS_C, i;
+
+	if (own > CLASS_A)
+		own = CLASS_A;
+	i = s->top <= own ? 0 : CLASS_A - own; /* A = 0, B = 1, C = 2 */
+	if (i > 2)
+		i = 2;
+	*alpha = sdc_host_params.alpha_milli[i];
+	*beta = sdc_host_params.beta_milli[i];
 }
 
 SEC("struct_ops")

@@ -510,6 +510,16 @@ fn racs_port_rule(capacity_bps: u64, events: Vec<(u32, f64, f64)>) -> Vec<(u64, 
         .collect()
 }
 
+/// RACS's sender weight, eq. 4.1 (`RacsConfig::weight_of`), with (`w_min`, `w_max`, `a`) at
+/// each of `remaining` segments left: the definition other implementations tabulate.
+#[pyfunction]
+fn racs_weight(w_min: f64, w_max: f64, a: f64, remaining: Vec<f64>) -> Vec<f64> {
+    use fctlab_transport::cc::racs::RacsConfig;
+
+    let cfg = RacsConfig { w_min, w_max, a, ..RacsConfig::default() };
+    remaining.into_iter().map(|r| cfg.weight_of(Some(r))).collect()
+}
+
 /// The simulator's SDC port (`SdcPort`): the load factor of eq. 3.4 for `(bytes_in,
 /// q_av_bytes, t_s)` on a link of `capacity_bps`, for each of `intervals`; and, through
 /// `packets` (`(class, prev_class)`, header numbering), the class counts and the highest
@@ -574,6 +584,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table_keys, m)?)?;
     m.add_function(wrap_pyfunction!(rcp_port_rule, m)?)?;
     m.add_function(wrap_pyfunction!(racs_port_rule, m)?)?;
+    m.add_function(wrap_pyfunction!(racs_weight, m)?)?;
     m.add_function(wrap_pyfunction!(sdc_port_rule, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_send, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_recv, m)?)?;

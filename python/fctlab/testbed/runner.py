@@ -25,7 +25,7 @@ from .netns import Network, TestbedError, enter
 from .feedback import PortPrograms, port_counters
 from .hostprog import CONGESTION_CONTROL as HOST_PROGRAM_CC
 from .hostprog import STATS as HOST_STATS
-from .hostprog import HostPrograms
+from .hostprog import HostPrograms, racs_weight_table
 from .pias import Tagger, tagged
 from .scenario import FRAME, Flow, Plan, load_plan
 
@@ -305,8 +305,8 @@ def _sender(
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, f.cc.encode())
         if f.tos:
             s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, f.tos)
-        if f.mark:  # RACS: the weight its host program reads
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, f.mark)
+        if f.mark:  # RACS, SDC: the weight or size its host program reads (a u32)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, struct.pack("=I", f.mark))
         base = t0
         if f.after:
             limit = min(bound, stop_at) if stop_at is not None else bound
@@ -626,8 +626,10 @@ def build_network(plan: Plan, net: Network, marker=None, tagger=None, port_progr
 def feedback_params(plan: Plan) -> tuple[dict, dict]:
     """The switch ports' parameters and the host programs' of the run's router-assisted
     protocol, from its flows' keys (the simulator checks that flows agree on the keys ports
-    read). RACS flows get their weight as the socket mark (``Flow.mark``), which its host
-    program reads: a fixed ``weight``, or ``w_min`` for a long-lived flow."""
+    read). RACS and SDC flows carry what their host program needs as the socket mark
+    (``Flow.mark``): a sized flow its size (``FB_MARK_SIZED``: RACS's eq. 4.1 weight and SDC's
+    class follow its remaining size), a RACS flow with a fixed ``weight`` that weight x 256,
+    a long-lived flow nothing (RACS's w_min, SDC's class C)."""
     f = plan.flows[0]
     p = f.params
     rtt = float(p.get("initial_rtt", 1_000_000)) * 1e-9
@@ -640,19 +642,38 @@ def feedback_params(plan: Plan) -> tuple[dict, dict]:
         )
         return ports, {}
     if f.protocol == "sdc":
+        for fl in plan.flows:
+            _mark_size(fl)
         return _sdc_params(plan, rtt), {}
+    eq41 = (float(p.get("w_min", 1.0)), float(p.get("w_max", 9.0)), float(p.get("a", 0.02)))
     for fl in plan.flows:
-        w = fl.params.get("weight")
-        if w is None and fl.size is not None:
-            raise TestbedError(
-                f"flows[{fl.flow_id}]: a sized RACS flow's weight follows its remaining size (eq. 4.1), "
-                "which the testbed does not compute; give it a fixed `weight`, or run long-lived flows"
-            )
-        w = float(w if w is not None else fl.params.get("w_min", 1.0))
-        if not 1 / 256 <= w < 256:
-            raise TestbedError(f"flows[{fl.flow_id}]: RACS weight {w:g}: the option carries 1/256 to 255")
-        fl.mark = round(w * 256)
-    return dict(initial_rtt_s=rtt), {"w_min": round(float(p.get("w_min", 1.0)) * 256)}
+        q = fl.params
+        if (float(q.get("w_min", 1.0)), float(q.get("w_max", 9.0)), float(q.get("a", 0.02))) != eq41:
+            raise TestbedError(f"flows[{fl.flow_id}]: all RACS flows of a testbed run must share w_min, w_max and a")
+        w = q.get("weight")
+        if w is None:
+            _mark_size(fl)
+            continue
+        if not 1 / 256 <= float(w) < 256:
+            raise TestbedError(f"flows[{fl.flow_id}]: RACS weight {float(w):g}: the option carries 1/256 to 255")
+        fl.mark = round(float(w) * 256)
+    if not 1 / 256 <= eq41[0] < 256:
+        raise TestbedError(f"RACS w_min {eq41[0]:g}: the option carries weights of 1/256 to 255")
+    table = racs_weight_table(*eq41) if any(fl.mark & FB_MARK_SIZED for fl in plan.flows) else []
+    return dict(initial_rtt_s=rtt), {"w_min": round(eq41[0] * 256), "table_len": len(table), "table": table}
+
+
+#: The socket mark's bit that says the rest is the flow's size (kernel/fb_host.h).
+FB_MARK_SIZED = 1 << 31
+
+
+def _mark_size(fl: Flow) -> None:
+    """A sized flow's mark: its size, for the host program to follow its remaining size."""
+    if fl.size is None:
+        return
+    if fl.size >= FB_MARK_SIZED:
+        raise TestbedError(f"flows[{fl.flow_id}]: {fl.size} bytes: the testbed's host programs track sizes below 2 GiB")
+    fl.mark = FB_MARK_SIZED | fl.size
 
 
 #: SDC's class keys and the values the kernel programs are built with (sdc_host.bpf.c).
@@ -671,14 +692,9 @@ SDC_DEFAULTS = {
 
 
 def _sdc_params(plan: Plan, rtt: float) -> dict:
-    """SDC's port parameters; the testbed runs long-lived flows (class C: a sized flow's class
-    follows its remaining size) with the simulator's default classes."""
+    """SDC's port parameters; the testbed runs the simulator's default classes (the host
+    program is built with them)."""
     for fl in plan.flows:
-        if fl.size is not None:
-            raise TestbedError(
-                f"flows[{fl.flow_id}]: a sized SDC flow's class follows its remaining size, which the "
-                "testbed does not track; it runs long-lived SDC flows"
-            )
         changed = [k for k, v in SDC_DEFAULTS.items() if fl.params.get(k, v) != v]
         if changed:
             raise TestbedError(
@@ -729,14 +745,8 @@ def pias_thresholds(plan: Plan) -> Optional[list]:
 
 
 def path_rate(plan: Plan, f: Flow) -> float:
-    """Slowest rate on the flow's path (host links, and the bottleneck when crossing it)."""
-    rates = []
-    for l in plan.links:
-        if l.level == "host" and l.a in (f.src, f.dst):
-            rates.append(l.rate_a)
-    if plan.topology == "dumbbell" and f.src[0] != f.dst[0]:
-        rates.append(plan.links[0].rate_a)
-    return min(rates)
+    """Slowest rate on the flow's path (the testbed's topologies have one path per pair)."""
+    return min(l.rate_a if l.a == a else l.rate_b for l, a in plan.path(f.src, f.dst))
 
 
 def _raise_interrupt(signum, frame):

@@ -55,7 +55,7 @@ class Flow:
     ecn: bool = False  # ECN-capable (the sending host's net.ipv4.tcp_ecn = 1)
     after: str = ""  # start `start_s` after every flow of this group has completed
     tos: int = 0  # the sockets' IP_TOS: the flow's band on strict-priority ports (runner.set_bands)
-    mark: int = 0  # the sender socket's SO_MARK: a RACS flow's weight x 256 (runner.feedback_params)
+    mark: int = 0  # the sender socket's SO_MARK: a RACS weight x 256 or a size (runner.feedback_params)
 
 
 @dataclass
@@ -78,6 +78,26 @@ class Plan:
     delay_s: float = 0.0  # one-way delay emulated on the bottleneck link by a delay line
     #: [transport] scheduler: policy, priority_then, priority_tags, send_buffer_bytes (None: none)
     scheduler: Optional[dict] = None
+
+    def path(self, src: str, dst: str) -> list:
+        """The links from ``src`` to ``dst``, each with the node it is left from: ``[(Link,
+        node)]``. The plan's topology is a tree (``load_plan`` checks), so the path is unique."""
+        via = {src: None}
+        todo = [src]
+        while todo and dst not in via:
+            n = todo.pop()
+            for l in self.links:
+                for a, b in ((l.a, l.b), (l.b, l.a)):
+                    if a == n and b not in via:
+                        via[b] = (l, a)
+                        todo.append(b)
+        hops = []
+        n = dst
+        while via.get(n) is not None:
+            l, a = via[n]
+            hops.append((l, a))
+            n = a
+        return hops[::-1]
 
 
 #: The testbed opens two threads and two sockets per flow.
@@ -129,7 +149,7 @@ def _links(net: dict, topo: str, hosts: list, switches: list, notes: list) -> tu
                 "emulated: the base RTT is that of the veths"
             )
     elif any(l.delay_s > 0 for l in links):
-        notes.append("link delays are not emulated on star topologies: the base RTT is that of the veths")
+        notes.append(f"link delays are not emulated on {topo} topologies: the base RTT is that of the veths")
     return links, delay_s
 
 
@@ -215,10 +235,14 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
     notes = []
     ecn_threshold, bands, nic_bands = _queues(net, notes)
     tags = list(net["queue"].get("tags") or [])
-    if topo not in ("dumbbell", "star"):
-        raise TestbedError(f"network.topology = {topo!r}: the testbed supports dumbbell and star")
     hosts = [n["name"] for n in net["nodes"] if n["kind"] == "host"]
     switches = [n["name"] for n in net["nodes"] if n["kind"] == "switch"]
+    if len(net["links"]) != len(hosts) + len(switches) - 1:
+        raise TestbedError(
+            f"network.topology = {topo!r}: {len(net['links'])} links join {len(hosts) + len(switches)} nodes, so "
+            "some pairs have several paths; the testbed's switches are learning bridges and need one path per "
+            "pair (dumbbell, star, tree, or a leaf-spine with one spine)"
+        )
     if len(hosts) > 250:
         raise TestbedError(f"{len(hosts)} hosts: the testbed supports at most 250")
     links, delay_s = _links(net, topo, hosts, switches, notes)
