@@ -39,7 +39,7 @@ from .common import (
 )
 from .runner import Paper
 
-ITEM_ORDER = [1, 2, 4, 7, 3, 5, 6, 8]
+ITEM_ORDER = [1, 2, 4, 7, 3, 5, 6, 8, 9, 10]
 
 PROTOCOLS = ("racs", "rcp", "sdc", "tcp")
 #: TCP SACK with RED marking ECN-capable packets (chapter 3's "SACK+RED/ECN")
@@ -938,7 +938,18 @@ def item7(r: Runner, mode: Mode, out) -> Item:
     return t34.item7(r, mode, out)
 
 
-ITEMS: dict = {1: item1, 2: item2, 3: item3, 4: item4, 5: item5, 6: item6, 7: item7, 8: thesis_kernel.item8}
+ITEMS: dict = {
+    1: item1,
+    2: item2,
+    3: item3,
+    4: item4,
+    5: item5,
+    6: item6,
+    7: item7,
+    8: thesis_kernel.item8,
+    9: thesis_kernel.item9,
+    10: thesis_kernel.item10,
+}
 
 
 def _intro(mode: Mode) -> list:
@@ -993,6 +1004,11 @@ def _footer() -> list:
             "senders / run length, item 8 (kernel)",
             f"{thesis_kernel.SENDERS[True]} / {thesis_kernel.STOP[True]}",
             f"{thesis_kernel.SENDERS[False]} / {thesis_kernel.STOP[False]}",
+        ],
+        [
+            "run length, items 9 / 10 (kernel)",
+            f"{thesis_kernel.MULTIHOP_STOP[True]} / {thesis_kernel.MIX_STOP[True]}",
+            f"{thesis_kernel.MULTIHOP_STOP[False]} / {thesis_kernel.MIX_STOP[False]}",
         ],
         [
             "readings / seeds / window, item 7",
