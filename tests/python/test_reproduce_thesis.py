@@ -89,6 +89,28 @@ def test_quick_run_numbers_are_measured(quick_run):
     assert {r["verdict"] for r in items["4"]["rows"]} == {NOT_GRADED}
 
 
+def test_quick_run_kernel_items_measure_the_mix_and_the_multihop_shares(quick_run):
+    """Items 9 and 10 on the kernel: RACS's multi-hop shares as the simulator's on the same
+    file (its rates come from the ports' rule, which the kernel and the simulator share), and
+    the mix's sized RACS and SDC flows (eq. 4.1 weights and classes by remaining size on the
+    kernel) served well ahead of TCP's drop-tail queue, without drops."""
+    _, out, _ = quick_run
+    items = json.loads((out / "results.json").read_text())["items"]
+    for n in ("9", "10"):
+        if items[n]["status"] != "done":
+            pytest.skip(f"item {n} did not run: {items[n].get('reason')}")
+    mh = items["9"]["numbers"]
+    for tag, sim in mh["simulator_mbps"]["racs"].items():
+        assert abs(mh["kernel_mbps"]["racs"][tag] - sim) <= 0.1 * sim, (tag, mh)
+    mix = items["10"]["numbers"]["kernel"]
+    for run, m in mix.items():
+        assert m["completed"] >= 0.9 * m["responses"] > 0, (run, m)
+    for run in ("racs", "rcp", "sdc"):
+        assert mix[run]["drops"] == 0, (run, mix[run])
+        assert mix[run]["afct_s"] < mix["tcp"]["afct_s"] / 3, mix
+    assert mix["racs"]["utilization"] >= 0.9, mix["racs"]
+
+
 @pytest.mark.skipif(
     find_ns() is None,
     reason="ns-2.35's `ns` is not installed (Debian: apt-get install ns2; make test installs it as root)",

@@ -123,6 +123,26 @@ def test_plan_parsing_without_root(tmp_path):
     assert host.b == "left" and host.rate_a == 1e9 and host.buf_a == 100 * 1514
 
 
+def test_a_tree_plans_one_path_per_pair_and_a_topology_with_loops_is_refused(tmp_path):
+    from fctlab.reproduce import default_scenario_dir
+    from fctlab.testbed.netns import TestbedError
+    from fctlab.testbed.runner import path_rate
+
+    plan = load_plan(default_scenario_dir("thesis") / "kernel_multihop.toml")
+    assert plan.topology == "tree" and len(plan.hosts) == 9 and len(plan.switches) == 4
+    hops = [(a, l.b if l.a == a else l.a) for l, a in plan.path("h3", "h0")]
+    assert hops == [("h3", "tor1"), ("tor1", "core"), ("core", "tor0"), ("tor0", "h0")]
+    assert plan.path("h0", "h0") == [] and all(path_rate(plan, f) == 100e6 for f in plan.flows)
+    assert any("not emulated on tree" in n for n in plan.notes)
+    p = tmp_path / "spines.toml"
+    p.write_text(
+        'seed = 1\nstop_time = "1s"\n[network]\ntopology = "leafspine"\nleaves = 2\nspines = 2\n'
+        'hosts_per_leaf = 1\nlink_rate = "100Mbps"\n[[flows]]\nsrc = "h0"\ndst = "h1"\nsize = "10KB"\n'
+    )
+    with pytest.raises(TestbedError, match="several paths; the testbed's switches are learning bridges"):
+        load_plan(p)
+
+
 def test_plan_of_the_theorem1_scenario_without_root():
     from fctlab.testbed.ecn import Threshold
 

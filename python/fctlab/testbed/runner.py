@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import socket
 import struct
+import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -782,8 +785,29 @@ def run_plan(
     (None unless ``[monitor] cwnd_interval`` is set). ``progress(elapsed_s, flows_done,
     flows_total)`` is called about every 0.5 s while the traffic runs. SIGTERM interrupts it
     as Ctrl-C does (KeyboardInterrupt, after the namespaces are removed)."""
-    with _sigterm_as_interrupt():
+    with _sigterm_as_interrupt(), _one_run_at_a_time():
         return _run_plan(plan, scenario_file, overrides, sha256, max_run_s, atcp_halving, progress)
+
+
+#: Testbed runs on one machine take turns (a lock on this file): they share the CPUs that
+#: time their traffic, and the kernel's names of the programs they load (one fctlab_rcp).
+LOCK_FILE = Path("/run/lock/fctlab-testbed.lock")
+
+
+@contextlib.contextmanager
+def _one_run_at_a_time():
+    """Holds the testbed's lock for a run, waiting (and saying so) while another run holds it."""
+    path = LOCK_FILE if LOCK_FILE.parent.is_dir() else Path(tempfile.gettempdir()) / LOCK_FILE.name
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"fctlab testbed: waiting for another testbed run on this machine ({path})", file=sys.stderr)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _load_dctcp(plan: Plan) -> bool:
