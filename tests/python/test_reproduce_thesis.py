@@ -29,7 +29,8 @@ def quick_run(tmp_path_factory):
 def test_quick_run_writes_full_report(quick_run):
     rc, out, wall = quick_run
     assert rc == 0
-    assert wall < 120, f"--quick took {wall:.0f} s"
+    # about 45 s of it are the kernel items' testbed runs (items 8-10), which take turns
+    assert wall < 150, f"--quick took {wall:.0f} s"
     md = (out / "report.md").read_text()
     assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
     for n in range(1, 8):
