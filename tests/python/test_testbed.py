@@ -98,6 +98,39 @@ def _mine() -> list[str]:
     return list_namespaces(f"fctlab-{os.getpid()}-")
 
 
+def test_a_second_testbed_run_waits_for_the_first_and_says_so(tmp_path, monkeypatch, capsys):
+    from fctlab.testbed import runner as R
+
+    lock = tmp_path / "lock" / "fctlab-testbed.lock"
+    lock.parent.mkdir()
+    monkeypatch.setattr(R, "LOCK_FILE", lock)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,os,sys,time\n"
+            f"fd=os.open({str(lock)!r},os.O_CREAT|os.O_RDWR)\nfcntl.flock(fd,fcntl.LOCK_EX)\n"
+            "print('held',flush=True)\ntime.sleep(1.0)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        t0 = time.monotonic()
+        with R._one_run_at_a_time():
+            waited = time.monotonic() - t0
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    assert waited > 0.3, waited
+    assert "waiting for another testbed run on this machine" in capsys.readouterr().err
+    with R._one_run_at_a_time():  # free again: no wait, no message
+        pass
+    assert capsys.readouterr().err == ""
+
+
 def test_plan_parsing_without_root(tmp_path):
     p = tmp_path / "s.toml"
     p.write_text(

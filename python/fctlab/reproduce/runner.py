@@ -63,6 +63,9 @@ class Paper:
     #: is one ns-2.35 cannot run), and what they are, for the report
     ns2_settings: dict = field(default_factory=dict)
     ns2_settings_note: str = ""
+    #: items that time real traffic (the namespace testbed, real sockets): a parallel run runs
+    #: them after the others, one at a time, so that no simulation competes for the CPUs
+    real_time_items: tuple = field(default_factory=tuple)
 
 
 def _clean(x):
@@ -389,22 +392,25 @@ def _run_items_in_parallel(
             cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), max_tasks_per_child=1),
             None,
         )
-    try:
-        futs = {
-            pool.submit(_item_task, paper.name, n, pi, quick, str(out.resolve()), str(Path(scenario_dir).resolve())): (
-                n,
-                pi,
-            )
-            for n in order
-            for pi in range(len(_profiles(paper)))
-        }
-        got: dict = {n: {} for n in order}
+    got: dict = {n: {} for n in order}
+
+    def submit(n: int, pi: int):
+        return pool.submit(_item_task, paper.name, n, pi, quick, str(out.resolve()), str(Path(scenario_dir).resolve()))
+
+    def collect(futs: dict) -> None:
         for f in cf.as_completed(futs):
             n, pi = futs[f]
             name, it, sims, wall = f.result()
             rn.runs += sims
             rn.wall_s += wall
             got[n][pi] = (name, it)
+
+    profiles = range(len(_profiles(paper)))
+    try:
+        collect({submit(n, pi): (n, pi) for n in order if n not in paper.real_time_items for pi in profiles})
+        for n in (n for n in order if n in paper.real_time_items):  # alone, one after another
+            for pi in profiles:
+                collect({submit(n, pi): (n, pi)})
     finally:
         if client is not None:
             client.close()

@@ -708,6 +708,7 @@ def paper():
         ns2_missing=lambda rid: "",
         ns2_settings=NS2_SETTINGS,
         ns2_settings_note=NS2_NOTE,
+        real_time_items=(6, 7),
     )
 
 

@@ -1034,6 +1034,7 @@ def paper():
         ns2_items=(1, 3, 4, 5),
         ns2_profile="ns2",
         ns2_missing=_ns2_missing,
+        real_time_items=(8, 9, 10),
     )
 
 
