@@ -30,47 +30,23 @@
 #include <bpf/bpf_endian.h>
 #include "fb_option.h"
 #include "fb_host.h"
+#include "host_rules.h"
 
 char _license[] SEC("license") = "GPL";
 
 #define RACS_CC "fctlab_racs"
 #define RACS_CC_LEN 11
 
-#define WEIGHT_TABLE 1024
-
 /* Mirrored by python/fctlab/testbed/hostprog.py (PARAMS); keep them in step. */
 struct racs_host_params {
 	__u32 w_min; /* x 256: the weight of a socket without a mark */
 	__u32 table_len; /* entries of `table` in use (0: sized flows have w_min) */
-	__u16 table[WEIGHT_TABLE]; /* eq. 4.1 x 256 at f_r = 0, 1, 2, ... segments */
+	__u16 table[RACS_WEIGHT_TABLE]; /* eq. 4.1 x 256 at f_r = 0, 1, 2, ... segments */
 };
 
 const volatile struct racs_host_params racs_host_params = {
 	.w_min = 256,
 };
-
-/* Eq. 4.1 for `rem` bytes left in segments of `mss` bytes, from the table. */
-static __always_inline __u32 weight_left(__u32 rem, __u32 mss)
-{
-	__u32 n = racs_host_params.table_len, i, j, frac, hi, lo;
-
-	if (mss == 0)
-		mss = 1460;
-	i = rem / mss;
-	if (n > WEIGHT_TABLE)
-		n = WEIGHT_TABLE;
-	if (i + 1 >= n || i + 1 >= WEIGHT_TABLE)
-		return racs_host_params.w_min;
-	/* the masks change nothing (i + 1 < WEIGHT_TABLE, a power of 2) but show the verifier
-	 * the bounds, which the compiler would otherwise keep only for i + 1 */
-	j = i + 1;
-	barrier_var(i);
-	barrier_var(j);
-	hi = racs_host_params.table[i & (WEIGHT_TABLE - 1)];
-	lo = racs_host_params.table[j & (WEIGHT_TABLE - 1)];
-	frac = (rem % mss) * 256 / mss;
-	return hi > lo ? hi - (((hi - lo) * frac) >> 8) : hi;
-}
 
 static __always_inline __u32 weight_of(struct bpf_sock_ops *skops)
 {
@@ -78,7 +54,8 @@ static __always_inline __u32 weight_of(struct bpf_sock_ops *skops)
 	__u32 mark = sk ? sk->mark : 0, rem;
 
 	if (fb_remaining(skops, &rem))
-		return weight_left(rem, skops->mss_cache);
+		return racs_weight_left(racs_host_params.table, racs_host_params.table_len, racs_host_params.w_min, rem,
+					skops->mss_cache);
 	return mark ? (mark > 0xFFFF ? 0xFFFF : mark) : racs_host_params.w_min;
 }
 

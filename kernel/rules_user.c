@@ -3,17 +3,22 @@
  * A userspace build of the rules the switch-port BPF programs run, so that tests can feed
  * them the inputs they feed the simulator's ports (tests/python/test_kernel_rules.py builds
  * this file into a shared object and calls it through ctypes). The rules themselves are in
- * the headers, compiled unchanged here and in the BPF programs.
+ * the headers, compiled unchanged here and in the BPF programs (the ports' and, in
+ * host_rules.h, the senders').
  */
 #include <stdint.h>
 
 typedef uint8_t __u8;
+typedef uint16_t __u16;
 typedef uint32_t __u32;
 typedef uint64_t __u64;
+
+#define barrier_var(var) asm volatile("" : "+r"(var))
 
 #include "rcp_rule.h"
 #include "racs_rule.h"
 #include "sdc_rule.h"
+#include "host_rules.h"
 
 uint64_t fctlab_rcp_update(uint64_t capacity_bps, uint32_t alpha_ppm, uint32_t beta_ppm, uint64_t rate_bps,
 			   uint64_t d_ns, uint64_t t_ns, uint64_t bytes_in, uint64_t queue_bytes)
@@ -67,4 +72,19 @@ void fctlab_sdc_events(uint32_t n, const uint8_t *class, const uint8_t *prev, ui
 			counts_out[3 * i + k] = counts[k];
 		top_out[i] = sdc_top(counts);
 	}
+}
+
+/* RACS's sender weight (x 256) for rem[i] bytes left in segments of `mss`, from `table`. */
+void fctlab_racs_weights(const uint16_t *table, uint32_t table_len, uint32_t w_min, uint32_t mss, uint32_t n,
+			 const uint32_t *rem, uint32_t *weight)
+{
+	for (uint32_t i = 0; i < n; i++)
+		weight[i] = racs_weight_left(table, table_len, w_min, rem[i], mss);
+}
+
+/* SDC's sender class (wire numbering) for rem[i] bytes left in segments of `mss`. */
+void fctlab_sdc_classes(uint32_t mss, uint32_t r_a, uint32_t r_b, uint32_t n, const uint32_t *rem, uint32_t *class)
+{
+	for (uint32_t i = 0; i < n; i++)
+		class[i] = sdc_class_left(rem[i], mss, r_a, r_b);
 }

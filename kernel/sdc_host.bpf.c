@@ -26,6 +26,7 @@
 #include <bpf/bpf_endian.h>
 #include "fb_option.h"
 #include "fb_host.h"
+#include "host_rules.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -50,20 +51,15 @@ const volatile struct sdc_host_params sdc_host_params = {
 	.r_b_segments = 100,
 };
 
-/* The sender's class in wire numbering (A = 3, B = 2, C = 1): from its remaining size in
- * segments of its MSS, the simulator's `SdcConfig::class_of` (at most r_a segments: A, and so on). */
+/* The sender's class in wire numbering: by its remaining size (kernel/host_rules.h), C for a
+ * long-lived flow. */
 static __always_inline __u32 class_of(struct bpf_sock_ops *skops)
 {
-	__u64 mss = skops->mss_cache ? skops->mss_cache : 1460;
 	__u32 rem;
 
 	if (!fb_remaining(skops, &rem))
 		return CLASS_C;
-	if (rem <= sdc_host_params.r_a_segments * mss)
-		return CLASS_A;
-	if (rem <= sdc_host_params.r_b_segments * mss)
-		return CLASS_A - 1;
-	return CLASS_C;
+	return sdc_class_left(rem, skops->mss_cache, sdc_host_params.r_a_segments, sdc_host_params.r_b_segments);
 }
 
 /* Per-socket congestion-control state, in icsk_ca_priv. */

@@ -45,6 +45,8 @@ def rules(tmp_path_factory):
     lib.fctlab_sdc_load.restype = u32
     lib.fctlab_sdc_load.argtypes = [u64, u64, u64, u64]
     lib.fctlab_sdc_events.restype = None
+    lib.fctlab_racs_weights.restype = None
+    lib.fctlab_sdc_classes.restype = None
     return lib
 
 
@@ -159,3 +161,51 @@ def test_sdc_load_factor_and_class_counts_follow_the_simulators(rules):
     rules.fctlab_sdc_events(ctypes.c_uint32(n), cls, prev, out, top)
     for i, (want_counts, want_top) in enumerate(counts):
         assert list(out[3 * i : 3 * i + 3]) == list(want_counts) and top[i] == want_top, (i, packets[i])
+
+
+def test_racs_sender_weights_follow_eq_4_1_of_the_simulator(rules):
+    """The host program's eq. 4.1 (a table of the simulator's weights, linear between
+    entries) against `RacsConfig::weight_of` at random remaining sizes, within what the table
+    costs: linear interpolation of exp (w_max a^2 / 8), the fraction of a segment in 256ths
+    (w_max a / 256) and the rounding of the entries to 256ths (2 / 256, with the shift); an
+    error of one segment would cost w_max a (46/256 at the defaults). w_min + w_max with
+    nothing left, w_min past the table."""
+    from fctlab.testbed.hostprog import racs_weight_table
+
+    rng = random.Random(7)
+    for w_min, w_max, a in ((1.0, 9.0, 0.02), (0.5, 20.0, 0.05), (2.0, 4.0, 0.01)):
+        table = racs_weight_table(w_min, w_max, a)
+        mss = rng.choice([1448, 1428, 1000])
+        rem = [0, 1, mss - 1, mss, (len(table) + 5) * mss] + [
+            rng.randrange(0, 2 * len(table) * mss) for _ in range(2000)
+        ]
+        n = len(rem)
+        out = (ctypes.c_uint32 * n)()
+        rules.fctlab_racs_weights(
+            (ctypes.c_uint16 * len(table))(*table),
+            len(table),
+            round(w_min * 256),
+            mss,
+            n,
+            (ctypes.c_uint32 * n)(*rem),
+            out,
+        )
+        sim = _core.racs_weight(w_min, w_max, a, [r / mss for r in rem])
+        tol = w_max * a * a / 8 + (w_max * a + 2) / 256
+        for r, k, s in zip(rem, out, sim):
+            assert abs(k / 256 - s) <= tol, (w_min, w_max, a, mss, r, k / 256, s)
+        assert out[0] == round((w_min + w_max) * 256) and out[4] == round(w_min * 256)
+
+
+def test_sdc_sender_classes_follow_the_simulators(rules):
+    """The host program's class by remaining size against `SdcConfig::class_of` (default
+    thresholds 50 and 100 segments), at the boundaries and at random sizes."""
+    rng = random.Random(8)
+    for mss in (1448, 1000, 1):
+        edges = [k * mss + d for k in (0, 50, 100) for d in (-1, 0, 1) if k * mss + d >= 0]
+        rem = edges + [rng.randrange(0, 200 * mss) for _ in range(1000)]
+        n = len(rem)
+        out = (ctypes.c_uint32 * n)()
+        rules.fctlab_sdc_classes(mss, 50, 100, n, (ctypes.c_uint32 * n)(*rem), out)
+        sim = _core.sdc_class(rem, mss)
+        assert [3 - c for c in sim] == list(out), mss  # wire numbering: A = 3, B = 2, C = 1

@@ -520,6 +520,16 @@ fn racs_weight(w_min: f64, w_max: f64, a: f64, remaining: Vec<f64>) -> Vec<f64> 
     remaining.into_iter().map(|r| cfg.weight_of(Some(r))).collect()
 }
 
+/// SDC's sender class (`SdcConfig::class_of` with the default classes: 0 = A, 1 = B, 2 = C)
+/// of a flow with each of `remaining` bytes left to send in segments of `mss_bytes`.
+#[pyfunction]
+fn sdc_class(remaining: Vec<u64>, mss_bytes: u64) -> Vec<usize> {
+    use fctlab_transport::cc::sdc::SdcConfig;
+
+    let cfg = SdcConfig::default();
+    remaining.into_iter().map(|r| cfg.class_of(Some(r), mss_bytes)).collect()
+}
+
 /// The simulator's SDC port (`SdcPort`): the load factor of eq. 3.4 for `(bytes_in,
 /// q_av_bytes, t_s)` on a link of `capacity_bps`, for each of `intervals`; and, through
 /// `packets` (`(class, prev_class)`, header numbering), the class counts and the highest
@@ -586,6 +596,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(racs_port_rule, m)?)?;
     m.add_function(wrap_pyfunction!(racs_weight, m)?)?;
     m.add_function(wrap_pyfunction!(sdc_port_rule, m)?)?;
+    m.add_function(wrap_pyfunction!(sdc_class, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_send, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_recv, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_loopback, m)?)?;
