@@ -82,7 +82,7 @@ class Mode:
         return "quick" if self.quick else "full"
 
 
-QUICK = Mode(True, [1, 2], "40s", [1, 3, 5], [2, 4], "20s", "150MB", 12, "8s", 3, "6.5s")
+QUICK = Mode(True, [1, 2], "20s", [1, 3, 5], [2, 4], "20s", "150MB", 12, "8s", 3, "6.5s")
 FULL = Mode(False, [1, 2, 3, 4, 5], "600s", [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], "300s", "3GB", 82, "40s", 10, "20.5s")
 
 #: The TCP settings every item runs under; the first is the primary one.
