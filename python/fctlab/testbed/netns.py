@@ -93,6 +93,10 @@ class Port:
     bands: int = 1  # 1: a TBF; more: a strict-priority HTB (priority.py)
 
 
+#: Interface indexes of the testbed's veths start above this (each namespace has its own).
+VETH_INDEX_BASE = 1000
+
+
 @dataclass
 class Network:
     """Namespaces and links of one run. Use as a context manager: ``destroy`` always runs."""
@@ -103,6 +107,7 @@ class Network:
     addresses: dict = field(default_factory=dict)
     delay_lines: list = field(default_factory=list)  # (node, Popen) of running delay lines
     delay_stats: dict = field(default_factory=dict)  # node -> counters printed by its delay line
+    veths: int = 0  # veth pairs made so far (their interface indexes follow VETH_INDEX_BASE)
 
     def ns(self, node: str) -> str:
         return self.tag + node
@@ -146,7 +151,14 @@ class Network:
         the stack wire-sized packets, so queues hold, drop and mark packets as a switch
         does, instead of 64 KB bursts that the TBF splits on arrival."""
         na, nb = self.ns(a), self.ns(b)
-        ip("link", "add", dev_a, "netns", na, "type", "veth", "peer", "name", dev_b, "netns", nb)
+        # The two ends get different interface indexes. Ends of equal index (likely, each
+        # namespace numbering its own from 2) make the kernel treat their carrier change as
+        # not urgent (linkwatch_urgent_event: ifindex == iflink), which it applies up to 1 s
+        # later: until then the bridge port stays disabled and the first frames are lost.
+        self.veths += 1
+        ia, ib = VETH_INDEX_BASE + 2 * self.veths, VETH_INDEX_BASE + 2 * self.veths + 1
+        peer = ["peer", "name", dev_b, "index", str(ib), "netns", nb]
+        ip("link", "add", dev_a, "index", str(ia), "netns", na, "type", "veth", *peer)
         for n, dev, sw, rate, limit, to in (
             (na, dev_a, a_switch, rate_a_bps, limit_a, b),
             (nb, dev_b, b_switch, rate_b_bps, limit_b, a),
