@@ -53,7 +53,7 @@ def port():
     why = K.bpf_unavailable()
     if why:
         pytest.skip(f"running BPF port programs needs BPF: {why}")
-    ports = PortPrograms("rcp")
+    ports = PortPrograms(RcpParams)
     # 100 Mbps, 1 ms initial RTT: a fresh port offers 0.05 C = 5 Mbps, raised to one packet per
     # RTT, 12 Mbps
     obj = ports.object(RcpParams(capacity_bps=100_000_000))

@@ -170,7 +170,7 @@ def test_racs_sender_weights_follow_eq_4_1_of_the_simulator(rules):
     (w_max a / 256) and the rounding of the entries to 256ths (2 / 256, with the shift); an
     error of one segment would cost w_max a (46/256 at the defaults). w_min + w_max with
     nothing left, w_min past the table."""
-    from fctlab.testbed.hostprog import racs_weight_table
+    from fctlab.testbed.assisted import racs_weight_table
 
     rng = random.Random(7)
     for w_min, w_max, a in ((1.0, 9.0, 0.02), (0.5, 20.0, 0.05), (2.0, 4.0, 0.01)):

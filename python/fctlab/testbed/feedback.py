@@ -153,22 +153,19 @@ class SdcParams:
         )
 
 
-#: Each protocol's port parameters.
-PORT_PARAMS = {"rcp": RcpParams, "racs": RacsParams, "sdc": SdcParams}
-
-
 class PortPrograms:
     """Builds a protocol's port program once and attaches a copy with each port's parameters
-    (an RcpParams or RacsParams)."""
+    (``params``: the protocol's parameters class, RcpParams, RacsParams or SdcParams)."""
 
-    def __init__(self, protocol: str) -> None:
-        self.params = PORT_PARAMS[protocol]
+    def __init__(self, params: type) -> None:
+        self.params = params
+        name = params.SOURCE.split(".")[0]
         try:
             K.check_environment(need_root=False)
-            self.obj = K.build(source=self.params.SOURCE)
+            self.obj = K.build(source=params.SOURCE)
         except K.KernelError as e:
-            raise TestbedError(f"{protocol} ports need their BPF program: {e}") from None
-        self._tmp = tempfile.TemporaryDirectory(prefix=f"fctlab-{protocol}-")
+            raise TestbedError(f"the switch ports need their BPF program {params.SOURCE}: {e}") from None
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"fctlab-{name}-")
         self._copies: dict = {}
 
     def object(self, p) -> Path:

@@ -18,55 +18,29 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from .. import _core
 from .. import kernel as K
+from .assisted import PROTOCOLS
 from .delay import compiled
 from .shell import TestbedError
 
 LOADER_SOURCE = "fbload.c"
 LOADER = "fctlab-fbload"
 CGROUP_PREFIX = "fctlab-"
-#: The congestion control each host object registers.
-CONGESTION_CONTROL = {"rcp": "fctlab_rcp", "racs": "fctlab_racs", "sdc": "fctlab_sdc"}
-SOURCE = {"rcp": "rcp_host.bpf.c", "racs": "racs_host.bpf.c", "sdc": "sdc_host.bpf.c"}
-#: Entries of RACS's eq. 4.1 table (racs_host.bpf.c, WEIGHT_TABLE).
-RACS_WEIGHT_TABLE = 1024
-#: .rodata parameters of the host objects that have some: symbol and layout (little endian),
-#: and the keys packed in order (a list key fills the rest of the layout's last array).
-PARAMS = {"racs": ("racs_host_params", f"<II{RACS_WEIGHT_TABLE}H", ("w_min", "table_len", "table"))}
 #: Keys of the hosts' ``fb_host_stats`` map, in order: segments written with the option,
 #: parsed with it, without it, with a malformed one; rates the kernel refused as a pacing limit.
 STATS = ("written", "parsed", "no_option", "malformed", "pacing_refused")
 
 
 def packed_params(protocol: str, params: dict) -> list:
-    """The values of ``PARAMS[protocol]``'s layout from ``params`` (missing keys: 0; a list
-    padded with zeros to its array's length)."""
-    symbol, fmt, keys = PARAMS[protocol]
+    """The values of the protocol's host .rodata layout (``assisted.Protocol.host_params``)
+    from ``params`` (missing keys: 0; a list padded with zeros to its array's length)."""
+    symbol, fmt, keys = PROTOCOLS[protocol].host_params
     values: list = []
     for k in keys:
         v = params.get(k, 0)
         values.extend(int(x) for x in v) if isinstance(v, (list, tuple)) else values.append(int(v))
     values.extend([0] * (len(struct.unpack(fmt, bytes(struct.calcsize(fmt)))) - len(values)))
     return values
-
-
-def racs_weight_table(w_min: float, w_max: float, a: float) -> list:
-    """Eq. 4.1 x 256 (the option's unit) at 0, 1, 2, ... segments left, from the simulator's
-    own definition (``fctlab._core.racs_weight``), as far as it differs from w_min; the host
-    program interpolates between entries and takes w_min past the end. Raises TestbedError
-    when the weight is still above w_min after ``RACS_WEIGHT_TABLE`` segments (a small `a`)."""
-    ws = [round(w * 256) for w in _core.racs_weight(w_min, w_max, a, [float(i) for i in range(RACS_WEIGHT_TABLE)])]
-    floor = round(w_min * 256)
-    if ws[-1] != floor:
-        raise TestbedError(
-            f"RACS a = {a:g}: eq. 4.1's weight is still {ws[-1] / 256:g} (w_min {w_min:g}) after "
-            f"{RACS_WEIGHT_TABLE} segments left, past the host program's table; use a larger `a`"
-        )
-    if max(ws) > 0xFFFF:
-        raise TestbedError(f"RACS w_min + w_max = {w_min + w_max:g}: the option carries weights up to 255")
-    n = next(i for i, w in enumerate(ws) if w == floor) + 1
-    return ws[:n]
 
 
 def cgroup2_root() -> Optional[Path]:
@@ -117,9 +91,9 @@ class HostPrograms:
         self._tmp = tempfile.TemporaryDirectory(prefix=f"fctlab-{protocol}-host-")
         try:
             K.check_environment(need_root=True)
-            obj = K.build(source=SOURCE[protocol])
-            if protocol in PARAMS:
-                symbol, fmt, _ = PARAMS[protocol]
+            obj = K.build(source=PROTOCOLS[protocol].host_source)
+            if PROTOCOLS[protocol].host_params is not None:
+                symbol, fmt, _ = PROTOCOLS[protocol].host_params
                 dst = Path(self._tmp.name) / "host.bpf.o"
                 K.patch_symbol(obj, symbol, struct.pack(fmt, *packed_params(protocol, params or {})), dst)
                 obj = dst

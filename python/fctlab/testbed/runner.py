@@ -26,9 +26,11 @@ from ..rundir import read_summary, write_run
 from .ecn import Marker
 from .netns import Network, TestbedError, enter
 from .feedback import PortPrograms, port_counters
-from .hostprog import CONGESTION_CONTROL as HOST_PROGRAM_CC
+from .assisted import CONGESTION_CONTROL as HOST_PROGRAM_CC
+from .assisted import PROTOCOLS as ASSISTED
+from .assisted import feedback_params
 from .hostprog import STATS as HOST_STATS
-from .hostprog import HostPrograms, racs_weight_table
+from .hostprog import HostPrograms
 from .pias import Tagger, tagged
 from .scenario import FRAME, Flow, Plan, load_plan
 
@@ -121,7 +123,7 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
             f.protocol = p
         elif p in HOST_PROGRAM_CC:
             # a router-assisted protocol whose hosts and switch ports run BPF programs
-            # (hostprog.py, feedback.py); its receivers run it too, to echo the feedback
+            # (assisted.py: hostprog.py, feedback.py); its receivers run it too, to echo the feedback
             f.cc = HOST_PROGRAM_CC[p]
             f.protocol = p
         elif p == "atcp":
@@ -626,87 +628,6 @@ def build_network(plan: Plan, net: Network, marker=None, tagger=None, port_progr
         )
 
 
-def feedback_params(plan: Plan) -> tuple[dict, dict]:
-    """The switch ports' parameters and the host programs' of the run's router-assisted
-    protocol, from its flows' keys (the simulator checks that flows agree on the keys ports
-    read). RACS and SDC flows carry what their host program needs as the socket mark
-    (``Flow.mark``): a sized flow its size (``FB_MARK_SIZED``: RACS's eq. 4.1 weight and SDC's
-    class follow its remaining size), a RACS flow with a fixed ``weight`` that weight x 256,
-    a long-lived flow nothing (RACS's w_min, SDC's class C)."""
-    f = plan.flows[0]
-    p = f.params
-    rtt = float(p.get("initial_rtt", 1_000_000)) * 1e-9
-    if f.protocol == "rcp":
-        ports = dict(
-            alpha=float(p.get("alpha", 0.1)),
-            beta=float(p.get("beta", 1.0)),
-            initial_rtt_s=rtt,
-            initial_rate_fraction=float(p.get("initial_rate_fraction", 0.05)),
-        )
-        return ports, {}
-    if f.protocol == "sdc":
-        for fl in plan.flows:
-            _mark_size(fl)
-        return _sdc_params(plan, rtt), {}
-    eq41 = (float(p.get("w_min", 1.0)), float(p.get("w_max", 9.0)), float(p.get("a", 0.02)))
-    for fl in plan.flows:
-        q = fl.params
-        if (float(q.get("w_min", 1.0)), float(q.get("w_max", 9.0)), float(q.get("a", 0.02))) != eq41:
-            raise TestbedError(f"flows[{fl.flow_id}]: all RACS flows of a testbed run must share w_min, w_max and a")
-        w = q.get("weight")
-        if w is None:
-            _mark_size(fl)
-            continue
-        if not 1 / 256 <= float(w) < 256:
-            raise TestbedError(f"flows[{fl.flow_id}]: RACS weight {float(w):g}: the option carries 1/256 to 255")
-        fl.mark = round(float(w) * 256)
-    if not 1 / 256 <= eq41[0] < 256:
-        raise TestbedError(f"RACS w_min {eq41[0]:g}: the option carries weights of 1/256 to 255")
-    table = racs_weight_table(*eq41) if any(fl.mark & FB_MARK_SIZED for fl in plan.flows) else []
-    return dict(initial_rtt_s=rtt), {"w_min": round(eq41[0] * 256), "table_len": len(table), "table": table}
-
-
-#: The socket mark's bit that says the rest is the flow's size (kernel/fb_host.h).
-FB_MARK_SIZED = 1 << 31
-
-
-def _mark_size(fl: Flow) -> None:
-    """A sized flow's mark: its size, for the host program to follow its remaining size."""
-    if fl.size is None:
-        return
-    if fl.size >= FB_MARK_SIZED:
-        raise TestbedError(f"flows[{fl.flow_id}]: {fl.size} bytes: the testbed's host programs track sizes below 2 GiB")
-    fl.mark = FB_MARK_SIZED | fl.size
-
-
-#: SDC's class keys and the values the kernel programs are built with (sdc_host.bpf.c).
-SDC_DEFAULTS = {
-    "r_a_segments": 50,
-    "r_b_segments": 100,
-    "gain_ac": 10.0,
-    "gain_bc": 2.0,
-    "alpha_c": 0.5,
-    "beta_c": 0.5,
-    "beta_max": 0.9,
-    "gamma": 1.0,
-    "alpha": None,
-    "beta": None,
-}
-
-
-def _sdc_params(plan: Plan, rtt: float) -> dict:
-    """SDC's port parameters; the testbed runs the simulator's default classes (the host
-    program is built with them)."""
-    for fl in plan.flows:
-        changed = [k for k, v in SDC_DEFAULTS.items() if fl.params.get(k, v) != v]
-        if changed:
-            raise TestbedError(
-                f"flows[{fl.flow_id}]: SDC's {', '.join(changed)}: the testbed runs SDC's default classes"
-            )
-    t_p = plan.flows[0].params.get("t_p")
-    return dict(initial_rtt_s=rtt, t_p_s=float(t_p) * 1e-9 if t_p else 0.0)
-
-
 def set_bands(plan: Plan) -> None:
     """On strict-priority ports, each flow's band as the simulator gives it: a PIAS flow's
     packets are tagged as they leave (DSCP 0 until then: its handshake and ACKs in band 0);
@@ -865,7 +786,7 @@ class _Programs:
                     f"a testbed run with {proto} flows runs {proto} only (its switch ports stamp every flow)"
                 )
             self.port_params, host_params = feedback_params(plan)
-            self.ports = PortPrograms(proto)
+            self.ports = PortPrograms(ASSISTED[proto].port)
             self.hosts = HostPrograms(proto, host_params)
 
     def port_program(self, ns: str, dev: str, rate_bps: float) -> None:

@@ -55,7 +55,7 @@ class Flow:
     ecn: bool = False  # ECN-capable (the sending host's net.ipv4.tcp_ecn = 1)
     after: str = ""  # start `start_s` after every flow of this group has completed
     tos: int = 0  # the sockets' IP_TOS: the flow's band on strict-priority ports (runner.set_bands)
-    mark: int = 0  # the sender socket's SO_MARK: a RACS weight x 256 or a size (runner.feedback_params)
+    mark: int = 0  # the sender socket's SO_MARK: a RACS weight x 256 or a size (assisted.feedback_params)
 
 
 @dataclass
