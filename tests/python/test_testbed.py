@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import testbed_process
 
 import fctlab
 from fctlab import kernel as K
@@ -372,11 +373,8 @@ def test_interrupt_cleans_up(tmp_path, how):
             net='bottleneck_delay = "2ms"\nqueue = "ecn"\necn_threshold = "20pkt"',
         )
     )
-    # SIGINT at its default in the child, as on a terminal (a background job starts with it
-    # ignored, and Python then installs no KeyboardInterrupt handler)
-    if how == "cli-sigint":
-        argv = [sys.executable, "-m", "fctlab.testbed", "run", str(p), "--out", str(tmp_path / "o")]
-    else:
+    argv = None  # `fctlab testbed run`
+    if how != "cli-sigint":
         argv = [
             sys.executable,
             "-c",
@@ -384,14 +382,8 @@ def test_interrupt_cleans_up(tmp_path, how):
             str(p),
             str(tmp_path / "o"),
         ]
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    prefix = f"fctlab-{proc.pid}-"
+    proc = testbed_process.start(p, tmp_path / "o", argv)
+    prefix = testbed_process.prefix(proc)
     try:
         deadline = time.monotonic() + 15
         # 4 hosts, 2 switches and the bottleneck's delay-line node
@@ -410,14 +402,7 @@ def test_interrupt_cleans_up(tmp_path, how):
             assert proc.returncode != 0 and "KeyboardInterrupt" in err, (proc.returncode, err)
         assert _delay_lines_of(proc.pid) == []
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=10)
-        left = list_namespaces(prefix)
-        if left:
-            subprocess.run(["ip", "netns", "del", *left[:1]], check=False)
-            for n in left:
-                subprocess.run(["ip", "netns", "del", n], check=False, capture_output=True)
+        left = testbed_process.sweep(proc)
         if K.registered():
             K.unload()
     assert left == []
@@ -757,15 +742,8 @@ def test_ctrl_c_during_a_scheduled_run_removes_everything(tmp_path):
     scen = _sched_scenario(tmp_path, "srpt").read_text().replace("c = 1e-6", "c = 1e-8")  # 50 MB mean: still running
     p = tmp_path / "long_sched.toml"
     p.write_text(scen)
-    argv = [sys.executable, "-m", "fctlab.testbed", "run", str(p), "--out", str(tmp_path / "o")]
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    prefix = f"fctlab-{proc.pid}-"
+    proc = testbed_process.start(p, tmp_path / "o")
+    prefix = testbed_process.prefix(proc)
     try:
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and len(list_namespaces(prefix)) < 7:
@@ -777,12 +755,7 @@ def test_ctrl_c_during_a_scheduled_run_removes_everything(tmp_path):
         assert proc.returncode == 130 and "interrupted" in err, (proc.returncode, err)
         assert _delay_lines_of(proc.pid) == []
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=10)
-        left = list_namespaces(prefix)
-        for n in left:
-            subprocess.run(["ip", "netns", "del", n], check=False, capture_output=True)
+        left = testbed_process.sweep(proc)
     assert left == []
     assert not (tmp_path / "o" / "flows.parquet").exists()
 

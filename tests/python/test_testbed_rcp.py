@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import testbed_process
 
 import fctlab
 from fctlab import kernel as K
@@ -180,15 +179,8 @@ def test_an_interrupted_rcp_run_leaves_nothing_behind(tmp_path, how):
     _need_rcp()
     p = tmp_path / "long.toml"
     p.write_text(SCENARIO.read_text().replace('stop_time = "3s"', 'stop_time = "20s"'))
-    argv = [sys.executable, "-m", "fctlab.testbed", "run", str(p), "--out", str(tmp_path / "o")]
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    prefix = f"fctlab-{proc.pid}-"
+    proc = testbed_process.start(p, tmp_path / "o")
+    prefix = testbed_process.prefix(proc)
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not (
@@ -214,12 +206,7 @@ def test_an_interrupted_rcp_run_leaves_nothing_behind(tmp_path, how):
         ):
             time.sleep(0.2)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=10)
-        left = list_namespaces(prefix)
-        for n in left:
-            subprocess.run(["ip", "netns", "del", n], check=False, capture_output=True)
+        left = testbed_process.sweep(proc)
     assert left == []
     assert stale_cgroups() == [] and not (cgroup2_root() / f"fctlab-{proc.pid}").exists()
     assert "fctlab_rcp" not in K.available_congestion_controls()

@@ -173,14 +173,7 @@ def item1(r: Runner, mode: Mode, out) -> Item:
         )
     )
     n1 = mode.senders[0]
-    rcp_low = util["rcp"][n1] < util["racs"][n1] - 0.01
-    it.rows.append(
-        ex.row(
-            "item1.rcp_low_few",
-            fctlab=f"RCP {fmt_pct(util['rcp'][n1], False)} against RACS {fmt_pct(util['racs'][n1], False)} (N = {n1})",
-            verdict=MATCH if rcp_low else NO_MATCH,
-        )
-    )
+    rcp_low = thesis_kernel.rcp_low_row(it, ex, "item1.rcp_low_few", util, n1)
     tq, rq = max(queue["tcp"].values()), max(queue["racs"].values())
     it.rows.append(
         ex.row(

@@ -68,6 +68,21 @@ def _run(r: Runner, scenario: Path, proto: str, n: int, stop: str, out: Path) ->
     return res
 
 
+def rcp_low_row(it: Item, ex, rid: str, util: dict, n: int) -> bool:
+    """Row ``rid``, "RCP's utilization is low with few flows", graded on ``util`` (protocol ->
+    sender count -> utilization) at ``n`` senders: RCP at least a point below RACS. Returns
+    whether it is."""
+    low = util["rcp"][n] < util["racs"][n] - 0.01
+    it.rows.append(
+        ex.row(
+            rid,
+            fctlab=f"RCP {fmt_pct(util['rcp'][n], False)} against RACS {fmt_pct(util['racs'][n], False)} (N = {n})",
+            verdict=MATCH if low else NO_MATCH,
+        )
+    )
+    return low
+
+
 def item8(r: Runner, mode, out) -> Item:
     why = _problem()
     if why:
@@ -107,14 +122,7 @@ def item8(r: Runner, mode, out) -> Item:
         )
     )
     n1 = senders[0]
-    rcp_low = util["rcp"][n1] < util["racs"][n1] - 0.01
-    it.rows.append(
-        ex.row(
-            "item8.rcp_low_few",
-            fctlab=f"RCP {fmt_pct(util['rcp'][n1], False)} against RACS {fmt_pct(util['racs'][n1], False)} (N = {n1})",
-            verdict=MATCH if rcp_low else NO_MATCH,
-        )
-    )
+    rcp_low = rcp_low_row(it, ex, "item8.rcp_low_few", util, n1)
     if qmax["racs"] >= 10:
         it.explanation.append(
             f"RACS keeps a standing queue on the kernel ({qmax['racs']:.1f} packets at most): its grants add up to C "

@@ -146,8 +146,6 @@ PROTOCOLS = {
     ),
     "sdc": Protocol(SdcParams, "sdc_host.bpf.c", "fctlab_sdc", _sdc),
 }
-#: The congestion control each protocol's host object registers.
-CONGESTION_CONTROL = {name: p.congestion_control for name, p in PROTOCOLS.items()}
 
 
 def feedback_params(plan) -> tuple[dict, dict]:

@@ -26,7 +26,6 @@ from ..rundir import read_summary, write_run
 from .ecn import Marker
 from .netns import Network, TestbedError, enter
 from .feedback import PortPrograms, port_counters
-from .assisted import CONGESTION_CONTROL as HOST_PROGRAM_CC
 from .assisted import PROTOCOLS as ASSISTED
 from .assisted import feedback_params
 from .hostprog import STATS as HOST_STATS
@@ -45,7 +44,7 @@ NOT_ON_THE_TESTBED = {
 }
 #: Congestion controls whose receiving side takes part (echoes CE marks or feedback): the
 #: receivers' listening sockets run them too.
-RECEIVER_CC = frozenset({K.DCTCP, *HOST_PROGRAM_CC.values()})
+RECEIVER_CC = frozenset({K.DCTCP, *(a.congestion_control for a in ASSISTED.values())})
 MAX_RUN_S = 120.0  # hard bound on one run's traffic phase
 _BLOCK = bytes(range(256)) * 4096  # 1 MiB pattern
 
@@ -121,10 +120,10 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
             # echo of CE marks. PIAS is DCTCP whose senders' packets are tagged (pias.py).
             f.cc = K.DCTCP
             f.protocol = p
-        elif p in HOST_PROGRAM_CC:
+        elif p in ASSISTED:
             # a router-assisted protocol whose hosts and switch ports run BPF programs
             # (assisted.py: hostprog.py, feedback.py); its receivers run it too, to echo the feedback
-            f.cc = HOST_PROGRAM_CC[p]
+            f.cc = ASSISTED[p].congestion_control
             f.protocol = p
         elif p == "atcp":
             wf = f.params.get("weight_function", "step")
@@ -778,7 +777,7 @@ class _Programs:
         if atcp is not None:
             self.atcp_here = _load_atcp(atcp)
         self.dctcp_here = _load_dctcp(plan)
-        assisted = sorted({f.protocol for f in plan.flows if f.protocol in HOST_PROGRAM_CC})
+        assisted = sorted({f.protocol for f in plan.flows if f.protocol in ASSISTED})
         if assisted:
             proto = assisted[0]
             if any(f.protocol != proto for f in plan.flows):
