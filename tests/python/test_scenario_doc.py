@@ -82,7 +82,7 @@ def test_the_documented_defaults_are_the_configurations():
     profile's table are what the configuration holds: writing the documented value gives the
     same resolved settings as leaving the key out."""
     tcp_keys = set(_core.table_keys()["transport"]) - {
-        "protocol", "profile", "scheduler", "send_buffer", "priority_tags", "priority_then",
+        "protocol", "kind", "profile", "scheduler", "send_buffer", "priority_tags", "priority_then",
     }  # fmt: skip
     linux, ns2 = settings({}), settings({"profile": "ns2"})
     checked = set()

@@ -385,7 +385,8 @@ fn json_to_py(py: Python<'_>, v: &serde_json::Value) -> PyResult<PyObject> {
 
 /// Every registered congestion control: a list of dicts with `names` (the first is the one
 /// results report), `keys` (its parameters), `defaults` (their published values) and
-/// `requires_ecn` and `router_assisted` (switches take part: see docs/protocols.md).
+/// `requires_ecn`, `router_assisted` (switches take part: see docs/protocols.md) and
+/// `transports` (the transports it runs on, its default first).
 #[pyfunction]
 fn protocols(py: Python<'_>) -> PyResult<PyObject> {
     let out = PyList::empty_bound(py);
@@ -396,6 +397,7 @@ fn protocols(py: Python<'_>) -> PyResult<PyObject> {
         d.set_item("defaults", json_to_py(py, &(r.defaults)())?)?;
         d.set_item("requires_ecn", r.requires_ecn)?;
         d.set_item("router_assisted", r.router_assisted)?;
+        d.set_item("transports", r.transports.iter().map(|k| k.name()).collect::<Vec<_>>())?;
         out.append(d)?;
     }
     Ok(out.into())

@@ -147,6 +147,8 @@ pub(crate) struct FlowCtx<'a> {
     /// The protocols the flows built so far use (canonical names).
     pub used_protocols: Vec<&'static str>,
     pub default_protocol: String,
+    /// `[transport] kind`: the transport every flow's protocol must run on.
+    pub kind: Option<fctlab_transport::TransportKind>,
     pub groups: Vec<String>,
     /// Each group's index in `groups` (a closed-loop workload names one group per round).
     pub group_ids: std::collections::HashMap<String, u32>,
@@ -295,6 +297,7 @@ impl FlowCtx<'_> {
     ) -> Result<(fctlab_transport::CcConfig, bool), ScenarioError> {
         let protocol = protocol.unwrap_or(&self.default_protocol).to_string();
         let reg = cc::lookup(&protocol).map_err(|m| self.err(&format!("{prefix}.protocol"), m))?;
+        crate::transport::runs_on(reg, self.kind).map_err(|m| self.err(&format!("{prefix}.protocol"), m))?;
         let name = reg.names[0];
         let proto_keys = (reg.keys)();
         let mut params =

@@ -238,6 +238,7 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
         transport_params: &transport.protocol_params,
         used_protocols: Vec::new(),
         default_protocol: transport.default_protocol.clone(),
+        kind: transport.kind,
         groups: Vec::new(),
         group_ids: Default::default(),
         stop_time,

@@ -6,7 +6,7 @@ use crate::units::Size;
 use crate::ScenarioError;
 use fctlab_engine::Nanos;
 use fctlab_sched::{Policy, Rank};
-use fctlab_transport::{cc, Profile, RtoModel, SackRecovery, TcpConfig, TcpSettings, WindowModel};
+use fctlab_transport::{cc, Profile, RtoModel, SackRecovery, TcpConfig, TcpSettings, TransportKind, WindowModel};
 use serde::Deserialize;
 
 /// The keys of `[transport]` other than the TCP settings (`TcpSettings`) and the protocol
@@ -15,6 +15,8 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 struct Keys {
     protocol: Option<String>,
+    /// The transport of every flow (`tcp`, `homa`); absent: each protocol's own.
+    kind: Option<String>,
     /// `linux` (default) or `ns2`: every TCP setting at once; the settings given override it.
     profile: Option<String>,
     /// Flow scheduling per origin-destination pair (SCHED_TCP): `tcp`, `srpt`, `las`, `fair`
@@ -39,6 +41,8 @@ pub(crate) struct Transport {
     pub tcp: TcpConfig,
     /// The protocol of flows that name none.
     pub default_protocol: String,
+    /// The transport every flow runs on, if `kind` names one.
+    pub kind: Option<TransportKind>,
     /// The profile the settings start from.
     pub profile: Profile,
     /// Each protocol's table (`[transport.rcp]`), by the protocol's canonical name; its keys
@@ -63,10 +67,29 @@ pub(crate) fn build(table: toml::Table, file: &str) -> Result<Transport, Scenari
     };
     let tcp = profile.resolve(settings).map_err(|(key, m)| err(key, m))?;
     check_tcp(&tcp, &err)?;
-    let default_protocol = t.protocol.clone().unwrap_or_else(|| "tcp".into());
-    cc::lookup(&default_protocol).map_err(|m| err("protocol", m))?;
+    let kind = t.kind.as_deref().map(TransportKind::from_name).transpose().map_err(|m| err("kind", m))?;
+    // Without `protocol`, the first protocol that runs on the transport (`tcp` on TCP).
+    let default_protocol = match (&t.protocol, kind) {
+        (Some(p), _) => p.clone(),
+        (None, Some(k)) => cc::REGISTRY.iter().find(|r| r.transports[0] == k).map_or("tcp", |r| r.names[0]).into(),
+        (None, None) => "tcp".into(),
+    };
+    let reg = cc::lookup(&default_protocol).map_err(|m| err("protocol", m))?;
+    runs_on(reg, kind).map_err(|m| err("protocol", m))?;
     let scheduler = scheduler(&t, &err)?;
-    Ok(Transport { tcp, default_protocol, profile, protocol_params, scheduler })
+    Ok(Transport { tcp, default_protocol, kind, profile, protocol_params, scheduler })
+}
+
+/// Whether the protocol `reg` runs on the transport `kind` (any, if None): its flows run on its
+/// first transport; the error names it.
+pub(crate) fn runs_on(reg: &cc::Registration, kind: Option<TransportKind>) -> Result<(), String> {
+    match kind {
+        Some(k) if reg.transports[0] != k => Err(format!(
+            "protocol \"{}\" runs on transport {}, not on {k} (`[transport] kind`)",
+            reg.names[0], reg.transports[0]
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The TCP settings' checks across keys (ranges, and the combinations that cannot run).

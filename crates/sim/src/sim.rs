@@ -12,7 +12,8 @@ use fctlab_net::{
     DropCause, EnqueueOutcome, FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId,
 };
 use fctlab_scenario::{FlowFeed, FlowPart, FlowSpec, Scenario, ScenarioError};
-use fctlab_transport::cc::{Grant, HostReceiver, Incoming, PortControl, PortInfo, PortView};
+use fctlab_transport::cc::{PortControl, PortInfo, PortView};
+use fctlab_transport::transport::{Grant, HostReceiver, Incoming};
 use fctlab_transport::{TcpReceiver, TcpSender};
 use std::time::Instant;
 

@@ -106,3 +106,31 @@ fn homa_flows_that_disagree_on_a_host_side_key_are_an_error_naming_it() {
     // A key only the senders read may differ.
     run(&toml.replace("homa_overcommit = 2", "homa_timeout = \"20ms\""));
 }
+
+#[test]
+fn the_transport_kind_picks_its_protocols_and_refuses_a_protocol_that_runs_on_another() {
+    let toml = "[network]\ntopology = \"star\"\nhosts = 3\nlink_rate = \"10Gbps\"\nlink_delay = \"1us\"\n\
+                queue = \"priority\"\nnic_queue = \"pfabric\"\n[transport]\nkind = \"homa\"\n\
+                [[flows]]\nsrc = \"h0\"\ndst = \"h2\"\nsize = \"100KB\"\n";
+    let load = |t: &str| fctlab_scenario::load(t, "test.toml", fctlab_scenario::schema::Format::Toml, &[]);
+    // Without `protocol`, the flows take the first protocol on the transport.
+    let r = run(toml);
+    assert_eq!(r.flows[0].protocol, "homa");
+    assert_eq!(r.flows[0].size_bytes, Some(100_000));
+    // A protocol of another transport, as the default or on one flow: one line naming both.
+    let err =
+        load(&toml.replace("kind = \"homa\"", "kind = \"homa\"\nprotocol = \"dctcp\"")).err().unwrap().to_string();
+    assert_eq!(
+        err,
+        "test.toml: transport.protocol: protocol \"dctcp\" runs on transport tcp, not on homa (`[transport] kind`)"
+    );
+    let err = load(&format!("{toml}protocol = \"pias\"\n")).err().unwrap().to_string();
+    assert!(
+        err.starts_with("test.toml: flows[0].protocol: protocol \"pias\" runs on transport tcp, not on homa"),
+        "{err}"
+    );
+    let err = load(&toml.replace("kind = \"homa\"", "kind = \"tcp\"\nprotocol = \"homa\"")).err().unwrap().to_string();
+    assert!(err.contains("protocol \"homa\" runs on transport homa, not on tcp"), "{err}");
+    let err = load(&toml.replace("kind = \"homa\"", "kind = \"roce\"")).err().unwrap().to_string();
+    assert_eq!(err, "test.toml: transport.kind: unknown transport \"roce\" (known: tcp, homa)");
+}

@@ -6,7 +6,9 @@
 //! and calls them back. The same design lets a host-side scheduling layer sit between
 //! application flows and connections.
 //!
-//! Congestion control is behind one small trait in [`cc`]; each algorithm is one file there.
+//! A connection's transport (what it sends, how it recovers: [`transport`], the TCP sender)
+//! and its congestion control (the window or rate: one small trait in [`cc`], each algorithm
+//! one file there) are separate parts.
 
 pub mod cc;
 pub mod config;
@@ -14,6 +16,7 @@ pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
+pub mod transport;
 
 pub use cc::{AnyCc, CcConfig, CcState, CongestionControl, CongestionEvent, FlowInfo, Protocol};
 pub use config::{
@@ -21,3 +24,4 @@ pub use config::{
 };
 pub use receiver::TcpReceiver;
 pub use sender::TcpSender;
+pub use transport::{Transport, TransportKind, TransportPolicy};

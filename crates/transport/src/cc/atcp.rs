@@ -27,7 +27,10 @@
 //! echo or loss after the previous reduction's round halves, as NewReno (and Linux's `reno`).
 //! The sender applies the rule (`crate::sender`); ns-2's reactions have their own.
 
-use super::{additive_increase, slow_start, AckSample, CcState, CongestionControl, FlowInfo, Protocol};
+use super::{
+    additive_increase, reno_decrease, slow_start, AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo,
+    Protocol, TransportPolicy,
+};
 use fctlab_engine::quantity::Size;
 use fctlab_engine::Nanos;
 use serde::{Deserialize, Serialize};
@@ -299,7 +302,15 @@ impl Protocol for Atcp {
     }
 }
 
+/// The transport as it is.
+impl TransportPolicy for Atcp {}
+
 impl CongestionControl for Atcp {
+    /// Reno's halving (RFC 5681).
+    fn on_congestion(&mut self, st: &mut CcState, ev: CongestionEvent) {
+        reno_decrease(st, ev, 0.5)
+    }
+
     fn on_ack(&mut self, st: &mut CcState, ack: &AckSample) {
         self.weight = self.weight_at(ack.bytes_sent, ack.now);
         let mut acked = ack.acked_bytes;

@@ -14,7 +14,7 @@
 //!
 //! Without marks DCTCP behaves exactly like NewReno.
 
-use super::{additive_increase, slow_start, AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, Protocol};
+use super::{additive_increase, slow_start, AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, Protocol, TransportPolicy};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -71,6 +71,9 @@ impl Dctcp {
         self.alpha
     }
 }
+
+/// The transport as it is.
+impl TransportPolicy for Dctcp {}
 
 impl CongestionControl for Dctcp {
     fn on_ack(&mut self, st: &mut CcState, ack: &AckSample) {

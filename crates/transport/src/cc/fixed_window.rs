@@ -3,7 +3,7 @@
 //! `docs/protocols.md` and the algorithm the tests register through the one-line path. Built
 //! only with the `example-protocols` feature.
 
-use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, Protocol};
+use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, Protocol, TransportPolicy};
 use serde::{Deserialize, Serialize};
 
 /// Parameters: the window in segments (key `window`, default 4).
@@ -37,6 +37,9 @@ impl Protocol for FixedWindow {
         FixedWindow { window_segments: cfg.window as u64 }
     }
 }
+
+/// The transport as it is.
+impl TransportPolicy for FixedWindow {}
 
 impl CongestionControl for FixedWindow {
     fn on_ack(&mut self, st: &mut CcState, _ack: &AckSample) {

@@ -42,10 +42,8 @@
 //! (`resend_ticks`), and the sender's own timer waits twice that. Shorter ones resend packets
 //! that are only waiting in a low band behind higher ones.
 
-use super::{
-    AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, Grant, HostReceiver, Incoming, PacketPriority,
-    Protocol, SendContext,
-};
+use super::{CongestionControl, FlowInfo, PacketPriority, Protocol, SendContext, TransportKind, TransportPolicy};
+use crate::transport::{Grant, HostReceiver, Incoming};
 use crate::config::TcpConfig;
 use fctlab_engine::quantity::{Duration, Size};
 use fctlab_engine::Nanos;
@@ -170,8 +168,8 @@ fn unscheduled_bytes(rtt_bytes: u64, size: u64) -> u64 {
 impl Protocol for Homa {
     const NAMES: &'static [&'static str] = &["homa"];
     type Config = HomaConfig;
+    const TRANSPORTS: &'static [TransportKind] = &[TransportKind::Homa];
     const TAGS_PACKETS: bool = true;
-    const RECEIVER_DRIVEN: bool = true;
     const HOST_KEYS: &'static [&'static str] =
         &["homa_rtt_bytes", "homa_bands", "homa_unscheduled_cutoffs", "homa_overcommit", "homa_resend_timeout"];
     fn check(cfg: &HomaConfig) -> Result<(), String> {
@@ -222,12 +220,12 @@ impl Protocol for Homa {
     }
 }
 
-impl CongestionControl for Homa {
-    /// The window plays no part: grants limit what is sent.
-    fn on_ack(&mut self, _st: &mut CcState, _ack: &AckSample) {}
-    fn on_congestion(&mut self, _st: &mut CcState, _ev: CongestionEvent) {}
+/// No congestion control: the window plays no part, grants limit what is sent.
+impl CongestionControl for Homa {}
 
-    fn on_feedback(&mut self, _st: &mut CcState, hdr: &RouterHeader) {
+/// Homa's sender follows its receiver's grants and tags its packets by them.
+impl TransportPolicy for Homa {
+    fn on_grant(&mut self, hdr: &RouterHeader) {
         match HomaHeader::of(hdr) {
             Some(HomaHeader::Grant { offset, band }) => {
                 self.granted = self.granted.max(offset);
@@ -439,10 +437,9 @@ mod tests {
         };
         assert_eq!(h.priority(&ctx(0)).band, 2);
         assert_eq!(h.send_limit(), Some(9_700));
-        let mut st = CcState { cwnd_bytes: 1, ssthresh_bytes: 1, mss_bytes: 1460 };
-        h.on_feedback(&mut st, &HomaHeader::Grant { offset: 30_000, band: 4 }.header());
+        h.on_grant(&HomaHeader::Grant { offset: 30_000, band: 4 }.header());
         assert_eq!((h.send_limit(), h.priority(&ctx(20_000)).band), (Some(30_000), 4));
-        h.on_feedback(&mut st, &HomaHeader::Resend { start: 1_460, end: 2_920 }.header());
+        h.on_grant(&HomaHeader::Resend { start: 1_460, end: 2_920 }.header());
         assert_eq!((h.take_resend(), h.take_resend()), (Some((1_460, 2_920)), None));
     }
 

@@ -2,16 +2,23 @@
 //!
 //! A new algorithm is one file here plus one line in the [`protocols!`] list at the bottom of
 //! this file. The file holds the algorithm's state, its parameters as a serde struct whose
-//! `Default` holds the published values, the [`CongestionControl`] hooks, the [`Protocol`]
-//! registration (its scenario names and how to build it) and its unit tests. The scenario
-//! parser, the `known:` lists of error messages, `fctlab._core.protocols()` and the results
-//! pick the algorithm up from that line. `docs/protocols.md` walks through an example.
+//! `Default` holds the published values, the [`CongestionControl`] hooks, the
+//! [`TransportPolicy`] hooks it needs (usually none: `impl TransportPolicy for X {}`), the
+//! [`Protocol`] registration (its scenario names, the transports it runs on and how to build
+//! it) and its unit tests. The scenario parser, the `known:` lists of error messages,
+//! `fctlab._core.protocols()` and the results pick the algorithm up from that line.
+//! `docs/protocols.md` walks through an example.
 //!
-//! The sender keeps the window in [`CcState`] and calls the hooks:
+//! A congestion control owns the window or the rate and nothing else: the transport
+//! (`crate::transport`, the TCP sender) keeps the window in [`CcState`] and calls its hooks:
 //! - [`CongestionControl::on_ack`] for every ACK outside loss recovery that acknowledges new
-//!   data (or carries an ECN echo);
+//!   data (or carries an ECN echo): bytes acknowledged, of them CE-marked, an RTT sample;
 //! - [`CongestionControl::on_congestion`] once per window on loss, on ECN echo, or on timeout;
 //! - [`CongestionControl::on_feedback`] with the router header an ACK echoes.
+//!
+//! It never sees the transport's internals (its scoreboard, its recovery, its timers): what it
+//! needs of them comes in the samples. An algorithm that wants more of the transport (its
+//! settings, tags on its packets, grants) asks through [`TransportPolicy`].
 //!
 //! Router-assisted algorithms (`Protocol::ROUTER_ASSISTED`) also fill a [`RouterHeader`] on
 //! the packets they send ([`CongestionControl::stamp`]) and bring a switch side: a
@@ -19,19 +26,21 @@
 //! reads and rewrites the header of each packet carrying one. Rate-based algorithms return a
 //! rate from [`CongestionControl::pacing_rate`] and the sender paces at it.
 //!
-//! Algorithms that schedule in the network (`Protocol::TAGS_PACKETS`: pFabric, PIAS) give
-//! each packet they send a band and a rank ([`CongestionControl::priority`]), which the
+//! Algorithms that schedule in the network (`Protocol::TAGS_PACKETS`: pFabric, PIAS, Homa) give
+//! each packet they send a band and a rank ([`TransportPolicy::priority`]), which the
 //! switches' queue disciplines read; their ACKs go in band 0 with rank 0. An algorithm that
 //! brings its own loss recovery adjusts the TCP settings of its flows
-//! ([`CongestionControl::tune`]).
+//! ([`TransportPolicy::tune`]).
 //!
-//! Receiver-driven algorithms (`Protocol::RECEIVER_DRIVEN`: Homa) bring a receiving host's
-//! side, a [`HostReceiver`] that every host receiving their flows keeps: it sees each data
-//! packet's message and answers with grants, which the flow's receiver sends in the
-//! algorithm's header instead of per-packet acknowledgements. The sender sends up to
-//! [`CongestionControl::send_limit`] and resends what [`CongestionControl::take_resend`] asks.
+//! Receiver-driven algorithms (Homa, on the `homa` transport) bring a receiving host's side, a
+//! [`HostReceiver`] that every host receiving their flows keeps: it sees each data packet's
+//! message and answers with grants, which the flow's receiver sends in the algorithm's header
+//! instead of per-packet acknowledgements. The sender hands them to
+//! [`TransportPolicy::on_grant`], sends up to [`TransportPolicy::send_limit`] and resends what
+//! [`TransportPolicy::take_resend`] asks.
 
 use crate::config::TcpConfig;
+pub use crate::transport::{HostReceiver, PacketPriority, SendContext, TransportKind, TransportPolicy};
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::{PacketKind, RouterHeader};
 use serde::de::DeserializeOwned;
@@ -51,48 +60,6 @@ pub struct FlowInfo {
     pub size: Option<u64>,
     /// Rate of the sender's own link.
     pub nic_rate: BitsPerSec,
-}
-
-/// What the sender knows as a packet leaves, for algorithms that fill its router header.
-#[derive(Copy, Clone, Debug)]
-pub struct SendContext {
-    pub now: Nanos,
-    pub kind: PacketKind,
-    /// Bytes the flow sends (None: long-lived).
-    pub size: Option<u64>,
-    /// Bytes sent at least once so far, including this packet's.
-    pub bytes_sent: u64,
-    /// The packet's first byte (a data packet's sequence number, from 0).
-    pub seq: u64,
-    pub snd_una: u64,
-    /// Bytes above `snd_una` the receiver has reported (SACK).
-    pub sacked_bytes: u64,
-    pub srtt: Option<Nanos>,
-    pub mss_bytes: u64,
-}
-
-impl SendContext {
-    /// Bytes not yet sent once (the remaining size; None for a long-lived flow).
-    pub fn remaining(&self) -> Option<u64> {
-        self.size.map(|s| s.saturating_sub(self.bytes_sent))
-    }
-    /// Bytes the receiver has not reported yet, acknowledged or SACKed (None: long-lived).
-    pub fn unacknowledged(&self) -> Option<u64> {
-        self.size.map(|s| s.saturating_sub(self.snd_una + self.sacked_bytes))
-    }
-    /// The SRTT as the router header's `rtt_ns` field carries it (0: not measured yet).
-    pub fn rtt_field(&self) -> u32 {
-        self.srtt.map_or(0, |r| r.0.min(u32::MAX as u64) as u32)
-    }
-}
-
-/// A packet's place in the switches' queues, for algorithms that set it per packet: its
-/// band (strict-priority ports, 0 first) and its rank (pFabric ports, smaller first; see
-/// [`fctlab_net::rank_of_bytes`]).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub struct PacketPriority {
-    pub band: u8,
-    pub rank: u16,
 }
 
 /// The window state the sender and the algorithm share.
@@ -147,15 +114,15 @@ pub enum CongestionEvent {
     Timeout { flight_bytes: u64 },
 }
 
-/// The congestion-control hooks. Defaults are Reno's behaviour or no-ops.
+/// The congestion-control hooks: seven, each a no-op by default. An algorithm keeps Reno's
+/// decrease by calling [`reno_decrease`] from `on_congestion`, and its growth by calling
+/// [`slow_start`] and [`additive_increase`] from `on_ack`.
 pub trait CongestionControl {
-    fn on_ack(&mut self, st: &mut CcState, ack: &AckSample);
+    /// An ACK of new data (or an ECN echo) outside loss recovery: grow the window.
+    fn on_ack(&mut self, _st: &mut CcState, _ack: &AckSample) {}
 
-    /// Multiplicative decrease. Default: RFC 5681, ssthresh = max(flight/2, 2 MSS); the window
-    /// falls to ssthresh (loss, ECN) or to one segment (timeout).
-    fn on_congestion(&mut self, st: &mut CcState, ev: CongestionEvent) {
-        reno_decrease(st, ev, 0.5)
-    }
+    /// A congestion signal of kind `ev`, at most once per window: the multiplicative decrease.
+    fn on_congestion(&mut self, _st: &mut CcState, _ev: CongestionEvent) {}
 
     /// Router feedback echoed by the receiver.
     fn on_feedback(&mut self, _st: &mut CcState, _hdr: &RouterHeader) {}
@@ -179,67 +146,11 @@ pub trait CongestionControl {
         None
     }
 
-    /// The flow's current weight, for weighted algorithms (reported in traces).
+    /// The flow's current weight, for weighted algorithms (reported in traces; ns-2's window
+    /// model opens by it).
     fn weight(&self) -> Option<f64> {
         None
     }
-
-    /// The band and rank of a packet the flow is about to send (algorithms whose
-    /// `Protocol::TAGS_PACKETS` is set; called for every packet they send).
-    fn priority(&self, _ctx: &SendContext) -> PacketPriority {
-        PacketPriority::default()
-    }
-
-    /// Adjusts the TCP settings this flow runs with, for algorithms that define their own
-    /// window start or loss recovery (pFabric). Called once, when the flow starts.
-    fn tune(&self, _tcp: &mut TcpConfig) {}
-
-    /// Probe mode (pFabric's): after this many consecutive timeouts, each further timeout
-    /// resends one byte of the first unacknowledged segment instead of data, until an ACK of
-    /// new data ends the run of timeouts and the flow slow-starts again. None: never.
-    fn probe_after_timeouts(&self) -> Option<u32> {
-        None
-    }
-
-    /// The highest byte the receiver lets the flow send so far (receiver-driven algorithms;
-    /// read after every header the receiver sends). None: no limit.
-    fn send_limit(&self) -> Option<u64> {
-        None
-    }
-
-    /// A range the receiver asked for again, once (receiver-driven algorithms).
-    fn take_resend(&mut self) -> Option<(u64, u64)> {
-        None
-    }
-}
-
-/// A message at its receiving host, after one of its data packets arrived.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Incoming {
-    pub flow: u32,
-    /// Its size (carried by each of its packets).
-    pub size: u64,
-    /// Bytes received so far, in order or not.
-    pub received: u64,
-}
-
-/// A grant: message `flow` may send up to byte `offset`, its scheduled packets in `band`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Grant {
-    pub flow: u32,
-    pub offset: u64,
-    pub band: u8,
-}
-
-/// The receiving host's side of a receiver-driven algorithm: one per host that receives its
-/// flows, keeping what it needs of each message being received.
-pub trait HostReceiver: fmt::Debug + Send {
-    /// Bytes a message of `size` sends before its first grant.
-    fn unscheduled(&self, size: u64) -> u64;
-    /// How long a receiver waits for bytes it expects before it asks for them again.
-    fn resend_timeout(&self) -> Nanos;
-    /// A data packet of `msg` arrived; the grants to send now go to `grants`.
-    fn on_data(&mut self, msg: Incoming, grants: &mut Vec<Grant>);
 }
 
 /// Reno-style decrease by `beta` (0.5 halves), shared by the algorithms that keep it.
@@ -289,10 +200,12 @@ pub fn additive_increase(st: &mut CcState, acked: u64, segments_per_rtt: f64, ac
 
 /// A congestion control as the scenario and the simulation see it: its names, its
 /// parameters and how to build one controller per connection.
-pub trait Protocol: CongestionControl + Clone + fmt::Debug + Sized {
+pub trait Protocol: CongestionControl + TransportPolicy + Clone + fmt::Debug + Sized {
     /// Names in scenario files (`protocol = "..."`); the first is the canonical one reported
     /// in results.
     const NAMES: &'static [&'static str];
+    /// The transports the algorithm runs on; its flows run on the first.
+    const TRANSPORTS: &'static [TransportKind] = &[TransportKind::Tcp];
     /// Data packets are ECN-capable whatever `[transport] ecn` says.
     const REQUIRES_ECN: bool = false;
     /// The parameters, as keys of `[transport]`, a flow or a workload entry. A serde struct
@@ -314,12 +227,11 @@ pub trait Protocol: CongestionControl + Clone + fmt::Debug + Sized {
     /// The parameters the switch side reads (keys of `Config`): every flow of a run that uses
     /// the protocol must give them the same values, since the switches run one configuration.
     const PORT_KEYS: &'static [&'static str] = &[];
-    /// The sender sets each packet's band and rank ([`CongestionControl::priority`]).
+    /// The sender sets each packet's band and rank ([`TransportPolicy::priority`]).
     const TAGS_PACKETS: bool = false;
-    /// The receiving hosts take part ([`Protocol::receiver`]): the flow's receiver sends
-    /// what its host's [`HostReceiver`] grants instead of per-packet acknowledgements.
-    const RECEIVER_DRIVEN: bool = false;
-    /// The receiving host's side, for receiver-driven algorithms.
+    /// The receiving host's side, for algorithms on a receiver-driven transport: the flow's
+    /// receiver sends what its host's [`HostReceiver`] grants instead of per-packet
+    /// acknowledgements.
     fn receiver(_cfg: &Self::Config) -> Option<Box<dyn HostReceiver>> {
         None
     }
@@ -416,6 +328,8 @@ pub struct Registration {
     pub defaults: fn() -> serde_json::Value,
     pub requires_ecn: bool,
     pub router_assisted: bool,
+    /// The transports it runs on (see [`Protocol::TRANSPORTS`]).
+    pub transports: &'static [TransportKind],
     parse: fn(toml::Table) -> Result<CcConfig, ParamError>,
 }
 
@@ -509,16 +423,21 @@ macro_rules! protocols {
                     $($(#[$attr])* AnyCc::$ty(c) => c.take_resend(),)*
                 }
             }
+            pub fn on_grant(&mut self, hdr: &RouterHeader) {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.on_grant(hdr),)*
+                }
+            }
             /// Whether the sender tags its packets (see [`Protocol::TAGS_PACKETS`]).
             pub fn tags_packets(&self) -> bool {
                 match self {
                     $($(#[$attr])* AnyCc::$ty(_) => <$ty as Protocol>::TAGS_PACKETS,)*
                 }
             }
-            /// Whether the receiving host grants (see [`Protocol::RECEIVER_DRIVEN`]).
+            /// Whether the receiving host grants (the algorithm's transport is receiver-driven).
             pub fn receiver_driven(&self) -> bool {
                 match self {
-                    $($(#[$attr])* AnyCc::$ty(_) => <$ty as Protocol>::RECEIVER_DRIVEN,)*
+                    $($(#[$attr])* AnyCc::$ty(_) => <$ty as Protocol>::TRANSPORTS[0].receiver_driven(),)*
                 }
             }
             /// Whether switches take part (see [`Protocol::ROUTER_ASSISTED`]).
@@ -567,11 +486,15 @@ macro_rules! protocols {
                     $($(#[$attr])* CcConfig::$ty(_) => <$ty as Protocol>::TAGS_PACKETS,)*
                 }
             }
-            /// Whether the receiving host grants (see [`Protocol::RECEIVER_DRIVEN`]).
-            pub fn receiver_driven(&self) -> bool {
+            /// The transport its flows run on (see [`Protocol::TRANSPORTS`]).
+            pub fn transport(&self) -> TransportKind {
                 match self {
-                    $($(#[$attr])* CcConfig::$ty(_) => <$ty as Protocol>::RECEIVER_DRIVEN,)*
+                    $($(#[$attr])* CcConfig::$ty(_) => <$ty as Protocol>::TRANSPORTS[0],)*
                 }
+            }
+            /// Whether the receiving host grants (its transport is receiver-driven).
+            pub fn receiver_driven(&self) -> bool {
+                self.transport().receiver_driven()
             }
             /// The receiving host's side, for receiver-driven algorithms.
             pub fn receiver(&self) -> Option<Box<dyn HostReceiver>> {
@@ -613,6 +536,7 @@ macro_rules! protocols {
                 defaults: || serde_json::to_value(<<$ty as Protocol>::Config as Default>::default()).unwrap_or(serde_json::Value::Null),
                 requires_ecn: <$ty as Protocol>::REQUIRES_ECN,
                 router_assisted: <$ty as Protocol>::ROUTER_ASSISTED,
+                transports: <$ty as Protocol>::TRANSPORTS,
                 parse: |t| parse_config::<$ty>(t).map(CcConfig::$ty),
             },)*
         ];

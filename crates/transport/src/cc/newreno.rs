@@ -5,7 +5,10 @@
 //! ECN echo, one segment on timeout). Loss recovery itself (fast retransmit, SACK
 //! scoreboard, partial ACKs) lives in the sender and is shared by every algorithm.
 
-use super::{additive_increase, slow_start, AckSample, CcState, CongestionControl, FlowInfo, Protocol};
+use super::{
+    additive_increase, reno_decrease, slow_start, AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo,
+    Protocol, TransportPolicy,
+};
 use serde::{Deserialize, Serialize};
 
 /// NewReno has no parameters of its own (the `[transport]` TCP settings apply).
@@ -32,7 +35,15 @@ impl Protocol for NewReno {
     }
 }
 
+/// The transport as it is.
+impl TransportPolicy for NewReno {}
+
 impl CongestionControl for NewReno {
+    /// Reno's halving (RFC 5681).
+    fn on_congestion(&mut self, st: &mut CcState, ev: CongestionEvent) {
+        reno_decrease(st, ev, 0.5)
+    }
+
     fn on_ack(&mut self, st: &mut CcState, ack: &AckSample) {
         let mut acked = ack.acked_bytes;
         if st.in_slow_start() {

@@ -19,7 +19,10 @@
 //!   per timeout rather than a full segment, until an ACK answers; it then slow-starts again.
 
 use super::newreno::{NewReno, NewRenoConfig};
-use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PacketPriority, Protocol, SendContext};
+use super::{
+    AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PacketPriority, Protocol, SendContext,
+    TransportPolicy,
+};
 use crate::config::TcpConfig;
 use fctlab_engine::quantity::Duration;
 use fctlab_engine::Nanos;
@@ -88,6 +91,10 @@ impl CongestionControl for PFabric {
             other => super::reno_decrease(st, other, 0.5),
         }
     }
+}
+
+/// pFabric's end hosts run TCP with its minimal loss recovery, and rank every packet.
+impl TransportPolicy for PFabric {
 
     fn priority(&self, ctx: &SendContext) -> PacketPriority {
         PacketPriority { band: 0, rank: ctx.unacknowledged().map_or(u16::MAX, rank_of_bytes) }

@@ -17,7 +17,10 @@
 //! them by optimising a queueing model for each.
 
 use super::dctcp::DctcpConfig;
-use super::{AckSample, CcState, CongestionControl, CongestionEvent, Dctcp, FlowInfo, PacketPriority, Protocol, SendContext};
+use super::{
+    AckSample, CcState, CongestionControl, CongestionEvent, Dctcp, FlowInfo, PacketPriority, Protocol, SendContext,
+    TransportPolicy,
+};
 use fctlab_engine::quantity::Size;
 use serde::{Deserialize, Serialize};
 
@@ -97,7 +100,10 @@ impl CongestionControl for Pias {
     fn on_congestion(&mut self, st: &mut CcState, ev: CongestionEvent) {
         self.dctcp.on_congestion(st, ev)
     }
+}
 
+/// PIAS demotes a flow's packets through the bands as it sends.
+impl TransportPolicy for Pias {
     fn priority(&self, ctx: &SendContext) -> PacketPriority {
         PacketPriority { band: self.band_of(ctx.seq), rank: 0 }
     }

@@ -26,7 +26,7 @@
 //! before the buffer decides (so a request dropped there still counts there); the RTT average
 //! and idle rules are RCP's ([`PortRtt`], `initial_rtt`, [`IDLE_INTERVALS`]).
 
-use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortRtt, PortView, Protocol, SendContext, IDLE_INTERVALS};
+use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortRtt, PortView, Protocol, TransportPolicy, SendContext, IDLE_INTERVALS};
 use fctlab_engine::quantity::Duration;
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::{PacketKind, RouterHeader};
@@ -154,6 +154,9 @@ impl Protocol for Racs {
         Some(Box::new(RacsPort::new(cfg, link)))
     }
 }
+
+/// The transport as it is.
+impl TransportPolicy for Racs {}
 
 impl CongestionControl for Racs {
     fn on_ack(&mut self, _st: &mut CcState, _ack: &AckSample) {}

@@ -28,7 +28,7 @@
 //! ns-2's router as here); y counts every packet carrying an RCP
 //! header (data, requests, and the ACKs that echo one), so other traffic enters only through q.
 
-use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortRtt, PortView, Protocol, SendContext, IDLE_INTERVALS};
+use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortRtt, PortView, Protocol, TransportPolicy, SendContext, IDLE_INTERVALS};
 use fctlab_engine::quantity::Duration;
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::{PacketKind, RouterHeader};
@@ -126,6 +126,9 @@ impl Protocol for Rcp {
         Some(Box::new(RcpPort::new(cfg, link)))
     }
 }
+
+/// The transport as it is.
+impl TransportPolicy for Rcp {}
 
 impl CongestionControl for Rcp {
     fn on_ack(&mut self, _st: &mut CcState, ack: &AckSample) {

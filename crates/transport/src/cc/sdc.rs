@@ -27,7 +27,7 @@
 //! (0.789, 0.9), class B (0.5, 0.714). gamma = 1 (doubling per RTT, as TCP's slow start) for
 //! every class and t_p = the average RTT (the model's T = t_p) are fctlab's choices.
 
-use super::{additive_increase, AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortRtt, PortView, Protocol, SendContext, IDLE_INTERVALS};
+use super::{additive_increase, AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortRtt, PortView, Protocol, TransportPolicy, SendContext, IDLE_INTERVALS};
 use fctlab_engine::quantity::Duration;
 use fctlab_engine::Nanos;
 use fctlab_net::{PacketKind, RouterHeader};
@@ -260,6 +260,9 @@ impl Sdc {
         self.class
     }
 }
+
+/// The transport as it is.
+impl TransportPolicy for Sdc {}
 
 impl CongestionControl for Sdc {
     fn on_ack(&mut self, st: &mut CcState, ack: &AckSample) {

@@ -153,7 +153,7 @@ pub struct TcpSender {
     /// Probe mode after this many consecutive timeouts (see
     /// `CongestionControl::probe_after_timeouts`).
     probe_after: Option<u32>,
-    /// The receiver grants what the flow sends (`Protocol::RECEIVER_DRIVEN`), up to `granted`
+    /// The receiver grants what the flow sends (a receiver-driven transport), up to `granted`
     /// (`u64::MAX` for other flows).
     receiver_driven: bool,
     granted: u64,
@@ -1495,6 +1495,34 @@ impl TcpSender {
                 self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
             }
         }
+    }
+}
+
+/// The TCP transport, as the simulation drives it.
+impl crate::transport::Transport for TcpSender {
+    fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        TcpSender::start(self, now, out)
+    }
+    #[inline]
+    fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
+        TcpSender::on_packet(self, now, p, out)
+    }
+    fn on_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        TcpSender::on_timer(self, now, out)
+    }
+    #[inline]
+    fn timer_deadline(&self) -> Option<Nanos> {
+        TcpSender::timer_deadline(self)
+    }
+    #[inline]
+    fn is_complete(&self) -> bool {
+        TcpSender::is_complete(self)
+    }
+    fn bytes_acked(&self) -> u64 {
+        TcpSender::bytes_acked(self)
+    }
+    fn bytes_sent(&self) -> u64 {
+        TcpSender::bytes_sent(self)
     }
 }
 

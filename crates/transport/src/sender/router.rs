@@ -28,11 +28,16 @@ impl RouterFeedback {
     }
 }
 
-/// A packet from the receiver that echoes a header hands it to the algorithm.
+/// A packet from the receiver that echoes a header hands it to the algorithm: a router's
+/// feedback to its congestion control, a receiver's grant to its transport policy.
 #[inline]
 pub(super) fn on_echo(cc: &mut AnyCc, st: &mut CcState, p: &Packet) {
     if p.has(flags::ROUTER) {
-        cc.on_feedback(st, &p.router);
+        if cc.receiver_driven() {
+            cc.on_grant(&p.router);
+        } else {
+            cc.on_feedback(st, &p.router);
+        }
     }
 }
 

@@ -1,0 +1,197 @@
+//! Transports, and what a protocol asks of the transport its flows run on.
+//!
+//! A connection has two parts with two owners, as Linux splits `tcp_ack` from
+//! `tcp_congestion_ops` and quinn its connection from its `Controller`:
+//! - its **transport** owns what it sends and how it reacts to what comes back: segments,
+//!   acknowledgements, loss recovery, timers ([`Transport`], implemented by
+//!   [`crate::TcpSender`]);
+//! - its **congestion control** ([`crate::cc::CongestionControl`]) owns only the window or the
+//!   rate, and sees a few events: bytes acknowledged (with their marks and an RTT sample), a
+//!   congestion event with its kind, and router feedback.
+//!
+//! Some protocols ask more of the transport than a window: the settings their flows run with
+//! (pFabric's fixed timeout and line-rate start), a band and rank on every packet (pFabric,
+//! PIAS, Homa), or, for receiver-driven transports, the receiver's grants ([`TransportPolicy`]).
+//! Each protocol names the transports it runs on (`Protocol::TRANSPORTS`, the first its
+//! default); `[transport] kind` picks one for every flow, and a protocol that does not run on
+//! it is refused by name.
+//!
+//! The transports ([`TransportKind`]):
+//! - `tcp`: a byte stream with cumulative and selective acknowledgements, NewReno/SACK loss
+//!   recovery, retransmission timeouts and ECN (`crates/transport/src/sender/`,
+//!   `crates/transport/src/receiver.rs`);
+//! - `homa`: receiver-driven messages: the receiving host grants what each message may send
+//!   and asks again for what it misses ([`HostReceiver`]); no per-packet acknowledgements.
+//!   The sender is the TCP sender's segmentation and timers, sending what the grants allow.
+
+use crate::config::TcpConfig;
+use fctlab_engine::Nanos;
+use fctlab_net::{Packet, PacketKind, RouterHeader};
+use std::fmt;
+
+/// The transports a connection can run on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TransportKind {
+    /// A TCP byte stream (sender-driven, acknowledged per packet).
+    Tcp,
+    /// Receiver-driven messages (Homa): the receiver grants, the sender follows.
+    Homa,
+}
+
+impl TransportKind {
+    /// Every transport, in the order error messages list them.
+    pub const ALL: &'static [TransportKind] = &[TransportKind::Tcp, TransportKind::Homa];
+
+    /// The name in scenario files (`[transport] kind = "..."`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportKind::Tcp => "tcp",
+            TransportKind::Homa => "homa",
+        }
+    }
+
+    /// The transport named `name`, or the error naming the known ones.
+    pub fn from_name(name: &str) -> Result<TransportKind, String> {
+        Self::ALL.iter().copied().find(|k| k.name() == name).ok_or_else(|| {
+            let known: Vec<&str> = Self::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown transport \"{name}\" (known: {})", known.join(", "))
+        })
+    }
+
+    /// The receiving host decides what the sender sends (grants instead of acknowledgements).
+    pub fn receiver_driven(self) -> bool {
+        self == TransportKind::Homa
+    }
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the simulation asks of a connection's sending side, whatever its transport. Every
+/// call takes `now` and appends the packets to send to `out`; the sender owns no timer, the
+/// caller asks for its deadline and calls back.
+pub trait Transport {
+    /// Opens the connection or starts sending.
+    fn start(&mut self, now: Nanos, out: &mut Vec<Packet>);
+    /// A packet from the receiver arrived (an acknowledgement, a grant, a SYN-ACK).
+    fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>);
+    /// The sender's timer fired at `now` (the caller checked [`Transport::timer_deadline`]).
+    fn on_timer(&mut self, now: Nanos, out: &mut Vec<Packet>);
+    /// When the sender's timer expires next, if it runs.
+    fn timer_deadline(&self) -> Option<Nanos>;
+    /// Every byte is acknowledged.
+    fn is_complete(&self) -> bool;
+    /// Bytes acknowledged so far.
+    fn bytes_acked(&self) -> u64;
+    /// Bytes sent at least once so far.
+    fn bytes_sent(&self) -> u64;
+}
+
+/// What the sender knows as a packet leaves, for protocols that fill its router header or tag it.
+#[derive(Copy, Clone, Debug)]
+pub struct SendContext {
+    pub now: Nanos,
+    pub kind: PacketKind,
+    /// Bytes the flow sends (None: long-lived).
+    pub size: Option<u64>,
+    /// Bytes sent at least once so far, including this packet's.
+    pub bytes_sent: u64,
+    /// The packet's first byte (a data packet's sequence number, from 0).
+    pub seq: u64,
+    pub snd_una: u64,
+    /// Bytes above `snd_una` the receiver has reported (SACK).
+    pub sacked_bytes: u64,
+    pub srtt: Option<Nanos>,
+    pub mss_bytes: u64,
+}
+
+impl SendContext {
+    /// Bytes not yet sent once (the remaining size; None for a long-lived flow).
+    pub fn remaining(&self) -> Option<u64> {
+        self.size.map(|s| s.saturating_sub(self.bytes_sent))
+    }
+    /// Bytes the receiver has not reported yet, acknowledged or SACKed (None: long-lived).
+    pub fn unacknowledged(&self) -> Option<u64> {
+        self.size.map(|s| s.saturating_sub(self.snd_una + self.sacked_bytes))
+    }
+    /// The SRTT as the router header's `rtt_ns` field carries it (0: not measured yet).
+    pub fn rtt_field(&self) -> u32 {
+        self.srtt.map_or(0, |r| r.0.min(u32::MAX as u64) as u32)
+    }
+}
+
+/// A packet's place in the switches' queues, for protocols that set it per packet: its
+/// band (strict-priority ports, 0 first) and its rank (pFabric ports, smaller first; see
+/// [`fctlab_net::rank_of_bytes`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct PacketPriority {
+    pub band: u8,
+    pub rank: u16,
+}
+
+/// What a protocol decides in its transport beyond the window or rate. Every hook has a
+/// default that leaves the transport as it is; most protocols implement none.
+pub trait TransportPolicy {
+    /// Adjusts the transport settings this flow runs with, for protocols that define their own
+    /// window start or loss recovery (pFabric, Homa). Called once, when the flow starts.
+    fn tune(&self, _tcp: &mut TcpConfig) {}
+
+    /// The band and rank of a packet the flow is about to send (protocols whose
+    /// `Protocol::TAGS_PACKETS` is set; called for every packet they send).
+    fn priority(&self, _ctx: &SendContext) -> PacketPriority {
+        PacketPriority::default()
+    }
+
+    /// Probe mode (pFabric's): after this many consecutive timeouts, each further timeout
+    /// resends one byte of the first unacknowledged segment instead of data, until an ACK of
+    /// new data ends the run of timeouts and the flow slow-starts again. None: never.
+    fn probe_after_timeouts(&self) -> Option<u32> {
+        None
+    }
+
+    /// Receiver-driven transports: a grant or resend request from the receiver.
+    fn on_grant(&mut self, _hdr: &RouterHeader) {}
+
+    /// Receiver-driven transports: the highest byte the receiver lets the flow send so far
+    /// (read after every header the receiver sends). None: no limit.
+    fn send_limit(&self) -> Option<u64> {
+        None
+    }
+
+    /// Receiver-driven transports: a range the receiver asked for again, once.
+    fn take_resend(&mut self) -> Option<(u64, u64)> {
+        None
+    }
+}
+
+/// A message at its receiving host, after one of its data packets arrived.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Incoming {
+    pub flow: u32,
+    /// Its size (carried by each of its packets).
+    pub size: u64,
+    /// Bytes received so far, in order or not.
+    pub received: u64,
+}
+
+/// A grant: message `flow` may send up to byte `offset`, its scheduled packets in `band`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Grant {
+    pub flow: u32,
+    pub offset: u64,
+    pub band: u8,
+}
+
+/// The receiving host's side of a receiver-driven transport: one per host that receives its
+/// flows, keeping what it needs of each message being received.
+pub trait HostReceiver: fmt::Debug + Send {
+    /// Bytes a message of `size` sends before its first grant.
+    fn unscheduled(&self, size: u64) -> u64;
+    /// How long a receiver waits for bytes it expects before it asks for them again.
+    fn resend_timeout(&self) -> Nanos;
+    /// A data packet of `msg` arrived; the grants to send now go to `grants`.
+    fn on_data(&mut self, msg: Incoming, grants: &mut Vec<Grant>);
+}
