@@ -192,19 +192,6 @@ impl Simulation {
     pub fn flow_state_pages(&self) -> usize {
         self.flows.pages_live()
     }
-    /// Diagnostic description of flow `f`'s connection state.
-    pub fn describe_flow(&self, f: usize) -> String {
-        match self.flows.get(f).and_then(|st| st.conn.as_deref().map(|c| (st, c))) {
-            Some((st, c)) => format!(
-                "sender: {} | receiver delivered={} | timers rto_at={:?} delack_at={:?}",
-                c.snd.describe(),
-                c.rcv.bytes_delivered(),
-                st.rto_at,
-                st.delack_at
-            ),
-            None => "not active".to_string(),
-        }
-    }
     pub fn is_finished(&self) -> bool {
         self.finished
     }
