@@ -16,38 +16,9 @@
 //! port is still the ring head's arrival, which always comes after the next choice is due.
 
 use crate::packet::{flags, NodeId, PacketId, PacketMeta};
-use crate::qdisc::{AnyQdisc, LinkInfo, QueueConfig, QueueView, Verdict, Waiting};
+use crate::qdisc::{AnyQdisc, BufferLimit, LinkInfo, QueueConfig, QueueView, Verdict, Waiting};
 use fctlab_engine::{BitsPerSec, Nanos, Rng, TxClock};
 use std::collections::VecDeque;
-
-/// A buffer size (or threshold) in packets or bytes.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum BufferLimit {
-    Packets(u32),
-    Bytes(u64),
-    Unlimited,
-}
-
-impl BufferLimit {
-    /// True when a queue of `pkts`/`bytes` has reached this limit.
-    #[inline]
-    pub fn reached(&self, pkts: u32, bytes: u64) -> bool {
-        match *self {
-            BufferLimit::Packets(n) => pkts >= n,
-            BufferLimit::Bytes(b) => bytes >= b,
-            BufferLimit::Unlimited => false,
-        }
-    }
-    /// True when adding a packet of `add_bytes` would exceed this limit.
-    #[inline]
-    pub fn would_overflow(&self, pkts: u32, bytes: u64, add_bytes: u64) -> bool {
-        match *self {
-            BufferLimit::Packets(n) => pkts + 1 > n,
-            BufferLimit::Bytes(b) => bytes + add_bytes > b,
-            BufferLimit::Unlimited => false,
-        }
-    }
-}
 
 /// What a buffer of N packets (or B bytes) holds.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]

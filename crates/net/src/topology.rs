@@ -4,7 +4,7 @@
 //! propagation delay and buffer. Names follow one scheme per topology (documented in
 //! `docs/scenarios.md`) so scenario files can refer to hosts.
 
-use crate::port::BufferLimit;
+use crate::qdisc::BufferLimit;
 use fctlab_engine::{BitsPerSec, Nanos};
 use std::collections::HashMap;
 

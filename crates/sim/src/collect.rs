@@ -1,7 +1,8 @@
 //! Assembling the results of a run from its flows, ports, monitors and counters.
 
+use crate::flowtable::{FlowCounts, FlowState};
 use crate::results::{FlowResult, LinkResult, Results, Summary};
-use crate::sim::{FlowCounts, Simulation};
+use crate::sim::Simulation;
 use crate::VERSION;
 use fctlab_net::BufferLimit;
 use fctlab_scenario::FlowSpec;
@@ -85,7 +86,7 @@ impl Simulation {
     /// Flow `i`'s row.
     fn flow_row(&self, i: usize, spec: &FlowSpec, names: &[std::sync::Arc<str>]) -> FlowResult {
         let name = |n: usize| names[n].clone();
-        let unstarted = crate::sim::FlowState::default();
+        let unstarted = FlowState::default();
         let st = self.flows.get(i).unwrap_or(&unstarted);
         let counts = match st.conn.as_deref() {
             Some(c) => FlowCounts::of(c),

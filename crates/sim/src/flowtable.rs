@@ -5,8 +5,93 @@
 //! stream its rows never retires a flow.
 
 use crate::build::HOP_REVERSE;
-use crate::sim::{Conn, FlowState};
+use fctlab_engine::{Nanos, OptNanos};
 use fctlab_net::{FlowId, PortId};
+use fctlab_scenario::FlowSpec;
+use fctlab_transport::{TcpReceiver, TcpSender};
+
+/// A connection: both ends of one flow.
+pub(crate) struct Conn {
+    pub snd: TcpSender,
+    pub rcv: TcpReceiver,
+}
+
+/// A flow's counters: read from its connection while it runs, kept here once it completes
+/// (kept small: one of these exists per flow of the run).
+#[derive(Copy, Clone, Debug, Default)]
+pub(crate) struct FlowCounts {
+    pub bytes_delivered: u64,
+    pub retransmits: u64,
+    pub packets_sent: u64,
+    pub timeouts: u32,
+    pub first_timeouts: u32,
+    pub ecn_timeouts: u32,
+    pub loss_probes: u32,
+    /// The smallest and the mean RTT the sender measured (none before the first sample).
+    pub rtt_min: OptNanos,
+    pub rtt_mean: Nanos,
+    pub left_slow_start: bool,
+}
+
+/// A count kept in 32 bits per flow (timeouts and probes: each waits at least a round trip,
+/// so no run comes near the limit); saturates rather than wraps.
+fn count32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+impl FlowCounts {
+    pub fn of(c: &Conn) -> FlowCounts {
+        let rtt = c.snd.rtt_measured();
+        FlowCounts {
+            bytes_delivered: c.rcv.bytes_delivered(),
+            retransmits: c.snd.retransmits,
+            packets_sent: c.snd.packets_sent,
+            timeouts: count32(c.snd.timeouts),
+            first_timeouts: c.snd.first_timeouts,
+            ecn_timeouts: c.snd.ecn_timeouts,
+            loss_probes: count32(c.snd.probes),
+            rtt_min: rtt.map(|(min, _)| min).into(),
+            rtt_mean: rtt.map_or(Nanos::ZERO, |(_, mean)| mean),
+            left_slow_start: c.snd.left_slow_start,
+        }
+    }
+}
+
+/// The runtime state of one flow, from its start until its row is out (see [`FlowTable`]).
+/// Times are [`OptNanos`] (none until they happen).
+#[derive(Default)]
+pub(crate) struct FlowState {
+    /// Its specification when it was drawn as it started (a listed flow's stays in
+    /// [`Scenario::flows`](fctlab_scenario::Scenario::flows)).
+    pub drawn: Option<Box<FlowSpec>>,
+    /// Its best-case completion time on its paths (none for a long-lived flow).
+    pub ideal: OptNanos,
+    /// Its packets' priority, when a queue discipline of the run classifies flows by their
+    /// tags (strict priority); 0 otherwise.
+    pub prio: u8,
+    /// Both ends of its connection, while it is open.
+    pub conn: Option<Box<Conn>>,
+    /// When the flow started.
+    pub started_at: OptNanos,
+    /// When every byte of it was acknowledged.
+    pub finish: OptNanos,
+    /// When the connection opened for it completed (the same time, unless a scheduling layer
+    /// moved its data to other connections).
+    pub conn_finish: OptNanos,
+    /// The time of the one pending retransmission-timer event, if any.
+    pub rto_at: OptNanos,
+    /// The time of the one pending delayed-ACK event, if any.
+    pub delack_at: OptNanos,
+    /// Counters at completion.
+    pub final_counts: FlowCounts,
+    /// Its packets that ports dropped (data and ACKs).
+    pub drops: u32,
+    /// Its packets in the network (sent, neither received nor dropped yet), counted while
+    /// rows are streamed.
+    pub packets_alive: u32,
+    /// Its row is final and waits to be handed out (see [`Simulation::take_flow_rows`](crate::Simulation::take_flow_rows)).
+    pub streamed: bool,
+}
 
 /// Flows per page: small, so that a long flow keeps little else alive with it.
 pub(crate) const PAGE: usize = 64;

@@ -2,7 +2,7 @@
 //! hosts, and timers.
 
 use crate::build::{Network, HOP_REVERSE};
-use crate::flowtable::FlowTable;
+use crate::flowtable::{Conn, FlowCounts, FlowTable};
 use crate::monitor::{DropSite, Monitor};
 use crate::pcap::Capture;
 use crate::sched::HostLayer;
@@ -31,89 +31,6 @@ pub(crate) enum Event {
     CwndSample,
     /// The control interval of a port running a router-assisted protocol ended.
     PortTick(u32),
-}
-
-/// A connection: both ends of one flow.
-pub(crate) struct Conn {
-    pub snd: TcpSender,
-    pub rcv: TcpReceiver,
-}
-
-/// A flow's counters: read from its connection while it runs, kept here once it completes
-/// (kept small: one of these exists per flow of the run).
-#[derive(Copy, Clone, Debug, Default)]
-pub(crate) struct FlowCounts {
-    pub bytes_delivered: u64,
-    pub retransmits: u64,
-    pub packets_sent: u64,
-    pub timeouts: u32,
-    pub first_timeouts: u32,
-    pub ecn_timeouts: u32,
-    pub loss_probes: u32,
-    /// The smallest and the mean RTT the sender measured (none before the first sample).
-    pub rtt_min: OptNanos,
-    pub rtt_mean: Nanos,
-    pub left_slow_start: bool,
-}
-
-/// A count kept in 32 bits per flow (timeouts and probes: each waits at least a round trip,
-/// so no run comes near the limit); saturates rather than wraps.
-fn count32(n: u64) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-impl FlowCounts {
-    pub fn of(c: &Conn) -> FlowCounts {
-        let rtt = c.snd.rtt_measured();
-        FlowCounts {
-            bytes_delivered: c.rcv.bytes_delivered(),
-            retransmits: c.snd.retransmits,
-            packets_sent: c.snd.packets_sent,
-            timeouts: count32(c.snd.timeouts),
-            first_timeouts: c.snd.first_timeouts,
-            ecn_timeouts: c.snd.ecn_timeouts,
-            loss_probes: count32(c.snd.probes),
-            rtt_min: rtt.map(|(min, _)| min).into(),
-            rtt_mean: rtt.map_or(Nanos::ZERO, |(_, mean)| mean),
-            left_slow_start: c.snd.left_slow_start,
-        }
-    }
-}
-
-/// The runtime state of one flow, from its start until its row is out (see [`FlowTable`]).
-/// Times are [`OptNanos`] (none until they happen).
-#[derive(Default)]
-pub(crate) struct FlowState {
-    /// Its specification when it was drawn as it started (a listed flow's stays in
-    /// [`Scenario::flows`]).
-    pub drawn: Option<Box<FlowSpec>>,
-    /// Its best-case completion time on its paths (none for a long-lived flow).
-    pub ideal: OptNanos,
-    /// Its packets' priority, when a queue discipline of the run classifies flows by their
-    /// tags (strict priority); 0 otherwise.
-    pub prio: u8,
-    /// Both ends of its connection, while it is open.
-    pub conn: Option<Box<Conn>>,
-    /// When the flow started.
-    pub started_at: OptNanos,
-    /// When every byte of it was acknowledged.
-    pub finish: OptNanos,
-    /// When the connection opened for it completed (the same time, unless a scheduling layer
-    /// moved its data to other connections).
-    pub conn_finish: OptNanos,
-    /// The time of the one pending retransmission-timer event, if any.
-    pub rto_at: OptNanos,
-    /// The time of the one pending delayed-ACK event, if any.
-    pub delack_at: OptNanos,
-    /// Counters at completion.
-    pub final_counts: FlowCounts,
-    /// Its packets that ports dropped (data and ACKs).
-    pub drops: u32,
-    /// Its packets in the network (sent, neither received nor dropped yet), counted while
-    /// rows are streamed.
-    pub packets_alive: u32,
-    /// Its row is final and waits to be handed out (see [`Simulation::take_flow_rows`]).
-    pub streamed: bool,
 }
 
 /// Without a `stop_time`, a run ends when every flow has completed, or at this simulated
@@ -275,19 +192,6 @@ impl Simulation {
     /// flows alive, not every flow of the run.
     pub fn flow_state_pages(&self) -> usize {
         self.flows.pages_live()
-    }
-    /// Diagnostic description of flow `f`'s connection state.
-    pub fn describe_flow(&self, f: usize) -> String {
-        match self.flows.get(f).and_then(|st| st.conn.as_deref().map(|c| (st, c))) {
-            Some((st, c)) => format!(
-                "sender: {} | receiver delivered={} | timers rto_at={:?} delack_at={:?}",
-                c.snd.describe(),
-                c.rcv.bytes_delivered(),
-                st.rto_at,
-                st.delack_at
-            ),
-            None => "not active".to_string(),
-        }
     }
     pub fn is_finished(&self) -> bool {
         self.finished

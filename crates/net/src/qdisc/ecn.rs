@@ -1,9 +1,8 @@
 //! ECN threshold marking (DCTCP's switch, "K"): CE on ECN-capable packets that arrive when the
 //! queue holds `ecn_threshold` or more; packets that are not ECN-capable are accepted unmarked.
 
-use super::{keys_as, Buffer, Discipline, KeyError, LinkInfo, QueueView, Verdict};
+use super::{BufferLimit, keys_as, Buffer, Discipline, KeyError, LinkInfo, QueueView, Verdict};
 use crate::packet::PacketMeta;
-use crate::port::BufferLimit;
 use fctlab_engine::Rng;
 use serde::Deserialize;
 

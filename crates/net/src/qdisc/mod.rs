@@ -20,10 +20,38 @@
 //! priority.
 
 use crate::packet::{PacketId, PacketMeta};
-use crate::port::BufferLimit;
 use fctlab_engine::parse::BufferSpec;
 use fctlab_engine::{BitsPerSec, Nanos, Rng};
 use std::fmt;
+
+/// A buffer size (or threshold) in packets or bytes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BufferLimit {
+    Packets(u32),
+    Bytes(u64),
+    Unlimited,
+}
+
+impl BufferLimit {
+    /// True when a queue of `pkts`/`bytes` has reached this limit.
+    #[inline]
+    pub fn reached(&self, pkts: u32, bytes: u64) -> bool {
+        match *self {
+            BufferLimit::Packets(n) => pkts >= n,
+            BufferLimit::Bytes(b) => bytes >= b,
+            BufferLimit::Unlimited => false,
+        }
+    }
+    /// True when adding a packet of `add_bytes` would exceed this limit.
+    #[inline]
+    pub fn would_overflow(&self, pkts: u32, bytes: u64, add_bytes: u64) -> bool {
+        match *self {
+            BufferLimit::Packets(n) => pkts + 1 > n,
+            BufferLimit::Bytes(b) => bytes + add_bytes > b,
+            BufferLimit::Unlimited => false,
+        }
+    }
+}
 
 /// What the discipline decided for an arriving packet.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -340,8 +368,8 @@ macro_rules! disciplines {
 }
 
 mod red_ns2;
-pub use red::{Ns2RedConfig, RedConfig};
-pub use red_ns2::Ns2RedState;
+pub use red::RedConfig;
+pub use red_ns2::{Ns2RedConfig, Ns2RedState};
 
 disciplines! {
     droptail::DropTail,

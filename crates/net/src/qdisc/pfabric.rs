@@ -14,9 +14,8 @@
 //! one: the victim is the highest-ranked of the packets large enough. Hosts' NICs run it too
 //! (as the paper's hosts do) unless `nic_queue = "droptail"`.
 
-use super::{keys_as, Discipline, KeyError, LinkInfo, QueueView, Verdict, Waiting};
+use super::{BufferLimit, keys_as, Discipline, KeyError, LinkInfo, QueueView, Verdict, Waiting};
 use crate::packet::{PacketId, PacketMeta};
-use crate::port::BufferLimit;
 use fctlab_engine::Rng;
 use serde::Deserialize;
 

@@ -13,9 +13,8 @@
 //!
 //! This file is the worked example of docs/protocols.md ("A queue discipline in one file").
 
-use super::{keys_as, Buffer, Discipline, KeyError, LinkInfo, QueueView, Verdict, Waiting};
+use super::{BufferLimit, keys_as, Buffer, Discipline, KeyError, LinkInfo, QueueView, Verdict, Waiting};
 use crate::packet::{PacketId, PacketMeta};
-use crate::port::BufferLimit;
 use fctlab_engine::Rng;
 use serde::Deserialize;
 use std::collections::VecDeque;

@@ -2,10 +2,58 @@
 //! parameters and the hit spacing exactly as ns-2 computes them. Run by [`super::Red`] with
 //! `red_variant = "ns2"`.
 
-use super::red::Ns2RedConfig;
-use super::Verdict;
-use crate::port::BufferLimit;
+use super::{BufferLimit, Verdict};
 use fctlab_engine::{BitsPerSec, Nanos, Rng};
+
+/// ns-2.35's `Queue/RED` parameters (`tcl/lib/ns-default.tcl`). `Default` gives ns-default.tcl's
+/// values: byte mode, automatic thresholds and weight, `linterm_ 10`, `wait_`, `mark_p_ 0.1`
+/// with `use_mark_p_`, `gentle_`, no `setbit_`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ns2RedConfig {
+    /// `thresh_`, in the queue's unit (mean packets of `mean_pktsize` bytes in byte mode,
+    /// packets otherwise); `None` is ns-2's 0: automatic (red.cc `initialize_params`).
+    pub min_threshold: Option<f64>,
+    /// `maxthresh_`, same unit; `None`: 3 × the minimum threshold.
+    pub max_threshold: Option<f64>,
+    /// `q_weight_`; `None` is ns-2's -1: from the link's rate and delay.
+    pub weight: Option<f64>,
+    /// `1 / linterm_`.
+    pub max_p: f64,
+    /// `mark_p_` (with `use_mark_p_ true`): an ECN-capable packet hit while the probability
+    /// before the count correction exceeds it is dropped, not marked.
+    pub mark_p: f64,
+    /// `wait_`: the wider spacing between hits.
+    pub wait: bool,
+    /// `bytes_` and `queue_in_bytes_`: average and thresholds in bytes, probability scaled by
+    /// the packet's size.
+    pub bytes: bool,
+    /// `mean_pktsize_`, bytes.
+    pub mean_pktsize: u32,
+    /// `targetdelay_`, for the automatic thresholds.
+    pub target_delay: Nanos,
+    /// `gentle_`.
+    pub gentle: bool,
+    /// `setbit_`: mark ECN-capable packets instead of dropping them.
+    pub ecn: bool,
+}
+
+impl Default for Ns2RedConfig {
+    fn default() -> Self {
+        Ns2RedConfig {
+            min_threshold: None,
+            max_threshold: None,
+            weight: None,
+            max_p: 1.0 / 10.0,
+            mark_p: 0.1,
+            wait: true,
+            bytes: true,
+            mean_pktsize: 500,
+            target_delay: Nanos::from_millis(5),
+            gentle: true,
+            ecn: false,
+        }
+    }
+}
 
 /// ns-2.35's `REDQueue` (queue/red.cc) on one port, with its parameters as `initialize_params`
 /// and `reset` derive them for the port's link. Adaptive and cautious RED, `drop_front_` and
