@@ -11,7 +11,7 @@
 //! - `probe`: the tail loss probe's timeout and segment;
 //! - `pacing`: rate-based flows' departures and window;
 //! - `router`: router-assisted flows' headers, echoes and FIN;
-//! - `ns2`: ns-2.35's window arithmetic and Sack1 state, for the `ns2` profile's modes.
+//! - `ns2`: ns-2.35's behaviour, for the `ns2` profile's modes (below).
 //!
 //! `TcpSender::on_ack` runs the steps of Linux's `tcp_ack` over them, in its order; `on_timer`
 //! the probe, the pacing timer or the retransmission timeout.
@@ -50,18 +50,14 @@
 //! RACK's reordering window and its timer are not modelled otherwise; duplicate ACKs and
 //! SACK counts (above) detect losses within a window.
 //!
-//! ns-2.35 modes (the ns2 profile). `sack_recovery = "ns2"` replaces the RFC 6675 rules by
-//! `Agent/TCP/Sack1`'s (tcp-sack1.cc with ScoreBoardRQ): fast retransmit on the `dupthresh`th
-//! duplicate ACK that brings new SACK information, a pipe counted in packets (outstanding
-//! minus dupthresh at the start, one less per ACK, one more per packet sent), each hole
-//! below the highest SACK retransmitted once in order, new data within the receiver's window
-//! past the holes, no lost-retransmission detection, recovery ending at the recovery point
-//! with the halved window, and duplicate ACKs ignored after a timeout until new data is
-//! acknowledged. `singledup`, `whole_packets`, `ecn_reaction = "ns2"`, `window_model = "ns2"`
-//! (`ns2_opencwnd`, `ns2_slowdown`, `cwnd_segments`), `rto_model = "ns2"` (`timed`,
-//! `ns2_rtt_on_new_ack`, `back_off`) and `newreno_recovery = "ns2"`
-//! (`ns2_partial_window_deflation` and the fast retransmit in `on_ack`) are described at
-//! their functions and fields.
+//! ns-2.35 modes (the ns2 profile), behind one seam: `ns2`. Its settings (`sack_recovery`,
+//! `newreno_recovery`, `window_model`, `rto_model`, `ecn_reaction` = "ns2", `singledup`,
+//! `whole_packets`) replace rules above by ns-2.35's `Agent/TCP`, `Agent/TCP/Newreno` and
+//! `Agent/TCP/Sack1`: Sack1's recovery, NewReno's window deflation, `singledup_`, ns-2's
+//! window in segments, its timed segment and backoff, and its ECN reaction. A flow's modes are
+//! fixed when it starts (`ns2::Modes`); their state is the `ns2` field. The steps here ask the
+//! seam at named points (`ns2_*` and `sack1_*`, and `Ns2`'s methods), each listed with ns-2's
+//! source in `ns2`'s documentation; with every mode off (linux) each leaves the step as is.
 //!
 //! Router-assisted algorithms. The connection always opens with a SYN, every packet the
 //! algorithm stamps carries its router header (its bytes added to the packet), a header-only
@@ -74,7 +70,7 @@
 //! a header-only packet goes out at the end of the round instead.
 
 use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent, SendContext};
-use crate::config::{EcnReaction, NewRenoRecovery, SackRecovery, TcpConfig, WindowModel};
+use crate::config::TcpConfig;
 use crate::rtt::RttEstimator;
 
 mod ns2;
@@ -87,7 +83,7 @@ mod router;
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::packet::flags;
 use fctlab_net::{FlowId, NodeId, Packet, PacketKind};
-use ns2::Sack1;
+use ns2::Ns2;
 use pacing::Pacer;
 use probe::Probe;
 use prr::Cwr;
@@ -182,22 +178,10 @@ pub struct TcpSender {
     /// Tail loss probes sent.
     pub probes: u64,
     /// The last window reduction's cause (ns-2's `last_cwnd_action_`): it steers the ns-2
-    /// modes, and classifies timeouts in all.
+    /// modes, and classifies timeouts in all (so it is the sender's, not `ns2`'s).
     last_action: CwndAction,
-    /// `sack_recovery = "ns2"`: Sack1's pipe, retransmission pointer and timeout state.
-    sack1: Sack1,
-    /// `ecn_reaction = "ns2"`: ACKs up to this byte still carry ECN-Echo (ns-2's receiver
-    /// repeats it until the first packet sent after the reduction, which carries CWR).
-    ece_until: u64,
-    /// `window_model = "ns2"` (`tcp` and `atcp`): ns-2's `cwnd_`, a double in segments;
-    /// `st.cwnd_bytes` follows it (rounded down to whole bytes).
-    ns2_cwnd: f64,
-    /// `rto_model = "ns2"`: the timed segment (ns-2's `rtt_active_`, `rtt_seq_`, `rtt_ts_`):
-    /// its end and when it was sent. A SYN is timed with end 0.
-    timed: Option<(u64, Nanos)>,
-    /// `rto_model = "ns2"` without SACK: the timer was restarted on a partial ACK of this
-    /// recovery (`firstpartial_`, `newreno_changes1_ 1`).
-    first_partial: bool,
+    /// ns-2.35's modes this flow runs and their state (the `ns2` profile; see `ns2`).
+    ns2: Ns2,
     /// Whether the window has left slow start: it reached ssthresh, or a loss, an ECN echo
     /// or a timeout set ssthresh below it.
     pub left_slow_start: bool,
@@ -225,18 +209,13 @@ impl TcpSender {
         let granted = cc.send_limit().unwrap_or(u64::MAX);
         let paced = cc.pacing_rate().is_some();
         let cfg = &Self::own_config(cfg, &cc);
+        let ns2 = Ns2::new(cfg, &cc);
         TcpSender {
             flow,
             src,
             dst,
             cfg: *cfg,
-            // ns-2's TcpAgent::sendmsg (tcp.cc:818) counts a flow in whole packets:
-            // curseq_ += ceil(nbytes / size_), each packet size_ bytes.
-            size: match size {
-                Some(s) if cfg.whole_packets => s.div_ceil(mss) * mss,
-                Some(s) => s,
-                None => LONG_LIVED,
-            },
+            size: ns2::size_in_packets(size, cfg).unwrap_or(LONG_LIVED),
             state: State::SynSent,
             snd_una: 0,
             snd_nxt: 0,
@@ -275,11 +254,7 @@ impl TcpSender {
             ecn_timeouts: 0,
             probes: 0,
             last_action: CwndAction::None,
-            sack1: Sack1::default(),
-            ece_until: 0,
-            ns2_cwnd: cfg.initial_cwnd_segments.max(1) as f64,
-            timed: None,
-            first_partial: false,
+            ns2,
             left_slow_start: false,
             packets_sent: 0,
             completed_at: None,
@@ -363,9 +338,7 @@ impl TcpSender {
     pub fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
         if self.cfg.handshake || self.router {
             self.send_syn(now, out);
-            if self.rtt.is_ns2() {
-                self.timed = Some((0, now)); // output() of seqno 0 starts the timing
-            }
+            self.ns2.syn_sent(now);
         } else {
             self.state = State::Established;
             self.send_what_fits(now, out);
@@ -453,13 +426,8 @@ impl TcpSender {
     pub fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
         match (self.state, p.kind) {
             (State::SynSent, PacketKind::SynAck) => {
-                if self.rtt.is_ns2() {
-                    // newack(): a sample and the end of the backoff only if the SYN was timed,
-                    // i.e. not retransmitted (tcp.cc:1407-1419).
-                    if let Some((_, sent)) = self.timed.take() {
-                        self.rtt.sample_ns2(sent, now);
-                        self.backoff = 0;
-                    }
+                if self.ns2.mode.rto {
+                    self.ns2_rtt_on_syn_ack(now);
                 } else {
                     self.rtt.sample(Nanos(now.0.saturating_sub(p.ts_echo_ns)));
                     self.backoff = 0;
@@ -496,11 +464,9 @@ impl TcpSender {
         let ack_advanced = ack > self.snd_una;
         let delivered_before = self.snd_una + self.rec.sacked.total();
         let sent_before = self.packets_sent;
-        let sack1 = self.uses_sack1();
+        let sack1 = self.ns2.mode.sack1;
         if sack1 && self.rec.active {
-            // Sack1TcpAgent::recv (tcp-sack1.cc:191): in fast recovery every ACK takes one
-            // packet out of pipe_.
-            self.sack1.pipe -= 1;
+            self.ns2.sack1.packet_left(); // Sack1's pipe_, one less per ACK in recovery
         }
         let sacked_total_before = self.rec.sacked.total();
         self.sack_tag(p, ack);
@@ -515,7 +481,7 @@ impl TcpSender {
                 return; // every byte acknowledged: the flow is complete
             }
         } else if ack == self.snd_una && self.snd_una < self.snd_max {
-            counted_dupack = self.count_dupack(sack1, sacked_total_before);
+            counted_dupack = self.count_dupack(sacked_total_before);
         }
         if self.paced && ack == self.snd_una && self.snd_una < self.snd_max && p.ts_echo_ns > self.last_data_sent.0 {
             self.probe_found_losses();
@@ -526,6 +492,7 @@ impl TcpSender {
             self.reduce_cwnd(delivered, ack_advanced);
         }
         if self.rec.active && !sack1 {
+            // (ns-2's Sack1 has no lost-retransmission detection.)
             self.detect_lost_retransmissions();
         }
         if !self.rec.active && self.snd_una < self.snd_max {
@@ -570,12 +537,11 @@ impl TcpSender {
     #[inline]
     fn on_new_ack(&mut self, now: Nanos, p: &Packet, ack: u64, ece: bool, out: &mut Vec<Packet>) -> bool {
         let mss = self.st.mss_bytes;
-        let sack1 = self.uses_sack1();
         let acked = ack - self.snd_una;
         // Timestamp echo gives a sample even for retransmitted data (RFC 7323).
         let r = Nanos(now.0.saturating_sub(p.ts_echo_ns));
         let partial = self.rec.active && ack < self.rec.recover;
-        if self.rtt.is_ns2() {
+        if self.ns2.mode.rto {
             self.ns2_rtt_on_new_ack(now, ack, partial);
         } else {
             self.rtt.sample(r);
@@ -586,38 +552,28 @@ impl TcpSender {
             self.snd_nxt = ack;
         }
         self.rec.acked_to(ack);
-        self.rec.dupacks = if partial && !self.cfg.sack && self.ns2_newreno() {
+        let newreno_partial = partial && !self.cfg.sack;
+        if newreno_partial && self.ns2.mode.newreno {
             self.ns2_partial_window_deflation(acked);
-            self.rec.dupacks
-        } else if partial && !self.cfg.sack {
+        } else if newreno_partial {
             // The segments that sent duplicate ACKs and are now acknowledged have left the
             // window's accounting; the retransmitted one did not send any (RFC 6582's
             // deflation by the data acknowledged, plus one segment).
-            self.rec.dupacks.saturating_sub(((acked / mss) as u32).saturating_sub(1))
+            self.rec.dupacks = self.rec.dupacks.saturating_sub(((acked / mss) as u32).saturating_sub(1));
         } else {
-            0
-        };
-        // ns-2 restarts the timer on the first partial ACK of a recovery only
-        // (NewRenoTcpAgent::partialnewack_helper, tcp-newreno.cc:88, newreno_changes1_ 1).
-        let restart_timer = if partial && !self.cfg.sack && self.rtt.is_ns2() {
-            !std::mem::replace(&mut self.first_partial, true)
-        } else {
-            self.first_partial = false;
-            true
-        };
+            self.rec.dupacks = 0;
+        }
+        let restart_timer = self.ns2.restarts_timer(newreno_partial);
         let open_on_exit = if self.rec.active {
-            self.recovery_on_new_ack(now, ack, sack1, out)
+            self.recovery_on_new_ack(now, ack, out)
         } else {
             if self.cwr.is_some_and(|c| c.is_over(self.snd_una)) {
                 self.set_cwnd_bytes(self.st.ssthresh_bytes.max(mss));
                 self.cwr = None;
                 self.reduction_ended();
             }
-            if sack1 {
-                // A new ACK outside recovery clears the scoreboard and the timeout state
-                // (tcp-sack1.cc:138).
-                self.rec.sacked.clear();
-                self.sack1.reset();
+            if self.ns2.mode.sack1 {
+                self.sack1_clear();
             }
             true
         };
@@ -638,33 +594,22 @@ impl TcpSender {
     /// A new ACK during loss recovery: its end at the recovery point, or a partial ACK.
     /// Returns whether this ACK then opens the window (ns-2's NewReno on exit).
     #[inline]
-    fn recovery_on_new_ack(&mut self, now: Nanos, ack: u64, sack1: bool, out: &mut Vec<Packet>) -> bool {
+    fn recovery_on_new_ack(&mut self, now: Nanos, ack: u64, out: &mut Vec<Packet>) -> bool {
         let mss = self.st.mss_bytes;
         if ack >= self.rec.recover {
             self.rec.active = false;
             self.rec.forget_retransmissions();
-            let mut open_on_exit = false;
-            if sack1 {
-                // tcp-sack1.cc:193-204: recover_ = 0, the scoreboard is cleared, and
-                // newack() leaves cwnd_ as the halving set it.
-                self.rec.recover = 0;
-                self.rec.sacked.clear();
-                self.sack1.reset();
-            } else if self.ns2_newreno() {
-                // NewRenoTcpAgent::recv (tcp-newreno.cc:229-246): dupwnd_ = 0, cwnd_
-                // stays as the halving (and deflation) left it, and this ACK opens it
-                // (recv_newack_helper).
-                open_on_exit = true;
+            let open_on_exit = if self.ns2.mode.sack1 || self.ns2.mode.newreno {
+                self.ns2_recovery_over()
             } else {
                 self.set_cwnd_bytes(self.st.ssthresh_bytes.max(mss));
-            }
+                false
+            };
             self.reduction_ended();
             return open_on_exit;
         }
-        if sack1 {
-            // Partial ACK with partial_ack_ false (tcp-sack1.cc:223): pipe_ loses one
-            // more packet; nothing is sent at once.
-            self.sack1.pipe -= 1;
+        if self.ns2.mode.sack1 {
+            self.ns2.sack1.packet_left(); // Sack1's partial ACK: pipe_ one less, nothing sent
         } else {
             // Partial ACK: the next unacknowledged segment is lost too. Without SACK it
             // goes out at once, whatever the window (RFC 6582, section 3.2 step 3).
@@ -683,15 +628,13 @@ impl TcpSender {
     #[inline]
     fn cong_control(&mut self, now: Nanos, p: &Packet, acked: u64, ece: bool, ack: u64, r: Nanos) {
         let mss = self.st.mss_bytes;
-        // ns-2 opens the window only on ACKs without ECN-Echo (recv_newack_helper,
-        // tcp.cc:1478), and its receiver repeats the echo until the packet carrying
-        // CWR, the first one sent after the reduction, arrives (tcp-sink.cc:319-328).
-        let ns2_ece = self.ns2_ecn() && (ece || ack <= self.ece_until);
+        // With ns-2's ECN reaction, an ACK with (or still counted as with) ECN-Echo.
+        let held = self.ns2.holds_window(ece, ack);
         // In CWR the algorithm still sees the ACK (DCTCP's alpha), but the window is
         // PRR's: `reduce_cwnd` sets it on every ACK that delivers data.
         let sample = AckSample {
             now,
-            acked_bytes: if ns2_ece { 0 } else { acked },
+            acked_bytes: if held { 0 } else { acked },
             ce_bytes: if ece { (p.ce_bytes_echo as u64).min(acked).max(1) } else { 0 },
             ece,
             rtt: Some(r),
@@ -699,18 +642,15 @@ impl TcpSender {
             snd_nxt: self.snd_nxt,
             bytes_sent: self.snd_max,
         };
-        if !ns2_ece {
-            if self.ns2_window() {
-                // The algorithm sees the ACK (ATCP's weight), the window is ns-2's.
-                let mut scratch = self.st;
-                self.cc.on_ack(&mut scratch, &sample);
-                self.ns2_opencwnd();
+        if !held {
+            if self.ns2.mode.window {
+                self.ns2_open_window(&sample);
             } else {
                 self.cc.on_ack(&mut self.st, &sample);
             }
         }
         self.left_slow_start |= self.st.cwnd_bytes >= self.st.ssthresh_bytes;
-        if !self.ns2_window() {
+        if !self.ns2.mode.window {
             // The window never grows past what the receiver accepts (ns-2's window_
             // caps cwnd_ in effect; Linux grows cwnd only while it limits the sender).
             self.st.cwnd_bytes = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes.max(mss));
@@ -720,22 +660,12 @@ impl TcpSender {
     /// A duplicate ACK with data outstanding: counted, as the recovery in use counts it.
     /// Returns whether it was counted.
     #[inline]
-    fn count_dupack(&mut self, sack1: bool, sacked_total_before: u64) -> bool {
-        if !sack1 {
-            self.rec.dupacks += 1;
-            return true;
+    fn count_dupack(&mut self, sacked_total_before: u64) -> bool {
+        if self.ns2.mode.sack1 {
+            return self.sack1_count_dupack(sacked_total_before);
         }
-        if !self.sack1.after_timeout
-            && self.rec.sacked.total() != sacked_total_before
-            && (!self.rec.active || self.rec.dupacks > 0)
-        {
-            // Sack1 counts a duplicate ACK only if its SACK blocks tell something new
-            // (CheckUpdate), and none until new data is acknowledged after a timeout
-            // (timeout_, tcp-sack1.cc:144, 232).
-            self.rec.dupacks += 1;
-            return !self.rec.active;
-        }
-        false
+        self.rec.dupacks += 1;
+        true
     }
 
     /// Outside recovery with data outstanding: enter fast recovery when the duplicate ACKs,
@@ -744,27 +674,8 @@ impl TcpSender {
     #[inline]
     fn fastretrans_alert(&mut self, now: Nanos, counted_dupack: bool, out: &mut Vec<Packet>) {
         let mss = self.st.mss_bytes;
-        if self.uses_sack1() {
-            if counted_dupack && self.rec.dupacks == self.cfg.dupthresh {
-                self.sack1_dupack_action(now, out);
-            }
-        } else if self.ns2_newreno() {
-            // NewRenoTcpAgent::dupack_action (tcp-newreno.cc:118-177), on the dupthresh-th
-            // duplicate ACK only: a fast retransmit needs highest_ack_ > recover_ (or
-            // highest_ack_ == 0, bugfix_ss_); otherwise nothing but the ECN case below.
-            let first = if self.cfg.handshake || self.router { 0 } else { mss };
-            let recovered = self.snd_una > self.rec.recover || self.snd_una == first;
-            if counted_dupack && self.rec.dupacks == self.cfg.dupthresh {
-                if recovered {
-                    self.enter_recovery();
-                    if let Some((seq, len)) = self.next_hole() {
-                        self.retransmit(now, seq, len, out);
-                    }
-                    self.ns2_reset_rtx_timer(now);
-                } else if self.ns2_ecn() && self.last_action == CwndAction::Ecn {
-                    self.ns2_repair_ecn_window(now, out);
-                }
-            }
+        if self.ns2.mode.sack1 || self.ns2.mode.newreno {
+            self.ns2_fastretrans_alert(now, counted_dupack, out);
         } else if self.snd_una >= self.rec.recover {
             let dupthresh = self.cfg.dupthresh as u64;
             let sack_says = self.cfg.sack && self.rec.sacked.total() >= dupthresh * mss;
@@ -779,26 +690,15 @@ impl TcpSender {
                 }
                 self.ns2_reset_rtx_timer(now);
             }
-        } else if self.ns2_ecn()
-            && counted_dupack
-            && self.rec.dupacks == self.cfg.dupthresh
-            && self.last_action == CwndAction::Ecn
-        {
-            self.ns2_repair_ecn_window(now, out);
+        } else if counted_dupack && self.rec.dupacks == self.cfg.dupthresh {
+            self.ns2_loss_in_ecn_window(now, out);
         }
     }
 
-    /// What an ACK lets the sender send (tcp_data_snd_check), as the recovery in use sends.
+    /// What an ACK lets the sender send (tcp_data_snd_check), unless ns-2's modes decide it.
     #[inline]
     fn transmit_after_ack(&mut self, now: Nanos, counted_dupack: bool, out: &mut Vec<Packet>) {
-        let sack1 = self.uses_sack1();
-        if self.cfg.singledup && !self.rec.active && counted_dupack && self.rec.dupacks < self.cfg.dupthresh {
-            // ns-2 sends nothing else on these duplicate ACKs (send_much only when dupacks_
-            // is 0: tcp-newreno.cc:292, tcp-sack1.cc:187).
-            self.send_one_singledup(now, out);
-        } else if sack1 && self.rec.active {
-            self.sack1_send_much(now, out);
-        } else if !(sack1 && self.rec.dupacks > 0 && !self.rec.active) {
+        if !self.ns2_sends_after_ack(now, counted_dupack, out) {
             self.send_what_fits(now, out);
         }
     }
@@ -816,140 +716,10 @@ impl TcpSender {
         self.rec.all_lost(self.snd_max);
     }
 
-    /// NewRenoTcpAgent::dupack_action (tcp-newreno.cc:136): a loss in the window an ECN echo
-    /// already halved is repaired without a second reduction.
-    fn ns2_repair_ecn_window(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        self.last_action = CwndAction::Dupack;
-        // The recovery point stays: this repair belongs to the echo's window.
-        let recover = self.rec.recover;
-        self.rec.start(self.snd_una, self.snd_max, self.st.mss_bytes);
-        self.rec.recover = recover;
-        if let Some((seq, len)) = self.next_hole() {
-            self.retransmit(now, seq, len, out);
-        }
-        self.arm_if_outstanding(now, true);
-        if self.rtt.is_ns2() {
-            self.timed = None; // reset_rtx_timer(1, 0)
-        }
-    }
-
-    /// `reset_rtx_timer(1, 0)` at a fast retransmit (`rto_model = "ns2"`; tcp.cc:976): the
-    /// timer restarts and the timed segment is forgotten (`rtt_active_ = 0`).
-    fn ns2_reset_rtx_timer(&mut self, now: Nanos) {
-        if self.rtt.is_ns2() {
-            self.timed = None;
-            self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
-        }
-    }
-
-    /// ns-2's RTT sample and end of backoff on an ACK of new data up to `ack`
-    /// (`rto_model = "ns2"`, before `snd_una` moves). `TcpAgent::newack` (tcp.cc:1407-1420):
-    /// the timed segment acknowledged gives a sample and ends the backoff (`t_backoff_ = 1`);
-    /// a NewReno partial ACK (`partialnewack`, tcp-newreno.cc:83) ends both without a
-    /// sample; a Sack1 partial ACK ends the backoff whatever was timed (tcp-sack1.cc:224).
-    fn ns2_rtt_on_new_ack(&mut self, now: Nanos, ack: u64, partial: bool) {
-        let timed_acked = self.timed.is_some_and(|(end, _)| ack >= end);
-        if partial && !self.cfg.sack {
-            if timed_acked {
-                self.timed = None;
-                self.backoff = 0;
-            }
-        } else if partial && self.uses_sack1() {
-            self.backoff = 0;
-        } else if timed_acked {
-            if let Some((_, sent)) = self.timed.take() {
-                self.rtt.sample_ns2(sent, now);
-            }
-            self.backoff = 0;
-        }
-    }
-
-    /// ns-2's window (`window_model = "ns2"`) for this flow: `tcp` and `atcp`.
-    #[inline]
-    fn ns2_window(&self) -> bool {
-        self.cfg.window_model == WindowModel::Ns2 && matches!(self.cc, AnyCc::NewReno(_) | AnyCc::Atcp(_))
-    }
-
-    /// ns-2's NewReno recovery (`newreno_recovery = "ns2"`), used without SACK.
-    #[inline]
-    fn ns2_newreno(&self) -> bool {
-        self.cfg.newreno_recovery == NewRenoRecovery::Ns2 && !self.cfg.sack
-    }
-
-    /// Sets ns-2's `cwnd_` (segments) and the byte window that follows it.
-    fn set_cwnd_segments(&mut self, c: f64) {
-        self.ns2_cwnd = c;
-        self.st.cwnd_bytes = ((c * self.st.mss_bytes as f64) as u64).max(1);
-    }
-
     /// Sets the window in bytes (ns-2's `cwnd_` follows with `window_model = "ns2"`).
     fn set_cwnd_bytes(&mut self, b: u64) {
         self.st.cwnd_bytes = b;
-        if self.ns2_window() {
-            self.ns2_cwnd = b as f64 / self.st.mss_bytes as f64;
-        }
-    }
-
-    /// The window in whole segments: ns-2's `int(cwnd_)` with `window_model = "ns2"`.
-    #[inline]
-    fn cwnd_segments(&self) -> u64 {
-        if self.ns2_window() {
-            self.ns2_cwnd as u64
-        } else {
-            self.st.cwnd_bytes / self.st.mss_bytes
-        }
-    }
-
-    /// `TcpAgent::opencwnd` (tcp.cc:1130-1150, `wnd_option_ 1`, `max_ssthresh_ 0`): +1 in
-    /// slow start (cwnd_ < ssthresh_), else `increase_num_ / cwnd_`, ATCP's weight being
-    /// `increase_num_`. cwnd_ is not capped (`window()` applies `window_`).
-    fn ns2_opencwnd(&mut self) {
-        let ssthresh = (self.st.ssthresh_bytes / self.st.mss_bytes) as f64;
-        self.set_cwnd_segments(ns2::opencwnd(self.ns2_cwnd, ssthresh, self.cc.weight().unwrap_or(1.0)));
-    }
-
-    /// `TcpAgent::slowdown(CLOSE_SSTHRESH_HALF | CLOSE_CWND_HALF)` (loss, ECN) or
-    /// `(CLOSE_SSTHRESH_HALF | CLOSE_CWND_RESTART)` (timeout, `wnd_restart_ 1`) with
-    /// `precisionReduce_` (tcp.cc:1252-1350): halfwin = `windowd()` / 2 = min(cwnd_,
-    /// window_) / 2 as a double, ssthresh_ = int(halfwin) (at least 2), cwnd_ = halfwin or 1
-    /// (at least 1).
-    fn ns2_slowdown(&mut self, cwnd_half: bool) {
-        let mss = self.st.mss_bytes;
-        let wnd = (self.cfg.rwnd_bytes / mss).max(1) as f64;
-        let (ssthresh, cwnd) = ns2::slowdown(self.ns2_cwnd, wnd, cwnd_half);
-        self.st.ssthresh_bytes = ssthresh * mss;
-        self.set_cwnd_segments(cwnd);
-    }
-
-    /// `NewRenoTcpAgent::partialnewack` with `partial_window_deflation_ 1`
-    /// (tcp-newreno.cc:62-81): `deflate` packets acknowledged; if dupwnd_ (the duplicate
-    /// ACK count here) exceeds it, dupwnd_ -= deflate - 1, else cwnd_ -= deflate - dupwnd_
-    /// (at least one segment) and dupwnd_ = 1.
-    fn ns2_partial_window_deflation(&mut self, acked: u64) {
-        let mss = self.st.mss_bytes;
-        let (dupacks, by) = ns2::partial_window_deflation(self.rec.dupacks, acked.div_ceil(mss) as u32);
-        self.rec.dupacks = dupacks;
-        if let Some(by) = by {
-            if self.ns2_window() {
-                self.set_cwnd_segments((self.ns2_cwnd - by as f64).max(1.0));
-            } else {
-                self.st.cwnd_bytes = self.st.cwnd_bytes.saturating_sub(by * mss).max(mss);
-            }
-        }
-    }
-
-    /// Sack1 (`sack_recovery = "ns2"`) with SACK on.
-    #[inline]
-    fn uses_sack1(&self) -> bool {
-        self.cfg.sack && self.cfg.sack_recovery == SackRecovery::Ns2
-    }
-
-    /// ns-2's ECN reaction (`ecn_reaction = "ns2"`) for this flow: its algorithm keeps Reno's
-    /// decrease, as TCP and ATCP (ns-2's `Agent/TCP` with `increase_num_`) do; DCTCP and the
-    /// others keep their own reaction.
-    #[inline]
-    fn ns2_ecn(&self) -> bool {
-        self.cfg.ecn_reaction == EcnReaction::Ns2 && matches!(self.cc, AnyCc::NewReno(_) | AnyCc::Atcp(_))
+        self.ns2.follow_window(b, self.st.mss_bytes);
     }
 
     /// The reaction to an ECN echo on the ACK of `ack`.
@@ -958,18 +728,8 @@ impl TcpSender {
             return;
         }
         let mss = self.st.mss_bytes;
-        if self.ns2_ecn() {
-            // TcpAgent::ecn (tcp.cc:1438): once per window of data, the ACK beyond recover_
-            // (shared with loss recovery), or the first echo after a timeout.
-            if !(ack > self.rec.recover || self.last_action == CwndAction::Timeout) || self.rec.active {
-                return;
-            }
-            self.rec.recover = self.snd_max;
-            self.ecn_recover = self.snd_max;
-            self.last_action = CwndAction::Ecn;
-            self.ns2_halve();
-            self.left_slow_start = true;
-            self.ece_until = self.snd_nxt;
+        if self.ns2.mode.ecn {
+            self.ns2_ecn_echo(ack);
             return;
         }
         // Once per window (RFC 3168): an echo counts only on an ACK for data sent after the
@@ -990,124 +750,6 @@ impl TcpSender {
             } else {
                 self.reduction_ended(); // the window fell at once
             }
-        }
-    }
-
-    /// ns-2's `slowdown(CLOSE_SSTHRESH_HALF | CLOSE_CWND_HALF)` with `precisionReduce_`
-    /// (tcp.cc:1252): half of min(cwnd, rwnd), cwnd exact (at least one segment), ssthresh in
-    /// whole segments (at least two).
-    fn ns2_halve(&mut self) {
-        if self.ns2_window() {
-            self.ns2_slowdown(true);
-            return;
-        }
-        let mss = self.st.mss_bytes;
-        let half = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes) / 2;
-        self.st.ssthresh_bytes = (half / mss).max(2) * mss;
-        self.st.cwnd_bytes = half.max(mss);
-    }
-
-    /// `TcpAgent::send_one` (tcp.cc:1596), ns-2's `singledup_`: on each of the first
-    /// `dupthresh - 1` duplicate ACKs one new segment, if the receiver's window allows it and
-    /// it fits in cwnd plus one segment per duplicate ACK.
-    fn send_one_singledup(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        let mss = self.st.mss_bytes;
-        let len = (self.size - self.snd_nxt).min(mss);
-        let outstanding = self.snd_nxt - self.snd_una;
-        if len == 0 || self.state != State::Established || self.paced {
-            return;
-        }
-        // t_seqno_ <= highest_ack_ + wnd_ and t_seqno_ <= highest_ack_ + cwnd_ + dupacks_,
-        // counted in whole packets.
-        let cwnd = if self.ns2_window() { self.cwnd_segments() * mss } else { self.st.cwnd_bytes };
-        if outstanding + mss > self.cfg.rwnd_bytes.max(mss) || outstanding + mss > cwnd + self.rec.dupacks as u64 * mss
-        {
-            return;
-        }
-        let seq = self.snd_nxt;
-        self.emit(now, seq, len, out);
-        self.snd_nxt += len;
-        self.snd_max = self.snd_max.max(self.snd_nxt);
-    }
-
-    /// `Sack1TcpAgent::dupack_action` (tcp-sack1.cc:274) on the `dupthresh`th duplicate ACK.
-    fn sack1_dupack_action(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        let mss = self.st.mss_bytes;
-        // highest_ack_ > recover_, or highest_ack_ == 0 (bugfix_ss_: the first data packet;
-        // with syn_ packet 0 is the SYN, without it the first data packet, whose loss then
-        // waits for the timer).
-        let first = if self.cfg.handshake || self.router { 0 } else { mss };
-        let recovered = self.snd_una > self.rec.recover || self.snd_una == first;
-        let cut = if recovered {
-            true
-        } else if self.ns2_ecn() && self.last_action == CwndAction::Ecn {
-            false // tcp-sack1.cc:285: the ECN reaction already halved this window
-        } else {
-            return; // bug_fix_: no second fast retransmit in one window
-        };
-        self.tlp_high_seq = None;
-        self.probe_deadline = None;
-        self.left_slow_start = true;
-        if cut {
-            self.rec.recover = self.snd_max;
-        }
-        // pipe_ = maxseq_ - highest_ack_ - numdupacks_ (LimTransmitFix_ false)
-        let outstanding = (self.snd_max - self.snd_una).div_ceil(mss) as i64;
-        self.sack1.pipe = outstanding - self.cfg.dupthresh as i64;
-        self.rec.active = true;
-        self.ecn_recover = self.ecn_recover.max(self.rec.recover);
-        self.rec.forget_retransmissions();
-        self.last_action = CwndAction::Dupack;
-        if cut {
-            if matches!(self.cc, AnyCc::NewReno(_)) || self.ns2_window() {
-                self.ns2_halve();
-            } else {
-                let flight = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes);
-                self.cc.on_congestion(&mut self.st, CongestionEvent::Loss { flight_bytes: flight });
-            }
-        }
-        // reset_rtx_timer(1, 0), MarkRetran(highest_ack_ + 1), output(last_ack_ + 1): the
-        // first retransmission is not counted in pipe_.
-        self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
-        if self.rtt.is_ns2() {
-            self.timed = None;
-        }
-        let len = (self.snd_max - self.snd_una).min(mss);
-        self.sack1.next_retx = self.snd_una + len;
-        let seq = self.snd_una;
-        self.emit(now, seq, len, out);
-    }
-
-    /// `Sack1TcpAgent::send_much` in fast recovery (tcp-sack1.cc:422-434): while pipe_ < cwnd_
-    /// (whole packets), the next hole below the highest SACK at or after the retransmission
-    /// pointer (`ScoreBoardRQ::GetNextRetran`: each hole once, a lost retransmission waits
-    /// for the timer), else new data within the receiver's window of the cumulative ACK.
-    fn sack1_send_much(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        let mss = self.st.mss_bytes;
-        let rwnd = self.cfg.rwnd_bytes.max(mss);
-        while self.sack1.pipe < self.cwnd_segments() as i64 && self.snd_una < self.size {
-            let from = self.sack1.next_retx.max(self.snd_una);
-            let highest = self.rec.sacked.highest().unwrap_or(0);
-            let (g, gap_end) = self.rec.sacked.next_gap(from);
-            if g < highest {
-                if g + mss > self.snd_una + rwnd {
-                    break;
-                }
-                let len = (gap_end - g).min(mss);
-                self.sack1.next_retx = g + len;
-                self.emit(now, g, len, out);
-                self.rec.retx.insert(g, g + len);
-            } else {
-                let len = (self.size - self.snd_nxt).min(mss);
-                if len == 0 || self.snd_nxt + mss > self.snd_una + rwnd {
-                    break;
-                }
-                let seq = self.snd_nxt;
-                self.emit(now, seq, len, out);
-                self.snd_nxt += len;
-                self.snd_max = self.snd_max.max(self.snd_nxt);
-            }
-            self.sack1.pipe += 1;
         }
     }
 
@@ -1206,7 +848,7 @@ impl TcpSender {
         if self.cwr.take().is_some() {
             // Already reducing for an ECN echo: the loss continues that reduction.
             self.set_cwnd_bytes(self.st.ssthresh_bytes.max(self.st.mss_bytes));
-        } else if self.ns2_window() {
+        } else if self.ns2.mode.window {
             self.ns2_slowdown(true);
         } else if !self.keep_window() {
             // FlightSize, but not above the window: with many holes, snd_max - snd_una
@@ -1226,7 +868,7 @@ impl TcpSender {
     /// RFC 6675's pipe over the data outstanding (see `Recovery::pipe`).
     #[inline]
     fn pipe(&self) -> u64 {
-        let sack1 = self.cfg.sack_recovery == SackRecovery::Ns2;
+        let sack1 = self.ns2.mode.sack1;
         self.rec.pipe(self.snd_una, self.snd_nxt, self.snd_max, self.cfg.sack, sack1, self.st.mss_bytes)
     }
 
@@ -1244,10 +886,8 @@ impl TcpSender {
         if self.state != State::Established {
             return;
         }
-        let wnd = if self.ns2_window() {
-            // TcpAgent::window() (tcp.cc:899): int(cwnd_) whole segments (window_ applies in
-            // send_one as rwnd).
-            self.cwnd_segments().max(1) * self.st.mss_bytes
+        let wnd = if self.ns2.mode.window {
+            self.ns2.window_bytes(self.st.mss_bytes)
         } else {
             self.st.cwnd_bytes.max(self.st.mss_bytes)
         };
@@ -1337,17 +977,15 @@ impl TcpSender {
         let retx = seq < self.snd_max;
         if retx {
             self.retransmits += 1;
-        } else if self.rtt.is_ns2() && self.timed.is_none() {
-            // output() (tcp.cc:789-797): the first packet beyond maxseq_ sent while none is
-            // timed starts the timing.
-            self.timed = Some((seq + len, now));
+        } else {
+            self.ns2.on_new_data_sent(seq + len, now);
         }
         if let Some(c) = self.cwr.as_mut() {
             c.sent(len);
         }
         self.last_data_sent = now;
         self.packets_sent += 1;
-        let mut f = if self.ect && !(seq == 0 && self.first_not_ect()) { flags::ECT } else { 0 };
+        let mut f = if self.ect && !(seq == 0 && self.ns2_first_not_ect()) { flags::ECT } else { 0 };
         if retx {
             f |= flags::RETX;
         }
@@ -1364,13 +1002,6 @@ impl TcpSender {
             ..Default::default()
         });
         self.pushed(now, out);
-    }
-
-    /// ns-2's output() (tcp.cc:710-732) sends seqno 0 not ECN-capable: the SYN with syn_, else
-    /// the first data packet (every transmission of it).
-    #[cold]
-    fn first_not_ect(&self) -> bool {
-        self.cfg.ecn_reaction == EcnReaction::Ns2 && !(self.cfg.handshake || self.router)
     }
 
     fn arm_if_outstanding(&mut self, now: Nanos, restart: bool) {
@@ -1412,18 +1043,13 @@ impl TcpSender {
         }
     }
 
-    /// One more doubling of the timeout. With `rto_model = "ns2"`, `TcpAgent::rtt_backoff`
-    /// (tcp.cc:622): `t_backoff_` doubles while below 64 or while the timeout is below
-    /// `maxrto_`, and beyond 8 the SRTT is cleared.
+    /// One more doubling of the timeout (ns-2's `rtt_backoff` with `rto_model = "ns2"`).
     fn back_off(&mut self) {
-        if !self.rtt.is_ns2() {
-            self.backoff += 1;
-            return;
-        }
-        if self.backoff < 6 || self.rtt.backed_off(self.backoff) < self.cfg.max_rto {
+        if self.ns2.mode.rto {
+            self.ns2_back_off();
+        } else {
             self.backoff += 1;
         }
-        self.rtt.backed_off_ns2(self.backoff);
     }
 
     fn on_rto(&mut self, now: Nanos, out: &mut Vec<Packet>) {
@@ -1436,7 +1062,7 @@ impl TcpSender {
                 self.timeouts += 1;
                 self.first_timeouts += 1;
                 self.back_off();
-                self.timed = None;
+                self.ns2.untime();
                 self.send_syn(now, out);
             }
             State::Established => {
@@ -1459,23 +1085,11 @@ impl TcpSender {
                     return;
                 }
                 self.left_slow_start = true;
-                if self.ns2_ecn() && self.last_action == CwndAction::Ecn && self.snd_una < self.rec.recover {
-                    // TcpAgent::timeout (tcp.cc:1920): in the window an ECN echo already
-                    // halved, ssthresh stays; the window restarts at one segment.
-                    self.set_cwnd_bytes(self.st.mss_bytes);
-                } else if self.ns2_window() {
-                    // TcpAgent::timeout (tcp.cc:1927): slowdown(CLOSE_SSTHRESH_HALF |
-                    // CLOSE_CWND_RESTART).
-                    self.ns2_slowdown(false);
-                } else {
+                if !self.ns2_timeout_window() {
                     let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
                     self.cc.on_congestion(&mut self.st, CongestionEvent::Timeout { flight_bytes: flight });
                 }
                 self.last_action = CwndAction::Timeout;
-                // Sack1TcpAgent::timeout (tcp-sack1.cc:390-413): dupacks ignored until new data
-                // is acknowledged, scoreboard cleared.
-                self.sack1.after_timeout = self.uses_sack1();
-                self.sack1.next_retx = 0;
                 self.rec.timed_out(self.snd_max);
                 self.ecn_recover = self.snd_max;
                 self.cwr = None;
@@ -1484,7 +1098,7 @@ impl TcpSender {
                 self.tlp_high_seq = None;
                 self.snd_nxt = self.snd_una;
                 self.back_off();
-                self.timed = None; // reset_rtx_timer(0, 1): rtt_active_ = 0
+                self.ns2.timed_out(); // Sack1 ignores duplicate ACKs; the timed segment is forgotten
                 if self.probe_after.is_some_and(|n| self.backoff > n) {
                     // Probe mode: one byte of the first unacknowledged segment, until an ACK
                     // of new data answers (the window is one segment then: slow start).
