@@ -13,8 +13,11 @@
 //! - `router`: router-assisted flows' headers, echoes and FIN;
 //! - `ns2`: ns-2.35's behaviour, for the `ns2` profile's modes (below).
 //!
-//! `TcpSender::on_ack` runs the steps of Linux's `tcp_ack` over them, in its order; `on_timer`
-//! the probe, the pacing timer or the retransmission timeout.
+//! `TcpSender::on_ack` runs the steps of Linux's `tcp_ack` over them, in its order: the ACK,
+//! the new ACK and the window's growth here, and the steps in `loss` (duplicate ACKs,
+//! recovery entered and left), `ecn` (ECN echoes, CWR, one halving per episode) and `send`
+//! (the send path and the packets' headers). `on_timer` (in `timers`) runs the probe, the
+//! pacing timer or the retransmission timeout.
 //!
 //! Loss recovery. Recovery starts on `dupthresh` duplicate ACKs or when that many segments are
 //! SACKed above the cumulative ACK, and only for losses above `recover` (RFC 6582). The window
@@ -69,23 +72,26 @@
 //! loss probes are off. When the algorithm asks for a round and no segment is due within it,
 //! a header-only packet goes out at the end of the round instead.
 
-use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent, SendContext};
+use crate::cc::{AckSample, AnyCc, CcState};
 use crate::config::TcpConfig;
 use crate::rtt::RttEstimator;
 
+mod ecn;
+mod loss;
 mod ns2;
 mod pacing;
 mod probe;
 mod prr;
 mod recovery;
 mod router;
+mod send;
+mod timers;
 
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::packet::flags;
 use fctlab_net::{FlowId, NodeId, Packet, PacketKind};
 use ns2::Ns2;
 use pacing::Pacer;
-use probe::Probe;
 use prr::Cwr;
 use recovery::Recovery;
 use router::RouterFeedback;
@@ -352,76 +358,6 @@ impl TcpSender {
         }
     }
 
-    fn send_syn(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        let p = Packet { kind: PacketKind::Syn, ..self.header_only_packet(now) };
-        self.push(now, p, out);
-        self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
-    }
-
-    /// A packet of this flow without payload, as `send_syn` and header-only packets use.
-    fn header_only_packet(&self, now: Nanos) -> Packet {
-        Packet {
-            flow: self.flow,
-            src: self.src,
-            dst: self.dst,
-            wire_bytes: self.cfg.header_bytes,
-            seq: self.snd_nxt,
-            ts_sent_ns: now.0,
-            ..Default::default()
-        }
-    }
-
-    /// Hands a packet to the network, with the algorithm's router header if it adds one.
-    fn push(&mut self, now: Nanos, p: Packet, out: &mut Vec<Packet>) {
-        out.push(p);
-        self.pushed(now, out);
-    }
-
-    /// The packet just appended to `out` leaves now: the algorithm's router header goes on it
-    /// if it adds one, and its band and rank if it tags packets. (Packets are built in place
-    /// in `out`: no copy on the hot path.)
-    #[inline(always)]
-    fn pushed(&mut self, now: Nanos, out: &mut [Packet]) {
-        self.last_sent = now;
-        if self.router || self.tags {
-            let Some(p) = out.last_mut() else { return };
-            let ctx = SendContext {
-                now,
-                kind: p.kind,
-                size: (self.size != LONG_LIVED).then_some(self.size),
-                bytes_sent: self.snd_max.max(p.seq + p.payload_bytes as u64),
-                seq: p.seq,
-                snd_una: self.snd_una,
-                sacked_bytes: self.rec.sacked.total(),
-                srtt: self.rtt.srtt(),
-                mss_bytes: self.st.mss_bytes,
-            };
-            if self.router {
-                self.feedback.stamp(&mut self.cc, &ctx, p);
-            }
-            if self.tags {
-                let t = self.cc.priority(&ctx);
-                (p.prio, p.rank) = (t.band, t.rank);
-                p.flags |= flags::TAGGED;
-            }
-        }
-    }
-
-    /// Router-assisted flows: the header-only FIN once every byte has been sent.
-    fn send_fin_if_done(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        if self.router && !self.feedback.fin_sent && self.snd_max >= self.size {
-            self.feedback.fin_sent = true;
-            let p = Packet { kind: PacketKind::Fin, ..self.header_only_packet(now) };
-            self.push(now, p, out);
-        }
-    }
-
-    /// Marks this flow's router headers as belonging to the run's router-assisted protocol
-    /// `owner` (the simulation numbers the protocols its flows use; 0 by default).
-    pub fn set_router_owner(&mut self, owner: u8) {
-        self.feedback.owner = owner;
-    }
-
     /// Handles a packet from the receiver (ACK or SYN-ACK).
     pub fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
         match (self.state, p.kind) {
@@ -591,38 +527,6 @@ impl TcpSender {
         false
     }
 
-    /// A new ACK during loss recovery: its end at the recovery point, or a partial ACK.
-    /// Returns whether this ACK then opens the window (ns-2's NewReno on exit).
-    #[inline]
-    fn recovery_on_new_ack(&mut self, now: Nanos, ack: u64, out: &mut Vec<Packet>) -> bool {
-        let mss = self.st.mss_bytes;
-        if ack >= self.rec.recover {
-            self.rec.active = false;
-            self.rec.forget_retransmissions();
-            let open_on_exit = if self.ns2.mode.sack1 || self.ns2.mode.newreno {
-                self.ns2_recovery_over()
-            } else {
-                self.set_cwnd_bytes(self.st.ssthresh_bytes.max(mss));
-                false
-            };
-            self.reduction_ended();
-            return open_on_exit;
-        }
-        if self.ns2.mode.sack1 {
-            self.ns2.sack1.packet_left(); // Sack1's partial ACK: pipe_ one less, nothing sent
-        } else {
-            // Partial ACK: the next unacknowledged segment is lost too. Without SACK it
-            // goes out at once, whatever the window (RFC 6582, section 3.2 step 3).
-            self.rec.lost_hint = self.rec.lost_hint.max(ack + mss);
-            if !self.cfg.sack {
-                if let Some((seq, len)) = self.next_hole() {
-                    self.retransmit(now, seq, len, out);
-                }
-            }
-        }
-        false
-    }
-
     /// The congestion control sees an ACK of `acked` new bytes with RTT sample `r` and
     /// grows the window (tcp_cong_control), within what the receiver accepts.
     #[inline]
@@ -657,44 +561,6 @@ impl TcpSender {
         }
     }
 
-    /// A duplicate ACK with data outstanding: counted, as the recovery in use counts it.
-    /// Returns whether it was counted.
-    #[inline]
-    fn count_dupack(&mut self, sacked_total_before: u64) -> bool {
-        if self.ns2.mode.sack1 {
-            return self.sack1_count_dupack(sacked_total_before);
-        }
-        self.rec.dupacks += 1;
-        true
-    }
-
-    /// Outside recovery with data outstanding: enter fast recovery when the duplicate ACKs,
-    /// the SACKed bytes or RACK say a segment is lost (tcp_fastretrans_alert), as the
-    /// recovery in use decides it.
-    #[inline]
-    fn fastretrans_alert(&mut self, now: Nanos, counted_dupack: bool, out: &mut Vec<Packet>) {
-        let mss = self.st.mss_bytes;
-        if self.ns2.mode.sack1 || self.ns2.mode.newreno {
-            self.ns2_fastretrans_alert(now, counted_dupack, out);
-        } else if self.snd_una >= self.rec.recover {
-            let dupthresh = self.cfg.dupthresh as u64;
-            let sack_says = self.cfg.sack && self.rec.sacked.total() >= dupthresh * mss;
-            // After a probe, a SACK means the holes below it are older than the probe
-            // timeout: RACK marks them lost.
-            let rack_says = self.tlp_high_seq.is_some() && self.rec.sacked.total() > 0;
-            if self.rec.dupacks as u64 >= dupthresh || sack_says || rack_says {
-                self.enter_recovery();
-                // Fast retransmit: the first hole goes out at once, whatever the pipe.
-                if let Some((seq, len)) = self.next_hole() {
-                    self.retransmit(now, seq, len, out);
-                }
-                self.ns2_reset_rtx_timer(now);
-            }
-        } else if counted_dupack && self.rec.dupacks == self.cfg.dupthresh {
-            self.ns2_loss_in_ecn_window(now, out);
-        }
-    }
-
     /// What an ACK lets the sender send (tcp_data_snd_check), unless ns-2's modes decide it.
     #[inline]
     fn transmit_after_ack(&mut self, now: Nanos, counted_dupack: bool, out: &mut Vec<Packet>) {
@@ -703,166 +569,10 @@ impl TcpSender {
         }
     }
 
-    /// A paced flow: this ACK answers a packet sent after every outstanding data segment (the
-    /// round's header-only packet), and that data is neither acknowledged nor SACKed. A flow's
-    /// packets keep their order on its path, so all of it is lost, retransmissions included:
-    /// it becomes eligible for repair at once. Without this a paced flow whose whole window was
-    /// dropped hears nothing but these answers, and its window (which counts the lost data as
-    /// in flight) keeps it silent until the retransmission timeout.
-    fn probe_found_losses(&mut self) {
-        if !self.rec.active {
-            self.enter_recovery();
-        }
-        self.rec.all_lost(self.snd_max);
-    }
-
     /// Sets the window in bytes (ns-2's `cwnd_` follows with `window_model = "ns2"`).
     fn set_cwnd_bytes(&mut self, b: u64) {
         self.st.cwnd_bytes = b;
         self.ns2.follow_window(b, self.st.mss_bytes);
-    }
-
-    /// The reaction to an ECN echo on the ACK of `ack`.
-    fn react_to_ecn(&mut self, ece: bool, ack: u64) {
-        if !ece {
-            return;
-        }
-        let mss = self.st.mss_bytes;
-        if self.ns2.mode.ecn {
-            self.ns2_ecn_echo(ack);
-            return;
-        }
-        // Once per window (RFC 3168): an echo counts only on an ACK for data sent after the
-        // last reduction, i.e. beyond `ecn_recover`. The ACK that reaches `ecn_recover`
-        // exactly still acknowledges data sent before it, whose marks were already answered.
-        if !self.rec.active && self.snd_una > self.ecn_recover {
-            let flight = self.snd_max - self.snd_una;
-            let prior_cwnd = self.st.cwnd_bytes.max(mss);
-            if !self.keep_window() {
-                self.cc.on_congestion(&mut self.st, CongestionEvent::Ecn { flight_bytes: flight });
-                self.episode_halved = true;
-            }
-            self.left_slow_start = true;
-            self.ecn_recover = self.snd_nxt;
-            self.last_action = CwndAction::Ecn;
-            if self.cfg.cwr {
-                self.cwr = Some(Cwr::new(self.snd_nxt, prior_cwnd));
-            } else {
-                self.reduction_ended(); // the window fell at once
-            }
-        }
-    }
-
-    /// One halving per episode (ATCP's `halving = "per-episode"`): a signal now, with snd_una
-    /// below where the last halving reduction ended, keeps the window (ssthresh = cwnd, as the
-    /// kernel ATCP's `ssthresh` returns it). Returns whether it did.
-    fn keep_window(&mut self) -> bool {
-        let per_episode = matches!(&self.cc, AnyCc::Atcp(a) if a.halves_once_per_episode());
-        if !(per_episode && self.quiet_until.is_some_and(|q| self.snd_una < q)) {
-            return false;
-        }
-        self.st.ssthresh_bytes = self.st.cwnd_bytes.max(2 * self.st.mss_bytes);
-        self.episode_halved = false;
-        true
-    }
-
-    /// CWR or recovery is over (or an ECN reduction without CWR is done): after a halving,
-    /// signals for data sent until now belong to its episode.
-    fn reduction_ended(&mut self) {
-        if std::mem::take(&mut self.episode_halved) {
-            self.quiet_until = Some(self.snd_nxt);
-        }
-    }
-
-    /// One ACK's step of proportional rate reduction in CWR (see `Cwr::step`).
-    fn reduce_cwnd(&mut self, delivered: u64, ack_advanced: bool) {
-        let pipe = self.pipe();
-        let Some(c) = self.cwr.as_mut() else { return };
-        if let Some(cwnd) = c.step(delivered, ack_advanced, pipe, self.st.ssthresh_bytes, self.st.mss_bytes) {
-            self.st.cwnd_bytes = cwnd;
-        }
-    }
-
-    /// Arms the tail loss probe if the sender may use one now, or disarms it.
-    /// `advancing_rto`: the RTO was just restarted (Linux's argument of the same name).
-    fn schedule_probe(&mut self, now: Nanos, advancing_rto: bool) {
-        if self.paced {
-            return; // the timer is the pacing timer
-        }
-        self.probe_deadline = None;
-        let eligible = self.cfg.tail_loss_probe
-            && self.cfg.sack
-            && self.state == State::Established
-            && !self.rec.active
-            && self.snd_una >= self.rec.recover // not after a timeout until its data is acknowledged
-            && self.tlp_high_seq.is_none()
-            && self.snd_una < self.snd_max;
-        let Some(srtt) = self.rtt.srtt() else { return };
-        if !eligible {
-            return;
-        }
-        let one_segment = self.snd_max - self.snd_una <= self.st.mss_bytes;
-        let rto_left = if advancing_rto {
-            Some(self.rtt.backed_off(self.backoff))
-        } else {
-            self.rto_deadline.filter(|&d| d > now).map(|d| d - now)
-        };
-        self.probe_deadline = Some(now + probe::timeout(srtt, one_segment, self.cfg.min_rto, rto_left));
-    }
-
-    /// Sends the tail loss probe: a new segment if one may go, else the last one again.
-    fn send_probe(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        self.probe_deadline = None;
-        if self.state != State::Established || self.snd_una >= self.snd_max || self.tlp_high_seq.is_some() {
-            return;
-        }
-        let (una, nxt, max) = (self.snd_una, self.snd_nxt, self.snd_max);
-        let head = match probe::segment(una, nxt, max, self.size, self.cfg.rwnd_bytes, self.st.mss_bytes) {
-            Probe::New { seq, len } => {
-                self.emit(now, seq, len, out);
-                self.snd_nxt += len;
-                self.snd_max = self.snd_nxt;
-                false
-            }
-            Probe::Last { seq, len } => {
-                self.emit(now, seq, len, out);
-                seq == self.snd_una
-            }
-        };
-        self.probes += 1;
-        self.tlp_high_seq = Some(self.snd_nxt);
-        // The RTO still counts from the oldest outstanding segment, unless the probe resent it.
-        let rto = now + self.rtt.backed_off(self.backoff);
-        self.rto_deadline = Some(match self.rto_deadline {
-            Some(d) if !head => d.max(now + Nanos(1)),
-            _ => rto,
-        });
-    }
-
-    /// A retransmission SACKed `dupthresh` segments beyond is lost (see `Recovery`).
-    fn detect_lost_retransmissions(&mut self) {
-        self.rec.detect_lost_retransmissions(self.cfg.dupthresh as u64 * self.st.mss_bytes);
-    }
-
-    fn enter_recovery(&mut self) {
-        if self.cwr.take().is_some() {
-            // Already reducing for an ECN echo: the loss continues that reduction.
-            self.set_cwnd_bytes(self.st.ssthresh_bytes.max(self.st.mss_bytes));
-        } else if self.ns2.mode.window {
-            self.ns2_slowdown(true);
-        } else if !self.keep_window() {
-            // FlightSize, but not above the window: with many holes, snd_max - snd_una
-            // overstates what is really in the network.
-            let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
-            self.cc.on_congestion(&mut self.st, CongestionEvent::Loss { flight_bytes: flight });
-            self.episode_halved = true;
-        }
-        self.tlp_high_seq = None;
-        self.probe_deadline = None;
-        self.left_slow_start = true;
-        self.last_action = CwndAction::Dupack;
-        self.rec.start(self.snd_una, self.snd_max, self.st.mss_bytes);
-        self.ecn_recover = self.snd_max;
     }
 
     /// RFC 6675's pipe over the data outstanding (see `Recovery::pipe`).
@@ -876,239 +586,6 @@ impl TcpSender {
     #[inline]
     fn next_hole(&self) -> Option<(u64, u64)> {
         self.rec.next_hole(self.snd_una, self.snd_max, self.st.mss_bytes)
-    }
-
-    fn send_what_fits(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        if self.paced {
-            self.send_paced(now, out);
-            return;
-        }
-        if self.state != State::Established {
-            return;
-        }
-        let wnd = if self.ns2.mode.window {
-            self.ns2.window_bytes(self.st.mss_bytes)
-        } else {
-            self.st.cwnd_bytes.max(self.st.mss_bytes)
-        };
-        while self.send_one(now, wnd, out) {}
-        if self.router {
-            self.send_fin_if_done(now, out);
-        }
-    }
-
-    /// `send_what_fits` of a paced flow: what is due at the granted rate, then the timer to
-    /// the next segment or the end of the round.
-    fn send_paced(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        self.probe_deadline = None;
-        if self.state != State::Established {
-            return;
-        }
-        let rate = self.cc.pacing_rate().unwrap_or(BitsPerSec(0));
-        let wnd = pacing::window(rate, self.rtt.srtt(), self.st.mss_bytes);
-        // (A rate of 0: nothing granted yet, only the round's header-only packet below.)
-        if rate.0 > 0 {
-            loop {
-                let next = self.pacer.next_departure(rate);
-                if now < next {
-                    self.probe_deadline = Some(next);
-                    break;
-                }
-                let before = out.len();
-                if !self.send_one(now, wnd, out) {
-                    break;
-                }
-                // The next segment waits for its time above (in this call when it has come).
-                self.pacer.sent(now, out[before..].iter().map(|p| p.wire_bytes as u64).sum());
-            }
-        }
-        self.send_fin_if_done(now, out);
-        if !self.feedback.fin_sent {
-            if let Some(round) = self.cc.round() {
-                let due = (self.last_sent + round).max(now);
-                self.probe_deadline = Some(self.probe_deadline.map_or(due, |d| d.min(due)));
-            }
-        }
-    }
-
-    /// Sends one segment (a hole in recovery, else new data) if the window allows it.
-    #[inline(always)]
-    fn send_one(&mut self, now: Nanos, wnd: u64, out: &mut Vec<Packet>) -> bool {
-        let mss = self.st.mss_bytes;
-        {
-            let pipe = self.pipe();
-            if self.rec.active {
-                if pipe + mss > wnd {
-                    return false;
-                }
-                if let Some((seq, len)) = self.next_hole() {
-                    self.retransmit(now, seq, len, out);
-                    return true;
-                }
-            }
-            // New data (or, after a timeout, data again from snd_nxt).
-            let remaining = self.size - self.snd_nxt;
-            if remaining == 0 {
-                return false;
-            }
-            let len = remaining.min(mss);
-            if pipe + len > wnd || self.snd_nxt >= self.granted {
-                return false;
-            }
-            if self.snd_nxt + len > self.snd_una + self.cfg.rwnd_bytes {
-                return false;
-            }
-            let seq = self.snd_nxt;
-            self.emit(now, seq, len, out);
-            self.snd_nxt += len;
-            if self.snd_nxt > self.snd_max {
-                self.snd_max = self.snd_nxt;
-            }
-            true
-        }
-    }
-
-    fn retransmit(&mut self, now: Nanos, seq: u64, len: u64, out: &mut Vec<Packet>) {
-        self.emit(now, seq, len, out);
-        self.rec.retransmitted(seq, len, self.snd_nxt, self.cfg.sack);
-    }
-
-    fn emit(&mut self, now: Nanos, seq: u64, len: u64, out: &mut Vec<Packet>) {
-        let retx = seq < self.snd_max;
-        if retx {
-            self.retransmits += 1;
-        } else {
-            self.ns2.on_new_data_sent(seq + len, now);
-        }
-        if let Some(c) = self.cwr.as_mut() {
-            c.sent(len);
-        }
-        self.last_data_sent = now;
-        self.packets_sent += 1;
-        let mut f = if self.ect && !(seq == 0 && self.ns2_first_not_ect()) { flags::ECT } else { 0 };
-        if retx {
-            f |= flags::RETX;
-        }
-        out.push(Packet {
-            flow: self.flow,
-            src: self.src,
-            dst: self.dst,
-            kind: PacketKind::Data,
-            flags: f,
-            wire_bytes: len as u32 + self.cfg.header_bytes,
-            payload_bytes: len as u32,
-            seq,
-            ts_sent_ns: now.0,
-            ..Default::default()
-        });
-        self.pushed(now, out);
-    }
-
-    fn arm_if_outstanding(&mut self, now: Nanos, restart: bool) {
-        if self.snd_una < self.snd_max {
-            if restart || self.rto_deadline.is_none() {
-                self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
-            }
-        } else {
-            self.rto_deadline = None;
-        }
-    }
-
-    /// The sender's timer fired at `now` (the caller checked the deadline): a tail loss probe
-    /// if one is due first, else the retransmission timeout.
-    pub fn on_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        if self.paced && self.probe_deadline.is_some_and(|d| d <= now) && self.rto_deadline.map_or(true, |r| r > now) {
-            let sent = self.last_sent;
-            self.send_what_fits(now, out);
-            // Nothing was due within the round: a header-only packet keeps the requests going.
-            if self.last_sent == sent && self.cc.round().is_some_and(|r| sent + r <= now) {
-                let p = self.header_only_packet(now);
-                self.header_only += 1;
-                self.push(now, p, out);
-                self.send_what_fits(now, out);
-            }
-            if self.rto_deadline.is_none() {
-                self.arm_if_outstanding(now, false);
-            }
-            return;
-        }
-        if let Some(p) = self.probe_deadline.filter(|_| !self.paced) {
-            if p <= now && self.rto_deadline.map_or(true, |r| p <= r) {
-                self.send_probe(now, out);
-                return;
-            }
-        }
-        if self.rto_deadline.is_some_and(|r| r <= now) {
-            self.on_rto(now, out);
-        }
-    }
-
-    /// One more doubling of the timeout (ns-2's `rtt_backoff` with `rto_model = "ns2"`).
-    fn back_off(&mut self) {
-        if self.ns2.mode.rto {
-            self.ns2_back_off();
-        } else {
-            self.backoff += 1;
-        }
-    }
-
-    fn on_rto(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        self.probe_deadline = None;
-        match self.state {
-            State::Done => {
-                self.rto_deadline = None;
-            }
-            State::SynSent => {
-                self.timeouts += 1;
-                self.first_timeouts += 1;
-                self.back_off();
-                self.ns2.untime();
-                self.send_syn(now, out);
-            }
-            State::Established => {
-                if self.snd_una >= self.snd_max {
-                    self.rto_deadline = None;
-                    return;
-                }
-                self.timeouts += 1;
-                if self.snd_una == 0 {
-                    self.first_timeouts += 1;
-                } else if self.last_action == CwndAction::Ecn {
-                    self.ecn_timeouts += 1;
-                }
-                if self.receiver_driven {
-                    // The receiver finds losses and asks for them: the sender's timeout only
-                    // makes sure it knows the message (one byte, answered by its latest grant).
-                    self.back_off();
-                    self.emit(now, self.snd_una, 1, out);
-                    self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
-                    return;
-                }
-                self.left_slow_start = true;
-                if !self.ns2_timeout_window() {
-                    let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
-                    self.cc.on_congestion(&mut self.st, CongestionEvent::Timeout { flight_bytes: flight });
-                }
-                self.last_action = CwndAction::Timeout;
-                self.rec.timed_out(self.snd_max);
-                self.ecn_recover = self.snd_max;
-                self.cwr = None;
-                self.quiet_until = None;
-                self.episode_halved = false;
-                self.tlp_high_seq = None;
-                self.snd_nxt = self.snd_una;
-                self.back_off();
-                self.ns2.timed_out(); // Sack1 ignores duplicate ACKs; the timed segment is forgotten
-                if self.probe_after.is_some_and(|n| self.backoff > n) {
-                    // Probe mode: one byte of the first unacknowledged segment, until an ACK
-                    // of new data answers (the window is one segment then: slow start).
-                    self.retransmit(now, self.snd_una, 1, out);
-                } else {
-                    self.send_what_fits(now, out);
-                }
-                self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
-            }
-        }
     }
 }
 
