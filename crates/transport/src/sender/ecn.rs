@@ -8,6 +8,7 @@ use crate::cc::{AnyCc, CongestionEvent};
 
 impl TcpSender {
     /// The reaction to an ECN echo on the ACK of `ack`.
+    #[inline]
     pub(super) fn react_to_ecn(&mut self, ece: bool, ack: u64) {
         if !ece {
             return;
@@ -39,6 +40,7 @@ impl TcpSender {
     }
 
     /// One ACK's step of proportional rate reduction in CWR (see `Cwr::step`).
+    #[inline]
     pub(super) fn reduce_cwnd(&mut self, delivered: u64, ack_advanced: bool) {
         let pipe = self.pipe();
         let Some(c) = self.cwr.as_mut() else { return };

@@ -83,6 +83,7 @@ impl TcpSender {
 
     /// Sends what the window allows: holes first in recovery, then new data (a paced flow
     /// at its rate instead); a router-assisted flow's FIN once every byte has been sent.
+    #[inline]
     pub(super) fn send_what_fits(&mut self, now: Nanos, out: &mut Vec<Packet>) {
         if self.paced {
             self.send_paced(now, out);
@@ -181,6 +182,7 @@ impl TcpSender {
 
     /// Appends the data segment `seq..seq + len` to `out` (a retransmission if below
     /// snd_max): its ECT and RETX flags, then what `pushed` adds.
+    #[inline]
     pub(super) fn emit(&mut self, now: Nanos, seq: u64, len: u64, out: &mut Vec<Packet>) {
         let retx = seq < self.snd_max;
         if retx {

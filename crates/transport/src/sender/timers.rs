@@ -11,6 +11,7 @@ use fctlab_net::Packet;
 impl TcpSender {
     /// Runs the retransmission timer while data is outstanding (from now if `restart` or it
     /// is not running), else stops it.
+    #[inline]
     pub(super) fn arm_if_outstanding(&mut self, now: Nanos, restart: bool) {
         if self.snd_una < self.snd_max {
             if restart || self.rto_deadline.is_none() {
@@ -123,6 +124,7 @@ impl TcpSender {
 
     /// Arms the tail loss probe if the sender may use one now, or disarms it.
     /// `advancing_rto`: the RTO was just restarted (Linux's argument of the same name).
+    #[inline]
     pub(super) fn schedule_probe(&mut self, now: Nanos, advancing_rto: bool) {
         if self.paced {
             return; // the timer is the pacing timer
