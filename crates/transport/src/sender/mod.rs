@@ -11,10 +11,13 @@
 //! - `probe`: the tail loss probe's timeout and segment;
 //! - `pacing`: rate-based flows' departures and window;
 //! - `router`: router-assisted flows' headers, echoes and FIN;
-//! - `ns2`: ns-2.35's window arithmetic and Sack1 state, for the `ns2` profile's modes.
+//! - `ns2`: ns-2.35's behaviour, for the `ns2` profile's modes (below).
 //!
-//! `TcpSender::on_ack` runs the steps of Linux's `tcp_ack` over them, in its order; `on_timer`
-//! the probe, the pacing timer or the retransmission timeout.
+//! `TcpSender::on_ack` runs the steps of Linux's `tcp_ack` over them, in its order: the ACK,
+//! the new ACK and the window's growth here, and the steps in `loss` (duplicate ACKs,
+//! recovery entered and left), `ecn` (ECN echoes, CWR, one halving per episode) and `send`
+//! (the send path and the packets' headers). `on_timer` (in `timers`) runs the probe, the
+//! pacing timer or the retransmission timeout.
 //!
 //! Loss recovery. Recovery starts on `dupthresh` duplicate ACKs or when that many segments are
 //! SACKed above the cumulative ACK, and only for losses above `recover` (RFC 6582). The window
@@ -50,18 +53,14 @@
 //! RACK's reordering window and its timer are not modelled otherwise; duplicate ACKs and
 //! SACK counts (above) detect losses within a window.
 //!
-//! ns-2.35 modes (the ns2 profile). `sack_recovery = "ns2"` replaces the RFC 6675 rules by
-//! `Agent/TCP/Sack1`'s (tcp-sack1.cc with ScoreBoardRQ): fast retransmit on the `dupthresh`th
-//! duplicate ACK that brings new SACK information, a pipe counted in packets (outstanding
-//! minus dupthresh at the start, one less per ACK, one more per packet sent), each hole
-//! below the highest SACK retransmitted once in order, new data within the receiver's window
-//! past the holes, no lost-retransmission detection, recovery ending at the recovery point
-//! with the halved window, and duplicate ACKs ignored after a timeout until new data is
-//! acknowledged. `singledup`, `whole_packets`, `ecn_reaction = "ns2"`, `window_model = "ns2"`
-//! (`ns2_opencwnd`, `ns2_slowdown`, `cwnd_segments`), `rto_model = "ns2"` (`timed`,
-//! `ns2_rtt_on_new_ack`, `back_off`) and `newreno_recovery = "ns2"`
-//! (`ns2_partial_window_deflation` and the fast retransmit in `on_ack`) are described at
-//! their functions and fields.
+//! ns-2.35 modes (the ns2 profile), behind one seam: `ns2`. Its settings (`sack_recovery`,
+//! `newreno_recovery`, `window_model`, `rto_model`, `ecn_reaction` = "ns2", `singledup`,
+//! `whole_packets`) replace rules above by ns-2.35's `Agent/TCP`, `Agent/TCP/Newreno` and
+//! `Agent/TCP/Sack1`: Sack1's recovery, NewReno's window deflation, `singledup_`, ns-2's
+//! window in segments, its timed segment and backoff, and its ECN reaction. A flow's modes are
+//! fixed when it starts (`ns2::Modes`); their state is the `ns2` field. The steps here ask the
+//! seam at named points (`ns2_*` and `sack1_*`, and `Ns2`'s methods), each listed with ns-2's
+//! source in `ns2`'s documentation; with every mode off (linux) each leaves the step as is.
 //!
 //! Router-assisted algorithms. The connection always opens with a SYN, every packet the
 //! algorithm stamps carries its router header (its bytes added to the packet), a header-only
@@ -73,23 +72,26 @@
 //! loss probes are off. When the algorithm asks for a round and no segment is due within it,
 //! a header-only packet goes out at the end of the round instead.
 
-use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent, SendContext};
-use crate::config::{EcnReaction, NewRenoRecovery, SackRecovery, TcpConfig, WindowModel};
+use crate::cc::{AckSample, AnyCc, CcState};
+use crate::config::TcpConfig;
 use crate::rtt::RttEstimator;
 
+mod ecn;
+mod loss;
 mod ns2;
 mod pacing;
 mod probe;
 mod prr;
 mod recovery;
 mod router;
+mod send;
+mod timers;
 
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::packet::flags;
 use fctlab_net::{FlowId, NodeId, Packet, PacketKind};
-use ns2::Sack1;
+use ns2::Ns2;
 use pacing::Pacer;
-use probe::Probe;
 use prr::Cwr;
 use recovery::Recovery;
 use router::RouterFeedback;
@@ -182,22 +184,10 @@ pub struct TcpSender {
     /// Tail loss probes sent.
     pub probes: u64,
     /// The last window reduction's cause (ns-2's `last_cwnd_action_`): it steers the ns-2
-    /// modes, and classifies timeouts in all.
+    /// modes, and classifies timeouts in all (so it is the sender's, not `ns2`'s).
     last_action: CwndAction,
-    /// `sack_recovery = "ns2"`: Sack1's pipe, retransmission pointer and timeout state.
-    sack1: Sack1,
-    /// `ecn_reaction = "ns2"`: ACKs up to this byte still carry ECN-Echo (ns-2's receiver
-    /// repeats it until the first packet sent after the reduction, which carries CWR).
-    ece_until: u64,
-    /// `window_model = "ns2"` (`tcp` and `atcp`): ns-2's `cwnd_`, a double in segments;
-    /// `st.cwnd_bytes` follows it (rounded down to whole bytes).
-    ns2_cwnd: f64,
-    /// `rto_model = "ns2"`: the timed segment (ns-2's `rtt_active_`, `rtt_seq_`, `rtt_ts_`):
-    /// its end and when it was sent. A SYN is timed with end 0.
-    timed: Option<(u64, Nanos)>,
-    /// `rto_model = "ns2"` without SACK: the timer was restarted on a partial ACK of this
-    /// recovery (`firstpartial_`, `newreno_changes1_ 1`).
-    first_partial: bool,
+    /// ns-2.35's modes this flow runs and their state (the `ns2` profile; see `ns2`).
+    ns2: Ns2,
     /// Whether the window has left slow start: it reached ssthresh, or a loss, an ECN echo
     /// or a timeout set ssthresh below it.
     pub left_slow_start: bool,
@@ -225,18 +215,13 @@ impl TcpSender {
         let granted = cc.send_limit().unwrap_or(u64::MAX);
         let paced = cc.pacing_rate().is_some();
         let cfg = &Self::own_config(cfg, &cc);
+        let ns2 = Ns2::new(cfg, &cc);
         TcpSender {
             flow,
             src,
             dst,
             cfg: *cfg,
-            // ns-2's TcpAgent::sendmsg (tcp.cc:818) counts a flow in whole packets:
-            // curseq_ += ceil(nbytes / size_), each packet size_ bytes.
-            size: match size {
-                Some(s) if cfg.whole_packets => s.div_ceil(mss) * mss,
-                Some(s) => s,
-                None => LONG_LIVED,
-            },
+            size: ns2::size_in_packets(size, cfg).unwrap_or(LONG_LIVED),
             state: State::SynSent,
             snd_una: 0,
             snd_nxt: 0,
@@ -275,11 +260,7 @@ impl TcpSender {
             ecn_timeouts: 0,
             probes: 0,
             last_action: CwndAction::None,
-            sack1: Sack1::default(),
-            ece_until: 0,
-            ns2_cwnd: cfg.initial_cwnd_segments.max(1) as f64,
-            timed: None,
-            first_partial: false,
+            ns2,
             left_slow_start: false,
             packets_sent: 0,
             completed_at: None,
@@ -363,9 +344,7 @@ impl TcpSender {
     pub fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
         if self.cfg.handshake || self.router {
             self.send_syn(now, out);
-            if self.rtt.is_ns2() {
-                self.timed = Some((0, now)); // output() of seqno 0 starts the timing
-            }
+            self.ns2.syn_sent(now);
         } else {
             self.state = State::Established;
             self.send_what_fits(now, out);
@@ -379,87 +358,12 @@ impl TcpSender {
         }
     }
 
-    fn send_syn(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        let p = Packet { kind: PacketKind::Syn, ..self.header_only_packet(now) };
-        self.push(now, p, out);
-        self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
-    }
-
-    /// A packet of this flow without payload, as `send_syn` and header-only packets use.
-    fn header_only_packet(&self, now: Nanos) -> Packet {
-        Packet {
-            flow: self.flow,
-            src: self.src,
-            dst: self.dst,
-            wire_bytes: self.cfg.header_bytes,
-            seq: self.snd_nxt,
-            ts_sent_ns: now.0,
-            ..Default::default()
-        }
-    }
-
-    /// Hands a packet to the network, with the algorithm's router header if it adds one.
-    fn push(&mut self, now: Nanos, p: Packet, out: &mut Vec<Packet>) {
-        out.push(p);
-        self.pushed(now, out);
-    }
-
-    /// The packet just appended to `out` leaves now: the algorithm's router header goes on it
-    /// if it adds one, and its band and rank if it tags packets. (Packets are built in place
-    /// in `out`: no copy on the hot path.)
-    #[inline(always)]
-    fn pushed(&mut self, now: Nanos, out: &mut [Packet]) {
-        self.last_sent = now;
-        if self.router || self.tags {
-            let Some(p) = out.last_mut() else { return };
-            let ctx = SendContext {
-                now,
-                kind: p.kind,
-                size: (self.size != LONG_LIVED).then_some(self.size),
-                bytes_sent: self.snd_max.max(p.seq + p.payload_bytes as u64),
-                seq: p.seq,
-                snd_una: self.snd_una,
-                sacked_bytes: self.rec.sacked.total(),
-                srtt: self.rtt.srtt(),
-                mss_bytes: self.st.mss_bytes,
-            };
-            if self.router {
-                self.feedback.stamp(&mut self.cc, &ctx, p);
-            }
-            if self.tags {
-                let t = self.cc.priority(&ctx);
-                (p.prio, p.rank) = (t.band, t.rank);
-                p.flags |= flags::TAGGED;
-            }
-        }
-    }
-
-    /// Router-assisted flows: the header-only FIN once every byte has been sent.
-    fn send_fin_if_done(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        if self.router && !self.feedback.fin_sent && self.snd_max >= self.size {
-            self.feedback.fin_sent = true;
-            let p = Packet { kind: PacketKind::Fin, ..self.header_only_packet(now) };
-            self.push(now, p, out);
-        }
-    }
-
-    /// Marks this flow's router headers as belonging to the run's router-assisted protocol
-    /// `owner` (the simulation numbers the protocols its flows use; 0 by default).
-    pub fn set_router_owner(&mut self, owner: u8) {
-        self.feedback.owner = owner;
-    }
-
     /// Handles a packet from the receiver (ACK or SYN-ACK).
     pub fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
         match (self.state, p.kind) {
             (State::SynSent, PacketKind::SynAck) => {
-                if self.rtt.is_ns2() {
-                    // newack(): a sample and the end of the backoff only if the SYN was timed,
-                    // i.e. not retransmitted (tcp.cc:1407-1419).
-                    if let Some((_, sent)) = self.timed.take() {
-                        self.rtt.sample_ns2(sent, now);
-                        self.backoff = 0;
-                    }
+                if self.ns2.mode.rto {
+                    self.ns2_rtt_on_syn_ack(now);
                 } else {
                     self.rtt.sample(Nanos(now.0.saturating_sub(p.ts_echo_ns)));
                     self.backoff = 0;
@@ -496,11 +400,9 @@ impl TcpSender {
         let ack_advanced = ack > self.snd_una;
         let delivered_before = self.snd_una + self.rec.sacked.total();
         let sent_before = self.packets_sent;
-        let sack1 = self.uses_sack1();
+        let sack1 = self.ns2.mode.sack1;
         if sack1 && self.rec.active {
-            // Sack1TcpAgent::recv (tcp-sack1.cc:191): in fast recovery every ACK takes one
-            // packet out of pipe_.
-            self.sack1.pipe -= 1;
+            self.ns2.sack1.packet_left(); // Sack1's pipe_, one less per ACK in recovery
         }
         let sacked_total_before = self.rec.sacked.total();
         self.sack_tag(p, ack);
@@ -515,7 +417,7 @@ impl TcpSender {
                 return; // every byte acknowledged: the flow is complete
             }
         } else if ack == self.snd_una && self.snd_una < self.snd_max {
-            counted_dupack = self.count_dupack(sack1, sacked_total_before);
+            counted_dupack = self.count_dupack(sacked_total_before);
         }
         if self.paced && ack == self.snd_una && self.snd_una < self.snd_max && p.ts_echo_ns > self.last_data_sent.0 {
             self.probe_found_losses();
@@ -526,6 +428,7 @@ impl TcpSender {
             self.reduce_cwnd(delivered, ack_advanced);
         }
         if self.rec.active && !sack1 {
+            // (ns-2's Sack1 has no lost-retransmission detection.)
             self.detect_lost_retransmissions();
         }
         if !self.rec.active && self.snd_una < self.snd_max {
@@ -570,12 +473,11 @@ impl TcpSender {
     #[inline]
     fn on_new_ack(&mut self, now: Nanos, p: &Packet, ack: u64, ece: bool, out: &mut Vec<Packet>) -> bool {
         let mss = self.st.mss_bytes;
-        let sack1 = self.uses_sack1();
         let acked = ack - self.snd_una;
         // Timestamp echo gives a sample even for retransmitted data (RFC 7323).
         let r = Nanos(now.0.saturating_sub(p.ts_echo_ns));
         let partial = self.rec.active && ack < self.rec.recover;
-        if self.rtt.is_ns2() {
+        if self.ns2.mode.rto {
             self.ns2_rtt_on_new_ack(now, ack, partial);
         } else {
             self.rtt.sample(r);
@@ -586,38 +488,28 @@ impl TcpSender {
             self.snd_nxt = ack;
         }
         self.rec.acked_to(ack);
-        self.rec.dupacks = if partial && !self.cfg.sack && self.ns2_newreno() {
+        let newreno_partial = partial && !self.cfg.sack;
+        if newreno_partial && self.ns2.mode.newreno {
             self.ns2_partial_window_deflation(acked);
-            self.rec.dupacks
-        } else if partial && !self.cfg.sack {
+        } else if newreno_partial {
             // The segments that sent duplicate ACKs and are now acknowledged have left the
             // window's accounting; the retransmitted one did not send any (RFC 6582's
             // deflation by the data acknowledged, plus one segment).
-            self.rec.dupacks.saturating_sub(((acked / mss) as u32).saturating_sub(1))
+            self.rec.dupacks = self.rec.dupacks.saturating_sub(((acked / mss) as u32).saturating_sub(1));
         } else {
-            0
-        };
-        // ns-2 restarts the timer on the first partial ACK of a recovery only
-        // (NewRenoTcpAgent::partialnewack_helper, tcp-newreno.cc:88, newreno_changes1_ 1).
-        let restart_timer = if partial && !self.cfg.sack && self.rtt.is_ns2() {
-            !std::mem::replace(&mut self.first_partial, true)
-        } else {
-            self.first_partial = false;
-            true
-        };
+            self.rec.dupacks = 0;
+        }
+        let restart_timer = self.ns2.restarts_timer(newreno_partial);
         let open_on_exit = if self.rec.active {
-            self.recovery_on_new_ack(now, ack, sack1, out)
+            self.recovery_on_new_ack(now, ack, out)
         } else {
             if self.cwr.is_some_and(|c| c.is_over(self.snd_una)) {
                 self.set_cwnd_bytes(self.st.ssthresh_bytes.max(mss));
                 self.cwr = None;
                 self.reduction_ended();
             }
-            if sack1 {
-                // A new ACK outside recovery clears the scoreboard and the timeout state
-                // (tcp-sack1.cc:138).
-                self.rec.sacked.clear();
-                self.sack1.reset();
+            if self.ns2.mode.sack1 {
+                self.sack1_clear();
             }
             true
         };
@@ -635,63 +527,18 @@ impl TcpSender {
         false
     }
 
-    /// A new ACK during loss recovery: its end at the recovery point, or a partial ACK.
-    /// Returns whether this ACK then opens the window (ns-2's NewReno on exit).
-    #[inline]
-    fn recovery_on_new_ack(&mut self, now: Nanos, ack: u64, sack1: bool, out: &mut Vec<Packet>) -> bool {
-        let mss = self.st.mss_bytes;
-        if ack >= self.rec.recover {
-            self.rec.active = false;
-            self.rec.forget_retransmissions();
-            let mut open_on_exit = false;
-            if sack1 {
-                // tcp-sack1.cc:193-204: recover_ = 0, the scoreboard is cleared, and
-                // newack() leaves cwnd_ as the halving set it.
-                self.rec.recover = 0;
-                self.rec.sacked.clear();
-                self.sack1.reset();
-            } else if self.ns2_newreno() {
-                // NewRenoTcpAgent::recv (tcp-newreno.cc:229-246): dupwnd_ = 0, cwnd_
-                // stays as the halving (and deflation) left it, and this ACK opens it
-                // (recv_newack_helper).
-                open_on_exit = true;
-            } else {
-                self.set_cwnd_bytes(self.st.ssthresh_bytes.max(mss));
-            }
-            self.reduction_ended();
-            return open_on_exit;
-        }
-        if sack1 {
-            // Partial ACK with partial_ack_ false (tcp-sack1.cc:223): pipe_ loses one
-            // more packet; nothing is sent at once.
-            self.sack1.pipe -= 1;
-        } else {
-            // Partial ACK: the next unacknowledged segment is lost too. Without SACK it
-            // goes out at once, whatever the window (RFC 6582, section 3.2 step 3).
-            self.rec.lost_hint = self.rec.lost_hint.max(ack + mss);
-            if !self.cfg.sack {
-                if let Some((seq, len)) = self.next_hole() {
-                    self.retransmit(now, seq, len, out);
-                }
-            }
-        }
-        false
-    }
-
     /// The congestion control sees an ACK of `acked` new bytes with RTT sample `r` and
     /// grows the window (tcp_cong_control), within what the receiver accepts.
     #[inline]
     fn cong_control(&mut self, now: Nanos, p: &Packet, acked: u64, ece: bool, ack: u64, r: Nanos) {
         let mss = self.st.mss_bytes;
-        // ns-2 opens the window only on ACKs without ECN-Echo (recv_newack_helper,
-        // tcp.cc:1478), and its receiver repeats the echo until the packet carrying
-        // CWR, the first one sent after the reduction, arrives (tcp-sink.cc:319-328).
-        let ns2_ece = self.ns2_ecn() && (ece || ack <= self.ece_until);
+        // With ns-2's ECN reaction, an ACK with (or still counted as with) ECN-Echo.
+        let held = self.ns2.holds_window(ece, ack);
         // In CWR the algorithm still sees the ACK (DCTCP's alpha), but the window is
         // PRR's: `reduce_cwnd` sets it on every ACK that delivers data.
         let sample = AckSample {
             now,
-            acked_bytes: if ns2_ece { 0 } else { acked },
+            acked_bytes: if held { 0 } else { acked },
             ce_bytes: if ece { (p.ce_bytes_echo as u64).min(acked).max(1) } else { 0 },
             ece,
             rtt: Some(r),
@@ -699,534 +546,39 @@ impl TcpSender {
             snd_nxt: self.snd_nxt,
             bytes_sent: self.snd_max,
         };
-        if !ns2_ece {
-            if self.ns2_window() {
-                // The algorithm sees the ACK (ATCP's weight), the window is ns-2's.
-                let mut scratch = self.st;
-                self.cc.on_ack(&mut scratch, &sample);
-                self.ns2_opencwnd();
+        if !held {
+            if self.ns2.mode.window {
+                self.ns2_open_window(&sample);
             } else {
                 self.cc.on_ack(&mut self.st, &sample);
             }
         }
         self.left_slow_start |= self.st.cwnd_bytes >= self.st.ssthresh_bytes;
-        if !self.ns2_window() {
+        if !self.ns2.mode.window {
             // The window never grows past what the receiver accepts (ns-2's window_
             // caps cwnd_ in effect; Linux grows cwnd only while it limits the sender).
             self.st.cwnd_bytes = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes.max(mss));
         }
     }
 
-    /// A duplicate ACK with data outstanding: counted, as the recovery in use counts it.
-    /// Returns whether it was counted.
-    #[inline]
-    fn count_dupack(&mut self, sack1: bool, sacked_total_before: u64) -> bool {
-        if !sack1 {
-            self.rec.dupacks += 1;
-            return true;
-        }
-        if !self.sack1.after_timeout
-            && self.rec.sacked.total() != sacked_total_before
-            && (!self.rec.active || self.rec.dupacks > 0)
-        {
-            // Sack1 counts a duplicate ACK only if its SACK blocks tell something new
-            // (CheckUpdate), and none until new data is acknowledged after a timeout
-            // (timeout_, tcp-sack1.cc:144, 232).
-            self.rec.dupacks += 1;
-            return !self.rec.active;
-        }
-        false
-    }
-
-    /// Outside recovery with data outstanding: enter fast recovery when the duplicate ACKs,
-    /// the SACKed bytes or RACK say a segment is lost (tcp_fastretrans_alert), as the
-    /// recovery in use decides it.
-    #[inline]
-    fn fastretrans_alert(&mut self, now: Nanos, counted_dupack: bool, out: &mut Vec<Packet>) {
-        let mss = self.st.mss_bytes;
-        if self.uses_sack1() {
-            if counted_dupack && self.rec.dupacks == self.cfg.dupthresh {
-                self.sack1_dupack_action(now, out);
-            }
-        } else if self.ns2_newreno() {
-            // NewRenoTcpAgent::dupack_action (tcp-newreno.cc:118-177), on the dupthresh-th
-            // duplicate ACK only: a fast retransmit needs highest_ack_ > recover_ (or
-            // highest_ack_ == 0, bugfix_ss_); otherwise nothing but the ECN case below.
-            let first = if self.cfg.handshake || self.router { 0 } else { mss };
-            let recovered = self.snd_una > self.rec.recover || self.snd_una == first;
-            if counted_dupack && self.rec.dupacks == self.cfg.dupthresh {
-                if recovered {
-                    self.enter_recovery();
-                    if let Some((seq, len)) = self.next_hole() {
-                        self.retransmit(now, seq, len, out);
-                    }
-                    self.ns2_reset_rtx_timer(now);
-                } else if self.ns2_ecn() && self.last_action == CwndAction::Ecn {
-                    self.ns2_repair_ecn_window(now, out);
-                }
-            }
-        } else if self.snd_una >= self.rec.recover {
-            let dupthresh = self.cfg.dupthresh as u64;
-            let sack_says = self.cfg.sack && self.rec.sacked.total() >= dupthresh * mss;
-            // After a probe, a SACK means the holes below it are older than the probe
-            // timeout: RACK marks them lost.
-            let rack_says = self.tlp_high_seq.is_some() && self.rec.sacked.total() > 0;
-            if self.rec.dupacks as u64 >= dupthresh || sack_says || rack_says {
-                self.enter_recovery();
-                // Fast retransmit: the first hole goes out at once, whatever the pipe.
-                if let Some((seq, len)) = self.next_hole() {
-                    self.retransmit(now, seq, len, out);
-                }
-                self.ns2_reset_rtx_timer(now);
-            }
-        } else if self.ns2_ecn()
-            && counted_dupack
-            && self.rec.dupacks == self.cfg.dupthresh
-            && self.last_action == CwndAction::Ecn
-        {
-            self.ns2_repair_ecn_window(now, out);
-        }
-    }
-
-    /// What an ACK lets the sender send (tcp_data_snd_check), as the recovery in use sends.
+    /// What an ACK lets the sender send (tcp_data_snd_check), unless ns-2's modes decide it.
     #[inline]
     fn transmit_after_ack(&mut self, now: Nanos, counted_dupack: bool, out: &mut Vec<Packet>) {
-        let sack1 = self.uses_sack1();
-        if self.cfg.singledup && !self.rec.active && counted_dupack && self.rec.dupacks < self.cfg.dupthresh {
-            // ns-2 sends nothing else on these duplicate ACKs (send_much only when dupacks_
-            // is 0: tcp-newreno.cc:292, tcp-sack1.cc:187).
-            self.send_one_singledup(now, out);
-        } else if sack1 && self.rec.active {
-            self.sack1_send_much(now, out);
-        } else if !(sack1 && self.rec.dupacks > 0 && !self.rec.active) {
+        if !self.ns2_sends_after_ack(now, counted_dupack, out) {
             self.send_what_fits(now, out);
         }
-    }
-
-    /// A paced flow: this ACK answers a packet sent after every outstanding data segment (the
-    /// round's header-only packet), and that data is neither acknowledged nor SACKed. A flow's
-    /// packets keep their order on its path, so all of it is lost, retransmissions included:
-    /// it becomes eligible for repair at once. Without this a paced flow whose whole window was
-    /// dropped hears nothing but these answers, and its window (which counts the lost data as
-    /// in flight) keeps it silent until the retransmission timeout.
-    fn probe_found_losses(&mut self) {
-        if !self.rec.active {
-            self.enter_recovery();
-        }
-        self.rec.all_lost(self.snd_max);
-    }
-
-    /// NewRenoTcpAgent::dupack_action (tcp-newreno.cc:136): a loss in the window an ECN echo
-    /// already halved is repaired without a second reduction.
-    fn ns2_repair_ecn_window(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        self.last_action = CwndAction::Dupack;
-        // The recovery point stays: this repair belongs to the echo's window.
-        let recover = self.rec.recover;
-        self.rec.start(self.snd_una, self.snd_max, self.st.mss_bytes);
-        self.rec.recover = recover;
-        if let Some((seq, len)) = self.next_hole() {
-            self.retransmit(now, seq, len, out);
-        }
-        self.arm_if_outstanding(now, true);
-        if self.rtt.is_ns2() {
-            self.timed = None; // reset_rtx_timer(1, 0)
-        }
-    }
-
-    /// `reset_rtx_timer(1, 0)` at a fast retransmit (`rto_model = "ns2"`; tcp.cc:976): the
-    /// timer restarts and the timed segment is forgotten (`rtt_active_ = 0`).
-    fn ns2_reset_rtx_timer(&mut self, now: Nanos) {
-        if self.rtt.is_ns2() {
-            self.timed = None;
-            self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
-        }
-    }
-
-    /// ns-2's RTT sample and end of backoff on an ACK of new data up to `ack`
-    /// (`rto_model = "ns2"`, before `snd_una` moves). `TcpAgent::newack` (tcp.cc:1407-1420):
-    /// the timed segment acknowledged gives a sample and ends the backoff (`t_backoff_ = 1`);
-    /// a NewReno partial ACK (`partialnewack`, tcp-newreno.cc:83) ends both without a
-    /// sample; a Sack1 partial ACK ends the backoff whatever was timed (tcp-sack1.cc:224).
-    fn ns2_rtt_on_new_ack(&mut self, now: Nanos, ack: u64, partial: bool) {
-        let timed_acked = self.timed.is_some_and(|(end, _)| ack >= end);
-        if partial && !self.cfg.sack {
-            if timed_acked {
-                self.timed = None;
-                self.backoff = 0;
-            }
-        } else if partial && self.uses_sack1() {
-            self.backoff = 0;
-        } else if timed_acked {
-            if let Some((_, sent)) = self.timed.take() {
-                self.rtt.sample_ns2(sent, now);
-            }
-            self.backoff = 0;
-        }
-    }
-
-    /// ns-2's window (`window_model = "ns2"`) for this flow: `tcp` and `atcp`.
-    #[inline]
-    fn ns2_window(&self) -> bool {
-        self.cfg.window_model == WindowModel::Ns2 && matches!(self.cc, AnyCc::NewReno(_) | AnyCc::Atcp(_))
-    }
-
-    /// ns-2's NewReno recovery (`newreno_recovery = "ns2"`), used without SACK.
-    #[inline]
-    fn ns2_newreno(&self) -> bool {
-        self.cfg.newreno_recovery == NewRenoRecovery::Ns2 && !self.cfg.sack
-    }
-
-    /// Sets ns-2's `cwnd_` (segments) and the byte window that follows it.
-    fn set_cwnd_segments(&mut self, c: f64) {
-        self.ns2_cwnd = c;
-        self.st.cwnd_bytes = ((c * self.st.mss_bytes as f64) as u64).max(1);
     }
 
     /// Sets the window in bytes (ns-2's `cwnd_` follows with `window_model = "ns2"`).
     fn set_cwnd_bytes(&mut self, b: u64) {
         self.st.cwnd_bytes = b;
-        if self.ns2_window() {
-            self.ns2_cwnd = b as f64 / self.st.mss_bytes as f64;
-        }
-    }
-
-    /// The window in whole segments: ns-2's `int(cwnd_)` with `window_model = "ns2"`.
-    #[inline]
-    fn cwnd_segments(&self) -> u64 {
-        if self.ns2_window() {
-            self.ns2_cwnd as u64
-        } else {
-            self.st.cwnd_bytes / self.st.mss_bytes
-        }
-    }
-
-    /// `TcpAgent::opencwnd` (tcp.cc:1130-1150, `wnd_option_ 1`, `max_ssthresh_ 0`): +1 in
-    /// slow start (cwnd_ < ssthresh_), else `increase_num_ / cwnd_`, ATCP's weight being
-    /// `increase_num_`. cwnd_ is not capped (`window()` applies `window_`).
-    fn ns2_opencwnd(&mut self) {
-        let ssthresh = (self.st.ssthresh_bytes / self.st.mss_bytes) as f64;
-        self.set_cwnd_segments(ns2::opencwnd(self.ns2_cwnd, ssthresh, self.cc.weight().unwrap_or(1.0)));
-    }
-
-    /// `TcpAgent::slowdown(CLOSE_SSTHRESH_HALF | CLOSE_CWND_HALF)` (loss, ECN) or
-    /// `(CLOSE_SSTHRESH_HALF | CLOSE_CWND_RESTART)` (timeout, `wnd_restart_ 1`) with
-    /// `precisionReduce_` (tcp.cc:1252-1350): halfwin = `windowd()` / 2 = min(cwnd_,
-    /// window_) / 2 as a double, ssthresh_ = int(halfwin) (at least 2), cwnd_ = halfwin or 1
-    /// (at least 1).
-    fn ns2_slowdown(&mut self, cwnd_half: bool) {
-        let mss = self.st.mss_bytes;
-        let wnd = (self.cfg.rwnd_bytes / mss).max(1) as f64;
-        let (ssthresh, cwnd) = ns2::slowdown(self.ns2_cwnd, wnd, cwnd_half);
-        self.st.ssthresh_bytes = ssthresh * mss;
-        self.set_cwnd_segments(cwnd);
-    }
-
-    /// `NewRenoTcpAgent::partialnewack` with `partial_window_deflation_ 1`
-    /// (tcp-newreno.cc:62-81): `deflate` packets acknowledged; if dupwnd_ (the duplicate
-    /// ACK count here) exceeds it, dupwnd_ -= deflate - 1, else cwnd_ -= deflate - dupwnd_
-    /// (at least one segment) and dupwnd_ = 1.
-    fn ns2_partial_window_deflation(&mut self, acked: u64) {
-        let mss = self.st.mss_bytes;
-        let (dupacks, by) = ns2::partial_window_deflation(self.rec.dupacks, acked.div_ceil(mss) as u32);
-        self.rec.dupacks = dupacks;
-        if let Some(by) = by {
-            if self.ns2_window() {
-                self.set_cwnd_segments((self.ns2_cwnd - by as f64).max(1.0));
-            } else {
-                self.st.cwnd_bytes = self.st.cwnd_bytes.saturating_sub(by * mss).max(mss);
-            }
-        }
-    }
-
-    /// Sack1 (`sack_recovery = "ns2"`) with SACK on.
-    #[inline]
-    fn uses_sack1(&self) -> bool {
-        self.cfg.sack && self.cfg.sack_recovery == SackRecovery::Ns2
-    }
-
-    /// ns-2's ECN reaction (`ecn_reaction = "ns2"`) for this flow: its algorithm keeps Reno's
-    /// decrease, as TCP and ATCP (ns-2's `Agent/TCP` with `increase_num_`) do; DCTCP and the
-    /// others keep their own reaction.
-    #[inline]
-    fn ns2_ecn(&self) -> bool {
-        self.cfg.ecn_reaction == EcnReaction::Ns2 && matches!(self.cc, AnyCc::NewReno(_) | AnyCc::Atcp(_))
-    }
-
-    /// The reaction to an ECN echo on the ACK of `ack`.
-    fn react_to_ecn(&mut self, ece: bool, ack: u64) {
-        if !ece {
-            return;
-        }
-        let mss = self.st.mss_bytes;
-        if self.ns2_ecn() {
-            // TcpAgent::ecn (tcp.cc:1438): once per window of data, the ACK beyond recover_
-            // (shared with loss recovery), or the first echo after a timeout.
-            if !(ack > self.rec.recover || self.last_action == CwndAction::Timeout) || self.rec.active {
-                return;
-            }
-            self.rec.recover = self.snd_max;
-            self.ecn_recover = self.snd_max;
-            self.last_action = CwndAction::Ecn;
-            self.ns2_halve();
-            self.left_slow_start = true;
-            self.ece_until = self.snd_nxt;
-            return;
-        }
-        // Once per window (RFC 3168): an echo counts only on an ACK for data sent after the
-        // last reduction, i.e. beyond `ecn_recover`. The ACK that reaches `ecn_recover`
-        // exactly still acknowledges data sent before it, whose marks were already answered.
-        if !self.rec.active && self.snd_una > self.ecn_recover {
-            let flight = self.snd_max - self.snd_una;
-            let prior_cwnd = self.st.cwnd_bytes.max(mss);
-            if !self.keep_window() {
-                self.cc.on_congestion(&mut self.st, CongestionEvent::Ecn { flight_bytes: flight });
-                self.episode_halved = true;
-            }
-            self.left_slow_start = true;
-            self.ecn_recover = self.snd_nxt;
-            self.last_action = CwndAction::Ecn;
-            if self.cfg.cwr {
-                self.cwr = Some(Cwr::new(self.snd_nxt, prior_cwnd));
-            } else {
-                self.reduction_ended(); // the window fell at once
-            }
-        }
-    }
-
-    /// ns-2's `slowdown(CLOSE_SSTHRESH_HALF | CLOSE_CWND_HALF)` with `precisionReduce_`
-    /// (tcp.cc:1252): half of min(cwnd, rwnd), cwnd exact (at least one segment), ssthresh in
-    /// whole segments (at least two).
-    fn ns2_halve(&mut self) {
-        if self.ns2_window() {
-            self.ns2_slowdown(true);
-            return;
-        }
-        let mss = self.st.mss_bytes;
-        let half = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes) / 2;
-        self.st.ssthresh_bytes = (half / mss).max(2) * mss;
-        self.st.cwnd_bytes = half.max(mss);
-    }
-
-    /// `TcpAgent::send_one` (tcp.cc:1596), ns-2's `singledup_`: on each of the first
-    /// `dupthresh - 1` duplicate ACKs one new segment, if the receiver's window allows it and
-    /// it fits in cwnd plus one segment per duplicate ACK.
-    fn send_one_singledup(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        let mss = self.st.mss_bytes;
-        let len = (self.size - self.snd_nxt).min(mss);
-        let outstanding = self.snd_nxt - self.snd_una;
-        if len == 0 || self.state != State::Established || self.paced {
-            return;
-        }
-        // t_seqno_ <= highest_ack_ + wnd_ and t_seqno_ <= highest_ack_ + cwnd_ + dupacks_,
-        // counted in whole packets.
-        let cwnd = if self.ns2_window() { self.cwnd_segments() * mss } else { self.st.cwnd_bytes };
-        if outstanding + mss > self.cfg.rwnd_bytes.max(mss) || outstanding + mss > cwnd + self.rec.dupacks as u64 * mss
-        {
-            return;
-        }
-        let seq = self.snd_nxt;
-        self.emit(now, seq, len, out);
-        self.snd_nxt += len;
-        self.snd_max = self.snd_max.max(self.snd_nxt);
-    }
-
-    /// `Sack1TcpAgent::dupack_action` (tcp-sack1.cc:274) on the `dupthresh`th duplicate ACK.
-    fn sack1_dupack_action(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        let mss = self.st.mss_bytes;
-        // highest_ack_ > recover_, or highest_ack_ == 0 (bugfix_ss_: the first data packet;
-        // with syn_ packet 0 is the SYN, without it the first data packet, whose loss then
-        // waits for the timer).
-        let first = if self.cfg.handshake || self.router { 0 } else { mss };
-        let recovered = self.snd_una > self.rec.recover || self.snd_una == first;
-        let cut = if recovered {
-            true
-        } else if self.ns2_ecn() && self.last_action == CwndAction::Ecn {
-            false // tcp-sack1.cc:285: the ECN reaction already halved this window
-        } else {
-            return; // bug_fix_: no second fast retransmit in one window
-        };
-        self.tlp_high_seq = None;
-        self.probe_deadline = None;
-        self.left_slow_start = true;
-        if cut {
-            self.rec.recover = self.snd_max;
-        }
-        // pipe_ = maxseq_ - highest_ack_ - numdupacks_ (LimTransmitFix_ false)
-        let outstanding = (self.snd_max - self.snd_una).div_ceil(mss) as i64;
-        self.sack1.pipe = outstanding - self.cfg.dupthresh as i64;
-        self.rec.active = true;
-        self.ecn_recover = self.ecn_recover.max(self.rec.recover);
-        self.rec.forget_retransmissions();
-        self.last_action = CwndAction::Dupack;
-        if cut {
-            if matches!(self.cc, AnyCc::NewReno(_)) || self.ns2_window() {
-                self.ns2_halve();
-            } else {
-                let flight = self.st.cwnd_bytes.min(self.cfg.rwnd_bytes);
-                self.cc.on_congestion(&mut self.st, CongestionEvent::Loss { flight_bytes: flight });
-            }
-        }
-        // reset_rtx_timer(1, 0), MarkRetran(highest_ack_ + 1), output(last_ack_ + 1): the
-        // first retransmission is not counted in pipe_.
-        self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
-        if self.rtt.is_ns2() {
-            self.timed = None;
-        }
-        let len = (self.snd_max - self.snd_una).min(mss);
-        self.sack1.next_retx = self.snd_una + len;
-        let seq = self.snd_una;
-        self.emit(now, seq, len, out);
-    }
-
-    /// `Sack1TcpAgent::send_much` in fast recovery (tcp-sack1.cc:422-434): while pipe_ < cwnd_
-    /// (whole packets), the next hole below the highest SACK at or after the retransmission
-    /// pointer (`ScoreBoardRQ::GetNextRetran`: each hole once, a lost retransmission waits
-    /// for the timer), else new data within the receiver's window of the cumulative ACK.
-    fn sack1_send_much(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        let mss = self.st.mss_bytes;
-        let rwnd = self.cfg.rwnd_bytes.max(mss);
-        while self.sack1.pipe < self.cwnd_segments() as i64 && self.snd_una < self.size {
-            let from = self.sack1.next_retx.max(self.snd_una);
-            let highest = self.rec.sacked.highest().unwrap_or(0);
-            let (g, gap_end) = self.rec.sacked.next_gap(from);
-            if g < highest {
-                if g + mss > self.snd_una + rwnd {
-                    break;
-                }
-                let len = (gap_end - g).min(mss);
-                self.sack1.next_retx = g + len;
-                self.emit(now, g, len, out);
-                self.rec.retx.insert(g, g + len);
-            } else {
-                let len = (self.size - self.snd_nxt).min(mss);
-                if len == 0 || self.snd_nxt + mss > self.snd_una + rwnd {
-                    break;
-                }
-                let seq = self.snd_nxt;
-                self.emit(now, seq, len, out);
-                self.snd_nxt += len;
-                self.snd_max = self.snd_max.max(self.snd_nxt);
-            }
-            self.sack1.pipe += 1;
-        }
-    }
-
-    /// One halving per episode (ATCP's `halving = "per-episode"`): a signal now, with snd_una
-    /// below where the last halving reduction ended, keeps the window (ssthresh = cwnd, as the
-    /// kernel ATCP's `ssthresh` returns it). Returns whether it did.
-    fn keep_window(&mut self) -> bool {
-        let per_episode = matches!(&self.cc, AnyCc::Atcp(a) if a.halves_once_per_episode());
-        if !(per_episode && self.quiet_until.is_some_and(|q| self.snd_una < q)) {
-            return false;
-        }
-        self.st.ssthresh_bytes = self.st.cwnd_bytes.max(2 * self.st.mss_bytes);
-        self.episode_halved = false;
-        true
-    }
-
-    /// CWR or recovery is over (or an ECN reduction without CWR is done): after a halving,
-    /// signals for data sent until now belong to its episode.
-    fn reduction_ended(&mut self) {
-        if std::mem::take(&mut self.episode_halved) {
-            self.quiet_until = Some(self.snd_nxt);
-        }
-    }
-
-    /// One ACK's step of proportional rate reduction in CWR (see `Cwr::step`).
-    fn reduce_cwnd(&mut self, delivered: u64, ack_advanced: bool) {
-        let pipe = self.pipe();
-        let Some(c) = self.cwr.as_mut() else { return };
-        if let Some(cwnd) = c.step(delivered, ack_advanced, pipe, self.st.ssthresh_bytes, self.st.mss_bytes) {
-            self.st.cwnd_bytes = cwnd;
-        }
-    }
-
-    /// Arms the tail loss probe if the sender may use one now, or disarms it.
-    /// `advancing_rto`: the RTO was just restarted (Linux's argument of the same name).
-    fn schedule_probe(&mut self, now: Nanos, advancing_rto: bool) {
-        if self.paced {
-            return; // the timer is the pacing timer
-        }
-        self.probe_deadline = None;
-        let eligible = self.cfg.tail_loss_probe
-            && self.cfg.sack
-            && self.state == State::Established
-            && !self.rec.active
-            && self.snd_una >= self.rec.recover // not after a timeout until its data is acknowledged
-            && self.tlp_high_seq.is_none()
-            && self.snd_una < self.snd_max;
-        let Some(srtt) = self.rtt.srtt() else { return };
-        if !eligible {
-            return;
-        }
-        let one_segment = self.snd_max - self.snd_una <= self.st.mss_bytes;
-        let rto_left = if advancing_rto {
-            Some(self.rtt.backed_off(self.backoff))
-        } else {
-            self.rto_deadline.filter(|&d| d > now).map(|d| d - now)
-        };
-        self.probe_deadline = Some(now + probe::timeout(srtt, one_segment, self.cfg.min_rto, rto_left));
-    }
-
-    /// Sends the tail loss probe: a new segment if one may go, else the last one again.
-    fn send_probe(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        self.probe_deadline = None;
-        if self.state != State::Established || self.snd_una >= self.snd_max || self.tlp_high_seq.is_some() {
-            return;
-        }
-        let (una, nxt, max) = (self.snd_una, self.snd_nxt, self.snd_max);
-        let head = match probe::segment(una, nxt, max, self.size, self.cfg.rwnd_bytes, self.st.mss_bytes) {
-            Probe::New { seq, len } => {
-                self.emit(now, seq, len, out);
-                self.snd_nxt += len;
-                self.snd_max = self.snd_nxt;
-                false
-            }
-            Probe::Last { seq, len } => {
-                self.emit(now, seq, len, out);
-                seq == self.snd_una
-            }
-        };
-        self.probes += 1;
-        self.tlp_high_seq = Some(self.snd_nxt);
-        // The RTO still counts from the oldest outstanding segment, unless the probe resent it.
-        let rto = now + self.rtt.backed_off(self.backoff);
-        self.rto_deadline = Some(match self.rto_deadline {
-            Some(d) if !head => d.max(now + Nanos(1)),
-            _ => rto,
-        });
-    }
-
-    /// A retransmission SACKed `dupthresh` segments beyond is lost (see `Recovery`).
-    fn detect_lost_retransmissions(&mut self) {
-        self.rec.detect_lost_retransmissions(self.cfg.dupthresh as u64 * self.st.mss_bytes);
-    }
-
-    fn enter_recovery(&mut self) {
-        if self.cwr.take().is_some() {
-            // Already reducing for an ECN echo: the loss continues that reduction.
-            self.set_cwnd_bytes(self.st.ssthresh_bytes.max(self.st.mss_bytes));
-        } else if self.ns2_window() {
-            self.ns2_slowdown(true);
-        } else if !self.keep_window() {
-            // FlightSize, but not above the window: with many holes, snd_max - snd_una
-            // overstates what is really in the network.
-            let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
-            self.cc.on_congestion(&mut self.st, CongestionEvent::Loss { flight_bytes: flight });
-            self.episode_halved = true;
-        }
-        self.tlp_high_seq = None;
-        self.probe_deadline = None;
-        self.left_slow_start = true;
-        self.last_action = CwndAction::Dupack;
-        self.rec.start(self.snd_una, self.snd_max, self.st.mss_bytes);
-        self.ecn_recover = self.snd_max;
+        self.ns2.follow_window(b, self.st.mss_bytes);
     }
 
     /// RFC 6675's pipe over the data outstanding (see `Recovery::pipe`).
     #[inline]
     fn pipe(&self) -> u64 {
-        let sack1 = self.cfg.sack_recovery == SackRecovery::Ns2;
+        let sack1 = self.ns2.mode.sack1;
         self.rec.pipe(self.snd_una, self.snd_nxt, self.snd_max, self.cfg.sack, sack1, self.st.mss_bytes)
     }
 
@@ -1234,267 +586,6 @@ impl TcpSender {
     #[inline]
     fn next_hole(&self) -> Option<(u64, u64)> {
         self.rec.next_hole(self.snd_una, self.snd_max, self.st.mss_bytes)
-    }
-
-    fn send_what_fits(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        if self.paced {
-            self.send_paced(now, out);
-            return;
-        }
-        if self.state != State::Established {
-            return;
-        }
-        let wnd = if self.ns2_window() {
-            // TcpAgent::window() (tcp.cc:899): int(cwnd_) whole segments (window_ applies in
-            // send_one as rwnd).
-            self.cwnd_segments().max(1) * self.st.mss_bytes
-        } else {
-            self.st.cwnd_bytes.max(self.st.mss_bytes)
-        };
-        while self.send_one(now, wnd, out) {}
-        if self.router {
-            self.send_fin_if_done(now, out);
-        }
-    }
-
-    /// `send_what_fits` of a paced flow: what is due at the granted rate, then the timer to
-    /// the next segment or the end of the round.
-    fn send_paced(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        self.probe_deadline = None;
-        if self.state != State::Established {
-            return;
-        }
-        let rate = self.cc.pacing_rate().unwrap_or(BitsPerSec(0));
-        let wnd = pacing::window(rate, self.rtt.srtt(), self.st.mss_bytes);
-        // (A rate of 0: nothing granted yet, only the round's header-only packet below.)
-        if rate.0 > 0 {
-            loop {
-                let next = self.pacer.next_departure(rate);
-                if now < next {
-                    self.probe_deadline = Some(next);
-                    break;
-                }
-                let before = out.len();
-                if !self.send_one(now, wnd, out) {
-                    break;
-                }
-                // The next segment waits for its time above (in this call when it has come).
-                self.pacer.sent(now, out[before..].iter().map(|p| p.wire_bytes as u64).sum());
-            }
-        }
-        self.send_fin_if_done(now, out);
-        if !self.feedback.fin_sent {
-            if let Some(round) = self.cc.round() {
-                let due = (self.last_sent + round).max(now);
-                self.probe_deadline = Some(self.probe_deadline.map_or(due, |d| d.min(due)));
-            }
-        }
-    }
-
-    /// Sends one segment (a hole in recovery, else new data) if the window allows it.
-    #[inline(always)]
-    fn send_one(&mut self, now: Nanos, wnd: u64, out: &mut Vec<Packet>) -> bool {
-        let mss = self.st.mss_bytes;
-        {
-            let pipe = self.pipe();
-            if self.rec.active {
-                if pipe + mss > wnd {
-                    return false;
-                }
-                if let Some((seq, len)) = self.next_hole() {
-                    self.retransmit(now, seq, len, out);
-                    return true;
-                }
-            }
-            // New data (or, after a timeout, data again from snd_nxt).
-            let remaining = self.size - self.snd_nxt;
-            if remaining == 0 {
-                return false;
-            }
-            let len = remaining.min(mss);
-            if pipe + len > wnd || self.snd_nxt >= self.granted {
-                return false;
-            }
-            if self.snd_nxt + len > self.snd_una + self.cfg.rwnd_bytes {
-                return false;
-            }
-            let seq = self.snd_nxt;
-            self.emit(now, seq, len, out);
-            self.snd_nxt += len;
-            if self.snd_nxt > self.snd_max {
-                self.snd_max = self.snd_nxt;
-            }
-            true
-        }
-    }
-
-    fn retransmit(&mut self, now: Nanos, seq: u64, len: u64, out: &mut Vec<Packet>) {
-        self.emit(now, seq, len, out);
-        self.rec.retransmitted(seq, len, self.snd_nxt, self.cfg.sack);
-    }
-
-    fn emit(&mut self, now: Nanos, seq: u64, len: u64, out: &mut Vec<Packet>) {
-        let retx = seq < self.snd_max;
-        if retx {
-            self.retransmits += 1;
-        } else if self.rtt.is_ns2() && self.timed.is_none() {
-            // output() (tcp.cc:789-797): the first packet beyond maxseq_ sent while none is
-            // timed starts the timing.
-            self.timed = Some((seq + len, now));
-        }
-        if let Some(c) = self.cwr.as_mut() {
-            c.sent(len);
-        }
-        self.last_data_sent = now;
-        self.packets_sent += 1;
-        let mut f = if self.ect && !(seq == 0 && self.first_not_ect()) { flags::ECT } else { 0 };
-        if retx {
-            f |= flags::RETX;
-        }
-        out.push(Packet {
-            flow: self.flow,
-            src: self.src,
-            dst: self.dst,
-            kind: PacketKind::Data,
-            flags: f,
-            wire_bytes: len as u32 + self.cfg.header_bytes,
-            payload_bytes: len as u32,
-            seq,
-            ts_sent_ns: now.0,
-            ..Default::default()
-        });
-        self.pushed(now, out);
-    }
-
-    /// ns-2's output() (tcp.cc:710-732) sends seqno 0 not ECN-capable: the SYN with syn_, else
-    /// the first data packet (every transmission of it).
-    #[cold]
-    fn first_not_ect(&self) -> bool {
-        self.cfg.ecn_reaction == EcnReaction::Ns2 && !(self.cfg.handshake || self.router)
-    }
-
-    fn arm_if_outstanding(&mut self, now: Nanos, restart: bool) {
-        if self.snd_una < self.snd_max {
-            if restart || self.rto_deadline.is_none() {
-                self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
-            }
-        } else {
-            self.rto_deadline = None;
-        }
-    }
-
-    /// The sender's timer fired at `now` (the caller checked the deadline): a tail loss probe
-    /// if one is due first, else the retransmission timeout.
-    pub fn on_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        if self.paced && self.probe_deadline.is_some_and(|d| d <= now) && self.rto_deadline.map_or(true, |r| r > now) {
-            let sent = self.last_sent;
-            self.send_what_fits(now, out);
-            // Nothing was due within the round: a header-only packet keeps the requests going.
-            if self.last_sent == sent && self.cc.round().is_some_and(|r| sent + r <= now) {
-                let p = self.header_only_packet(now);
-                self.header_only += 1;
-                self.push(now, p, out);
-                self.send_what_fits(now, out);
-            }
-            if self.rto_deadline.is_none() {
-                self.arm_if_outstanding(now, false);
-            }
-            return;
-        }
-        if let Some(p) = self.probe_deadline.filter(|_| !self.paced) {
-            if p <= now && self.rto_deadline.map_or(true, |r| p <= r) {
-                self.send_probe(now, out);
-                return;
-            }
-        }
-        if self.rto_deadline.is_some_and(|r| r <= now) {
-            self.on_rto(now, out);
-        }
-    }
-
-    /// One more doubling of the timeout. With `rto_model = "ns2"`, `TcpAgent::rtt_backoff`
-    /// (tcp.cc:622): `t_backoff_` doubles while below 64 or while the timeout is below
-    /// `maxrto_`, and beyond 8 the SRTT is cleared.
-    fn back_off(&mut self) {
-        if !self.rtt.is_ns2() {
-            self.backoff += 1;
-            return;
-        }
-        if self.backoff < 6 || self.rtt.backed_off(self.backoff) < self.cfg.max_rto {
-            self.backoff += 1;
-        }
-        self.rtt.backed_off_ns2(self.backoff);
-    }
-
-    fn on_rto(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        self.probe_deadline = None;
-        match self.state {
-            State::Done => {
-                self.rto_deadline = None;
-            }
-            State::SynSent => {
-                self.timeouts += 1;
-                self.first_timeouts += 1;
-                self.back_off();
-                self.timed = None;
-                self.send_syn(now, out);
-            }
-            State::Established => {
-                if self.snd_una >= self.snd_max {
-                    self.rto_deadline = None;
-                    return;
-                }
-                self.timeouts += 1;
-                if self.snd_una == 0 {
-                    self.first_timeouts += 1;
-                } else if self.last_action == CwndAction::Ecn {
-                    self.ecn_timeouts += 1;
-                }
-                if self.receiver_driven {
-                    // The receiver finds losses and asks for them: the sender's timeout only
-                    // makes sure it knows the message (one byte, answered by its latest grant).
-                    self.back_off();
-                    self.emit(now, self.snd_una, 1, out);
-                    self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
-                    return;
-                }
-                self.left_slow_start = true;
-                if self.ns2_ecn() && self.last_action == CwndAction::Ecn && self.snd_una < self.rec.recover {
-                    // TcpAgent::timeout (tcp.cc:1920): in the window an ECN echo already
-                    // halved, ssthresh stays; the window restarts at one segment.
-                    self.set_cwnd_bytes(self.st.mss_bytes);
-                } else if self.ns2_window() {
-                    // TcpAgent::timeout (tcp.cc:1927): slowdown(CLOSE_SSTHRESH_HALF |
-                    // CLOSE_CWND_RESTART).
-                    self.ns2_slowdown(false);
-                } else {
-                    let flight = (self.snd_max - self.snd_una).min(self.st.cwnd_bytes);
-                    self.cc.on_congestion(&mut self.st, CongestionEvent::Timeout { flight_bytes: flight });
-                }
-                self.last_action = CwndAction::Timeout;
-                // Sack1TcpAgent::timeout (tcp-sack1.cc:390-413): dupacks ignored until new data
-                // is acknowledged, scoreboard cleared.
-                self.sack1.after_timeout = self.uses_sack1();
-                self.sack1.next_retx = 0;
-                self.rec.timed_out(self.snd_max);
-                self.ecn_recover = self.snd_max;
-                self.cwr = None;
-                self.quiet_until = None;
-                self.episode_halved = false;
-                self.tlp_high_seq = None;
-                self.snd_nxt = self.snd_una;
-                self.back_off();
-                self.timed = None; // reset_rtx_timer(0, 1): rtt_active_ = 0
-                if self.probe_after.is_some_and(|n| self.backoff > n) {
-                    // Probe mode: one byte of the first unacknowledged segment, until an ACK
-                    // of new data answers (the window is one segment then: slow start).
-                    self.retransmit(now, self.snd_una, 1, out);
-                } else {
-                    self.send_what_fits(now, out);
-                }
-                self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
-            }
-        }
     }
 }
 

@@ -583,12 +583,12 @@ fn ns2_window_opens_by_increase_over_cwnd_and_halves_min_of_cwnd_and_window() {
     let mut out = Vec::new();
     s.start(Nanos::ZERO, &mut out);
     ack(&mut s, 100, 1, &[], &mut out);
-    assert_eq!(s.ns2_cwnd, 3.0, "slow start: +1");
+    assert_eq!(s.ns2.cwnd, 3.0, "slow start: +1");
     s.st.ssthresh_bytes = 4 * MSS;
     s.set_cwnd_segments(4.5);
     out.clear();
     ack(&mut s, 200, 2, &[], &mut out);
-    assert_eq!(s.ns2_cwnd, 4.5 + 1.0 / 4.5, "congestion avoidance: +1/cwnd");
+    assert_eq!(s.ns2.cwnd, 4.5 + 1.0 / 4.5, "congestion avoidance: +1/cwnd");
     assert_eq!(seqs(&out), vec![4, 5], "int(4.72) = 4 segments outstanding");
     // cwnd_ above window_ (20): a loss halves min(cwnd_, window_), whatever is in flight.
     s.set_cwnd_segments(30.0);
@@ -596,12 +596,12 @@ fn ns2_window_opens_by_increase_over_cwnd_and_halves_min_of_cwnd_and_window() {
         ack(&mut s, 300 + t, 2, &[], &mut out);
     }
     assert!(s.in_recovery());
-    assert_eq!((s.ns2_cwnd, s.st.ssthresh_bytes), (10.0, 10 * MSS), "{}", s.describe());
+    assert_eq!((s.ns2.cwnd, s.st.ssthresh_bytes), (10.0, 10 * MSS), "{}", s.describe());
     // A timeout: ssthresh_ = int(min(cwnd_, window_) / 2), cwnd_ = 1.
     s.set_cwnd_segments(9.5);
     let t = s.timer_deadline().unwrap();
     s.on_timer(t, &mut out);
-    assert_eq!((s.ns2_cwnd, s.st.ssthresh_bytes), (1.0, 4 * MSS));
+    assert_eq!((s.ns2.cwnd, s.st.ssthresh_bytes), (1.0, 4 * MSS));
     // ATCP's weight enters as increase_num_.
     let cfg = TcpConfig { handshake: false, ..crate::Profile::Ns2.config() };
     let atcp = crate::cc::atcp::AtcpConfig {
@@ -621,7 +621,7 @@ fn ns2_window_opens_by_increase_over_cwnd_and_halves_min_of_cwnd_and_window() {
     a.st.ssthresh_bytes = 2 * MSS;
     a.set_cwnd_segments(4.0);
     ack(&mut a, 100, 1, &[], &mut out);
-    assert_eq!(a.ns2_cwnd, 4.5, "+ weight / cwnd");
+    assert_eq!(a.ns2.cwnd, 4.5, "+ weight / cwnd");
 }
 
 /// `rto_model = "ns2"`: the backoff of a timeout stays until a segment first sent after
@@ -634,12 +634,12 @@ fn ns2_backoff_is_kept_until_the_timed_segment_is_acknowledged() {
     s.start(Nanos::ZERO, &mut out); // 0 and 1, 0 timed
     ack(&mut s, 30_000, 1, &[], &mut out); // 3 ticks: RTO max(90 ms, minrto_ 200 ms)
     assert_eq!(s.rtt.rto(), Nanos::from_millis(200));
-    assert_eq!(s.timed.map(|t| t.0), Some(3 * MSS), "segment 2, the first sent untimed, is timed");
+    assert_eq!(s.ns2.timed.map(|t| t.0), Some(3 * MSS), "segment 2, the first sent untimed, is timed");
     let t = s.timer_deadline().unwrap();
     out.clear();
     s.on_timer(t, &mut out);
     assert_eq!((s.backoff, seqs(&out)), (1, vec![1]));
-    assert!(s.timed.is_none());
+    assert!(s.ns2.timed.is_none());
     // The retransmission is acknowledged: the backoff stays (RFC 6298 would end it).
     let t1 = t + Nanos::from_millis(30);
     out.clear();
@@ -649,7 +649,7 @@ fn ns2_backoff_is_kept_until_the_timed_segment_is_acknowledged() {
     assert_eq!(seqs(&out), vec![2, 3], "resent from the timeout: not timed");
     ack(&mut s, (t1.0 / 1000) + 10_000, 4, &[], &mut out);
     assert_eq!(s.backoff, 1, "still no segment sent after the timeout acknowledged");
-    let timed_end = s.timed.map(|t| t.0).unwrap();
+    let timed_end = s.ns2.timed.map(|t| t.0).unwrap();
     assert_eq!(timed_end, 5 * MSS, "segment 4, the first new one, is timed");
     ack(&mut s, (t1.0 / 1000) + 20_000, 5, &[], &mut out);
     assert_eq!(s.backoff, 0, "the timed segment is acknowledged");
@@ -669,16 +669,16 @@ fn ns2_newreno_deflates_the_window_and_needs_an_ack_beyond_the_recovery_point() 
     }
     assert!(s.in_recovery());
     assert_eq!(s.rec.recover, 14 * MSS);
-    assert_eq!((s.ns2_cwnd, s.st.ssthresh_bytes), (5.5, 5 * MSS));
+    assert_eq!((s.ns2.cwnd, s.st.ssthresh_bytes), (5.5, 5 * MSS));
     ack(&mut s, 300, 1, &[], &mut out); // dupwnd_ 4
     out.clear();
     // 7 packets acknowledged, dupwnd_ 4: cwnd_ -= 3, dupwnd_ = 1; 8 goes out at once.
     ack(&mut s, 400, 8, &[], &mut out);
-    assert_eq!((s.ns2_cwnd, s.rec.dupacks), (2.5, 1), "{}", s.describe());
+    assert_eq!((s.ns2.cwnd, s.rec.dupacks), (2.5, 1), "{}", s.describe());
     assert_eq!(seqs(&out), vec![8]);
     ack(&mut s, 500, 14, &[], &mut out);
     assert!(!s.in_recovery());
-    assert_eq!(s.ns2_cwnd, 3.5, "kept, then opened by one (below ssthresh_)");
+    assert_eq!(s.ns2.cwnd, 3.5, "kept, then opened by one (below ssthresh_)");
     assert!(s.snd_max > 14 * MSS);
     for t in 0..3 {
         ack(&mut s, 600 + t, 14, &[], &mut out);
