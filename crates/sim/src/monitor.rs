@@ -6,7 +6,7 @@ use crate::results::{CwndSample, DropRecord, QueueSample};
 use fctlab_engine::Nanos;
 use fctlab_net::Packet;
 use fctlab_scenario::Scenario;
-use fctlab_transport::TcpSender;
+use fctlab_transport::{TcpSender, Transport};
 use std::sync::Arc;
 
 /// What a run samples and the samples so far.

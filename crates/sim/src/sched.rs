@@ -22,6 +22,7 @@ use crate::flowtable::FlowTable;
 use fctlab_engine::Nanos;
 use fctlab_scenario::Scenario;
 use fctlab_sched::{Candidate, Policy, VirtualQueue};
+use fctlab_transport::Transport;
 use std::collections::{HashMap, VecDeque};
 
 /// A flow the layer schedules.

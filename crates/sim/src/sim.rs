@@ -14,7 +14,7 @@ use fctlab_net::{
 use fctlab_scenario::{FlowFeed, FlowPart, FlowSpec, Scenario, ScenarioError};
 use fctlab_transport::cc::{PortControl, PortInfo, PortView};
 use fctlab_transport::transport::{Grant, HostReceiver, Incoming};
-use fctlab_transport::{TcpReceiver, TcpSender};
+use fctlab_transport::{TcpReceiver, TcpSender, Transport};
 use std::time::Instant;
 
 #[derive(Copy, Clone, Debug)]

@@ -11,12 +11,14 @@
 //! - `probe`: the tail loss probe's timeout and segment;
 //! - `pacing`: rate-based flows' departures and window;
 //! - `router`: router-assisted flows' headers, echoes and FIN;
+//! - `grants`: receiver-driven flows (the `homa` transport) following their receiver's grants;
 //! - `ns2`: ns-2.35's behaviour, for the `ns2` profile's modes (below).
 //!
 //! `TcpSender::on_ack` runs the steps of Linux's `tcp_ack` over them, in its order: the ACK,
 //! the new ACK and the window's growth here, and the steps in `loss` (duplicate ACKs,
 //! recovery entered and left), `ecn` (ECN echoes, CWR, one halving per episode) and `send`
-//! (the send path and the packets' headers). `on_timer` (in `timers`) runs the probe, the
+//! (the send path and the packets' headers). The `Transport` trait (at the end) is what the
+//! simulation calls; `on_timer` (in `timers`) runs the probe, the
 //! pacing timer or the retransmission timeout.
 //!
 //! Loss recovery. Recovery starts on `dupthresh` duplicate ACKs or when that many segments are
@@ -75,8 +77,10 @@
 use crate::cc::{AckSample, AnyCc, CcState};
 use crate::config::TcpConfig;
 use crate::rtt::RttEstimator;
+use crate::transport::Transport;
 
 mod ecn;
+mod grants;
 mod loss;
 mod ns2;
 mod pacing;
@@ -267,24 +271,6 @@ impl TcpSender {
         }
     }
 
-    pub fn is_complete(&self) -> bool {
-        self.state == State::Done
-    }
-    /// Bytes acknowledged so far.
-    pub fn bytes_acked(&self) -> u64 {
-        self.snd_una
-    }
-    /// Bytes sent at least once so far (the highest sequence number sent).
-    pub fn bytes_sent(&self) -> u64 {
-        self.snd_max
-    }
-    /// When the sender's timer expires (retransmission timeout or tail loss probe), if it runs.
-    pub fn timer_deadline(&self) -> Option<Nanos> {
-        match (self.rto_deadline, self.probe_deadline) {
-            (Some(r), Some(p)) => Some(r.min(p)),
-            (r, p) => r.or(p),
-        }
-    }
     /// The rate the sender paces at, if its algorithm is rate-based.
     pub fn pacing_rate(&self) -> Option<BitsPerSec> {
         self.cc.pacing_rate()
@@ -338,51 +324,6 @@ impl TcpSender {
     /// The settings this flow runs with (the scenario's, with ns-2's modes for tcp and atcp only).
     pub fn config(&self) -> &TcpConfig {
         &self.cfg
-    }
-
-    /// Opens the connection (SYN) or, without handshake, starts sending.
-    pub fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        if self.cfg.handshake || self.router {
-            self.send_syn(now, out);
-            self.ns2.syn_sent(now);
-        } else {
-            self.state = State::Established;
-            self.send_what_fits(now, out);
-            self.arm_if_outstanding(now, false);
-            self.schedule_probe(now, true);
-        }
-        if self.size == 0 && self.state == State::Established {
-            self.state = State::Done;
-            self.completed_at = Some(now);
-            self.rto_deadline = None;
-        }
-    }
-
-    /// Handles a packet from the receiver (ACK or SYN-ACK).
-    pub fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
-        match (self.state, p.kind) {
-            (State::SynSent, PacketKind::SynAck) => {
-                if self.ns2.mode.rto {
-                    self.ns2_rtt_on_syn_ack(now);
-                } else {
-                    self.rtt.sample(Nanos(now.0.saturating_sub(p.ts_echo_ns)));
-                    self.backoff = 0;
-                }
-                self.state = State::Established;
-                self.rto_deadline = None;
-                router::on_echo(&mut self.cc, &mut self.st, p);
-                if self.size == 0 {
-                    self.send_fin_if_done(now, out);
-                    self.finish(now);
-                    return;
-                }
-                self.send_what_fits(now, out);
-                self.arm_if_outstanding(now, true);
-                self.schedule_probe(now, true);
-            }
-            (State::Established, PacketKind::Ack) => self.on_ack(now, p, out),
-            _ => {} // stale or duplicate control packets
-        }
     }
 
     fn finish(&mut self, now: Nanos) {
@@ -440,20 +381,6 @@ impl TcpSender {
         }
         if ack_advanced || delivered > 0 || self.packets_sent > sent_before {
             self.schedule_probe(now, ack_advanced);
-        }
-    }
-
-    /// Receiver-driven flows: the latest grant, and the range the receiver asked for again.
-    #[cold]
-    fn follow_receiver(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        self.granted = self.cc.send_limit().unwrap_or(u64::MAX);
-        if let Some((start, end)) = self.cc.take_resend() {
-            let (mut seq, end) = (start, end.min(self.snd_max));
-            while seq < end {
-                let len = (end - seq).min(self.st.mss_bytes);
-                self.retransmit(now, seq, len, out);
-                seq += len;
-            }
         }
     }
 
@@ -590,30 +517,78 @@ impl TcpSender {
 }
 
 /// The TCP transport, as the simulation drives it.
-impl crate::transport::Transport for TcpSender {
+impl Transport for TcpSender {
+    /// Opens the connection (SYN) or, without handshake, starts sending.
     fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        TcpSender::start(self, now, out)
+        if self.cfg.handshake || self.router {
+            self.send_syn(now, out);
+            self.ns2.syn_sent(now);
+        } else {
+            self.state = State::Established;
+            self.send_what_fits(now, out);
+            self.arm_if_outstanding(now, false);
+            self.schedule_probe(now, true);
+        }
+        if self.size == 0 && self.state == State::Established {
+            self.state = State::Done;
+            self.completed_at = Some(now);
+            self.rto_deadline = None;
+        }
     }
+
+    /// Handles a packet from the receiver (ACK or SYN-ACK).
     #[inline]
     fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
-        TcpSender::on_packet(self, now, p, out)
+        match (self.state, p.kind) {
+            (State::SynSent, PacketKind::SynAck) => {
+                if self.ns2.mode.rto {
+                    self.ns2_rtt_on_syn_ack(now);
+                } else {
+                    self.rtt.sample(Nanos(now.0.saturating_sub(p.ts_echo_ns)));
+                    self.backoff = 0;
+                }
+                self.state = State::Established;
+                self.rto_deadline = None;
+                router::on_echo(&mut self.cc, &mut self.st, p);
+                if self.size == 0 {
+                    self.send_fin_if_done(now, out);
+                    self.finish(now);
+                    return;
+                }
+                self.send_what_fits(now, out);
+                self.arm_if_outstanding(now, true);
+                self.schedule_probe(now, true);
+            }
+            (State::Established, PacketKind::Ack) => self.on_ack(now, p, out),
+            _ => {} // stale or duplicate control packets
+        }
     }
-    fn on_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        TcpSender::on_timer(self, now, out)
-    }
-    #[inline]
-    fn timer_deadline(&self) -> Option<Nanos> {
-        TcpSender::timer_deadline(self)
-    }
+
+    /// Every byte is acknowledged.
     #[inline]
     fn is_complete(&self) -> bool {
-        TcpSender::is_complete(self)
+        self.state == State::Done
     }
+    /// Bytes acknowledged so far.
     fn bytes_acked(&self) -> u64 {
-        TcpSender::bytes_acked(self)
+        self.snd_una
     }
+    /// Bytes sent at least once so far (the highest sequence number sent).
     fn bytes_sent(&self) -> u64 {
-        TcpSender::bytes_sent(self)
+        self.snd_max
+    }
+    /// When the sender's timer expires (retransmission timeout or tail loss probe), if it runs.
+    #[inline]
+    fn timer_deadline(&self) -> Option<Nanos> {
+        match (self.rto_deadline, self.probe_deadline) {
+            (Some(r), Some(p)) => Some(r.min(p)),
+            (r, p) => r.or(p),
+        }
+    }
+    /// The sender's timer fired at `now` (the caller checked the deadline): a tail loss probe
+    /// if one is due first, the pacing timer, else the retransmission timeout.
+    fn on_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        self.timer_fired(now, out)
     }
 }
 

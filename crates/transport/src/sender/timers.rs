@@ -24,7 +24,7 @@ impl TcpSender {
 
     /// The sender's timer fired at `now` (the caller checked the deadline): a tail loss probe
     /// if one is due first, else the retransmission timeout.
-    pub fn on_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+    pub(super) fn timer_fired(&mut self, now: Nanos, out: &mut Vec<Packet>) {
         if self.paced && self.probe_deadline.is_some_and(|d| d <= now) && self.rto_deadline.map_or(true, |r| r > now) {
             let sent = self.last_sent;
             self.send_what_fits(now, out);
