@@ -10,6 +10,10 @@ process. Benchmarks:
   in a k=8 (128 hosts) and a k=16 (1024 hosts) fat-tree (10 Gbps, 9000-byte packets, ECN at
   15 packets), 0.21 s; the same set-up at two sizes, so that the cost per packet as the
   topology grows is their ratio (printed, with its target);
+- ``rcp_dumbbell``: dumbbell8_10g's network under RCP (every port runs its rate control,
+  senders pace, every packet carries the router header): 8 long-lived flows, 1 s;
+- ``homa_websearch``: 600 web-search messages (Poisson at 60% load) on a 16-host leaf-spine
+  under Homa (receivers' grants, strict-priority ports, shortest-first NICs);
 - ``flows_100k``: 100,000 finite flows (heavy-tailed sizes, Poisson arrivals at 50% load)
   on a 64-host leaf-spine, to check that finished flows release their state;
 - ``flows_1m``: 1,000,000 finite flows (Pareto sizes, shape 1.2, mean 25 KB, Poisson at 50%
@@ -59,6 +63,8 @@ BENCHMARKS = (
     "fattree_k8",
     "fattree_k8_dctcp",
     "fattree_k16_dctcp",
+    "rcp_dumbbell",
+    "homa_websearch",
     "flows_100k",
     "flows_1m",
     "flows_4m",
@@ -109,10 +115,15 @@ LEAFSPINE_64 = {
 def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
     """The scenario of benchmark ``name`` as a dict; ``k`` resizes a fat-tree benchmark (the
     side-by-side runs against htsim use the k=16 DCTCP set-up at k=8, peers/htsim/run.sh)."""
-    if name == "dumbbell8_10g":
+    if name in ("dumbbell8_10g", "rcp_dumbbell"):
         sc = _load_toml(_scenario_text(name))
         if quick:
             sc["stop_time"] = "200ms"
+        return sc
+    if name == "homa_websearch":
+        sc = _load_toml(_scenario_text(name))
+        if quick:
+            sc["workloads"][0]["count"] = 150
         return sc
     if name in ("fattree_k8", "fattree_k8_dctcp", "fattree_k16_dctcp"):
         requested = name

@@ -76,6 +76,8 @@ def test_bench_quick_runs_and_reports_every_benchmark():
     assert by_name["flows_1m"]["flows_completed"] == by_name["flows_1m"]["flows_total"] == 50_000
     assert by_name["fattree_k8_dctcp"]["sim_time_s"] == pytest.approx(0.05)
     assert by_name["fattree_k8_dctcp"]["flows_total"] == 128 and by_name["fattree_k16_dctcp"]["flows_total"] == 1024
+    assert by_name["rcp_dumbbell"]["sim_time_s"] == pytest.approx(0.2)
+    assert by_name["homa_websearch"]["flows_completed"] == by_name["homa_websearch"]["flows_total"] == 150
 
 
 def _fctlab_sim():

@@ -31,6 +31,8 @@ OVERRIDES = {
     "python/fctlab/benchmarks/dumbbell8_10g.toml": ["stop_time=20ms"],
     "python/fctlab/benchmarks/fattree_k8.toml": ["stop_time=3ms"],
     "python/fctlab/benchmarks/fattree_k16_dctcp.toml": ["network.k=4", "stop_time=3ms"],
+    "python/fctlab/benchmarks/rcp_dumbbell.toml": ["stop_time=20ms"],
+    "python/fctlab/benchmarks/homa_websearch.toml": ["workloads.0.count=100"],
     # the thesis's long runs, shortened to keep the snapshots small
     "scenarios/papers/thesis/incast.toml": ["workloads.0.rounds=20"],
     "scenarios/papers/thesis/benchmark.toml": ["workloads.0.until=300ms", "stop_time=400ms"],
