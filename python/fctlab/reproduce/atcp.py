@@ -1111,7 +1111,8 @@ def _intro(mode: Mode) -> list:
     ]
     if mode.quick:
         intro.append(
-            "This is a `--quick` run: shorter arrival windows, two seeds and fewer sweep points (see "
+            "This is a `--quick` run: shorter arrival windows, two seeds, fewer sweep points and one short kernel run "
+            "per set-up (see "
             "docs/reproduce_atcp.md); its intervals are wide and its numbers noisier than a full run's."
         )
     return intro

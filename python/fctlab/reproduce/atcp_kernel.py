@@ -138,6 +138,7 @@ def item9(r: Runner, mode, out) -> Item:
                 ratios.append(float(rate.iloc[1] / rate.iloc[0]))
             rate = steady_rates(sim.cwnd, warm)
             numbers[f"{q}/{halving}"] = {**_stat(ratios), "simulator": float(rate.iloc[1] / rate.iloc[0])}
+    Path(files["droptail"]).unlink()
     it.numbers = {"ratios": numbers, "runs": runs, "stop_time": STOP[mode.quick], "warmup_s": warm}
     for key, s in numbers.items():
         q, halving = key.split("/")
