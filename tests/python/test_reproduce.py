@@ -255,6 +255,22 @@ def test_items_subset_reports_the_others_as_not_run(tmp_path):
     assert "not run: not selected (--items)" in md
 
 
+def test_kernel_items_say_why_they_did_not_run(tmp_path, monkeypatch):
+    """Where the testbed cannot run (not root, no BPF), the kernel items are reported as not run
+    with the reason, beside the paper's numbers, and the report is still written."""
+    from fctlab.reproduce import atcp_kernel
+
+    monkeypatch.setattr(atcp_kernel, "kernel_problem", lambda: "testbed unavailable: not root")
+    assert main_reproduce(["atcp", "--quick", "--items", "9,10,11", "--out", str(tmp_path)]) == 0
+    md, results, _ = _check_report(tmp_path)
+    for n in KERNEL_ITEMS:
+        item = results["items"][str(n)]
+        assert item["status"] == "not run" and item["reason"] == "testbed unavailable: not root", item
+        assert item["rows"] == []
+    assert md.count("**Status: not run** (testbed unavailable: not root)") == 3
+    assert "1.8 s -> 1.2 s (-33.3%), for 10 MB beside 100 MB" in md  # item 11's paper numbers
+
+
 @pytest.mark.parametrize(
     "argv",
     [

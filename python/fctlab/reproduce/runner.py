@@ -310,7 +310,8 @@ def _run_item(
     draw.mkdir(parents=True, exist_ok=True)
     try:
         it = paper.items[n](rn, mode, draw)
-        it.status = "done"
+        if not it.reason:  # an item that could not run here returns a placeholder saying why
+            it.status = "done"
     except Exception as e:  # an item that fails is reported, the others still run
         log(traceback.format_exc().rstrip())
         it = rn.placeholder(n, f"failed: {type(e).__name__}: {e}")
