@@ -42,6 +42,7 @@ from .verdicts import (  # noqa: F401 (re-exported: the items import them from h
     MIN_SAMPLES,
     NO_CHANGE,
     NO_MATCH,
+    NO_STATEMENT,
     NOT_GRADED,
     NOT_MEASURED,
     Row,
@@ -116,11 +117,12 @@ class Runner:
     def placeholder(self, n: int, reason: str) -> Item:
         """Item `n` that was not run, with the paper's numbers it would have been set beside."""
         meta = self.expected.items[n]
+        numbers = self.expected.summary(n)
         return Item(
             n,
             meta["title"],
             meta["source"],
-            f"{meta['did']} The paper's numbers: {self.expected.summary(n)}.",
+            meta["did"] + (f" The paper's numbers: {numbers}." if numbers else ""),
             "-",
             status="not run",
             reason=reason,

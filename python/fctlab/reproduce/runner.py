@@ -66,6 +66,9 @@ class Paper:
     #: items that time real traffic (the namespace testbed, real sockets): a parallel run runs
     #: them after the others, one at a time, so that no simulation competes for the CPUs
     real_time_items: tuple = field(default_factory=tuple)
+    #: items run once on the scenario files' own settings instead of under each profile (items
+    #: on the real kernel, whose TCP is its own whatever profile the simulator takes)
+    unprofiled_items: tuple = field(default_factory=tuple)
 
 
 def _clean(x):
@@ -275,6 +278,16 @@ def _profiles(paper: Paper) -> tuple:
     return paper.profiles or ((None, {}, ""),)
 
 
+def _profile_numbers(paper: Paper, n: int) -> range:
+    """The profiles item `n` runs under, by number (one run for an unprofiled item)."""
+    return range(1 if n in paper.unprofiled_items else len(_profiles(paper)))
+
+
+def _merged(paper: Paper, n: int, runs: dict):
+    """Item `n` from its runs by profile name."""
+    return merge_profiles(runs) if paper.profiles and n not in paper.unprofiled_items else runs[None]
+
+
 def _run_item(
     paper: Paper,
     n: int,
@@ -288,7 +301,7 @@ def _run_item(
     """Item `n` under the paper's profile number `profile`: (profile name, Item). With
     `scratch`, the item draws its figures there (items running in parallel under different
     profiles name their figures alike) and they are moved into `out`."""
-    name, overrides, _ = _profiles(paper)[profile]
+    name, overrides, _ = (None, {}, "") if n in paper.unprofiled_items else _profiles(paper)[profile]
     rn.overrides = dict(overrides)
     rn.label = f"[{name}] " if name else ""
     rn.profile = name
@@ -297,7 +310,8 @@ def _run_item(
     draw.mkdir(parents=True, exist_ok=True)
     try:
         it = paper.items[n](rn, mode, draw)
-        it.status = "done"
+        if not it.reason:  # an item that could not run here returns a placeholder saying why
+            it.status = "done"
     except Exception as e:  # an item that fails is reported, the others still run
         log(traceback.format_exc().rstrip())
         it = rn.placeholder(n, f"failed: {type(e).__name__}: {e}")
@@ -359,8 +373,8 @@ def run_paper(
             done[n] = rn.placeholder(n, f"not run: the time budget of {budget_s:.0f} s was used up before it started")
             continue
         log(f"[{k + 1}/{len(order)}] item {n}: {ex.items[n]['title']}")
-        runs = dict(_run_item(paper, n, pi, rn, mode, out, log) for pi in range(len(_profiles(paper))))
-        done[n] = merge_profiles(runs) if paper.profiles else runs[None]
+        runs = dict(_run_item(paper, n, pi, rn, mode, out, log) for pi in _profile_numbers(paper, n))
+        done[n] = _merged(paper, n, runs)
     for n in sorted(paper.items):
         if n not in done:
             done[n] = rn.placeholder(n, "not selected (--items)")
@@ -405,11 +419,17 @@ def _run_items_in_parallel(
             rn.wall_s += wall
             got[n][pi] = (name, it)
 
-    profiles = range(len(_profiles(paper)))
     try:
-        collect({submit(n, pi): (n, pi) for n in order if n not in paper.real_time_items for pi in profiles})
+        collect(
+            {
+                submit(n, pi): (n, pi)
+                for n in order
+                if n not in paper.real_time_items
+                for pi in _profile_numbers(paper, n)
+            }
+        )
         for n in (n for n in order if n in paper.real_time_items):  # alone, one after another
-            for pi in profiles:
+            for pi in _profile_numbers(paper, n):
                 collect({submit(n, pi): (n, pi)})
     finally:
         if client is not None:
@@ -419,7 +439,7 @@ def _run_items_in_parallel(
     done = {}
     for n in order:
         runs = dict(got[n][pi] for pi in sorted(got[n]))
-        done[n] = merge_profiles(runs) if paper.profiles else runs[None]
+        done[n] = _merged(paper, n, runs)
     return done
 
 
@@ -434,8 +454,15 @@ def _write_paper_report(paper: Paper, mode, quick: bool, out: Path, rn: "Runner"
         f"that grade fctlab's against them are in `scenarios/papers/{paper.name}/expected.toml`.",
     ] + list(paper.intro(mode))
     if paper.profiles:
+        unprofiled = sorted(n for n in paper.unprofiled_items if n in paper.items)
         intro.append(
-            "Every item runs under "
+            "Every item "
+            + (
+                f"except items {', '.join(map(str, unprofiled))} (run once, on their scenario files' own settings) "
+                if unprofiled
+                else ""
+            )
+            + "runs under "
             + "; ".join(f"**{p}**: {d}" for p, _, d in paper.profiles)
             + f". The first ({paper.profiles[0][0]}) is the primary setting; each has its own fctlab and verdict columns."
         )

@@ -36,7 +36,8 @@ STOP = {True: "2s", False: "5s"}
 SCENARIO = "kernel_long_flows.toml"
 
 
-def _problem() -> Optional[str]:
+def kernel_problem() -> Optional[str]:
+    """Why the kernel items cannot run here (not root, no namespaces, no BPF), or None."""
     probs = check_machine()
     if probs:
         return "testbed unavailable: " + "; ".join(probs)
@@ -84,7 +85,7 @@ def rcp_low_row(it: Item, ex, rid: str, util: dict, n: int) -> bool:
 
 
 def item8(r: Runner, mode, out) -> Item:
-    why = _problem()
+    why = kernel_problem()
     if why:
         return r.placeholder(8, why)
     senders, stop = SENDERS[mode.quick], STOP[mode.quick]
@@ -201,7 +202,7 @@ def _shares_row(r: Runner, it: Item, rid: str, kern: dict, rate_mbps: float) -> 
 
 
 def item9(r: Runner, mode, out) -> Item:
-    why = _problem()
+    why = kernel_problem()
     if why:
         return r.placeholder(9, why)
     stop = MULTIHOP_STOP[mode.quick]
@@ -299,7 +300,7 @@ def _mix_numbers(flows: pd.DataFrame, links: pd.DataFrame) -> dict:
 
 
 def item10(r: Runner, mode, out) -> Item:
-    why = _problem()
+    why = kernel_problem()
     if why:
         return r.placeholder(10, why)
     stop = MIX_STOP[mode.quick]

@@ -19,6 +19,9 @@ NOT_MEASURED = "not measured"
 #: The verdict of a row measured over fewer than MIN_SAMPLES seeds (or jobs): shown, not graded.
 NOT_GRADED = "not graded (under 5 samples)"
 MIN_SAMPLES = 5
+#: The verdict of a row the paper states no number or direction for: shown beside the paper's
+#: nearest statement, not graded.
+NO_STATEMENT = "not graded (no statement in the paper)"
 
 NO_CHANGE = 0.02  # relative changes below 2% count as "no change"
 
@@ -89,7 +92,7 @@ def worst(verdicts: Sequence[str]) -> str:
     order = [NO_MATCH, DIRECTION, MATCH]
     vs = [v for v in verdicts if v in order]
     if not vs:
-        return NOT_GRADED if NOT_GRADED in verdicts else NOT_MEASURED
+        return next((v for v in (NOT_GRADED, NO_STATEMENT) if v in verdicts), NOT_MEASURED)
     return min(vs, key=order.index)
 
 
