@@ -7,8 +7,12 @@
 //! derived from the scenario seed and the entry's position, so adding an entry leaves the
 //! flows of the others unchanged. See `docs/workloads.md`.
 
+use crate::deadline::Deadline;
 use crate::flowlist::{DrawPlan, Draws, FlowPart, Pattern};
 use crate::flows::FlowCtx;
+pub use crate::limits::MAX_FLOWS;
+use crate::limits::{past_max_time, MAX_TIME};
+use crate::paths::relative_to;
 use crate::tables::{de, fields_of, split, tag, tagged_tables, At};
 use crate::units::{parse_duration, parse_size, Duration, Size};
 use crate::{FlowSpec, ScenarioError};
@@ -18,9 +22,6 @@ use serde::Deserialize;
 
 /// Keys every workload kind takes (every key that neither these nor the kind's own struct
 /// name is a parameter of the entry's protocol).
-/// The most flows one run accepts (all workloads of a scenario each checked against it).
-pub const MAX_FLOWS: u64 = 20_000_000;
-
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 struct Common {
@@ -116,31 +117,6 @@ tagged_tables! {
         "shuffle" => Shuffle(Shuffle),
         "long_lived" => LongLived(LongLived),
         "trace" => Trace(Trace),
-    }
-}
-
-/// Size buckets used by per-class deadlines (same edges as the metrics' default buckets).
-const SMALL_BELOW: u64 = 100_000;
-const LARGE_FROM: u64 = 10_000_000;
-
-#[derive(Clone, Debug)]
-pub(crate) enum Deadline {
-    None,
-    Fixed(Nanos),
-    ByClass { small: Option<Nanos>, medium: Option<Nanos>, large: Option<Nanos> },
-}
-
-impl Deadline {
-    pub(crate) fn for_size(&self, size: Option<u64>) -> Option<Nanos> {
-        match self {
-            Deadline::None => None,
-            Deadline::Fixed(d) => Some(*d),
-            Deadline::ByClass { small, medium, large } => match size? {
-                s if s < SMALL_BELOW => *small,
-                s if s < LARGE_FROM => *medium,
-                _ => *large,
-            },
-        }
     }
 }
 
@@ -481,7 +457,7 @@ impl Gen<'_, '_> {
             if n > MAX_FLOWS {
                 return Err(self.err("until", "more than 20,000,000 flows; shorten `until` or set `count`"));
             }
-            if f.start > crate::schema::MAX_TIME {
+            if f.start > MAX_TIME {
                 return Err(self.ctx.err(&self.prefix, past_max_time(f.start)));
             }
             Ok(())
@@ -762,28 +738,6 @@ impl Gen<'_, '_> {
             self.out.push(f);
         }
         Ok(())
-    }
-}
-
-/// The error of an entry that gives a flow starting at `start`, past the time a run can span.
-pub(crate) fn past_max_time(start: Nanos) -> String {
-    format!(
-        "draws a flow starting at {:.3e} s, past the {} s a run can span (are its sizes too large for \
-         its load, or its rate too low?)",
-        start.as_secs_f64(),
-        crate::schema::MAX_TIME.as_secs_f64()
-    )
-}
-
-/// A path in a scenario resolved against the scenario file's directory.
-pub(crate) fn relative_to(scenario_file: &str, name: &str) -> std::path::PathBuf {
-    let p = std::path::Path::new(name);
-    if p.is_absolute() || scenario_file.starts_with('<') {
-        return p.to_path_buf();
-    }
-    match std::path::Path::new(scenario_file).parent() {
-        Some(dir) => dir.join(p),
-        None => p.to_path_buf(),
     }
 }
 
