@@ -10,7 +10,8 @@
 //!
 //! The scenario reader (`crates/scenario/src/network.rs`) knows no kind by name: it reads the
 //! keys every topology takes (link defaults, queue discipline), hands the kind's own keys to
-//! [`Registration::configure`] and builds the result.
+//! [`Registration::configure`] and builds the result. `ring.rs` (built with the
+//! `example-topologies` feature) is the worked example of `docs/architecture.md`.
 
 use crate::port::BufferLimit;
 use crate::qdisc::{keys_as, Buffer, KeyError};
@@ -229,6 +230,8 @@ topologies! {
     fattree::FatTree,
     leafspine::LeafSpine,
     custom::Custom,
+    #[cfg(feature = "example-topologies")]
+    ring::Ring,
 }
 
 #[cfg(test)]

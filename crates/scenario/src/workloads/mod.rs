@@ -12,7 +12,8 @@
 //! the protocol parameters, host sets (`Gen::hosts`) and sizes (`Gen::sizes`, [`sizes`]) are
 //! read here. Every entry draws from its own random stream, derived from the scenario seed and
 //! the entry's position, so adding an entry leaves the flows of the others unchanged. See
-//! `docs/workloads.md`.
+//! `docs/workloads.md`; `periodic.rs` (built with the `example-workloads` feature) is the
+//! worked example of `docs/architecture.md`.
 
 use crate::deadline::Deadline;
 use crate::flowlist::{Draws, FlowPart};
@@ -108,6 +109,8 @@ workloads! {
     shuffle::Shuffle,
     long_lived::LongLived,
     trace::Trace,
+    #[cfg(feature = "example-workloads")]
+    periodic::Periodic,
 }
 
 /// What a kind's [`Workload::generate`] works with: the scenario's hosts and groups (`ctx`),
