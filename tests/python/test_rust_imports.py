@@ -35,24 +35,6 @@ from test_imports import cycles
 ROOT = Path(__file__).resolve().parents[2]
 CRATES = ROOT / "crates"
 
-# Loops still to break, each as its sorted files relative to the repository, in modules that
-# other work is changing right now (the scenario crate). This list may only shrink: a loop not
-# listed fails the test, and so does a listed loop that no longer exists, so that the list stays
-# true. Empty it once that work has landed and these loops are broken.
-STILL_TO_BREAK: list = [
-    # trace and workloads use schema's MAX_TIME, schema and workloads use flows' FlowCtx, flows
-    # and schema use flowlist's FlowList, which uses trace and workloads; trace and workloads
-    # use each other
-    [
-        "crates/scenario/src/flowlist.rs",
-        "crates/scenario/src/flows.rs",
-        "crates/scenario/src/schema.rs",
-        "crates/scenario/src/trace.rs",
-        "crates/scenario/src/workloads.rs",
-    ],
-]
-
-
 # ---------------------------------------------------------------------------------------------
 # Tokens
 
@@ -375,25 +357,10 @@ def describe(loop: list, names: dict) -> str:
 
 def test_no_module_loops_in_the_rust_crates():
     found, names = all_cycles()
-    new = [c for c in found if c not in STILL_TO_BREAK]
-    gone = [c for c in STILL_TO_BREAK if c not in found]
-    msg = []
-    if new:
-        msg.append(
-            "modules that use one another, directly or through a chain (move the shared names "
-            "to the module that owns them):\n" + "\n".join(describe(c, names) for c in new)
-        )
-    if gone:
-        msg.append(
-            "loops in STILL_TO_BREAK that no longer exist (remove them from the list):\n"
-            + "\n".join(" <-> ".join(c) for c in gone)
-        )
-    assert not msg, "\n\n".join(msg)
-
-
-def test_the_allow_list_only_names_loops_of_the_scenario_crate():
-    for loop in STILL_TO_BREAK:
-        assert loop == sorted(loop) and all(f.startswith("crates/scenario/src/") for f in loop), loop
+    assert not found, (
+        "modules that use one another, directly or through a chain (move the shared names "
+        "to the module that owns them):\n" + "\n".join(describe(c, names) for c in found)
+    )
 
 
 def test_the_check_sees_paths_and_loops(tmp_path):

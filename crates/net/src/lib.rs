@@ -20,4 +20,4 @@ pub use packet::{
 pub use port::{BufferModel, DropCause, EnqueueOutcome, Port, PortStats};
 pub use qdisc::{BufferLimit, Ns2RedConfig, QueueConfig, RedConfig};
 pub use routing::Routes;
-pub use topology::{LinkParams, LinkSpec, NodeKind, NodeSpec, Topology, TopologyKind};
+pub use topology::{LinkParams, LinkSpec, Links, NodeKind, NodeSpec, Topology, TopologyConfig};

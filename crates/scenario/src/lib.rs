@@ -5,10 +5,13 @@
 //! configuration per flow, and the flows themselves. Every error names the file, the key and
 //! what was expected; nothing here panics on bad input.
 
+mod deadline;
 mod flowlist;
 mod flows;
+pub mod limits;
 mod monitor;
 mod network;
+mod paths;
 pub mod schema;
 mod tables;
 mod trace;

@@ -3,6 +3,7 @@
 //! `transport`, `flows`, `workloads`, `monitor`.
 
 use crate::flows::FlowCtx;
+use crate::limits::{past_max_time, MAX_FLOWS, MAX_TIME};
 use crate::monitor::RawMonitor;
 use crate::units::Duration;
 use crate::{Scenario, ScenarioError};
@@ -45,10 +46,6 @@ pub enum Format {
     Toml,
     Json,
 }
-
-/// The latest time a run can reach: flow starts and `stop_time` beyond it are errors (about
-/// 31.7 years; the engine's clock, in nanoseconds, keeps far more room above it).
-pub const MAX_TIME: fctlab_engine::Nanos = fctlab_engine::Nanos(1_000_000_000_000_000_000);
 
 /// Parses, overrides and validates a scenario.
 ///
@@ -258,11 +255,11 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
         let part = crate::workloads::generate(w, i, &mut ctx, seed)?;
         if let crate::flowlist::FlowPart::Listed(v) = &part {
             if let Some(f) = v.iter().find(|f| f.start > MAX_TIME) {
-                return Err(err(format!("workloads[{i}]"), crate::workloads::past_max_time(f.start)));
+                return Err(err(format!("workloads[{i}]"), past_max_time(f.start)));
             }
         }
         list.push(part);
-        if list.len() as u64 > crate::workloads::MAX_FLOWS {
+        if list.len() as u64 > MAX_FLOWS {
             return Err(ScenarioError {
                 file: file.to_string(),
                 key: format!("workloads[{i}]"),

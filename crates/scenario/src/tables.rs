@@ -2,8 +2,9 @@
 //!
 //! Every table of a scenario is a serde struct with `deny_unknown_fields`; the keys it takes
 //! are its fields (read with [`fields_of`]), so no list of keys is written twice. Tables that
-//! take different keys by a tag (`topology`, a workload's `kind`) are declared with
-//! [`tagged_tables!`]: one struct per tag value.
+//! take different keys by a tag (a size distribution's `dist`) are declared with
+//! [`tagged_tables!`]: one struct per tag value. Topologies and workload kinds, one file each,
+//! have registries of their own (`fctlab_net::topology`, the `workloads` module).
 
 use crate::ScenarioError;
 pub use fctlab_engine::quantity::fields_of;

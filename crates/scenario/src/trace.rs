@@ -5,8 +5,9 @@
 //! its flows held. A file changed between the two readings (its length or modification time)
 //! stops the run with an error naming it.
 
-use crate::workloads::relative_to;
-use crate::workloads::Deadline;
+use crate::deadline::Deadline;
+use crate::limits::MAX_TIME;
+use crate::paths::relative_to;
 use crate::FlowSpec;
 use fctlab_engine::Nanos;
 use std::collections::HashMap;
@@ -167,7 +168,7 @@ pub(crate) fn load(e: Entry<'_>) -> Result<Loaded, String> {
     while rows.read_record(&mut record).map_err(|err| csv_message(&plan.path, &err))? {
         let f = plan.flow(&record).map_err(|(c, m)| plan.line_error(&record, c, m))?;
         sorted &= f.start >= last;
-        if f.start > crate::schema::MAX_TIME && past_max_time.is_none() {
+        if f.start > MAX_TIME && past_max_time.is_none() {
             past_max_time = Some(f.start);
         }
         last = f.start;
