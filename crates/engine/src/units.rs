@@ -58,9 +58,11 @@ impl fmt::Debug for OptNanos {
     }
 }
 
-/// Simulated time or duration in integer nanoseconds.
+/// Simulated time or duration in integer nanoseconds. The count is reached outside the engine
+/// only through [`Nanos::from_nanos`] and [`Nanos::as_nanos`]; arithmetic is by operators and
+/// methods.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Nanos(pub u64);
+pub struct Nanos(pub(crate) u64);
 
 impl Nanos {
     pub const ZERO: Nanos = Nanos(0);
