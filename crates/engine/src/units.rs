@@ -58,20 +58,29 @@ impl fmt::Debug for OptNanos {
     }
 }
 
-/// Simulated time or duration in integer nanoseconds.
+/// Simulated time or duration in integer nanoseconds. The count is reached outside the engine
+/// only through [`Nanos::from_nanos`] and [`Nanos::as_nanos`]; arithmetic is by operators and
+/// methods.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Nanos(pub u64);
+pub struct Nanos(pub(crate) u64);
 
 impl Nanos {
     pub const ZERO: Nanos = Nanos(0);
     pub const MAX: Nanos = Nanos(u64::MAX);
 
+    #[inline]
+    pub const fn from_nanos(ns: u64) -> Nanos {
+        Nanos(ns)
+    }
+    #[inline]
     pub const fn from_micros(us: u64) -> Nanos {
         Nanos(us * 1_000)
     }
+    #[inline]
     pub const fn from_millis(ms: u64) -> Nanos {
         Nanos(ms * 1_000_000)
     }
+    #[inline]
     pub const fn from_secs(s: u64) -> Nanos {
         Nanos(s * 1_000_000_000)
     }
@@ -83,17 +92,31 @@ impl Nanos {
             Nanos((s * 1e9).round() as u64)
         }
     }
+    /// The count of nanoseconds.
+    #[inline]
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 * 1e-9
     }
+    #[inline]
     pub const fn saturating_sub(self, o: Nanos) -> Nanos {
         Nanos(self.0.saturating_sub(o.0))
     }
+    #[inline]
     pub const fn saturating_add(self, o: Nanos) -> Nanos {
         Nanos(self.0.saturating_add(o.0))
     }
+    /// `k` times this duration, saturating at [`Nanos::MAX`].
+    #[inline]
     pub const fn mul(self, k: u64) -> Nanos {
         Nanos(self.0.saturating_mul(k))
+    }
+    /// This duration divided by `k`, rounded down.
+    #[inline]
+    pub const fn div(self, k: u64) -> Nanos {
+        Nanos(self.0 / k)
     }
 }
 

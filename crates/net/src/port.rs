@@ -228,7 +228,7 @@ impl Port {
     fn advance_ordered(&mut self, now: Nanos) {
         while self.waiting_pkts > 0 && self.busy_until <= now {
             let t = self.busy_until;
-            self.queue_area_pkt_ns += self.waiting_pkts as u128 * (t.0 - self.area_time.0) as u128;
+            self.queue_area_pkt_ns += self.waiting_pkts as u128 * (t - self.area_time).as_nanos() as u128;
             self.area_time = t;
             let Some(w) = self.disc.pop() else { break };
             let wire = w.meta.wire_bytes as u64;
@@ -243,7 +243,7 @@ impl Port {
             });
         }
         if now > self.area_time {
-            self.queue_area_pkt_ns += self.waiting_pkts as u128 * (now.0 - self.area_time.0) as u128;
+            self.queue_area_pkt_ns += self.waiting_pkts as u128 * (now - self.area_time).as_nanos() as u128;
             self.area_time = now;
         }
     }
@@ -281,13 +281,13 @@ impl Port {
             if e.tx_start > now {
                 break;
             }
-            self.queue_area_pkt_ns += self.waiting_pkts as u128 * (e.tx_start.0 - self.area_time.0) as u128;
+            self.queue_area_pkt_ns += self.waiting_pkts as u128 * (e.tx_start - self.area_time).as_nanos() as u128;
             self.area_time = e.tx_start;
             self.waiting_pkts -= 1;
             self.waiting_bytes -= e.meta.wire_bytes as u64;
         }
         if now > self.area_time {
-            self.queue_area_pkt_ns += self.waiting_pkts as u128 * (now.0 - self.area_time.0) as u128;
+            self.queue_area_pkt_ns += self.waiting_pkts as u128 * (now - self.area_time).as_nanos() as u128;
             self.area_time = now;
         }
     }
@@ -490,10 +490,10 @@ impl Port {
     /// Time-weighted mean queue length in packets over [0, until].
     pub fn mean_queue_pkts(&mut self, until: Nanos) -> f64 {
         self.advance(until);
-        if until.0 == 0 {
+        if until == Nanos::ZERO {
             0.0
         } else {
-            self.queue_area_pkt_ns as f64 / until.0 as f64
+            self.queue_area_pkt_ns as f64 / until.as_nanos() as f64
         }
     }
 }
@@ -534,20 +534,23 @@ mod tests {
         let (c, pc) = pkt(&mut pool);
         let (d, pd) = pkt(&mut pool);
         // First packet starts at once: 12 us serialization + 10 us delay.
-        assert_eq!(p.enqueue(Nanos(0), a, pa), EnqueueOutcome::Accepted { schedule_arrival: Some(Nanos(22_000)) });
-        assert_eq!(p.enqueue(Nanos(0), b, pb), EnqueueOutcome::Accepted { schedule_arrival: None });
-        assert_eq!(p.enqueue(Nanos(0), c, pc), EnqueueOutcome::Accepted { schedule_arrival: None });
-        assert_eq!(p.queue_at(Nanos(0)), (2, 3000));
+        assert_eq!(
+            p.enqueue(Nanos::from_nanos(0), a, pa),
+            EnqueueOutcome::Accepted { schedule_arrival: Some(Nanos::from_nanos(22_000)) }
+        );
+        assert_eq!(p.enqueue(Nanos::from_nanos(0), b, pb), EnqueueOutcome::Accepted { schedule_arrival: None });
+        assert_eq!(p.enqueue(Nanos::from_nanos(0), c, pc), EnqueueOutcome::Accepted { schedule_arrival: None });
+        assert_eq!(p.queue_at(Nanos::from_nanos(0)), (2, 3000));
         // Buffer of 2 is full: the fourth is dropped and counted.
-        assert_eq!(p.enqueue(Nanos(0), d, pd), EnqueueOutcome::Dropped(DropCause::BufferFull));
+        assert_eq!(p.enqueue(Nanos::from_nanos(0), d, pd), EnqueueOutcome::Dropped(DropCause::BufferFull));
         assert_eq!(p.stats().drops, 1);
         // At 12 us the second packet starts transmitting.
-        assert_eq!(p.queue_at(Nanos(12_000)), (1, 1500));
-        assert_eq!(p.pop_arrival(Nanos(22_000)), (a, pa, Some(Nanos(34_000))));
-        assert_eq!(p.pop_arrival(Nanos(34_000)), (b, pb, Some(Nanos(46_000))));
+        assert_eq!(p.queue_at(Nanos::from_nanos(12_000)), (1, 1500));
+        assert_eq!(p.pop_arrival(Nanos::from_nanos(22_000)), (a, pa, Some(Nanos::from_nanos(34_000))));
+        assert_eq!(p.pop_arrival(Nanos::from_nanos(34_000)), (b, pb, Some(Nanos::from_nanos(46_000))));
         assert_eq!(p.stats().max_queue_pkts, 2);
         // Integral: 2 pkts for 12us, 1 pkt for 12us = 36 pkt-us; mean over 48us = 0.75
-        assert!((p.mean_queue_pkts(Nanos(48_000)) - 0.75).abs() < 1e-9);
+        assert!((p.mean_queue_pkts(Nanos::from_nanos(48_000)) - 0.75).abs() < 1e-9);
     }
 
     #[test]
@@ -556,10 +559,10 @@ mod tests {
         let mut p = port(BufferLimit::Packets(0));
         let (a, pa) = pkt(&mut pool);
         let (b, pb) = pkt(&mut pool);
-        assert!(matches!(p.enqueue(Nanos(0), a, pa), EnqueueOutcome::Accepted { .. }));
-        assert_eq!(p.enqueue(Nanos(0), b, pb), EnqueueOutcome::Dropped(DropCause::BufferFull));
+        assert!(matches!(p.enqueue(Nanos::from_nanos(0), a, pa), EnqueueOutcome::Accepted { .. }));
+        assert_eq!(p.enqueue(Nanos::from_nanos(0), b, pb), EnqueueOutcome::Dropped(DropCause::BufferFull));
         let (c, pc) = pkt(&mut pool);
-        assert!(matches!(p.enqueue(Nanos(12_000), c, pc), EnqueueOutcome::Accepted { .. }));
+        assert!(matches!(p.enqueue(Nanos::from_nanos(12_000), c, pc), EnqueueOutcome::Accepted { .. }));
     }
 
     #[test]
@@ -568,7 +571,7 @@ mod tests {
         let mut p = port(BufferLimit::Bytes(3000));
         for i in 0..4 {
             let (id, pk) = pkt(&mut pool);
-            let r = p.enqueue(Nanos(0), id, pk);
+            let r = p.enqueue(Nanos::from_nanos(0), id, pk);
             // first goes on the wire, two wait (3000 bytes), the fourth overflows
             assert_eq!(matches!(r, EnqueueOutcome::Dropped(DropCause::BufferFull)), i == 3);
         }
@@ -603,7 +606,7 @@ mod tests {
             .filter(|_| {
                 let pk = crate::packet::Packet { wire_bytes, ..Default::default() };
                 let id = pool.alloc(pk.clone());
-                matches!(p.enqueue(Nanos(0), id, pk.meta()), EnqueueOutcome::Accepted { .. })
+                matches!(p.enqueue(Nanos::from_nanos(0), id, pk.meta()), EnqueueOutcome::Accepted { .. })
             })
             .count()
     }
@@ -613,7 +616,7 @@ mod tests {
         // queue-limit 5 (drop-tail.cc 92): one on the wire and 4 waiting.
         let mut p = ns2_port(BufferLimit::Packets(5), &QueueConfig::DropTail(()));
         assert_eq!(accepted(&mut p, 10, 1500), 5);
-        assert_eq!(p.queue_at(Nanos(0)), (4, 6000));
+        assert_eq!(p.queue_at(Nanos::from_nanos(0)), (4, 6000));
         // The default model holds 5 waiting.
         assert_eq!(accepted(&mut port(BufferLimit::Packets(5)), 10, 1500), 6);
         // Bytes (drop-tail.cc 93): waiting bytes + the packet's must stay below the limit.
@@ -671,7 +674,7 @@ mod tests {
                 ..Default::default()
             };
             let id = pool.alloc(pk.clone());
-            p.enqueue(Nanos(0), id, pk.meta())
+            p.enqueue(Nanos::from_nanos(0), id, pk.meta())
         };
         for _ in 0..4 {
             assert!(matches!(offer(&mut p, true), EnqueueOutcome::Accepted { .. }));
@@ -721,12 +724,12 @@ mod tests {
         let mut p = priority_port(BufferLimit::Packets(10), false);
         let us = Nanos::from_micros;
         // A finds the transmitter free; B and C (band 1) and D (band 0) wait.
-        let (a, first) = offer(&mut p, &mut pool, Nanos(0), 1);
+        let (a, first) = offer(&mut p, &mut pool, Nanos::from_nanos(0), 1);
         assert_eq!(first, EnqueueOutcome::Accepted { schedule_arrival: Some(us(22)) });
-        let (b, _) = offer(&mut p, &mut pool, Nanos(0), 1);
-        let (c, _) = offer(&mut p, &mut pool, Nanos(0), 1);
-        let (d, _) = offer(&mut p, &mut pool, Nanos(0), 0);
-        assert_eq!(p.queue_at(Nanos(0)), (3, 4500));
+        let (b, _) = offer(&mut p, &mut pool, Nanos::from_nanos(0), 1);
+        let (c, _) = offer(&mut p, &mut pool, Nanos::from_nanos(0), 1);
+        let (d, _) = offer(&mut p, &mut pool, Nanos::from_nanos(0), 0);
+        assert_eq!(p.queue_at(Nanos::from_nanos(0)), (3, 4500));
         assert_eq!(p.held_packets().len(), 4);
         // E (band 0) arrives at 13 us, after the choice at 12 us (D): it goes next, before B.
         let (e, _) = offer(&mut p, &mut pool, us(13), 0);
@@ -743,20 +746,20 @@ mod tests {
     fn an_ordered_port_may_push_a_waiting_packet_out() {
         let mut pool = PacketPool::new();
         let mut p = priority_port(BufferLimit::Packets(2), true);
-        let (a, _) = offer(&mut p, &mut pool, Nanos(0), 1);
-        let (b, _) = offer(&mut p, &mut pool, Nanos(0), 1);
-        let (c, _) = offer(&mut p, &mut pool, Nanos(0), 1);
+        let (a, _) = offer(&mut p, &mut pool, Nanos::from_nanos(0), 1);
+        let (b, _) = offer(&mut p, &mut pool, Nanos::from_nanos(0), 1);
+        let (c, _) = offer(&mut p, &mut pool, Nanos::from_nanos(0), 1);
         // Full: a band-1 packet is dropped, a band-0 one pushes out the newest band-1 packet.
-        assert_eq!(offer(&mut p, &mut pool, Nanos(0), 1).1, EnqueueOutcome::Dropped(DropCause::BufferFull));
-        let (d, out) = offer(&mut p, &mut pool, Nanos(0), 0);
+        assert_eq!(offer(&mut p, &mut pool, Nanos::from_nanos(0), 1).1, EnqueueOutcome::Dropped(DropCause::BufferFull));
+        let (d, out) = offer(&mut p, &mut pool, Nanos::from_nanos(0), 0);
         assert_eq!(out, EnqueueOutcome::Replaced { dropped: c });
         assert_eq!(p.stats().drops, 2);
         let order: Vec<PacketId> = drain(&mut p, Nanos::from_micros(22)).into_iter().map(|x| x.0).collect();
         assert_eq!(order, vec![a, d, b]);
         // Without push-out the band-0 packet is dropped like any other.
         let mut q = priority_port(BufferLimit::Packets(1), false);
-        offer(&mut q, &mut pool, Nanos(0), 1);
-        offer(&mut q, &mut pool, Nanos(0), 1);
-        assert_eq!(offer(&mut q, &mut pool, Nanos(0), 0).1, EnqueueOutcome::Dropped(DropCause::BufferFull));
+        offer(&mut q, &mut pool, Nanos::from_nanos(0), 1);
+        offer(&mut q, &mut pool, Nanos::from_nanos(0), 1);
+        assert_eq!(offer(&mut q, &mut pool, Nanos::from_nanos(0), 0).1, EnqueueOutcome::Dropped(DropCause::BufferFull));
     }
 }

@@ -311,7 +311,7 @@ fn run(
     // Advance in slices of simulated time so signals and progress are handled between them;
     // the slice adapts so that each takes roughly 20-200 ms of wall time.
     let mut slice = match stop {
-        Some(s) => Nanos((s.0 / 200).max(1_000)),
+        Some(s) => s.div(200).max(Nanos::from_micros(1)),
         None => Nanos::from_millis(1),
     };
     let mut interrupted = false;
@@ -328,10 +328,10 @@ fn run(
                 cb.call1(py, (table_to_py(py, &rows)?,))?;
             }
         }
-        if took < 0.02 && slice.0 < 10_000_000_000 {
-            slice = Nanos(slice.0 * 2);
-        } else if took > 0.2 && slice.0 > 1_000 {
-            slice = Nanos(slice.0 / 2);
+        if took < 0.02 && slice < Nanos::from_secs(10) {
+            slice = slice.mul(2);
+        } else if took > 0.2 && slice > Nanos::from_micros(1) {
+            slice = slice.div(2);
         }
         if let Some(m) = sim.failure() {
             return Err(ScenarioError::new_err(m));

@@ -193,7 +193,7 @@ impl Iterator for DrawIter {
 /// entry's window is over).
 fn poisson_next(p: &DrawPlan, rng: &mut Rng, t: &mut f64) -> Option<FlowSpec> {
     *t += -p.mean_gap_ns * (1.0 - rng.uniform()).ln();
-    let at = Nanos(t.round() as u64);
+    let at = Nanos::from_nanos(t.round() as u64);
     if p.until.is_some_and(|u| at >= u) {
         return None;
     }

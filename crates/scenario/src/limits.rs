@@ -5,7 +5,7 @@ use fctlab_engine::Nanos;
 
 /// The latest time a run can reach: flow starts and `stop_time` beyond it are errors (about
 /// 31.7 years; the engine's clock, in nanoseconds, keeps far more room above it).
-pub const MAX_TIME: Nanos = Nanos(1_000_000_000_000_000_000);
+pub const MAX_TIME: Nanos = Nanos::from_nanos(1_000_000_000_000_000_000);
 
 /// The most flows one run accepts (all workloads of a scenario each checked against it).
 pub const MAX_FLOWS: u64 = 20_000_000;

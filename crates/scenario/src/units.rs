@@ -25,9 +25,9 @@ mod tests {
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("25us").unwrap(), Nanos(25_000));
-        assert_eq!(parse_duration("1.5ms").unwrap(), Nanos(1_500_000));
-        assert_eq!(parse_duration("2s").unwrap(), Nanos(2_000_000_000));
+        assert_eq!(parse_duration("25us").unwrap(), Nanos::from_nanos(25_000));
+        assert_eq!(parse_duration("1.5ms").unwrap(), Nanos::from_nanos(1_500_000));
+        assert_eq!(parse_duration("2s").unwrap(), Nanos::from_nanos(2_000_000_000));
         assert!(parse_duration("10MB").is_err());
         assert!(parse_duration("-1ms").unwrap_err().contains("negative"));
     }

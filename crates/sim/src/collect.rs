@@ -219,8 +219,8 @@ impl Simulation {
             late_packets: c.late_packets,
             interrupted,
             // (Whole nanoseconds over 1e9: 30 ms is 0.03 exactly as it prints.)
-            measure_from_s: self.scenario.measure.map(|m| m.from.0 as f64 / 1e9),
-            measure_until_s: self.scenario.measure.and_then(|m| m.until.map(|u| u.0 as f64 / 1e9)),
+            measure_from_s: self.scenario.measure.map(|m| m.from.as_nanos() as f64 / 1e9),
+            measure_until_s: self.scenario.measure.and_then(|m| m.until.map(|u| u.as_nanos() as f64 / 1e9)),
             flows_measured: self.flows_measured,
         }
     }

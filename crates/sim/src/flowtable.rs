@@ -286,9 +286,9 @@ mod tests {
     fn a_page_lives_from_its_first_start_to_its_last_retirement() {
         let mut t = FlowTable::new(PAGE + 3);
         assert!(t.get(0).is_none() && t.get(PAGE).is_none());
-        t.open(1).rto_at = OptNanos::some(fctlab_engine::Nanos(7));
+        t.open(1).rto_at = OptNanos::some(fctlab_engine::Nanos::from_nanos(7));
         assert_eq!(t.pages_live(), 1);
-        assert_eq!(t.get(1).map(|s| s.rto_at.get()), Some(Some(fctlab_engine::Nanos(7))));
+        assert_eq!(t.get(1).map(|s| s.rto_at.get()), Some(Some(fctlab_engine::Nanos::from_nanos(7))));
         assert!(t.get(0).is_some(), "the page holds its other flows' state, default until they start");
         for f in 0..PAGE - 1 {
             t.retire(f);

@@ -43,7 +43,7 @@ fn main() -> ExitCode {
     let slice = sim
         .scenario()
         .stop_time
-        .map_or(fctlab_engine::Nanos::from_millis(1), |s| fctlab_engine::Nanos((s.0 / 200).max(1_000)));
+        .map_or(fctlab_engine::Nanos::from_millis(1), |s| s.div(200).max(fctlab_engine::Nanos::from_micros(1)));
     let mut until = fctlab_engine::Nanos::ZERO;
     loop {
         until = until.saturating_add(slice);

@@ -257,8 +257,8 @@ fn write_record(out: &mut Vec<u8>, r: &Record) {
     let tcp_len = 20 + opts.len() + pad;
     let ip_total = 20 + tcp_len + p.payload_bytes as usize;
     let captured = 14 + 20 + tcp_len;
-    out.extend_from_slice(&((r.t.0 / 1_000_000_000) as u32).to_le_bytes());
-    out.extend_from_slice(&((r.t.0 % 1_000_000_000) as u32).to_le_bytes());
+    out.extend_from_slice(&((r.t.as_nanos() / 1_000_000_000) as u32).to_le_bytes());
+    out.extend_from_slice(&((r.t.as_nanos() % 1_000_000_000) as u32).to_le_bytes());
     out.extend_from_slice(&(captured as u32).to_le_bytes());
     out.extend_from_slice(&((14 + ip_total) as u32).to_le_bytes());
     // Ethernet
@@ -305,7 +305,7 @@ mod tests {
 
     fn record(p: Packet) -> Vec<u8> {
         let mut out = Vec::new();
-        write_record(&mut out, &Record { t: Nanos(1_500_000_123), from: NodeId(0), to: NodeId(5), pkt: p });
+        write_record(&mut out, &Record { t: Nanos::from_nanos(1_500_000_123), from: NodeId(0), to: NodeId(5), pkt: p });
         out
     }
 

@@ -183,7 +183,7 @@ impl HostLayer {
         let mut pieces = std::mem::take(&mut self.pieces);
         pieces.clear();
         let pending = &mut self.pairs[pair].pending;
-        self.policy.fill(f as u64, pending, end - from, now.0, &mut pieces);
+        self.policy.fill(f as u64, pending, end - from, now.as_nanos(), &mut pieces);
         let mut at = from;
         for &(i, n) in &pieces {
             at += n;
@@ -215,7 +215,7 @@ impl HostLayer {
             let rate = if rtt > Nanos::ZERO { cwnd as f64 / rtt.as_secs_f64() } else { 0.0 };
             c.tcp = VirtualQueue {
                 remaining: fl.size.saturating_sub(sent),
-                finished_at_ns: fl.sent_all_at.map(|t| t.0),
+                finished_at_ns: fl.sent_all_at.map(|t| t.as_nanos()),
                 rate_bytes_per_s: rate,
             };
         }

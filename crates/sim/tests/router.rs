@@ -140,7 +140,7 @@ fn racs_joining_flow_takes_its_share_within_a_few_rounds() {
     let mut last = 0u64;
     let mut settled = None;
     for k in 1..=40u64 {
-        s.advance(Nanos::from_millis(50) + Nanos(t_trans.0 * k));
+        s.advance(Nanos::from_millis(50) + t_trans.mul(k));
         let b = s.results(false).flows[1].bytes_delivered;
         let rate = (b - last) as f64 * 8.0 / t_trans.as_secs_f64();
         last = b;

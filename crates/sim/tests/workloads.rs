@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use fctlab_engine::Nanos;
 use fctlab_scenario::schema::Format;
 
 /// A loaded scenario with every flow drawn.
@@ -37,7 +38,7 @@ fn poisson_offered_load_matches_request_and_arrivals_are_exponential() {
     // the requested rate (lambda = load * capacity / mean size).
     let mean_size = 1_711_250.0;
     let lambda = 0.6 * capacity_bytes_per_s / mean_size;
-    let mut gaps: Vec<f64> = sc.flows.windows(2).map(|w| (w[1].start.0 - w[0].start.0) as f64 * 1e-9).collect();
+    let mut gaps: Vec<f64> = sc.flows.windows(2).map(|w| (w[1].start - w[0].start).as_secs_f64()).collect();
     gaps.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let m = gaps.len() as f64;
     let d = gaps
@@ -66,7 +67,7 @@ fn poisson_until_and_rate_and_many_to_one() {
         assert_eq!(f.dst, h0);
         assert_eq!(f.size_bytes, Some(10_000));
         assert_eq!(f.tag, "rpc");
-        assert!(f.start.0 >= 5_000_000 && f.start.0 < 105_000_000);
+        assert!(f.start >= Nanos::from_millis(5) && f.start < Nanos::from_millis(105));
     }
 }
 
@@ -109,7 +110,7 @@ fn shuffle_jobs_and_partition_aggregate() {
     assert_eq!(shuffle.len(), 30);
     assert!(shuffle.iter().all(|f| f.size_bytes == Some(1_000_000) && f.src != f.dst));
     assert_eq!(shuffle.iter().filter(|f| f.group == "shuffle0:2").count(), 10);
-    assert!(shuffle.iter().filter(|f| f.group == "shuffle0:2").all(|f| f.start.0 == 20_000_000));
+    assert!(shuffle.iter().filter(|f| f.group == "shuffle0:2").all(|f| f.start == Nanos::from_millis(20)));
     // partition-aggregate: 3 requests then 3 responses per job
     let pa: Vec<_> = sc.flows.iter().filter(|f| f.group.starts_with("pa1:")).collect();
     assert_eq!(pa.len(), 12);
@@ -140,7 +141,7 @@ fn partition_aggregate_without_requests_starts_responses_at_the_job_time() {
     for (i, f) in sc.flows.iter().enumerate() {
         let job = i as u64 / 3;
         assert_eq!(
-            (f.group.as_str(), f.after, f.start.0),
+            (f.group.as_str(), f.after, f.start.as_nanos()),
             (format!("pa0:{job}").as_str(), None, 1_000_000 + job * 5_000_000)
         );
         assert_eq!(sc.topology.nodes[f.dst].name, "h10");
@@ -206,7 +207,7 @@ fn deadlines_by_size_class_and_protocol_keys() {
         } else {
             None
         };
-        assert_eq!(f.deadline.map(|d| d.0 / 1_000_000), want, "size {s}");
+        assert_eq!(f.deadline.map(|d| d.as_nanos() / 1_000_000), want, "size {s}");
     }
 }
 

@@ -376,7 +376,7 @@ mod tests {
     fn feed(r: &mut TcpReceiver, segs: &[(u64, u8)]) -> Vec<Packet> {
         let mut out = Vec::new();
         for &(k, f) in segs {
-            r.on_packet(Nanos(k), &data(k * MSS as u64, f), &mut out);
+            r.on_packet(Nanos::from_nanos(k), &data(k * MSS as u64, f), &mut out);
         }
         out
     }
@@ -398,7 +398,7 @@ mod tests {
     fn delayed_acks_cover_two_segments_or_wait_for_the_timer() {
         let mut r = rcv(true, false);
         assert!(feed(&mut r, &[(0, 0)]).is_empty());
-        assert_eq!(r.delack_deadline(), Some(Nanos(0) + Nanos::from_millis(40)));
+        assert_eq!(r.delack_deadline(), Some(Nanos::from_nanos(0) + Nanos::from_millis(40)));
         let acks = feed(&mut r, &[(1, 0)]);
         assert_eq!(acks.iter().map(|a| a.ack).collect::<Vec<_>>(), vec![2000]);
         assert_eq!(r.delack_deadline(), None);
@@ -452,20 +452,20 @@ mod tests {
         p.router.words[0] = 42;
         p.router.wire_bytes = 16;
         let mut out = Vec::new();
-        r.on_packet(Nanos(0), &p, &mut out);
-        r.on_packet(Nanos(1), &data(1000, 0), &mut out);
+        r.on_packet(Nanos::from_nanos(0), &p, &mut out);
+        r.on_packet(Nanos::from_nanos(1), &data(1000, 0), &mut out);
         assert_eq!((out[0].has(flags::ROUTER), out[0].router.words[0], out[0].wire_bytes), (true, 42, 56));
         assert_eq!((out[1].has(flags::ROUTER), out[1].wire_bytes), (false, 40));
         // a header-only request (no payload) is answered at once and delivers nothing
         let mut req = data(2000, flags::ROUTER);
         req.payload_bytes = 0;
         out.clear();
-        r.on_packet(Nanos(2), &req, &mut out);
+        r.on_packet(Nanos::from_nanos(2), &req, &mut out);
         assert_eq!((out.len(), out[0].ack, r.data_packets), (1, 2000, 2));
         // a SYN is answered by a SYN-ACK echoing its timestamp
         let syn = Packet { kind: PacketKind::Syn, ts_sent_ns: 77, ..data(0, 0) };
         out.clear();
-        r.on_packet(Nanos(3), &syn, &mut out);
+        r.on_packet(Nanos::from_nanos(3), &syn, &mut out);
         assert_eq!((out[0].kind, out[0].ts_echo_ns), (PacketKind::SynAck, 77));
     }
 
@@ -486,26 +486,26 @@ mod tests {
         let hdr = |p: &Packet| (p.ack, HomaHeader::of(&p.router), p.wire_bytes);
         // Unscheduled data is not acknowledged; the resend timer runs while expected bytes miss.
         assert!(feed(&mut r, &[(0, 0)]).is_empty());
-        assert_eq!((r.bytes_received(), r.delack_deadline()), (1000, Some(Nanos(0) + timeout)));
+        assert_eq!((r.bytes_received(), r.delack_deadline()), (1000, Some(Nanos::from_nanos(0) + timeout)));
         // The host grants: one packet carrying the grant, the cumulative ACK and its 20 bytes.
         let mut out = Vec::new();
-        r.grant(Nanos(5), 4000, 3, &mut out);
+        r.grant(Nanos::from_nanos(5), 4000, 3, &mut out);
         assert_eq!(hdr(&out[0]), (1000, Some(HomaHeader::Grant { offset: 4000, band: 3 }), 60));
         // Segment 1 is lost, 2 arrives: still nothing sent; when the timer fires, the first
         // missing range is asked for again, and the timer runs again.
         assert!(feed(&mut r, &[(2, 0)]).is_empty());
         assert_eq!(r.bytes_received(), 2000);
         out.clear();
-        r.on_delack_timer(Nanos(2) + timeout, &mut out);
+        r.on_delack_timer(Nanos::from_nanos(2) + timeout, &mut out);
         assert_eq!(hdr(&out[0]).1, Some(HomaHeader::Resend { start: 1000, end: 2000 }));
-        assert_eq!(r.delack_deadline(), Some(Nanos(2) + timeout + timeout));
+        assert_eq!(r.delack_deadline(), Some(Nanos::from_nanos(2) + timeout + timeout));
         // A duplicate (a sender's probe) gets the latest grant back.
         let acks = feed(&mut r, &[(0, 0)]);
         assert_eq!(hdr(&acks[0]).1, Some(HomaHeader::Grant { offset: 4000, band: 3 }));
         // The message's last byte is acknowledged at once, and no timer is left.
         let acks = feed(&mut r, &[(1, 0), (3, 0), (4, 0)]);
         assert!(acks.is_empty());
-        r.grant(Nanos(9), 6000, 3, &mut out);
+        r.grant(Nanos::from_nanos(9), 6000, 3, &mut out);
         let acks = feed(&mut r, &[(5, 0)]);
         assert_eq!((acks.len(), acks[0].ack, r.delack_deadline()), (1, 6000, None));
     }

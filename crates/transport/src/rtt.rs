@@ -52,9 +52,9 @@ impl RttEstimator {
     /// with 3 and 2 fraction bits (`T_SRTT_BITS`, `T_RTTVAR_BITS`), and `t_rtxcur_` =
     /// (SRTT + 4 RTTVAR) in whole ticks, rounded down (`rttvar_exp_ 2`).
     pub fn sample_ns2(&mut self, sent: Nanos, now: Nanos) {
-        let tick = self.granularity.0.max(1);
-        let t_rtt = ((now.0 / tick) as i64 - (sent.0 / tick) as i64).max(1);
-        self.record(Nanos(now.0.saturating_sub(sent.0)));
+        let tick = self.granularity.as_nanos().max(1);
+        let t_rtt = ((now.as_nanos() / tick) as i64 - (sent.as_nanos() / tick) as i64).max(1);
+        self.record(now.saturating_sub(sent));
         if self.t_srtt != 0 {
             let mut delta = t_rtt - (self.t_srtt >> 3);
             self.t_srtt += delta;
@@ -75,7 +75,7 @@ impl RttEstimator {
         self.rttvar_ns = self.t_rttvar as u64 * tick / 4;
         let rtxcur = (((self.t_rttvar << 3) + self.t_srtt) >> 3) as u64 * tick;
         // rtt_timeout() with rfc2988_: minrto_ applies before the backoff.
-        self.rto = Nanos(rtxcur).max(self.min_rto).min(self.max_rto);
+        self.rto = Nanos::from_nanos(rtxcur).max(self.min_rto).min(self.max_rto);
     }
 
     /// `TcpAgent::rtt_backoff` (tcp/tcp.cc line 622) has doubled `t_backoff_` to
@@ -93,13 +93,13 @@ impl RttEstimator {
     #[inline]
     fn record(&mut self, r: Nanos) {
         self.min_rtt = self.min_rtt.min(r);
-        self.sum_ns += r.0;
+        self.sum_ns += r.as_nanos();
         self.samples += 1;
     }
 
     /// The smallest and the mean of the RTTs measured so far (None before the first).
     pub fn measured(&self) -> Option<(Nanos, Nanos)> {
-        (self.samples > 0).then(|| (self.min_rtt, Nanos(self.sum_ns / self.samples)))
+        (self.samples > 0).then(|| (self.min_rtt, Nanos::from_nanos(self.sum_ns / self.samples)))
     }
 
     /// `rto_model = "ns2"`.
@@ -109,7 +109,7 @@ impl RttEstimator {
 
     /// Feeds one RTT measurement (RFC 6298 section 2, with alpha = 1/8 and beta = 1/4).
     pub fn sample(&mut self, r: Nanos) {
-        let r = r.0;
+        let r = r.as_nanos();
         if !self.has_sample {
             self.srtt_ns = r;
             self.rttvar_ns = r / 2;
@@ -119,13 +119,14 @@ impl RttEstimator {
             self.rttvar_ns = (3 * self.rttvar_ns + diff) / 4;
             self.srtt_ns = (7 * self.srtt_ns + r) / 8;
         }
-        self.record(Nanos(r));
+        self.record(Nanos::from_nanos(r));
         let mut rto = self.srtt_ns + 4 * self.rttvar_ns;
-        if self.granularity.0 > 0 {
+        let tick = self.granularity.as_nanos();
+        if tick > 0 {
             // A coarse timer counts whole ticks: round up (ns-2's tcpTick_).
-            rto = rto.div_ceil(self.granularity.0) * self.granularity.0;
+            rto = rto.div_ceil(tick) * tick;
         }
-        self.rto = Nanos(rto).max(self.min_rto).min(self.max_rto);
+        self.rto = Nanos::from_nanos(rto).max(self.min_rto).min(self.max_rto);
     }
 
     /// The current timeout before backoff.
@@ -134,16 +135,16 @@ impl RttEstimator {
     }
     /// The timeout after `shift` consecutive expirations (doubling, capped at max_rto).
     pub fn backed_off(&self, shift: u32) -> Nanos {
-        let t = Nanos(self.rto.0.saturating_mul(1u64 << shift.min(20))).min(self.max_rto);
+        let t = self.rto.mul(1u64 << shift.min(20)).min(self.max_rto);
         if self.ns2 {
             // rtt_timeout() (tcp/tcp.cc line 540): never below two ticks.
-            t.max(Nanos(2 * self.granularity.0))
+            t.max(self.granularity.mul(2))
         } else {
             t
         }
     }
     pub fn srtt(&self) -> Option<Nanos> {
-        self.has_sample.then_some(Nanos(self.srtt_ns))
+        self.has_sample.then_some(Nanos::from_nanos(self.srtt_ns))
     }
 }
 
@@ -161,8 +162,8 @@ mod tests {
         assert_eq!(e.rto(), Nanos::from_millis(30));
         e.sample(Nanos::from_millis(20));
         // rttvar = 3/4*5 + 1/4*10 = 6.25, srtt = 11.25 -> 36.25 ms
-        assert_eq!(e.rto(), Nanos(36_250_000));
-        assert_eq!(e.backed_off(2), Nanos(145_000_000));
+        assert_eq!(e.rto(), Nanos::from_nanos(36_250_000));
+        assert_eq!(e.backed_off(2), Nanos::from_nanos(145_000_000));
     }
 
     #[test]
@@ -194,7 +195,7 @@ mod tests {
         // -> (56 + 22) >> 3 = 9 ticks (rounded down from 9.75).
         e.sample_ns2(Nanos::from_millis(41), Nanos::from_millis(59));
         assert_eq!(e.rto(), Nanos::from_millis(90));
-        assert_eq!(e.srtt(), Some(Nanos(27_500_000)));
+        assert_eq!(e.srtt(), Some(Nanos::from_nanos(27_500_000)));
         // A sample of less than a tick counts one tick.
         let mut f = RttEstimator::new(&cfg);
         f.sample_ns2(Nanos::from_millis(1), Nanos::from_millis(2));

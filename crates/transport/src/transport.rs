@@ -119,7 +119,7 @@ impl SendContext {
     }
     /// The SRTT as the router header's `rtt_ns` field carries it (0: not measured yet).
     pub fn rtt_field(&self) -> u32 {
-        self.srtt.map_or(0, |r| r.0.min(u32::MAX as u64) as u32)
+        self.srtt.map_or(0, |r| r.as_nanos().min(u32::MAX as u64) as u32)
     }
 }
 

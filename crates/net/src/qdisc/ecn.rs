@@ -49,7 +49,7 @@ mod tests {
 
     #[test]
     fn marks_at_threshold() {
-        let link = LinkInfo { rate: BitsPerSec(10_000_000_000), delay: Nanos(1000) };
+        let link = LinkInfo { rate: BitsPerSec(10_000_000_000), delay: Nanos::from_nanos(1000) };
         let mut q = EcnThreshold::new(&BufferLimit::Packets(20), &link, Rng::stream(1, 1));
         let view = |n| QueueView::busy(Nanos::ZERO, n, 0);
         assert_eq!(q.on_arrival(&view(19), &PacketMeta::default()), Verdict::Accept);

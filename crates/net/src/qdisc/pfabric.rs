@@ -110,7 +110,7 @@ mod tests {
     }
 
     fn port() -> PFabric {
-        PFabric::new(&(), &LinkInfo { rate: BitsPerSec(10_000_000_000), delay: Nanos(1000) }, Rng::stream(0, 0))
+        PFabric::new(&(), &LinkInfo { rate: BitsPerSec(10_000_000_000), delay: Nanos::from_nanos(1000) }, Rng::stream(0, 0))
     }
 
     #[test]

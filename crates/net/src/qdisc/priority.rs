@@ -222,7 +222,7 @@ mod tests {
 
     #[test]
     fn the_highest_band_goes_first_and_each_band_is_fifo() {
-        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos(1000) };
+        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos::from_nanos(1000) };
         let mut q = StrictPriority::new(&cfg(&["a", "b"]), &link, Rng::stream(0, 0));
         for (id, prio) in [(1, 2), (2, 1), (3, 2), (4, 0), (5, 1), (6, 9)] {
             q.push(waiting(id, prio));
@@ -258,7 +258,7 @@ mod tests {
 
     #[test]
     fn pushout_takes_the_newest_packet_of_the_lowest_lower_band() {
-        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos(1000) };
+        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos::from_nanos(1000) };
         let mut q = StrictPriority::new(&PriorityConfig { pushout: true, ..cfg(&["a", "b"]) }, &link, Rng::stream(0, 0));
         for (id, prio) in [(1, 1), (2, 2), (3, 2), (4, 0)] {
             q.push(waiting(id, prio));
@@ -274,7 +274,7 @@ mod tests {
 
     #[test]
     fn a_full_band_drops_its_arrivals_and_leaves_the_others_alone() {
-        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos(1000) };
+        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos::from_nanos(1000) };
         let c = PriorityConfig { band_buffer: Some(BufferLimit::Packets(2)), ..cfg(&["a"]) };
         let mut q = StrictPriority::new(&c, &link, Rng::stream(0, 0));
         let view = QueueView::busy(Nanos::ZERO, 0, 0);
@@ -290,7 +290,7 @@ mod tests {
 
     #[test]
     fn per_band_ecn_marking() {
-        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos(1000) };
+        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos::from_nanos(1000) };
         let c = PriorityConfig { ecn_threshold: Some(BufferLimit::Packets(2)), ..cfg(&["a"]) };
         let mut q = StrictPriority::new(&c, &link, Rng::stream(0, 0));
         let view = QueueView::busy(Nanos::ZERO, 0, 0);
@@ -303,7 +303,7 @@ mod tests {
 
     #[test]
     fn per_port_ecn_marking_counts_every_band() {
-        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos(1000) };
+        let link = LinkInfo { rate: BitsPerSec(1_000_000_000), delay: Nanos::from_nanos(1000) };
         let c = PriorityConfig { ecn_threshold: Some(BufferLimit::Packets(2)), ecn_per_port: true, ..cfg(&["a"]) };
         let mut q = StrictPriority::new(&c, &link, Rng::stream(0, 0));
         q.push(waiting(1, 1));

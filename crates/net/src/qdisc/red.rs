@@ -57,7 +57,7 @@ impl RedState {
     fn on_arrival(&mut self, q_pkts: u32, idle_for: Nanos) -> Verdict {
         let c = &self.cfg;
         if q_pkts == 0 && idle_for > Nanos::ZERO {
-            let m = idle_for.0 as f64 / self.typical_tx.0.max(1) as f64;
+            let m = idle_for.as_nanos() as f64 / self.typical_tx.as_nanos().max(1) as f64;
             self.avg *= (1.0 - c.weight).powf(m);
         }
         self.avg = (1.0 - c.weight) * self.avg + c.weight * q_pkts as f64;
@@ -292,7 +292,7 @@ mod tests {
     use fctlab_engine::BitsPerSec;
 
     fn classic(cfg: RedConfig, rng: Rng) -> RedState {
-        let link = LinkInfo { rate: BitsPerSec(10_000_000_000), delay: Nanos(1000) };
+        let link = LinkInfo { rate: BitsPerSec(10_000_000_000), delay: Nanos::from_nanos(1000) };
         match Red::new(&cfg, &link, rng) {
             Red::Classic(r) => *r,
             Red::Ns2(_) => unreachable!(),

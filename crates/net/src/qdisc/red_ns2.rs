@@ -189,7 +189,7 @@ impl Ns2RedState {
         let mut m: u64 = 0;
         if idle_for > Nanos::ZERO {
             let per_sec = 8 * self.mean_pktsize as u128 * 1_000_000_000;
-            m = (idle_for.0 as u128 * self.rate_bps as u128 / per_sec).min(u64::MAX as u128) as u64;
+            m = (idle_for.as_nanos() as u128 * self.rate_bps as u128 / per_sec).min(u64::MAX as u128) as u64;
         }
         // red.cc 658 and estimator (386-405).
         let qlen = if self.bytes { q_bytes as f64 } else { q_pkts as f64 };
@@ -484,7 +484,7 @@ mod tests {
         r.on_arrival(0, 0, 1040, false, Nanos::from_millis(1), false);
         assert_eq!(r.ave, 0.5f64.powi(251));
         r.ave = 1.0;
-        r.on_arrival(0, 0, 1040, false, Nanos(3_999), false); // less than one mean packet time
+        r.on_arrival(0, 0, 1040, false, Nanos::from_nanos(3_999), false); // less than one mean packet time
         assert_eq!(r.ave, 0.5);
         // A full buffer drops after the estimator ran, and restarts the count.
         let mut r = ns2_pkts(true, true, false);

@@ -367,7 +367,7 @@ impl Gen<'_, '_> {
                 let mut t = 0.0;
                 for _ in 0..jobs {
                     t += -(1e9 / rate) * (1.0 - self.rng.uniform()).ln();
-                    starts.push(self.start + Nanos(t.round() as u64));
+                    starts.push(self.start + Nanos::from_nanos(t.round() as u64));
                 }
             }
             (None, interval) => {

@@ -286,7 +286,7 @@ impl Atcp {
                     if elapsed > d {
                         w_late
                     } else {
-                        w_low + (w_high - w_low) * elapsed.0 as f64 / d.0.max(1) as f64
+                        w_low + (w_high - w_low) * elapsed.as_nanos() as f64 / d.as_nanos().max(1) as f64
                     }
                 }
             },
@@ -356,9 +356,9 @@ mod tests {
         let exp = Atcp::new(exp, &info);
         assert!((exp.weight_at(50, Nanos::ZERO) - 2.0).abs() < 1e-12);
         let time = params("weight_function = \"time\"").unwrap();
-        let time = Atcp::new(time, &FlowInfo { start: Nanos(1000), deadline: Some(Nanos(100)), ..Default::default() });
-        assert!((time.weight_at(0, Nanos(1050)) - 2.0).abs() < 1e-12);
-        assert_eq!(time.weight_at(0, Nanos(1101)), 0.5);
+        let time = Atcp::new(time, &FlowInfo { start: Nanos::from_nanos(1000), deadline: Some(Nanos::from_nanos(100)), ..Default::default() });
+        assert!((time.weight_at(0, Nanos::from_nanos(1050)) - 2.0).abs() < 1e-12);
+        assert_eq!(time.weight_at(0, Nanos::from_nanos(1101)), 0.5);
     }
 
     #[test]

@@ -165,7 +165,7 @@ impl CongestionControl for Racs {
     fn on_feedback(&mut self, _st: &mut CcState, hdr: &RouterHeader) {
         let hdr = RacsHeader::read(hdr);
         if hdr.interval_ns > 0 && hdr.interval_ns != RacsHeader::NO_INTERVAL_YET {
-            self.t_trans = Some(Nanos(hdr.interval_ns as u64));
+            self.t_trans = Some(Nanos::from_nanos(hdr.interval_ns as u64));
         }
         if !self.admitted {
             self.admitted = true; // the SYN's answer: admitted, no rate yet
@@ -266,7 +266,7 @@ impl PortControl for RacsPort {
                 hdr.rate_bps = r;
             }
         }
-        let tp = self.t_p().0.min(u32::MAX as u64) as u32;
+        let tp = self.t_p().as_nanos().min(u32::MAX as u64) as u32;
         if tp < hdr.interval_ns {
             hdr.interval_ns = tp;
         }
@@ -377,7 +377,7 @@ mod tests {
         let info = FlowInfo { nic_rate: BitsPerSec(1_000_000_000), size: Some(15_000), ..Default::default() };
         let mut s = Racs::new(&RacsConfig::default(), &info);
         let mut st = CcState { cwnd_bytes: 3000, ssthresh_bytes: u64::MAX, mss_bytes: 1500 };
-        let ctx = |now: u64, kind, sent| SendContext { now: Nanos(now), kind, size: Some(15_000), bytes_sent: sent, seq: 0, snd_una: 0, sacked_bytes: 0, srtt: Some(Nanos(100_000)), mss_bytes: 1500 };
+        let ctx = |now: u64, kind, sent| SendContext { now: Nanos::from_nanos(now), kind, size: Some(15_000), bytes_sent: sent, seq: 0, snd_una: 0, sacked_bytes: 0, srtt: Some(Nanos::from_nanos(100_000)), mss_bytes: 1500 };
         let mut h = RouterHeader::default();
         assert!(s.stamp(&ctx(0, PacketKind::Syn, 0), &mut h));
         assert_eq!((RacsHeader::read(&h).prev_weight, h.wire_bytes), (0.0, HEADER_BYTES));
@@ -385,7 +385,7 @@ mod tests {
         assert!((w_syn as f64 - (1.0 + 9.0 * (-0.02f64 * 10.0).exp())).abs() < 1e-5);
         s.on_feedback(&mut st, &RacsHeader { rate_bps: 500_000_000, interval_ns: 80_000, ..Default::default() }.header());
         assert_eq!(s.pacing_rate(), Some(BitsPerSec(0)), "the SYN's answer grants nothing");
-        assert_eq!(s.round(), Some(Nanos(80_000)));
+        assert_eq!(s.round(), Some(Nanos::from_nanos(80_000)));
         let mut h = RouterHeader::default();
         assert!(s.stamp(&ctx(100_000, PacketKind::Data, 0), &mut h));
         assert_eq!(RacsHeader::read(&h).prev_weight, w_syn);

@@ -261,9 +261,9 @@ impl PortControl for RcpPort {
     }
 
     fn on_tick(&mut self, v: &PortView) -> Option<Nanos> {
-        let t = v.now.0.saturating_sub(self.last_tick.0);
-        if t > 0 {
-            self.update(t as f64 * 1e-9, self.bytes_in, self.min_queue_bytes.min(v.queue_bytes));
+        let t = v.now.saturating_sub(self.last_tick);
+        if t > Nanos::ZERO {
+            self.update(t.as_secs_f64(), self.bytes_in, self.min_queue_bytes.min(v.queue_bytes));
         }
         self.min_queue_bytes = Self::NO_PACKET_YET;
         self.idle = if self.bytes_in == 0 { self.idle + 1 } else { 0 };
@@ -316,7 +316,7 @@ mod tests {
     #[test]
     fn packets_are_stamped_with_the_lower_rate_and_feed_the_rtt_average() {
         let mut p = port();
-        let v = PortView { now: Nanos(0), ..Default::default() };
+        let v = PortView { now: Nanos::from_nanos(0), ..Default::default() };
         let mut h = RcpHeader { rate_bps: u64::MAX, rtt_ns: 200_000 }.header();
         p.on_packet(&v, PacketKind::Data, 1500, &mut h);
         // A port that never carried traffic offers 0.05 C (50 Mbps), but never less than the

@@ -280,7 +280,7 @@ impl CongestionControl for Sdc {
                 st.cwnd_bytes = ((st.cwnd_bytes as f64 * beta) as u64).max(st.mss_bytes);
                 st.ssthresh_bytes = st.cwnd_bytes;
                 self.mi = false;
-                self.frozen_until = ack.now + Nanos(2 * self.rtt.0);
+                self.frozen_until = ack.now + self.rtt.mul(2);
             }
             return;
         }
@@ -405,10 +405,10 @@ impl PortControl for SdcPort {
     }
 
     fn on_tick(&mut self, v: &PortView) -> Option<Nanos> {
-        let t = v.now.0.saturating_sub(self.last_tick.0);
-        if t > 0 {
+        let t = v.now.saturating_sub(self.last_tick);
+        if t > Nanos::ZERO {
             let q_av = if self.queue_samples > 0 { self.queue_sum as f64 / self.queue_samples as f64 } else { v.queue_bytes as f64 };
-            self.load = self.load_factor(self.bytes_in, q_av, t as f64 * 1e-9);
+            self.load = self.load_factor(self.bytes_in, q_av, t.as_secs_f64());
         }
         self.idle = if self.queue_samples == 0 { self.idle + 1 } else { 0 };
         self.bytes_in = 0;

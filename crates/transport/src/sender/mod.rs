@@ -360,7 +360,11 @@ impl TcpSender {
         } else if ack == self.snd_una && self.snd_una < self.snd_max {
             counted_dupack = self.count_dupack(sacked_total_before);
         }
-        if self.paced && ack == self.snd_una && self.snd_una < self.snd_max && p.ts_echo_ns > self.last_data_sent.0 {
+        if self.paced
+            && ack == self.snd_una
+            && self.snd_una < self.snd_max
+            && p.ts_echo_ns > self.last_data_sent.as_nanos()
+        {
             self.probe_found_losses();
         }
         self.react_to_ecn(ece, ack);
@@ -402,7 +406,7 @@ impl TcpSender {
         let mss = self.st.mss_bytes;
         let acked = ack - self.snd_una;
         // Timestamp echo gives a sample even for retransmitted data (RFC 7323).
-        let r = Nanos(now.0.saturating_sub(p.ts_echo_ns));
+        let r = now.saturating_sub(Nanos::from_nanos(p.ts_echo_ns));
         let partial = self.rec.active && ack < self.rec.recover;
         if self.ns2.mode.rto {
             self.ns2_rtt_on_new_ack(now, ack, partial);
@@ -544,7 +548,7 @@ impl Transport for TcpSender {
                 if self.ns2.mode.rto {
                     self.ns2_rtt_on_syn_ack(now);
                 } else {
-                    self.rtt.sample(Nanos(now.0.saturating_sub(p.ts_echo_ns)));
+                    self.rtt.sample(now.saturating_sub(Nanos::from_nanos(p.ts_echo_ns)));
                     self.backoff = 0;
                 }
                 self.state = State::Established;

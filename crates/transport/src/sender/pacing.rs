@@ -30,7 +30,7 @@ impl Pacer {
 #[inline]
 pub(super) fn window(rate: BitsPerSec, srtt: Option<Nanos>, mss: u64) -> u64 {
     let rtt = srtt.unwrap_or(Nanos::ZERO);
-    let bdp = (rate.0 as u128 * rtt.0 as u128 / 4_000_000_000) as u64; // 2 x rate x RTT, bytes
+    let bdp = (rate.0 as u128 * rtt.as_nanos() as u128 / 4_000_000_000) as u64; // 2 x rate x RTT, bytes
     bdp.max(2 * mss)
 }
 
@@ -43,8 +43,8 @@ mod tests {
         let mut p = Pacer::default();
         assert_eq!(p.next_departure(BitsPerSec(1_000_000_000)), Nanos::ZERO);
         p.sent(Nanos::from_micros(5), 1500);
-        assert_eq!(p.next_departure(BitsPerSec(1_000_000_000)), Nanos::from_micros(5) + Nanos(12_000));
-        assert_eq!(p.next_departure(BitsPerSec(100_000_000)), Nanos::from_micros(5) + Nanos(120_000));
+        assert_eq!(p.next_departure(BitsPerSec(1_000_000_000)), Nanos::from_micros(5) + Nanos::from_nanos(12_000));
+        assert_eq!(p.next_departure(BitsPerSec(100_000_000)), Nanos::from_micros(5) + Nanos::from_nanos(120_000));
     }
 
     #[test]

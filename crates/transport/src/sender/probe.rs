@@ -12,7 +12,7 @@ pub(super) const PROBE_SLACK: Nanos = Nanos::from_millis(2);
 /// in flight; never after the RTO (`rto_left`, if it runs).
 #[inline]
 pub(super) fn timeout(srtt: Nanos, one_segment: bool, min_rto: Nanos, rto_left: Option<Nanos>) -> Nanos {
-    let t = Nanos(2 * srtt.0) + if one_segment { min_rto } else { PROBE_SLACK };
+    let t = srtt.mul(2) + if one_segment { min_rto } else { PROBE_SLACK };
     rto_left.map_or(t, |r| t.min(r))
 }
 

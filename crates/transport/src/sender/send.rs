@@ -25,7 +25,7 @@ impl TcpSender {
             dst: self.dst,
             wire_bytes: self.cfg.header_bytes,
             seq: self.snd_nxt,
-            ts_sent_ns: now.0,
+            ts_sent_ns: now.as_nanos(),
             ..Default::default()
         }
     }
@@ -208,7 +208,7 @@ impl TcpSender {
             wire_bytes: len as u32 + self.cfg.header_bytes,
             payload_bytes: len as u32,
             seq,
-            ts_sent_ns: now.0,
+            ts_sent_ns: now.as_nanos(),
             ..Default::default()
         });
         self.pushed(now, out);

@@ -106,7 +106,7 @@ fn ns2_profile_starts_with_two_segments_and_times_out_without_three_dupacks() {
         deadline - Nanos::from_micros(1000) >= Nanos::from_millis(200),
         "RTO {deadline} is at least min RTO after the last new ACK"
     );
-    assert_eq!(deadline.0 % 10_000_000, (1_000_000), "RTO of whole 10 ms ticks after the ACK that armed it");
+    assert_eq!(deadline.as_nanos() % 10_000_000, (1_000_000), "RTO of whole 10 ms ticks after the ACK that armed it");
     s.on_timer(deadline, &mut out);
     assert!(out.iter().any(|p| p.has(flags::RETX) && p.seq == mss), "segment 1 is sent again after the timeout");
     assert_eq!((s.timeouts, s.first_timeouts, s.ecn_timeouts), (1, 0, 0), "a data timeout: segment 0 was acknowledged");
@@ -375,7 +375,7 @@ fn lost_tail_is_recovered_by_a_probe_before_the_rto() {
     assert_eq!((out.len(), out[0].seq / MSS, s.probes), (1, 9, 1), "the probe resends the last segment");
     // The probe arrives: its ACK SACKs segment 9, and RACK judges 7 and 8 lost.
     out.clear();
-    let mut p = Packet { kind: PacketKind::Ack, ack: 7 * MSS, ts_echo_ns: due.0, ..Default::default() };
+    let mut p = Packet { kind: PacketKind::Ack, ack: 7 * MSS, ts_echo_ns: due.as_nanos(), ..Default::default() };
     p.sack[0] = SackBlock { start: 9 * MSS, end: 10 * MSS };
     p.sack_len = 1;
     let t = due + Nanos::from_micros(100);
@@ -383,12 +383,12 @@ fn lost_tail_is_recovered_by_a_probe_before_the_rto() {
     assert!(s.in_recovery(), "{}", s.describe());
     assert_eq!(seqs(&out), vec![7, 8], "both holes retransmitted at once");
     out.clear();
-    let p = Packet { kind: PacketKind::Ack, ack: 10 * MSS, ts_echo_ns: t.0, ..Default::default() };
+    let p = Packet { kind: PacketKind::Ack, ack: 10 * MSS, ts_echo_ns: t.as_nanos(), ..Default::default() };
     let done = t + Nanos::from_micros(100);
     s.on_packet(done, &p, &mut out);
     assert!(s.is_complete());
     assert_eq!(s.timeouts, 0);
-    assert!(done < Nanos(rto_due.0 / 10), "recovered at {done}, the RTO was due at {rto_due}");
+    assert!(done < rto_due.div(10), "recovered at {done}, the RTO was due at {rto_due}");
 
     // Without the probe (ns-2 has none) the same loss waits for the timeout.
     let cfg = TcpConfig { tail_loss_probe: false, ..cfg };
@@ -647,11 +647,11 @@ fn ns2_backoff_is_kept_until_the_timed_segment_is_acknowledged() {
     assert_eq!(s.backoff, 1);
     assert_eq!(s.timer_deadline(), Some(t1 + Nanos::from_millis(400)));
     assert_eq!(seqs(&out), vec![2, 3], "resent from the timeout: not timed");
-    ack(&mut s, (t1.0 / 1000) + 10_000, 4, &[], &mut out);
+    ack(&mut s, (t1.as_nanos() / 1000) + 10_000, 4, &[], &mut out);
     assert_eq!(s.backoff, 1, "still no segment sent after the timeout acknowledged");
     let timed_end = s.ns2.timed.map(|t| t.0).unwrap();
     assert_eq!(timed_end, 5 * MSS, "segment 4, the first new one, is timed");
-    ack(&mut s, (t1.0 / 1000) + 20_000, 5, &[], &mut out);
+    ack(&mut s, (t1.as_nanos() / 1000) + 20_000, 5, &[], &mut out);
     assert_eq!(s.backoff, 0, "the timed segment is acknowledged");
 }
 
@@ -855,7 +855,7 @@ fn timeout_goes_back_to_one_segment() {
     assert_eq!((s.timeouts, s.first_timeouts), (1, 1), "nothing acknowledged yet: the first window's timeout");
     assert_eq!(s.st.cwnd_bytes, MSS);
     // backed off: twice the timeout
-    assert_eq!(s.timer_deadline().unwrap() - d, Nanos::from_millis(2000).min(Nanos((d.0) * 2)));
+    assert_eq!(s.timer_deadline().unwrap() - d, Nanos::from_millis(2000).min(d.mul(2)));
 }
 
 /// pFabric's sender: it starts at its initial window, and after `pfabric_probe_after`

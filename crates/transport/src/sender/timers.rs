@@ -174,7 +174,7 @@ impl TcpSender {
         // The RTO still counts from the oldest outstanding segment, unless the probe resent it.
         let rto = now + self.rtt.backed_off(self.backoff);
         self.rto_deadline = Some(match self.rto_deadline {
-            Some(d) if !head => d.max(now + Nanos(1)),
+            Some(d) if !head => d.max(now + Nanos::from_nanos(1)),
             _ => rto,
         });
     }
