@@ -152,6 +152,13 @@ pub trait TransportPolicy {
         None
     }
 
+    /// One window reduction per congestion episode (ATCP's `halving = "per-episode"`, as the
+    /// kernel's `atcp.bpf.c`): a signal about data sent before the last halving ended keeps the
+    /// window. False (the default): every signal outside a reduction halves it.
+    fn halving_per_episode(&self) -> bool {
+        false
+    }
+
     /// Receiver-driven transports: a grant or resend request from the receiver.
     fn on_grant(&mut self, _hdr: &RouterHeader) {}
 

@@ -296,14 +296,19 @@ impl Atcp {
 
 impl Protocol for Atcp {
     const NAMES: &'static [&'static str] = &["atcp"];
+    const NS2_AGENT: bool = true;
     type Config = AtcpConfig;
     fn new(cfg: &AtcpConfig, info: &FlowInfo) -> Self {
         Atcp::new(cfg.clone(), info)
     }
 }
 
-/// The transport as it is.
-impl TransportPolicy for Atcp {}
+/// ATCP halves once per congestion episode unless `halving = "per-window"`.
+impl TransportPolicy for Atcp {
+    fn halving_per_episode(&self) -> bool {
+        self.halves_once_per_episode()
+    }
+}
 
 impl CongestionControl for Atcp {
     /// Reno's halving (RFC 5681).

@@ -206,6 +206,10 @@ pub trait Protocol: CongestionControl + TransportPolicy + Clone + fmt::Debug + S
     const NAMES: &'static [&'static str];
     /// The transports the algorithm runs on; its flows run on the first.
     const TRANSPORTS: &'static [TransportKind] = &[TransportKind::Tcp];
+    /// ns-2.35 runs the algorithm as its `Agent/TCP` (tcp, and ATCP by `increase_num_`): under
+    /// the `ns2` profile its window, its ECN reaction and its loss recovery are ns-2's. The
+    /// others keep their own reaction and Linux's recovery whatever the profile.
+    const NS2_AGENT: bool = false;
     /// Data packets are ECN-capable whatever `[transport] ecn` says.
     const REQUIRES_ECN: bool = false;
     /// The parameters, as keys of `[transport]`, a flow or a workload entry. A serde struct
@@ -421,6 +425,17 @@ macro_rules! protocols {
             pub fn take_resend(&mut self) -> Option<(u64, u64)> {
                 match self {
                     $($(#[$attr])* AnyCc::$ty(c) => c.take_resend(),)*
+                }
+            }
+            pub fn halving_per_episode(&self) -> bool {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.halving_per_episode(),)*
+                }
+            }
+            /// Whether ns-2 runs it as its `Agent/TCP` (see [`Protocol::NS2_AGENT`]).
+            pub fn ns2_agent(&self) -> bool {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(_) => <$ty as Protocol>::NS2_AGENT,)*
                 }
             }
             pub fn on_grant(&mut self, hdr: &RouterHeader) {

@@ -29,6 +29,7 @@ impl NewReno {
 
 impl Protocol for NewReno {
     const NAMES: &'static [&'static str] = &["tcp", "newreno", "reno"];
+    const NS2_AGENT: bool = true;
     type Config = NewRenoConfig;
     fn new(cfg: &NewRenoConfig, _info: &FlowInfo) -> Self {
         NewReno::new(cfg.clone())

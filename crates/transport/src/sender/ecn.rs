@@ -4,7 +4,7 @@
 
 use super::prr::Cwr;
 use super::{CwndAction, TcpSender};
-use crate::cc::{AnyCc, CongestionEvent};
+use crate::cc::CongestionEvent;
 
 impl TcpSender {
     /// The reaction to an ECN echo on the ACK of `ack`.
@@ -53,8 +53,7 @@ impl TcpSender {
     /// below where the last halving reduction ended, keeps the window (ssthresh = cwnd, as the
     /// kernel ATCP's `ssthresh` returns it). Returns whether it did.
     pub(super) fn keep_window(&mut self) -> bool {
-        let per_episode = matches!(&self.cc, AnyCc::Atcp(a) if a.halves_once_per_episode());
-        if !(per_episode && self.quiet_until.is_some_and(|q| self.snd_una < q)) {
+        if !(self.cc.halving_per_episode() && self.quiet_until.is_some_and(|q| self.snd_una < q)) {
             return false;
         }
         self.st.ssthresh_bytes = self.st.cwnd_bytes.max(2 * self.st.mss_bytes);

@@ -304,7 +304,7 @@ impl TcpSender {
     /// with `increase_num_`) only; the other protocols keep fctlab's own (RCP and RACS, for one,
     /// read the RTT estimate, which ns-2's counts in 10 ms ticks).
     fn own_config(cfg: &TcpConfig, cc: &AnyCc) -> TcpConfig {
-        if matches!(cc, AnyCc::NewReno(_) | AnyCc::Atcp(_)) {
+        if cc.ns2_agent() {
             return *cfg;
         }
         let linux = TcpConfig::default();

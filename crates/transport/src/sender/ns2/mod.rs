@@ -88,7 +88,7 @@ impl Ns2 {
     /// The modes of a flow with settings `cfg` (its own, see `TcpSender::config`) and
     /// congestion control `cc`.
     pub fn new(cfg: &TcpConfig, cc: &AnyCc) -> Self {
-        let reno = matches!(cc, AnyCc::NewReno(_) | AnyCc::Atcp(_));
+        let reno = cc.ns2_agent();
         Ns2 {
             mode: Modes {
                 sack1: cfg.sack && cfg.sack_recovery == SackRecovery::Ns2,
