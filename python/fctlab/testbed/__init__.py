@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from typing import Optional, Sequence
 
-from .hostprog import stale_cgroups
+from .hostprog import remove_stale_cgroup, stale_cgroups
 from .netns import TestbedError, check_features, check_machine, delete_namespaces, stale_namespaces
 from .runner import MAX_RUN_S, run_testbed
 from .._argparse import OneLineParser
@@ -77,9 +77,7 @@ def run(a) -> int:
         left = delete_namespaces(stale)
         groups = stale_cgroups()
         for g in groups:
-            try:
-                g.rmdir()
-            except OSError:
+            if not remove_stale_cgroup(g):
                 left.append(str(g))
         print(
             f"deleted {len(stale) + len(groups) - len(left)} stale namespace(s) and cgroup(s)"

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import struct
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -73,6 +75,36 @@ def stale_cgroups() -> list[Path]:
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             out.append(d)
     return out
+
+
+def remove_stale_cgroup(group: Path, wait_s: float = 5.0) -> bool:
+    """Deletes the cgroup of a run whose process is gone; True when it is gone. Its members (the
+    run's loader, which exits once its input closes) get ``wait_s`` seconds to leave; any still
+    there then is killed (it belongs to the dead run) and waited for as long again."""
+    for kill in (False, True):
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                group.rmdir()
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                pass
+            try:
+                members = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+            except (OSError, ValueError):
+                members = []
+            if kill:
+                for pid in members:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+    return False
 
 
 class HostPrograms:

@@ -1,7 +1,7 @@
 //! `topology = "chain"`: switches `sw0`, `sw1`, ... in a line, each with `hosts_per_switch`
 //! hosts (`h0`, `h1`, ... in switch order).
 
-use super::{need, LinkParams, Links, NodeKind, Size, Topology, TopologyKind};
+use super::{need, switches_with_hosts, LinkParams, Links, Size, Topology, TopologyKind};
 use crate::qdisc::{Buffer, KeyError};
 use fctlab_engine::quantity::{Duration, Rate};
 use serde::Deserialize;
@@ -39,24 +39,11 @@ impl TopologyKind for Chain {
     }
 
     fn size(&self) -> Size {
-        let (s, h) = (self.switches as u128, self.hosts_per_switch as u128);
-        Size {
-            nodes: s * (h + 1),
-            hosts: s * h,
-            links: s * (h + 1),
-            formula: "switches × (hosts_per_switch + 1)",
-            keys: vec![("switches", self.switches), ("hosts_per_switch", self.hosts_per_switch)],
-        }
+        Size::switches_with_hosts(self.switches, self.hosts_per_switch)
     }
 
     fn build(&self, links: &Links, t: &mut Topology) -> Result<(), KeyError> {
-        let sws: Vec<usize> = (0..self.switches).map(|i| t.add(format!("sw{i}"), NodeKind::Switch)).collect();
-        for (i, &sw) in sws.iter().enumerate() {
-            for j in 0..self.hosts_per_switch {
-                let h = t.add(format!("h{}", i as u32 * self.hosts_per_switch + j), NodeKind::Host);
-                t.link(h, sw, links.host, "host");
-            }
-        }
+        let sws = switches_with_hosts(t, self.switches, self.hosts_per_switch, links);
         for w in sws.windows(2) {
             t.link(w[0], w[1], self.fabric, "chain");
         }

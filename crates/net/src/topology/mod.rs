@@ -109,6 +109,33 @@ pub struct Size {
     pub keys: Vec<(&'static str, u32)>,
 }
 
+impl Size {
+    /// The size of `switches` switches with `per_switch` hosts each (`chain`, `ring`).
+    pub fn switches_with_hosts(switches: u32, per_switch: u32) -> Size {
+        let (s, h) = (switches as u128, per_switch as u128);
+        Size {
+            nodes: s * (h + 1),
+            hosts: s * h,
+            links: s * (h + 1),
+            formula: "switches × (hosts_per_switch + 1)",
+            keys: vec![("switches", switches), ("hosts_per_switch", per_switch)],
+        }
+    }
+}
+
+/// Adds `switches` switches `sw0`, `sw1`, ..., each with `per_switch` hosts (`h0`, `h1`, ... in
+/// switch order) on host links; returns the switches' nodes (`chain`, `ring`).
+pub fn switches_with_hosts(t: &mut Topology, switches: u32, per_switch: u32, links: &Links) -> Vec<usize> {
+    let sws: Vec<usize> = (0..switches).map(|i| t.add(format!("sw{i}"), NodeKind::Switch)).collect();
+    for (i, &sw) in sws.iter().enumerate() {
+        for j in 0..per_switch {
+            let h = t.add(format!("h{}", i as u32 * per_switch + j), NodeKind::Host);
+            t.link(h, sw, links.host, "host");
+        }
+    }
+    sws
+}
+
 /// A size key's value, required (`topology = "name"` needs it) and at least `min`.
 pub fn need(name: &str, v: Option<u32>, key: &str, min: u32) -> Result<u32, KeyError> {
     let v = v.ok_or_else(|| KeyError::new(key, format!("topology \"{name}\" needs `{key}`")))?;

@@ -4,7 +4,7 @@
 //! built only with the `example-topologies` feature and run from a scenario by
 //! `crates/sim/tests/examples.rs`.
 
-use super::{need, LinkParams, Links, NodeKind, Size, Topology, TopologyKind};
+use super::{need, switches_with_hosts, LinkParams, Links, Size, Topology, TopologyKind};
 use crate::qdisc::{Buffer, KeyError};
 use fctlab_engine::quantity::{Duration, Rate};
 use serde::Deserialize;
@@ -42,24 +42,11 @@ impl TopologyKind for Ring {
     }
 
     fn size(&self) -> Size {
-        let (s, h) = (self.switches as u128, self.hosts_per_switch as u128);
-        Size {
-            nodes: s * (h + 1),
-            hosts: s * h,
-            links: s * (h + 1),
-            formula: "switches × (hosts_per_switch + 1)",
-            keys: vec![("switches", self.switches), ("hosts_per_switch", self.hosts_per_switch)],
-        }
+        Size::switches_with_hosts(self.switches, self.hosts_per_switch)
     }
 
     fn build(&self, links: &Links, t: &mut Topology) -> Result<(), KeyError> {
-        let sws: Vec<usize> = (0..self.switches).map(|i| t.add(format!("sw{i}"), NodeKind::Switch)).collect();
-        for (i, &sw) in sws.iter().enumerate() {
-            for j in 0..self.hosts_per_switch {
-                let h = t.add(format!("h{}", i as u32 * self.hosts_per_switch + j), NodeKind::Host);
-                t.link(h, sw, links.host, "host");
-            }
-        }
+        let sws = switches_with_hosts(t, self.switches, self.hosts_per_switch, links);
         for (i, &sw) in sws.iter().enumerate() {
             t.link(sw, sws[(i + 1) % sws.len()], self.fabric, "fabric");
         }

@@ -26,20 +26,8 @@ impl Workload for LongLived {
         let pattern = self.pattern.as_deref().unwrap_or(if pairable { "pairs" } else { "all_to_all" });
         match pattern {
             "pairs" => {
-                if senders.len() != receivers.len() {
-                    return Err(g.err(
-                        "receivers",
-                        format!(
-                            "pattern \"pairs\" needs as many receivers as senders ({} vs {})",
-                            receivers.len(),
-                            senders.len()
-                        ),
-                    ));
-                }
+                g.check_pairs(&senders, &receivers)?;
                 for i in 0..senders.len() {
-                    if senders[i] == receivers[i] {
-                        return Err(g.err("receivers", format!("pair {i} is a host to itself")));
-                    }
                     g.push(senders[i], receivers[i], None, g.start, "", None);
                 }
             }

@@ -224,6 +224,25 @@ fn parse_deadline(ctx: &FlowCtx<'_>, prefix: &str, v: Option<&toml::Value>) -> R
 }
 
 impl Gen<'_, '_> {
+    /// `pattern = "pairs"`: as many receivers as senders, sender i to receiver i, none a host
+    /// to itself.
+    pub fn check_pairs(&self, senders: &[usize], receivers: &[usize]) -> Result<(), ScenarioError> {
+        if senders.len() != receivers.len() {
+            return Err(self.err(
+                "receivers",
+                format!(
+                    "pattern \"pairs\" needs as many receivers as senders ({} vs {})",
+                    receivers.len(),
+                    senders.len()
+                ),
+            ));
+        }
+        if let Some(i) = (0..senders.len()).find(|&i| senders[i] == receivers[i]) {
+            return Err(self.err("receivers", format!("pair {i} is a host to itself")));
+        }
+        Ok(())
+    }
+
     fn key(&self, k: &str) -> String {
         format!("{}.{k}", self.prefix)
     }

@@ -77,19 +77,7 @@ fn pattern(g: &Gen<'_, '_>, name: &str, senders: &[usize], receivers: &[usize]) 
             Ok(Pattern::AllToAll)
         }
         "pairs" => {
-            if senders.len() != receivers.len() {
-                return Err(g.err(
-                    "receivers",
-                    format!(
-                        "pattern \"pairs\" needs as many receivers as senders ({} vs {})",
-                        receivers.len(),
-                        senders.len()
-                    ),
-                ));
-            }
-            if let Some(i) = (0..senders.len()).find(|&i| senders[i] == receivers[i]) {
-                return Err(g.err("receivers", format!("pair {i} is a host to itself")));
-            }
+            g.check_pairs(senders, receivers)?;
             Ok(Pattern::Pairs)
         }
         "many_to_one" => {
