@@ -116,3 +116,81 @@ fn a_protocol_registered_in_one_line_runs_from_a_scenario() {
     let e = load(&scenario("[transport.fixed_window]\nwindow = 0")).unwrap_err();
     assert!(e.message.contains("`window` must be at least 1"), "{e}");
 }
+
+/// One CUBIC flow through a 100 Mbps drop-tail bottleneck (three 1 ms links each way, a
+/// 100-packet buffer): each loss as (seconds, the window before it in segments), from a 1 ms
+/// window trace.
+fn cubic_cuts(extra: &str, stop_s: u32) -> Vec<(f64, f64)> {
+    let toml = format!(
+        "seed = 1\nstop_time = \"{stop_s}s\"\n[network]\ntopology = \"dumbbell\"\nsenders = 1\nreceivers = 1\nlink_rate = \"100Mbps\"\nlink_delay = \"1ms\"\nbuffer = \"100pkt\"\n[transport]\nprotocol = \"cubic\"\n{extra}\n[monitor]\ncwnd_interval = \"1ms\"\n[[flows]]\nsrc = \"s0\"\ndst = \"r0\"\n"
+    );
+    let r = run(&toml);
+    let c = r.cwnd.as_ref().expect("cwnd traced");
+    let cuts: Vec<(f64, f64)> = c
+        .windows(2)
+        .filter(|w| (w[1].cwnd_bytes as f64) < 0.8 * w[0].cwnd_bytes as f64)
+        .map(|w| (w[1].time_s, w[0].cwnd_bytes as f64 / 1460.0))
+        .collect();
+    assert!(cuts.len() >= 6, "{cuts:?}");
+    cuts
+}
+
+#[test]
+fn cubic_regains_its_window_along_the_cubic_function() {
+    // Without the Reno-friendly region, after a loss at W the window starts at beta W and follows
+    // W_cubic(t) = C (t - K)^3 + W_max, K = cbrt((W_max - beta W) / C) (RFC 9438 eq. 1, 2), W_max
+    // being W, or W (1 + beta) / 2 below the previous W_max (fast convergence): the next loss
+    // comes when W_cubic reaches the window that loses, t = K + cbrt((W_next - W_max) / C).
+    let (beta, c) = (0.7, 0.4);
+    let cuts = cubic_cuts("[transport.cubic]\ncubic_reno_friendly = false", 40);
+    let mut w_max_before = 0.0;
+    let mut checked = 0;
+    for pair in cuts.windows(2) {
+        let ((t0, w), (t1, w_next)) = (pair[0], pair[1]);
+        let w_max = if w < w_max_before { w * (1.0 + beta) / 2.0 } else { w };
+        w_max_before = w_max;
+        let k = ((w_max - (w * beta).floor()) / c).cbrt();
+        let predicted = k + ((w_next - w_max) / c).cbrt();
+        eprintln!("cubic: loss at {w:.0} segments, W_max {w_max:.1}, K {k:.2} s: next loss after {:.2} s, predicted {predicted:.2} s", t1 - t0);
+        if t0 > 1.0 {
+            // (the losses right after slow start's overshoot come within a few round trips)
+            assert!(
+                (t1 - t0 - predicted).abs() <= 0.05 * predicted,
+                "{:.2} s between losses, predicted {predicted:.2} s",
+                t1 - t0
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "{cuts:?}");
+}
+
+#[test]
+fn cubic_at_a_small_window_grows_as_reno_with_alpha_cubic() {
+    // With the Reno-friendly region (the default), this window (about 150 segments, a 6 ms
+    // base round trip) lies in Reno's region: after a loss at W the window grows from beta W by
+    // alpha_cubic = 3 (1 - beta) / (1 + beta) segments per round trip (RFC 9438 section 4.3;
+    // 8/15 as Linux's integer beta_scale), each round trip the base one or the queue's drain
+    // time, whichever is longer, until it reaches the window that loses. Far sooner than K.
+    let cuts = cubic_cuts("", 20);
+    let alpha = 8.0 / 15.0;
+    let rtt = |w: f64| (6.1e-3f64).max(w * 1460.0 * 8.0 / 100e6);
+    let mut checked = 0;
+    for pair in cuts.windows(2).filter(|p| p[0].0 > 1.0) {
+        let ((t0, w), (t1, w_next)) = (pair[0], pair[1]);
+        let from = (w * 0.7).floor() as u32;
+        let predicted: f64 = (from..w_next.round() as u32).map(|x| rtt(x as f64) / alpha).sum();
+        let k = (w * 0.3 / 0.4).cbrt();
+        eprintln!(
+            "cubic: loss at {w:.0} segments: next after {:.3} s, Reno-friendly {predicted:.3} s, K {k:.2} s",
+            t1 - t0
+        );
+        assert!(
+            (t1 - t0 - predicted).abs() <= 0.1 * predicted,
+            "{:.3} s between losses, predicted {predicted:.3} s",
+            t1 - t0
+        );
+        checked += 1;
+    }
+    assert!(checked >= 4, "{cuts:?}");
+}

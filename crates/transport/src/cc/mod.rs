@@ -594,6 +594,7 @@ pub fn all_keys() -> Vec<&'static str> {
 // The algorithms. One line each; `#[cfg(...)]` attributes are allowed.
 protocols! {
     newreno::NewReno,
+    cubic::Cubic,
     dctcp::Dctcp,
     atcp::Atcp,
     rcp::Rcp,
