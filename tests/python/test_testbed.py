@@ -656,6 +656,80 @@ def test_big_small_small_flow_sooner_large_flow_unchanged(tmp_path):
     assert abs(fct["atcp"][0] - fct["tcp"][0]) / fct["tcp"][0] < 0.05, fct
 
 
+CUBIC = """
+name = "cubic_kernel"
+seed = 1
+stop_time = "10s"
+
+[network]
+topology = "dumbbell"
+senders = 1
+receivers = 1
+link_rate = "1Gbps"
+bottleneck_rate = "100Mbps"
+bottleneck_delay = "2ms"
+buffer = "100pkt"
+
+[transport]
+protocol = "cubic"
+{cubic}
+[monitor]
+cwnd_interval = "5ms"
+
+[[flows]]
+src = "s0"
+dst = "r0"
+"""
+
+
+def _sawtooth(cwnd, after_s: float = 1.0) -> tuple:
+    """(median seconds between window reductions, median window before one in bytes) of flow 0,
+    a reduction being a run of falling samples (the kernel's PRR spreads one over a round trip)."""
+    c = cwnd[cwnd["flow_id"] == 0].sort_values("time_s")
+    t, w = c["time_s"].to_numpy(), c["cwnd_bytes"].to_numpy()
+    falls = [i for i in range(1, len(w)) if w[i] < w[i - 1]]
+    starts = [i for i in falls if i - 1 not in falls and t[i] >= after_s]
+    periods = [t[b] - t[a] for a, b in zip(starts, starts[1:])]
+    return statistics.median(periods), statistics.median(w[i - 1] for i in starts), len(starts)
+
+
+def test_cubic_sawtooth_and_throughput_simulator_and_kernel_agree(tmp_path):
+    """One CUBIC flow through a 100 Mbps drop-tail bottleneck (2 ms one-way delay, 100-packet
+    buffers), for 10 s in the simulator (`protocol = "cubic"`) and on the kernel (its own
+    tcp_cubic): the time between window reductions, the window before one and the throughput
+    after a 1 s warm-up agree within 10%."""
+    import pandas as pd
+
+    _need_testbed()
+    p = tmp_path / "cubic.toml"
+    p.write_text(CUBIC.format(cubic=""))
+    sim = fctlab.run(p)
+    s = run_testbed(p, tmp_path / "tb")
+    assert s["congestion_controls"] == {"0": "cubic"}
+    kernel = pd.read_parquet(tmp_path / "tb" / "cwnd.parquet")
+    (sim_period, sim_w, sim_n), (k_period, k_w, k_n) = _sawtooth(sim.cwnd), _sawtooth(kernel)
+    rate = [c[c["time_s"] >= 1.0]["rate_bps"].mean() for c in (sim.cwnd, kernel)]
+    print(
+        f"cubic: simulator {sim_n} reductions, {sim_period:.3f} s apart, before them {sim_w / 1448:.0f} segments, "
+        f"{rate[0] / 1e6:.1f} Mbps; kernel {k_n}, {k_period:.3f} s, {k_w / 1448:.0f} segments, {rate[1] / 1e6:.1f} Mbps"
+    )
+    assert sim_n >= 5 and k_n >= 5
+    assert abs(sim_period - k_period) <= 0.1 * k_period
+    assert abs(sim_w - k_w) <= 0.1 * k_w
+    assert abs(rate[0] - rate[1]) <= 0.1 * rate[1]
+    assert _mine() == []
+
+
+def test_cubic_with_other_parameters_than_the_kernels_is_refused(tmp_path):
+    from fctlab.testbed.netns import TestbedError as BadPlan
+    from fctlab.testbed.runner import resolve_congestion_controls
+
+    p = tmp_path / "cubic.toml"
+    p.write_text(CUBIC.format(cubic="[transport.cubic]\ncubic_beta = 0.8\n"))
+    with pytest.raises(BadPlan, match=r"flows\[0\]\.cubic\.cubic_beta: the kernel's CUBIC runs with cubic_beta = 0\.7"):
+        resolve_congestion_controls(load_plan(p, []))
+
+
 def test_protocols_the_testbed_lacks_are_refused_with_the_reason(tmp_path):
     from fctlab.testbed.netns import TestbedError as BadPlan
     from fctlab.testbed.runner import resolve_congestion_controls

@@ -102,6 +102,29 @@ def _socket_counters(sock: socket.socket) -> tuple[Optional[int], Optional[int],
 # congestion controls
 
 
+#: CUBIC's parameters as the kernel's tcp_cubic module has them (its defaults: beta 717/1024,
+#: bic_scale 41 for C = 0.4, fast convergence and TCP friendliness on); they are the module's,
+#: for every socket of the machine, so a run can only use them.
+KERNEL_CUBIC = {"cubic_beta": 0.7, "cubic_c": 0.4, "cubic_fast_convergence": True, "cubic_reno_friendly": True}
+
+
+def _kernel_cubic(f) -> None:
+    """A ``cubic`` flow runs the kernel's own CUBIC (tcp_cubic), whose parameters are the
+    module's: a flow that sets others is refused, naming the key."""
+    for key, value in f.params.items():
+        if KERNEL_CUBIC.get(key) != value:
+            raise TestbedError(
+                f"flows[{f.flow_id}].cubic.{key}: the kernel's CUBIC runs with {key} = {KERNEL_CUBIC.get(key)!r} "
+                f"(its module's parameters, for the whole machine), not {value!r}"
+            )
+    if "cubic" not in K.available_congestion_controls():
+        raise TestbedError(
+            'protocol "cubic" needs the kernel\'s tcp_cubic (not in net.ipv4.tcp_available_congestion_control)'
+        )
+    f.cc = "cubic"
+    f.protocol = "cubic"
+
+
 def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Optional[K.AtcpParams]:
     """Sets each flow's kernel congestion control; returns the ATCP parameters to load, or
     None when no flow uses ATCP. ``tcp`` (and its aliases) is the kernel's ``reno``. The
@@ -115,6 +138,8 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
         if p in ("tcp", "newreno", "reno"):
             f.cc = "reno"
             f.protocol = "tcp"
+        elif p == "cubic":
+            _kernel_cubic(f)
         elif p in ("dctcp", "pias"):
             # fctlab's DCTCP (kernel/dctcp.bpf.c): the receivers' sockets run it too, for its
             # echo of CE marks. PIAS is DCTCP whose senders' packets are tagged (pias.py).
@@ -151,7 +176,7 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
         else:
             why = NOT_ON_THE_TESTBED.get(p, "")
             raise TestbedError(
-                f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, dctcp, pias, atcp, rcp, racs, sdc){why}"
+                f"flows[{f.flow_id}]: protocol {f.protocol!r} is not supported by the testbed (tcp, cubic, dctcp, pias, atcp, rcp, racs, sdc){why}"
             )
     if not fixed and fn_params is None:
         return None
