@@ -80,6 +80,9 @@ pub struct Cubic {
     /// next increment (Linux's `snd_cwnd_cnt`).
     acked_bytes: u64,
     cwnd_cnt: u64,
+    /// Linux's `beta_scale` (8 (1024 + beta) / 3 / (1024 - beta), beta in 1/1024): the Reno
+    /// window grows by one segment per `cwnd * beta_scale / 8` segments acknowledged.
+    beta_scale: u64,
 }
 
 impl Protocol for Cubic {
@@ -101,7 +104,9 @@ impl Protocol for Cubic {
 
 impl Cubic {
     pub fn new(cfg: CubicConfig) -> Self {
-        Cubic { cfg, w_max: 0.0, epoch: None, min_rtt: None, acked_bytes: 0, cwnd_cnt: 0 }
+        let beta = (cfg.beta * 1024.0).round() as u64;
+        let beta_scale = 8 * (1024 + beta) / 3 / (1024 - beta).max(1);
+        Cubic { cfg, w_max: 0.0, epoch: None, min_rtt: None, acked_bytes: 0, cwnd_cnt: 0, beta_scale }
     }
 
     /// W_max, segments (0: none).
@@ -114,12 +119,10 @@ impl Cubic {
         self.epoch.map(|e| e.k_s)
     }
 
-    /// `alpha_cubic` (RFC 9438 section 4.3), as Linux's integer `beta_scale` gives it: the Reno
-    /// window grows by one segment per `cwnd * 8 / beta_scale` segments acknowledged.
+    /// `alpha_cubic` (RFC 9438 section 4.3) as Linux's integer `beta_scale` gives it: segments
+    /// acknowledged per one-segment growth of the Reno window.
     fn reno_segments_per_increment(&self, cwnd: u64) -> u64 {
-        let beta = (self.cfg.beta * 1024.0).round() as u64;
-        let beta_scale = 8 * (1024 + beta) / 3 / (1024 - beta).max(1);
-        ((cwnd * beta_scale) >> 3).max(1)
+        ((cwnd * self.beta_scale) >> 3).max(1)
     }
 
     /// A new epoch at `now` with window `cwnd` (segments): K and the origin from W_max (eq. 2).
