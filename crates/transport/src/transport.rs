@@ -59,8 +59,8 @@ impl TransportKind {
     }
 
     /// The receiving host decides what the sender sends (grants instead of acknowledgements).
-    pub fn receiver_driven(self) -> bool {
-        self == TransportKind::Homa
+    pub const fn receiver_driven(self) -> bool {
+        matches!(self, TransportKind::Homa)
     }
 }
 

@@ -438,6 +438,20 @@ macro_rules! protocols {
                     $($(#[$attr])* AnyCc::$ty(_) => <$ty as Protocol>::NS2_AGENT,)*
                 }
             }
+            /// A header the receiver sent back: a router's feedback to the congestion control or,
+            /// on a receiver-driven transport, a grant to the transport policy (one dispatch).
+            #[inline]
+            pub fn on_echo(&mut self, st: &mut CcState, hdr: &RouterHeader) {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => {
+                        if <$ty as Protocol>::TRANSPORTS[0].receiver_driven() {
+                            c.on_grant(hdr)
+                        } else {
+                            c.on_feedback(st, hdr)
+                        }
+                    })*
+                }
+            }
             pub fn on_grant(&mut self, hdr: &RouterHeader) {
                 match self {
                     $($(#[$attr])* AnyCc::$ty(c) => c.on_grant(hdr),)*

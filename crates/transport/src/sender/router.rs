@@ -33,11 +33,7 @@ impl RouterFeedback {
 #[inline]
 pub(super) fn on_echo(cc: &mut AnyCc, st: &mut CcState, p: &Packet) {
     if p.has(flags::ROUTER) {
-        if cc.receiver_driven() {
-            cc.on_grant(&p.router);
-        } else {
-            cc.on_feedback(st, &p.router);
-        }
+        cc.on_echo(st, &p.router);
     }
 }
 
