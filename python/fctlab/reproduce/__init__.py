@@ -76,6 +76,11 @@ def configure(p) -> None:
     p.add_argument("--scenarios", default=None, metavar="DIR", help="directory of the paper's scenario files")
     p.add_argument("--workers", type=int, default=None, help="run the items in this many local processes (default 1)")
     p.add_argument(
+        "--record",
+        action="store_true",
+        help="store the full run's rows and figures in docs/results/<paper>.json (the reproduction docs render from it)",
+    )
+    p.add_argument(
         "--cluster",
         default=None,
         metavar="ADDRESS",
@@ -86,6 +91,21 @@ def configure(p) -> None:
 def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
     """``fctlab reproduce`` with the arguments after ``reproduce``; returns the exit status."""
     return main(["reproduce", *(sys.argv[1:] if argv is None else argv)])
+
+
+def _record(args, result: dict, out: Path) -> None:
+    from . import stored
+
+    command = f"fctlab reproduce {args.paper}" + (f" --items {args.items}" if args.items else "")
+    try:
+        kept = stored.record(args.paper, result, out, command)
+    except (stored.StoreError, OSError) as e:
+        raise _ArgError(f"--record: {e}") from None
+    print(
+        f"fctlab reproduce {args.paper}: stored items {', '.join(map(str, kept)) or '(none)'} in "
+        f"{stored.results_path(args.paper)}",
+        file=sys.stderr,
+    )
 
 
 def run(args) -> int:
@@ -99,6 +119,8 @@ def run(args) -> int:
         items = _parse_items(args.items, all_items) if args.items is not None else all_items
         if args.workers is not None and args.workers < 1:
             raise _ArgError("--workers: expected 1 or more")
+        if args.record and args.quick:
+            raise _ArgError("--record: only full runs are stored (drop --quick)")
         if args.budget is not None and not args.budget > 0:
             raise _ArgError("--budget: expected a positive number of seconds")
         scen = Path(args.scenarios) if args.scenarios else default_scenario_dir(args.paper)
@@ -122,7 +144,7 @@ def run(args) -> int:
     from .runner import run_paper
 
     try:
-        run_paper(
+        result = run_paper(
             spec,
             items,
             args.quick,
@@ -133,7 +155,9 @@ def run(args) -> int:
             workers=args.workers,
             cluster=args.cluster,
         )
-    except SweepError as e:
+        if args.record:
+            _record(args, result, out)
+    except (SweepError, _ArgError) as e:
         print(f"fctlab reproduce: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -212,7 +212,9 @@ class Expected:
             v = NOT_GRADED
             fctlab = f"{fctlab} ({samples} {unit}{'' if samples == 1 else 's'})"
         m = float(measured) if isinstance(measured, (int, float)) and not isinstance(measured, bool) else math.nan
-        return Row(e.quantity, e.shown, fctlab, v, rid=rid, measured=m, half_width=float(half_width or 0.0))
+        return Row(
+            e.quantity, e.shown, fctlab, v, rid=rid, measured=m, half_width=float(half_width or 0.0), samples=samples
+        )
 
     def agrees(self, a: Row, b: Row) -> Optional[bool]:
         """Whether two measurements of row `a.rid` (fctlab's `a`, another simulator's `b`)

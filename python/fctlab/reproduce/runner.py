@@ -174,6 +174,7 @@ def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], No
             r.ns2 = why or "not measured in ns-2.35"
             continue
         r.ns2, r.ns2_verdict = t.fctlab, t.verdict
+        r.ns2_measured, r.ns2_half_width, r.ns2_samples = t.measured, t.half_width, t.samples
         if r.rid:
             with_fctlab = ex.agrees(r, t)
             if with_fctlab is None and ex[r.rid].rule == "list":

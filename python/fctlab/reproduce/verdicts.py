@@ -123,8 +123,14 @@ class Row:
     #: the graded number (a value, or a change) and the half-width of its 95% interval
     measured: float = math.nan
     half_width: float = 0.0
+    #: the seeds (or jobs, or kernel runs) the measurement rests on; None when not counted
+    samples: Optional[int] = None
     #: the same row measured with ns-2.35 (see :func:`fctlab.reproduce.runner.ns2_pass`):
     #: shown value, verdict against the paper, and whom it agrees with
     ns2: str = ""
     ns2_verdict: str = ""
     ns2_agrees: str = ""
+    #: ns-2.35's graded number, the half-width of its interval and its sample count
+    ns2_measured: float = math.nan
+    ns2_half_width: float = 0.0
+    ns2_samples: Optional[int] = None
