@@ -16,12 +16,18 @@ from typing import Any, Optional
 
 from .verdicts import (
     DIRECTION,
+    INCONCLUSIVE,
     MATCH,
+    MAX_POINTS,
+    MAX_TOLERANCE,
     MIN_SAMPLES,
     NO_MATCH,
     NOT_GRADED,
     NOT_MEASURED,
+    TOLERANCE,
+    TOLERANCE_POINTS,
     Row,
+    agree,
     fmt_pct,
     judge_change,
     judge_value,
@@ -62,7 +68,8 @@ class Expectation:
     value: Optional[float] = None
     change: Optional[float] = None  # the paper's change (relative, or points)
     points: bool = False
-    tolerance: float = 0.10
+    tolerance: float = TOLERANCE
+    tolerance_reason: str = ""
     reference: Optional[float] = None
     eps: float = 0.02
     reason: str = ""
@@ -82,9 +89,21 @@ class Expectation:
             return NOT_MEASURED
         if self.rule == "value":
             return judge_value(
-                self.value, float(measured), self.tolerance, reference=self.reference, half_width=half_width
+                self.value,
+                float(measured),
+                self.tolerance,
+                reference=self.reference,
+                half_width=half_width,
+                points=self.points,
             )
-        return judge_change(self.change, float(measured), eps=self.eps, half_width=half_width)
+        return judge_change(
+            self.change,
+            float(measured),
+            eps=self.eps,
+            half_width=half_width,
+            tolerance=self.tolerance,
+            points=self.points,
+        )
 
 
 class Expected:
@@ -158,6 +177,7 @@ class Expected:
             raise ExpectedError(f"{self.path}: {rid}: a `change` row needs `change`, or `from` and `to`")
         if rule == "not_measured" and not r.get("reason"):
             raise ExpectedError(f"{self.path}: {rid}: a `not_measured` row needs `reason`")
+        tolerance = self._tolerance(rid, r)
         return Expectation(
             id=rid,
             item=int(r["item"]),
@@ -167,13 +187,31 @@ class Expected:
             value=float(r["value"]) if isinstance(r.get("value"), (int, float)) else None,
             change=change,
             points=bool(r.get("points")),
-            tolerance=float(r.get("tolerance", 0.10)),
+            tolerance=tolerance,
+            tolerance_reason=r.get("tolerance_reason", ""),
             reference=r.get("reference"),
             eps=float(r.get("eps", 0.02)),
             reason=r.get("reason", ""),
             source=r.get("source", ""),
             values=dict(r.get("values", {})),
         )
+
+    def _tolerance(self, rid: str, r: dict) -> float:
+        """The row's tolerance: the default (10%, or 2 points for `points` rows) unless the
+        row states another with its `tolerance_reason`; above 25% (5 points) the reason
+        must be there too."""
+        points = bool(r.get("points"))
+        default = TOLERANCE_POINTS if points else TOLERANCE
+        t = r.get("tolerance", default)
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or not 0 <= t < 10:
+            raise ExpectedError(f"{self.path}: {rid}: `tolerance` must be a number from 0 (got {t!r})")
+        ceiling = MAX_POINTS if points else MAX_TOLERANCE
+        if abs(t - default) > 1e-12 and not str(r.get("tolerance_reason", "")).strip():
+            raise ExpectedError(
+                f"{self.path}: {rid}: tolerance {t:g} is not the default {default:g}: give its `tolerance_reason`"
+                + (f" (and why a band above {ceiling:g} still tests the row)" if t > ceiling else "")
+            )
+        return float(t)
 
     def __getitem__(self, rid: str) -> Expectation:
         try:
@@ -201,14 +239,14 @@ class Expected:
         shown but not graded."""
         e = self[rid]
         if e.rule == "claim":
-            if verdict not in (MATCH, DIRECTION, NO_MATCH, NOT_MEASURED):
+            if verdict not in (MATCH, DIRECTION, INCONCLUSIVE, NO_MATCH, NOT_MEASURED):
                 raise ExpectedError(f"{self.path}: {rid}: a claim needs a verdict from the item's check")
             v = verdict
         elif e.rule == "not_measured":
             return Row(e.quantity, e.shown, e.reason, NOT_MEASURED, rid=rid)
         else:
             v = e.verdict(measured, half_width)
-        if samples is not None and samples < MIN_SAMPLES and v in (MATCH, DIRECTION, NO_MATCH):
+        if samples is not None and samples < MIN_SAMPLES and v in (MATCH, DIRECTION, INCONCLUSIVE, NO_MATCH):
             v = NOT_GRADED
             fctlab = f"{fctlab} ({samples} {unit}{'' if samples == 1 else 's'})"
         m = float(measured) if isinstance(measured, (int, float)) and not isinstance(measured, bool) else math.nan
@@ -218,9 +256,9 @@ class Expected:
 
     def agrees(self, a: Row, b: Row) -> Optional[bool]:
         """Whether two measurements of row `a.rid` (fctlab's `a`, another simulator's `b`)
-        agree by the row's own rule: values within the row's tolerance of each other, widened
-        by both 95% intervals; changes by the change rule (same sign, within a factor of two
-        or 5 points); claims by the same verdict. None for rows that only list values."""
+        agree: within the row's tolerance of each other, widened by both 95% intervals
+        (:func:`.verdicts.agree`); claims by the same verdict. None for rows that only list
+        values."""
         e = self[a.rid]
         if e.rule in ("list", "not_measured"):
             return None
@@ -228,15 +266,7 @@ class Expected:
             return a.verdict == b.verdict
         if not (math.isfinite(a.measured) and math.isfinite(b.measured)):
             return None
-        if e.rule == "value":
-            hw = (a.half_width if math.isfinite(a.half_width) else 0.0) + (
-                b.half_width if math.isfinite(b.half_width) else 0.0
-            )
-            return judge_value(b.measured, a.measured, e.tolerance, half_width=hw) == MATCH
-        hw = (a.half_width if math.isfinite(a.half_width) else 0.0) + (
-            b.half_width if math.isfinite(b.half_width) else 0.0
-        )
-        return judge_change(b.measured, a.measured, eps=e.eps, half_width=hw) == MATCH
+        return agree(a.measured, a.half_width, b.measured, b.half_width, e.tolerance, e.points)
 
     def summary(self, n: int) -> str:
         """The paper's numbers of item `n`, for an item that was not run."""

@@ -138,6 +138,22 @@ AGREES = {
 }
 
 
+def set_ns2(ex, r, t) -> None:
+    """Row `r` (fctlab's) gets ns-2.35's measurement `t` of the same row: shown value,
+    number, verdict against the paper and whom it agrees with (each by the row's own rule)."""
+    r.ns2, r.ns2_verdict = t.fctlab, t.verdict
+    r.ns2_measured, r.ns2_half_width, r.ns2_samples = t.measured, t.half_width, t.samples
+    if not r.rid:
+        return
+    with_fctlab = ex.agrees(r, t)
+    if with_fctlab is None and ex[r.rid].rule == "list":
+        r.ns2_agrees = "-"
+    elif t.verdict == NOT_GRADED:
+        r.ns2_agrees = ("fctlab" if with_fctlab else "not fctlab") + "; not graded against the paper"
+    else:
+        r.ns2_agrees = AGREES[(t.verdict == MATCH, bool(with_fctlab))]
+
+
 def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], None], scratch: Path) -> None:
     """Item `n` measured again with ns-2.35 on the same flows (:class:`Ns2Runner`): each of
     `it`'s rows gets ns-2's value, its verdict against the paper and whom it agrees with (the
@@ -173,16 +189,7 @@ def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], No
         if why or t is None:
             r.ns2 = why or "not measured in ns-2.35"
             continue
-        r.ns2, r.ns2_verdict = t.fctlab, t.verdict
-        r.ns2_measured, r.ns2_half_width, r.ns2_samples = t.measured, t.half_width, t.samples
-        if r.rid:
-            with_fctlab = ex.agrees(r, t)
-            if with_fctlab is None and ex[r.rid].rule == "list":
-                r.ns2_agrees = "-"
-            elif t.verdict == NOT_GRADED:
-                r.ns2_agrees = ("fctlab" if with_fctlab else "not fctlab") + "; not graded against the paper"
-            else:
-                r.ns2_agrees = AGREES[(t.verdict == MATCH, bool(with_fctlab))]
+        set_ns2(ex, r, t)
     it.explanation += [b for b in twin.explanation if b.startswith("ns-2.35")]
     if paper.ns2_settings_note:
         it.explanation.append("ns-2.35 column: " + paper.ns2_settings_note)

@@ -7,7 +7,7 @@ reading its text allows runs as its own set-up: TCP SACK and SACK+RED/ECN in fct
 ns-2.35 on the same flows (through :func:`fctlab.crosscheck.crosscheck`), SDC in fctlab only
 (ns-2.35 has no SDC). Every figure is a mean over seeds with a 95% Student-t interval, and
 the paper's number "matches" only when it lies within fctlab's interval widened by the row's
-tolerance.
+tolerance (the rules every row follows, docs/reproduce.md).
 """
 
 from __future__ import annotations
@@ -21,12 +21,8 @@ import pandas as pd
 from ..crosscheck import crosscheck
 from ..crosscheck.ns2 import NsError, find_ns
 from ..stats import interval
+from .runner import set_ns2
 from .common import (
-    MATCH,
-    MIN_SAMPLES,
-    NO_MATCH,
-    NOT_GRADED,
-    NOT_MEASURED,
     Item,
     Runner,
     add_causes,
@@ -43,14 +39,7 @@ RATE = 100
 #: Seeds and the responses' window (s), for --quick and full runs; --quick runs the first reading only.
 SEEDS = {True: 2, False: 5}
 UNTIL = {True: 2.0, False: 10.0}
-#: Table 3.4: AFCT (s), utilization, loss rate. The thesis prints the loss rates as 0, 0.134
-#: and 0.132 without a unit; they are read as percent (13% loss beside 99.99% utilization on
-#: a 100-packet DropTail port with two long flows would be far beyond what TCP loses there).
-PAPER = {"sdc": (0.0026, 0.9811, 0.0), "tcp": (0.012, 0.9999, 0.00134), "tcp_red": (0.0424, 0.9999, 0.00132)}
 LABEL = {"sdc": "SDC", "tcp": "TCP SACK", "tcp_red": "SACK+RED/ECN"}
-#: Tolerances of the three figures: relative for the AFCT (as item 4's rows), absolute for
-#: utilization (2 points) and loss rate (0.1 point).
-TOL = (0.15, 0.02, 0.001)
 
 #: ns-2's TCP with SACK, the window not limiting (the reproduction's ns2 profile), and ns-2's
 #: queues (its queue-limit semantics, a DropTail queue at each host as its duplex links have).
@@ -183,30 +172,33 @@ def _run_both(r: Runner, reading: Reading, p: str, seeds: int, until: float, out
     return res
 
 
-def _verdict(paper: float, iv: tuple, tol: float, relative: bool) -> str:
-    m, h = iv
-    if math.isnan(m):
-        return NOT_MEASURED
-    h = 0.0 if math.isnan(h) else h
-    lo, hi = (m - h) * (1 - tol), (m + h) * (1 + tol)
-    if not relative:
-        lo, hi = m - h - tol, m + h + tol
-    return MATCH if lo <= paper <= hi else NO_MATCH
-
-
-def _agree(a: tuple, b: tuple) -> bool:
-    """The two intervals overlap."""
-    (ma, ha), (mb, hb) = a, b
-    ha, hb = (0.0 if math.isnan(ha) else ha), (0.0 if math.isnan(hb) else hb)
-    return abs(ma - mb) <= ha + hb
-
-
 def _fmt(k: int, iv: tuple) -> str:
     m, h = iv
     if math.isnan(m):
         return "n/a"
     f = fmt_time if k == 0 else (lambda x: fmt_pct(x, False)) if k == 1 else (lambda x: f"{x * 100:.3f}%")
     return f(m) if math.isnan(h) else f"{f(m)} ± {f(h)}"
+
+
+def _row(r: Runner, reading: Reading, p: str, k: int, per: dict, seeds: int):
+    """Figure `k` of protocol `p` under `reading`: the expected row graded on fctlab's
+    interval over seeds, with ns-2.35's beside it (or why it has none)."""
+    ex = r.expected
+    rid = f"item7.{p}_{('afct', 'util', 'loss')[k]}"
+    a = interval([x[k] for x in per["fctlab"]])
+    unfinished = sum(x[3] for x in per["fctlab"])
+    extra = f"; {unfinished} response{'s' if unfinished > 1 else ''} unfinished" if k == 0 and unfinished else ""
+    row = ex.row(rid, measured=a[0], fctlab=f"{_fmt(k, a)}{extra}", half_width=a[1], samples=seeds)
+    row.quantity = row.quantity.replace("Table 3.4:", f"Table 3.4 ({reading.name}):")
+    ns = per.get("ns2")
+    if p == "sdc":
+        row.ns2 = "ns-2.35 has no SDC"
+    elif ns is None:
+        row.ns2 = "ns-2.35 not run here"
+    else:
+        b = interval([x[k] for x in ns])
+        set_ns2(ex, row, ex.row(rid, measured=b[0], fctlab=_fmt(k, b), half_width=b[1], samples=seeds))
+    return row
 
 
 def item7(r: Runner, mode, out) -> Item:
@@ -219,7 +211,6 @@ def item7(r: Runner, mode, out) -> Item:
         "ns-2's TCP (the ns2 profile, SACK) and ns-2's queues in both; readings: "
         + "; ".join(f"{x.name} ({x.why})" for x in readings),
     )
-    names = ("AFCT of the responses", "Utilization of the receiver's link", "Loss rate")
     numbers: dict = {}
     timeouts: list = []
     for reading in readings:
@@ -232,52 +223,16 @@ def item7(r: Runner, mode, out) -> Item:
             theirs = f", ns-2.35 {sum(x[4] for x in ns)}" if ns else ""
             timeouts.append(f"{LABEL[p]} ({reading.name}): {mine}{theirs}")
             for k in range(3):
-                a = interval([x[k] for x in per["fctlab"]])
-                ns = per.get("ns2")
-                b = interval([x[k] for x in ns]) if ns else (math.nan, math.nan)
-                paper = PAPER[p][k]
-                verdict = _verdict(paper, a, TOL[k], relative=(k == 0))
-                if seeds < MIN_SAMPLES and verdict != NOT_MEASURED:
-                    verdict = NOT_GRADED
-                if p == "sdc":
-                    other = "ns-2.35 has no SDC"
-                elif ns is None:
-                    other = "ns-2.35 not run here"
-                else:
-                    ns_paper = _verdict(paper, b, TOL[k], relative=(k == 0)) == MATCH
-                    with_fctlab = _agree(a, b)
-                    says = {
-                        (True, True): "agrees with the thesis and fctlab",
-                        (True, False): "agrees with the thesis",
-                        (False, True): "agrees with fctlab",
-                        (False, False): "agrees with neither",
-                    }[(ns_paper, with_fctlab)]
-                    if seeds < MIN_SAMPLES:
-                        says = "agrees with fctlab" if with_fctlab else "differs from fctlab"
-                    other = f"ns-2.35 {_fmt(k, b)}, {says}"
-                shown = fmt_time(paper) if k == 0 else f"{paper * 100:.2f}%" if k == 1 else f"{paper * 100:g}%"
-                unfinished = sum(x[3] for x in per["fctlab"])
-                extra = (
-                    f"; {unfinished} response{'s' if unfinished > 1 else ''} unfinished"
-                    if k == 0 and unfinished
-                    else ""
-                )
-                it.add(
-                    f"Table 3.4 ({reading.name}): {names[k]}, {LABEL[p]}",
-                    f"{shown} (Table 3.4)",
-                    f"{_fmt(k, a)}{extra} ({other})",
-                    verdict,
-                )
+                it.rows.append(_row(r, reading, p, k, per, seeds))
     it.numbers = {
         "readings": {x.key: {"name": x.name, "why": x.why} for x in readings},
         "seeds": seeds,
         "figures": numbers,
     }
     it.explanation.append(
-        "Each cell is the mean over seeds ± the half-width of its 95% interval. A row matches when the thesis's number "
-        "lies within fctlab's interval widened by 15% (AFCT), 2 points (utilization) or 0.1 point (loss rate); the "
-        "parenthesis says whether ns-2.35 lands on the thesis's number by the same rule and whether its interval "
-        "overlaps fctlab's."
+        "Each cell is the mean over seeds ± the half-width of its 95% interval, graded by the rules every row follows "
+        "(docs/reproduce.md), with the tolerances in expected.toml; the ns-2.35 columns say whether ns-2.35 lands on "
+        "the thesis's number by the same rule and whether it agrees with fctlab."
     )
     it.explanation.append(
         f"Retransmission timeouts of the responses, added over the {seeds} seeds, by cause in fctlab (ns-2.35's "
