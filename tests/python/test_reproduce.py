@@ -289,27 +289,6 @@ def test_bad_arguments_exit_2_with_one_line(argv, capsys, tmp_path):
     assert len(err) == 1 and err[0].startswith("fctlab reproduce: error:")
 
 
-def test_verdict_rules():
-    assert judge_change(-0.33, -0.22) == MATCH
-    assert judge_change(-0.40, -0.10) == DIRECTION
-    assert judge_change(-0.90, 0.01) == NO_MATCH
-    assert judge_change(0.0, 0.001) == MATCH
-    assert judge_value(2.0, 1.95, 0.10, reference=1.0) == MATCH
-    assert judge_value(2.0, 1.5, 0.10, reference=1.0) == DIRECTION
-    assert judge_value(2.0, 0.9, 0.10, reference=1.0) == NO_MATCH
-    # over seeds: the paper's number within the tolerance of the 95% interval around the mean
-    assert judge_value(2.0, 1.5, 0.10, half_width=0.3) == MATCH  # 0.5 <= 0.3 + 0.2
-    assert judge_value(2.0, 1.5, 0.10, half_width=0.2) == NO_MATCH  # 0.5 > 0.2 + 0.2
-    assert judge_value(2.0, 1.5, 0.10, half_width=float("nan")) == NO_MATCH  # one seed: no interval
-    # a change over seeds matches when some change inside its interval does
-    assert judge_change(-0.40, -0.10, half_width=0.12) == MATCH  # -0.22 is within a factor of two
-    assert judge_change(-0.40, -0.10, half_width=0.05) == DIRECTION
-    # a mean of the other sign does not match, however wide its interval
-    assert judge_change(-0.40, +0.10, half_width=0.35) == NO_MATCH
-    assert judge_change(-0.90, +0.486, half_width=2.517) == NO_MATCH
-    assert judge_change(-0.40, +0.10, half_width=0.05) == NO_MATCH
-
-
 def test_timeouts_by_cause_from_a_run_and_none_where_not_counted():
     """A run's flows give their timeouts by cause, adding up to the total; flows without the
     cause columns (ns-2.35's, the testbed's) give None and say so."""
