@@ -1,5 +1,5 @@
 # fctlab: every target sets itself up (scripts/setup.sh) on a fresh machine.
-.PHONY: setup demo test test-rust test-python lint fmt fuzz bench screenshots clean
+.PHONY: setup demo docs test test-rust test-python lint fmt fuzz bench screenshots clean
 
 VENV := .venv
 FCTLAB := $(VENV)/bin/fctlab
@@ -12,6 +12,11 @@ demo: setup
 	$(FCTLAB) run scenarios/examples/demo.toml --out out/demo
 	$(FCTLAB) report out/demo --out out/demo/report
 	@echo "report: out/demo/report/report.html"
+
+## Render the reproduction docs (docs/src/reproduce_*.md -> docs/) from the stored full runs
+## in docs/results; `make test` fails when a doc is not its rendering or a stored run is stale.
+docs: setup
+	$(FCTLAB) reproduce --docs
 
 ## Run every test: Rust (cargo) and Python (pytest), and a smoke run of the benchmarks.
 test: setup test-rust test-python

@@ -62,7 +62,17 @@ def _parse_items(text: str, valid: Sequence[int]) -> list:
 def configure(p) -> None:
     """The arguments of ``fctlab reproduce PAPER [--quick] [--out DIR] [--items ...]``."""
     p.description = "Rerun a paper's simulations and write a report comparing fctlab's numbers with the paper's."
-    p.add_argument("paper", help="the paper to reproduce: " + ", ".join(PAPERS))
+    p.add_argument("paper", nargs="?", help="the paper to reproduce: " + ", ".join(PAPERS))
+    p.add_argument(
+        "--docs",
+        action="store_true",
+        help="render the reproduction docs (docs/src -> docs) from the stored full runs, and run nothing",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="with --docs: write nothing; fail when a doc differs from its rendering or a stored run is stale",
+    )
     p.add_argument("--quick", action="store_true", help="shorter runs (a few minutes in total); noisier numbers")
     p.add_argument("--out", default=None, help="output directory (default: out/reproduce_<paper>[_quick])")
     p.add_argument("--items", default=None, help="comma-separated item numbers to run (default: all)")
@@ -108,10 +118,32 @@ def _record(args, result: dict, out: Path) -> None:
     )
 
 
+def _docs(args) -> int:
+    """``fctlab reproduce --docs [--check]``: 0 when every doc is (or now is) its rendering
+    from current stored runs, 1 otherwise (each problem on a line of its own)."""
+    from .docs import render_all
+
+    problems = render_all(check=args.check)
+    for p in problems:
+        print(f"fctlab reproduce --docs: {p}", file=sys.stderr)
+    if not problems:
+        print("fctlab reproduce --docs: " + ("every doc is current" if args.check else "rendered"), file=sys.stderr)
+    return 1 if problems else 0
+
+
 def run(args) -> int:
     """Runs ``fctlab reproduce``: 0 when the report was written, 2 for bad arguments, 130
     when interrupted."""
+    if args.docs:
+        if args.paper:
+            print("fctlab reproduce: error: --docs renders every paper's doc: give no paper", file=sys.stderr)
+            return 2
+        return _docs(args)
     try:
+        if args.check:
+            raise _ArgError("--check goes with --docs")
+        if not args.paper:
+            raise _ArgError(f"give a paper ({', '.join(PAPERS)}), or --docs")
         if args.paper not in PAPERS:
             raise _ArgError(f"unknown paper {args.paper!r} (known: {', '.join(PAPERS)})")
         spec = importlib.import_module(f".{args.paper}", __name__).paper()

@@ -12,9 +12,11 @@ reports and the docs' check refuses.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import hashlib
 import json
+import math
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,10 +24,17 @@ from typing import Optional
 
 import fctlab
 
+from .expected import Expected
+from .verdicts import DIRECTION, INCONCLUSIVE, MATCH, MIN_SAMPLES, NO_MATCH, NOT_GRADED, Row
+
 #: the source tree (python/fctlab/reproduce/stored.py -> the repository's root)
 ROOT = Path(__file__).resolve().parents[3]
 #: scenario-directory files that are data about the paper, not inputs of the runs
 NOT_INPUTS = {"expected.toml", "README.md"}
+
+
+_ROW_FIELDS = {f.name for f in dataclasses.fields(Row)}
+GRADED = (MATCH, DIRECTION, INCONCLUSIVE, NO_MATCH)
 
 
 class StoreError(ValueError):
@@ -139,4 +148,79 @@ def stale_items(paper: str, root: Path = ROOT, data: Optional[dict] = None) -> l
                     f"today's is {now} (a golden output or a scenario file of {paper} changed since)",
                 )
             )
+    return out
+
+
+# --------------------------------------------------------------------------- grading again
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def regrade_row(ex, stored_row: dict) -> Row:
+    """A stored row as a :class:`Row`, graded again under today's rules and ``expected.toml``
+    (its paper side too). Rows without a measured number (claims, lists, rows graded by an
+    item's own check of a statement) keep their stored verdict."""
+    d = {k: v for k, v in stored_row.items() if k in _ROW_FIELDS}
+    for k in ("measured", "ns2_measured"):
+        d[k] = d[k] if _finite(d.get(k)) else math.nan
+    for k in ("half_width", "ns2_half_width"):
+        d[k] = d[k] if _finite(d.get(k)) else 0.0
+    r = Row(**d)
+    if not r.rid:
+        return r
+    if r.rid not in ex.rows:
+        raise StoreError(f"stored row {r.rid!r} is no longer in {ex.path}: run its item again")
+    e = ex[r.rid]
+    r.paper = e.shown
+    if e.rule in ("value", "change") and math.isfinite(r.measured):
+        r.verdict = _gated(e.verdict(r.measured, r.half_width), r.samples)
+    if e.rule in ("value", "change") and math.isfinite(r.ns2_measured):
+        twin = Row(r.quantity, r.paper, r.ns2, _gated(e.verdict(r.ns2_measured, r.ns2_half_width), r.ns2_samples))
+        twin.rid, twin.measured, twin.half_width, twin.samples = r.rid, r.ns2_measured, r.ns2_half_width, r.ns2_samples
+        from .runner import set_ns2  # the runner's columns, by the same rule
+
+        set_ns2(ex, r, twin)
+    return r
+
+
+def _gated(verdict: str, samples: Optional[int]) -> str:
+    if samples is not None and samples < MIN_SAMPLES and verdict in GRADED:
+        return NOT_GRADED
+    return verdict
+
+
+def graded(paper: str, root: Path = ROOT) -> dict:
+    """The stored items of `paper`, graded again: {item: {"made", "title", "status",
+    "numbers", "figures", "profiles": {profile or "": [Row]}}} (one profile "" for items run
+    once)."""
+    ex = Expected(root / "scenarios" / "papers" / paper / "expected.toml")
+    out = {}
+    for n, item in load(paper, root)["items"].items():
+        subs = item.get("profiles") or {"": {"rows": item.get("rows", []), "numbers": item.get("numbers", {})}}
+        out[int(n)] = {
+            **{k: item.get(k) for k in ("made", "title", "status", "numbers", "figures", "wall_s")},
+            "profiles": {p: [regrade_row(ex, r) for r in sub.get("rows", [])] for p, sub in subs.items()},
+            "profile_numbers": {p: sub.get("numbers", {}) for p, sub in subs.items()},
+        }
+    return out
+
+
+def graded_rows(paper: str, root: Path = ROOT) -> dict:
+    """Row id -> its graded measurement in the stored results: the primary profile's
+    `verdict` and `fctlab` figure, ns-2.35's (`ns2`, or ""), `kernel` ("" here: the kernel's
+    measurements are rows of their own), every profile's under `profiles`, and the item."""
+    out: dict = {}
+    for n, item in sorted(graded(paper, root).items()):
+        profiles = item["profiles"]
+        for p, rows in profiles.items():
+            for r in rows:
+                if not r.rid:
+                    continue
+                g = out.setdefault(
+                    r.rid,
+                    {"item": n, "verdict": r.verdict, "fctlab": r.fctlab, "ns2": r.ns2, "kernel": "", "profiles": {}},
+                )
+                g["profiles"].setdefault(p, {"fctlab": r.fctlab, "verdict": r.verdict})
     return out

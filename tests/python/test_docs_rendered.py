@@ -1,0 +1,74 @@
+"""The reproduction docs are rendered from their sources (docs/src) and the stored full runs
+(docs/results): `make docs` writes them, and this test fails when a doc is not what they
+render, or when a stored run was made under another behaviour than today's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fctlab.reproduce import PAPERS, stored
+from fctlab.reproduce.docs import RenderError, render, render_all, sources
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_reproduction_doc_is_its_rendering_from_current_stored_runs():
+    problems = render_all(ROOT, check=True)
+    assert not problems, "run `make docs` (or the stored runs again):\n" + "\n".join(problems)
+
+
+def test_every_paper_has_a_doc_source_and_stored_results():
+    have = {paper for paper, _, _ in sources(ROOT)}
+    assert have == set(PAPERS)
+    for paper in PAPERS:
+        assert stored.load(paper, ROOT)["items"], f"{paper}: no stored full run"
+
+
+def _tree(tmp_path: Path) -> Path:
+    """A source tree holding what the homa doc renders from."""
+    root = tmp_path / "tree"
+    for rel in ("docs/src/reproduce_homa.md", "docs/results/homa.json"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / rel, root / rel)
+    shutil.copytree(ROOT / "scenarios" / "papers" / "homa", root / "scenarios" / "papers" / "homa")
+    shutil.copytree(ROOT / "tests" / "golden", root / "tests" / "golden")
+    return root
+
+
+def test_the_check_fails_on_a_changed_number_and_on_a_changed_behaviour(tmp_path):
+    root = _tree(tmp_path)
+    assert render_all(root) == []  # writes docs/reproduce_homa.md
+    assert render_all(root, check=True) == []
+    # a number of a stored run changes: the doc no longer is its rendering
+    p = root / "docs" / "results" / "homa.json"
+    data = json.loads(p.read_text())
+    numbers = data["items"]["1"]["numbers"]["homa"][0]
+    numbers["p99"] = numbers["p99"] * 2
+    p.write_text(json.dumps(data))
+    problems = render_all(root, check=True)
+    assert len(problems) == 1 and "reproduce_homa.md: differs" in problems[0]
+    assert render_all(root) == [] and render_all(root, check=True) == []  # rendered again: current
+    # the simulator's behaviour changes (a golden output): every stored item is stale
+    golden = next(f for f in sorted((root / "tests" / "golden").iterdir()) if f.suffix == ".csv")
+    golden.write_text(golden.read_text() + "\n")
+    problems = render_all(root, check=True)
+    assert problems and all("is stale" in x for x in problems)
+    assert {int(x.split("item ")[1].split(" ")[0]) for x in problems} == {1, 2, 3}
+
+
+def test_a_placeholder_that_cannot_be_filled_names_the_file_and_line(tmp_path):
+    root = _tree(tmp_path)
+    src = root / "docs" / "src" / "bad.md"
+    src.write_text("{{runs}}\n\nfine {{made 1}}\n{{row item9.nothing fctlab}}\n")
+    with pytest.raises(RenderError, match=r"bad.md:4: \{\{row item9.nothing fctlab\}\}: no stored row"):
+        render("homa", src, root)
+    src.write_text("no runs line\n")
+    with pytest.raises(RenderError, match=r"bad.md: has no \{\{runs\}\}"):
+        render("homa", src, root)
+    src.write_text("{{runs}} {{table 7}}\n")
+    with pytest.raises(RenderError, match=r"item 7 has no stored full run"):
+        render("homa", src, root)
