@@ -31,6 +31,7 @@ from ..crosscheck.ns2 import find_ns
 from ..report.render import Bullets, Heading, Image, Paragraph, Table, render_html, render_markdown
 from ..sweeps import _executor
 from .common import MATCH, NOT_GRADED, Ns2Runner, Runner, stderr_log
+from .verdicts import RULES_TEXT
 
 
 @dataclass
@@ -460,6 +461,8 @@ def _write_paper_report(paper: Paper, mode, quick: bool, out: Path, rn: "Runner"
         f"{fctlab.__version__}, {rn.runs} simulations, {total:.0f} s wall-clock time in total.",
         f"The paper: {ex.paper.get('summary', '')} Its numbers, their sources in the paper and the rules "
         f"that grade fctlab's against them are in `scenarios/papers/{paper.name}/expected.toml`.",
+        "**How rows are graded.** " + RULES_TEXT + " The rules and every row's tolerance with its reason: "
+        "docs/reproduce.md and the paper's expected.toml.",
     ] + list(paper.intro(mode))
     if paper.profiles:
         unprofiled = sorted(n for n in paper.unprofiled_items if n in paper.items)
