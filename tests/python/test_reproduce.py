@@ -12,13 +12,12 @@ from fctlab.crosscheck.ns2 import find_ns
 from fctlab.reproduce.atcp import KERNEL_ITEMS
 from fctlab.reproduce.common import (
     DIRECTION,
+    INCONCLUSIVE,
     MATCH,
     NO_MATCH,
     NO_STATEMENT,
     NOT_GRADED,
     NOT_MEASURED,
-    judge_change,
-    judge_value,
 )
 from fctlab.reproduce.expected import Expected, ExpectedError
 from fctlab.reproduce import default_scenario_dir
@@ -103,7 +102,7 @@ def test_quick_run_writes_full_report(quick_run):
                 assert row["verdict"] == NOT_GRADED, (e.id, row)
                 assert row["fctlab"].endswith(" seeds)") or row["fctlab"].endswith(" jobs)"), (e.id, row)
             else:
-                assert row["verdict"] in (MATCH, DIRECTION, NO_MATCH), (e.id, row)
+                assert row["verdict"] in (MATCH, DIRECTION, INCONCLUSIVE, NO_MATCH), (e.id, row)
             # fctlab's column is a measurement, never the paper's own statement
             assert row["fctlab"] != e.shown, e.id
 
@@ -334,7 +333,8 @@ def test_expected_rows_are_graded_by_their_rules(tmp_path):
     assert ex.row("a", 2.1, "2.1", samples=5).verdict == MATCH
     assert ex.row("b", -0.30, "-30%", samples=3, unit="job").fctlab == "-30% (3 jobs)"
     assert ex["b"].shown == "1.8 s -> 1.2 s (-33.3%)" and ex["b"].change == pytest.approx(-1 / 3)
-    assert ex.row("b", -0.30, "-30%").verdict == MATCH
+    assert ex.row("b", -0.31, "-31%").verdict == MATCH
+    assert ex.row("b", -0.10, "-10%", half_width=0.25).verdict == INCONCLUSIVE
     assert ex.row("b", -0.05, "-5%").verdict == DIRECTION
     assert ex.row("b", +0.20, "+20%").verdict == NO_MATCH
     r = ex.row("c", -0.2, "-20%")  # a number passed in does not make it measured

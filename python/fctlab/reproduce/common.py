@@ -38,6 +38,7 @@ from ..stats import interval
 from .expected import Expected
 from .verdicts import (  # noqa: F401 (re-exported: the items import them from here)
     DIRECTION,
+    INCONCLUSIVE,
     MATCH,
     MIN_SAMPLES,
     NO_CHANGE,
