@@ -17,8 +17,8 @@ than today's. Placeholders, ``{{ ... }}``:
                                    ``ns2_agrees``, ``ns2_verdict``, ``measured``,
                                    ``half_width``, ``ns2_measured``, under profile P (the
                                    primary one by default)
-``{{num N PATH[:FMT] [P]}}``       a number of item N's ``numbers`` (a dotted path; list
-                                   indexes as numbers)
+``{{num N PATH[:FMT] [P]}}``       a number of item N's ``numbers`` (a path of keys
+                                   joined by ``/``; list indexes as numbers)
 ``{{counts [P]}}``                 the verdicts of every stored row, counted
 ``{{wall N}}``                     item N's wall-clock time (all items: ``{{wall}}``)
 ``{{grid N STAT=LABEL... [OPT]}}`` item N's numbers as a table, when they hold a series
@@ -148,7 +148,7 @@ class _Doc:
         path, _, spec = path.partition(":")
         pn = it["profile_numbers"]
         x = pn.get("", pn.get(profile or self.primary, it["numbers"])) or it["numbers"]
-        for part in path.split("."):
+        for part in path.split("/"):
             if isinstance(x, list) and part.lstrip("-").isdigit():
                 x = x[int(part)]
             elif isinstance(x, dict) and part in x:
