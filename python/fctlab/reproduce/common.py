@@ -73,6 +73,8 @@ class Item:
     numbers: dict = field(default_factory=dict)  # machine-readable results
     #: profile name -> the item as run under it (set when a paper has several profiles)
     profiles: dict = field(default_factory=dict)
+    #: the scenario files (of the paper's directory) the item read
+    scenario_files: list = field(default_factory=list)
 
     def add(self, quantity: str, paper: str, fctlab: str, verdict: str) -> None:
         self.rows.append(Row(quantity, paper, fctlab, verdict))
@@ -107,6 +109,8 @@ class Runner:
         self.profile = None
         self.runs = 0
         self.wall_s = 0.0
+        #: the scenario files read through :meth:`path` (the runner resets it per item)
+        self.used: set = set()
         #: the paper's published numbers (scenarios/papers/<paper>/expected.toml)
         self.expected = Expected(self.scenario_dir / "expected.toml")
 
@@ -130,6 +134,8 @@ class Runner:
         )
 
     def path(self, name: str) -> Path:
+        """A scenario file of the paper, counted as an input of the current item."""
+        self.used.add(str(name))
         return self.scenario_dir / name
 
     def run(self, name: str, label: str, **overrides: Any):

@@ -238,6 +238,7 @@ def merge_profiles(profiles: dict):
     merged.status = "done" if done else first.status
     merged.figures = [f for sub in profiles.values() for f in sub.figures]
     merged.wall_s = sum(sub.wall_s for sub in profiles.values())
+    merged.scenario_files = sorted({f for sub in profiles.values() for f in sub.scenario_files})
     return merged
 
 
@@ -315,6 +316,7 @@ def _run_item(
     rn.label = f"[{name}] " if name else ""
     rn.profile = name
     t0 = time.perf_counter()
+    rn.used = set()
     draw = scratch or out
     draw.mkdir(parents=True, exist_ok=True)
     try:
@@ -330,6 +332,7 @@ def _run_item(
         ns2_pass(paper, n, rn, mode, it, log, twin_dir)
         shutil.rmtree(twin_dir, ignore_errors=True)
     it.wall_s = time.perf_counter() - t0
+    it.scenario_files = sorted(rn.used)
     if name:
         it.figures = [_profile_figure(out, f, c, name, made_in=draw) for f, c in it.figures]
     elif scratch is not None:
@@ -502,6 +505,7 @@ def _item_result(it) -> dict:
         "rows": [_clean(r.__dict__) for r in it.rows],
         "numbers": _clean(it.numbers),
         "figures": [f for f, _ in it.figures],
+        "scenario_files": list(it.scenario_files),
         "profiles": {
             p: {
                 "status": sub.status,

@@ -3,7 +3,7 @@
 ``fctlab reproduce PAPER --record`` merges the items it ran into the paper's file, each with
 what made it (commit, command, date, fctlab's version) and the *fingerprint* of the behaviour
 it was made under: a hash of the golden outputs (tests/golden, the simulator's reference runs)
-and of the paper's scenario files. The rows keep what was measured (the number, its 95%
+and of the scenario files the item read. The rows keep what was measured (the number, its 95%
 interval, its sample count), not only how it was graded, so :func:`regrade` grades them again
 under today's rules and today's ``expected.toml``; a change of the simulator's behaviour
 (a golden output) or of a scenario makes the stored items *stale*, which :func:`stale_items`
@@ -57,16 +57,26 @@ def _hash_files(h, files: list, root: Path) -> None:
         h.update(b"\0")
 
 
-def fingerprint(paper: str, root: Path = ROOT) -> str:
-    """The behaviour a run of `paper` is made under: the golden outputs and the paper's
-    scenario files (its expected values excluded: they are graded against at render time)."""
+def scenario_inputs(paper: str, root: Path = ROOT) -> list:
+    """Every scenario file of `paper` (its expected values and README excluded: data about
+    the paper, graded against at render time, not inputs of the runs)."""
+    scen = root / "scenarios" / "papers" / paper
+    return sorted(str(f.relative_to(scen)) for f in scen.rglob("*") if f.is_file() and f.name not in NOT_INPUTS)
+
+
+def fingerprint(paper: str, root: Path = ROOT, files: Optional[list] = None) -> str:
+    """The behaviour a run of `paper` is made under: the golden outputs and the scenario
+    files it read (`files`, names in the paper's directory; all of them when None). A file
+    that is gone gives a fingerprint no run has."""
     golden = root / "tests" / "golden"
     scen = root / "scenarios" / "papers" / paper
     if not golden.is_dir() or not scen.is_dir():
         raise StoreError(f"{root}: not a source tree (no tests/golden or scenarios/papers/{paper})")
     h = hashlib.sha256()
     _hash_files(h, [f for f in golden.rglob("*") if f.is_file()], root)
-    _hash_files(h, [f for f in scen.rglob("*") if f.is_file() and f.name not in NOT_INPUTS], root)
+    for name in sorted(scenario_inputs(paper, root) if files is None else files):
+        f = scen / name
+        h.update(name.encode() + b"\0" + (f.read_bytes() if f.is_file() else b"\0missing\0") + b"\0")
     return h.hexdigest()[:16]
 
 
@@ -112,7 +122,6 @@ def record(paper: str, result: dict, out: Path, command: str, root: Path = ROOT)
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d"),
         "command": command,
         "fctlab": fctlab.__version__,
-        "fingerprint": fingerprint(paper, root),
     }
     figdir = results_dir(root) / paper
     kept = []
@@ -122,7 +131,11 @@ def record(paper: str, result: dict, out: Path, command: str, root: Path = ROOT)
         figdir.mkdir(parents=True, exist_ok=True)
         for f in item.get("figures", []):
             shutil.copyfile(Path(out) / f, figdir / f)
-        data["items"][str(n)] = {**item, "made": made}
+        files = item.get("scenario_files") or scenario_inputs(paper, root)
+        data["items"][str(n)] = {
+            **item,
+            "made": {**made, "scenario_files": files, "fingerprint": fingerprint(paper, root, files)},
+        }
         kept.append(int(n))
     data["paper"] = paper
     p = results_path(paper, root)
@@ -134,18 +147,19 @@ def record(paper: str, result: dict, out: Path, command: str, root: Path = ROOT)
 
 
 def stale_items(paper: str, root: Path = ROOT, data: Optional[dict] = None) -> list:
-    """The stored items made under another behaviour than today's: [(item, why)]."""
+    """The stored items made under another behaviour than today's: [(item, why)]. An item's
+    behaviour is the golden outputs and the scenario files it read, as they are today."""
     data = load(paper, root) if data is None else data
-    now = fingerprint(paper, root)
     out = []
     for n, item in sorted(data["items"].items(), key=lambda kv: int(kv[0])):
         made = item.get("made", {})
+        now = fingerprint(paper, root, made.get("scenario_files"))
         if made.get("fingerprint") != now:
             out.append(
                 (
                     int(n),
                     f"made at {made.get('commit') or '?'} under fingerprint {made.get('fingerprint')}, "
-                    f"today's is {now} (a golden output or a scenario file of {paper} changed since)",
+                    f"today's is {now} (a golden output, or a scenario file it read, changed since)",
                 )
             )
     return out
