@@ -97,7 +97,9 @@ def configure(p) -> None:
         help="write the claims ledger (docs/claims.md) from the stored results and print the counts per paper; "
         "with a paper, print its section",
     )
-    p.add_argument("--check", action="store_true", help="with --claims: exit 1 when the ledger is not what it would write")
+    p.add_argument(
+        "--check", action="store_true", help="with --claims: exit 1 when the ledger is not what it would write"
+    )
 
 
 def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:

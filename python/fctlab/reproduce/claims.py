@@ -274,8 +274,7 @@ def paper_section(
     lines = [
         f"## {title or paper}",
         "",
-        f"`fctlab reproduce {paper}`, claims of `scenarios/papers/{paper}/expected.toml`. "
-        f"**{count_line(outcomes)}.**",
+        f"`fctlab reproduce {paper}`, claims of `scenarios/papers/{paper}/expected.toml`. **{count_line(outcomes)}.**",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
@@ -290,11 +289,13 @@ def render(
     graded: Optional[Callable[[str], Mapping]] = None,
     primary: Optional[Callable[[str], Optional[str]]] = None,
     papers: Sequence[str] = PAPERS,
-    path_of: Callable[[str], Path] = default_path,
+    path_of: Optional[Callable[[str], Path]] = None,
 ) -> tuple:
     """(the ledger's Markdown, {paper: outcomes}); `graded(paper)` gives the graded rows
-    (default: the stored results), `primary(paper)` the primary profile's name."""
+    (default: the stored results), `primary(paper)` the primary profile's name, `path_of(paper)`
+    its expected.toml (default: the source tree's)."""
     graded = graded or stored_graded_rows
+    path_of = path_of or default_path
     primary = primary or primary_profile
     parts = [
         LEDGER_HEADER,
