@@ -201,8 +201,10 @@ def test_the_primary_profile_decides(by_rows):
         ),
         "item1.b": graded(MATCH),
     }
-    assert C.decide(by_rows, rows, primary="ns2").status == C.NOT_REPRODUCED
-    assert C.decide(by_rows, rows, primary="linux").status == C.REPRODUCED
+    ns2 = C.decide(by_rows, rows, primary="ns2")
+    assert ns2.status == C.NOT_REPRODUCED and ns2.fctlab == "item1.a: 1.7; item1.b: 1.9"
+    linux = C.decide(by_rows, rows, primary="linux")
+    assert linux.status == C.REPRODUCED and linux.fctlab == "item1.a: 1.9; item1.b: 1.9"
 
 
 def test_explicit_statuses_keep_their_reason(tmp_path):

@@ -195,8 +195,14 @@ def row_verdict(graded: Mapping, primary: Optional[str] = None) -> str:
     return graded.get("verdict", "")
 
 
-def _figures(claim: Claim, graded: Mapping, key: str) -> str:
-    cells = [(rid, str(graded[rid].get(key) or "")) for rid in claim.rows if rid in graded]
+def _figure(graded: Mapping, key: str, primary: Optional[str]) -> str:
+    """A graded row's figure `key`; fctlab's is the primary profile's when the row has it."""
+    prof = (graded.get("profiles") or {}).get(primary) if primary and key == "fctlab" else None
+    return str((prof or {}).get(key) or graded.get(key) or "")
+
+
+def _figures(claim: Claim, graded: Mapping, key: str, primary: Optional[str]) -> str:
+    cells = [(rid, _figure(graded[rid], key, primary)) for rid in claim.rows if rid in graded]
     cells = [(rid, v) for rid, v in cells if v]
     if len(claim.rows) == 1:
         return cells[0][1] if cells else ""
@@ -210,7 +216,7 @@ def decide(claim: Claim, graded: Mapping, primary: Optional[str] = None) -> Outc
     if not claim.rows:
         note = claim.evidence if claim.status == NOT_REPRODUCED else claim.reason
         return Outcome(claim, claim.status, note)
-    figs = {k: _figures(claim, graded, k) for k in ("fctlab", "ns2", "kernel")}
+    figs = {k: _figures(claim, graded, k, primary) for k in ("fctlab", "ns2", "kernel")}
     missing = [rid for rid in claim.rows if rid not in graded]
     if missing:
         return Outcome(claim, NOT_YET_RUN, f"no stored result for {', '.join(missing)}", **figs)
@@ -230,6 +236,7 @@ def counts(outcomes: Sequence[Outcome]) -> dict:
 
 
 def count_line(outcomes: Sequence[Outcome]) -> str:
+    """ "N claims: a reproduced, b not reproduced, c not reproducible here, d not yet run"."""
     n = counts(outcomes)
     return f"{len(outcomes)} claims: " + ", ".join(f"{n[s]} {s}" for s in STATUSES)
 
