@@ -9,10 +9,16 @@ FCTs against load beside DCTCP and pFabric; see docs/reproduce_pias.md) and ``ho
 slowdown by message size beside pFabric and PIAS; see docs/reproduce_homa.md).
 
     fctlab reproduce atcp [--quick] [--out DIR] [--items 1,2,7] [--budget SECONDS] [--workers N | --cluster ADDRESS]
+    fctlab reproduce --claims [PAPER] [--check] [--out FILE]
 
 The report (``DIR/report.md``, ``DIR/report.html``), its PNG figures and ``results.json``
 are written into ``DIR``. Progress goes to stderr. Exit status: 0 when the report was
 written, 2 for bad arguments (one line on stderr), 130 when interrupted.
+
+``--claims`` writes the claims ledger (``docs/claims.md``, or ``--out FILE``) from the claims of
+the papers' ``expected.toml`` and their stored results, and prints the counts per paper (see
+:mod:`fctlab.reproduce.claims`); with a paper, it prints that paper's section instead. With
+``--check`` it writes nothing and exits 1 when the ledger is not what it would write.
 """
 
 from __future__ import annotations
@@ -71,10 +77,15 @@ def configure(p) -> None:
     p.add_argument(
         "--check",
         action="store_true",
-        help="with --docs: write nothing; fail when a doc differs from its rendering or a stored run is stale",
+        help="with --docs or --claims: write nothing; fail when a doc (the ledger) differs from its rendering or a "
+        "stored run is stale",
     )
     p.add_argument("--quick", action="store_true", help="shorter runs (a few minutes in total); noisier numbers")
-    p.add_argument("--out", default=None, help="output directory (default: out/reproduce_<paper>[_quick])")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="output directory (default: out/reproduce_<paper>[_quick]); with --claims, the ledger file (default: docs/claims.md)",
+    )
     p.add_argument("--items", default=None, help="comma-separated item numbers to run (default: all)")
     p.add_argument(
         "--budget",
@@ -95,6 +106,12 @@ def configure(p) -> None:
         default=None,
         metavar="ADDRESS",
         help="run the items on a Dask scheduler, tcp://HOST:PORT (its workers must see the output directory)",
+    )
+    p.add_argument(
+        "--claims",
+        action="store_true",
+        help="write the claims ledger (docs/claims.md) from the stored results and print the counts per paper; "
+        "with a paper, print its section",
     )
 
 
@@ -134,6 +151,8 @@ def _docs(args) -> int:
 def run(args) -> int:
     """Runs ``fctlab reproduce``: 0 when the report was written, 2 for bad arguments, 130
     when interrupted."""
+    if args.claims:
+        return _run_claims(args)
     if args.docs:
         if args.paper:
             print("fctlab reproduce: error: --docs renders every paper's doc: give no paper", file=sys.stderr)
@@ -141,9 +160,9 @@ def run(args) -> int:
         return _docs(args)
     try:
         if args.check:
-            raise _ArgError("--check goes with --docs")
+            raise _ArgError("--check goes with --docs or --claims")
         if not args.paper:
-            raise _ArgError(f"give a paper ({', '.join(PAPERS)}), or --docs")
+            raise _ArgError(f"give a paper ({', '.join(PAPERS)}), or --docs, or --claims")
         if args.paper not in PAPERS:
             raise _ArgError(f"unknown paper {args.paper!r} (known: {', '.join(PAPERS)})")
         spec = importlib.import_module(f".{args.paper}", __name__).paper()
@@ -195,4 +214,47 @@ def run(args) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    return 0
+
+
+def _run_claims(args) -> int:
+    """``fctlab reproduce --claims [PAPER] [--check] [--out FILE]``: 0 when written (or current), 1
+    when ``--check`` finds the ledger out of date, 2 for bad arguments or claims."""
+    claims = importlib.import_module(".claims", __name__)
+    try:
+        if not args.claims:
+            raise _ArgError("--check: only with --claims")
+        others = [o for o, v in (("--quick", args.quick), ("--items", args.items), ("--budget", args.budget)) if v]
+        others += [o for o, v in (("--scenarios", args.scenarios), ("--workers", args.workers)) if v is not None]
+        others += ["--cluster"] if args.cluster is not None else []
+        if others:
+            raise _ArgError(f"{others[0]}: not with --claims")
+        if args.paper is not None and args.paper not in claims.PAPERS:
+            raise _ArgError(f"--claims: no claims ledger for {args.paper!r} (ledgers: {', '.join(claims.PAPERS)})")
+        if args.paper is not None and args.check:
+            raise _ArgError("--check: checks the whole ledger, without a paper")
+        papers = (args.paper,) if args.paper else claims.PAPERS
+        text, outcomes = claims.render(papers=papers)
+    except (_ArgError, claims.ClaimsError, claims.ExpectedError) as e:
+        print(f"fctlab reproduce: error: {e}", file=sys.stderr)
+        return 2
+    ledger = Path(args.out) if args.out else claims.ledger_path()
+    if args.check:
+        if ledger.is_file() and ledger.read_text(encoding="utf-8") == text:
+            return 0
+        print(f"fctlab reproduce: {ledger} is not what `fctlab reproduce --claims` writes now", file=sys.stderr)
+        return 1
+    for paper, outs in outcomes.items():
+        print(f"{paper}: {claims.count_line(outs)}")
+    if args.paper:
+        print()
+        print(text, end="")
+        return 0
+    try:
+        ledger.parent.mkdir(parents=True, exist_ok=True)
+        ledger.write_text(text, encoding="utf-8")
+    except OSError as e:
+        print(f"fctlab reproduce: error: --out: cannot write {ledger}: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {ledger}")
     return 0
