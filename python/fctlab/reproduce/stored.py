@@ -1,12 +1,12 @@
 """The stored results of the reproductions' full runs: ``docs/results/<paper>.json``.
 
 ``fctlab reproduce PAPER --record`` merges the items it ran into the paper's file, each with
-what made it (commit, command, date, fctlab's version) and the *fingerprint* of the behaviour
-it was made under: a hash of the golden outputs (tests/golden, the simulator's reference runs)
-and of the scenario files the item read. The rows keep what was measured (the number, its 95%
+what made it (commit, command, date, fctlab's version) and the behaviour it was made under:
+the hash of every golden output (tests/golden, the simulator's reference runs) and of every
+scenario file the item read. The rows keep what was measured (the number, its 95%
 interval, its sample count), not only how it was graded, so :func:`regrade` grades them again
 under today's rules and today's ``expected.toml``; a change of the simulator's behaviour
-(a golden output) or of a scenario makes the stored items *stale*, which :func:`stale_items`
+(a golden output that changes) or of a scenario it read makes a stored item *stale*, which :func:`stale_items`
 reports and the docs' check refuses.
 """
 
@@ -49,12 +49,8 @@ def results_path(paper: str, root: Path = ROOT) -> Path:
     return results_dir(root) / f"{paper}.json"
 
 
-def _hash_files(h, files: list, root: Path) -> None:
-    for f in sorted(files):
-        h.update(str(f.relative_to(root)).encode())
-        h.update(b"\0")
-        h.update(f.read_bytes())
-        h.update(b"\0")
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def scenario_inputs(paper: str, root: Path = ROOT) -> list:
@@ -64,20 +60,40 @@ def scenario_inputs(paper: str, root: Path = ROOT) -> list:
     return sorted(str(f.relative_to(scen)) for f in scen.rglob("*") if f.is_file() and f.name not in NOT_INPUTS)
 
 
-def fingerprint(paper: str, root: Path = ROOT, files: Optional[list] = None) -> str:
-    """The behaviour a run of `paper` is made under: the golden outputs and the scenario
-    files it read (`files`, names in the paper's directory; all of them when None). A file
-    that is gone gives a fingerprint no run has."""
+def behaviour(paper: str, root: Path = ROOT, files: Optional[list] = None) -> dict:
+    """What a run of `paper` is made under, file by file: the simulator's golden outputs
+    (tests/golden, its reference runs; the error messages' file aside) and the scenario files
+    it read (`files`, names in the paper's directory; all of them when None), each with the
+    hash of its contents."""
     golden = root / "tests" / "golden"
     scen = root / "scenarios" / "papers" / paper
     if not golden.is_dir() or not scen.is_dir():
         raise StoreError(f"{root}: not a source tree (no tests/golden or scenarios/papers/{paper})")
-    h = hashlib.sha256()
-    _hash_files(h, [f for f in golden.rglob("*") if f.is_file()], root)
-    for name in sorted(scenario_inputs(paper, root) if files is None else files):
+    out = {
+        str(f.relative_to(root)): _digest(f.read_bytes())
+        for f in sorted(golden.rglob("*"))
+        if f.is_file() and f.name != "errors.txt"
+    }
+    for name in scenario_inputs(paper, root) if files is None else files:
         f = scen / name
-        h.update(name.encode() + b"\0" + (f.read_bytes() if f.is_file() else b"\0missing\0") + b"\0")
-    return h.hexdigest()[:16]
+        out[str(f.relative_to(root))] = _digest(f.read_bytes()) if f.is_file() else "missing"
+    return out
+
+
+def fingerprint(recorded: dict) -> str:
+    """One digest of a :func:`behaviour`, to name it."""
+    return _digest(json.dumps(recorded, sort_keys=True).encode())
+
+
+def changed(recorded: dict, root: Path = ROOT) -> list:
+    """The files of a recorded behaviour whose contents are not what they were (or that are
+    gone). Files added since do not count: a new golden output or scenario is no change."""
+    out = []
+    for rel, digest in sorted(recorded.items()):
+        f = root / rel
+        if (_digest(f.read_bytes()) if f.is_file() else "missing") != digest:
+            out.append(rel)
+    return out
 
 
 def _git(root: Path, *args: str) -> str:
@@ -131,10 +147,10 @@ def record(paper: str, result: dict, out: Path, command: str, root: Path = ROOT)
         figdir.mkdir(parents=True, exist_ok=True)
         for f in item.get("figures", []):
             shutil.copyfile(Path(out) / f, figdir / f)
-        files = item.get("scenario_files") or scenario_inputs(paper, root)
+        recorded = behaviour(paper, root, item.get("scenario_files") or None)
         data["items"][str(n)] = {
             **item,
-            "made": {**made, "scenario_files": files, "fingerprint": fingerprint(paper, root, files)},
+            "made": {**made, "behaviour": recorded, "fingerprint": fingerprint(recorded)},
         }
         kept.append(int(n))
     data["paper"] = paper
@@ -148,20 +164,19 @@ def record(paper: str, result: dict, out: Path, command: str, root: Path = ROOT)
 
 def stale_items(paper: str, root: Path = ROOT, data: Optional[dict] = None) -> list:
     """The stored items made under another behaviour than today's: [(item, why)]. An item's
-    behaviour is the golden outputs and the scenario files it read, as they are today."""
+    behaviour is the golden outputs and the scenario files it read (:func:`behaviour`)."""
     data = load(paper, root) if data is None else data
     out = []
     for n, item in sorted(data["items"].items(), key=lambda kv: int(kv[0])):
         made = item.get("made", {})
-        now = fingerprint(paper, root, made.get("scenario_files"))
-        if made.get("fingerprint") != now:
-            out.append(
-                (
-                    int(n),
-                    f"made at {made.get('commit') or '?'} under fingerprint {made.get('fingerprint')}, "
-                    f"today's is {now} (a golden output, or a scenario file it read, changed since)",
-                )
-            )
+        recorded = made.get("behaviour")
+        if not isinstance(recorded, dict) or not recorded:
+            out.append((int(n), "records no behaviour it was made under"))
+            continue
+        diff = changed(recorded, root)
+        if diff:
+            more = f" and {len(diff) - 3} more" if len(diff) > 3 else ""
+            out.append((int(n), f"made at {made.get('commit') or '?'}; changed since: {', '.join(diff[:3])}{more}"))
     return out
 
 
