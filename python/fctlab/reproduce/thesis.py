@@ -1009,15 +1009,21 @@ def _footer() -> list:
             f"{len(t34.READINGS)} / {t34.SEEDS[False]} / {t34.UNTIL[False]:g} s",
         ],
     ]
+    from . import thesis_claims
+
+    rows += thesis_claims.footer_rows()
     return [Heading("Quick and full runs"), Table(["setting", "`--quick`", "full"], rows, text=True)]
 
 
 def paper():
-    """The thesis reproduction for :func:`fctlab.reproduce.runner.run_paper`."""
+    """The thesis reproduction for :func:`fctlab.reproduce.runner.run_paper`: items 1-10 here and
+    in their modules, items 11-18 (claims items 1-10 do not grade) in :mod:`.thesis_claims`."""
+    from . import thesis_claims
+
     return Paper(
         "thesis",
-        ITEMS,
-        ITEM_ORDER,
+        {**ITEMS, **thesis_claims.ITEMS},
+        ITEM_ORDER + thesis_claims.ORDER,
         QUICK,
         FULL,
         intro=_intro,
