@@ -134,8 +134,13 @@ def item11(r: Runner, mode, out) -> Item:
         "initial windows of n servers overflow the port; item 12 sweeps gamma."
     )
     _lines_figure(
-        it, out, "thesis_item11.png", ns, {"SDC": afct["sdc"], "TCP SACK": afct["tcp"]},
-        {"SDC": loss["sdc"], "TCP SACK": loss["tcp"]}, "servers n",
+        it,
+        out,
+        "thesis_item11.png",
+        ns,
+        {"SDC": afct["sdc"], "TCP SACK": afct["tcp"]},
+        {"SDC": loss["sdc"], "TCP SACK": loss["tcp"]},
+        "servers n",
         "Incast, SDC against TCP SACK: AFCT and loss rate against n (cf. Figs. 3.9-3.10)",
     )
     return it
@@ -209,8 +214,13 @@ def item12(r: Runner, mode, out) -> Item:
         "with the least loss (the shortest AFCT among equal losses)."
     )
     _lines_figure(
-        it, out, "thesis_item12.png", GAMMAS, {f"n = {n}": {g: afct[str(g)][n] for g in GAMMAS} for n in ns},
-        {f"n = {n}": {g: loss[str(g)][n] for g in GAMMAS} for n in ns}, "gamma",
+        it,
+        out,
+        "thesis_item12.png",
+        GAMMAS,
+        {f"n = {n}": {g: afct[str(g)][n] for g in GAMMAS} for n in ns},
+        {f"n = {n}": {g: loss[str(g)][n] for g in GAMMAS} for n in ns},
+        "gamma",
         "SDC in incast: AFCT and loss rate against gamma (eq. 3.1)",
     )
     return it
@@ -284,7 +294,12 @@ def item13(r: Runner, mode, out) -> Item:
         )
     )
     it.rows.append(
-        ex.row("item13.tcp_large", fctlab=q("tcp") + " packets", verdict=MATCH if tcp > LARGE_QUEUE else NO_MATCH, samples=n)
+        ex.row(
+            "item13.tcp_large",
+            fctlab=q("tcp") + " packets",
+            verdict=MATCH if tcp > LARGE_QUEUE else NO_MATCH,
+            samples=n,
+        )
     )
     small = all(m[p][0] < SMALL_QUEUE for p in ("sdc", "racs", "rcp"))
     it.rows.append(
@@ -361,9 +376,7 @@ def _class_checks(res: dict) -> dict:
     out = {}
     for side in ("model_bps", "sim_bps"):
         g = {x: res[f"G_AC={x}"][side] for x in GAIN_AC}
-        dim = g[100]["A"] / g[10]["A"] < g[10]["A"] / g[2]["A"] and all(
-            g[100][c] < g[10][c] / 2 for c in "BC"
-        )
+        dim = g[100]["A"] / g[10]["A"] < g[10]["A"] / g[2]["A"] and all(g[100][c] < g[10][c] / 2 for c in "BC")
         fair = g[1]
         fair_ok = max(fair.values()) / min(fair.values()) < 1.05
         b = [res[f"G_BC={x}"][side] for x in GAIN_BC]
@@ -733,13 +746,18 @@ def item18(r: Runner, mode, out) -> Item:
         18,
         "scenario `multihop.toml` as item 2 (flows h1 -> h0, h2 -> h0, h3 -> h0 and h3 -> h6 for the thesis's 1->2, "
         "2->3, 4->3 and 4->5; goodput over 0.5 s) under SDC with each port writing its own load factor over the one "
-        "a packet carries (`[transport.sdc] stamp = \"last\"`: the last port on the path decides), beside fctlab's "
-        "default (`stamp = \"max\"`, the largest along the path, as item 2)",
+        'a packet carries (`[transport.sdc] stamp = "last"`: the last port on the path decides), beside fctlab\'s '
+        'default (`stamp = "max"`, the largest along the path, as item 2)',
     )
     tp = {}
     for stamp in ("max", "last"):
-        res = r.run("multihop.toml", f"sdc stamp={stamp}", transport__protocol="sdc", transport__sdc__stamp=stamp,
-                    stop_time=f"{stop}s")
+        res = r.run(
+            "multihop.toml",
+            f"sdc stamp={stamp}",
+            transport__protocol="sdc",
+            transport__sdc__stamp=stamp,
+            stop_time=f"{stop}s",
+        )
         f = res.flows.sort_values("flow_id")
         tp[stamp] = [float(b) * 8 / stop / 1e6 for b in f["bytes_delivered"]]
     it.numbers = {"goodput_mbps": tp}
