@@ -34,6 +34,7 @@ SDC_DEFAULTS = {
     "gamma": 1.0,
     "alpha": None,
     "beta": None,
+    "stamp": "max",
 }
 
 
@@ -123,12 +124,13 @@ def _racs(plan) -> tuple[dict, dict]:
 
 def _sdc(plan) -> tuple[dict, dict]:
     """Sized flows mark their size (their class follows it); the host program is built with
-    the simulator's default classes, so other class keys are refused."""
+    the simulator's default classes and load-factor stamp, so other values of those keys are
+    refused."""
     for fl in plan.flows:
         changed = [k for k, v in SDC_DEFAULTS.items() if fl.params.get(k, v) != v]
         if changed:
             raise TestbedError(
-                f"flows[{fl.flow_id}]: SDC's {', '.join(changed)}: the testbed runs SDC's default classes"
+                f"flows[{fl.flow_id}]: SDC's {', '.join(changed)}: the testbed runs SDC's default classes and stamp"
             )
         _mark_size(fl)
     t_p = plan.flows[0].params.get("t_p")

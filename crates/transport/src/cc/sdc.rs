@@ -17,7 +17,9 @@
 //! each class: a packet carries the sender's class and the class it was last counted in, so a
 //! SYN adds a flow, a FIN removes it and a flow that graduates moves its count. Each packet
 //! leaves with the largest f and the highest active class along its path; the receiver echoes
-//! both. The thesis carries f in the ECN bits and the class in the ToS field: fctlab counts no
+//! both. With `stamp = "last"` each port writes its own f over the one the packet carries, so
+//! the last port on the path decides (the thesis does not say how the f of several routers
+//! combine; see `SdcStamp`). The thesis carries f in the ECN bits and the class in the ToS field: fctlab counts no
 //! header bytes for them, and carries f unquantized.
 //!
 //! Parameters (section 3.4.5): thresholds 50 and 100 segments, gains G_AC = 10 and G_BC = 2
@@ -88,6 +90,17 @@ pub fn class_index(wire: u8) -> Option<usize> {
     (1..=3).contains(&wire).then(|| 3 - wire as usize)
 }
 
+/// How a port combines its load factor with the one a packet carries.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SdcStamp {
+    /// The largest f along the path (a flow slows down for any overloaded port on it).
+    #[default]
+    Max,
+    /// The f of the last port on the path (each port overwrites what the packet carries).
+    Last,
+}
+
 /// SDC's parameters.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -118,6 +131,8 @@ pub struct SdcConfig {
     pub t_p: Option<Duration>,
     /// The RTT a port assumes before a packet has carried one.
     pub initial_rtt: Duration,
+    /// Which load factor a packet carries: "max" along the path (default) or the "last" port's.
+    pub stamp: SdcStamp,
 }
 
 impl Default for SdcConfig {
@@ -135,6 +150,7 @@ impl Default for SdcConfig {
             beta: None,
             t_p: None,
             initial_rtt: Duration(Nanos::from_millis(1)),
+            stamp: SdcStamp::Max,
         }
     }
 }
@@ -239,7 +255,7 @@ impl Protocol for Sdc {
     fn new(cfg: &SdcConfig, info: &FlowInfo) -> Self {
         Sdc { cfg: cfg.clone(), params: cfg.classes(), size: info.size, class: C, counted: 0, mi: true, load: 0.0, top: 0, frozen_until: Nanos::ZERO, rtt: Nanos::ZERO, acc: 0 }
     }
-    const PORT_KEYS: &'static [&'static str] = &["t_p", "initial_rtt"];
+    const PORT_KEYS: &'static [&'static str] = &["t_p", "initial_rtt", "stamp"];
     fn port(cfg: &SdcConfig, link: &PortInfo) -> Option<Box<dyn PortControl>> {
         Some(Box::new(SdcPort::new(cfg, link)))
     }
@@ -328,6 +344,7 @@ impl CongestionControl for Sdc {
 pub struct SdcPort {
     capacity_bytes_per_s: f64,
     fixed_tp: Option<Nanos>,
+    stamp: SdcStamp,
     rtt: PortRtt,
     /// Active flows of classes A, B, C.
     counts: [u32; 3],
@@ -346,6 +363,7 @@ impl SdcPort {
         SdcPort {
             capacity_bytes_per_s: link.capacity.0 as f64 / 8.0,
             fixed_tp: cfg.t_p.map(|d| d.0),
+            stamp: cfg.stamp,
             rtt: PortRtt::new(cfg.initial_rtt.0),
             counts: [0; 3],
             bytes_in: 0,
@@ -399,7 +417,10 @@ impl PortControl for SdcPort {
             }
         }
         self.rtt.sample(hdr.rtt_ns);
-        hdr.load = hdr.load.max(self.load as f32);
+        hdr.load = match self.stamp {
+            SdcStamp::Max => hdr.load.max(self.load as f32),
+            SdcStamp::Last => self.load as f32,
+        };
         hdr.top_class = hdr.top_class.max(self.top());
         hdr.write_path(raw);
     }
@@ -528,6 +549,40 @@ mod tests {
         }
         // with class A active elsewhere, the long flow uses C's alpha = 0.5 segments per window
         assert_eq!(st.cwnd_bytes, 9900 + 500);
+    }
+
+    /// Two ports in a row, the first overloaded (f = 1.5) and the second not (f = 0.5): by
+    /// default the packet leaves with the larger f, with `stamp = "last"` with the second's.
+    #[test]
+    fn the_load_factor_stamped_is_the_largest_or_the_last_ports() {
+        fn loaded(stamp: SdcStamp, bytes: u64) -> SdcPort {
+            let cfg = SdcConfig { t_p: Some(Duration(Nanos::from_micros(100))), stamp, ..Default::default() };
+            let mut p = SdcPort::new(&cfg, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25) });
+            let mut h = SdcHeader::default().header();
+            p.on_packet(&PortView::default(), PacketKind::Data, bytes as u32, &mut h);
+            p.on_tick(&PortView { now: Nanos::from_micros(100), ..Default::default() });
+            p
+        }
+        for (stamp, want) in [(SdcStamp::Max, 1.5f32), (SdcStamp::Last, 0.5)] {
+            let (mut first, mut second) = (loaded(stamp, 18_750), loaded(stamp, 6_250));
+            assert!((first.load() - 1.5).abs() < 1e-9 && (second.load() - 0.5).abs() < 1e-9);
+            let mut h = SdcHeader { class: wire_class(C), prev_class: wire_class(C), ..Default::default() }.header();
+            let v = PortView { now: Nanos::from_micros(150), ..Default::default() };
+            first.on_packet(&v, PacketKind::Data, 1000, &mut h);
+            assert_eq!(SdcHeader::read(&h).load, 1.5);
+            second.on_packet(&v, PacketKind::Data, 1000, &mut h);
+            assert_eq!(SdcHeader::read(&h).load, want, "{stamp:?}");
+        }
+        // the other way round (an idle port first) both readings give the overloaded port's f
+        for stamp in [SdcStamp::Max, SdcStamp::Last] {
+            let (mut first, mut second) = (loaded(stamp, 6_250), loaded(stamp, 18_750));
+            let mut h = SdcHeader { class: wire_class(C), prev_class: wire_class(C), ..Default::default() }.header();
+            let v = PortView { now: Nanos::from_micros(150), ..Default::default() };
+            first.on_packet(&v, PacketKind::Data, 1000, &mut h);
+            second.on_packet(&v, PacketKind::Data, 1000, &mut h);
+            assert_eq!(SdcHeader::read(&h).load, 1.5, "{stamp:?}");
+        }
+        assert_eq!(SdcConfig::default().stamp, SdcStamp::Max);
     }
 
     #[test]
