@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..metrics import job_completion_times
 from ..stats import interval
 from .atcp import (
     SYNTHETIC_WORKLOAD,
@@ -119,7 +118,13 @@ def item12(rn: Runner, mode: Mode, out: Path) -> Item:
         lambda f: f["fct_s"].mean(),
     )
     left = float(web(atcp)["left_slow_start"].astype(bool).mean())
-    it.numbers = {"median": med, "faster": share["faster"], "equal": share["equal"], "large": lch, "web_left_slow_start": left}
+    it.numbers = {
+        "median": med,
+        "faster": share["faster"],
+        "equal": share["equal"],
+        "large": lch,
+        "web_left_slow_start": left,
+    }
     ex = rn.expected
     it.rows.append(
         ex.row(
@@ -206,7 +211,7 @@ def item13(rn: Runner, mode: Mode, out: Path) -> Item:
         13,
         "`chain_campus.toml`, item 3's set-up (W_H = 3, W_L = 1, arrival window "
         f"{mode.chain_until}, seeds {mode.seeds}), with the general weight-size function against the step at "
-        f"T = 10 MB: `weight_function = \"linear\"` and `\"exponential\"` (W'(s) falling from W_H at T1 to W_L at "
+        f'T = 10 MB: `weight_function = "linear"` and `"exponential"` (W\'(s) falling from W_H at T1 to W_L at '
         f"T2, the two forms the section names), `threshold_low` = T1 = 10 MB (the section's small-flow threshold) "
         f"and `threshold_high` = T2 = {T2}. The section puts T2 'in [1MB, 10MB]', below its own T1; read as the width "
         "of [T1, T2] (the sentence before asks the interval to be a small portion of a flow of hundreds of MB), "
@@ -485,12 +490,20 @@ def item17(rn: Runner, mode: Mode, out: Path) -> Item:
     cw13 = float(c2.loc[1] / c2.loc[0])
     ratio21, ratio41 = float(r3.loc[1] / r3.loc[0]), float(r3.loc[2] / r3.loc[0])
     shares = (r3 / r3.sum()).tolist()
-    it.numbers = {"rate_ratio_1_3": ratio13, "cwnd_ratio_1_3": cw13, "ratio_2_1": ratio21, "ratio_4_1": ratio41, "shares": shares}
+    it.numbers = {
+        "rate_ratio_1_3": ratio13,
+        "cwnd_ratio_1_3": cw13,
+        "ratio_2_1": ratio21,
+        "ratio_4_1": ratio41,
+        "shares": shares,
+    }
     ex = rn.expected
     it.rows.append(ex.row("item17.ratio13", ratio13, f"{ratio13:.3f} (windows {cw13:.3f})"))
     it.rows.append(ex.row("item17.ratio21", ratio21, f"{ratio21:.3f}"))
     it.rows.append(
-        ex.row("item17.ratio41", ratio41, f"{ratio41:.3f} (shares " + " / ".join(f"{s * 100:.1f}%" for s in shares) + ")")
+        ex.row(
+            "item17.ratio41", ratio41, f"{ratio41:.3f} (shares " + " / ".join(f"{s * 100:.1f}%" for s in shares) + ")"
+        )
     )
     it.explanation.append(
         "Theorem 1 assumes that every congestion event halves every flow. Where an event hits only some of the "
