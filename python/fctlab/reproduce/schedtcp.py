@@ -28,7 +28,7 @@ from ..testbed import check_machine, run_testbed
 from .common import MATCH, NO_MATCH, Item, Runner, fmt_pct, fmt_time, new_figure, save_figure
 from .runner import Paper
 
-ITEM_ORDER = [4, 1, 2, 3, 5, 6, 7]
+ITEM_ORDER = [4, 1, 2, 3, 5, 8, 9, 10, 11, 6, 7]
 POLICIES = ("srpt", "fair", "las")
 LABEL = {"tcp": "tcp", "srpt": "SRPT", "fair": "FAIR", "las": "LAS", "ps": "PS", "fsp": "FSP"}
 #: a flow is "equal" when its transfer time under the policy is within this of tcp's: a
@@ -62,8 +62,9 @@ FULL = Mode(False, 50, 1000, kernel_runs=5, kernel_flows=100, kernel_c=1e-7, com
 KERNEL_POLICIES = ("tcp", "srpt", "fair", "las")
 
 
-def _flows(r: Runner, mode: Mode, policy: str, send_buffer: str = "") -> list:
-    """The pair's flows of every run (one DataFrame per seed), by flow id."""
+def _flows(r: Runner, mode: Mode, policy: str, send_buffer: str = "", protocol: str = "") -> list:
+    """The pair's flows of every run (one DataFrame per seed), by flow id; with `protocol`,
+    every connection runs that congestion control."""
     out = []
     for seed in range(1, mode.runs + 1):
         kw = {"seed": seed, "workloads__0__count": mode.flows}
@@ -71,7 +72,10 @@ def _flows(r: Runner, mode: Mode, policy: str, send_buffer: str = "") -> list:
             kw["transport__scheduler"] = policy
         if send_buffer:
             kw["transport__send_buffer"] = send_buffer
-        res = r.run("pair.toml", f"{policy}{'/' + send_buffer if send_buffer else ''} seed {seed}", **kw)
+        if protocol:
+            kw["transport__protocol"] = protocol
+        label = f"{policy}{'/' + send_buffer if send_buffer else ''}{'/' + protocol if protocol else ''} seed {seed}"
+        res = r.run("pair.toml", label, **kw)
         out.append(res.flows.sort_values("flow_id").reset_index(drop=True))
     return out
 
@@ -695,9 +699,11 @@ def _footer() -> list:
 
 def paper():
     """The SCHED_TCP reproduction for :func:`fctlab.reproduce.runner.run_paper`."""
+    from . import schedtcp_claims  # items 8-11 (claims beyond Table 2), which build on this module's helpers
+
     return Paper(
         "schedtcp",
-        ITEMS,
+        {**ITEMS, **schedtcp_claims.ITEMS},
         ITEM_ORDER,
         QUICK,
         FULL,
