@@ -6,7 +6,7 @@ fctlab's numbers: the motivating web-service example (12), the general weight-si
 W'(s) against the step (13), W_H + W_L and the throughput's oscillation (14), which case of the
 disjoint chain gains more (15), the MapReduce job time as its last shuffle flow (16) and
 Theorem 1 with weights 1 : 3 and 1 : 2 : 4 (17). The items are registered in
-:func:`fctlab.reproduce.atcp.paper`; see ``docs/reproduce_atcp.md``.
+:data:`fctlab.reproduce.atcp.ITEMS`; see ``docs/reproduce_atcp.md``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats import interval
-from .atcp import (
+from .atcp_runs import (
     SYNTHETIC_WORKLOAD,
     Mode,
     _atcp_flows,

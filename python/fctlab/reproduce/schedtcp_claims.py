@@ -4,7 +4,7 @@ Item 8 runs the mu-rule (priority by class, Proposition 2's last case) against S
 reverse order; item 9 the "only if" of Proposition 1 (a pair that takes more than its
 connections' share changes what another pair gets); item 10 Fig. 7 as a distribution and the
 per-flow gains against tcp as a CDF; item 11 Table 2 with CUBIC as the underlying TCP. The
-items are registered in :func:`fctlab.reproduce.schedtcp.paper`; see
+items are registered in :data:`fctlab.reproduce.schedtcp.ITEMS`; see
 ``docs/reproduce_schedtcp.md``.
 """
 
@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..stats import interval
 from .common import MATCH, NO_MATCH, NOT_MEASURED, Item, Runner, fmt_pct, fmt_time, new_figure, save_figure
-from .schedtcp import LABEL, POLICIES, Mode, _flows, _table_rows, _time_weighted_active, compare
+from .schedtcp_runs import LABEL, POLICIES, Mode, _flows, _table_rows, _time_weighted_active, compare
 
 #: changes below this (relative) count as none, as everywhere in the reproductions
 NO_CHANGE = 0.02
