@@ -82,6 +82,27 @@ def _benefit(pairs: pd.DataFrame) -> dict:
     return {"faster": faster, "equal": equal}
 
 
+def _web_numbers(tcp: pd.DataFrame, atcp: pd.DataFrame) -> dict:
+    """Item 12's numbers: the web-service median's change, the shares of web flows faster and
+    equal per seed, the large flows' mean completion time's change, and the share of web
+    flows whose window left slow start."""
+    web = lambda f: f[f["tag"].isin(WEB_TAGS)]  # noqa: E731
+    share = _benefit(_paired(tcp, atcp, WEB_TAGS))
+    large = _paired(tcp, atcp, LARGE_TAGS)
+    return {
+        "median": seed_change(web(tcp), web(atcp), lambda f: f["fct_s"].median()),
+        "faster": share["faster"],
+        "equal": share["equal"],
+        "large": seed_change(
+            large.rename(columns={"fct_s_tcp": "fct_s"}),
+            large.rename(columns={"fct_s_atcp": "fct_s"}),
+            lambda f: f["fct_s"].mean(),
+        ),
+        "large_flows": len(large),
+        "web_left_slow_start": float(web(atcp)["left_slow_start"].astype(bool).mean()),
+    }
+
+
 def item12(rn: Runner, mode: Mode, out: Path) -> Item:
     it = rn.new_item(
         12,
@@ -106,25 +127,11 @@ def item12(rn: Runner, mode: Mode, out: Path) -> Item:
         transport__atcp__w_low=0.5,
         **ov,
     )
-    web = lambda f: f[f["tag"].isin(WEB_TAGS)]  # noqa: E731
-    med = seed_change(web(tcp), web(atcp), lambda f: f["fct_s"].median())
-    share = _benefit(_paired(tcp, atcp, WEB_TAGS))
-    fm, fh = interval(list(share["faster"].values()))
-    em, _ = interval(list(share["equal"].values()))
-    large = _paired(tcp, atcp, LARGE_TAGS)
-    lch = seed_change(
-        large.rename(columns={"fct_s_tcp": "fct_s"}),
-        large.rename(columns={"fct_s_atcp": "fct_s"}),
-        lambda f: f["fct_s"].mean(),
-    )
-    left = float(web(atcp)["left_slow_start"].astype(bool).mean())
-    it.numbers = {
-        "median": med,
-        "faster": share["faster"],
-        "equal": share["equal"],
-        "large": lch,
-        "web_left_slow_start": left,
-    }
+    it.numbers = _web_numbers(tcp, atcp)
+    med, lch, left = it.numbers["median"], it.numbers["large"], it.numbers["web_left_slow_start"]
+    fm, fh = interval(list(it.numbers["faster"].values()))
+    em, _ = interval(list(it.numbers["equal"].values()))
+    n_large = it.numbers.pop("large_flows")
     ex = rn.expected
     it.rows.append(
         ex.row(
@@ -142,7 +149,7 @@ def item12(rn: Runner, mode: Mode, out: Path) -> Item:
             fctlab=f"{_interval_text(fm, fh)} faster, {fmt_pct(em, False)} equal (within {EQUAL_REL:.0%}); "
             f"{fmt_pct(left, False)} of the web flows left slow start (where a weight acts)",
             verdict=(MATCH if ok else NO_MATCH) if np.isfinite(fm) else NOT_MEASURED,
-            samples=len(share["faster"]),
+            samples=len(it.numbers["faster"]),
         )
     )
     it.rows.append(
@@ -150,7 +157,7 @@ def item12(rn: Runner, mode: Mode, out: Path) -> Item:
             "item12.large",
             lch["change"],
             f"{fmt_time(lch['base'])} -> {fmt_time(lch['new'])} ({fmt_change(lch)}), "
-            f"{len(large) // max(len(mode.seeds), 1)} flows per seed",
+            f"{n_large // max(len(mode.seeds), 1)} flows per seed",
             half_width=lch["half_width"],
             samples=lch["seeds"],
         )
