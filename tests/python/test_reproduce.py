@@ -428,3 +428,37 @@ def test_claims_items_leave_the_other_items_unselected(claims_run):
     _, out = claims_run
     items = json.loads((out / "results.json").read_text())["items"]
     assert all(items[str(n)]["status"] == "not run" for n in range(1, 12))
+
+
+def test_overlap_share_places_a_large_flows_bytes_by_its_average_rate():
+    """Item 13's overlap: a 40 MB flow from 0 s to 4 s is between 10 and 20 MB from 1 s to 2 s;
+    of four small flows, the two that run then overlap it. A flow of 15 MB never reaches T2: its
+    interval ends with it."""
+    import pandas as pd
+
+    from fctlab.reproduce.atcp_claims import overlap_share
+
+    f = pd.DataFrame(
+        {
+            "seed": [1] * 5,
+            "size_bytes": [40e6, 1e3, 1e3, 1e3, 1e3],
+            "start_s": [0.0, 0.5, 1.5, 3.0, 0.9],
+            "finish_s": [4.0, 0.8, 1.6, 3.5, 1.1],
+            "completed": [True] * 5,
+        }
+    )
+    f["fct_s"] = f["finish_s"] - f["start_s"]
+    assert overlap_share(f, 10e6, 20e6) == pytest.approx(0.5)
+    g = f.assign(size_bytes=[15e6, 1e3, 1e3, 1e3, 1e3], finish_s=[3.0, 0.8, 1.6, 3.5, 2.5])
+    g["fct_s"] = g["finish_s"] - g["start_s"]
+    # 15 MB over 3 s: from 2 s (10 MB) to its end at 3 s; only the flow of 0.9 s to 2.5 s meets it
+    assert overlap_share(g, 10e6, 20e6) == pytest.approx(0.25)
+
+
+def test_rises_allows_five_percent_of_noise_per_step():
+    from fctlab.reproduce.atcp_claims import rises
+
+    assert rises([1.0, 2.0, 1.95, 3.0])
+    assert not rises([1.0, 2.0, 1.8, 3.0])  # a step down by 10%
+    assert not rises([1.0, 0.99, 1.02])  # not above the first by more than 5%
+    assert not rises([1.0, float("nan")])

@@ -194,19 +194,20 @@ def _general(rn: Runner, mode: Mode, kind: str) -> pd.DataFrame:
 
 def overlap_share(flows: pd.DataFrame, t1: float, t2: float) -> float:
     """The share of completed non-large flows (< t1 bytes) that overlap in time a large flow
-    while it has sent between t1 and t2 bytes. A large flow's bytes sent are taken to grow
-    evenly over its completion time (its average rate), which places its [t1, t2] interval
-    at start + fct * t1 / size to start + fct * t2 / size."""
+    (> t1 bytes) while it has sent between t1 and t2 bytes, per seed, averaged. A large flow's
+    bytes sent are taken to grow evenly over its completion time (its average rate), which
+    places that interval at start + fct * t1 / size to start + fct * min(t2, size) / size."""
     done = flows[flows["completed"].astype(bool)]
     shares = []
     for _, f in done.groupby("seed") if "seed" in done.columns else [(0, done)]:
         sz = f["size_bytes"].astype(float)
-        big = f[sz >= t2]
+        big = f[sz > t1]
         small = f[sz < t1]
         if small.empty:
             continue
-        a = big["start_s"].to_numpy() + big["fct_s"].to_numpy() * t1 / big["size_bytes"].to_numpy(float)
-        b = big["start_s"].to_numpy() + big["fct_s"].to_numpy() * t2 / big["size_bytes"].to_numpy(float)
+        bs = big["size_bytes"].to_numpy(float)
+        a = big["start_s"].to_numpy() + big["fct_s"].to_numpy() * t1 / bs
+        b = big["start_s"].to_numpy() + big["fct_s"].to_numpy() * np.minimum(t2, bs) / bs
         s0, s1 = small["start_s"].to_numpy()[:, None], small["finish_s"].to_numpy()[:, None]
         hit = ((s0 < b[None, :]) & (s1 > a[None, :])).any(axis=1) if len(a) else np.zeros(len(small), bool)
         shares.append(float(hit.mean()))
