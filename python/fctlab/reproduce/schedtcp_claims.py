@@ -268,12 +268,13 @@ def _item10_figure(it: Item, active: dict, ratios: dict, out) -> None:
     """The complementary CDF of flows in progress (Fig. 7) and the CDF of per-flow ratios."""
     fig = new_figure(11, 3.8)
     a, b = fig.subplots(1, 2)
+    color = {p: f"C{k}" for k, p in enumerate(("tcp", *POLICIES))}
     for p in ("tcp", *POLICIES):
         v = np.sort(active[p])
-        a.step(v, 1 - np.arange(1, len(v) + 1) / len(v), where="post", label=LABEL[p])
+        a.step(v, 1 - np.arange(1, len(v) + 1) / len(v), where="post", label=LABEL[p], color=color[p])
     for p in POLICIES:
         v = np.sort(ratios[p])
-        b.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=LABEL[p])
+        b.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=LABEL[p], color=color[p])
     a.set_xlabel("flows in progress")
     a.set_ylabel("fraction of time above")
     a.set_title("cf. Fig. 7", fontsize=9)
