@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 
 import pytest
@@ -275,7 +276,7 @@ def test_kernel_items_say_why_they_did_not_run(tmp_path, monkeypatch):
     [
         [],
         ["nopaper"],
-        ["atcp", "--items", "12"],
+        ["atcp", "--items", "99"],
         ["atcp", "--items", "x"],
         ["atcp", "--bogus"],
         ["atcp", "--budget", "-1"],
@@ -353,3 +354,90 @@ def test_full_run(tmp_path):
     for e in EXPECTED.rows.values():
         assert e.quantity in md, e.id
     assert all(results["items"][str(n)]["status"] == "done" for n in range(1, 9))
+
+
+CLAIM_ITEMS = (12, 13, 14, 15, 16, 17)
+#: the items whose runs are deterministic (explicit flows): graded in --quick as in a full run
+DETERMINISTIC = (14, 17)
+
+
+@pytest.fixture(scope="module")
+def claims_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("atcp_claims")
+    rc = main_reproduce(["atcp", "--quick", "--items", ",".join(map(str, CLAIM_ITEMS)), "--out", str(out)])
+    return rc, out
+
+
+def test_quick_run_of_the_claims_items(claims_run):
+    """Items 12-17 run under both profiles: every row of expected.toml for them is in the report,
+    measured rows carry finite numbers, rows over seeds or jobs are shown and not graded in
+    --quick, and the deterministic two-flow items are graded."""
+    rc, out = claims_run
+    assert rc == 0
+    md = (out / "report.md").read_text()
+    items = json.loads((out / "results.json").read_text())["items"]
+    for n in CLAIM_ITEMS:
+        it = items[str(n)]
+        assert it["status"] == "done", it
+        want = {e.id for e in EXPECTED.of_item(n)}
+        for profile in ("ns2", "linux"):
+            rows = it["profiles"][profile]["rows"]
+            assert {r["rid"] for r in rows} == want, (n, profile)
+            for r in rows:
+                if EXPECTED[r["rid"]].rule in ("value", "change"):
+                    assert r["measured"] is not None and math.isfinite(r["measured"]), r
+                graded = (MATCH, DIRECTION, NO_MATCH)
+                assert r["verdict"] in (graded if n in DETERMINISTIC else (NOT_GRADED,)), r
+        for e in EXPECTED.of_item(n):
+            assert f"| {e.quantity} | {e.shown} |" in md, e.id
+    for profile in ("ns2", "linux"):
+        assert (out / f"item14_oscillation_{profile}.png").read_bytes()[:8] == PNG_MAGIC
+        sub = items["17"]["profiles"][profile]["numbers"]
+        assert abs(sum(sub["shares"]) - 1) < 1e-9 and sub["rate_ratio_1_3"] > 0, sub
+        n13 = items["13"]["profiles"][profile]["numbers"]
+        assert 0 <= n13["overlap_share"] <= 1, n13
+        n16 = items["16"]["profiles"][profile]["numbers"]
+        assert all(t > 0 for job in n16["job_time_s"].values() for t in job.values()), n16
+        n12 = items["12"]["profiles"][profile]["numbers"]
+        for s, f in n12["faster"].items():
+            assert 0 <= f + n12["equal"][s] <= 1, n12
+
+
+def test_claims_items_leave_the_other_items_unselected(claims_run):
+    _, out = claims_run
+    items = json.loads((out / "results.json").read_text())["items"]
+    assert all(items[str(n)]["status"] == "not run" for n in range(1, 12))
+
+
+def test_overlap_share_places_a_large_flows_bytes_by_its_average_rate():
+    """Item 13's overlap: a 40 MB flow from 0 s to 4 s is between 10 and 20 MB from 1 s to 2 s;
+    of four small flows, the two that run then overlap it. A flow of 15 MB never reaches T2: its
+    interval ends with it."""
+    import pandas as pd
+
+    from fctlab.reproduce.atcp_claims import overlap_share
+
+    f = pd.DataFrame(
+        {
+            "seed": [1] * 5,
+            "size_bytes": [40e6, 1e3, 1e3, 1e3, 1e3],
+            "start_s": [0.0, 0.5, 1.5, 3.0, 0.9],
+            "finish_s": [4.0, 0.8, 1.6, 3.5, 1.1],
+            "completed": [True] * 5,
+        }
+    )
+    f["fct_s"] = f["finish_s"] - f["start_s"]
+    assert overlap_share(f, 10e6, 20e6) == pytest.approx(0.5)
+    g = f.assign(size_bytes=[15e6, 1e3, 1e3, 1e3, 1e3], finish_s=[3.0, 0.8, 1.6, 3.5, 2.5])
+    g["fct_s"] = g["finish_s"] - g["start_s"]
+    # 15 MB over 3 s: from 2 s (10 MB) to its end at 3 s; only the flow of 0.9 s to 2.5 s meets it
+    assert overlap_share(g, 10e6, 20e6) == pytest.approx(0.25)
+
+
+def test_rises_allows_five_percent_of_noise_per_step():
+    from fctlab.reproduce.atcp_claims import rises
+
+    assert rises([1.0, 2.0, 1.95, 3.0])
+    assert not rises([1.0, 2.0, 1.8, 3.0])  # a step down by 10%
+    assert not rises([1.0, 0.99, 1.02])  # not above the first by more than 5%
+    assert not rises([1.0, float("nan")])

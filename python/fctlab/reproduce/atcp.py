@@ -10,13 +10,22 @@ files of ``scenarios/papers/atcp/`` and compares fctlab's numbers with the paper
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from . import atcp_kernel
+from . import atcp_claims, atcp_kernel
+from .atcp_runs import (  # noqa: F401 (the items' helpers, shared with atcp_claims)
+    SYNTHETIC_WORKLOAD,
+    Mode,
+    _atcp_flows,
+    _chain_ov,
+    _drop_events,
+    _medium,
+    _small,
+    _tcp_flows,
+)
 from .common import (
     DIRECTION,
     MATCH,
@@ -26,7 +35,6 @@ from .common import (
     CWND_JUMP_NOTE,
     Runner,
     bucket_counts,
-    bucket_median,
     fmt_pct,
     fmt_time,
     meet_ratio,
@@ -49,38 +57,7 @@ from ..models.atcp import two_flow_fct
 from ..report.render import Heading, Paragraph, Table
 from ..stats import interval
 
-ITEM_ORDER = [1, 2, 7, 8, 3, 4, 5, 6, 9, 10, 11]  # most informative first, the kernel's last
-
-SYNTHETIC_WORKLOAD = (
-    "The paper's campus data-center trace is not public. Items 3 to 6 use a synthetic trace "
-    "built from what the paper states about it (80% of the flows are smaller than 10 KB; 80% "
-    "of the bytes are in flows larger than 10 MB): non-large flows drawn from "
-    "`campus_nonlarge.cdf` (100 B to 10 MB; 80% under 10 KB, 90% under 100 KB, 95% under 1 MB "
-    "of all flows) and large flows uniform between 10 MB and 100 MB making up 2% of the flows. "
-    "The mix has a mean of 1.30 MB per flow and 84.5% of its bytes in flows of 10 MB or more. "
-    "Arrivals are Poisson. The paper's per-flow numbers (medians of 0.5 to 3 s) cannot be "
-    "expected from a trace that only matches these two statistics; the comparison is about the "
-    "direction and size of ATCP's effect."
-)
-
-
-@dataclass
-class Mode:
-    quick: bool
-    seeds: list
-    chain_until: str
-    ratios: list
-    sums: list
-    web_until: str
-    web_backup: str
-    fat_jobs: int
-    fat_stop: str
-    mr_jobs: int
-    mr_stop: str
-
-    @property
-    def name(self) -> str:
-        return "quick" if self.quick else "full"
+ITEM_ORDER = [1, 2, 7, 8, 3, 4, 5, 6, 12, 13, 14, 15, 16, 17, 9, 10, 11]  # most informative first, the kernel's last
 
 
 QUICK = Mode(True, [1, 2], "20s", [1, 3, 5], [2, 4], "20s", "150MB", 12, "8s", 3, "6.5s")
@@ -118,33 +95,11 @@ def _seed_arrow(c: dict) -> str:
     return f"{_ms(c['base'])} -> {_ms(c['new'])} ({fmt_change(c)})"
 
 
-def _small(f: pd.DataFrame) -> float:
-    return bucket_median(f, "small")
-
-
-def _medium(f: pd.DataFrame) -> float:
-    return bucket_median(f, "medium")
-
-
 def _seed_mean(flows: pd.DataFrame, fn) -> float:
     return interval(list(per_seed(flows, fn).values()))[0]
 
 
 # =========================================================================== item 1
-
-
-def _drop_events(c: pd.DataFrame, flow: int) -> np.ndarray:
-    s = c[c["flow_id"] == flow].sort_values("time_s")
-    w = s["cwnd_bytes"].to_numpy(dtype=float)
-    t = s["time_s"].to_numpy()
-    idx = np.nonzero(w[1:] < 0.75 * w[:-1])[0] + 1
-    ev = t[idx]
-    # merge decreases within 10 ms into one congestion event
-    out = []
-    for x in ev:
-        if not out or x - out[-1] > 0.010:
-            out.append(x)
-    return np.array(out)
 
 
 def _shared_halving(c: pd.DataFrame, t0: float, window: float = 0.010) -> tuple:
@@ -356,30 +311,6 @@ def item2(rn: Runner, mode: Mode, out: Path) -> Item:
 
 
 # =========================================================================== item 3
-
-
-def _chain_ov(mode: Mode) -> dict:
-    return {"workloads__0__until": mode.chain_until, "workloads__1__until": mode.chain_until}
-
-
-def _atcp_flows(rn: Runner, mode: Mode, file: str, wh: float, wl: float, extra: dict = None) -> pd.DataFrame:
-    ov = dict(_chain_ov(mode) if file.startswith("chain") else {})
-    ov.update(extra or {})
-    return rn.run_seeds(
-        file,
-        f"ATCP W_H={wh:g} W_L={wl:g}",
-        mode.seeds,
-        transport__protocol="atcp",
-        transport__atcp__w_high=float(wh),
-        transport__atcp__w_low=float(wl),
-        **ov,
-    )
-
-
-def _tcp_flows(rn: Runner, mode: Mode, file: str, extra: dict = None) -> pd.DataFrame:
-    ov = dict(_chain_ov(mode) if file.startswith("chain") else {})
-    ov.update(extra or {})
-    return rn.run_seeds(file, "TCP", mode.seeds, transport__protocol="tcp", **ov)
 
 
 def _counts_note(flows: pd.DataFrame) -> str:
@@ -1028,6 +959,7 @@ ITEMS: dict = {
     9: atcp_kernel.item9,
     10: atcp_kernel.item10,
     11: atcp_kernel.item11,
+    **atcp_claims.ITEMS,
 }
 #: the items on the real kernel (the namespace testbed)
 KERNEL_ITEMS = (9, 10, 11)
@@ -1103,6 +1035,10 @@ def _intro(mode: Mode) -> list:
         "Parameters the paper does not state (buffers, minimum RTO, link delays of the trees, loads, start "
         "times) are chosen and stated in each scenario file. ns-2 defaults are used where the paper's "
         "simulator implies them: 50-packet DropTail queues and a 200 ms minimum RTO.",
+        "Items 12 to 17 grade statements of the paper's text that no table gives (the motivating example, the "
+        "general weight-size function, W_H + W_L and oscillation, the disjoint chain's two cases, the MapReduce job, "
+        "Theorem 1 with other weights), each on the set-up of an earlier item; they are run by fctlab only, not "
+        "again in ns-2.35.",
         "Items 9 to 11 run Theorems 1 and 2 on the real kernel (the namespace testbed, as root, with the kernel's "
         "ATCP as a BPF congestion control) and the simulator on the same files beside it; they run last, one at a "
         "time, and are reported as not run where the testbed is unavailable. A kernel row's number is the mean over "
@@ -1137,6 +1073,12 @@ def _footer() -> list:
             f"{atcp_kernel.RUNS[False]} / {atcp_kernel.STOP[False]} / {atcp_kernel.WARMUP_S[False]:g} s",
         ],
         ["runs per protocol, item 11 (kernel)", str(atcp_kernel.RUNS[True]), str(atcp_kernel.RUNS[False])],
+        ["W_H + W_L swept (3 : 1), item 14 (two flows, deterministic)", "1, 2, 3, 4, 5", "1, 2, 3, 4, 5"],
+        [
+            "items 12, 13, 15, 16",
+            "the settings of items 6, 3, 5 and 8 above",
+            "the settings of items 6, 3, 5 and 8 above",
+        ],
     ]
     return [
         Heading("Quick and full runs"),
@@ -1158,7 +1100,8 @@ def paper():
         footer=_footer,
         required_files=("chain_campus.toml",),
         profiles=PROFILES,
-        ns2_items=tuple(n for n in ITEMS if n not in KERNEL_ITEMS),
+        # (items 12-17, claims of the text, run in fctlab only)
+        ns2_items=tuple(n for n in ITEMS if n not in KERNEL_ITEMS and n not in atcp_claims.ITEMS),
         ns2_profile="ns2",
         ns2_missing=_ns2_missing,
         real_time_items=KERNEL_ITEMS,
