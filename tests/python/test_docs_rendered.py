@@ -21,6 +21,12 @@ def test_every_reproduction_doc_is_its_rendering_from_current_stored_runs():
     assert not problems, "run `make docs` (or the stored runs again):\n" + "\n".join(problems)
 
 
+def test_the_claims_ledger_is_what_the_stored_runs_make():
+    from fctlab.reproduce import claims
+
+    assert claims.is_current(claims.ledger_path()), "docs/claims.md is stale: run `fctlab reproduce --claims`"
+
+
 def test_every_paper_has_a_doc_source_and_stored_results():
     have = {paper for paper, _, _ in sources(ROOT)}
     assert have == set(PAPERS)
