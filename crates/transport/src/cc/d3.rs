@@ -50,9 +50,9 @@ use serde::{Deserialize, Serialize};
 pub const SLOTS: usize = 8;
 
 /// Bytes of the D3 header on the wire: the desired rate and the previous one (4 bytes each),
-/// the index of the next port and the request's number (1 byte each), and the allocation
-/// vector ([`SLOTS`] entries of 2 bytes).
-pub const HEADER_BYTES: u8 = 4 + 4 + 1 + 1 + 2 * SLOTS as u8;
+/// the index of the next port and the request's number (1 byte each), the sender's RTT
+/// (2 bytes) and the allocation vector ([`SLOTS`] entries of 2 bytes).
+pub const HEADER_BYTES: u8 = 4 + 4 + 1 + 1 + 2 + 2 * SLOTS as u8;
 
 /// A rate in kbit/s as a 16-bit floating-point number: mantissa m (11 bits) and exponent e
 /// (5 bits), value m x 2^e, rounded down. Exact below 2,048 kbit/s.
@@ -90,6 +90,9 @@ pub struct D3Header {
     pub hop: u8,
     /// The request's number, so the sender knows the answer to the one it waits for.
     pub seq: u8,
+    /// The sender's smoothed RTT, microseconds (0: not measured yet), over which ports
+    /// drain their queue.
+    pub rtt_us: u16,
     /// Per port of the path: the previous allocation on the way out, the new one on the way
     /// back (encoded, [`encode_kbps`]).
     pub alloc: [u16; SLOTS],
@@ -101,14 +104,12 @@ impl D3Header {
         for (i, a) in alloc.iter_mut().enumerate() {
             *a = (h.u32(3 + i / 2) >> (16 * (i % 2))) as u16;
         }
-        D3Header { desired_kbps: h.u32(0), prev_desired_kbps: h.u32(1), hop: h.u8(2, 0), seq: h.u8(2, 1), alloc }
+        D3Header { desired_kbps: h.u32(0), prev_desired_kbps: h.u32(1), hop: h.u8(2, 0), seq: h.u8(2, 1), rtt_us: (h.u32(2) >> 16) as u16, alloc }
     }
     pub fn write(&self, h: &mut RouterHeader) {
         h.set_u32(0, self.desired_kbps);
         h.set_u32(1, self.prev_desired_kbps);
-        h.set_u32(2, 0);
-        h.set_u8(2, 0, self.hop);
-        h.set_u8(2, 1, self.seq);
+        h.set_u32(2, self.hop as u32 | (self.seq as u32) << 8 | (self.rtt_us as u32) << 16);
         for k in 0..SLOTS / 2 {
             h.set_u32(3 + k, self.alloc[2 * k] as u32 | (self.alloc[2 * k + 1] as u32) << 16);
         }
@@ -143,6 +144,7 @@ impl Default for D3Config {
 pub struct D3 {
     quench: bool,
     nic_rate: BitsPerSec,
+    header_bytes: u32,
     /// The deadline's absolute time (None: no deadline).
     deadline_at: Option<Nanos>,
     rate: BitsPerSec,
@@ -152,9 +154,16 @@ pub struct D3 {
     seq: u8,
     /// When the request waiting for its answer left.
     outstanding: Option<Nanos>,
+    /// The stream offset whose acknowledgement covers the packet that carried it (an ACK of
+    /// it without the answer means the answer was lost), and whether that packet was
+    /// header-only (acknowledged at once, so an answer is late after a few round trips).
+    request_covered_by: u64,
+    request_header_only: bool,
     next_request: Nanos,
     srtt: Option<Nanos>,
     quenched: bool,
+    /// An answer has come back (the SYN's, at first).
+    answered: bool,
 }
 
 impl Protocol for D3 {
@@ -165,15 +174,19 @@ impl Protocol for D3 {
         D3 {
             quench: cfg.quench,
             nic_rate: info.nic_rate,
+            header_bytes: info.header_bytes,
             deadline_at: info.deadline.map(|d| info.start + d),
             rate: BitsPerSec(0),
             alloc: [0; SLOTS],
             prev_desired_kbps: 0,
             seq: 0,
             outstanding: None,
+            request_covered_by: 0,
+            request_header_only: false,
             next_request: Nanos::ZERO,
             srtt: None,
             quenched: false,
+            answered: false,
         }
     }
     fn port(_cfg: &D3Config, link: &PortInfo) -> Option<Box<dyn PortControl>> {
@@ -183,7 +196,7 @@ impl Protocol for D3 {
 
 impl D3 {
     /// Round trips a request may wait for its answer before the flow takes it as lost.
-    pub const ANSWER_ROUNDS: u64 = 4;
+    pub const ANSWER_ROUNDS: u64 = 16;
 
     /// The desired rate, bits per second, at `ctx.now` (and quenching, when it applies).
     pub fn desired_bps(&mut self, ctx: &SendContext) -> u64 {
@@ -202,7 +215,10 @@ impl D3 {
             return nic;
         }
         let d = (left - rtt).max(rtt).max(1);
-        let r = (left_bytes as u128 * 8 * 1_000_000_000 / d as u128).min(u64::MAX as u128) as u64;
+        // On the wire: each segment of `mss` payload bytes carries `header_bytes` more.
+        let mss = ctx.mss_bytes.max(1) as u128;
+        let wire_bytes = left_bytes as u128 * (mss + self.header_bytes as u128) / mss;
+        let r = (wire_bytes * 8 * 1_000_000_000 / d as u128).min(u64::MAX as u128) as u64;
         if r > nic && self.quench {
             self.quenched = true;
             return 0;
@@ -217,9 +233,12 @@ impl D3 {
 
     fn request(&mut self, ctx: &SendContext, hdr: &mut RouterHeader, desired_kbps: u32) {
         self.seq = self.seq.wrapping_add(1);
-        D3Header { desired_kbps, prev_desired_kbps: self.prev_desired_kbps, hop: 0, seq: self.seq, alloc: self.alloc }.write(hdr);
+        let rtt_us = self.srtt.map_or(0, |r| (r.as_nanos() / 1000).clamp(1, u16::MAX as u64) as u16);
+        D3Header { desired_kbps, prev_desired_kbps: self.prev_desired_kbps, hop: 0, seq: self.seq, rtt_us, alloc: self.alloc }.write(hdr);
         self.prev_desired_kbps = desired_kbps;
         self.outstanding = Some(ctx.now);
+        self.request_covered_by = ctx.bytes_sent;
+        self.request_header_only = ctx.kind == PacketKind::Data && ctx.bytes_sent == ctx.seq;
         self.next_request = ctx.now + self.srtt.unwrap_or(Nanos::ZERO);
     }
 }
@@ -228,7 +247,13 @@ impl D3 {
 impl TransportPolicy for D3 {}
 
 impl CongestionControl for D3 {
-    fn on_ack(&mut self, _st: &mut CcState, _ack: &AckSample) {}
+    /// An ACK that covers the packet of the awaited request but did not bring its answer
+    /// (answers come before the ACK's other news): the answer was lost.
+    fn on_ack(&mut self, _st: &mut CcState, ack: &AckSample) {
+        if self.outstanding.is_some() && !self.request_header_only && ack.snd_una >= self.request_covered_by {
+            self.outstanding = None;
+        }
+    }
     /// Rates come from the routers: losses and echoes change nothing.
     fn on_congestion(&mut self, _st: &mut CcState, _ev: CongestionEvent) {}
     fn on_feedback(&mut self, _st: &mut CcState, hdr: &RouterHeader) {
@@ -237,6 +262,7 @@ impl CongestionControl for D3 {
             return; // an answer given up on
         }
         self.outstanding = None;
+        self.answered = true;
         self.alloc = h.alloc;
         let ports = (h.hop as usize).min(SLOTS);
         let lowest = h.alloc[..ports].iter().map(|&a| decode_kbps(a) * 1000).min();
@@ -250,7 +276,7 @@ impl CongestionControl for D3 {
         match ctx.kind {
             PacketKind::Fin => {
                 // The last request's allocations and demand go back.
-                D3Header { desired_kbps: 0, prev_desired_kbps: self.prev_desired_kbps, hop: 0, seq: self.seq, alloc: self.alloc }.write(hdr);
+                D3Header { desired_kbps: 0, prev_desired_kbps: self.prev_desired_kbps, hop: 0, seq: self.seq, rtt_us: 0, alloc: self.alloc }.write(hdr);
                 self.alloc = [0; SLOTS];
                 self.prev_desired_kbps = 0;
                 true
@@ -265,8 +291,11 @@ impl CongestionControl for D3 {
             }
             _ => {
                 let round = self.srtt.unwrap_or(Nanos::ZERO);
+                // One request at a time: the next waits for the answer (the ACK of a data packet
+                // may be delayed), or, for a header-only request, acknowledged at once, for
+                // `ANSWER_ROUNDS` round trips.
                 if let Some(t) = self.outstanding {
-                    if ctx.now < t + Nanos::from_nanos(round.as_nanos() * Self::ANSWER_ROUNDS) {
+                    if !self.request_header_only || ctx.now < t + Nanos::from_nanos(round.as_nanos() * Self::ANSWER_ROUNDS) {
                         return false;
                     }
                 }
@@ -286,8 +315,12 @@ impl CongestionControl for D3 {
             }
         }
     }
+    /// A round trip; none before the SYN's answer (the SYN's timeout repeats it). A flow
+    /// granted nothing by that answer has not measured a round trip here yet (the SYN-ACK
+    /// brings the sender's first sample, not an ACK of data): it asks again at once, and its
+    /// request learns the round trip from the sender.
     fn round(&self) -> Option<Nanos> {
-        self.srtt
+        self.answered.then(|| self.srtt.unwrap_or(Nanos::ZERO).max(Nanos::from_micros(1)))
     }
 }
 
@@ -317,6 +350,12 @@ impl D3Port {
     /// and allocation here (r_p, a_p). Returns the allocation (encoded, and its value in
     /// bits per second, which A counts); a FIN's is 0.
     pub fn grant(&mut self, kind: PacketKind, desired_bps: u64, prev_desired_bps: u64, prev_alloc_bps: u64) -> (u16, u64) {
+        self.grant_draining(kind, desired_bps, prev_desired_bps, prev_alloc_bps, 0)
+    }
+
+    /// [`D3Port::grant`] with `drain_bps` of the link set aside to drain its queue: the fair
+    /// share is (C - drain - D) / N (desired rates are granted from all of C).
+    pub fn grant_draining(&mut self, kind: PacketKind, desired_bps: u64, prev_desired_bps: u64, prev_alloc_bps: u64, drain_bps: u64) -> (u16, u64) {
         match kind {
             PacketKind::Syn => self.flows += 1,
             PacketKind::Fin => self.flows = self.flows.saturating_sub(1),
@@ -333,7 +372,7 @@ impl D3Port {
         self.demand_bps += desired_bps;
         let c = self.capacity_bps;
         let left = c.saturating_sub(self.allocated_bps);
-        let fair_share = c.saturating_sub(self.demand_bps) / self.flows.max(1) as u64;
+        let fair_share = c.saturating_sub(drain_bps).saturating_sub(self.demand_bps) / self.flows.max(1) as u64;
         let a = if left >= desired_bps { (desired_bps + fair_share).min(left) } else { left };
         let (code, value) = quantize_bps(a);
         self.allocated_bps += value;
@@ -342,7 +381,7 @@ impl D3Port {
 }
 
 impl PortControl for D3Port {
-    fn on_packet(&mut self, _v: &PortView, kind: PacketKind, _wire_bytes: u32, raw: &mut RouterHeader) {
+    fn on_packet(&mut self, v: &PortView, kind: PacketKind, _wire_bytes: u32, raw: &mut RouterHeader) {
         if kind.is_reverse() {
             return; // an echo on its way back
         }
@@ -352,7 +391,9 @@ impl PortControl for D3Port {
             return;
         }
         let prev_alloc = decode_kbps(h.alloc[i]) * 1000;
-        let (code, _) = self.grant(kind, h.desired_kbps as u64 * 1000, h.prev_desired_kbps as u64 * 1000, prev_alloc);
+        // The queue drained within the sender's round trip (none before it has measured one).
+        let drain_bps = if h.rtt_us > 0 { v.queue_bytes * 8 * 1_000_000 / h.rtt_us as u64 } else { 0 };
+        let (code, _) = self.grant_draining(kind, h.desired_kbps as u64 * 1000, h.prev_desired_kbps as u64 * 1000, prev_alloc, drain_bps);
         h.alloc[i] = code;
         h.hop += 1;
         h.write(raw);
@@ -370,6 +411,11 @@ impl PortControl for D3Port {
     /// The capacity not yet allocated, C - A.
     fn offered_rate(&self) -> Option<f64> {
         Some(self.capacity_bps.saturating_sub(self.allocated_bps) as f64)
+    }
+
+    /// N, the flows the port counts (one class).
+    fn class_counts(&self) -> Option<Vec<u32>> {
+        Some(vec![self.flows])
     }
 }
 
@@ -398,9 +444,9 @@ mod tests {
 
     #[test]
     fn the_header_packs_and_unpacks() {
-        let h = D3Header { desired_kbps: 123_456, prev_desired_kbps: 7, hop: 3, seq: 200, alloc: [1, 2, 3, 4, 5, 6, 7, u16::MAX] };
+        let h = D3Header { desired_kbps: 123_456, prev_desired_kbps: 7, hop: 3, seq: 200, rtt_us: 65_000, alloc: [1, 2, 3, 4, 5, 6, 7, u16::MAX] };
         assert_eq!(D3Header::read(&h.header()), h);
-        assert_eq!(h.header().wire_bytes, 26);
+        assert_eq!(h.header().wire_bytes, 28);
     }
 
     /// Section 4.2's greedy grant: r + fs while the capacity left covers r, what is left
