@@ -28,18 +28,33 @@
 //! allocations into the vector; each port reads its own entry as a_p, overwrites it with its
 //! new grant and moves the index on; the receiver echoes the header, so the sender learns
 //! each port's grant, sends at the smallest, and hands the vector back with its next request.
-//! Allocations travel as 16-bit floating-point rates (kbit/s, 11-bit mantissa: exact below
+//! The header (`HEADER_BYTES` = 28 bytes, on one packet per round trip, the SYN and the FIN)
+//! also carries the request's number and the sender's RTT. Allocations travel as 16-bit
+//! floating-point rates (kbit/s, 11-bit mantissa: exact below
 //! 2.048 Mbit/s, within 0.1% above, rounded down), and a port counts in A exactly the rounded
 //! value it wrote, so that what a flow takes back is what it was given. Ports beyond the
 //! [`SLOTS`]th of a path leave the header as it is and allocate nothing.
 //!
-//! Model choices the paper leaves open, listed in docs/protocols.md: the flow has one request
-//! outstanding at a time (the next waits for the answer, or four round trips when it is
-//! lost), so a_p is always the allocation the port gave; a flow stops asking once what it has
-//! left to send fits in two rounds at its rate, so that its FIN follows the answer to its last
-//! request; C is the link rate (the paper's routers also correct C for queues and for
-//! allocations left unused; these ones do not); a port whose last flow has left resets A and D
-//! (a request or FIN lost on its way leaves crumbs that would otherwise stay).
+//! Model choices the paper leaves open, listed in docs/protocols.md:
+//! - one request at a time: the next waits for the answer to the last, so that a_p is the
+//!   allocation the port gave. An answer rides on the ACK of the request's packet (which a
+//!   delayed ACK may hold back); an ACK of that packet without it means it was lost, and so
+//!   do [`D3::ANSWER_ROUNDS`] round trips without one for a header-only request (acknowledged
+//!   at once). The next request then hands back the allocations of the last answer;
+//! - a flow stops asking once what it has left to send fits in two rounds at its rate, so
+//!   that its FIN follows the answer to its last request;
+//! - the desired rate counts the bytes on the wire (each segment's `header_bytes`), over the
+//!   time left less one round trip (at least one round trip);
+//! - queues: a flow keeps its old rate for a round trip after a port has changed its
+//!   allocation, so allocations that add up to C still build queues in transients, which
+//!   nothing would drain. A port sets aside the rate that drains its queue within the
+//!   requesting sender's RTT (a field of the header) from the fair share only:
+//!   fs = (C - q / RTT - D) / N, so desired rates are still granted from all of C while the
+//!   extra shrinks until the queue is gone;
+//! - a port whose last flow has left resets A and D (a request or FIN lost on its way leaves
+//!   crumbs that would otherwise stay);
+//! - a flow sends nothing before the answer to its SYN; one granted nothing asks again at once
+//!   and then every round trip.
 
 use super::{AckSample, CcState, CongestionControl, CongestionEvent, FlowInfo, PortControl, PortInfo, PortView, Protocol, SendContext, TransportPolicy};
 use fctlab_engine::{BitsPerSec, Nanos};
@@ -501,6 +516,21 @@ mod tests {
         assert_eq!(p.counters(), (0, 0, 1));
         p.grant(PacketKind::Fin, 0, 0, c3);
         assert_eq!(p.counters(), (0, 0, 0));
+    }
+
+    /// A queue at the port shrinks the fair share (the rate that drains it within the
+    /// sender's RTT), not the desired rates.
+    #[test]
+    fn a_queue_is_drained_from_the_fair_share() {
+        let q = |bps: u64| quantize_bps(bps).1;
+        let mut p = port();
+        // Alone, r = 300: fs would be 700; draining 400 Mbps of queue leaves it 300.
+        let (_, a) = p.grant_draining(PacketKind::Syn, 300 * MBPS, 0, 0, 400 * MBPS);
+        assert_eq!(a, q(600 * MBPS));
+        // Draining more than C - D: fs = 0, r still granted in full.
+        let (_, a) = p.grant_draining(PacketKind::Data, 300 * MBPS, 300 * MBPS, a, 900 * MBPS);
+        assert_eq!(a, q(300 * MBPS));
+        assert_eq!(p.counters(), (a, 300 * MBPS, 1));
     }
 
     /// Through the header: each port uses its own entry of the vector and moves the index on;
