@@ -45,7 +45,7 @@ class Mode:
 
 
 QUICK = Mode(True, (5, 20, 40), (1,))
-FULL = Mode(False, (5, 10, 15, 20, 25, 30, 35, 40), (1, 2, 3, 4, 5))
+FULL = Mode(False, (5, 10, 15, 20, 25, 30, 35, 40), tuple(range(1, 21)))
 
 
 def trace_rows(n: int, mean_deadline_s: float, seed: int, first_host: int = 1) -> list:
