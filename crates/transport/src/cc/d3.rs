@@ -210,7 +210,8 @@ impl Protocol for D3 {
 }
 
 impl D3 {
-    /// Round trips a request may wait for its answer before the flow takes it as lost.
+    /// Round trips a header-only request (acknowledged at once) may wait for its answer before
+    /// the flow takes the answer as lost and asks again.
     pub const ANSWER_ROUNDS: u64 = 16;
 
     /// The desired rate, bits per second, at `ctx.now` (and quenching, when it applies).
@@ -300,7 +301,7 @@ impl CongestionControl for D3 {
                 // (Again after a timeout: the routers that counted the first one count it twice.)
                 self.alloc = [0; SLOTS];
                 self.prev_desired_kbps = 0;
-                let r = (self.desired_bps(ctx) / 1000) as u32;
+                let r = (self.desired_bps(ctx) / 1000).min(u32::MAX as u64) as u32;
                 self.request(ctx, hdr, r);
                 true
             }
