@@ -612,8 +612,13 @@ impl Simulation {
             self.flows_measured += 1;
         }
         let (src, dst) = (NodeId(spec.src as u32), NodeId(spec.dst as u32));
-        let info =
-            fctlab_transport::FlowInfo { start: self.now, deadline: spec.deadline, size: spec.size_bytes, nic_rate };
+        let info = fctlab_transport::FlowInfo {
+            start: self.now,
+            deadline: spec.deadline,
+            size: spec.size_bytes,
+            nic_rate,
+            header_bytes: tcp.header_bytes,
+        };
         let mut snd = TcpSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn);
         if spec.cc.router_assisted() {
             snd.set_router_owner(self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8);

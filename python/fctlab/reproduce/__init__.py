@@ -5,8 +5,10 @@ Papers: ``atcp`` (Adaptive TCP; see docs/reproduce_atcp.md), ``thesis`` (Munir's
 chapters 3 and 4: SDC, RACS and RCP; see docs/reproduce_thesis.md), ``schedtcp``
 (non-intrusive scheduling of TCP flows; see docs/reproduce_schedtcp.md), ``pfabric``
 (pFabric's normalized FCTs against load; see docs/reproduce_pfabric.md), ``pias`` (PIAS's
-FCTs against load beside DCTCP and pFabric; see docs/reproduce_pias.md) and ``homa`` (Homa's
-slowdown by message size beside pFabric and PIAS; see docs/reproduce_homa.md).
+FCTs against load beside DCTCP and pFabric; see docs/reproduce_pias.md), ``homa`` (Homa's
+slowdown by message size beside pFabric and PIAS; see docs/reproduce_homa.md), ``d3`` (D3's
+deadline benchmark beside RCP and TCP; see docs/reproduce_d3.md) and ``d2tcp`` (D2TCP's missed
+deadlines against fan-in beside DCTCP and D3; see docs/reproduce_d2tcp.md).
 
     fctlab reproduce atcp [--quick] [--out DIR] [--items 1,2,7] [--budget SECONDS] [--workers N | --cluster ADDRESS]
     fctlab reproduce --claims [PAPER] [--check] [--out FILE]
@@ -34,7 +36,7 @@ from ..cli import main
 
 __all__ = ["main_reproduce", "configure", "run", "PAPERS", "default_scenario_dir"]
 
-PAPERS = ("atcp", "thesis", "schedtcp", "pfabric", "pias", "homa")
+PAPERS = ("atcp", "thesis", "schedtcp", "pfabric", "pias", "homa", "d3", "d2tcp")
 
 
 class _ArgError(Exception):

@@ -60,6 +60,9 @@ pub struct FlowInfo {
     pub size: Option<u64>,
     /// Rate of the sender's own link.
     pub nic_rate: BitsPerSec,
+    /// Bytes of header on each of its packets on the wire (`header_bytes`), for algorithms
+    /// that turn a payload rate into a rate on the wire.
+    pub header_bytes: u32,
 }
 
 /// The window state the sender and the algorithm share.
@@ -610,9 +613,11 @@ protocols! {
     newreno::NewReno,
     cubic::Cubic,
     dctcp::Dctcp,
+    d2tcp::D2tcp,
     atcp::Atcp,
     rcp::Rcp,
     racs::Racs,
+    d3::D3,
     sdc::Sdc,
     pfabric::PFabric,
     pias::Pias,
