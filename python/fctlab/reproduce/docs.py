@@ -23,7 +23,8 @@ than today's. Placeholders, ``{{ ... }}``:
 ``{{wall N}}``                     item N's wall-clock time (all items: ``{{wall}}``)
 ``{{grid N STAT=LABEL... [OPT]}}`` item N's numbers as a table, when they hold a series
                                    per scheme (scheme -> x -> stats, or scheme -> [stats]):
-                                   one row per statistic and scheme, one column per x;
+                                   one row per statistic and scheme, one column per x
+                                   (``=LABEL``: the entries are the numbers themselves);
                                    options ``fmt=FMT``, ``xkey=KEY`` (the column heading of
                                    a list's entries), ``xfmt=FMT``, ``x=HEADING``
 =================================  =====================================================
@@ -72,6 +73,14 @@ def _fmt(x, spec: str) -> str:
         "int": lambda v: f"{int(round(v)):,}",
     }
     return named[spec](x) if spec in named else format(x, spec)
+
+
+def _numeric_first(key: str) -> tuple:
+    """Sorts keys that are numbers by their value ("5" before "10"), others after, by name."""
+    try:
+        return (0, float(key), "")
+    except ValueError:
+        return (1, 0.0, key)
 
 
 class _Doc:
@@ -175,17 +184,16 @@ class _Doc:
         if not stats or not schemes:
             raise ValueError("a grid needs STAT=LABEL arguments and numbers holding a series per scheme")
         first = nums[schemes[0]]
-        xs = (
-            [str(g.get(opts.get("xkey", ""), i)) for i, g in enumerate(first)]
-            if isinstance(first, list)
-            else list(first)
-        )
+        if isinstance(first, list):
+            xs = [str(g.get(opts.get("xkey", ""), i)) for i, g in enumerate(first)]
+        else:
+            xs = sorted(first, key=_numeric_first)
         heading = [_fmt(float(x), opts["xfmt"]) if "xfmt" in opts else x for x in xs]
         lines = ["| " + " | ".join([opts.get("x", "")] + heading) + " |", "|" + "---|" * (len(xs) + 1)]
         for stat, label in stats:
             for s in schemes:
                 series = nums[s] if isinstance(nums[s], list) else [nums[s][x] for x in xs]
-                cells = [_fmt(g[stat], opts.get("fmt", ".2f")) for g in series]
+                cells = [_fmt(g[stat] if stat else g, opts.get("fmt", ".2f")) for g in series]
                 lines.append("| " + " | ".join([f"{label}: {self.labels.get(s, s)}"] + cells) + " |")
         return "\n".join(lines)
 
