@@ -57,7 +57,26 @@ from ..models.atcp import two_flow_fct
 from ..report.render import Heading, Paragraph, Table
 from ..stats import interval
 
-ITEM_ORDER = [1, 2, 7, 8, 3, 4, 5, 6, 12, 13, 14, 15, 16, 17, 9, 10, 11]  # most informative first, the kernel's last
+ITEM_ORDER = [
+    1,
+    2,
+    7,
+    8,
+    3,
+    4,
+    5,
+    6,
+    12,
+    13,
+    14,
+    15,
+    16,
+    17,
+    18,
+    9,
+    10,
+    11,
+]  # most informative first, the kernel's last
 
 
 QUICK = Mode(True, [1, 2], "20s", [1, 3, 5], [2, 4], "20s", "150MB", 12, "8s", 3, "6.5s")
@@ -1075,9 +1094,9 @@ def _footer() -> list:
         ["runs per protocol, item 11 (kernel)", str(atcp_kernel.RUNS[True]), str(atcp_kernel.RUNS[False])],
         ["W_H + W_L swept (3 : 1), item 14 (two flows, deterministic)", "1, 2, 3, 4, 5", "1, 2, 3, 4, 5"],
         [
-            "items 12, 13, 15, 16",
-            "the settings of items 6, 3, 5 and 8 above",
-            "the settings of items 6, 3, 5 and 8 above",
+            "items 12, 13, 15, 16, 18",
+            "the settings of items 6, 3, 5, 8 and 7 above",
+            "the settings of items 6, 3, 5, 8 and 7 above",
         ],
     ]
     return [
