@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..cli import main
+from . import stored
 
 
 __all__ = ["main_reproduce", "configure", "run", "PAPERS", "default_scenario_dir"]
@@ -123,8 +124,6 @@ def main_reproduce(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _record(args, result: dict, out: Path) -> None:
-    from . import stored
-
     command = f"fctlab reproduce {args.paper}" + (f" --items {args.items}" if args.items else "")
     try:
         kept = stored.record(args.paper, result, out, command)
@@ -140,7 +139,7 @@ def _record(args, result: dict, out: Path) -> None:
 def _docs(args) -> int:
     """``fctlab reproduce --docs [--check]``: 0 when every doc is (or now is) its rendering
     from current stored runs, 1 otherwise (each problem on a line of its own)."""
-    from .docs import render_all
+    from .docs import render_all  # lazy: rendering loads the runner (numpy, pandas, the sweeps)
 
     problems = render_all(check=args.check)
     for p in problems:

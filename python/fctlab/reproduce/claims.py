@@ -40,6 +40,7 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from . import default_scenario_dir
 from .expected import Expected, ExpectedError
+from .stored import graded_rows
 from .verdicts import DIRECTION, INCONCLUSIVE, MATCH, NO_MATCH
 
 if sys.version_info >= (3, 11):
@@ -246,8 +247,6 @@ def count_line(outcomes: Sequence[Outcome]) -> str:
 
 def stored_graded_rows(paper: str) -> dict:
     """The graded rows of the paper's stored full runs (:func:`.stored.graded_rows`)."""
-    from .stored import graded_rows  # lazy: reading the stored runs loads the item modules
-
     return graded_rows(paper)
 
 

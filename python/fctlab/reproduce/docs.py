@@ -44,6 +44,7 @@ from types import SimpleNamespace
 from .. import numfmt
 from ..report.render import render_markdown
 from . import stored
+from .runner import _rows_table
 from .verdicts import worst
 
 PLACEHOLDER = re.compile(r"\{\{\s*(.*?)\s*\}\}")
@@ -126,8 +127,6 @@ class _Doc:
         return f"`{m['command']}` at commit `{m['commit']}` on {m['date']}"
 
     def table(self, n: str) -> str:
-        from .runner import _rows_table
-
         it = self.item(n)
         subs = it["profiles"]
         if list(subs) == [""]:

@@ -271,3 +271,27 @@ class Expected:
     def summary(self, n: int) -> str:
         """The paper's numbers of item `n`, for an item that was not run."""
         return "; ".join(f"{e.quantity}: {e.shown}" for e in self.of_item(n) if e.rule != "claim" or e.shown)
+
+
+AGREES = {
+    (True, True): "the paper and fctlab",
+    (True, False): "the paper",
+    (False, True): "fctlab",
+    (False, False): "neither",
+}
+
+
+def set_ns2(ex, r, t) -> None:
+    """Row `r` (fctlab's) gets ns-2.35's measurement `t` of the same row: shown value,
+    number, verdict against the paper and whom it agrees with (each by the row's own rule)."""
+    r.ns2, r.ns2_verdict = t.fctlab, t.verdict
+    r.ns2_measured, r.ns2_half_width, r.ns2_samples = t.measured, t.half_width, t.samples
+    if not r.rid:
+        return
+    with_fctlab = ex.agrees(r, t)
+    if with_fctlab is None and ex[r.rid].rule == "list":
+        r.ns2_agrees = "-"
+    elif t.verdict == NOT_GRADED:
+        r.ns2_agrees = ("fctlab" if with_fctlab else "not fctlab") + "; not graded against the paper"
+    else:
+        r.ns2_agrees = AGREES[(t.verdict == MATCH, bool(with_fctlab))]

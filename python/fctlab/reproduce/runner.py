@@ -30,7 +30,8 @@ import fctlab
 from ..crosscheck.ns2 import find_ns
 from ..report.render import Bullets, Heading, Image, Paragraph, Table, render_html, render_markdown
 from ..sweeps import _executor
-from .common import MATCH, NOT_GRADED, Ns2Runner, Runner, stderr_log
+from .common import Ns2Runner, Runner, stderr_log
+from .expected import set_ns2
 from .verdicts import RULES_TEXT
 
 
@@ -129,30 +130,6 @@ def _rows_table(it) -> Table:
             line += [r.fctlab, r.verdict] if r else ["-", "-"]
         rows.append(line)
     return Table(header, rows, text=True)
-
-
-AGREES = {
-    (True, True): "the paper and fctlab",
-    (True, False): "the paper",
-    (False, True): "fctlab",
-    (False, False): "neither",
-}
-
-
-def set_ns2(ex, r, t) -> None:
-    """Row `r` (fctlab's) gets ns-2.35's measurement `t` of the same row: shown value,
-    number, verdict against the paper and whom it agrees with (each by the row's own rule)."""
-    r.ns2, r.ns2_verdict = t.fctlab, t.verdict
-    r.ns2_measured, r.ns2_half_width, r.ns2_samples = t.measured, t.half_width, t.samples
-    if not r.rid:
-        return
-    with_fctlab = ex.agrees(r, t)
-    if with_fctlab is None and ex[r.rid].rule == "list":
-        r.ns2_agrees = "-"
-    elif t.verdict == NOT_GRADED:
-        r.ns2_agrees = ("fctlab" if with_fctlab else "not fctlab") + "; not graded against the paper"
-    else:
-        r.ns2_agrees = AGREES[(t.verdict == MATCH, bool(with_fctlab))]
 
 
 def ns2_pass(paper: Paper, n: int, rn: Runner, mode, it, log: Callable[[str], None], scratch: Path) -> None:

@@ -24,7 +24,7 @@ from typing import Optional
 
 import fctlab
 
-from .expected import Expected
+from .expected import Expected, set_ns2
 from .verdicts import DIRECTION, INCONCLUSIVE, MATCH, MIN_SAMPLES, NO_MATCH, NOT_GRADED, Row
 
 #: the source tree (python/fctlab/reproduce/stored.py -> the repository's root)
@@ -208,8 +208,6 @@ def regrade_row(ex, stored_row: dict) -> Row:
     if e.rule in ("value", "change") and math.isfinite(r.ns2_measured):
         twin = Row(r.quantity, r.paper, r.ns2, _gated(e.verdict(r.ns2_measured, r.ns2_half_width), r.ns2_samples))
         twin.rid, twin.measured, twin.half_width, twin.samples = r.rid, r.ns2_measured, r.ns2_half_width, r.ns2_samples
-        from .runner import set_ns2  # the runner's columns, by the same rule
-
         set_ns2(ex, r, twin)
     return r
 

@@ -19,7 +19,7 @@ import pandas as pd
 from ..models import aimd
 from ..report.render import Heading, Table
 from ..stats import interval
-from . import thesis_kernel
+from . import thesis_claims, thesis_kernel
 from . import thesis_table34 as t34
 from .common import (
     DIRECTION,
@@ -38,21 +38,9 @@ from .common import (
     timeout_causes,
 )
 from .runner import Paper
+from .thesis_runs import LABEL, PACKET_BYTES, PROTOCOLS, RED, _as, _loss_rate, _port, _set
 
 ITEM_ORDER = [1, 2, 4, 7, 3, 5, 6, 8, 9, 10]
-
-PROTOCOLS = ("racs", "rcp", "sdc", "tcp")
-#: TCP SACK with RED marking ECN-capable packets (chapter 3's "SACK+RED/ECN")
-RED = "tcp_red"
-LABEL = {"racs": "RACS", "rcp": "RCP", "sdc": "SDC", "tcp": "TCP SACK", RED: "SACK+RED/ECN"}
-#: RED's settings for the SACK+RED/ECN runs: fctlab's RED defaults (ns-2's: min 5 and max 15
-#: packets, max_p 0.02, weight 0.002, gentle) marking instead of dropping.
-RED_SETTINGS = {"network__queue": "red", "network__red_ecn": True, "transport__ecn": True}
-
-
-def _as(p: str) -> dict:
-    """The overrides that run protocol `p` (or the SACK+RED/ECN baseline)."""
-    return {"transport__protocol": "tcp", **RED_SETTINGS} if p == RED else {"transport__protocol": p}
 
 
 @dataclass
@@ -110,33 +98,14 @@ PROFILES = (
     ),
 )
 
-#: The wire size of a full packet under the ns2 profile (1000 B + 40 B of headers); 100 of
-#: them are the byte-counted buffer of item 3.
-PACKET_BYTES = 1040
-
 
 def _mbps(x: float) -> str:
     return f"{x:.0f} Mbps"
 
 
-def _port(res, src: str, dst: str) -> pd.Series:
-    links = res.links
-    return links[(links["src"] == src) & (links["dst"] == dst)].iloc[0]
-
-
-def _loss_rate(res) -> float:
-    """Packets dropped in the network per data packet sent."""
-    sent = float(res.flows["packets_sent"].sum())
-    return float(res.summary["drops"]) / sent if sent else float("nan")
-
-
 def sign(a: float, b: float) -> str:
     """The sign a report prints between two values, taken from the values themselves."""
     return "<" if a < b else (">" if a > b else "=")
-
-
-def _set(n: int) -> str:
-    return "h1" if n == 1 else f"h1..h{n}"
 
 
 # =========================================================================== item 1
@@ -1012,8 +981,6 @@ def _footer() -> list:
             f"{len(t34.READINGS)} / {t34.SEEDS[False]} / {t34.UNTIL[False]:g} s",
         ],
     ]
-    from . import thesis_claims
-
     rows += thesis_claims.footer_rows()
     return [Heading("Quick and full runs"), Table(["setting", "`--quick`", "full"], rows, text=True)]
 
@@ -1021,8 +988,6 @@ def _footer() -> list:
 def paper():
     """The thesis reproduction for :func:`fctlab.reproduce.runner.run_paper`: items 1-10 here and
     in their modules, items 11-18 (claims items 1-10 do not grade) in :mod:`.thesis_claims`."""
-    from . import thesis_claims
-
     return Paper(
         "thesis",
         {**ITEMS, **thesis_claims.ITEMS},

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..models import aimd
 from ..stats import interval
-from . import thesis as th
+from . import thesis_runs as th
 from .common import DIRECTION, MATCH, NO_MATCH, Item, Runner, fmt_pct, fmt_time, new_figure, save_figure
 
 ORDER = [11, 12, 13, 16, 14, 15, 17, 18]

@@ -21,7 +21,7 @@ import pandas as pd
 from ..crosscheck import crosscheck
 from ..crosscheck.ns2 import NsError, find_ns
 from ..stats import interval
-from .runner import set_ns2
+from .expected import set_ns2
 from .common import (
     Item,
     Runner,
