@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import hashlib
+import importlib
 import json
 import math
 import shutil
@@ -236,18 +237,29 @@ def graded(paper: str, root: Path = ROOT) -> dict:
 
 def graded_rows(paper: str, root: Path = ROOT) -> dict:
     """Row id -> its graded measurement in the stored results: the primary profile's
-    `verdict` and `fctlab` figure, ns-2.35's (`ns2`, or ""), `kernel` ("" here: the kernel's
-    measurements are rows of their own), every profile's under `profiles`, and the item."""
+    `verdict`, the simulator's figure (`fctlab`), ns-2.35's (`ns2`, or "") and the kernel
+    testbed's (`kernel`: the rows of the items that run on the kernel, whose figure is the
+    kernel's), every profile's under `profiles`, and the item."""
+    spec = importlib.import_module(f".{paper}", __package__).paper()
+    primary = spec.profiles[0][0] if spec.profiles else ""
     out: dict = {}
     for n, item in sorted(graded(paper, root).items()):
-        profiles = item["profiles"]
-        for p, rows in profiles.items():
+        on_kernel = n in spec.real_time_items
+        # the primary profile first: the row's own verdict and figures are its
+        for p, rows in sorted(item["profiles"].items(), key=lambda kv: kv[0] != primary):
             for r in rows:
                 if not r.rid:
                     continue
                 g = out.setdefault(
                     r.rid,
-                    {"item": n, "verdict": r.verdict, "fctlab": r.fctlab, "ns2": r.ns2, "kernel": "", "profiles": {}},
+                    {
+                        "item": n,
+                        "verdict": r.verdict,
+                        "fctlab": "" if on_kernel else r.fctlab,
+                        "ns2": r.ns2,
+                        "kernel": r.fctlab if on_kernel else "",
+                        "profiles": {},
+                    },
                 )
                 g["profiles"].setdefault(p, {"fctlab": r.fctlab, "verdict": r.verdict})
     return out
