@@ -842,6 +842,19 @@ def item6(r: Runner, mode: Mode, out) -> Item:
             verdict=MATCH if ta[-1] < ta[0] and tb[-1] > tb[0] else NO_MATCH,
         )
     )
+    tc = [res[2].throughput_bps for res in fig4]
+    steps = [y - x for x, y in zip(tc, tc[1:])]
+    it.rows.append(
+        ex.row(
+            "item6.class_c_diminishing",
+            fctlab=f"C {_mbps(tc[0] / 1e6)} -> {_mbps(tc[-1] / 1e6)}; steps per 10 packets of d_a: "
+            + ", ".join(f"{x / 1e6:+.2f}" for x in steps)
+            + " Mbps",
+            verdict=MATCH
+            if all(x > 0 for x in steps) and all(b <= a * (1 + 1e-9) for a, b in zip(steps, steps[1:]))
+            else NO_MATCH,
+        )
+    )
     bb = [res[1].beta_eff for res in fig4]
     it.rows.append(
         ex.row("item6.beta_b", fctlab=f"{bb[0]:.3f} -> {bb[-1]:.3f}", verdict=MATCH if bb[-1] > bb[0] else NO_MATCH)
