@@ -785,6 +785,61 @@ def _item5_figure(it: Item, mode: Mode, afct: dict, flows_hi: dict, out) -> None
 # =========================================================================== item 6
 
 
+def _class_c_row(ex, fig4):
+    """Class C's throughput along class A's threshold: every step up and none larger than the
+    one before (Fig. 3.4's diminishing improvements)."""
+    tc = [res[2].throughput_bps for res in fig4]
+    steps = [y - x for x, y in zip(tc, tc[1:])]
+    return ex.row(
+        "item6.class_c_diminishing",
+        fctlab=f"C {_mbps(tc[0] / 1e6)} -> {_mbps(tc[-1] / 1e6)}; steps per 10 packets of d_a: "
+        + ", ".join(f"{x / 1e6:+.2f}" for x in steps)
+        + " Mbps",
+        verdict=MATCH
+        if all(x > 0 for x in steps) and all(b <= a * (1 + 1e-9) for a, b in zip(steps, steps[1:]))
+        else NO_MATCH,
+    )
+
+
+def _item6_figure(out, g_ac, fig2, g_bc, fig3, d_a, fig4, ta, tb, bb) -> None:
+    """Item 6's four panels (cf. Figs. 3.2-3.5)."""
+    fig = new_figure(10, 7)
+    axs = fig.subplots(2, 2)
+    ax = axs[0][0]
+    ax.plot(g_ac, [res[0].afct_s * 1e3 for res in fig2], marker="o", label="class A AFCT (ms)")
+    ax2 = ax.twinx()
+    ax2.plot(g_ac, [res[1].throughput_bps / 1e6 for res in fig2], marker="s", color="C1", label="class B (Mbps)")
+    ax2.plot(g_ac, [res[2].throughput_bps / 1e6 for res in fig2], marker="^", color="C2", label="class C (Mbps)")
+    ax.set_xscale("log")
+    ax.set_xlabel("G_AC (Table 3.2)")
+    ax.set_ylabel("class A AFCT (ms)")
+    ax2.set_ylabel("throughput per flow (Mbps)")
+    ax2.legend(fontsize=8)
+    ax.set_title("cf. Fig. 3.2", fontsize=9)
+    ax = axs[0][1]
+    ax.plot(g_bc, [res[0].afct_s * 1e3 for res in fig3], marker="o", label="class A AFCT")
+    ax.plot(g_bc, [res[1].afct_s * 1e3 for res in fig3], marker="s", label="class B AFCT")
+    ax.set_xlabel("G_BC (Table 3.3, G_AC = 10)")
+    ax.set_ylabel("AFCT (ms)")
+    ax.legend(fontsize=8)
+    ax.set_title("cf. Fig. 3.3", fontsize=9)
+    ax = axs[1][0]
+    ax.plot(d_a, [x / 1e6 for x in ta], marker="o", label="class A")
+    ax.plot(d_a, [x / 1e6 for x in tb], marker="s", label="class B")
+    ax.set_xlabel("class A threshold d_a (packets; d_b = 100)")
+    ax.set_ylabel("throughput per flow (Mbps)")
+    ax.legend(fontsize=8)
+    ax.set_title("cf. Fig. 3.4", fontsize=9)
+    ax = axs[1][1]
+    ax.plot(d_a, bb, marker="s", label="class B")
+    ax.plot(d_a, [res[2].beta_eff for res in fig4], marker="^", label="class C")
+    ax.set_xlabel("class A threshold d_a (packets)")
+    ax.set_ylabel("effective beta")
+    ax.legend(fontsize=8)
+    ax.set_title("cf. Fig. 3.5", fontsize=9)
+    save_figure(fig, out / "thesis_item6.png")
+
+
 def item6(r: Runner, mode: Mode, out) -> Item:
     it = r.new_item(
         6,
@@ -842,19 +897,7 @@ def item6(r: Runner, mode: Mode, out) -> Item:
             verdict=MATCH if ta[-1] < ta[0] and tb[-1] > tb[0] else NO_MATCH,
         )
     )
-    tc = [res[2].throughput_bps for res in fig4]
-    steps = [y - x for x, y in zip(tc, tc[1:])]
-    it.rows.append(
-        ex.row(
-            "item6.class_c_diminishing",
-            fctlab=f"C {_mbps(tc[0] / 1e6)} -> {_mbps(tc[-1] / 1e6)}; steps per 10 packets of d_a: "
-            + ", ".join(f"{x / 1e6:+.2f}" for x in steps)
-            + " Mbps",
-            verdict=MATCH
-            if all(x > 0 for x in steps) and all(b <= a * (1 + 1e-9) for a, b in zip(steps, steps[1:]))
-            else NO_MATCH,
-        )
-    )
+    it.rows.append(_class_c_row(ex, fig4))
     bb = [res[1].beta_eff for res in fig4]
     it.rows.append(
         ex.row("item6.beta_b", fctlab=f"{bb[0]:.3f} -> {bb[-1]:.3f}", verdict=MATCH if bb[-1] > bb[0] else NO_MATCH)
@@ -868,41 +911,7 @@ def item6(r: Runner, mode: Mode, out) -> Item:
         "G_AC depend on that choice: with beta capped, class A's alpha, and with it the effective alpha of class B "
         "(which sends half its packets in class A), grows with the gain."
     )
-    fig = new_figure(10, 7)
-    axs = fig.subplots(2, 2)
-    ax = axs[0][0]
-    ax.plot(g_ac, [res[0].afct_s * 1e3 for res in fig2], marker="o", label="class A AFCT (ms)")
-    ax2 = ax.twinx()
-    ax2.plot(g_ac, [res[1].throughput_bps / 1e6 for res in fig2], marker="s", color="C1", label="class B (Mbps)")
-    ax2.plot(g_ac, [res[2].throughput_bps / 1e6 for res in fig2], marker="^", color="C2", label="class C (Mbps)")
-    ax.set_xscale("log")
-    ax.set_xlabel("G_AC (Table 3.2)")
-    ax.set_ylabel("class A AFCT (ms)")
-    ax2.set_ylabel("throughput per flow (Mbps)")
-    ax2.legend(fontsize=8)
-    ax.set_title("cf. Fig. 3.2", fontsize=9)
-    ax = axs[0][1]
-    ax.plot(g_bc, [res[0].afct_s * 1e3 for res in fig3], marker="o", label="class A AFCT")
-    ax.plot(g_bc, [res[1].afct_s * 1e3 for res in fig3], marker="s", label="class B AFCT")
-    ax.set_xlabel("G_BC (Table 3.3, G_AC = 10)")
-    ax.set_ylabel("AFCT (ms)")
-    ax.legend(fontsize=8)
-    ax.set_title("cf. Fig. 3.3", fontsize=9)
-    ax = axs[1][0]
-    ax.plot(d_a, [x / 1e6 for x in ta], marker="o", label="class A")
-    ax.plot(d_a, [x / 1e6 for x in tb], marker="s", label="class B")
-    ax.set_xlabel("class A threshold d_a (packets; d_b = 100)")
-    ax.set_ylabel("throughput per flow (Mbps)")
-    ax.legend(fontsize=8)
-    ax.set_title("cf. Fig. 3.4", fontsize=9)
-    ax = axs[1][1]
-    ax.plot(d_a, bb, marker="s", label="class B")
-    ax.plot(d_a, [res[2].beta_eff for res in fig4], marker="^", label="class C")
-    ax.set_xlabel("class A threshold d_a (packets)")
-    ax.set_ylabel("effective beta")
-    ax.legend(fontsize=8)
-    ax.set_title("cf. Fig. 3.5", fontsize=9)
-    save_figure(fig, out / "thesis_item6.png")
+    _item6_figure(out, g_ac, fig2, g_bc, fig3, d_a, fig4, ta, tb, bb)
     it.figures.append(
         ("thesis_item6.png", "SDC's AIMD model: class A gain, class B gain, class A threshold (cf. Figs. 3.2-3.5)")
     )
