@@ -58,7 +58,12 @@ def _cli(*args) -> list:
 
 
 def _start_receiver(port: int, *args, **popen):
-    """`fctlab sched recv` in a process of its own, once it accepts connections."""
+    """`fctlab sched recv` in a process of its own, once it accepts connections. SIGINT is
+    restored to its default in the child: a test run started in the background inherits it
+    ignored, and Python then installs no KeyboardInterrupt handler."""
+    import signal
+
+    popen.setdefault("preexec_fn", lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     p = subprocess.Popen(
         _cli("recv", "--listen", f"127.0.0.1:{port}", *args),
         stdout=subprocess.PIPE,
