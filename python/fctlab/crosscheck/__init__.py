@@ -22,7 +22,12 @@ from ..api import run as fctlab_run
 from . import ns2, plan as plan_mod
 from .plan import Unsupported as Unsupported  # the error the functions below raise
 
-#: Targets by name: the module that checks a plan, runs it and names the simulator.
+#: Targets by name. A target is a module with
+#:   PRODUCER: str                      the simulator's name as the report prints it
+#:   check(plan) -> None                raises Unsupported naming the key it cannot run
+#:   run(plan, seed, out) -> (flows rows, links rows, summary, cwnd rows)
+#:   Error: type                        what `run` raises when the simulator fails (one line)
+#: Rows are dicts with the columns the simulator measured; `other_result` fills the rest.
 TARGETS = {"ns2": ns2}
 
 
@@ -49,7 +54,9 @@ class Crosscheck:
     notes: list
 
 
-def other_result(flows_rows: list, link_rows: list, summary: dict, fctlab_flows, cwnd_rows: Sequence = ()):
+def other_result(
+    flows_rows: list, link_rows: list, summary: dict, fctlab_flows, cwnd_rows: Sequence = (), producer: str = "ns-2.35"
+):
     """The other simulator's results as a :class:`fctlab.api.RunResult` in fctlab's format: the
     columns it does not report are null; `ideal_fct_s` (a property of the flow and its path) and
     `deadline_s` (of the flow) are fctlab's."""
@@ -72,14 +79,14 @@ def other_result(flows_rows: list, link_rows: list, summary: dict, fctlab_flows,
         None,
         summary,
         cwnd_table=cwnd,
-        producer="ns-2.35",
+        producer=producer,
     )
 
 
 def _write_other(
-    flows_rows: list, link_rows: list, summary: dict, fctlab_flows, out: Path, cwnd_rows: Sequence = ()
+    flows_rows: list, link_rows: list, summary: dict, fctlab_flows, out: Path, cwnd_rows: Sequence = (), producer=""
 ) -> None:
-    other_result(flows_rows, link_rows, summary, fctlab_flows, cwnd_rows).write(out)
+    other_result(flows_rows, link_rows, summary, fctlab_flows, cwnd_rows, producer).write(out)
 
 
 def run_other(scenario: ScenarioLike, fctlab_result, *, against: str = "ns2", out, set: Sequence[str] = ()):
@@ -94,7 +101,7 @@ def run_other(scenario: ScenarioLike, fctlab_result, *, against: str = "ns2", ou
     summary["scenario_file"] = str(scenario) if not isinstance(scenario, dict) else "<dict>"
     summary["overrides"] = list(set)
     summary["notes"] = list(p.notes)
-    res = other_result(flows_rows, link_rows, summary, fctlab_result.flows_table, cwnd_rows)
+    res = other_result(flows_rows, link_rows, summary, fctlab_result.flows_table, cwnd_rows, target.PRODUCER)
     res.write(out)
     return res
 
@@ -143,7 +150,7 @@ def crosscheck(
         ow = time.perf_counter() - t0
         summary["scenario_file"] = str(scenario) if not isinstance(scenario, dict) else "<dict>"
         summary["overrides"] = sets
-        _write_other(flows_rows, link_rows, summary, res.flows_table, d / against, cwnd_rows)
+        _write_other(flows_rows, link_rows, summary, res.flows_table, d / against, cwnd_rows, target.PRODUCER)
         own = time.perf_counter() - t_seed - fw - ow
         runs.append(SeedRun(seed, d / "fctlab", d / against, fw, ow, own))
     name = str(scenario) if not isinstance(scenario, dict) else "<dict>"
@@ -220,7 +227,7 @@ def run(args) -> int:
     except ScenarioError as e:
         print(f"fctlab crosscheck: error: {e}", file=sys.stderr)
         return 2
-    except ns2.NsError as e:
+    except tuple(t.Error for t in TARGETS.values()) as e:
         print(f"fctlab crosscheck: error: {e}", file=sys.stderr)
         return 2
     except OSError as e:

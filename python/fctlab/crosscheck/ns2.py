@@ -605,3 +605,8 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
         "ecn_marks": int(sum(r["ecn_marks"] for r in link_rows if r["dst"] in set(plan.hosts))),
     }
     return flows, link_rows, summary, cwnd
+
+
+#: The crosscheck target's interface (crosscheck.TARGETS).
+PRODUCER = "ns-2.35"
+Error = NsError
