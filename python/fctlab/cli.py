@@ -30,7 +30,7 @@ from typing import Optional, Sequence
 
 from . import __version__, _core
 from ._argparse import OneLineParser
-from .api import ScenarioError, _flows_stream, _run, _source, router_assisted_protocols, validate
+from .api import ScenarioError, _flows_stream, _run, router_assisted_protocols, validate
 from .numfmt import count, duration, seconds
 
 
@@ -189,7 +189,7 @@ def cmd_validate(args) -> int:
 
 
 def _queue_marks(q: dict) -> bool:
-    """Whether a queue discipline (as ``_core.network`` gives it) ever sets CE."""
+    """Whether a queue discipline (as the plan gives it, ``fctlab.plan.Port.queue``) ever sets CE."""
     kind = q["kind"]
     return (
         kind == "ecn"
@@ -207,13 +207,15 @@ def ecn_notes(scenario, set, unset, t: dict) -> list:
         notes.append(f"ECN: the data packets of {', '.join(needs)} flows are ECN-capable whatever transport.ecn says")
     if not (t["ecn"] or needs):
         return notes
-    text, name, fmt = _source(scenario)
-    net = _core.network(text, name, fmt, list(set), list(unset))
-    if not (_queue_marks(net["queue"]) or _queue_marks(net["nic_queue"])):
+    from .plan import load  # lazy: only scenarios with ECN-capable flows need the plan
+
+    plan = load(scenario, list(set), list(unset))
+    switch_queue, nic_queue = plan.queue(nic=False), plan.queue(nic=True)
+    if not (_queue_marks(switch_queue) or _queue_marks(nic_queue)):
         who = f"{', '.join(needs)} flows" if needs else "ECN-capable flows (transport.ecn = true)"
         notes.append(
-            f"warning: {who} react to ECN marks, but no queue marks (switch queue {net['queue']['kind']}, "
-            f'NIC queue {net["nic_queue"]["kind"]}): they will see losses only; mark with queue = "ecn" and '
+            f"warning: {who} react to ECN marks, but no queue marks (switch queue {switch_queue['kind']}, "
+            f'NIC queue {nic_queue["kind"]}): they will see losses only; mark with queue = "ecn" and '
             'ecn_threshold, or queue = "red" with red_ecn = true'
         )
     return notes

@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from . import _core
 from .api import FLOW_SCHEMA, ScenarioError, _source
+from .plan import load, rows_for
 from .rundir import write_run
 
 POLICIES = ("tcp", "srpt", "las", "fair", "priority")
@@ -64,32 +65,32 @@ class SchedError(ValueError):
 def workload(scenario, *, set: Sequence[str] = ()) -> dict:
     """The flows of `scenario` as a workload: sizes, start times (s), tags, the one host pair
     they share, and the scenario's ``[transport]`` scheduler settings."""
-    text, name, fmt = _source(scenario)
+    _, name, _ = _source(scenario)
     try:
-        flows = _core.flows(text, name, fmt, list(set), [])
-        sched = _core.network(text, name, fmt, list(set), [])["scheduler"]
+        plan = load(scenario, list(set))
     except ScenarioError as e:
         raise SchedError(str(e)) from None
+    flows, sched = plan.flows, plan.scheduler
     if not flows:
         raise SchedError(f"{name}: no flows")
-    pairs = sorted({(f["src"], f["dst"]) for f in flows})
+    pairs = sorted({(f.src, f.dst) for f in flows})
     if len(pairs) != 1:
         raise SchedError(
             f"{name}: the flows go between {len(pairs)} host pairs ({', '.join(f'{a}->{b}' for a, b in pairs[:4])}"
             f"{', ...' if len(pairs) > 4 else ''}); `fctlab sched send` carries one pair's flows"
         )
-    longs = [f["flow_id"] for f in flows if f["size_bytes"] is None]
+    longs = [f.flow_id for f in flows if f.size_bytes is None]
     if longs:
         raise SchedError(f"{name}: flows {longs[:5]} are long-lived; a scheduled workload needs sizes")
-    afters = [f["flow_id"] for f in flows if f["after"]]
+    afters = [f.flow_id for f in flows if f.after]
     if afters:
         raise SchedError(
             f"{name}: flows {afters[:5]} wait for a group; `fctlab sched send` starts flows at fixed times"
         )
     return {
-        "sizes": [int(f["size_bytes"]) for f in flows],
-        "starts_s": [float(f["start_s"]) for f in flows],
-        "tags": [f["tag"] for f in flows],
+        "sizes": [int(f.size_bytes) for f in flows],
+        "starts_s": [float(f.start_s) for f in flows],
+        "tags": [f.tag for f in flows],
         "src": pairs[0][0],
         "dst": pairs[0][1],
         "scheduler": sched["policy"] if sched else "tcp",
@@ -113,25 +114,23 @@ def _flows_table(
         k = r["index"]
         ok = r["error"] is None
         start = r["start_unix_s"] - t0
-        # Every column of the flows table; what the library does not measure stays null.
-        row = dict.fromkeys(FLOW_SCHEMA.names)
-        row.update(
-            {
-                "flow_id": k,
-                "src": src,
-                "dst": dst,
-                "size_bytes": sizes[k],
-                "bytes_delivered": sizes[k] if ok else None,
-                "start_s": start,
-                "finish_s": start + r["transfer_s"] if ok else None,
-                "fct_s": r["transfer_s"] if ok else None,
-                "completed": ok,
-                "protocol": "tcp",
-                "tag": tags[k],
-                "group": "",
-                "scheduler": policy,
-            }
-        )
+        # What the library measures; the other columns of the flows table are null (rows_for).
+        measured = {
+            "flow_id": k,
+            "src": src,
+            "dst": dst,
+            "size_bytes": sizes[k],
+            "bytes_delivered": sizes[k] if ok else None,
+            "start_s": start,
+            "finish_s": start + r["transfer_s"] if ok else None,
+            "fct_s": r["transfer_s"] if ok else None,
+            "completed": ok,
+            "protocol": "tcp",
+            "tag": tags[k],
+            "group": "",
+            "scheduler": policy,
+        }
+        row = rows_for(FLOW_SCHEMA, [measured], where="fctlab sched flows")[0]
         row["error"] = r["error"]
         rows.append(row)
     return pd.DataFrame(rows, columns=[*FLOW_SCHEMA.names, "error"])

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from fctlab.cli import main
-from fctlab.crosscheck import crosscheck, ns2, plan
-from fctlab.crosscheck.plan import Unsupported
+from fctlab import plan
+from fctlab.crosscheck import crosscheck, ns2
+from fctlab.plan import Unsupported
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "scenarios" / "crosscheck"

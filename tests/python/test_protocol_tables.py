@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import fctlab
-from fctlab import _core
+from fctlab.plan import load_file
 from fctlab.sweeps import load_sweep, sweep
 
 BASE = """
@@ -52,8 +52,8 @@ def test_a_protocol_table_sets_its_flows_and_an_entry_table_overrides_it(tmp_pat
     assert f["transport"]["protocols"] == {"dctcp": 2}
     # the table's value reaches every DCTCP flow, the flow's own table overrides it
     p = _scenario(tmp_path, tables="[transport.dctcp]\ndctcp_g = 0.5", flow="dctcp = { dctcp_g = 0.25 }")
-    flows = _core.flows(p.read_text(), str(p))
-    assert [fl["params"]["dctcp_g"] for fl in flows] == [0.25, 0.5]
+    flows = load_file(p).flows
+    assert [fl.params["dctcp_g"] for fl in flows] == [0.25, 0.5]
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """Queue disciplines from Python: strict priority runs from a scenario and shows in
-``_core.network``; the peers that cannot run it say so."""
+the plan (``fctlab.plan``); the peers that cannot run it say so."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import pytest
 
 import fctlab
 from fctlab import _core
-from fctlab.crosscheck import ns2, plan as plan_mod
-from fctlab.crosscheck.plan import Unsupported
+from fctlab import plan as plan_mod
+from fctlab.crosscheck import ns2
+from fctlab.plan import Unsupported
 
 SCENARIO = """
 seed = 1
@@ -49,9 +50,8 @@ def test_strict_priority_runs_from_a_scenario(tmp_path):
     fifo = _query_fct(tmp_path, "")
     prio = _query_fct(tmp_path, 'queue = "priority"\npriority_tags = ["query"]\npriority_ecn_threshold = "20pkt"')
     assert prio < fifo / 3, (prio, fifo)
-    q = _core.network(SCENARIO.format(queue='queue = "priority"\npriority_tags = ["query"]'), "s.toml", "toml", [], [])[
-        "queue"
-    ]
+    text = SCENARIO.format(queue='queue = "priority"\npriority_tags = ["query"]')
+    q = plan_mod.from_json(_core.plan(text, "s.toml", "toml", [], [])).queue(nic=False)
     assert q == {
         "kind": "priority",
         "tags": ["query"],

@@ -149,7 +149,7 @@ def test_plan_parsing_without_root(tmp_path):
     assert plan.topology == "dumbbell" and sorted(plan.hosts) == ["r0", "r1", "s0", "s1"]
     assert plan.links[0].level == "bottleneck"
     assert plan.links[0].rate_a == 150e6 and plan.links[0].buf_a == 100 * 1514
-    assert [f.size for f in plan.flows] == [1_000_000, 3_000_000]
+    assert [f.size_bytes for f in plan.flows] == [1_000_000, 3_000_000]
     assert plan.flows[1].start_s == pytest.approx(0.01)
     assert plan.ecn_threshold is None and plan.delay_s == 0.0 and plan.cwnd_interval_s is None
     # the host's own end of an access link is its NIC
@@ -199,9 +199,9 @@ def test_plan_of_the_three_weight_scenario_without_root():
 
     plan = load_plan(THEOREM1_THREE)
     params = resolve_congestion_controls(plan)
-    assert [f.cc for f in plan.flows] == ["atcp_w1", "atcp_w2", "atcp_w3"]
+    assert [plan.sockopts[f.flow_id].cc for f in plan.flows] == ["atcp_w1", "atcp_w2", "atcp_w3"]
     assert params.w_fixed == (1.0, 2.0, 4.0) and params.halving == "per-episode"
-    assert [params.w_fixed[K.INSTANCES.index(f.cc) - 1] for f in plan.flows] == [1.0, 2.0, 4.0]
+    assert [params.w_fixed[K.INSTANCES.index(plan.sockopts[f.flow_id].cc) - 1] for f in plan.flows] == [1.0, 2.0, 4.0]
     plan = load_plan(THEOREM1_THREE, ['transport.atcp.halving="per-window"'])
     assert resolve_congestion_controls(plan).halving == "per-window"
     assert resolve_congestion_controls(load_plan(THEOREM1_THREE), "per-window").halving == "per-window"
@@ -264,7 +264,7 @@ def test_poisson_workload_plan_matches_the_simulator(tmp_path):
     assert len(plan.flows) == len(sim) == 25
     assert [f.src for f in plan.flows] == sim["src"].tolist()
     assert [f.dst for f in plan.flows] == sim["dst"].tolist()
-    assert [f.size for f in plan.flows] == sim["size_bytes"].astype(int).tolist()
+    assert [f.size_bytes for f in plan.flows] == sim["size_bytes"].astype(int).tolist()
     assert [f.start_s for f in plan.flows] == pytest.approx(sim["start_s"].tolist(), abs=1e-9)
     assert {f.tag for f in plan.flows} == {"web"}
 
@@ -283,7 +283,7 @@ def _incast(tmp_path):
 def test_closed_loop_workload_plan(tmp_path):
     plan = load_plan(_incast(tmp_path))
     assert len(plan.flows) == 9
-    assert [f.after for f in plan.flows[:3]] == ["", "", ""]
+    assert [f.after for f in plan.flows[:3]] == [None, None, None]
     assert {f.after for f in plan.flows[3:6]} == {plan.flows[0].group}
     assert {f.after for f in plan.flows[6:]} == {plan.flows[3].group}
 

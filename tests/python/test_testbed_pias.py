@@ -57,7 +57,7 @@ def test_flows_of_other_protocols_take_the_band_of_their_tag(tmp_path):
     )
     plan = load_plan(p)
     set_bands(plan)
-    assert [f.tos >> 2 for f in plan.flows] == [0, 1, 2]
+    assert [plan.sockopts[f.flow_id].tos >> 2 for f in plan.flows] == [0, 1, 2]
     assert pias_thresholds(plan) is None
 
 

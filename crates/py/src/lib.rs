@@ -101,187 +101,15 @@ fn validate(
     Ok(d.into())
 }
 
-/// A buffer limit as `("pkts", n)`, `("bytes", n)` or None (unlimited).
-fn buffer_item(py: Python<'_>, b: &fctlab_net::BufferLimit) -> PyObject {
-    use fctlab_net::BufferLimit;
-    match b {
-        BufferLimit::Packets(n) => ("pkts", *n as u64).into_py(py),
-        BufferLimit::Bytes(n) => ("bytes", *n).into_py(py),
-        BufferLimit::Unlimited => py.None(),
-    }
-}
-
-/// A queue discipline as a dict: `kind` ("droptail", "ecn", "red", "priority" or "pfabric",
-/// which has no parameters); `threshold`
-/// for "ecn"; for "red" `variant` ("classic" or "ns2") and its parameters as the port runs them
-/// (classic: `min_threshold_pkts`, `max_threshold_pkts`, `max_p`, `weight`, `gentle`, `ecn`;
-/// ns2: ns-2's `thresh_`, `maxthresh_`, `q_weight_` (None: automatic), `max_p`, `mark_p`,
-/// `wait`, `bytes`, `mean_pktsize`, `target_delay_s`, `gentle`, `ecn`); for "priority" `tags`
-/// (highest band first), `bands`, `band_buffer`, `ecn_threshold` and `pushout`.
-fn queue_item(py: Python<'_>, q: &fctlab_net::QueueConfig) -> PyResult<PyObject> {
-    use fctlab_net::QueueConfig;
-
-    let d = PyDict::new_bound(py);
-    d.set_item("kind", q.name())?;
-    match q {
-        QueueConfig::DropTail(()) | QueueConfig::PFabric(()) => {}
-        QueueConfig::EcnThreshold(threshold) => d.set_item("threshold", buffer_item(py, threshold))?,
-        QueueConfig::StrictPriority(c) => {
-            d.set_item("tags", c.tags.clone())?;
-            d.set_item("bands", c.bands)?;
-            d.set_item("band_buffer", c.band_buffer.as_ref().map(|t| buffer_item(py, t)))?;
-            d.set_item("ecn_threshold", c.ecn_threshold.as_ref().map(|t| buffer_item(py, t)))?;
-            d.set_item("ecn_per_port", c.ecn_per_port)?;
-            d.set_item("pushout", c.pushout)?;
-        }
-        QueueConfig::Red(c) => match &c.ns2 {
-            None => {
-                d.set_item("variant", "classic")?;
-                d.set_item("min_threshold_pkts", c.min_threshold_pkts)?;
-                d.set_item("max_threshold_pkts", c.max_threshold_pkts)?;
-                d.set_item("max_p", c.max_p)?;
-                d.set_item("weight", c.weight)?;
-                d.set_item("gentle", c.gentle)?;
-                d.set_item("ecn", c.ecn)?;
-            }
-            Some(n) => {
-                d.set_item("variant", "ns2")?;
-                d.set_item("thresh", n.min_threshold)?;
-                d.set_item("maxthresh", n.max_threshold)?;
-                d.set_item("q_weight", n.weight)?;
-                d.set_item("max_p", n.max_p)?;
-                d.set_item("mark_p", n.mark_p)?;
-                d.set_item("wait", n.wait)?;
-                d.set_item("bytes", n.bytes)?;
-                d.set_item("mean_pktsize", n.mean_pktsize)?;
-                d.set_item("target_delay_s", n.target_delay.as_secs_f64())?;
-                d.set_item("gentle", n.gentle)?;
-                d.set_item("ecn", n.ecn)?;
-            }
-        },
-    }
-    Ok(d.into())
-}
-
-/// The network and run settings of a scenario after validation and overrides: `name`,
-/// `seed`, `stop_time_s`, `topology`, `nodes` (`name`, `kind` "host" or "switch"), `links`
-/// (`a`, `b`, `rate_bps`, `delay_s`, `buffer`, `level`), `nic_buffer`, `queue` (the switch
-/// ports' discipline, see `queue_item`), `nic_queue` (the host NICs'), `buffer_model`
-/// ("waiting" or "ns2") and `monitor`
-/// (`cwnd_interval_s`, `cwnd_flows` (None: every flow), `queue_interval_s`). Buffers are
-/// `("pkts", n)`, `("bytes", n)` or None (unlimited).
+/// The plan of a scenario (`fctlab_scenario::plan`) as JSON text: the network with one port
+/// per link direction and its discipline, every flow as the simulator starts it with its
+/// protocol's resolved settings, the transport settings and the monitors. `fctlab.plan`
+/// reads it; docs/plan.md lists its fields.
 #[pyfunction]
 #[pyo3(signature = (text, file, format="toml", overrides=vec![], unset=vec![]))]
-fn network(
-    py: Python<'_>,
-    text: &str,
-    file: &str,
-    format: &str,
-    overrides: Vec<String>,
-    unset: Vec<String>,
-) -> PyResult<PyObject> {
-    use fctlab_net::NodeKind;
-
+fn plan(text: &str, file: &str, format: &str, overrides: Vec<String>, unset: Vec<String>) -> PyResult<String> {
     let sim = load(text, file, format, overrides, unset)?;
-    let sc = sim.scenario();
-    let topo = &sc.topology;
-    let d = PyDict::new_bound(py);
-    d.set_item("name", &sc.name)?;
-    d.set_item("seed", sc.seed)?;
-    d.set_item("stop_time_s", sc.stop_time.map(|t| t.as_secs_f64()))?;
-    d.set_item("topology", &topo.kind)?;
-    match &sc.scheduler {
-        None => d.set_item("scheduler", py.None())?,
-        Some(c) => {
-            let sd = PyDict::new_bound(py);
-            sd.set_item("policy", c.policy.name())?;
-            let then = match c.policy {
-                fctlab_sched::Policy::Priority(r) => r.name(),
-                _ => "las",
-            };
-            sd.set_item("priority_then", then)?;
-            sd.set_item("priority_tags", c.priority_tags.clone())?;
-            sd.set_item("send_buffer_bytes", c.send_buffer_bytes)?;
-            d.set_item("scheduler", sd)?;
-        }
-    }
-    let nodes = PyList::empty_bound(py);
-    for n in &topo.nodes {
-        let nd = PyDict::new_bound(py);
-        nd.set_item("name", &n.name)?;
-        nd.set_item("kind", if n.kind == NodeKind::Host { "host" } else { "switch" })?;
-        nodes.append(nd)?;
-    }
-    d.set_item("nodes", nodes)?;
-    let links = PyList::empty_bound(py);
-    for l in &topo.links {
-        let ld = PyDict::new_bound(py);
-        ld.set_item("a", &topo.nodes[l.a].name)?;
-        ld.set_item("b", &topo.nodes[l.b].name)?;
-        ld.set_item("rate_bps", l.params.rate.0 as f64)?;
-        ld.set_item("delay_s", l.params.delay.as_secs_f64())?;
-        ld.set_item("buffer", buffer_item(py, &l.params.buffer))?;
-        ld.set_item("level", l.level)?;
-        links.append(ld)?;
-    }
-    d.set_item("links", links)?;
-    d.set_item("nic_buffer", buffer_item(py, &sc.nic_buffer))?;
-    d.set_item("queue", queue_item(py, &sc.switch_queue)?)?;
-    d.set_item("nic_queue", queue_item(py, &sc.nic_queue)?)?;
-    d.set_item(
-        "buffer_model",
-        match sc.buffer_model {
-            fctlab_net::BufferModel::Waiting => "waiting",
-            fctlab_net::BufferModel::Ns2 => "ns2",
-        },
-    )?;
-    let m = PyDict::new_bound(py);
-    m.set_item("cwnd_interval_s", sc.monitor.cwnd_interval.map(|t| t.as_secs_f64()))?;
-    m.set_item("cwnd_flows", sc.monitor.cwnd_flows.clone())?;
-    m.set_item("queue_interval_s", sc.monitor.queue_interval.map(|t| t.as_secs_f64()))?;
-    m.set_item("drops", sc.monitor.drops)?;
-    m.set_item("pcap", sc.monitor.pcap.as_ref().map(|p| p.points.clone()))?;
-    d.set_item("monitor", m)?;
-    Ok(d.into())
-}
-
-/// The flows of a scenario as the simulator would start them (explicit `[[flows]]` and the
-/// flows its `[[workloads]]` generate, with the scenario's seed), without running it: a list
-/// of dicts with `flow_id`, `src`, `dst`, `size_bytes` (None: long-lived), `start_s`,
-/// `deadline_s`, `tag`, `group`, `after` (group name or None), `protocol`, `ecn` and
-/// `params` (the protocol's parameters, e.g. ATCP's `weight_function` and weights).
-#[pyfunction]
-#[pyo3(signature = (text, file, format="toml", overrides=vec![], unset=vec![]))]
-fn flows(
-    py: Python<'_>,
-    text: &str,
-    file: &str,
-    format: &str,
-    overrides: Vec<String>,
-    unset: Vec<String>,
-) -> PyResult<PyObject> {
-    let sim = load(text, file, format, overrides, unset)?;
-    let sc = sim.scenario();
-    let name = |i: usize| sc.topology.nodes[i].name.clone();
-    let out = PyList::empty_bound(py);
-    for (id, f) in sc.flows.iter().enumerate() {
-        let d = PyDict::new_bound(py);
-        d.set_item("flow_id", id)?;
-        d.set_item("src", name(f.src))?;
-        d.set_item("dst", name(f.dst))?;
-        d.set_item("size_bytes", f.size_bytes)?;
-        d.set_item("start_s", f.start.as_secs_f64())?;
-        d.set_item("deadline_s", f.deadline.map(|t| t.as_secs_f64()))?;
-        d.set_item("tag", &f.tag)?;
-        d.set_item("group", &f.group)?;
-        d.set_item("after", f.after.map(|g| sc.groups[g as usize].clone()))?;
-        d.set_item("protocol", f.cc.name())?;
-        d.set_item("ecn", f.ecn)?;
-        let p = json_to_py(py, &f.cc.params_json())?;
-        d.set_item("params", p)?;
-        out.append(d)?;
-    }
-    Ok(out.into())
+    Ok(fctlab_scenario::plan::plan_json(sim.scenario()))
 }
 
 /// Runs a scenario. `progress(sim_time_s, flows_completed, flows_total)` is called about
@@ -589,8 +417,7 @@ fn schemas(py: Python<'_>) -> PyResult<PyObject> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
-    m.add_function(wrap_pyfunction!(flows, m)?)?;
-    m.add_function(wrap_pyfunction!(network, m)?)?;
+    m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(protocols, m)?)?;
     m.add_function(wrap_pyfunction!(schemas, m)?)?;
     m.add_function(wrap_pyfunction!(table_keys, m)?)?;

@@ -12,6 +12,7 @@ pub mod limits;
 mod monitor;
 mod network;
 mod paths;
+pub mod plan;
 pub mod schema;
 mod tables;
 mod trace;

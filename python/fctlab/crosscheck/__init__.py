@@ -19,8 +19,10 @@ from typing import Sequence
 
 from ..api import RunResult, ScenarioError, ScenarioLike, _schema
 from ..api import run as fctlab_run
-from . import ns2, plan as plan_mod
-from .plan import Unsupported as Unsupported  # the error the functions below raise
+from .. import plan as plan_mod
+from ..plan import Unsupported as Unsupported  # the error the functions below raise
+from ..plan import rows_for
+from . import ns2
 
 #: Targets by name. A target is a module with
 #:   PRODUCER: str                      the simulator's name as the report prints it
@@ -71,11 +73,11 @@ def other_result(
         r["slowdown"] = (r["fct_s"] / r["ideal_fct_s"]) if r["fct_s"] is not None and r["ideal_fct_s"] else None
         r.setdefault("scheduler", "none")
         r["conn_finish_s"] = r["finish_s"]
-    fs, ls = _schema("flows"), _schema("links")
-    cwnd = pa.Table.from_pylist(list(cwnd_rows), schema=_schema("cwnd")) if cwnd_rows else None
+    fs, ls, cs = _schema("flows"), _schema("links"), _schema("cwnd")
+    cwnd = pa.Table.from_pylist(rows_for(cs, cwnd_rows, where=f"{producer} cwnd"), schema=cs) if cwnd_rows else None
     return RunResult(
-        pa.Table.from_pylist(flows_rows, schema=fs),
-        pa.Table.from_pylist(link_rows, schema=ls),
+        pa.Table.from_pylist(rows_for(fs, flows_rows, where=f"{producer} flows"), schema=fs),
+        pa.Table.from_pylist(rows_for(ls, link_rows, where=f"{producer} links"), schema=ls),
         None,
         summary,
         cwnd_table=cwnd,

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from .plan import Plan, Unsupported, single_paths
+from ..plan import Plan, Unsupported, single_paths
 
 #: Protocols ns-2.35 (as Debian ships it) can run, by fctlab name.
 PROTOCOLS = ("tcp", "atcp")
@@ -48,7 +48,7 @@ def check(plan: Plan) -> None:
     """Raises Unsupported, naming the key, for what ns-2.35 cannot run; adds to
     ``plan.notes`` what it runs differently."""
     t = plan.tcp
-    if plan.network.get("scheduler"):
+    if plan.scheduler:
         raise Unsupported(
             "transport.scheduler: ns-2.35 has no flow scheduling layer (SCHED_TCP); remove the key to crosscheck"
         )
@@ -130,7 +130,7 @@ def check(plan: Plan) -> None:
             "threshold, skips the first arrival after the queue reaches K and acts only while more than one "
             "packet waits (red.cc enque)"
         )
-    if plan.network["queue"]["kind"] == "red" and plan.network["queue"]["variant"] == "classic":
+    if plan.queue(nic=False)["kind"] == "red" and plan.queue(nic=False)["variant"] == "classic":
         plan.notes.append(
             "RED (classic): ns-2's RED runs in packet mode with the scenario's thresholds, weight and max_p, without "
             "wait_ and mark_p_, but keeps what cannot be switched off: no early action while the queue holds at "
@@ -180,7 +180,7 @@ def _num(x: float) -> str:
 
 def _queue_lines(p, plan: Plan) -> tuple:
     """ns-2's queue type of port `p` and the lines that set it up."""
-    model = plan.network["buffer_model"]
+    model = plan.buffer_model
     q = p.queue
     kind = q["kind"]
     lines = []
@@ -445,7 +445,7 @@ def _cwnd_sampler(plan: Plan) -> list:
     """Lines that print the window of every traced running flow at each multiple of the
     scenario's ``[monitor] cwnd_interval`` (as fctlab samples it): ``W id time cwnd_ ssthresh_
     ack_ increase_num_``."""
-    mon = plan.network.get("monitor") or {}
+    mon = plan.monitor
     dt = mon.get("cwnd_interval_s")
     if not dt:
         return []
@@ -504,7 +504,7 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
     mss = t["mss_bytes"]
     starts, finishes, final, links = {}, {}, {}, {}
     cwnd, last_ack = [], {}
-    dt = (plan.network.get("monitor") or {}).get("cwnd_interval_s")
+    dt = plan.monitor["cwnd_interval_s"]
     atcp = {f.flow_id for f in plan.flows if f.protocol == "atcp"}
     end = None
     for line in out.splitlines():

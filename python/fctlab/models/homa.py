@@ -21,8 +21,6 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .. import _core
-from ..api import _source
 
 __all__ = ["priorities", "scenario_priorities"]
 
@@ -65,6 +63,7 @@ def scenario_priorities(
 ) -> dict:
     """:func:`priorities` for the flows a scenario's workloads draw (its sized flows)."""
 
-    text, name, fmt = _source(scenario)
-    sizes = [f["size_bytes"] for f in _core.flows(text, name, fmt, list(set), []) if f.get("size_bytes")]
+    from ..plan import load  # lazy: the model's other functions need no scenario
+
+    sizes = [f.size_bytes for f in load(scenario, list(set)).flows if f.size_bytes]
     return priorities(sizes, rtt_bytes, bands, unscheduled_bands)

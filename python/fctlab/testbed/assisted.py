@@ -22,20 +22,27 @@ from .shell import TestbedError
 FB_MARK_SIZED = 1 << 31
 #: Entries of RACS's eq. 4.1 table (kernel/host_rules.h, RACS_WEIGHT_TABLE).
 RACS_WEIGHT_TABLE = 1024
-#: SDC's class keys and the values the kernel programs are built with (sdc_host.bpf.c).
-SDC_DEFAULTS = {
-    "r_a_segments": 50,
-    "r_b_segments": 100,
-    "gain_ac": 10.0,
-    "gain_bc": 2.0,
-    "alpha_c": 0.5,
-    "beta_c": 0.5,
-    "beta_max": 0.9,
-    "gamma": 1.0,
-    "alpha": None,
-    "beta": None,
-    "stamp": "max",
-}
+#: SDC's keys whose values the kernel programs are built with (sdc_host.bpf.c, sdc_port.bpf.c):
+#: the simulator's defaults (`fctlab._core.protocols()`, null where a key has none).
+SDC_BUILT_IN = (
+    "r_a_segments",
+    "r_b_segments",
+    "gain_ac",
+    "gain_bc",
+    "alpha_c",
+    "beta_c",
+    "beta_max",
+    "gamma",
+    "alpha",
+    "beta",
+    "stamp",
+)
+
+
+def sdc_built_in() -> dict:
+    """The values the testbed's SDC programs are built with, by key."""
+    defaults = next(r for r in _core.protocols() if "sdc" in r["names"])["defaults"]
+    return {k: defaults.get(k) for k in SDC_BUILT_IN}
 
 
 @dataclass(frozen=True)
@@ -56,31 +63,33 @@ class Protocol:
 
 
 def _initial_rtt(plan) -> float:
-    return float(plan.flows[0].params.get("initial_rtt", 1_000_000)) * 1e-9
+    return float(plan.flows[0].params["initial_rtt"]) * 1e-9
 
 
 def _rcp(plan) -> tuple[dict, dict]:
     p = plan.flows[0].params
     ports = dict(
-        alpha=float(p.get("alpha", 0.1)),
-        beta=float(p.get("beta", 1.0)),
+        alpha=float(p["alpha"]),
+        beta=float(p["beta"]),
         initial_rtt_s=_initial_rtt(plan),
-        initial_rate_fraction=float(p.get("initial_rate_fraction", 0.05)),
+        initial_rate_fraction=float(p["initial_rate_fraction"]),
     )
     return ports, {}
 
 
-def _mark_size(fl) -> None:
+def _mark_size(fl, so) -> None:
     """A sized flow's mark: its size, for the host program to follow its remaining size."""
-    if fl.size is None:
+    if fl.size_bytes is None:
         return
-    if fl.size >= FB_MARK_SIZED:
-        raise TestbedError(f"flows[{fl.flow_id}]: {fl.size} bytes: the testbed's host programs track sizes below 2 GiB")
-    fl.mark = FB_MARK_SIZED | fl.size
+    if fl.size_bytes >= FB_MARK_SIZED:
+        raise TestbedError(
+            f"flows[{fl.flow_id}]: {fl.size_bytes} bytes: the testbed's host programs track sizes below 2 GiB"
+        )
+    so.mark = FB_MARK_SIZED | fl.size_bytes
 
 
 def _eq41(params: dict) -> tuple:
-    return float(params.get("w_min", 1.0)), float(params.get("w_max", 9.0)), float(params.get("a", 0.02))
+    return float(params["w_min"]), float(params["w_max"]), float(params["a"])
 
 
 def racs_weight_table(w_min: float, w_max: float, a: float) -> list:
@@ -110,14 +119,14 @@ def _racs(plan) -> tuple[dict, dict]:
             raise TestbedError(f"flows[{fl.flow_id}]: all RACS flows of a testbed run must share w_min, w_max and a")
         w = fl.params.get("weight")
         if w is None:
-            _mark_size(fl)
+            _mark_size(fl, plan.sockopts[fl.flow_id])
             continue
         if not 1 / 256 <= float(w) < 256:
             raise TestbedError(f"flows[{fl.flow_id}]: RACS weight {float(w):g}: the option carries 1/256 to 255")
-        fl.mark = round(float(w) * 256)
+        plan.sockopts[fl.flow_id].mark = round(float(w) * 256)
     if not 1 / 256 <= eq41[0] < 256:
         raise TestbedError(f"RACS w_min {eq41[0]:g}: the option carries weights of 1/256 to 255")
-    table = racs_weight_table(*eq41) if any(fl.mark & FB_MARK_SIZED for fl in plan.flows) else []
+    table = racs_weight_table(*eq41) if any(so.mark & FB_MARK_SIZED for so in plan.sockopts.values()) else []
     host = {"w_min": round(eq41[0] * 256), "table_len": len(table), "table": table}
     return dict(initial_rtt_s=_initial_rtt(plan)), host
 
@@ -126,13 +135,14 @@ def _sdc(plan) -> tuple[dict, dict]:
     """Sized flows mark their size (their class follows it); the host program is built with
     the simulator's default classes and load-factor stamp, so other values of those keys are
     refused."""
+    built_in = sdc_built_in()
     for fl in plan.flows:
-        changed = [k for k, v in SDC_DEFAULTS.items() if fl.params.get(k, v) != v]
+        changed = [k for k, v in built_in.items() if fl.params.get(k) != v]
         if changed:
             raise TestbedError(
                 f"flows[{fl.flow_id}]: SDC's {', '.join(changed)}: the testbed runs SDC's default classes and stamp"
             )
-        _mark_size(fl)
+        _mark_size(fl, plan.sockopts[fl.flow_id])
     t_p = plan.flows[0].params.get("t_p")
     return dict(initial_rtt_s=_initial_rtt(plan), t_p_s=float(t_p) * 1e-9 if t_p else 0.0), {}
 

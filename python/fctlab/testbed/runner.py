@@ -31,7 +31,8 @@ from .assisted import feedback_params
 from .hostprog import STATS as HOST_STATS
 from .hostprog import HostPrograms
 from .pias import Tagger, tagged
-from .scenario import FRAME, Flow, Plan, load_plan
+from ..plan import Flow, rows_for
+from .scenario import FRAME, Sockopts, TestbedPlan, load_plan
 
 PORT_BASE = 20000
 SUBNET = "10.88"
@@ -108,7 +109,7 @@ def _socket_counters(sock: socket.socket) -> tuple[Optional[int], Optional[int],
 KERNEL_CUBIC = {"cubic_beta": 0.7, "cubic_c": 0.4, "cubic_fast_convergence": True, "cubic_reno_friendly": True}
 
 
-def _kernel_cubic(f) -> None:
+def _kernel_cubic(f: Flow, so: Sockopts) -> None:
     """A ``cubic`` flow runs the kernel's own CUBIC (tcp_cubic), whose parameters are the
     module's: a flow that sets others is refused, naming the key."""
     for key, value in f.params.items():
@@ -121,11 +122,11 @@ def _kernel_cubic(f) -> None:
         raise TestbedError(
             'protocol "cubic" needs the kernel\'s tcp_cubic (not in net.ipv4.tcp_available_congestion_control)'
         )
-    f.cc = "cubic"
+    so.cc = "cubic"
     f.protocol = "cubic"
 
 
-def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Optional[K.AtcpParams]:
+def resolve_congestion_controls(plan: TestbedPlan, halving: Optional[str] = None) -> Optional[K.AtcpParams]:
     """Sets each flow's kernel congestion control; returns the ATCP parameters to load, or
     None when no flow uses ATCP. ``tcp`` (and its aliases) is the kernel's ``reno``. The
     kernel ATCP's halving rule is the ATCP flows' ``halving`` key (all alike; the simulator's
@@ -134,25 +135,26 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
     fn_params: Optional[dict] = None
     halvings: set = set()
     for f in plan.flows:
+        so = plan.sockopts[f.flow_id]
         p = f.protocol.lower()
         if p in ("tcp", "newreno", "reno"):
-            f.cc = "reno"
+            so.cc = "reno"
             f.protocol = "tcp"
         elif p == "cubic":
-            _kernel_cubic(f)
+            _kernel_cubic(f, so)
         elif p in ("dctcp", "pias"):
             # fctlab's DCTCP (kernel/dctcp.bpf.c): the receivers' sockets run it too, for its
             # echo of CE marks. PIAS is DCTCP whose senders' packets are tagged (pias.py).
-            f.cc = K.DCTCP
+            so.cc = K.DCTCP
             f.protocol = p
         elif p in ASSISTED:
             # a router-assisted protocol whose hosts and switch ports run BPF programs
             # (assisted.py: hostprog.py, feedback.py); its receivers run it too, to echo the feedback
-            f.cc = ASSISTED[p].congestion_control
+            so.cc = ASSISTED[p].congestion_control
             f.protocol = p
         elif p == "atcp":
             wf = f.params.get("weight_function", "step")
-            f.weight_function = wf
+            so.weight_function = wf
             halvings.add(f.params.get("halving") or "per-episode")
             if wf == "fixed":
                 if "weight" not in f.params:
@@ -168,7 +170,7 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
                 if fn_params is not None and fn_params != mine:
                     raise TestbedError(f"flows[{f.flow_id}]: all step/linear ATCP flows of a run must share parameters")
                 fn_params = mine
-                f.cc = "atcp"
+                so.cc = "atcp"
             else:
                 raise TestbedError(
                     f"flows[{f.flow_id}]: ATCP weight_function {wf!r} is not available in the kernel (step, linear, fixed)"
@@ -191,8 +193,9 @@ def resolve_congestion_controls(plan: Plan, halving: Optional[str] = None) -> Op
     if all(w in (1.0, 2.0, 3.0) for w in fixed):
         w_fixed = [1.0, 2.0, 3.0]
     for f in plan.flows:
-        if f.protocol == "atcp" and f.weight_function == "fixed":
-            f.cc = f"atcp_w{w_fixed.index(float(f.params['weight'])) + 1}"
+        so = plan.sockopts[f.flow_id]
+        if f.protocol == "atcp" and so.weight_function == "fixed":
+            so.cc = f"atcp_w{w_fixed.index(float(f.params['weight'])) + 1}"
     fp = fn_params or {}
 
     def num(k, default):
@@ -234,7 +237,9 @@ class FlowResult:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _receiver(ns: str, port: int, f: Flow, res: FlowResult, ready: threading.Barrier, stop_at: list, bound: float):
+def _receiver(
+    ns: str, port: int, f: Flow, so: Sockopts, res: FlowResult, ready: threading.Barrier, stop_at: list, bound: float
+):
     """Accepts one connection, counts bytes until EOF (sized flow, then a 1-byte ACK) or
     until the stop time (long-lived flow)."""
     try:
@@ -246,10 +251,10 @@ def _receiver(ns: str, port: int, f: Flow, res: FlowResult, ready: threading.Bar
         return
     try:
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if f.cc in RECEIVER_CC:  # the accepted socket inherits it: its receiver side echoes feedback
-            srv.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, f.cc.encode())
-        if f.tos:  # so does its band on priority ports: the flow's ACKs share it
-            srv.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, f.tos)
+        if so.cc in RECEIVER_CC:  # the accepted socket inherits it: its receiver side echoes feedback
+            srv.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, so.cc.encode())
+        if so.tos:  # so does its band on priority ports: the flow's ACKs share it
+            srv.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, so.tos)
         srv.bind(("0.0.0.0", port))
         srv.listen(1)
         ready.wait(timeout=30)
@@ -259,7 +264,7 @@ def _receiver(ns: str, port: int, f: Flow, res: FlowResult, ready: threading.Bar
             conn.settimeout(0.2)
             n = 0
             while time.monotonic() < bound:
-                if f.size is None and stop_at[0] is not None and time.monotonic() >= stop_at[0]:
+                if f.size_bytes is None and stop_at[0] is not None and time.monotonic() >= stop_at[0]:
                     break
                 try:
                     b = conn.recv(1 << 20)
@@ -269,7 +274,7 @@ def _receiver(ns: str, port: int, f: Flow, res: FlowResult, ready: threading.Bar
                     break
                 n += len(b)
                 res.received = n
-            if f.size is not None and n == f.size:
+            if f.size_bytes is not None and n == f.size_bytes:
                 conn.settimeout(5)
                 conn.sendall(b"A")
     except threading.BrokenBarrierError:
@@ -318,6 +323,7 @@ def _sender(
     dst: str,
     port: int,
     f: Flow,
+    so: Sockopts,
     res: FlowResult,
     t0: float,
     stop_at: Optional[float],
@@ -331,11 +337,11 @@ def _sender(
         res.error = f"sender: {e}"
         return
     try:
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, f.cc.encode())
-        if f.tos:
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, f.tos)
-        if f.mark:  # RACS, SDC: the weight or size its host program reads (a u32)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, struct.pack("=I", f.mark))
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, so.cc.encode())
+        if so.tos:
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, so.tos)
+        if so.mark:  # RACS, SDC: the weight or size its host program reads (a u32)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, struct.pack("=I", so.mark))
         base = t0
         if f.after:
             limit = min(bound, stop_at) if stop_at is not None else bound
@@ -355,8 +361,8 @@ def _sender(
         with res.lock:
             res.sock = s
         view = memoryview(_BLOCK)
-        if f.size is not None:
-            left = f.size
+        if f.size_bytes is not None:
+            left = f.size_bytes
             while left > 0:
                 k = min(left, len(view))
                 s.sendall(view[:k])
@@ -398,12 +404,12 @@ STOP_RACE_S = 0.25
 SCHED_PORT_BASE = PORT_BASE + 2000
 
 
-def scheduled_pairs(plan: Plan) -> dict:
+def scheduled_pairs(plan: TestbedPlan) -> dict:
     """The sized flows of each host pair, when the plan has a scheduling layer."""
     pairs: dict = {}
     if plan.scheduler is not None:
         for f in plan.flows:
-            if f.size is not None:
+            if f.size_bytes is not None:
                 pairs.setdefault((f.src, f.dst), []).append(f)
     return pairs
 
@@ -433,7 +439,7 @@ def _sched_sender(ns: str, to: str, flows: list, sched: dict, t0: float, results
         classes = tag_classes([f.tag for f in flows], sched.get("priority_tags") or [])
         reports = _core.sched_send(
             to,
-            [f.size for f in flows],
+            [f.size_bytes for f in flows],
             [f.start_s for f in flows],
             classes,
             sched["policy"],
@@ -453,7 +459,7 @@ def _sched_sender(ns: str, to: str, flows: list, sched: dict, t0: float, results
         if r["error"] is None:
             res.finish = res.start + r["transfer_s"]
             res.completed = True
-            res.received = f.size
+            res.received = f.size_bytes
         else:
             res.error = r["error"]
 
@@ -479,7 +485,7 @@ def _kernel_weight(cc: Optional[str], kernel_params: Optional[K.AtcpParams], ack
 
 
 def _sample_cwnd(
-    plan: Plan,
+    plan: TestbedPlan,
     results: dict,
     kernel_params: Optional[K.AtcpParams],
     t0: float,
@@ -568,7 +574,7 @@ def _base_rtt(net: Network, src: str, dst: str, port: int) -> float:
 # one run
 
 
-def build_network(plan: Plan, net: Network, marker=None, tagger=None, port_program=None) -> None:
+def build_network(plan: TestbedPlan, net: Network, marker=None, tagger=None, port_program=None) -> None:
     """The plan's namespaces, links, ports and addresses; ``tagger`` (a pias.Tagger) goes on
     the interface of every host that sends PIAS flows, and ``port_program(ns, dev, rate_bps)``
     runs for every switch port."""
@@ -652,7 +658,7 @@ def build_network(plan: Plan, net: Network, marker=None, tagger=None, port_progr
         )
 
 
-def set_bands(plan: Plan) -> None:
+def set_bands(plan: TestbedPlan) -> None:
     """On strict-priority ports, each flow's band as the simulator gives it: a PIAS flow's
     packets are tagged as they leave (DSCP 0 until then: its handshake and ACKs in band 0);
     any other flow's packets and ACKs all take the band of its tag, the first of
@@ -665,10 +671,10 @@ def set_bands(plan: Plan) -> None:
             continue
         tags = plan.priority_tags
         band = tags.index(f.tag) if f.tag in tags else plan.bands - 1
-        f.tos = min(band, plan.bands - 1) << 2
+        plan.sockopts[f.flow_id].tos = min(band, plan.bands - 1) << 2
 
 
-def pias_thresholds(plan: Plan) -> Optional[list]:
+def pias_thresholds(plan: TestbedPlan) -> Optional[list]:
     """The demotion thresholds (bytes) of the plan's PIAS flows, or None when it has none.
     The tagger has one set per run and tags every connection of a host, so the PIAS flows
     must share their thresholds, their hosts must send nothing else, and the ports must have
@@ -692,7 +698,7 @@ def pias_thresholds(plan: Plan) -> Optional[list]:
     return ts
 
 
-def path_rate(plan: Plan, f: Flow) -> float:
+def path_rate(plan: TestbedPlan, f: Flow) -> float:
     """Slowest rate on the flow's path (the testbed's topologies have one path per pair)."""
     return min(l.rate_a if l.a == a else l.rate_b for l, a in plan.path(f.src, f.dst))
 
@@ -717,7 +723,7 @@ def _sigterm_as_interrupt():
 
 
 def run_plan(
-    plan: Plan,
+    plan: TestbedPlan,
     *,
     scenario_file: str = "",
     overrides: Sequence[str] = (),
@@ -755,10 +761,10 @@ def _one_run_at_a_time():
         os.close(fd)
 
 
-def _load_dctcp(plan: Plan) -> bool:
+def _load_dctcp(plan: TestbedPlan) -> bool:
     """Registers fctlab's DCTCP when a flow needs it and it is not registered yet; returns
     whether this call registered it (and must unregister it)."""
-    if not any(f.cc == K.DCTCP for f in plan.flows) or K.dctcp_registered():
+    if not any(so.cc == K.DCTCP for so in plan.sockopts.values()) or K.dctcp_registered():
         return False
     try:
         K.load_dctcp()
@@ -792,7 +798,7 @@ class _Programs:
         self.stamping: list = []  # (ns, dev) of the ports running the protocol's program
         self.atcp_here = self.dctcp_here = False
 
-    def load(self, plan: Plan, atcp) -> None:
+    def load(self, plan: TestbedPlan, atcp) -> None:
         thresholds = pias_thresholds(plan)
         set_bands(plan)
         if plan.ecn_threshold is not None or max(plan.bands, plan.nic_bands) > 1:
@@ -844,7 +850,9 @@ class _Programs:
                     pass
 
 
-def _start_receivers(net, pairs: dict, plain: list, results: dict, ready, stop_at: list, bound: float, horizon: float):
+def _start_receivers(
+    net, plan: TestbedPlan, pairs: dict, plain: list, results: dict, ready, stop_at: list, bound: float, horizon: float
+):
     """A receiver thread per scheduled pair and per plain flow, each in its host's namespace;
     returns the threads and, per scheduled pair, the list its receiver fills with deliveries."""
     threads, deliveries = [], {}
@@ -860,14 +868,25 @@ def _start_receivers(net, pairs: dict, plain: list, results: dict, ready, stop_a
         )
         threads.append(threading.Thread(target=_sched_receiver, daemon=True, args=args))
     for f in plain:
-        args = (net.ns(f.dst), PORT_BASE + f.flow_id, f, results[f.flow_id], ready, stop_at, bound)
+        args = (
+            net.ns(f.dst),
+            PORT_BASE + f.flow_id,
+            f,
+            plan.sockopts[f.flow_id],
+            results[f.flow_id],
+            ready,
+            stop_at,
+            bound,
+        )
         threads.append(threading.Thread(target=_receiver, daemon=True, args=args))
     for t in threads:
         t.start()
     return threads, deliveries
 
 
-def _start_senders(net, plan: Plan, pairs: dict, plain: list, results: dict, t0: float, stop_abs, end_abs) -> list:
+def _start_senders(
+    net, plan: TestbedPlan, pairs: dict, plain: list, results: dict, t0: float, stop_abs, end_abs
+) -> list:
     """A sender thread per scheduled pair and per plain flow, started at `t0`."""
     threads = []
     groups = Groups(plan.flows)
@@ -880,6 +899,7 @@ def _start_senders(net, plan: Plan, pairs: dict, plain: list, results: dict, t0:
             net.addresses[f.dst],
             PORT_BASE + f.flow_id,
             f,
+            plan.sockopts[f.flow_id],
             results[f.flow_id],
             t0,
             stop_abs,
@@ -911,7 +931,7 @@ def _apply_deliveries(pairs: dict, deliveries: dict, results: dict) -> None:
 
 
 def _run_plan(
-    plan: Plan,
+    plan: TestbedPlan,
     scenario_file: str,
     overrides: Sequence[str],
     sha256: str,
@@ -945,7 +965,7 @@ def _run_plan(
         ready = threading.Barrier(len(plain) + len(pairs) + 1)
         stop_at: list = [None]
         bound = time.monotonic() + horizon + 30  # sockets never block past this
-        threads, deliveries = _start_receivers(net, pairs, plain, results, ready, stop_at, bound, horizon)
+        threads, deliveries = _start_receivers(net, plan, pairs, plain, results, ready, stop_at, bound, horizon)
         try:
             ready.wait(timeout=30)
         except threading.BrokenBarrierError:
@@ -1036,7 +1056,7 @@ class Measured:
 
 
 def collect(
-    plan: Plan, m: Measured, *, scenario_file: str = "", overrides: Sequence[str] = (), sha256: str = ""
+    plan: TestbedPlan, m: Measured, *, scenario_file: str = "", overrides: Sequence[str] = (), sha256: str = ""
 ) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
     """The flows and links tables, the summary and the cwnd table of a run from what it
     measured (no network needed: recorded measurements give the same tables)."""
@@ -1045,51 +1065,53 @@ def collect(
     return _flow_table(plan, m), _link_table(plan, m), summary, cwnd
 
 
-def _flow_table(plan: Plan, m: Measured) -> pa.Table:
-    rows = {c: [] for c in FLOW_SCHEMA.names}
+def _flow_table(plan: TestbedPlan, m: Measured) -> pa.Table:
+    """What the testbed measured per flow; every other column is null (``rows_for``): the
+    kernel does not count timeouts per kind, loss probes or per-flow drops (the qdiscs count
+    drops per port), and keeps a smoothed RTT, not a mean."""
+    measured = []
     for f in plan.flows:
         r = m.results[f.flow_id]
         start = (r.start - m.t0) if r.start is not None else None
         finish = (r.finish - m.t0) if r.finish is not None else None
         fct = (finish - start) if (finish is not None and start is not None) else None
         rtt = m.base_rtts.get((f.src, f.dst), float("nan"))
-        ideal = (f.size * 8 / path_rate(plan, f) + (0.0 if rtt != rtt else rtt)) if f.size is not None else None
-        rows["flow_id"].append(f.flow_id)
-        rows["src"].append(f.src)
-        rows["dst"].append(f.dst)
-        rows["size_bytes"].append(f.size)
-        rows["bytes_delivered"].append(r.received)
-        rows["start_s"].append(start)
-        rows["finish_s"].append(finish)
-        rows["fct_s"].append(fct)
-        rows["ideal_fct_s"].append(ideal)
-        rows["slowdown"].append(fct / ideal if (fct is not None and ideal) else None)
-        rows["completed"].append(bool(r.completed))
-        rows["protocol"].append(f.protocol)
-        unmeasured = f.flow_id in m.scheduled  # the scheduling library does not read TCP_INFO
-        rows["retransmits"].append(None if unmeasured else (r.retransmits if r.retransmits is not None else 0))
-        rows["timeouts"].append(None)
-        rows["first_timeouts"].append(None)
-        rows["ecn_timeouts"].append(None)
-        rows["deadline_s"].append(f.deadline_s)
-        rows["tag"].append(f.tag)
-        rows["group"].append(f.group)
-        rows["packets_sent"].append(None if unmeasured else (r.segs_out if r.segs_out is not None else 0))
-        rows["loss_probes"].append(None)
-        rows["left_slow_start"].append(None)
+        ideal = (
+            (f.size_bytes * 8 / path_rate(plan, f) + (0.0 if rtt != rtt else rtt)) if f.size_bytes is not None else None
+        )
+        row = dict(
+            flow_id=f.flow_id,
+            src=f.src,
+            dst=f.dst,
+            size_bytes=f.size_bytes,
+            bytes_delivered=r.received,
+            start_s=start,
+            finish_s=finish,
+            fct_s=fct,
+            ideal_fct_s=ideal,
+            slowdown=fct / ideal if (fct is not None and ideal) else None,
+            completed=bool(r.completed),
+            protocol=f.protocol,
+            deadline_s=f.deadline_s,
+            tag=f.tag,
+            group=f.group,
+        )
         if f.flow_id in m.scheduled:
-            rows["scheduler"].append(plan.scheduler["policy"])
-            rows["conn_finish_s"].append(None)  # the library does not time its connections
+            # the scheduling library neither reads TCP_INFO nor times its connections
+            row["scheduler"] = plan.scheduler["policy"]
         else:
-            rows["scheduler"].append("none")
-            rows["conn_finish_s"].append(finish)
-        rows["rtt_min_s"].append(None if unmeasured else r.min_rtt_s)
-        rows["rtt_mean_s"].append(None)  # the kernel keeps a smoothed RTT, not a mean
-        rows["drops"].append(None)  # the qdiscs count drops per port, not per flow
-    return pa.Table.from_pydict(rows, schema=FLOW_SCHEMA)
+            row.update(
+                scheduler="none",
+                conn_finish_s=finish,
+                retransmits=r.retransmits if r.retransmits is not None else 0,
+                packets_sent=r.segs_out if r.segs_out is not None else 0,
+                rtt_min_s=r.min_rtt_s,
+            )
+        measured.append(row)
+    return pa.Table.from_pylist(rows_for(FLOW_SCHEMA, measured, where="testbed flows"), schema=FLOW_SCHEMA)
 
 
-def _link_table(plan: Plan, m: Measured) -> pa.Table:
+def _link_table(plan: TestbedPlan, m: Measured) -> pa.Table:
     lrows = {c: [] for c in LINK_SCHEMA.names}
     for i, (name, st) in enumerate(m.stats.items()):
         p = st["port"]
@@ -1120,7 +1142,7 @@ def _link_table(plan: Plan, m: Measured) -> pa.Table:
     return pa.Table.from_pydict(lrows, schema=LINK_SCHEMA)
 
 
-def _summary(plan: Plan, m: Measured, *, scenario_file: str, overrides: Sequence[str], sha256: str) -> dict:
+def _summary(plan: TestbedPlan, m: Measured, *, scenario_file: str, overrides: Sequence[str], sha256: str) -> dict:
     errors = {f.flow_id: m.results[f.flow_id].error for f in plan.flows if m.results[f.flow_id].error}
     summary = {
         "scenario_name": plan.name,
@@ -1142,7 +1164,7 @@ def _summary(plan: Plan, m: Measured, *, scenario_file: str, overrides: Sequence
         "feedback": m.feedback,
         "interrupted": m.interrupted,
         "kernel": os.uname().release,
-        "congestion_controls": {str(f.flow_id): f.cc for f in plan.flows},
+        "congestion_controls": {str(f.flow_id): plan.sockopts[f.flow_id].cc for f in plan.flows},
         "atcp_params": m.atcp.to_dict() if m.atcp is not None else None,
         "base_rtt_s": {f"{a}->{b}": v for (a, b), v in m.base_rtts.items()},
         "emulated_delay_s": plan.delay_s,

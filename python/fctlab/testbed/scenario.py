@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Optional, Sequence
 
-from .. import _core
+from ..api import ScenarioError
+from ..plan import Plan, load_file
 from .ecn import Threshold
 from .netns import ETH_OVERHEAD, MTU, TestbedError
 
@@ -39,36 +40,21 @@ class Link:
 
 
 @dataclass
-class Flow:
-    flow_id: int
-    src: str
-    dst: str
-    size: Optional[int]
-    start_s: float
-    protocol: str  # as in the scenario: "tcp" or "atcp"
+class Sockopts:
+    """How the testbed opens one flow's sockets (set by runner.resolve_congestion_controls,
+    set_bands and assisted.feedback_params)."""
+
     cc: str = ""  # kernel congestion control name
     weight_function: str = ""
-    params: dict = field(default_factory=dict)
-    tag: str = ""
-    group: str = ""
-    deadline_s: Optional[float] = None
-    ecn: bool = False  # ECN-capable (the sending host's net.ipv4.tcp_ecn = 1)
-    after: str = ""  # start `start_s` after every flow of this group has completed
     tos: int = 0  # the sockets' IP_TOS: the flow's band on strict-priority ports (runner.set_bands)
     mark: int = 0  # the sender socket's SO_MARK: a RACS weight x 256 or a size (assisted.feedback_params)
 
 
 @dataclass
-class Plan:
-    name: str
-    seed: int
-    topology: str
-    hosts: list
-    switches: list
-    links: list
-    flows: list
-    stop_time_s: Optional[float]
-    notes: list = field(default_factory=list)
+class TestbedPlan(Plan):
+    """A plan (``fctlab.plan.Plan``) with what the testbed builds for it."""
+
+    links: list = field(default_factory=list)
     ecn_threshold: object = None  # ecn.Threshold for queue = "ecn" (or "priority"), else None
     bands: int = 1  # switch ports: 1 (TBF) or a strict-priority port's bands (queue = "priority")
     nic_bands: int = 1  # host NICs, likewise (nic_queue)
@@ -76,8 +62,8 @@ class Plan:
     cwnd_interval_s: Optional[float] = None  # [monitor] cwnd_interval
     cwnd_flows: Optional[list] = None  # [monitor] cwnd_flows (None: every flow)
     delay_s: float = 0.0  # one-way delay emulated on the bottleneck link by a delay line
-    #: [transport] scheduler: policy, priority_then, priority_tags, send_buffer_bytes (None: none)
-    scheduler: Optional[dict] = None
+    #: flow id -> its sockets' settings
+    sockopts: dict = field(default_factory=dict)
 
     def path(self, src: str, dst: str) -> list:
         """The links from ``src`` to ``dst``, each with the node it is left from: ``[(Link,
@@ -104,30 +90,27 @@ class Plan:
 MAX_FLOWS = 1000
 
 
-def _core_call(fn: str, path: Path, overrides: Sequence[str]):
-    """``fctlab._core.<fn>`` on the scenario file: the simulator's own parser, validation,
-    overrides and workload generators, so the testbed runs what the simulator would."""
-    text = Path(path).read_text(encoding="utf-8")
-    fmt = "json" if str(path).endswith(".json") else "toml"
-    try:
-        return getattr(_core, fn)(text, str(path), fmt, list(overrides))
-    except _core.ScenarioError as e:
-        raise TestbedError(str(e)) from None
-
-
-def _links(net: dict, topo: str, hosts: list, switches: list, notes: list) -> tuple:
+def _links(plan: Plan, notes: list) -> tuple:
     """The plan's links (a host's end first, the dumbbell's bottleneck first of all) and the
     one-way delay the delay line emulates (0: none); what cannot be emulated goes to `notes`."""
-    nic = queue_bytes(net["nic_buffer"])
+    topo, hosts = plan.topology, set(plan.hosts)
     links = []
-    for l in net["links"]:
-        a, b = l["a"], l["b"]
-        if a in switches and b in hosts:
-            a, b = b, a
-        buf = queue_bytes(l["buffer"])
+    for pa, pb in plan.links():
+        if pb.src in hosts and pa.src not in hosts:
+            pa, pb = pb, pa
         # a host's own end is its NIC (nic_buffer); a switch's end uses the link's buffer
+        level = pb.level if pa.nic else pa.level
         links.append(
-            Link(a, b, l["rate_bps"], l["rate_bps"], nic if a in hosts else buf, buf, l["level"], l["delay_s"])
+            Link(
+                pa.src,
+                pa.dst,
+                pa.rate_bps,
+                pb.rate_bps,
+                queue_bytes(pa.buffer),
+                queue_bytes(pb.buffer),
+                level,
+                pa.delay_s,
+            )
         )
     if topo == "dumbbell":  # the bottleneck first: the testbed's path rate and delay line use it
         links.sort(key=lambda l: l.level != "bottleneck")
@@ -151,33 +134,6 @@ def _links(net: dict, topo: str, hosts: list, switches: list, notes: list) -> tu
     elif any(l.delay_s > 0 for l in links):
         notes.append(f"link delays are not emulated on {topo} topologies: the base RTT is that of the veths")
     return links, delay_s
-
-
-def _flows(path: Path, overrides: Sequence[str], hosts: list) -> list:
-    """The scenario's flows as the testbed runs them."""
-    flows = []
-    for f in _core_call("flows", path, overrides):
-        i = f["flow_id"]
-        where = f"flow {i}"
-        fl = Flow(
-            flow_id=i,
-            src=f["src"],
-            dst=f["dst"],
-            size=f["size_bytes"],
-            start_s=f["start_s"],
-            protocol=f["protocol"],
-            params=dict(f["params"]),
-            tag=f["tag"],
-            group=f["group"],
-            deadline_s=f["deadline_s"],
-            ecn=bool(f["ecn"]),
-            after=f["after"] or "",
-        )
-        for h in (fl.src, fl.dst):
-            if h not in hosts:
-                raise TestbedError(f"{where}: unknown host {h!r}")
-        flows.append(fl)
-    return flows
 
 
 def _threshold(t) -> Optional[Threshold]:
@@ -204,9 +160,9 @@ def _priority_bands(q: dict, key: str) -> int:
     return int(q["bands"])
 
 
-def _queues(net: dict, notes: list) -> tuple:
+def _queues(plan: Plan, notes: list) -> tuple:
     """The switch ports' ECN threshold and bands, and the host NICs' bands."""
-    queue = net["queue"]
+    queue = plan.queue(nic=False)
     ecn_threshold, bands, nic_bands = None, 1, 1
     if queue["kind"] == "ecn":
         ecn_threshold = _threshold(queue["threshold"])
@@ -218,7 +174,7 @@ def _queues(net: dict, notes: list) -> tuple:
             f"network.queue = {queue['kind']!r}: the testbed has drop-tail (TBF), ecn (TBF with a BPF "
             "marker) and priority (HTB bands) queues"
         )
-    nic = net["nic_queue"]
+    nic = plan.queue(nic=True)
     if nic["kind"] == "priority":
         nic_bands = _priority_bands(nic, "nic_queue")
     elif nic["kind"] != "droptail":
@@ -228,82 +184,81 @@ def _queues(net: dict, notes: list) -> tuple:
     return ecn_threshold, bands, nic_bands
 
 
-def load_plan(path: Path, overrides: Sequence[str] = ()) -> Plan:
-    """The testbed's plan of a scenario file (after ``overrides``, as ``fctlab run --set``)."""
-    net = _core_call("network", path, overrides)
-    topo = net["topology"]
-    notes = []
-    ecn_threshold, bands, nic_bands = _queues(net, notes)
-    tags = list(net["queue"].get("tags") or [])
-    hosts = [n["name"] for n in net["nodes"] if n["kind"] == "host"]
-    switches = [n["name"] for n in net["nodes"] if n["kind"] == "switch"]
-    if len(net["links"]) != len(hosts) + len(switches) - 1:
+def _check_flows(plan: Plan) -> None:
+    if len(plan.flows) > MAX_FLOWS:
         raise TestbedError(
-            f"network.topology = {topo!r}: {len(net['links'])} links join {len(hosts) + len(switches)} nodes, so "
-            "some pairs have several paths; the testbed's switches are learning bridges and need one path per "
-            "pair (dumbbell, star, tree, or a leaf-spine with one spine)"
-        )
-    if len(hosts) > 250:
-        raise TestbedError(f"{len(hosts)} hosts: the testbed supports at most 250")
-    links, delay_s = _links(net, topo, hosts, switches, notes)
-    flows = _flows(path, overrides, hosts)
-    if len(flows) > MAX_FLOWS:
-        raise TestbedError(
-            f"{len(flows)} flows: the testbed runs at most {MAX_FLOWS} (two threads and a socket "
+            f"{len(plan.flows)} flows: the testbed runs at most {MAX_FLOWS} (two threads and a socket "
             "pair each); shorten the workload (`count`, `until`) or run it in the simulator"
         )
-    if not flows:
+    if not plan.flows:
         raise TestbedError("no flows to run (no [[flows]], and the [[workloads]] generate none)")
     by_host: dict = {}
-    for fl in flows:
+    for fl in plan.flows:
         if by_host.setdefault(fl.src, fl.ecn) != fl.ecn:
             raise TestbedError(
                 f"flow {fl.flow_id}: host {fl.src} sends both ECN-capable and other flows; "
                 "the testbed sets ECN per sending host (net.ipv4.tcp_ecn)"
             )
-    stop_s = net["stop_time_s"]
-    if stop_s is None and any(f.size is None for f in flows):
+    if plan.stop_time_s is None and any(f.size_bytes is None for f in plan.flows):
         raise TestbedError("long-lived flows (no `size`) need `stop_time`")
-    mon = net["monitor"]
-    cwnd_interval = mon["cwnd_interval_s"]
+
+
+def _scheduler_notes(plan: Plan, notes: list) -> None:
+    sched = plan.scheduler
+    if sched is None:
+        return
+    longs = [f.flow_id for f in plan.flows if f.size_bytes is None]
+    if longs:
+        notes.append(f"flows {longs[:5]} are long-lived: each keeps its own connection, outside the scheduling layer")
+    afters = [f.flow_id for f in plan.flows if f.size_bytes is not None and f.after]
+    if afters:
+        raise TestbedError(
+            f"flows {afters[:5]} wait for a group; the testbed's scheduling layer starts flows at fixed times"
+        )
+    notes.append(
+        f"flows of each host pair scheduled by {sched['policy']} over real sockets (fctlab sched: "
+        "one connection per flow, chunks chosen by the policy)"
+    )
+
+
+def load_plan(path: Path, overrides: Sequence[str] = ()) -> TestbedPlan:
+    """The testbed's plan of a scenario file (after ``overrides``, as ``fctlab run --set``)."""
+    try:
+        plan = load_file(path, overrides)
+    except ScenarioError as e:
+        raise TestbedError(str(e)) from None
+    topo = plan.topology
+    notes: list = []
+    ecn_threshold, bands, nic_bands = _queues(plan, notes)
+    tags = list(plan.queue(nic=False).get("tags") or [])
+    n_links = len(plan.ports) // 2
+    if n_links != len(plan.hosts) + len(plan.switches) - 1:
+        raise TestbedError(
+            f"network.topology = {topo!r}: {n_links} links join {len(plan.hosts) + len(plan.switches)} nodes, so "
+            "some pairs have several paths; the testbed's switches are learning bridges and need one path per "
+            "pair (dumbbell, star, tree, or a leaf-spine with one spine)"
+        )
+    if len(plan.hosts) > 250:
+        raise TestbedError(f"{len(plan.hosts)} hosts: the testbed supports at most 250")
+    links, delay_s = _links(plan, notes)
+    _check_flows(plan)
+    cwnd_interval = plan.monitor["cwnd_interval_s"]
     if cwnd_interval is not None and cwnd_interval < 1e-3:
         notes.append(f"cwnd samples every {cwnd_interval * 1e3:g} ms requested; the testbed samples at most every 1 ms")
         cwnd_interval = 1e-3
-    cwnd_flows = mon["cwnd_flows"]
-    if mon["queue_interval_s"] is not None:
+    if plan.monitor["queue_interval_s"] is not None:
         notes.append("queue samples (monitor.queue_interval) are not taken by the testbed")
-    sched = net.get("scheduler")
-    if sched is not None:
-        longs = [f.flow_id for f in flows if f.size is None]
-        if longs:
-            notes.append(
-                f"flows {longs[:5]} are long-lived: each keeps its own connection, outside the scheduling layer"
-            )
-        afters = [f.flow_id for f in flows if f.size is not None and f.after]
-        if afters:
-            raise TestbedError(
-                f"flows {afters[:5]} wait for a group; the testbed's scheduling layer starts flows at fixed times"
-            )
-        notes.append(
-            f"flows of each host pair scheduled by {sched['policy']} over real sockets (fctlab sched: "
-            "one connection per flow, chunks chosen by the policy)"
-        )
-    return Plan(
-        name=net["name"],
-        seed=int(net["seed"]),
-        topology=topo,
-        hosts=hosts,
-        switches=switches,
-        links=links,
-        flows=flows,
-        stop_time_s=stop_s,
+    _scheduler_notes(plan, notes)
+    return TestbedPlan(
+        **{f.name: getattr(plan, f.name) for f in fields(Plan) if f.name != "notes"},
         notes=notes,
+        links=links,
         ecn_threshold=ecn_threshold,
         bands=bands,
         nic_bands=nic_bands,
         priority_tags=tags,
         cwnd_interval_s=cwnd_interval,
-        cwnd_flows=cwnd_flows,
+        cwnd_flows=plan.monitor["cwnd_flows"],
         delay_s=delay_s,
-        scheduler=sched,
+        sockopts={f.flow_id: Sockopts() for f in plan.flows},
     )

@@ -22,6 +22,9 @@ impl Discipline for DropTail {
     fn parse(keys: toml::Table) -> Result<(), KeyError> {
         keys_as::<Keys>(keys).map(|_| ())
     }
+    fn describe(_: &()) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::new()
+    }
     fn new(_: &(), _: &LinkInfo, _: Rng) -> DropTail {
         DropTail
     }

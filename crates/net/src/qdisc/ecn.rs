@@ -29,6 +29,9 @@ impl Discipline for EcnThreshold {
             KeyError::new("ecn_threshold", "queue = \"ecn\" needs `ecn_threshold` (the marking threshold K, e.g. \"20pkt\")")
         })
     }
+    fn describe(threshold: &BufferLimit) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::from_iter([("threshold".to_string(), threshold.to_json())])
+    }
     fn new(threshold: &BufferLimit, _: &LinkInfo, _: Rng) -> EcnThreshold {
         EcnThreshold { threshold: *threshold }
     }

@@ -42,6 +42,14 @@ impl BufferLimit {
             BufferLimit::Unlimited => false,
         }
     }
+    /// As the plan writes it (`fctlab_scenario::plan`): `["pkts", n]`, `["bytes", n]` or null.
+    pub fn to_json(&self) -> serde_json::Value {
+        match *self {
+            BufferLimit::Packets(n) => serde_json::json!(["pkts", n]),
+            BufferLimit::Bytes(b) => serde_json::json!(["bytes", b]),
+            BufferLimit::Unlimited => serde_json::Value::Null,
+        }
+    }
     /// True when adding a packet of `add_bytes` would exceed this limit.
     #[inline]
     pub fn would_overflow(&self, pkts: u32, bytes: u64, add_bytes: u64) -> bool {
@@ -131,6 +139,9 @@ pub trait Discipline: Clone + fmt::Debug + Sized {
     const KEYS: &'static [&'static str];
     /// Its parameters from the keys of `[network]` it reads (only those are in `keys`).
     fn parse(keys: toml::Table) -> Result<Self::Config, KeyError>;
+    /// Its parameters as other engines read them from the plan (`fctlab_scenario::plan`),
+    /// by the names docs/plan.md lists; empty for a discipline without any.
+    fn describe(cfg: &Self::Config) -> serde_json::Map<String, serde_json::Value>;
     /// Its state on one port; `rng` is the port's own stream.
     fn new(cfg: &Self::Config, link: &LinkInfo, rng: Rng) -> Self;
     /// The decision for a packet offered to the port.
@@ -258,6 +269,15 @@ macro_rules! disciplines {
                 match self {
                     $(QueueConfig::$ty(_) => <$ty as Discipline>::NAME,)*
                 }
+            }
+            /// Its name (`kind`) and parameters ([`Discipline::describe`]), as the plan writes them.
+            pub fn describe(&self) -> serde_json::Value {
+                let mut m = serde_json::Map::new();
+                m.insert("kind".into(), self.name().into());
+                match self {
+                    $(QueueConfig::$ty(c) => m.extend(<$ty as Discipline>::describe(c)),)*
+                }
+                serde_json::Value::Object(m)
             }
             /// Its state on one port.
             pub fn build(&self, link: &LinkInfo, rng: Rng) -> AnyQdisc {

@@ -53,6 +53,9 @@ impl Discipline for PFabric {
         Ok(())
     }
 
+    fn describe(_: &()) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::new()
+    }
     fn new(_: &(), _: &LinkInfo, _: Rng) -> PFabric {
         PFabric(Box::default())
     }

@@ -137,6 +137,18 @@ impl Discipline for StrictPriority {
         })
     }
 
+    fn describe(c: &PriorityConfig) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::json;
+        let opt = |b: &Option<BufferLimit>| b.as_ref().map_or(serde_json::Value::Null, BufferLimit::to_json);
+        serde_json::Map::from_iter([
+            ("tags".to_string(), json!(c.tags)),
+            ("bands".to_string(), json!(c.bands)),
+            ("band_buffer".to_string(), opt(&c.band_buffer)),
+            ("ecn_threshold".to_string(), opt(&c.ecn_threshold)),
+            ("ecn_per_port".to_string(), json!(c.ecn_per_port)),
+            ("pushout".to_string(), json!(c.pushout)),
+        ])
+    }
     fn new(cfg: &PriorityConfig, _: &LinkInfo, _: Rng) -> StrictPriority {
         let n = cfg.bands;
         StrictPriority(Box::new(Bands {

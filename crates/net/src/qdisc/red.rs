@@ -192,6 +192,42 @@ impl Discipline for Red {
         Ok(cfg)
     }
 
+    /// Classic RED: `variant = "classic"` and its thresholds, `max_p`, `weight`, `gentle`, `ecn`;
+    /// ns-2's REDQueue: `variant = "ns2"` and ns-2's own names (`thresh`, `maxthresh`,
+    /// `q_weight` (null: automatic), `max_p`, `mark_p`, `wait`, `bytes`, `mean_pktsize`,
+    /// `target_delay_s`, `gentle`, `ecn`).
+    fn describe(c: &RedConfig) -> serde_json::Map<String, serde_json::Value> {
+        use serde_json::json;
+        let v = match &c.ns2 {
+            None => json!({
+                "variant": "classic",
+                "min_threshold_pkts": c.min_threshold_pkts,
+                "max_threshold_pkts": c.max_threshold_pkts,
+                "max_p": c.max_p,
+                "weight": c.weight,
+                "gentle": c.gentle,
+                "ecn": c.ecn,
+            }),
+            Some(n) => json!({
+                "variant": "ns2",
+                "thresh": n.min_threshold,
+                "maxthresh": n.max_threshold,
+                "q_weight": n.weight,
+                "max_p": n.max_p,
+                "mark_p": n.mark_p,
+                "wait": n.wait,
+                "bytes": n.bytes,
+                "mean_pktsize": n.mean_pktsize,
+                "target_delay_s": n.target_delay.as_secs_f64(),
+                "gentle": n.gentle,
+                "ecn": n.ecn,
+            }),
+        };
+        match v {
+            serde_json::Value::Object(m) => m,
+            _ => unreachable!("a json! object"),
+        }
+    }
     fn new(cfg: &RedConfig, link: &LinkInfo, rng: Rng) -> Red {
         match &cfg.ns2 {
             Some(n) => Red::Ns2(Box::new(Ns2RedState::new(n, rng, link.rate, link.delay))),

@@ -1,0 +1,278 @@
+"""The plan: a scenario as every engine runs it.
+
+fctlab's parser resolves a scenario once (defaults, profile, overrides, workloads drawn with
+the scenario's seed) and writes it as the plan (``fctlab_scenario::plan``, docs/plan.md). The
+simulator runs the scenario itself; ns-2, htsim, ns-3, the namespace testbed and the socket
+scheduler read this module's :class:`Plan`, so every engine starts the same flows, at the same
+times, on the same network. An engine says which parts it cannot run by raising
+:class:`Unsupported` naming the scenario key.
+
+The one helper every producer of a flows table uses is :func:`rows_for`: it turns what an
+engine measured into rows of the results schema, so a column added to the schema reaches every
+producer, null where the engine does not measure it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from . import _core
+from .api import ScenarioError, ScenarioLike, _source
+
+#: The plan version this module reads (``PLAN_VERSION`` in crates/scenario/src/plan.rs).
+PLAN_VERSION = 1
+
+
+class Unsupported(ScenarioError):
+    """The scenario uses something an engine cannot run; the message names the scenario key
+    and says why."""
+
+
+@dataclass
+class Port:
+    """One direction of a link: the output queue of `src` toward `dst`."""
+
+    src: str
+    dst: str
+    #: the link's index (both directions share it)
+    link: int
+    rate_bps: int
+    delay_s: float
+    #: ("pkts", n), ("bytes", n) or None (unlimited)
+    buffer: Optional[tuple]
+    #: the queue discipline: {"kind": ..., and its parameters} (docs/plan.md)
+    queue: dict
+    #: the link's level; "nic" for a host's own port
+    level: str
+    #: whether `src` is a host (this is a NIC queue)
+    nic: bool
+
+
+@dataclass
+class Flow:
+    """A flow as the simulator starts it."""
+
+    flow_id: int
+    src: str
+    dst: str
+    #: None: long-lived
+    size_bytes: Optional[int]
+    start_s: float
+    protocol: str
+    ecn: bool
+    #: the protocol's settings, every one resolved (its defaults included)
+    params: dict
+    tag: str
+    group: str
+    #: the group whose completion this flow waits for (then `start_s` is the delay after it)
+    after: Optional[str]
+    deadline_s: Optional[float] = None
+
+
+@dataclass
+class Plan:
+    name: str
+    seed: int
+    stop_time_s: Optional[float]
+    #: the topology's kind (`network.topology`)
+    topology: str
+    hosts: list
+    switches: list
+    ports: list
+    flows: list
+    #: the resolved transport settings (`profile`, `mss_bytes`, ...; times in seconds, `_s`)
+    tcp: dict
+    #: "waiting" or "ns2" (`network.buffer_model`)
+    buffer_model: str
+    #: the flow scheduling layer (`policy`, `priority_then`, `priority_tags`,
+    #: `send_buffer_bytes`) or None
+    scheduler: Optional[dict]
+    #: `cwnd_interval_s`, `cwnd_flows` (None: every flow), `queue_interval_s`, `drops`, `pcap`
+    monitor: dict
+    #: the scenario file (as fctlab was given it), its overrides and removed keys
+    file: str = ""
+    overrides: list = field(default_factory=list)
+    unset: list = field(default_factory=list)
+    scenario_sha256: str = ""
+    #: where an engine runs the scenario differently from fctlab, one sentence each
+    notes: list = field(default_factory=list)
+
+    def groups(self) -> dict:
+        """group name -> flow ids of its members."""
+        out: dict = {}
+        for f in self.flows:
+            if f.group:
+                out.setdefault(f.group, []).append(f.flow_id)
+        return out
+
+    def queue(self, nic: bool) -> dict:
+        """The discipline of the host NICs (`nic`) or of the switch ports."""
+        for p in self.ports:
+            if p.nic == nic:
+                return p.queue
+        return {"kind": "droptail"}
+
+    def links(self) -> list:
+        """The links as (port a -> b, port b -> a), in the topology's order."""
+        by: dict = {}
+        for p in self.ports:
+            by.setdefault(p.link, []).append(p)
+        return [tuple(by[i]) for i in sorted(by)]
+
+
+def _buffer(b) -> Optional[tuple]:
+    return None if b is None else (b[0], int(b[1]))
+
+
+def _queue(q: dict) -> dict:
+    """A discipline with its buffers as tuples, as Python code compares them."""
+    return {
+        k: (_buffer(v) if isinstance(v, list) and len(v) == 2 and v[0] in ("pkts", "bytes") else v)
+        for k, v in q.items()
+    }
+
+
+def _seconds(ns) -> Optional[float]:
+    return None if ns is None else ns * 1e-9
+
+
+def from_json(text: str, overrides: Sequence[str] = (), unset: Sequence[str] = ()) -> Plan:
+    """A plan from the JSON `_core.plan` writes."""
+    d = json.loads(text)
+    if d.get("plan_version") != PLAN_VERSION:
+        raise ScenarioError(f"plan version {d.get('plan_version')!r}: this fctlab reads version {PLAN_VERSION}")
+    mon = d["monitor"]
+    return Plan(
+        name=d["name"],
+        seed=int(d["seed"]),
+        stop_time_s=_seconds(d["stop_time_ns"]),
+        topology=d["topology"],
+        hosts=[n["name"] for n in d["nodes"] if n["kind"] == "host"],
+        switches=[n["name"] for n in d["nodes"] if n["kind"] != "host"],
+        ports=[
+            Port(
+                p["src"],
+                p["dst"],
+                p["link"],
+                p["rate_bps"],
+                p["delay_ns"] * 1e-9,
+                _buffer(p["buffer"]),
+                _queue(p["queue"]),
+                p["level"],
+                p["nic"],
+            )
+            for p in d["ports"]
+        ],
+        flows=[
+            Flow(
+                f["flow_id"],
+                f["src"],
+                f["dst"],
+                f["size_bytes"],
+                f["start_ns"] * 1e-9,
+                f["protocol"],
+                bool(f["ecn"]),
+                dict(f["params"] or {}),
+                f["tag"],
+                f["group"],
+                f["after"],
+                _seconds(f["deadline_ns"]),
+            )
+            for f in d["flows"]
+        ],
+        tcp=dict(d["transport"]),
+        buffer_model=d["buffer_model"],
+        scheduler=d["scheduler"],
+        monitor={
+            "cwnd_interval_s": _seconds(mon["cwnd_interval_ns"]),
+            "cwnd_flows": mon["cwnd_flows"],
+            "queue_interval_s": _seconds(mon["queue_interval_ns"]),
+            "drops": mon["drops"],
+            "pcap": mon["pcap"],
+        },
+        file=d["file"],
+        overrides=list(overrides),
+        unset=list(unset),
+        scenario_sha256=d["scenario_sha256"],
+    )
+
+
+def load(scenario: ScenarioLike, overrides: Sequence[str] = (), unset: Sequence[str] = ()) -> Plan:
+    """The plan of a scenario (a path, TOML/JSON text or a dict), with `overrides` (``key=value``,
+    as ``fctlab run --set``) and `unset` keys; errors are ScenarioError naming the key."""
+    text, name, fmt = _source(scenario)
+    return from_json(_core.plan(text, name, fmt, list(overrides), list(unset)), overrides, unset)
+
+
+def load_file(path, overrides: Sequence[str] = (), unset: Sequence[str] = ()) -> Plan:
+    """:func:`load` of a scenario file, read as UTF-8 (TOML, or JSON by its suffix)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ScenarioError(f"{p}: cannot read the scenario: {e.strerror or e}") from None
+    fmt = "json" if p.suffix == ".json" else "toml"
+    return from_json(_core.plan(text, str(p), fmt, list(overrides), list(unset)), overrides, unset)
+
+
+def rows_for(schema, measured: Sequence[dict], *, where: str = "") -> list:
+    """Rows of a results table (`schema`: a pyarrow schema, e.g. ``fctlab.api._schema("flows")``)
+    from what an engine measured: every column of the schema is present, null where the engine
+    did not measure it. A measured key that is not a column is an error naming it, so an engine
+    cannot report a figure under a name the results do not have."""
+    names = list(schema.names)
+    known = set(names)
+    out = []
+    for r in measured:
+        extra = set(r) - known
+        if extra:
+            raise ValueError(
+                f"{where or 'rows_for'}: {sorted(extra)} are not columns of the table ({', '.join(names)})"
+            )
+        out.append({n: r.get(n) for n in names})
+    return out
+
+
+def single_paths(plan: Plan, engine: str = "ns-2") -> None:
+    """Checks that every flow's endpoints are joined by exactly one shortest path (hop count),
+    so that an engine without fctlab's per-flow ECMP hash routes each flow as fctlab does.
+    Raises Unsupported naming `network.topology` otherwise."""
+    adj: dict = {}
+    for p in plan.ports:
+        adj.setdefault(p.src, []).append(p.dst)
+    hosts = set(plan.hosts)
+    seen_src = {}
+    for f in plan.flows:
+        if f.src not in seen_src:
+            seen_src[f.src] = _path_counts(adj, f.src, hosts)
+        dist, count = seen_src[f.src]
+        if count.get(f.dst, 0) > 1:
+            raise Unsupported(
+                f"network.topology: {plan.topology} joins {f.src} and {f.dst} (flow {f.flow_id}) by "
+                f"{count[f.dst]} equal-cost paths; fctlab spreads flows over them by a hash and {engine}'s static "
+                "routing takes one, so the two would not carry the same flows on the same links. Use a "
+                "single-path topology (star, dumbbell, chain, tree, leafspine with one spine, or a custom tree)"
+            )
+
+
+def _path_counts(adj: dict, src: str, hosts: set) -> tuple:
+    """Hop distances and numbers of shortest paths from `src`; hosts do not forward."""
+    dist = {src: 0}
+    count = {src: 1}
+    q = deque([src])
+    while q:
+        u = q.popleft()
+        if u != src and u in hosts:
+            continue
+        for v in adj.get(u, ()):
+            if v not in dist:
+                dist[v] = dist[u] + 1
+                count[v] = count[u]
+                q.append(v)
+            elif dist[v] == dist[u] + 1:
+                count[v] += count[u]
+    return dist, count
