@@ -407,11 +407,11 @@ def run(
 
 
 def _flows_stream(out_dir: Union[str, os.PathLike]):
-    """A :class:`fctlab.rundir.FlowsStream` beside ``out_dir`` that turns the core's batches of
+    """A :class:`fctlab.rundir.RowStream` beside ``out_dir`` that turns the core's batches of
     flow rows into tables, for :func:`_run` (``fctlab run --out``, ``fctlab bench``)."""
-    from .rundir import FlowsStream  # lazy: fctlab.rundir loads pyarrow (80 ms of start-up)
+    from .rundir import RowStream  # lazy: fctlab.rundir loads pyarrow (80 ms of start-up)
 
-    return FlowsStream(out_dir, lambda cols: _table(cols, _schema("flows")))
+    return RowStream(out_dir, lambda cols: _table(cols, _schema("flows")))
 
 
 def _run(
@@ -423,7 +423,7 @@ def _run(
     flows_stream=None,
 ) -> RunResult:
     """:func:`run` with its overrides as strings; with ``flows_stream`` (a
-    :class:`fctlab.rundir.FlowsStream`), the flows go to its file as they finish instead of
+    :class:`fctlab.rundir.RowStream`), the flows go to its file as they finish instead of
     into memory."""
     text, name, fmt = _source(scenario)
     # The rows of flows that finish come out while the run goes on (`list.append` and

@@ -115,7 +115,7 @@ class Column:
 
 
 @dataclass
-class FlowSummary:
+class FctSummary:
     """What `fctlab run` prints about the flows."""
 
     measured: int = 0
@@ -133,10 +133,10 @@ COLUMNS = ["start_s", "completed", "fct_s", "slowdown", "size_bytes", "bytes_del
 
 def summarise(
     batches: Callable[[], Iterable[pa.RecordBatch]], lo: Optional[float], hi: Optional[float], qs: Sequence[float]
-) -> FlowSummary:
+) -> FctSummary:
     """The summary of the flows `batches()` yields (called once per pass), FCT and slowdown of
     the completed flows that started in [lo, hi) (every flow when both are None)."""
-    out = FlowSummary()
+    out = FctSummary()
 
     def measured(batch: pa.RecordBatch) -> Iterator[tuple]:
         keep = batch.column("completed")

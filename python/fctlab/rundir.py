@@ -168,7 +168,7 @@ def _signals_held():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-class FlowsStream:
+class RowStream:
     """``flows.parquet`` written while a run goes on: the core's batches of rows (``put``, a
     C call that Ctrl-C cannot interrupt half-way) are converted and written in a thread of
     their own while the simulation runs, in row groups of exactly :attr:`ROW_GROUP` rows (the
@@ -259,7 +259,7 @@ def write_run(
     pcap_hosts: Optional[str] = None,
 ) -> Path:
     """Writes a run directory: the tables given (``flows`` may be the path of a file a
-    :class:`FlowsStream` wrote, moved into place), summary.json from :func:`make_summary`, and
+    :class:`RowStream` wrote, moved into place), summary.json from :func:`make_summary`, and
     each packet capture ``(name, pcap bytes)`` as ``pcap/<file name>`` (:func:`pcap_file_name`),
     with ``pcap_hosts`` (the hosts' addresses) as ``pcap/hosts``. Returns the directory.
 
@@ -278,7 +278,7 @@ def write_run(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.writing-", dir=out.parent if fresh else out))
     pause = float(os.environ.get(_PAUSE_ENV) or 0)
     try:
-        if isinstance(flows, Path):  # written while the run went on (FlowsStream)
+        if isinstance(flows, Path):  # written while the run went on (RowStream)
             os.replace(flows, tmp / "flows.parquet")
             flows = None
             time.sleep(pause)

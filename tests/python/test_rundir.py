@@ -36,13 +36,13 @@ def test_the_testbed_writer_on_recorded_measurements(tmp_path):
     """The testbed's tables and summary from measurements recorded on a run (two flows of
     the Theorem 1 scenario), written without root or namespaces."""
     from fctlab.rundir import write_run
-    from fctlab.testbed.runner import FlowResult, Measured, collect
+    from fctlab.testbed.runner import Transfer, Measured, collect
     from fctlab.testbed.scenario import load_plan
 
     plan = load_plan(THEOREM1)
     t0 = 1000.0
     results = {
-        f.flow_id: FlowResult(start=t0 + 0.01, finish=None, received=n, retransmits=r, segs_out=n // 1448)
+        f.flow_id: Transfer(start=t0 + 0.01, finish=None, received=n, retransmits=r, segs_out=n // 1448)
         for f, n, r in zip(plan.flows, (33_415_000, 66_580_000), (41, 77))
     }
     stats = {}

@@ -223,7 +223,7 @@ def resolve_congestion_controls(plan: TestbedPlan, halving: Optional[str] = None
 
 
 @dataclass
-class FlowResult:
+class Transfer:
     start: Optional[float] = None
     finish: Optional[float] = None
     received: int = 0
@@ -238,7 +238,7 @@ class FlowResult:
 
 
 def _receiver(
-    ns: str, port: int, f: Flow, so: Sockopts, res: FlowResult, ready: threading.Barrier, stop_at: list, bound: float
+    ns: str, port: int, f: Flow, so: Sockopts, res: Transfer, ready: threading.Barrier, stop_at: list, bound: float
 ):
     """Accepts one connection, counts bytes until EOF (sized flow, then a 1-byte ACK) or
     until the stop time (long-lived flow)."""
@@ -324,7 +324,7 @@ def _sender(
     port: int,
     f: Flow,
     so: Sockopts,
-    res: FlowResult,
+    res: Transfer,
     t0: float,
     stop_at: Optional[float],
     bound: float,
@@ -494,7 +494,7 @@ def _sample_cwnd(
     out: dict,
 ) -> None:
     """Samples the traced senders' TCP_INFO every ``plan.cwnd_interval_s`` from t0 until
-    every sender is done (or ``end``), appending rows of CWND_SCHEMA's columns to ``out``."""
+    every sender is done (or ``end``), appending rows (dicts of the cwnd columns it measures) to ``out``."""
     interval = plan.cwnd_interval_s
     traced = [f for f in plan.flows if plan.cwnd_flows is None or f.flow_id in plan.cwnd_flows]
     last = {}  # flow_id -> (time, bytes_acked)
@@ -522,13 +522,17 @@ def _sample_cwnd(
             mss, ssth, cwnd, acked = (info[k] for k in ("snd_mss", "snd_ssthresh", "snd_cwnd", "bytes_acked"))
             t_prev, a_prev = last.get(f.flow_id, (r.start or now, 0))
             last[f.flow_id] = (now, acked)
-            out["time_s"].append(now - t0)
-            out["flow_id"].append(f.flow_id)
-            out["cwnd_bytes"].append(cwnd * mss)
-            out["ssthresh_bytes"].append(None if ssth >= _TI_INFINITE_SSTHRESH else ssth * mss)
-            out["rate_bps"].append((acked - a_prev) * 8 / (now - t_prev) if now > t_prev else 0.0)
-            out["weight"].append(_kernel_weight(ccs[f.flow_id], kernel_params, acked))
-            out["pacing_bps"].append(None)  # the kernel's protocols here are window-based
+            # pacing_bps stays null: the kernel's protocols here are window-based
+            out.append(
+                dict(
+                    time_s=now - t0,
+                    flow_id=f.flow_id,
+                    cwnd_bytes=cwnd * mss,
+                    ssthresh_bytes=None if ssth >= _TI_INFINITE_SSTHRESH else ssth * mss,
+                    rate_bps=(acked - a_prev) * 8 / (now - t_prev) if now > t_prev else 0.0,
+                    weight=_kernel_weight(ccs[f.flow_id], kernel_params, acked),
+                )
+            )
 
 
 def _base_rtt(net: Network, src: str, dst: str, port: int) -> float:
@@ -942,7 +946,7 @@ def _run_plan(
     wall0 = time.monotonic()
     atcp = resolve_congestion_controls(plan, atcp_halving)
     interrupted = False
-    results = {f.flow_id: FlowResult() for f in plan.flows}
+    results = {f.flow_id: Transfer() for f in plan.flows}
     scheduled: set = set()
     stats, base_rtts, duration = {}, {}, 0.0
     cwnd_rows = None
@@ -978,7 +982,7 @@ def _run_plan(
         threads += _start_senders(net, plan, pairs, plain, results, t0, stop_abs, end_abs)
         sampler, sampling_done = None, threading.Event()
         if plan.cwnd_interval_s is not None:
-            cwnd_rows = {c: [] for c in CWND_SCHEMA.names}
+            cwnd_rows = []
             kernel_params = K.loaded_params() if atcp is not None else None
             sampler = threading.Thread(
                 target=_sample_cwnd,
@@ -1040,7 +1044,7 @@ class Measured:
     """What a testbed run measured, the input of :func:`collect` (times are
     ``time.monotonic()`` seconds; ``t0`` is the run's time zero)."""
 
-    results: dict  # flow_id -> FlowResult
+    results: dict  # flow_id -> Transfer
     stats: dict  # "a->b" -> the port's counters and its plan ("port")
     base_rtts: dict  # (src, dst) -> seconds
     scheduled: set  # flow ids carried by the scheduling library
@@ -1050,7 +1054,7 @@ class Measured:
     interrupted: bool
     atcp: Optional[K.AtcpParams]
     delay_line: Optional[dict]
-    cwnd_rows: Optional[dict]
+    cwnd_rows: Optional[list]  # rows of the cwnd table (dicts)
     pias_tagged: Optional[dict] = None  # sending host -> the PIAS tagger's counters
     feedback: Optional[dict] = None  # router feedback programs' counters (ports by link, hosts)
 
@@ -1060,7 +1064,9 @@ def collect(
 ) -> tuple[pa.Table, pa.Table, dict, Optional[pa.Table]]:
     """The flows and links tables, the summary and the cwnd table of a run from what it
     measured (no network needed: recorded measurements give the same tables)."""
-    cwnd = pa.Table.from_pydict(m.cwnd_rows, schema=CWND_SCHEMA) if m.cwnd_rows is not None else None
+    cwnd = None
+    if m.cwnd_rows is not None:
+        cwnd = pa.Table.from_pylist(rows_for(CWND_SCHEMA, m.cwnd_rows, where="testbed cwnd"), schema=CWND_SCHEMA)
     summary = _summary(plan, m, scenario_file=scenario_file, overrides=overrides, sha256=sha256)
     return _flow_table(plan, m), _link_table(plan, m), summary, cwnd
 
@@ -1112,7 +1118,9 @@ def _flow_table(plan: TestbedPlan, m: Measured) -> pa.Table:
 
 
 def _link_table(plan: TestbedPlan, m: Measured) -> pa.Table:
-    lrows = {c: [] for c in LINK_SCHEMA.names}
+    """What the qdiscs counted per port; queue maxima and means are null (``rows_for``): the
+    testbed does not sample its queues."""
+    measured = []
     for i, (name, st) in enumerate(m.stats.items()):
         p = st["port"]
         a, b = name.split("->")
@@ -1133,13 +1141,9 @@ def _link_table(plan: TestbedPlan, m: Measured) -> pa.Table:
             drops=st["drops"],
             ecn_marks=st.get("ecn_marks") or 0,
             utilization=(st["bytes"] * 8 / (p.rate_bps * m.duration)) if m.duration > 0 else 0.0,
-            max_queue_pkts=None,
-            max_queue_bytes=None,
-            mean_queue_pkts=None,
         )
-        for c in LINK_SCHEMA.names:
-            lrows[c].append(vals[c])
-    return pa.Table.from_pydict(lrows, schema=LINK_SCHEMA)
+        measured.append(vals)
+    return pa.Table.from_pylist(rows_for(LINK_SCHEMA, measured, where="testbed links"), schema=LINK_SCHEMA)
 
 
 def _summary(plan: TestbedPlan, m: Measured, *, scenario_file: str, overrides: Sequence[str], sha256: str) -> dict:
