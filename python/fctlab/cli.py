@@ -32,6 +32,7 @@ from . import __version__, _core
 from ._argparse import OneLineParser
 from .api import ScenarioError, _flows_stream, _run, router_assisted_protocols, validate
 from .numfmt import count, duration, seconds
+from .plan import load
 
 
 def _fmt_s(x: float) -> str:
@@ -207,8 +208,6 @@ def ecn_notes(scenario, set, unset, t: dict) -> list:
         notes.append(f"ECN: the data packets of {', '.join(needs)} flows are ECN-capable whatever transport.ecn says")
     if not (t["ecn"] or needs):
         return notes
-    from .plan import load  # lazy: only scenarios with ECN-capable flows need the plan
-
     plan = load(scenario, list(set), list(unset))
     switch_queue, nic_queue = plan.queue(nic=False), plan.queue(nic=True)
     if not (_queue_marks(switch_queue) or _queue_marks(nic_queue)):

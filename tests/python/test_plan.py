@@ -83,7 +83,8 @@ def _extended(monkeypatch, table: str, modules: list) -> pa.Schema:
 
 
 def _testbed_measured(plan):
-    from fctlab.testbed.runner import Transfer, Measured
+    from fctlab.testbed.results import Measured
+    from fctlab.testbed.traffic import Transfer
 
     t0 = 1000.0
     results = {
@@ -106,7 +107,7 @@ def test_a_new_column_reaches_every_producer(monkeypatch):
     ns-2 (and every crosscheck target) and of the socket scheduler, with no edit to them."""
     import fctlab.crosscheck as xc
     import fctlab.sched as sched
-    import fctlab.testbed.runner as tb
+    import fctlab.testbed.results as tb
     from fctlab.testbed.scenario import load_plan
 
     flows_s = _extended(monkeypatch, "flows", [tb, sched])

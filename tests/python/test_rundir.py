@@ -36,7 +36,8 @@ def test_the_testbed_writer_on_recorded_measurements(tmp_path):
     """The testbed's tables and summary from measurements recorded on a run (two flows of
     the Theorem 1 scenario), written without root or namespaces."""
     from fctlab.rundir import write_run
-    from fctlab.testbed.runner import Transfer, Measured, collect
+    from fctlab.testbed.results import Measured, collect
+    from fctlab.testbed.traffic import Transfer
     from fctlab.testbed.scenario import load_plan
 
     plan = load_plan(THEOREM1)

@@ -160,7 +160,7 @@ def test_plan_parsing_without_root(tmp_path):
 def test_a_tree_plans_one_path_per_pair_and_a_topology_with_loops_is_refused(tmp_path):
     from fctlab.reproduce import default_scenario_dir
     from fctlab.testbed.netns import TestbedError
-    from fctlab.testbed.runner import path_rate
+    from fctlab.testbed.scenario import path_rate
 
     plan = load_plan(default_scenario_dir("thesis") / "kernel_multihop.toml")
     assert plan.topology == "tree" and len(plan.hosts) == 9 and len(plan.switches) == 4
@@ -195,7 +195,7 @@ def test_plan_of_the_three_weight_scenario_without_root():
     set to them; the kernel ATCP's halving rule is the scenario's `halving` key (the
     simulator's default when absent), or the --atcp-halving override."""
     from fctlab.testbed.netns import TestbedError
-    from fctlab.testbed.runner import resolve_congestion_controls
+    from fctlab.testbed.programs import resolve_congestion_controls
 
     plan = load_plan(THEOREM1_THREE)
     params = resolve_congestion_controls(plan)
@@ -722,7 +722,7 @@ def test_cubic_sawtooth_and_throughput_simulator_and_kernel_agree(tmp_path):
 
 def test_cubic_with_other_parameters_than_the_kernels_is_refused(tmp_path):
     from fctlab.testbed.netns import TestbedError as BadPlan
-    from fctlab.testbed.runner import resolve_congestion_controls
+    from fctlab.testbed.programs import resolve_congestion_controls
 
     p = tmp_path / "cubic.toml"
     p.write_text(CUBIC.format(cubic="[transport.cubic]\ncubic_beta = 0.8\n"))
@@ -732,7 +732,7 @@ def test_cubic_with_other_parameters_than_the_kernels_is_refused(tmp_path):
 
 def test_protocols_the_testbed_lacks_are_refused_with_the_reason(tmp_path):
     from fctlab.testbed.netns import TestbedError as BadPlan
-    from fctlab.testbed.runner import resolve_congestion_controls
+    from fctlab.testbed.programs import resolve_congestion_controls
 
     scen = tmp_path / "pfabric.toml"
     scen.write_text(

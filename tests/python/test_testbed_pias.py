@@ -21,7 +21,7 @@ from fctlab.testbed import priority
 from fctlab.testbed import netns
 from fctlab.testbed.netns import check_machine, list_namespaces
 from fctlab.testbed.pias import PARAMS_FORMAT, pack
-from fctlab.testbed.runner import pias_thresholds, set_bands
+from fctlab.testbed.programs import pias_thresholds, set_bands
 from fctlab.testbed.scenario import load_plan
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "examples" / "testbed_pias.toml"

@@ -20,7 +20,7 @@ from fctlab.testbed import run_testbed
 from fctlab.testbed.feedback import Mangler
 from fctlab.testbed.hostprog import cgroup2_root, stale_cgroups
 from fctlab.testbed.netns import check_machine, list_namespaces
-from fctlab.testbed.runner import _Programs
+from fctlab.testbed.programs import Programs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "scenarios" / "examples"
 SCENARIO = EXAMPLES / "testbed_rcp.toml"
@@ -98,13 +98,13 @@ def test_a_malformed_option_is_counted_and_the_flows_go_on(tmp_path, monkeypatch
     rate, and sized RCP flows still complete with every byte (as Reno flows)."""
     _need_rcp()
     mangler = Mangler()
-    stamp = _Programs.port_program
+    stamp = Programs.port_program
 
     def stamp_and_mangle(self, ns, dev, rate):
         stamp(self, ns, dev, rate)
         mangler.attach(ns, dev)
 
-    monkeypatch.setattr(_Programs, "port_program", stamp_and_mangle)
+    monkeypatch.setattr(Programs, "port_program", stamp_and_mangle)
     s = run_testbed(_sized(tmp_path), tmp_path / "mangled")
     f = pd.read_parquet(tmp_path / "mangled" / "flows.parquet")
     hosts = s["feedback"]["hosts"]
@@ -119,7 +119,7 @@ def test_without_the_ports_feedback_rcp_senders_fall_back_to_reno(tmp_path, monk
     senders stay Reno senders, and sized RCP flows complete with every byte; the hosts count
     the options they read."""
     _need_rcp()
-    monkeypatch.setattr(_Programs, "port_program", lambda self, ns, dev, rate: None)
+    monkeypatch.setattr(Programs, "port_program", lambda self, ns, dev, rate: None)
     s = run_testbed(_sized(tmp_path), tmp_path / "plain")
     f = pd.read_parquet(tmp_path / "plain" / "flows.parquet")
     print(f[["flow_id", "fct_s", "bytes_delivered"]], s["feedback"])

@@ -21,6 +21,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..plan import load
+
 
 __all__ = ["priorities", "scenario_priorities"]
 
@@ -62,8 +64,6 @@ def scenario_priorities(
     set: Sequence[str] = (),
 ) -> dict:
     """:func:`priorities` for the flows a scenario's workloads draw (its sized flows)."""
-
-    from ..plan import load  # lazy: the model's other functions need no scenario
 
     sizes = [f.size_bytes for f in load(scenario, list(set)).flows if f.size_bytes]
     return priorities(sizes, rtt_bytes, bands, unscheduled_bands)

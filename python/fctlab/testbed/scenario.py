@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..api import ScenarioError
-from ..plan import Plan, load_file
+from ..plan import Flow, Plan, load_file
 from .ecn import Threshold
 from .netns import ETH_OVERHEAD, MTU, TestbedError
 
@@ -41,12 +41,12 @@ class Link:
 
 @dataclass
 class Sockopts:
-    """How the testbed opens one flow's sockets (set by runner.resolve_congestion_controls,
+    """How the testbed opens one flow's sockets (set by programs.resolve_congestion_controls,
     set_bands and assisted.feedback_params)."""
 
     cc: str = ""  # kernel congestion control name
     weight_function: str = ""
-    tos: int = 0  # the sockets' IP_TOS: the flow's band on strict-priority ports (runner.set_bands)
+    tos: int = 0  # the sockets' IP_TOS: the flow's band on strict-priority ports (programs.set_bands)
     mark: int = 0  # the sender socket's SO_MARK: a RACS weight x 256 or a size (assisted.feedback_params)
 
 
@@ -262,3 +262,8 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> TestbedPlan:
         delay_s=delay_s,
         sockopts={f.flow_id: Sockopts() for f in plan.flows},
     )
+
+
+def path_rate(plan: TestbedPlan, f: Flow) -> float:
+    """Slowest rate on the flow's path (the testbed's topologies have one path per pair)."""
+    return min(l.rate_a if l.a == a else l.rate_b for l, a in plan.path(f.src, f.dst))
