@@ -67,6 +67,11 @@ class Plan:
     network: dict
     #: where the target runs the scenario differently from fctlab, one sentence each
     notes: list = field(default_factory=list)
+    #: the scenario as given (a path or a dict) and its overrides, for a target that reads the
+    #: scenario itself (the testbed)
+    source: object = None
+    overrides: tuple = ()
+    unset: tuple = ()
 
     def groups(self) -> dict:
         """group name -> flow ids of its members."""
@@ -116,6 +121,9 @@ def load(scenario: ScenarioLike, overrides: Sequence[str] = (), unset: Sequence[
         ],
         tcp=dict(val["transport"]),
         network=net,
+        source=scenario,
+        overrides=tuple(overrides),
+        unset=tuple(unset),
     )
 
 
