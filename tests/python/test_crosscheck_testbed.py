@@ -166,3 +166,75 @@ def test_a_small_crosscheck_on_the_kernel(tmp_path):
     assert not any("timeouts" in c["what"] for c in cc.stats["checks"])
     ratio = kernel["fct_s"].median() / sim["fct_s"].median()
     print(f"median FCT kernel / fctlab: {ratio:.2f}; checks: {[(c['what'], round(c['ratio'], 2)) for c in cc.stats['checks']]}")
+
+
+SEQUENTIAL = """
+name = "burst"
+seed = 1
+
+[network]
+topology = "star"
+hosts = 2
+link_rate = "100Mbps"
+link_delay = "10us"
+buffer = "100pkt"
+
+[transport]
+profile = "linux"
+protocol = "tcp"
+handshake = true
+{flows}
+"""
+
+
+@pytest.mark.wallclock
+def test_a_flow_within_the_tbf_burst_beats_its_serialization_time_on_the_kernel(tmp_path):
+    """Why the kernel's small flows finish sooner than fctlab's (poisson_tree, incast): every
+    testbed port is a TBF whose bucket holds 1 ms of traffic (12,500 bytes at 100 Mbps), and a
+    full bucket sends that much at once. A 12 KB flow on an idle path therefore completes,
+    handshake and application ACK included, in less than its 0.96 ms of serialization at the
+    link's rate, which no switch of that rate can do; fctlab serializes it at every hop."""
+    _need_testbed()
+    from fctlab.api import run as fctlab_run
+    from fctlab.testbed import run_testbed
+    from fctlab.testbed.netns import port_burst
+
+    size = 12_000
+    assert size <= port_burst(100e6) == 12_500
+    flows = "".join(f'\n[[flows]]\nsrc = "h1"\ndst = "h0"\nsize = {size}\nstart = "{20 * k}ms"\n' for k in range(10))
+    p = tmp_path / "burst.toml"
+    p.write_text(SEQUENTIAL.format(flows=flows))
+    run_testbed(p, tmp_path / "tb")
+    kernel = pd.read_parquet(tmp_path / "tb" / "flows.parquet")["fct_s"].median()
+    sim = fctlab_run(p).flows_table.column("fct_s").to_pylist()
+    serialization = size * 8 / 100e6
+    print(f"12 KB flows: kernel median {kernel * 1e3:.3f} ms, fctlab {min(sim) * 1e3:.3f} ms, serialization {serialization * 1e3:.2f} ms")
+    assert min(sim) > serialization
+    assert kernel < serialization
+
+
+@pytest.mark.xfail(
+    reason="fctlab_dctcp on this kernel: in the CWR state the sender's snd_ssthresh and snd_cwnd take values "
+    "above 10^9 (2,183,148,773 in every run measured), the window bursts hundreds of segments into the port; "
+    "not traced to its writer (the program's ssthresh() never returned more than a few hundred, and the "
+    "kernel's reno with ECN on the same set-up never shows it)",
+    strict=False,
+)
+def test_the_kernel_dctcp_window_stays_bounded(tmp_path):
+    """dctcp_star.toml's two long-lived DCTCP flows and small flows through a marking port
+    (4 s): the long flows' windows, sampled every millisecond, stay below 1,000 segments."""
+    _need_testbed()
+    from fctlab import kernel as K
+    from fctlab.testbed import run_testbed
+
+    if K.bpf_unavailable():
+        pytest.skip(f"DCTCP on the testbed needs BPF: {K.bpf_unavailable()}")
+    run_testbed(
+        SETUPS / "dctcp_star.toml",
+        tmp_path / "tb",
+        set=["monitor.cwnd_interval=1ms", "monitor.cwnd_flows=[0,1]"],
+    )
+    c = pd.read_parquet(tmp_path / "tb" / "cwnd.parquet")
+    segs = c["cwnd_bytes"] / 1448
+    print(f"largest window: {segs.max():.0f} segments; samples above 1000: {(segs > 1000).sum()} of {len(segs)}")
+    assert segs.max() < 1000
