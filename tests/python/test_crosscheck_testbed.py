@@ -165,7 +165,9 @@ def test_a_small_crosscheck_on_the_kernel(tmp_path):
     # the kernel counts no timeouts: not graded, shown as not measured
     assert not any("timeouts" in c["what"] for c in cc.stats["checks"])
     ratio = kernel["fct_s"].median() / sim["fct_s"].median()
-    print(f"median FCT kernel / fctlab: {ratio:.2f}; checks: {[(c['what'], round(c['ratio'], 2)) for c in cc.stats['checks']]}")
+    print(
+        f"median FCT kernel / fctlab: {ratio:.2f}; checks: {[(c['what'], round(c['ratio'], 2)) for c in cc.stats['checks']]}"
+    )
 
 
 SEQUENTIAL = """
@@ -208,7 +210,9 @@ def test_a_flow_within_the_tbf_burst_beats_its_serialization_time_on_the_kernel(
     kernel = pd.read_parquet(tmp_path / "tb" / "flows.parquet")["fct_s"].median()
     sim = fctlab_run(p).flows_table.column("fct_s").to_pylist()
     serialization = size * 8 / 100e6
-    print(f"12 KB flows: kernel median {kernel * 1e3:.3f} ms, fctlab {min(sim) * 1e3:.3f} ms, serialization {serialization * 1e3:.2f} ms")
+    print(
+        f"12 KB flows: kernel median {kernel * 1e3:.3f} ms, fctlab {min(sim) * 1e3:.3f} ms, serialization {serialization * 1e3:.2f} ms"
+    )
     assert min(sim) > serialization
     assert kernel < serialization
 

@@ -125,7 +125,9 @@ def check(plan: Plan) -> None:
         "kernel segments carry 1,448 payload bytes in 1,514-byte frames (TCP timestamps), fctlab's "
         f"{t['mss_bytes']} in {t['mss_bytes'] + t['header_bytes']}-byte packets",
         "kernel receivers send delayed and quick ACKs as Linux does"
-        + ("" if t["delayed_ack"] else "; fctlab's receivers acknowledge every segment (transport.delayed_ack = false)"),
+        + (
+            "" if t["delayed_ack"] else "; fctlab's receivers acknowledge every segment (transport.delayed_ack = false)"
+        ),
         "the testbed's FCT runs from connect() to the receiver's 1-byte application ACK on the sender, with "
         "Python threads at both ends (docs/testbed.md)",
         "the kernel counts no timeouts per flow (TCP_INFO has none); the timeout counters are not graded",
@@ -216,7 +218,10 @@ def seed_notes(summaries: list) -> list:
         lines.append(
             f"seed {s.get('seed')}: {s.get('wall_time_s') or 0:.1f} s of wall time, "
             f"{s.get('flows_completed')} of {s.get('flows_total')} flows completed; {load}"
-            + (f"; {len(errs)} flow error(s), e.g. flow {next(iter(errs))}: {next(iter(errs.values()))}" if errs else "")
+            + (
+                f"; {len(errs)} flow error(s), e.g. flow {next(iter(errs))}: {next(iter(errs.values()))}"
+                if errs
+                else ""
+            )
         )
     return lines
-
