@@ -221,7 +221,7 @@ def test_a_flow_within_the_tbf_burst_beats_its_serialization_time_on_the_kernel(
     reason="fctlab_dctcp on this kernel: in some CWR episodes the sender's snd_ssthresh becomes 2,183,148,773 "
     "(the low half of srso_return_thunk+5), PRR opens the window to about 10^9 segments and the sender bursts "
     "into the port; no computation of the program gives that value, and the kernel's reno with ECN on the same "
-    "set-up never shows it; where the kernel writes it is not traced (docs/crosscheck.md)",
+    "set-up never shows it; the program's operations did not run when it happened (docs/crosscheck.md)",
     strict=False,
 )
 def test_the_kernel_dctcp_window_stays_bounded(tmp_path):
