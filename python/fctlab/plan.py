@@ -93,13 +93,16 @@ class Plan:
     scheduler: Optional[dict]
     #: `cwnd_interval_s`, `cwnd_flows` (None: every flow), `queue_interval_s`, `drops`, `pcap`
     monitor: dict
-    #: the scenario file (as fctlab was given it), its overrides and removed keys
+    #: the scenario's file name (as fctlab was given it), its overrides and removed keys
     file: str = ""
     overrides: list = field(default_factory=list)
     unset: list = field(default_factory=list)
     scenario_sha256: str = ""
     #: where an engine runs the scenario differently from fctlab, one sentence each
     notes: list = field(default_factory=list)
+    #: the scenario as it was given (a path or a dict), for an engine that reads it itself
+    #: (the testbed); None for a plan read from JSON
+    source: object = None
 
     def groups(self) -> dict:
         """group name -> flow ids of its members."""
@@ -205,7 +208,9 @@ def load(scenario: ScenarioLike, overrides: Sequence[str] = (), unset: Sequence[
     """The plan of a scenario (a path, TOML/JSON text or a dict), with `overrides` (``key=value``,
     as ``fctlab run --set``) and `unset` keys; errors are ScenarioError naming the key."""
     text, name, fmt = _source(scenario)
-    return from_json(_core.plan(text, name, fmt, list(overrides), list(unset)), overrides, unset)
+    plan = from_json(_core.plan(text, name, fmt, list(overrides), list(unset)), overrides, unset)
+    plan.source = scenario
+    return plan
 
 
 def load_file(path, overrides: Sequence[str] = (), unset: Sequence[str] = ()) -> Plan:
@@ -216,7 +221,9 @@ def load_file(path, overrides: Sequence[str] = (), unset: Sequence[str] = ()) ->
     except OSError as e:
         raise ScenarioError(f"{p}: cannot read the scenario: {e.strerror or e}") from None
     fmt = "json" if p.suffix == ".json" else "toml"
-    return from_json(_core.plan(text, str(p), fmt, list(overrides), list(unset)), overrides, unset)
+    plan = from_json(_core.plan(text, str(p), fmt, list(overrides), list(unset)), overrides, unset)
+    plan.source = p
+    return plan
 
 
 def rows_for(schema, measured: Sequence[dict], *, where: str = "") -> list:

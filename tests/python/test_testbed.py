@@ -409,6 +409,7 @@ def test_interrupt_cleans_up(tmp_path, how):
     assert not (tmp_path / "o" / "flows.parquet").exists()
 
 
+@pytest.mark.wallclock
 def test_delay_line_sets_the_base_rtt(tmp_path):
     """A dumbbell with a 5 ms bottleneck delay: the delay line gives paths a base RTT of about
     10 ms (two host links of 10 us each way included), frames arrive intact (exact byte
@@ -442,6 +443,7 @@ def test_delay_line_sets_the_base_rtt(tmp_path):
     assert _mine() == [] and _delay_lines_of(os.getpid()) == []
 
 
+@pytest.mark.wallclock
 @pytest.mark.parametrize("ecn", [True, False])
 def test_ecn_threshold_marking(tmp_path, ecn):
     """queue = "ecn": the bottleneck marks ECN-capable packets above the threshold instead of
@@ -493,6 +495,7 @@ def _steady_ratio(out_dir) -> float:
     return float(rate[1] / rate[0])
 
 
+@pytest.mark.wallclock
 def test_theorem1_weighted_share(tmp_path):
     """Theorem 1 on the kernel (scenarios/papers/atcp/kernel_theorem1.toml): atcp_w1 and
     atcp_w2 through a 100 Mbps TBF bottleneck that marks ECN above 60 packets (2 ms one-way
@@ -541,6 +544,7 @@ def _shares_sim_vs_testbed(tmp_path, p):
     return shares
 
 
+@pytest.mark.wallclock
 def test_simulator_and_testbed_agree_on_throughput_shares(tmp_path):
     """The same two-flow scenario in the simulator and on the kernel (NewReno / Linux Reno):
     `fctlab compare` shows each flow's share of the delivered bytes within 15%."""
@@ -556,6 +560,7 @@ def test_simulator_and_testbed_agree_on_throughput_shares(tmp_path):
         assert abs(s["relative_difference"]) < 0.15, shares
 
 
+@pytest.mark.wallclock
 def test_simulator_and_testbed_agree_on_weighted_shares(tmp_path):
     """As above with ATCP weights 1 and 2 on the Theorem 1 scenario (ECN threshold marking,
     2 ms one-way delay), where both should split the bottleneck 1:2."""
@@ -571,6 +576,7 @@ def _steady_shares(cwnd) -> list[float]:
     return (rate / rate.sum()).tolist()
 
 
+@pytest.mark.wallclock
 def test_theorem1_three_weights_simulator_and_kernel_agree(tmp_path):
     """Theorem 1 with weights 1, 2 and 4 (scenarios/papers/atcp/kernel_theorem1_three.toml:
     ECN threshold marking at 60 packets, 100 Mbps, 2 ms one-way delay, 8 s): the simulator's
@@ -648,6 +654,7 @@ def _big_small(tmp_path, runs):
     return out
 
 
+@pytest.mark.wallclock
 def test_big_small_small_flow_sooner_large_flow_unchanged(tmp_path):
     """Theorem 2 on the kernel: with ATCP the small flow finishes sooner than with Reno, and the
     large flow's completion time changes by less than 5% (medians of seven runs each)."""
@@ -693,6 +700,7 @@ def _sawtooth(cwnd, after_s: float = 1.0) -> tuple:
     return statistics.median(periods), statistics.median(w[i - 1] for i in starts), len(starts)
 
 
+@pytest.mark.wallclock
 def test_cubic_sawtooth_and_throughput_simulator_and_kernel_agree(tmp_path):
     """One CUBIC flow through a 100 Mbps drop-tail bottleneck (2 ms one-way delay, 100-packet
     buffers), for 10 s in the simulator (`protocol = "cubic"`) and on the kernel (its own
@@ -839,6 +847,7 @@ def _long_flows_utilization(out_dir, seconds: float, rate_bps: float) -> float:
     return float(df["bytes_delivered"].sum()) * 8 / seconds / rate_bps
 
 
+@pytest.mark.wallclock
 def test_dctcp_on_the_kernel_keeps_the_link_busy_at_a_small_marking_threshold(tmp_path):
     """`protocol = "dctcp"` on the testbed runs kernel/dctcp.bpf.c at both ends. Two long flows for 3 s
     over 100 Mbps with a 5 ms round trip (a 42-packet bandwidth-delay product) and marking above

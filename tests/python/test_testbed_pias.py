@@ -100,6 +100,7 @@ def test_priority_port_commands_and_tagger_parameters():
         pack([200_000, 50_000])
 
 
+@pytest.mark.wallclock
 def test_pias_on_the_testbed_matches_the_simulator_for_small_flows(tmp_path):
     """testbed_pias.toml (4 s, 101 small flows; shorter runs spread too much for a 20% check):
     the small flows' median FCT on the kernel is within 20% of the simulator's, and well below

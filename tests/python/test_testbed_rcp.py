@@ -56,6 +56,7 @@ def _steady_rates(out: Path) -> pd.Series:
     return c[c["time_s"] >= WARMUP_S].groupby("flow_id")["rate_bps"].mean()
 
 
+@pytest.mark.wallclock
 def test_four_rcp_flows_share_the_bottleneck_equally_with_a_short_queue(tmp_path):
     """Four long-lived RCP flows through a 100 Mbps bottleneck: each gets C/N within 10% after
     1 s on the kernel (in payload: 23.6 Mbps of the 25 Mbps of frames), the queue an arriving packet finds at the bottleneck averages
@@ -128,6 +129,7 @@ def test_without_the_ports_feedback_rcp_senders_fall_back_to_reno(tmp_path, monk
     assert _left_behind() == []
 
 
+@pytest.mark.wallclock
 def test_two_racs_flows_with_weights_one_and_two_share_one_to_two(tmp_path):
     """Two long-lived RACS flows with weights 1 and 2: after 1 s the kernel's rates are 1:2
     within 15%, as the simulator's on the same file; the bottleneck granted every request,
@@ -149,6 +151,7 @@ def test_two_racs_flows_with_weights_one_and_two_share_one_to_two(tmp_path):
     assert _left_behind() == []
 
 
+@pytest.mark.wallclock
 def test_four_sdc_flows_keep_the_bottleneck_busy(tmp_path):
     """Four long-lived SDC flows: after 1 s the bottleneck carries at least 90% of its payload
     rate on the kernel, as in the simulator; every data packet got the port's load factor,

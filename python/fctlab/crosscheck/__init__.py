@@ -23,6 +23,7 @@ from .. import plan as plan_mod
 from ..plan import Unsupported as Unsupported  # the error the functions below raise
 from ..plan import rows_for
 from . import ns2
+from . import testbed as kernel_testbed
 
 #: Targets by name. A target is a module with
 #:   PRODUCER: str                      the simulator's name as the report prints it
@@ -30,7 +31,9 @@ from . import ns2
 #:   run(plan, seed, out) -> (flows rows, links rows, summary, cwnd rows)
 #:   Error: type                        what `run` raises when the simulator fails (one line)
 #: Rows are dicts with the columns the simulator measured; `other_result` fills the rest.
-TARGETS = {"ns2": ns2}
+#: Optional: WALL_NOTE (what a seed's wall time holds) and seed_notes(summaries) -> lines
+#: for the report (the testbed: the kernel and the machine's load per seed).
+TARGETS = {"ns2": ns2, "testbed": kernel_testbed}
 
 
 @dataclass
@@ -123,7 +126,7 @@ def crosscheck(
     writes both runs per seed and the report into `out`.
 
     Raises ScenarioError (Unsupported names the key ns-2 cannot run) or ns2.NsError."""
-    from .report import write_report  # lazy: crosscheck.report loads numpy (45 ms of start-up)
+    from .report import DEFAULT_WALL_NOTE, write_report  # lazy: crosscheck.report loads numpy (45 ms of start-up)
 
     if against not in TARGETS:
         raise ScenarioError(f"--against: {against!r} is not a crosscheck target (known: {', '.join(TARGETS)})")
@@ -132,7 +135,7 @@ def crosscheck(
     target = TARGETS[against]
     out = Path(out)
     say = log or (lambda msg: None)
-    runs, notes = [], []
+    runs, notes, summaries = [], [], []
     for k in range(seeds):
         seed = first_seed + k
         t_seed = time.perf_counter()
@@ -153,10 +156,13 @@ def crosscheck(
         summary["scenario_file"] = str(scenario) if not isinstance(scenario, dict) else "<dict>"
         summary["overrides"] = sets
         _write_other(flows_rows, link_rows, summary, res.flows_table, d / against, cwnd_rows, target.PRODUCER)
+        summaries.append(summary)
         own = time.perf_counter() - t_seed - fw - ow
         runs.append(SeedRun(seed, d / "fctlab", d / against, fw, ow, own))
     name = str(scenario) if not isinstance(scenario, dict) else "<dict>"
-    stats = write_report(name, against, out, runs, p, notes)
+    if hasattr(target, "seed_notes"):
+        notes = list(notes) + target.seed_notes(summaries)
+    stats = write_report(name, against, out, runs, p, notes, getattr(target, "WALL_NOTE", DEFAULT_WALL_NOTE))
     return Crosscheck(name, against, out, runs, stats, notes)
 
 
@@ -187,7 +193,10 @@ def configure(parser) -> None:
         "scenario", help="scenario file (TOML or JSON), or a directory: every *.toml in it, and a table of all"
     )
     parser.add_argument(
-        "--against", required=True, choices=sorted(TARGETS), help="the other simulator (ns2: ns-2.35's `ns`)"
+        "--against",
+        required=True,
+        choices=sorted(TARGETS),
+        help="the other simulator (ns2: ns-2.35's `ns`; testbed: this machine's Linux TCP in namespaces, as root)",
     )
     parser.add_argument("--out", required=True, help="output directory: both runs per seed and the report")
     parser.add_argument("--seeds", type=int, default=5, help="number of seeds, from --first-seed on (default 5)")

@@ -610,3 +610,4 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
 #: The crosscheck target's interface (crosscheck.TARGETS).
 PRODUCER = "ns-2.35"
 Error = NsError
+WALL_NOTE = "(its script run by ns and its output read back)"
