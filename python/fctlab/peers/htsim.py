@@ -77,6 +77,11 @@ def _git(args: list, cwd=None) -> str:
     return p.stdout.strip()
 
 
+def _is_git(path: Path) -> bool:
+    p = subprocess.run(["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, text=True)
+    return p.returncode == 0
+
+
 def _step(cmd: list, cwd: Path, what: str, log) -> None:
     log(what)
     p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
@@ -92,7 +97,9 @@ def build(source: str, log=lambda msg: None) -> Peer:
     with tempfile.TemporaryDirectory(prefix="fctlab-htsim-") as tmp:
         tmp = Path(tmp)
         src = Path(source)
-        if src.is_dir():
+        if src.is_dir() and not (src / "sim" / "Makefile").is_file() and not _is_git(src):
+            raise BuildError(f"{source}: not a csg-htsim checkout (no sim/Makefile) nor a git repository")
+        if (src / "sim" / "Makefile").is_file():
             repo = src
             try:
                 url = _git(["remote", "get-url", "origin"], cwd=repo)
@@ -108,7 +115,8 @@ def build(source: str, log=lambda msg: None) -> Peer:
             raise BuildError(f"{source}: not a csg-htsim checkout (no sim/Makefile)")
         commit = _git(["rev-parse", "HEAD"], cwd=repo)
         work = tmp / "sim"
-        shutil.copytree(repo / "sim", work)
+        # without objects a build in the checkout left: htsim's Makefile would take them as built
+        shutil.copytree(repo / "sim", work, ignore=shutil.ignore_patterns("*.o", "*.a"))
         t0 = time.perf_counter()
         _step(["make", "libhtsim.a"], work, "building htsim's library (make libhtsim.a, a few minutes)", log)
         out_dir = _root() / commit
