@@ -207,6 +207,11 @@ def notes(plan: Plan) -> list:
     return out
 
 
+def pairs_flows(plan: Plan) -> bool:
+    """Whether a flow takes the same path in both runs (every flow has one shortest path)."""
+    return _single_path(plan)
+
+
 def _scan_s(plan: Plan) -> float:
     g = plan.tcp["rto_granularity_s"]
     return g if g > 0 else DEFAULT_SCAN_S

@@ -32,6 +32,8 @@
 //                                 resent, timeouts, data packets sent
 //   L ID PKTS BYTES DROPS MARKS QINT   at the end, every port: departures, dropped packets,
 //                                 CE-marked data departures, integral of waiting packets (pkt s)
+//   D T PORT FLOW N               data packet N (from 0) of FLOW dropped at PORT at T (SYNs
+//                                 and ACKs are not listed)
 //   T END                         the time the run ended (seconds)
 #include <cstdio>
 #include <cstdlib>
@@ -53,12 +55,14 @@
 #include "queue.h"
 #include "route.h"
 #include "tcp.h"
+#include "tcppacket.h"
 
 using namespace std;
 
 static EventList eventlist;
 
 struct PortCount : public QueueLogger {
+    int id = 0;
     uint64_t pkts = 0, bytes = 0, drops = 0, marks = 0;
     int64_t inq = 0;
     double qint = 0;
@@ -81,12 +85,20 @@ struct PortCount : public QueueLogger {
             if (pkt.type() == TCP && (pkt.flags() & ECN_CE)) marks++;
         } else if (ev == PKT_DROP) {
             drops++;
+            if (pkt.type() == TCP) {
+                TcpPacket& t = (TcpPacket&)pkt;
+                // data sequence numbers start at 2 (the SYN holds 1), a packet's worth each
+                if (t.seqno() >= 2)
+                    printf("D %.12g %d %d %llu\n", timeAsSec(EventList::now()), id, flow_of[pkt.flow_id()],
+                           (unsigned long long)((t.seqno() - 2) / Packet::data_packet_size()));
+            }
         }
     }
 };
 
 struct Flow;
 static void flow_finished(Flow* f);
+static map<flowid_t, int> flow_of;  // htsim's packet flow id -> the input's flow id
 
 struct Flow {
     int id = 0;
@@ -144,7 +156,10 @@ static uint64_t resent(Flow* f) {
     return sent > distinct ? sent - distinct : 0;
 }
 
-static void start(Flow* f, simtime_picosec at) { f->src->connect(*f->out, *f->back, *f->sink, at); }
+static void start(Flow* f, simtime_picosec at) {
+    f->src->connect(*f->out, *f->back, *f->sink, at);
+    flow_of[f->src->getFlowId()] = f->id;
+}
 
 static void flow_finished(Flow* f) {
     f->done = true;
@@ -196,6 +211,7 @@ int main(int argc, char** argv) {
             int64_t maxsize, k;
             ls >> id >> rate >> delay >> maxsize >> k;
             PortCount* c = new PortCount();
+            c->id = id;
             BaseQueue* q;
             if (k < 0)
                 q = new Queue((linkspeed_bps)rate, maxsize, eventlist, c);
