@@ -288,3 +288,42 @@ def test_acks_take_bytes_in_htsims_buffers_not_packet_places(tmp_path):
     (fp, hp), (fb, hb) = drops(pk), drops(by)
     assert hp == hb  # htsim's translation of both buffers is the same byte count
     assert fp > 1.25 * hp and abs(fb / hb - 1) <= 0.25
+
+
+@needs_htsim
+def test_htsims_dctcp_holds_a_shorter_queue_and_marks_fewer_packets(tmp_path):
+    # One DCTCP flow of 20 MB from a 10 Gbps host into a 1 Gbps bottleneck that marks at 15
+    # packets: no losses in either run and the same FCT, but htsim marks as a packet leaves (the
+    # echo comes a queue's drain earlier) and cuts the window every window while alpha > 0, so
+    # its queue stays shorter and fewer packets are marked (this is why the set-ups' ECN marks
+    # and queues are lower in htsim)
+    sc = dumbbell(
+        network={"senders": 1, "receivers": 1, "bottleneck_rate": "1Gbps"},
+        flows=[{"src": "s0", "dst": "r0", "size": "20MB"}],
+    )
+    cc = crosscheck(sc, against="htsim", out=tmp_path, seeds=1)
+    a = pd.read_parquet(cc.runs[0].fctlab_dir / "flows.parquet")
+    b = pd.read_parquet(cc.runs[0].other_dir / "flows.parquet")
+    assert int(a["retransmits"][0]) == int(b["retransmits"][0]) == 0
+    assert a["fct_s"][0] / b["fct_s"][0] == pytest.approx(1.0, abs=0.01)
+    la = pd.read_parquet(cc.runs[0].fctlab_dir / "links.parquet")
+    lb = pd.read_parquet(cc.runs[0].other_dir / "links.parquet")
+    bottleneck = (la["src"] == "left") & (la["dst"] == "right")
+    assert la[bottleneck]["ecn_marks"].iloc[0] > 1.5 * lb[bottleneck]["ecn_marks"].iloc[0]
+    assert la[bottleneck]["mean_queue_pkts"].iloc[0] > lb[bottleneck]["mean_queue_pkts"].iloc[0]
+
+
+@needs_htsim
+def test_ten_flows_leave_slow_start_earlier_in_htsim(tmp_path):
+    # Ten DCTCP flows start together through one 10 Gbps bottleneck: htsim's echo, leaving with
+    # the packet at the head of the queue, stops their slow start a queue's drain time (15
+    # packets, 108 us, several RTTs here) earlier, so its overshoot drops a fraction of fctlab's;
+    # both then share the link alike (the FCTs agree)
+    sc = dumbbell(
+        network={"senders": 10, "receivers": 10, "buffer": "900000B", "bottleneck_buffer": "900000B"},
+        flows=[{"src": f"s{i}", "dst": f"r{i}", "size": "5MB"} for i in range(10)],
+    )
+    cc = crosscheck(sc, against="htsim", out=tmp_path, seeds=1)
+    checks = {c["what"]: c for c in cc.stats["checks"]}
+    assert checks["1-10MB median FCT"]["ok"] and checks["1-10MB mean FCT"]["ok"]
+    assert checks["drops"]["fctlab"] > 3 * checks["drops"]["other"]
