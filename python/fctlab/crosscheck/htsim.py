@@ -138,6 +138,11 @@ def _check_transport(t: dict) -> None:
     _need(not t["sack"], "sack", "htsim's TcpSrc has no SACK (NewReno-style recovery); set sack = false")
     _need(not t["delayed_ack"], "delayed_ack", "htsim's TcpSink acknowledges every segment; set false")
     _need(not t["tail_loss_probe"], "tail_loss_probe", "htsim's TcpSrc has no tail loss probe; set false")
+    _need(
+        not t["cwr"],
+        "cwr",
+        "htsim's sources have no CWR state (DCTCPSrc sets the reduced window at once, dctcp.cpp); set false",
+    )
     _need(t["handshake"], "handshake", "htsim's TcpSrc opens every connection with a SYN; set true")
     _need(t["dupthresh"] == DUPTHRESH, "dupthresh", f"{t['dupthresh']}; htsim's TcpSrc uses 3 (tcp.cpp); set 3")
     _need(
