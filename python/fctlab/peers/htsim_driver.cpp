@@ -32,8 +32,8 @@
 //                                 resent, timeouts, data packets sent
 //   L ID PKTS BYTES DROPS MARKS QINT   at the end, every port: departures, dropped packets,
 //                                 CE-marked data departures, integral of waiting packets (pkt s)
-//   D T PORT FLOW N               data packet N (from 0) of FLOW dropped at PORT at T (SYNs
-//                                 and ACKs are not listed)
+//   D T PORT FLOW N               packet N (data from 0, the SYN -1) of FLOW dropped at PORT
+//                                 at T (ACKs are not listed)
 //   T END                         the time the run ended (seconds)
 #include <cstdio>
 #include <cstdlib>
@@ -87,10 +87,10 @@ struct PortCount : public QueueLogger {
             drops++;
             if (pkt.type() == TCP) {
                 TcpPacket& t = (TcpPacket&)pkt;
-                // data sequence numbers start at 2 (the SYN holds 1), a packet's worth each
-                if (t.seqno() >= 2)
-                    printf("D %.12g %d %d %llu\n", timeAsSec(EventList::now()), id, flow_of[pkt.flow_id()],
-                           (unsigned long long)((t.seqno() - 2) / Packet::data_packet_size()));
+                // the SYN holds sequence number 1 (listed as packet -1); data packets start at 2,
+                // a packet's worth each
+                long long n = t.seqno() >= 2 ? (long long)((t.seqno() - 2) / Packet::data_packet_size()) : -1;
+                printf("D %.12g %d %d %lld\n", timeAsSec(EventList::now()), id, flow_of[pkt.flow_id()], n);
             }
         }
     }
