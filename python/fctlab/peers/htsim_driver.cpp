@@ -60,6 +60,7 @@
 using namespace std;
 
 static EventList eventlist;
+static map<flowid_t, int> flow_of;  // htsim's packet flow id -> the input's flow id
 
 struct PortCount : public QueueLogger {
     int id = 0;
@@ -98,7 +99,6 @@ struct PortCount : public QueueLogger {
 
 struct Flow;
 static void flow_finished(Flow* f);
-static map<flowid_t, int> flow_of;  // htsim's packet flow id -> the input's flow id
 
 struct Flow {
     int id = 0;
