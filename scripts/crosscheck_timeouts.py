@@ -6,6 +6,11 @@ For each simulator of OUT_DIR (the `--out` of `fctlab crosscheck`): per size buc
 flows per seed whose FCT is at least RTO_S (default 0.25 s: they waited for a retransmission
 timeout), of them those at least INITIAL_RTO_S (default 1.25 s: a lost SYN or SYN-ACK), and the
 mean FCT of the other flows. A bucket's mean FCT is carried by the first two when they are few.
+
+Where the runs list their drops (fctlab's `drops.parquet`, with `--set monitor.drops=true`;
+htsim's `D` lines in `htsim.out`), a second table counts those flows by their first lost
+packet: the SYN, data at the sending host's NIC, data elsewhere, or none listed (htsim does not
+list ACKs, so a lost SYN-ACK shows there; fctlab lists it as `synack`).
 """
 
 from __future__ import annotations
@@ -42,7 +47,47 @@ def main(argv: list) -> int:
                 f"| {sim} | {name} | {len(g) / n:.1f} | {(g['fct_s'] >= rto).sum() / n:.2f} | "
                 f"{(g['fct_s'] >= initial).sum() / n:.2f} | {rest * 1e3:.3f} ms |"
             )
+    kinds = _loss_kinds(out, seeds, sims, rto)
+    if kinds:
+        print()
+        print("| simulator | first lost packet of a flow that waited a timeout | flows, all seeds |")
+        print("|---|---|---|")
+        for (sim, kind), n in sorted(kinds.items()):
+            print(f"| {sim} | {kind} | {n} |")
     return 0
+
+
+def _loss_kinds(out: Path, seeds: list, sims: list, rto: float) -> dict:
+    """(simulator, kind of the first lost packet) -> flows that waited a timeout."""
+    import json
+
+    from fctlab.crosscheck.plan import load
+
+    counts: dict = {}
+    for s in seeds:
+        for sim in sims:
+            d = s / sim
+            f = pd.read_parquet(d / "flows.parquet")
+            waited = f[f["completed"] & (f["fct_s"] >= rto)]
+            if (d / "drops.parquet").is_file():
+                drops = pd.read_parquet(d / "drops.parquet").sort_values("time_s")
+                first = {r.flow_id: (r.kind, r.link.split("->")[0]) for r in list(drops.itertuples())[::-1]}
+            elif (d / "htsim.out").is_file():
+                summ = json.loads((d / "summary.json").read_text())
+                plan = load(summ["scenario_file"], summ["overrides"] or [])
+                first = {}
+                for line in reversed((d / "htsim.out").read_text().splitlines()):
+                    if line.startswith("D "):
+                        _, _, port, flow, pkt = line.split()
+                        first[int(flow)] = ("syn" if int(pkt) < 0 else "data", plan.ports[int(port)].src)
+            else:
+                continue
+            for r in waited.itertuples():
+                kind, node = first.get(r.flow_id, ("none listed", ""))
+                if kind == "data":
+                    kind = "data at the sending host's NIC" if node == r.src else "data elsewhere"
+                counts[(sim, kind)] = counts.get((sim, kind), 0) + 1
+    return counts
 
 
 if __name__ == "__main__":
