@@ -307,7 +307,8 @@ COMMANDS = {
     "query": ("run SQL over a sweep's results", "fctlab.sweeps_query"),
     "kernel": ("build, load, unload the ATCP BPF congestion control", "fctlab.kernel"),
     "testbed": ("run scenarios on the real kernel in network namespaces", "fctlab.testbed"),
-    "crosscheck": ("run a scenario in fctlab and in ns-2.35 side by side", "fctlab.crosscheck"),
+    "crosscheck": ("run a scenario in fctlab and in another simulator side by side", "fctlab.crosscheck"),
+    "peers": ("build and list the other simulators the crosscheck runs", "fctlab.peers"),
     "sched": ("send or receive a workload over real sockets with SCHED_TCP's scheduling", "fctlab.sched"),
 }
 _LOCAL = {"run": (configure_run, cmd_run), "validate": (configure_validate, cmd_validate)}

@@ -22,7 +22,7 @@ from ..api import run as fctlab_run
 from .. import plan as plan_mod
 from ..plan import Unsupported as Unsupported  # the error the functions below raise
 from ..plan import rows_for
-from . import ns2
+from . import htsim, ns2
 from . import testbed as kernel_testbed
 
 #: Targets by name. A target is a module with
@@ -31,9 +31,10 @@ from . import testbed as kernel_testbed
 #:   run(plan, seed, out) -> (flows rows, links rows, summary, cwnd rows)
 #:   Error: type                        what `run` raises when the simulator fails (one line)
 #: Rows are dicts with the columns the simulator measured; `other_result` fills the rest.
-#: Optional: WALL_NOTE (what a seed's wall time holds) and seed_notes(summaries) -> lines
-#: for the report (the testbed: the kernel and the machine's load per seed).
-TARGETS = {"ns2": ns2, "testbed": kernel_testbed}
+#: Optional: WALL_NOTE (what a seed's wall time holds), seed_notes(summaries) -> lines
+#: for the report (the testbed: the kernel and the machine's load per seed), and
+#: pairs_flows(plan) -> bool (False when the target routes flows otherwise than fctlab).
+TARGETS = {"ns2": ns2, "htsim": htsim, "testbed": kernel_testbed}
 
 
 @dataclass
@@ -162,7 +163,10 @@ def crosscheck(
     name = str(scenario) if not isinstance(scenario, dict) else "<dict>"
     if hasattr(target, "seed_notes"):
         notes = list(notes) + target.seed_notes(summaries)
-    stats = write_report(name, against, out, runs, p, notes, getattr(target, "WALL_NOTE", DEFAULT_WALL_NOTE))
+    # a target whose routing can differ from fctlab's says when flows cannot be paired
+    pairs = getattr(target, "pairs_flows", lambda plan: True)(p)
+    wall_note = getattr(target, "WALL_NOTE", DEFAULT_WALL_NOTE)
+    stats = write_report(name, against, out, runs, p, notes, wall_note, pairs_flows=pairs)
     return Crosscheck(name, against, out, runs, stats, notes)
 
 
@@ -196,7 +200,8 @@ def configure(parser) -> None:
         "--against",
         required=True,
         choices=sorted(TARGETS),
-        help="the other simulator (ns2: ns-2.35's `ns`; testbed: this machine's Linux TCP in namespaces, as root)",
+        help="the other simulator (ns2: ns-2.35's `ns`; htsim: built by `fctlab peers build htsim`; "
+        "testbed: this machine's Linux TCP in namespaces, as root)",
     )
     parser.add_argument("--out", required=True, help="output directory: both runs per seed and the report")
     parser.add_argument("--seeds", type=int, default=5, help="number of seeds, from --first-seed on (default 5)")

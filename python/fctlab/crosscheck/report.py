@@ -280,16 +280,22 @@ def _stat_blocks(stats: dict, plan, other: str) -> list:
         Paragraph(
             "waited initial rto: completed flows whose FCT is at least the initial RTO "
             f"({plan.tcp['initial_rto_s']:g} s: a lost SYN or first window), plus unfinished ones. ecn marks: fctlab counts "
-            f"the marks its ports set; {other} counts CE packets as they leave the last port before their host (ns-2's "
-            "QueueMonitor pmarks_ counts CE departures), which is the same number when a packet is marked once. "
-            f"timeouts: {other}'s nrexmit_ does not count a timeout in a window that an ECN echo already halved "
-            "(TcpAgent::timeout, tcp/tcp.cc line 1918); fctlab counts every timeout, so with ECN the two counts differ "
-            "by those.",
+            f"the marks its ports set; {other} counts CE packets as they leave the last port before their host"
+            + (
+                " (ns-2's QueueMonitor pmarks_ counts CE departures), which is the same number when a packet is marked "
+                f"once. timeouts: {other}'s nrexmit_ does not count a timeout in a window that an ECN echo already "
+                "halved (TcpAgent::timeout, tcp/tcp.cc line 1918); fctlab counts every timeout, so with ECN the two "
+                "counts differ by those."
+                if other == "ns2"
+                else ", which is the same number when a packet is marked once."
+            ),
             note=True,
         )
     )
     if stats["goodput"]:
         blocks.append(Heading("Long-lived flows: goodput"))
+        if not stats.get("pairs_flows", True):
+            blocks.append(Paragraph("Not comparable flow by flow: the runs route flows differently.", note=True))
         blocks.append(
             Table(
                 ["flow", "fctlab", other, "ratio"],
@@ -306,6 +312,14 @@ def _stat_blocks(stats: dict, plan, other: str) -> list:
             )
         )
     blocks.append(Heading("Flow by flow"))
+    if not stats.get("pairs_flows", True):
+        blocks.append(
+            Paragraph(
+                f"Not comparable flow by flow (and not graded): {other} and fctlab route a flow over different "
+                "equal-cost paths, so the same flow meets different traffic; the verdict grades the distributions.",
+                note=True,
+            )
+        )
     blocks.append(
         Table(
             ["seed", "flows completed in both", "median ratio", "10th-90th percentile", "within 10%"],
@@ -326,16 +340,25 @@ def _stat_blocks(stats: dict, plan, other: str) -> list:
 
 
 def write_report(
-    scenario: str, against: str, out: Path, runs: list, plan, notes: list, wall_note: str = DEFAULT_WALL_NOTE
+    scenario: str,
+    against: str,
+    out: Path,
+    runs: list,
+    plan,
+    notes: list,
+    wall_note: str = DEFAULT_WALL_NOTE,
+    pairs_flows: bool = True,
 ) -> dict:
-    """Computes the statistics, writes crosscheck.json, report.md, report.html and the plots."""
+    """Computes the statistics, writes crosscheck.json, report.md, report.html and the plots.
+    `pairs_flows` False: the two runs route flows differently, so the flow-by-flow table and the
+    long-lived flows' goodput are marked as not comparable (they are never graded)."""
     import pandas as pd  # lazy: pandas and matplotlib (fctlab.report.plots) cost 550 ms of start-up
 
     from ..report import plots
     from ..report.render import Bullets, Heading, Image, Paragraph, render_html, render_markdown
 
     stats = statistics(runs, plan)
-    stats.update({"scenario": scenario, "against": against, "notes": list(notes)})
+    stats.update({"scenario": scenario, "against": against, "notes": list(notes), "pairs_flows": pairs_flows})
     other = against
     blocks = [
         Paragraph(

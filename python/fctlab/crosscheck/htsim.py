@@ -1,0 +1,481 @@
+"""htsim (Broadcom/csg-htsim) as a crosscheck target: a plan (``plan.py``) as the input of
+fctlab's htsim driver (``fctlab/peers/htsim_driver.cpp``, built by ``fctlab peers build
+htsim``), run, and its output as fctlab's result tables.
+
+htsim's own drivers do not read a flow list for TCP or DCTCP: ``datacenter/main_tcp.cpp`` and
+``datacenter/old_tests/main_dctcp_permutation.cpp`` build their own fat-tree and start a random
+permutation of long-lived flows. The driver wires htsim's classes as the plan says: per port a
+``Queue`` (drop-tail) or ``ECNQueue`` and a ``Pipe``; per flow a ``TcpSrc`` or ``DCTCPSrc`` with
+a ``TcpSink`` on explicit data and ACK routes; one ``TcpRtxTimerScanner``. The other protocols
+of htsim (NDP, EQDS, RoCE, Swift, HPCC) have drivers of their own that read a connection matrix
+(``-tm``); fctlab has none of them yet, so they are listed in :data:`DRIVERS` and refused.
+
+What htsim fixes in its code, and so what a plan must say to be run (docs/crosscheck.md):
+
+- ``TcpSrc::receivePacket`` floors the RTO at 250 ms (``transport.min_rto``), with no upper
+  bound; ACKs are 40 bytes (``TcpAck::ACKSIZE``, ``transport.header_bytes``); every segment
+  is acknowledged (no delayed ACKs), without SACK, fast retransmit at the third duplicate ACK;
+  every connection opens with a SYN (``transport.handshake``); every data packet is full size
+  (``transport.whole_packets``);
+- ``DCTCPSrc``: g = 1/16 and alpha starting at 0 (``dctcp_g``, ``dctcp_alpha_init``);
+- ``ECNQueue`` marks a packet as it leaves when the bytes queued (it included) exceed K;
+  ``Queue``/``ECNQueue`` drop an arriving packet that would take the bytes queued, the one in
+  transmission included, above the limit.
+
+Settings the driver gives htsim: packet size (``mss + header``), initial window, initial
+slow-start threshold, initial RTO, largest window (``rwnd``), the timer scan period, rates,
+delays, buffers and thresholds per port.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ..peers import htsim as peer
+from ..plan import Plan, Unsupported
+
+
+@dataclass(frozen=True)
+class Driver:
+    """How htsim runs one fctlab protocol: the driver binary and htsim's source class."""
+
+    binary: str
+    source_class: str
+    #: whether this crosscheck runs it (False: fctlab has no such protocol yet)
+    runs: bool
+
+
+#: fctlab protocol -> htsim driver. tcp and dctcp run through fctlab's driver; the others are
+#: htsim's own drivers (sim/datacenter/main_*.cpp, each reading a topology and a connection
+#: matrix), for protocols fctlab does not have yet.
+DRIVERS = {
+    "tcp": Driver("fctlab_htsim", "TcpSrc", True),
+    "dctcp": Driver("fctlab_htsim", "DCTCPSrc", True),
+    "ndp": Driver("htsim_ndp", "NdpSrc", False),
+    "eqds": Driver("htsim_eqds", "EqdsSrc", False),
+    "roce": Driver("htsim_roce", "RoceSrc", False),
+    "swift": Driver("htsim_swift", "SwiftSrc", False),
+    "hpcc": Driver("htsim_hpcc", "HPCCSrc", False),
+}
+
+#: Values htsim's code fixes (tcp.cpp, tcppacket.h, dctcp.cpp).
+MIN_RTO_S = 0.25
+ACK_BYTES = 40
+DUPTHRESH = 3
+DCTCP_G = 1 / 16
+DCTCP_ALPHA_INIT = 0.0
+#: The timer scan period when the scenario asks for exact timers (rto_granularity = 0).
+DEFAULT_SCAN_S = 0.001
+#: An unlimited buffer, in bytes.
+UNLIMITED = 1 << 62
+PS = 1e12
+
+
+class HtsimError(RuntimeError):
+    """htsim could not be run, or failed; the message says which and how."""
+
+
+def _runs() -> list:
+    return [p for p, d in DRIVERS.items() if d.runs]
+
+
+def check(plan: Plan) -> None:
+    """Raises Unsupported, naming the key, for what htsim cannot run as fctlab does; adds to
+    ``plan.notes`` what it runs differently."""
+    t = plan.tcp
+    if plan.scheduler:
+        raise Unsupported("transport.scheduler: htsim has no flow scheduling layer; remove the key to crosscheck")
+    for f in plan.flows:
+        if f.protocol not in DRIVERS or not DRIVERS[f.protocol].runs:
+            raise Unsupported(
+                f"flows[{f.flow_id}].protocol: {f.protocol!r} is not run against htsim (htsim has TCP and DCTCP "
+                f"as fctlab runs them; the crosscheck runs {', '.join(_runs())})"
+            )
+        if f.protocol == "tcp" and f.ecn:
+            raise Unsupported(
+                f"transport.ecn: flow {f.flow_id} is ECN-capable TCP; htsim's TcpSrc ignores ECN echoes "
+                "(only DCTCPSrc reacts); set ecn = false or use dctcp"
+            )
+        if f.protocol == "dctcp":
+            g = float(f.params.get("dctcp_g", DCTCP_G))
+            a0 = float(f.params.get("dctcp_alpha_init", 1.0))
+            if abs(g - DCTCP_G) > 1e-12:
+                raise Unsupported(f"transport.dctcp_g: {g:g}; htsim's DCTCPSrc uses 1/16 (dctcp.cpp); set 0.0625")
+            if a0 != DCTCP_ALPHA_INIT:
+                raise Unsupported(
+                    f"transport.dctcp_alpha_init: {a0:g}; htsim's DCTCPSrc starts alpha at 0 (dctcp.cpp "
+                    "constructor); set 0"
+                )
+    _check_transport(t)
+    _check_network(plan)
+    plan.notes.extend(notes(plan))
+
+
+def _need(ok: bool, key: str, why: str) -> None:
+    if not ok:
+        raise Unsupported(f"transport.{key}: {why}")
+
+
+def _check_transport(t: dict) -> None:
+    _need(
+        abs(t["min_rto_s"] - MIN_RTO_S) < 1e-9,
+        "min_rto",
+        f"{t['min_rto_s'] * 1e3:g} ms; htsim's TcpSrc floors the RTO at 250 ms (tcp.cpp, receivePacket); "
+        'set min_rto = "250ms"',
+    )
+    _need(
+        t["header_bytes"] == ACK_BYTES,
+        "header_bytes",
+        f"{t['header_bytes']} B; htsim's ACKs are 40 bytes (TcpAck::ACKSIZE); set 40",
+    )
+    _need(not t["sack"], "sack", "htsim's TcpSrc has no SACK (NewReno-style recovery); set sack = false")
+    _need(not t["delayed_ack"], "delayed_ack", "htsim's TcpSink acknowledges every segment; set false")
+    _need(not t["tail_loss_probe"], "tail_loss_probe", "htsim's TcpSrc has no tail loss probe; set false")
+    _need(
+        not t["cwr"],
+        "cwr",
+        "htsim's sources have no CWR state (DCTCPSrc sets the reduced window at once, dctcp.cpp); set false",
+    )
+    _need(t["handshake"], "handshake", "htsim's TcpSrc opens every connection with a SYN; set true")
+    _need(t["dupthresh"] == DUPTHRESH, "dupthresh", f"{t['dupthresh']}; htsim's TcpSrc uses 3 (tcp.cpp); set 3")
+    _need(
+        t["whole_packets"],
+        "whole_packets",
+        "htsim sends every data packet full size (Packet::data_packet_size); set true",
+    )
+    _need(
+        t.get("send_buffer_bytes") is None,
+        "send_buffer",
+        "htsim's sources have all their data at once; remove the key",
+    )
+
+
+def _check_network(plan: Plan) -> None:
+    if plan.buffer_model != "waiting":
+        raise Unsupported(
+            f"network.buffer_model: {plan.buffer_model!r}; the translation counts fctlab's "
+            'buffers as waiting packets (the default, "waiting")'
+        )
+    for p in plan.ports:
+        kind = p.queue["kind"]
+        if kind not in ("droptail", "ecn"):
+            key = "network.nic_queue" if p.nic else "network.queue"
+            raise Unsupported(f"{key}: {kind!r}; htsim's Queue and ECNQueue run droptail and ecn")
+    if any(f.size_bytes is None for f in plan.flows) and plan.stop_time_s is None:
+        raise Unsupported("stop_time: a long-lived flow needs a stop time (htsim runs until its end time)")
+
+
+def notes(plan: Plan) -> list:
+    """Where htsim runs the plan differently from fctlab, one sentence each."""
+    t = plan.tcp
+    out = []
+    if any(p.queue["kind"] == "ecn" for p in plan.ports):
+        out.append(
+            "ECN marking: htsim's ECNQueue marks a packet as it leaves the queue when the bytes queued, itself "
+            "included, exceed the threshold (ecnqueue.cpp completeService); fctlab marks an arriving packet "
+            "against the packets waiting; the translation sets the threshold so that both mark at the same "
+            "queue length, and 40-byte ACKs count by their bytes in htsim"
+        )
+    if any(f.protocol == "dctcp" for f in plan.flows):
+        out.append(
+            "DCTCP: htsim's DCTCPSrc cuts the window by alpha/2 once per window of data whenever alpha > 0, "
+            "marks in that window or not, to at least one segment, and an echo in slow start ends slow start "
+            "(dctcp.cpp receivePacket); fctlab cuts once per window with marks, to at least two segments"
+        )
+    out.append(
+        "RTO: htsim's TcpSrc computes SRTT + 4 RTTVAR floored at 250 ms with no upper bound, and its timers "
+        f"are checked every {_scan_s(plan) * 1e3:g} ms (TcpRtxTimerScanner); after a timeout it resends "
+        "from the last acknowledged segment (go-back-N)"
+    )
+    out.append(
+        "buffers: htsim counts bytes, the packet in transmission included; a buffer of N packets becomes "
+        "N + 1 data packets' bytes, in which 40-byte ACKs take their bytes, not a packet slot"
+    )
+    out.append(
+        "loss recovery: htsim's TcpSrc (tcp.cpp) enters fast recovery at the third duplicate ACK unless "
+        "recovering from a timeout, retransmits one segment per partial ACK and deflates the window on "
+        f"exit to min(ssthresh, flight + 1 segment); fctlab's newreno_recovery = {t['newreno_recovery']!r}"
+    )
+    if not _single_path(plan):
+        out.append(
+            "paths: the topology has equal-cost paths; htsim's flows take one chosen at random per flow and "
+            "direction (seeded by the crosscheck's seed), fctlab's its ECMP hash, so one flow may cross other "
+            "links in the two runs; compare the distributions (the per-flow pairs are not graded)"
+        )
+    return out
+
+
+def pairs_flows(plan: Plan) -> bool:
+    """Whether a flow takes the same path in both runs (every flow has one shortest path)."""
+    return _single_path(plan)
+
+
+def _scan_s(plan: Plan) -> float:
+    g = plan.tcp["rto_granularity_s"]
+    return g if g > 0 else DEFAULT_SCAN_S
+
+
+def packet_bytes(plan: Plan) -> int:
+    """htsim's data packet: fctlab's segment and its header."""
+    return plan.tcp["mss_bytes"] + plan.tcp["header_bytes"]
+
+
+def packets(plan: Plan, size_bytes: Optional[int]) -> int:
+    """Data packets of a flow (-1: long-lived): whole segments, as fctlab's whole_packets."""
+    if size_bytes is None:
+        return -1
+    return max(1, math.ceil(size_bytes / plan.tcp["mss_bytes"]))
+
+
+def buffer_bytes(plan: Plan, buffer) -> int:
+    """A port's limit in htsim: its waiting packets plus the one in transmission, in bytes."""
+    P = packet_bytes(plan)
+    if buffer is None:
+        return UNLIMITED
+    kind, n = buffer
+    return (int(n) + 1) * P if kind == "pkts" else int(n) + P
+
+
+def ecn_bytes(plan: Plan, queue: dict) -> int:
+    """ECNQueue's K: htsim marks a leaving packet when the bytes queued (it included) exceed K,
+    fctlab an arriving packet when the waiting packets (bytes) reach the threshold; with K =
+    threshold x packet (bytes: threshold + packet - 1) both mark at the same queue length."""
+    if queue["kind"] != "ecn":
+        return -1
+    P = packet_bytes(plan)
+    kind, n = queue["threshold"]
+    return int(n) * P if kind == "pkts" else int(n) + P - 1
+
+
+def _single_path(plan: Plan) -> bool:
+    adj = _adjacency(plan)
+    hosts = set(plan.hosts)
+    for src in {f.src for f in plan.flows} | {f.dst for f in plan.flows}:
+        _, count = _bfs(adj, src, hosts)
+        if any(count.get(h, 0) > 1 for h in hosts):
+            return False
+    return True
+
+
+def _adjacency(plan: Plan) -> dict:
+    adj: dict = {}
+    for p in plan.ports:
+        adj.setdefault(p.src, []).append(p.dst)
+    return adj
+
+
+def _bfs(adj: dict, src: str, hosts: set) -> tuple:
+    dist, count = {src: 0}, {src: 1}
+    q = deque([src])
+    while q:
+        u = q.popleft()
+        if u != src and u in hosts:
+            continue
+        for v in adj.get(u, ()):
+            if v not in dist:
+                dist[v], count[v] = dist[u] + 1, count[u]
+                q.append(v)
+            elif dist[v] == dist[u] + 1:
+                count[v] += count[u]
+    return dist, count
+
+
+def route(plan: Plan, src: str, dst: str, rng: random.Random, port_of: dict, cache: dict) -> list:
+    """Port indices of a shortest path from src to dst, each equal-cost path equally likely."""
+    bfs = cache.setdefault("bfs", {})
+    if src not in bfs:
+        bfs[src] = _bfs(_adjacency(plan), src, set(plan.hosts))
+    dist, count = bfs[src]
+    if dst not in dist:
+        raise Unsupported(f"network.topology: no path from {src} to {dst}")
+    if "preds" not in cache:
+        cache["preds"] = {}
+        for a, b in port_of:
+            cache["preds"].setdefault(b, []).append(a)
+    preds = cache["preds"]
+    hosts = set(plan.hosts)
+    path, v = [], dst
+    while v != src:
+        cands = [u for u in preds[v] if dist.get(u) == dist[v] - 1 and (u == src or u not in hosts)]
+        weights = [count[u] for u in cands]
+        u = rng.choices(cands, weights)[0] if len(cands) > 1 else cands[0]
+        path.append(port_of[(u, v)])
+        v = u
+    return path[::-1]
+
+
+def script(plan: Plan, seed: int) -> str:
+    """The driver's input for `plan` (format: the head of htsim_driver.cpp)."""
+    t = plan.tcp
+    P = packet_bytes(plan)
+    mss = t["mss_bytes"]
+    stop = plan.stop_time_s if plan.stop_time_s is not None else 3600.0
+    ss = t["initial_ssthresh_bytes"]
+    L = [
+        f"# {plan.name}, seed {seed}: written by fctlab crosscheck for htsim",
+        f"packet {P}",
+        f"scan {round(_scan_s(plan) * PS)}",
+        f"stop {round(stop * PS)}",
+        "# initial window, slow-start threshold (bytes of htsim's packets), initial RTO (ps), largest window",
+        f"tcp {t['initial_cwnd_segments'] * P} {(math.ceil(ss / mss) * P) if ss else 0xFFFFFFFF} "
+        f"{round(t['initial_rto_s'] * PS)} {min(0xFFFFFFFF, (t['rwnd_bytes'] // mss) * P)}",
+        "# port id, rate (bps), delay (ps), buffer (bytes), ECN threshold K (bytes, -1 = drop-tail)",
+    ]
+    port_of = {}
+    for i, p in enumerate(plan.ports):
+        port_of[(p.src, p.dst)] = i
+        L.append(
+            f"port {i} {p.rate_bps:.0f} {round(p.delay_s * PS)} {buffer_bytes(plan, p.buffer)} {ecn_bytes(plan, p.queue)}"
+        )
+    groups = plan.groups()
+    gid = {g: i for i, g in enumerate(groups)}
+    for g, members in groups.items():
+        L.append(f"group {gid[g]} {len(members)}")
+    rng = random.Random(seed)
+    cache: dict = {}
+    L.append("# flow id, kind, packets (-1 long-lived), start (ps), group, after, data path / ACK path")
+    for f in plan.flows:
+        fwd = route(plan, f.src, f.dst, rng, port_of, cache)
+        rev = route(plan, f.dst, f.src, rng, port_of, cache)
+        g = gid[f.group] if f.group else -1
+        a = gid.get(f.after, -1) if f.after else -1
+        if f.after and a < 0:
+            raise Unsupported(f"flows[{f.flow_id}].after: group {f.after!r} has no flows")
+        L.append(
+            f"flow {f.flow_id} {f.protocol} {packets(plan, f.size_bytes)} {round(f.start_s * PS)} {g} {a} "
+            f"{' '.join(map(str, fwd))} / {' '.join(map(str, rev))}"
+        )
+    return "\n".join(L) + "\n"
+
+
+def run(plan: Plan, seed: int, workdir: Path, binary: Optional[str] = None, timeout_s: float = 3600.0):
+    """Runs `plan` under htsim with `seed` in `workdir` (the input, htsim's output and the
+    results are written there). Returns (flows rows, links rows, summary dict, no cwnd rows)."""
+    meta = {}
+    if binary is None:
+        found = peer.find()
+        if found is None:
+            raise HtsimError(f"htsim is not built: {peer.how_to_get()}")
+        binary = str(found.binary)
+        meta = {"htsim_repository": found.repository, "htsim_commit": found.commit}
+    workdir.mkdir(parents=True, exist_ok=True)
+    inp = workdir / "htsim.in"
+    inp.write_text(script(plan, seed))
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run([binary, inp.name], cwd=workdir, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise HtsimError(f"{inp}: htsim did not finish within {timeout_s:.0f} s") from None
+    except OSError as e:
+        raise HtsimError(f"{binary}: cannot run it: {e.strerror}") from None
+    wall = time.perf_counter() - t0
+    (workdir / "htsim.out").write_text(proc.stdout)
+    if proc.stderr:
+        (workdir / "htsim.err").write_text(proc.stderr)
+    if proc.returncode != 0 or "\nT " not in "\n" + proc.stdout:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise HtsimError(f"{inp}: htsim exited with status {proc.returncode}: {' | '.join(tail)}")
+    flows, links, summary, cwnd = parse(plan, proc.stdout, seed, wall)
+    if meta:
+        (workdir / "peer.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return flows, links, summary, cwnd
+
+
+def parse(plan: Plan, out: str, seed: int, wall_s: float):
+    """The driver's output lines as flows rows, links rows and a summary."""
+    mss = plan.tcp["mss_bytes"]
+    starts, finishes, final, links = {}, {}, {}, {}
+    end = None
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) < 2 or parts[0] not in ("S", "F", "A", "L", "T"):
+            continue  # htsim's own messages
+        tag = parts[0]
+        if tag == "S":
+            starts[int(parts[1])] = float(parts[2])
+        elif tag == "F":
+            finishes[int(parts[1])] = (float(parts[2]), int(parts[3]), int(parts[4]), int(parts[5]))
+        elif tag == "A":
+            final[int(parts[1])] = tuple(int(x) for x in parts[2:6])
+        elif tag == "L":
+            links[int(parts[1])] = tuple(float(x) for x in parts[2:7])
+        elif tag == "T":
+            end = float(parts[1])
+    flows = []
+    for f in plan.flows:
+        st = starts.get(f.flow_id)
+        acked, nrx, nto, nsent = final.get(f.flow_id, (0, 0, 0, 0))
+        fin = finishes.get(f.flow_id)
+        if fin is not None:
+            finish_s, nrx, nto, nsent = fin
+            delivered = f.size_bytes
+        else:
+            finish_s = None
+            delivered = acked * mss if f.size_bytes is None else min(f.size_bytes, acked * mss)
+        flows.append(
+            {
+                "flow_id": f.flow_id,
+                "src": f.src,
+                "dst": f.dst,
+                "size_bytes": f.size_bytes,
+                "bytes_delivered": delivered if st is not None else 0,
+                "start_s": st,
+                "finish_s": finish_s,
+                "fct_s": (finish_s - st) if finish_s is not None and st is not None else None,
+                "completed": finish_s is not None,
+                "protocol": f.protocol,
+                "retransmits": nrx,
+                "timeouts": nto,
+                "packets_sent": nsent,
+                "tag": f.tag,
+                "group": f.group,
+            }
+        )
+    T = end or 0.0
+    link_rows = []
+    for i, p in enumerate(plan.ports):
+        pdep, bdep, pdrop, pmark, qint = links.get(i, (0, 0, 0, 0, 0.0))
+        link_rows.append(
+            {
+                "link_id": i,
+                "src": p.src,
+                "dst": p.dst,
+                "level": p.level,
+                "rate_bps": p.rate_bps,
+                "delay_s": p.delay_s,
+                "tx_packets": int(pdep),
+                "tx_bytes": int(bdep),
+                "drops": int(pdrop),
+                "ecn_marks": int(pmark),
+                "utilization": (bdep * 8 / p.rate_bps / T) if T > 0 else None,
+                "mean_queue_pkts": (qint / T) if T > 0 else None,
+            }
+        )
+    hosts = set(plan.hosts)
+    summary = {
+        "scenario_name": plan.name,
+        "seed": seed,
+        "sim_time_s": T,
+        "wall_time_s": wall_s,
+        "flows_total": len(plan.flows),
+        "flows_started": len(starts),
+        "flows_completed": len(finishes),
+        "drops": int(sum(r["drops"] for r in link_rows)),
+        # a CE packet is counted at every port it leaves; once per packet at the last hop
+        "ecn_marks": int(sum(r["ecn_marks"] for r in link_rows if r["dst"] in hosts)),
+    }
+    return flows, link_rows, summary, []
+
+
+#: The crosscheck target's interface (crosscheck.TARGETS).
+PRODUCER = "htsim"
+WALL_NOTE = "(its input run and its output read back)"
+Error = HtsimError
