@@ -99,7 +99,9 @@ def changed(recorded: dict, root: Path = ROOT) -> list:
         if now == "missing" and rel.startswith("tests/golden/"):
             if moved is None:
                 golden = root / "tests" / "golden"
-                moved = {_digest(g.read_bytes()) for g in golden.rglob("*") if g.is_file()} if golden.is_dir() else set()
+                moved = (
+                    {_digest(g.read_bytes()) for g in golden.rglob("*") if g.is_file()} if golden.is_dir() else set()
+                )
             if digest in moved:
                 continue
         if now != digest:
