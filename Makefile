@@ -14,9 +14,12 @@ demo: setup
 	@echo "report: out/demo/report/report.html"
 
 ## Render the reproduction docs (docs/src/reproduce_*.md -> docs/) from the stored full runs
-## in docs/results; `make test` fails when a doc is not its rendering or a stored run is stale.
+## in docs/results, and the validation matrix (docs/validation.md) from them and the recorded
+## crosscheck suites (docs/results/validation); `make test` fails when a doc is not its
+## rendering or a stored run is stale.
 docs: setup
 	$(FCTLAB) reproduce --docs
+	$(FCTLAB) validation --docs
 
 ## Run every test: Rust (cargo) and Python (pytest), and a smoke run of the benchmarks.
 test: setup test-rust test-python

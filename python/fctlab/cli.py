@@ -307,6 +307,7 @@ COMMANDS = {
     "kernel": ("build, load, unload the ATCP BPF congestion control", "fctlab.kernel"),
     "testbed": ("run scenarios on the real kernel in network namespaces", "fctlab.testbed"),
     "crosscheck": ("run a scenario in fctlab and in ns-2.35 side by side", "fctlab.crosscheck"),
+    "validation": ("record a crosscheck suite's outcome; render the validation matrix", "fctlab.validation"),
     "sched": ("send or receive a workload over real sockets with SCHED_TCP's scheduling", "fctlab.sched"),
 }
 _LOCAL = {"run": (configure_run, cmd_run), "validate": (configure_validate, cmd_validate)}
