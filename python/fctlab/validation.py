@@ -448,8 +448,8 @@ def _suite_section(target: str, title: str, data: dict) -> list:
     lines = [
         f"## {suite_heading(title)}",
         "",
-        f"`{m['command']}` with {m['producer'] or title}, at commit `{m['commit']}` on {m['date']}, "
-        f"recorded by `{m['recorded_by']}` in `docs/results/validation/{target}.json`. The ratio is "
+        f"`{m['command']}` (the other simulator: {m['producer'] or title}), recorded by `{m['recorded_by']}` "
+        f"at commit `{m['commit']}` on {m['date']} in `docs/results/validation/{target}.json`. The ratio is "
         "fctlab / " + title + " (means over the seeds); the tolerances are those of "
         "[crosscheck.md](crosscheck.md#statistics-and-tolerances).",
         "",
