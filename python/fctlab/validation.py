@@ -48,7 +48,7 @@ MODEL, PAPER = "model", "paper"
 #: Why a cell holds no result: (column, protocol) -> the reason, in a few words. The column is
 #: a crosscheck target, MODEL or PAPER; the fallbacks below apply to every other empty cell.
 REASONS = {
-    ("ns2", "cubic"): "not translated: ns-2.35's TCP-Linux CUBIC is not used",
+    ("ns2", "cubic"): "not translated (ns-2.35 has CUBIC in TCP-Linux)",
     ("ns2", "dctcp"): "ns-2.35 has no DCTCP",
     ("ns2", "d2tcp"): "ns-2.35 has no D2TCP",
     ("ns2", "rcp"): "ns-2.35 has no RCP",
