@@ -34,6 +34,7 @@ from typing import Optional
 import fctlab
 
 from . import _core, crosscheck
+from .numfmt import seconds
 from .reproduce import PAPERS, stored
 from .reproduce.verdicts import DIRECTION, INCONCLUSIVE, MATCH, NO_MATCH
 
@@ -451,7 +452,8 @@ def _suite_section(target: str, title: str, data: dict) -> list:
         f"`{m['command']}` (the other simulator: {m['producer'] or title}), recorded by `{m['recorded_by']}` "
         f"at commit `{m['commit']}` on {m['date']} in `docs/results/validation/{target}.json`. The ratio is "
         "fctlab / " + title + " (means over the seeds); the tolerances are those of "
-        "[crosscheck.md](crosscheck.md#statistics-and-tolerances).",
+        "[crosscheck.md](crosscheck.md#statistics-and-tolerances), and what is known of the figures that "
+        "differ is in [its last section](crosscheck.md#differences-that-remain).",
         "",
         "| set-up | protocols | seeds | figures that agree | worst ratio | figures that differ |",
         "|---|---|---|---|---|---|",
@@ -465,6 +467,15 @@ def _suite_section(target: str, title: str, data: dict) -> list:
             f"| [{name}](../{s['scenario']}) | {', '.join(s['protocols'])} | {span} | "
             f"{s['agree']}/{s['graded']} | {worst} | {differ or '-'} |"
         )
+    wall = {
+        k: sum(s["wall_s"].get(k, 0.0) * len(s["seeds"]) for s in data["setups"].values())
+        for k in ("fctlab", "other", "own")
+    }
+    lines += [
+        "",
+        f"Wall time of the suite's runs: fctlab {seconds(wall['fctlab'])}, {title} {seconds(wall['other'])}, "
+        f"the crosscheck's own work (translation, writing both runs) {seconds(wall['own'])}.",
+    ]
     notes = sorted({n for s in data["setups"].values() for n in s["notes"]})
     if notes:
         lines += ["", "Where the runs differ in set-up (from the set-ups' reports):", ""]
