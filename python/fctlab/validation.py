@@ -197,7 +197,7 @@ def _setup(setup_out: Path, target: str, root: Path) -> tuple:
     producer = " ".join(str(x) for x in (summary.get("producer"), summary.get("version")) if x)
     rec = {
         "scenario": rel,
-        "sha256": stored._digest(scen.read_bytes()),
+        "digest": stored._digest(scen.read_bytes()),  # SHA-256, its first 16 hex digits
         "protocols": _protocols(setup_out, seeds),
         "seeds": seeds,
         "figures": figures,
@@ -271,7 +271,7 @@ def stale(target: str, root: Path = ROOT, data: Optional[dict] = None) -> list:
     for name, s in sorted(data["setups"].items()):
         f = root / s["scenario"]
         now = stored._digest(f.read_bytes()) if f.is_file() else "missing"
-        if now != s["sha256"]:
+        if now != s["digest"]:
             out.append(f"set-up {name}: {s['scenario']} {'is gone' if now == 'missing' else 'changed'}")
     recorded = {s["scenario"] for s in data["setups"].values()}
     for f in sorted(suite_dir(target, root).glob("*.toml")):
