@@ -1,5 +1,5 @@
 # fctlab: every target sets itself up (scripts/setup.sh) on a fresh machine.
-.PHONY: setup demo docs test test-rust test-python lint fmt fuzz bench screenshots clean
+.PHONY: setup demo docs check test test-rust test-python lint fmt fuzz bench screenshots clean
 
 VENV := .venv
 FCTLAB := $(VENV)/bin/fctlab
@@ -14,9 +14,26 @@ demo: setup
 	@echo "report: out/demo/report/report.html"
 
 ## Render the reproduction docs (docs/src/reproduce_*.md -> docs/) from the stored full runs
-## in docs/results; `make test` fails when a doc is not its rendering or a stored run is stale.
+## in docs/results, and the validation matrix (docs/validation.md) from them and the recorded
+## crosscheck suites (docs/results/validation); `make test` fails when a doc is not its
+## rendering or a stored run is stale.
 docs: setup
 	$(FCTLAB) reproduce --docs
+	$(FCTLAB) validation --docs
+
+## The edit loop, a few minutes at most: ruff's formatter and checks, the Python tests but the
+## long ones (marked `long` in tests/python/conftest.py: the kernel testbed, the papers' quick
+## runs, sweeps), the golden snapshots among them, and one quick crosscheck beside ns-2.35.
+## Sets up only on a fresh machine: after a change to the Rust core, `make setup` rebuilds it.
+check:
+	@test -x $(VENV)/bin/python || $(MAKE) setup
+	$(VENV)/bin/ruff format --check --quiet .
+	$(VENV)/bin/ruff check --quiet .
+	$(VENV)/bin/python -m pytest -q -m "not slow and not benchmark and not long"
+	@if command -v ns >/dev/null 2>&1 || [ -n "$$FCTLAB_NS" ]; then \
+		echo '$(FCTLAB) crosscheck scenarios/crosscheck/ns2/lossy_bottleneck.toml --against ns2 --seeds 2'; \
+		$(FCTLAB) crosscheck scenarios/crosscheck/ns2/lossy_bottleneck.toml --against ns2 --out out/check/crosscheck --seeds 2 -q; \
+	else echo 'check: no ns (ns-2.35): the quick crosscheck is left out'; fi
 
 ## Run every test: Rust (cargo) and Python (pytest), and a smoke run of the benchmarks.
 test: setup test-rust test-python

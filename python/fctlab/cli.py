@@ -309,6 +309,7 @@ COMMANDS = {
     "testbed": ("run scenarios on the real kernel in network namespaces", "fctlab.testbed"),
     "crosscheck": ("run a scenario in fctlab and in another simulator side by side", "fctlab.crosscheck"),
     "peers": ("build and list the other simulators the crosscheck runs", "fctlab.peers"),
+    "validation": ("record a crosscheck suite's outcome; render the validation matrix", "fctlab.validation"),
     "sched": ("send or receive a workload over real sockets with SCHED_TCP's scheduling", "fctlab.sched"),
 }
 _LOCAL = {"run": (configure_run, cmd_run), "validate": (configure_validate, cmd_validate)}

@@ -15,7 +15,7 @@ from fctlab.crosscheck import crosscheck, ns2
 from fctlab.plan import Unsupported
 
 ROOT = Path(__file__).resolve().parents[2]
-SUITE = ROOT / "scenarios" / "crosscheck"
+SUITE = ROOT / "scenarios" / "crosscheck" / "ns2"
 
 needs_ns = pytest.mark.skipif(
     ns2.find_ns() is None,

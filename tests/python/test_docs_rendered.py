@@ -78,3 +78,16 @@ def test_a_placeholder_that_cannot_be_filled_names_the_file_and_line(tmp_path):
     src.write_text("{{runs}} {{table 7}}\n")
     with pytest.raises(RenderError, match=r"item 7 has no stored full run"):
         render("homa", src, root)
+
+
+def test_a_golden_output_that_moves_unchanged_is_no_change_of_behaviour(tmp_path):
+    root = _tree(tmp_path)
+    golden = root / "tests" / "golden"
+    first = next(f for f in sorted(golden.iterdir()) if f.suffix == ".csv")
+    moved = golden / ("moved__" + first.name)
+    first.rename(moved)
+    assert stored.stale_items("homa", root) == []
+    # moved and changed: stale
+    moved.write_text(moved.read_text() + "\n")
+    stale = stored.stale_items("homa", root)
+    assert stale and all(first.name in why for _, why in stale)

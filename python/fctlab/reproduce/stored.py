@@ -88,11 +88,23 @@ def fingerprint(recorded: dict) -> str:
 
 def changed(recorded: dict, root: Path = ROOT) -> list:
     """The files of a recorded behaviour whose contents are not what they were (or that are
-    gone). Files added since do not count: a new golden output or scenario is no change."""
+    gone). Files added since do not count: a new golden output or scenario is no change, and
+    neither is a golden output that is gone under its name but present with the same contents
+    under another (its scenario moved: the snapshot is named after the scenario's path)."""
     out = []
+    moved = None
     for rel, digest in sorted(recorded.items()):
         f = root / rel
-        if (_digest(f.read_bytes()) if f.is_file() else "missing") != digest:
+        now = _digest(f.read_bytes()) if f.is_file() else "missing"
+        if now == "missing" and rel.startswith("tests/golden/"):
+            if moved is None:
+                golden = root / "tests" / "golden"
+                moved = (
+                    {_digest(g.read_bytes()) for g in golden.rglob("*") if g.is_file()} if golden.is_dir() else set()
+                )
+            if digest in moved:
+                continue
+        if now != digest:
             out.append(rel)
     return out
 
