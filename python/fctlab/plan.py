@@ -248,14 +248,12 @@ def single_paths(plan: Plan, engine: str = "ns-2") -> None:
     """Checks that every flow's endpoints are joined by exactly one shortest path (hop count),
     so that an engine without fctlab's per-flow ECMP hash routes each flow as fctlab does.
     Raises Unsupported naming `network.topology` otherwise."""
-    adj: dict = {}
-    for p in plan.ports:
-        adj.setdefault(p.src, []).append(p.dst)
+    adj = adjacency(plan)
     hosts = set(plan.hosts)
     seen_src = {}
     for f in plan.flows:
         if f.src not in seen_src:
-            seen_src[f.src] = _path_counts(adj, f.src, hosts)
+            seen_src[f.src] = path_counts(adj, f.src, hosts)
         dist, count = seen_src[f.src]
         if count.get(f.dst, 0) > 1:
             raise Unsupported(
@@ -266,7 +264,15 @@ def single_paths(plan: Plan, engine: str = "ns-2") -> None:
             )
 
 
-def _path_counts(adj: dict, src: str, hosts: set) -> tuple:
+def adjacency(plan: Plan) -> dict:
+    """node -> the nodes its ports lead to."""
+    adj: dict = {}
+    for p in plan.ports:
+        adj.setdefault(p.src, []).append(p.dst)
+    return adj
+
+
+def path_counts(adj: dict, src: str, hosts: set) -> tuple:
     """Hop distances and numbers of shortest paths from `src`; hosts do not forward."""
     dist = {src: 0}
     count = {src: 1}

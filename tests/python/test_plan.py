@@ -18,7 +18,7 @@ from fctlab.plan import rows_for
 
 ROOT = Path(__file__).resolve().parents[2]
 THEOREM1 = ROOT / "scenarios" / "papers" / "atcp" / "kernel_theorem1.toml"
-MIX = ROOT / "scenarios" / "crosscheck" / "thesis_mix_red_ecn.toml"
+MIX = ROOT / "scenarios" / "crosscheck" / "ns2" / "thesis_mix_red_ecn.toml"
 
 
 def test_the_plan_holds_the_flows_the_simulator_starts():

@@ -34,13 +34,12 @@ import math
 import random
 import subprocess
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from ..peers import htsim as peer
-from ..plan import Plan, Unsupported
+from ..plan import Plan, Unsupported, adjacency, path_counts
 
 
 @dataclass(frozen=True)
@@ -256,43 +255,20 @@ def ecn_bytes(plan: Plan, queue: dict) -> int:
 
 
 def _single_path(plan: Plan) -> bool:
-    adj = _adjacency(plan)
+    adj = adjacency(plan)
     hosts = set(plan.hosts)
     for src in {f.src for f in plan.flows} | {f.dst for f in plan.flows}:
-        _, count = _bfs(adj, src, hosts)
+        _, count = path_counts(adj, src, hosts)
         if any(count.get(h, 0) > 1 for h in hosts):
             return False
     return True
-
-
-def _adjacency(plan: Plan) -> dict:
-    adj: dict = {}
-    for p in plan.ports:
-        adj.setdefault(p.src, []).append(p.dst)
-    return adj
-
-
-def _bfs(adj: dict, src: str, hosts: set) -> tuple:
-    dist, count = {src: 0}, {src: 1}
-    q = deque([src])
-    while q:
-        u = q.popleft()
-        if u != src and u in hosts:
-            continue
-        for v in adj.get(u, ()):
-            if v not in dist:
-                dist[v], count[v] = dist[u] + 1, count[u]
-                q.append(v)
-            elif dist[v] == dist[u] + 1:
-                count[v] += count[u]
-    return dist, count
 
 
 def route(plan: Plan, src: str, dst: str, rng: random.Random, port_of: dict, cache: dict) -> list:
     """Port indices of a shortest path from src to dst, each equal-cost path equally likely."""
     bfs = cache.setdefault("bfs", {})
     if src not in bfs:
-        bfs[src] = _bfs(_adjacency(plan), src, set(plan.hosts))
+        bfs[src] = path_counts(adjacency(plan), src, set(plan.hosts))
     dist, count = bfs[src]
     if dst not in dist:
         raise Unsupported(f"network.topology: no path from {src} to {dst}")
