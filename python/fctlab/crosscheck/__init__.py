@@ -19,7 +19,7 @@ from typing import Sequence
 
 from ..api import RunResult, ScenarioError, ScenarioLike, _schema
 from ..api import run as fctlab_run
-from . import ns2, plan as plan_mod
+from . import ns2, ns3, plan as plan_mod
 from .plan import Unsupported as Unsupported  # the error the functions below raise
 
 #: Targets by name. A target is a module with
@@ -28,7 +28,7 @@ from .plan import Unsupported as Unsupported  # the error the functions below ra
 #:   run(plan, seed, out) -> (flows rows, links rows, summary, cwnd rows)
 #:   Error: type                        what `run` raises when the simulator fails (one line)
 #: Rows are dicts with the columns the simulator measured; `other_result` fills the rest.
-TARGETS = {"ns2": ns2}
+TARGETS = {"ns2": ns2, "ns3": ns3}
 
 
 @dataclass
@@ -185,7 +185,10 @@ def configure(parser) -> None:
         "scenario", help="scenario file (TOML or JSON), or a directory: every *.toml in it, and a table of all"
     )
     parser.add_argument(
-        "--against", required=True, choices=sorted(TARGETS), help="the other simulator (ns2: ns-2.35's `ns`)"
+        "--against",
+        required=True,
+        choices=sorted(TARGETS),
+        help="the other simulator (ns2: ns-2.35's `ns`; ns3: ns-3.44 from its PyPI wheel, built on first use)",
     )
     parser.add_argument("--out", required=True, help="output directory: both runs per seed and the report")
     parser.add_argument("--seeds", type=int, default=5, help="number of seeds, from --first-seed on (default 5)")

@@ -1,0 +1,388 @@
+"""ns-3 (3.44, the PyPI wheel) as a crosscheck target: a plan (``plan.py``) as the text file of
+fctlab's generic ns-3 runner (``fctlab/peers/ns3_runner.cc``, compiled once by
+``fctlab.peers.ns3``), the file run, and the runner's output as fctlab's result tables.
+
+What the plan file holds, and why (docs/crosscheck_ns3.md has the full list):
+
+- every node an ns-3 node with the IPv4 stack, every link a point-to-point link, routes from
+  global routing (shortest paths; a plan with equal-cost paths is refused, as ns-3.44's global
+  routing either takes one of them or sprays packets at random);
+- every output port a queue disc of its own (``FifoQueueDisc``, or ``RedQueueDisc`` as DCTCP's
+  step marker) in front of a one-packet device queue: fctlab's ``buffer = "Npkt"`` (N waiting
+  packets) is N - 1 in the queue disc plus the one the device holds, and the ECN threshold K
+  (an arrival that finds K or more waiting is marked) is RED's MinTh = MaxTh = K - 1 on the
+  queue disc's length;
+- TCP (``TcpSocketBase``) with the scenario's resolved settings as ``Config::SetDefault``
+  lines, and per flow its congestion control (``TcpNewReno``, ``TcpCubic``, ``TcpDctcp``) on
+  both its sockets;
+- per flow, the completion is the sender's cumulative ACK reaching the last byte (fctlab's
+  ``finish_s``); retransmitted segments from the ``Retransmission`` trace, timeouts from the
+  RTO doubling of ``ReTxTimeout`` and SYNs sent again; per port the queue disc's counters.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from .plan import Plan, Unsupported, single_paths
+
+#: fctlab protocol -> the runner's congestion control (ns-3's TcpNewReno, TcpCubic, TcpDctcp).
+PROTOCOLS = {"tcp": "newreno", "cubic": "cubic", "dctcp": "dctcp"}
+
+#: Per-protocol parameters and ns-3's attribute for each (the same value for every flow).
+PARAMS = {
+    "cubic": {
+        "cubic_beta": "ns3::TcpCubic::Beta",
+        "cubic_c": "ns3::TcpCubic::C",
+        "cubic_fast_convergence": "ns3::TcpCubic::FastConvergence",
+        "cubic_reno_friendly": "ns3::TcpCubic::TcpFriendliness",
+    },
+    "dctcp": {"dctcp_g": "ns3::TcpDctcp::DctcpShiftG", "dctcp_alpha_init": "ns3::TcpDctcp::DctcpAlphaOnInit"},
+}
+
+#: ns-3's point-to-point frame header (PPP), added to every packet on the wire.
+PPP_BYTES = 2
+
+
+class Ns3Error(RuntimeError):
+    """ns-3 could not be installed or run, or failed; the message says which and how."""
+
+
+def check(plan: Plan) -> None:
+    """Raises Unsupported, naming the key, for what ns-3 cannot run as fctlab does; adds to
+    ``plan.notes`` what it runs differently."""
+    t = plan.tcp
+    if plan.network.get("scheduler"):
+        raise Unsupported("transport.scheduler: ns-3 has no flow scheduling layer; remove the key to crosscheck")
+    for f in plan.flows:
+        if f.protocol not in PROTOCOLS:
+            raise Unsupported(
+                f"flows[{f.flow_id}].protocol: {f.protocol!r} is not in ns-3.44 as the crosscheck runs it "
+                f"(it runs {', '.join(PROTOCOLS)} as TcpNewReno, TcpCubic, TcpDctcp)"
+            )
+    params_of(plan)
+    if plan.network["buffer_model"] != "waiting":
+        raise Unsupported(
+            f"network.buffer_model: {plan.network['buffer_model']!r} is not translated (ns-3's queues are set to "
+            'fctlab\'s "waiting" semantics)'
+        )
+    if t["header_bytes"] not in (40, 52):
+        raise Unsupported(
+            f"transport.header_bytes: {t['header_bytes']} B; ns-3's TCP/IP header is 40 B, or 52 B with timestamps"
+        )
+    try:
+        single_paths(plan)
+    except Unsupported:
+        raise Unsupported(
+            f"network.topology: {plan.network['topology']} has equal-cost paths between some flow's hosts; fctlab "
+            "spreads flows over them by a per-flow hash, ns-3.44's global routing takes one route or, with "
+            "RandomEcmpRouting, sprays packets over them at random (reordering every flow). Use a single-path "
+            "topology (star, dumbbell, chain, tree, leafspine with one spine, or a custom tree)"
+        ) from None
+    for p in plan.ports:
+        _port_queue(p)
+    _notes(plan)
+
+
+def params_of(plan: Plan) -> dict:
+    """ns-3 attribute -> value of the per-protocol parameters; Unsupported when flows of one
+    protocol differ (ns-3 takes them per algorithm here)."""
+    out: dict = {}
+    for f in plan.flows:
+        for key, attr in PARAMS.get(f.protocol, {}).items():
+            if key not in f.params:
+                continue
+            v = f.params[key]
+            if attr in out and out[attr] != v:
+                raise Unsupported(
+                    f"flows[{f.flow_id}].{key}: {v!r} differs from another {f.protocol} flow's {out[attr]!r}; the "
+                    "ns-3 runner sets it once per protocol"
+                )
+            out[attr] = v
+    return out
+
+
+def _port_queue(p) -> tuple:
+    """(kind, limit in waiting packets or -1, ECN threshold) of a port; Unsupported otherwise."""
+    q = p.queue
+    if q["kind"] not in ("droptail", "ecn"):
+        raise Unsupported(
+            f"network.queue = {q['kind']!r}: not translated to ns-3 (droptail and ecn are; ns-3's RED differs from "
+            "fctlab's classic RED in its idle decay and count, and it has no pFabric or fctlab priority queue)"
+        )
+    key = "network.nic_buffer" if p.nic else "network.buffer"
+    if p.buffer is None:
+        limit = -1
+    elif p.buffer[0] != "pkts":
+        raise Unsupported(f"{key}: a byte buffer ({p.src}->{p.dst}) is not translated; give it in packets")
+    elif p.buffer[1] < 2:
+        raise Unsupported(
+            f"{key}: {p.buffer[1]} packets ({p.src}->{p.dst}); ns-3's port is a queue disc behind a one-packet "
+            "device queue, so it holds at least 2 waiting packets"
+        )
+    else:
+        limit = int(p.buffer[1])
+    if q["kind"] == "ecn":
+        th = q["threshold"]
+        if th is None or th[0] != "pkts":
+            raise Unsupported("network.ecn_threshold: a byte threshold is not translated; give it in packets")
+        if th[1] < 2:
+            raise Unsupported(
+                f"network.ecn_threshold: {th[1]} packets; ns-3's RED marks only while the queue disc holds more "
+                "than one packet (the device queue holds one more), so the threshold must be at least 2"
+            )
+        return "red", limit, int(th[1])
+    return "fifo", limit, 0
+
+
+def _notes(plan: Plan) -> None:
+    t = plan.tcp
+    n = plan.notes
+    if not t["handshake"]:
+        n.append(
+            "transport.handshake = false: ns-3's TCP always opens with a three-way handshake, so each of its FCTs "
+            "holds one more round trip (set handshake = true to compare like with like)"
+        )
+    if t["tail_loss_probe"]:
+        n.append(
+            "transport.tail_loss_probe = true: ns-3.44 has no tail loss probe (nor RACK); a lost tail waits for "
+            "the retransmission timeout"
+        )
+    if t["sack"]:
+        n.append(
+            f"transport.sack_recovery = {t['sack_recovery']!r}: ns-3 recovers with TcpPrrRecovery (RFC 6937 "
+            "proportional rate reduction on the RFC 6675 scoreboard), which also serves its CWR state"
+        )
+    else:
+        n.append("transport.sack = false: ns-3 recovers with TcpPrrRecovery on its NewReno-style partial ACK handling")
+    if not t["cwr"]:
+        n.append("transport.cwr = false: ns-3 always reduces the window after an ECN echo in its CWR state")
+    if t["rto_granularity_s"] == 0:
+        n.append("transport.rto_granularity = 0: ns-3 runs with a 1 ns clock granularity in its RTO formula")
+    n.append(
+        f"ns-3's point-to-point links add a {PPP_BYTES}-byte PPP header to every packet: a 1500-byte packet "
+        f"takes {(1500 + PPP_BYTES) / 1500 - 1:.2%} longer on the wire"
+    )
+    if any(f.protocol == "cubic" for f in plan.flows):
+        n.append("CUBIC: ns-3's TcpCubic runs with HyStart off (fctlab does not model HyStart)")
+    ecn_ports = any(p.queue["kind"] == "ecn" for p in plan.ports)
+    if ecn_ports:
+        if not any(f.ecn for f in plan.flows):
+            n.append(
+                "ECN threshold marking: no flow is ECN-capable, so the marking ports run as FIFO queues of the same "
+                "size in ns-3, as they act in fctlab"
+            )
+        else:
+            n.append(
+                "ECN threshold marking: ns-3's RED at MinTh = MaxTh drops the packets that are not ECN-capable (SYNs, "
+                "pure ACKs, flows without ECN) that arrive while the queue is at or above the threshold, where "
+                "fctlab queues them up to the buffer's end"
+            )
+
+
+def _ns(x: float) -> str:
+    """A time for ns-3's Time parser, in whole nanoseconds."""
+    return f"{round(float(x) * 1e9)}ns"
+
+
+def _tf(b) -> str:
+    return "true" if b else "false"
+
+
+def settings(plan: Plan) -> list:
+    """(attribute, value) pairs: the scenario's resolved TCP as ns-3's defaults."""
+    t = plan.tcp
+    mss = t["mss_bytes"]
+    rwnd = int(t["rwnd_bytes"])
+    snd = t["send_buffer_bytes"]
+    ss = t["initial_ssthresh_bytes"]
+    out = [
+        ("ns3::TcpSocket::SegmentSize", mss),
+        ("ns3::TcpSocket::InitialCwnd", t["initial_cwnd_segments"]),
+        ("ns3::TcpSocket::InitialSlowStartThreshold", min(int(ss), 2**32 - 1) if ss is not None else 2**32 - 1),
+        ("ns3::TcpSocket::DelAckCount", 2 if t["delayed_ack"] else 1),
+        ("ns3::TcpSocket::DelAckTimeout", _ns(t["delayed_ack_timeout_s"])),
+        ("ns3::TcpSocket::ConnTimeout", _ns(t["initial_rto_s"])),
+        # fctlab retries forever; ns-3 drops a connection after DataRetries timeouts in a row
+        ("ns3::TcpSocket::DataRetries", 1000),
+        ("ns3::TcpSocket::ConnCount", 1000),
+        ("ns3::TcpSocket::RcvBufSize", rwnd),
+        # the application refills the send buffer as it drains: large enough never to limit cwnd
+        ("ns3::TcpSocket::SndBufSize", int(snd) if snd else max(2 * rwnd, 4 << 20)),
+        ("ns3::TcpSocket::TcpNoDelay", "true"),
+        ("ns3::TcpSocketBase::MinRto", _ns(t["min_rto_s"])),
+        ("ns3::TcpSocketBase::ClockGranularity", _ns(t["rto_granularity_s"]) if t["rto_granularity_s"] else "1ns"),
+        ("ns3::RttEstimator::InitialEstimation", _ns(t["initial_rto_s"])),
+        ("ns3::TcpSocketBase::Sack", _tf(t["sack"])),
+        ("ns3::TcpSocketBase::Timestamp", _tf(t["header_bytes"] == 52)),
+        ("ns3::TcpSocketBase::WindowScaling", "true"),
+        ("ns3::TcpSocketBase::ReTxThreshold", t["dupthresh"]),
+        ("ns3::TcpL4Protocol::RecoveryType", "ns3::TcpPrrRecovery"),
+    ]
+    if any(f.protocol == "cubic" for f in plan.flows):
+        out.append(("ns3::TcpCubic::HyStart", "false"))
+    for attr, v in params_of(plan).items():
+        out.append((attr, _tf(v) if isinstance(v, bool) else repr(float(v))))
+    return out
+
+
+def plan_text(plan: Plan, seed: int) -> str:
+    """The runner's plan file for `plan` and `seed` (format: the header of ns3_runner.cc)."""
+    names = plan.hosts + plan.switches
+    idx = {name: i for i, name in enumerate(names)}
+    L = [f"# {plan.name}, seed {seed}: written by fctlab crosscheck for ns-3.44", f"seed {seed}"]
+    stop = plan.stop_time_s
+    L.append(f"stop {stop!r}" if stop is not None else "stop none")
+    L += [f"set {a} {v}" for a, v in settings(plan)]
+    L += [f"node {n}" for n in names]
+    links: dict = {}
+    port_lines = []
+    nlinks = 0
+    for i, p in enumerate(plan.ports):
+        key = (p.dst, p.src)
+        if key in links:
+            link, d = links.pop(key), 1
+        else:
+            link, d = nlinks, 0
+            nlinks += 1
+            links[(p.src, p.dst)] = link
+            L.append(f"link {idx[p.src]} {idx[p.dst]} {p.delay_s!r}")
+        kind, limit, k = _port_queue(p)
+        # the queue disc holds K - 1 when the device queue holds one: see the module's header
+        port_lines.append((i, link, d, p.rate_bps, kind, limit, max(k - 1, 0)))
+    for i, link, d, rate, kind, limit, k in port_lines:
+        L.append(f"port {i} {link} {d} {round(rate)} {kind} {limit} {k}")
+    gid = {g: n for n, g in enumerate(plan.groups())}
+    for f in plan.flows:
+        size = -1 if f.size_bytes is None else f.size_bytes
+        group = gid.get(f.group, -1) if f.group else -1
+        after = gid[f.after] if f.after else -1
+        L.append(
+            f"flow {f.flow_id} {idx[f.src]} {idx[f.dst]} {size} {f.start_s!r} {PROTOCOLS[f.protocol]} "
+            f"{1 if f.ecn or f.protocol == 'dctcp' else 0} {group} {after}"
+        )
+    return "\n".join(L) + "\n"
+
+
+def _say(msg: str) -> None:
+    print(f"[ns3] {msg}", file=sys.stderr, flush=True)
+
+
+def runner(say=_say) -> Path:
+    """The compiled runner, built on first use (installing the wheel); Ns3Error when it cannot be."""
+    from ..peers import ns3 as peer
+
+    try:
+        return peer.ensure(say)
+    except peer.BuildError as e:
+        raise Ns3Error(f"ns-3 is not available: {e} ({peer.how_to_get()})") from None
+
+
+def run(plan: Plan, seed: int, workdir: Path, binary: Optional[Path] = None, timeout_s: float = 3600.0):
+    """Runs `plan` under ns-3 with `seed` in `workdir` (the plan file, the runner's output and
+    the results are written there). Returns (flows rows, links rows, summary, cwnd rows: empty)."""
+    binary = binary or runner()
+    workdir.mkdir(parents=True, exist_ok=True)
+    pf = workdir / "plan.txt"
+    pf.write_text(plan_text(plan, seed))
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run([str(binary), pf.name], cwd=workdir, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise Ns3Error(f"{pf}: ns-3 did not finish within {timeout_s:.0f} s") from None
+    wall = time.perf_counter() - t0
+    (workdir / "ns3.out").write_text(proc.stdout)
+    if proc.stderr:
+        (workdir / "ns3.err").write_text(proc.stderr)
+    if proc.returncode != 0 or "\nT " not in "\n" + proc.stdout:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise Ns3Error(f"{pf}: the ns-3 runner exited with status {proc.returncode}: {' | '.join(tail)}")
+    return parse(plan, proc.stdout, seed, wall)
+
+
+def parse(plan: Plan, out: str, seed: int, wall_s: float):
+    """The runner's printed lines as flows rows, links rows, a summary and (no) window samples."""
+    starts, finishes, final, links = {}, {}, {}, {}
+    end = None
+    for line in out.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        tag = parts[0]
+        if tag == "S":
+            starts[int(parts[1])] = float(parts[2])
+        elif tag == "F":
+            finishes[int(parts[1])] = (float(parts[2]), float(parts[3]))
+        elif tag == "A":
+            final[int(parts[1])] = tuple(int(x) for x in parts[2:6])
+        elif tag == "L":
+            links[int(parts[1])] = tuple(int(x) for x in parts[2:6])
+        elif tag == "T":
+            end = float(parts[1])
+    flows = []
+    for f in plan.flows:
+        st = starts.get(f.flow_id)
+        fin = finishes.get(f.flow_id)
+        rx, nrx, nto, ndata = final.get(f.flow_id, (0, 0, 0, 0))
+        finish_s = fin[0] if fin else None
+        flows.append(
+            {
+                "flow_id": f.flow_id,
+                "src": f.src,
+                "dst": f.dst,
+                "size_bytes": f.size_bytes,
+                "bytes_delivered": rx if f.size_bytes is None else min(rx, f.size_bytes),
+                "start_s": st,
+                "finish_s": finish_s,
+                "fct_s": (finish_s - st) if finish_s is not None and st is not None else None,
+                "completed": finish_s is not None,
+                "protocol": f.protocol,
+                "retransmits": nrx,
+                "timeouts": nto,
+                "packets_sent": ndata,
+                "tag": f.tag,
+                "group": f.group,
+            }
+        )
+    T = end or 0.0
+    link_rows = []
+    for i, p in enumerate(plan.ports):
+        txp, txb, drops, marks = links.get(i, (0, 0, 0, 0))
+        link_rows.append(
+            {
+                "link_id": i,
+                "src": p.src,
+                "dst": p.dst,
+                "level": p.level,
+                "rate_bps": p.rate_bps,
+                "delay_s": p.delay_s,
+                "tx_packets": txp,
+                "tx_bytes": txb,
+                "drops": drops,
+                "ecn_marks": marks,
+                "utilization": (txb * 8 / p.rate_bps / T) if T > 0 else None,
+                "mean_queue_pkts": None,
+            }
+        )
+    summary = {
+        "scenario_name": plan.name,
+        "seed": seed,
+        "sim_time_s": T,
+        "wall_time_s": wall_s,
+        "flows_total": len(plan.flows),
+        "flows_started": len(starts),
+        "flows_completed": len(finishes),
+        "drops": int(sum(r["drops"] for r in link_rows)),
+        # RED counts a marking where it marks: a packet marked at two ports counts twice
+        "ecn_marks": int(sum(r["ecn_marks"] for r in link_rows)),
+    }
+    return flows, link_rows, summary, []
+
+
+#: The crosscheck target's interface (crosscheck.TARGETS).
+PRODUCER = "ns-3.44"
+Error = Ns3Error
