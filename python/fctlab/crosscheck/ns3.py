@@ -83,7 +83,8 @@ def check(plan: Plan) -> None:
             "RandomEcmpRouting, sprays packets over them at random (reordering every flow). Use a single-path "
             "topology (star, dumbbell, chain, tree, leafspine with one spine, or a custom tree)"
         ) from None
-    for p in plan.ports:
+    # switch ports first: a NIC's buffer follows the switches' unless nic_buffer is given
+    for p in sorted(plan.ports, key=lambda p: p.nic):
         _port_queue(p)
     _notes(plan)
 
@@ -221,6 +222,7 @@ def settings(plan: Plan) -> list:
         ("ns3::TcpSocketBase::Timestamp", _tf(t["header_bytes"] == 52)),
         ("ns3::TcpSocketBase::WindowScaling", "true"),
         ("ns3::TcpSocketBase::ReTxThreshold", t["dupthresh"]),
+        ("ns3::TcpSocketBase::LimitedTransmit", _tf(t["singledup"])),
         ("ns3::TcpL4Protocol::RecoveryType", "ns3::TcpPrrRecovery"),
     ]
     if any(f.protocol == "cubic" for f in plan.flows):
@@ -320,7 +322,7 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
         elif tag == "A":
             final[int(parts[1])] = tuple(int(x) for x in parts[2:6])
         elif tag == "L":
-            links[int(parts[1])] = tuple(int(x) for x in parts[2:6])
+            links[int(parts[1])] = tuple(int(x) for x in parts[2:6]) + (float(parts[6]),)
         elif tag == "T":
             end = float(parts[1])
     flows = []
@@ -351,7 +353,7 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
     T = end or 0.0
     link_rows = []
     for i, p in enumerate(plan.ports):
-        txp, txb, drops, marks = links.get(i, (0, 0, 0, 0))
+        txp, txb, drops, marks, qint = links.get(i, (0, 0, 0, 0, 0.0))
         link_rows.append(
             {
                 "link_id": i,
@@ -365,7 +367,7 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
                 "drops": drops,
                 "ecn_marks": marks,
                 "utilization": (txb * 8 / p.rate_bps / T) if T > 0 else None,
-                "mean_queue_pkts": None,
+                "mean_queue_pkts": (qint / T) if T > 0 else None,
             }
         )
     summary = {

@@ -29,8 +29,10 @@
 //                               per flow: bytes its receiver got in order, data segments sent
 //                               again, retransmission timer expiries (data and SYN), data
 //                               segments sent (first transmissions and retransmissions)
-//   L P TXPKTS TXBYTES DROPS MARKS   per port: IP packets and bytes sent onto the link,
-//                               packets dropped, packets marked CE
+//   L P TXPKTS TXBYTES DROPS MARKS QINT
+//                               per port: IP packets and bytes sent onto the link, packets
+//                               dropped, packets marked CE, and the integral over time of the
+//                               waiting packets (queue disc and device queue; packet-seconds)
 
 #include "ns3/applications-module.h"
 #include "ns3/core-module.h"
@@ -232,6 +234,34 @@ void Accepted(uint32_t i, Ptr<Socket> s, const Address&)
 bool AcceptAll(Ptr<Socket>, const Address&)
 {
     return true;
+}
+
+// the waiting packets of a port over time: the queue disc's and the device queue's
+struct QueueIntegral
+{
+    uint32_t qdisc = 0, device = 0;
+    double last = 0, sum = 0;
+
+    void Advance()
+    {
+        double now = Simulator::Now().GetSeconds();
+        sum += (qdisc + device) * (now - last);
+        last = now;
+    }
+};
+
+std::vector<QueueIntegral> g_qint;
+
+void QdiscLen(uint32_t p, uint32_t, uint32_t n)
+{
+    g_qint[p].Advance();
+    g_qint[p].qdisc = n;
+}
+
+void DeviceLen(uint32_t p, uint32_t, uint32_t n)
+{
+    g_qint[p].Advance();
+    g_qint[p].device = n;
 }
 
 std::vector<Ptr<Node>> g_nodes;
@@ -482,6 +512,13 @@ main(int argc, char* argv[])
         QueueDiscContainer qc = tch.Install(dev);
         qdiscs.push_back(qc.Get(0));
     }
+    g_qint.resize(ports.size());
+    for (uint32_t i = 0; i < ports.size(); ++i)
+    {
+        qdiscs[i]->TraceConnectWithoutContext("PacketsInQueue", MakeBoundCallback(&QdiscLen, i));
+        pdevs[i]->GetQueue()->TraceConnectWithoutContext("PacketsInQueue",
+                                                         MakeBoundCallback(&DeviceLen, i));
+    }
     Ipv4GlobalRoutingHelper::PopulateRoutingTables();
 
     // listeners first (one port per flow on its receiver), then the flows' starts
@@ -532,12 +569,14 @@ main(int argc, char* argv[])
     {
         const QueueDisc::Stats& st = qdiscs[i]->GetStats();
         Ptr<Queue<Packet>> dq = pdevs[i]->GetQueue();
-        std::printf("L %zu %u %llu %u %u\n",
+        g_qint[i].Advance();
+        std::printf("L %zu %u %llu %u %u %.9g\n",
                     i,
                     st.nTotalSentPackets,
                     static_cast<unsigned long long>(st.nTotalSentBytes),
                     st.nTotalDroppedPackets + dq->GetTotalDroppedPackets(),
-                    st.nTotalMarkedPackets);
+                    st.nTotalMarkedPackets,
+                    g_qint[i].sum);
     }
     std::fflush(stdout);
     Simulator::Destroy();
