@@ -124,7 +124,7 @@ def test_the_linux_settings_ns3_runs_differently_are_noted():
     p = plan.load(star(transport={"handshake": False}))
     ns3.check(p)
     text = " ".join(p.notes)
-    for key in ("transport.handshake", "transport.tail_loss_probe", "transport.sack_recovery", "PPP"):
+    for key in ("transport.handshake", "transport.tail_loss_probe", "TcpClassicRecovery", "PPP"):
         assert key in text
 
 

@@ -13,7 +13,7 @@ What the plan file holds, and why (docs/crosscheck_ns3.md has the full list):
   (an arrival that finds K or more waiting is marked) is RED's MinTh = MaxTh = K - 1 on the
   queue disc's length;
 - TCP (``TcpSocketBase``) with the scenario's resolved settings as ``Config::SetDefault``
-  lines, and per flow its congestion control (``TcpNewReno``, ``TcpCubic``, ``TcpDctcp``) on
+  lines, and per flow its congestion control (``TcpLinuxReno``, ``TcpCubic``, ``TcpDctcp``) on
   both its sockets;
 - per flow, the completion is the sender's cumulative ACK reaching the last byte (fctlab's
   ``finish_s``); retransmitted segments from the ``Retransmission`` trace, timeouts from the
@@ -22,6 +22,7 @@ What the plan file holds, and why (docs/crosscheck_ns3.md has the full list):
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -30,8 +31,11 @@ from typing import Optional
 
 from .plan import Plan, Unsupported, single_paths
 
-#: fctlab protocol -> the runner's congestion control (ns-3's TcpNewReno, TcpCubic, TcpDctcp).
-PROTOCOLS = {"tcp": "newreno", "cubic": "cubic", "dctcp": "dctcp"}
+#: fctlab protocol -> the runner's congestion control (ns-3's TcpLinuxReno, TcpCubic, TcpDctcp).
+#: fctlab's `tcp` cuts to half the window on a loss (Linux's tcp_reno_ssthresh, with the
+#: window capped at the data outstanding): ns-3's TcpLinuxReno does the same, where its
+#: TcpNewReno halves the RFC 6675 pipe, which excludes the segments already judged lost.
+PROTOCOLS = {"tcp": "linuxreno", "cubic": "cubic", "dctcp": "dctcp"}
 
 #: Per-protocol parameters and ns-3's attribute for each (the same value for every flow).
 PARAMS = {
@@ -43,6 +47,9 @@ PARAMS = {
     },
     "dctcp": {"dctcp_g": "ns3::TcpDctcp::DctcpShiftG", "dctcp_alpha_init": "ns3::TcpDctcp::DctcpAlphaOnInit"},
 }
+
+#: ns-3's loss recovery by the name FCTLAB_NS3_RECOVERY takes (default classic: see `recovery`).
+RECOVERY = {"classic": "ns3::TcpClassicRecovery", "prr": "ns3::TcpPrrRecovery"}
 
 #: ns-3's point-to-point frame header (PPP), added to every packet on the wire.
 PPP_BYTES = 2
@@ -62,7 +69,7 @@ def check(plan: Plan) -> None:
         if f.protocol not in PROTOCOLS:
             raise Unsupported(
                 f"flows[{f.flow_id}].protocol: {f.protocol!r} is not in ns-3.44 as the crosscheck runs it "
-                f"(it runs {', '.join(PROTOCOLS)} as TcpNewReno, TcpCubic, TcpDctcp)"
+                f"(it runs {', '.join(PROTOCOLS)} as TcpLinuxReno, TcpCubic, TcpDctcp)"
             )
     params_of(plan)
     if plan.network["buffer_model"] != "waiting":
@@ -140,6 +147,17 @@ def _port_queue(p) -> tuple:
     return "fifo", limit, 0
 
 
+def recovery() -> str:
+    """ns-3's loss recovery: ``classic`` (TcpClassicRecovery: the window is ssthresh at once, as
+    fctlab's RFC 6675 / RFC 6582 recovery sets it) unless ``FCTLAB_NS3_RECOVERY=prr`` asks for
+    ns-3's default TcpPrrRecovery. ns-3 runs one recovery algorithm per socket, for losses and
+    for its CWR state alike."""
+    name = os.environ.get("FCTLAB_NS3_RECOVERY", "classic")
+    if name not in RECOVERY:
+        raise Ns3Error(f"FCTLAB_NS3_RECOVERY={name!r}: not one of {', '.join(RECOVERY)}")
+    return name
+
+
 def _notes(plan: Plan) -> None:
     t = plan.tcp
     n = plan.notes
@@ -153,15 +171,22 @@ def _notes(plan: Plan) -> None:
             "transport.tail_loss_probe = true: ns-3.44 has no tail loss probe (nor RACK); a lost tail waits for "
             "the retransmission timeout"
         )
-    if t["sack"]:
+    if recovery() == "classic":
         n.append(
-            f"transport.sack_recovery = {t['sack_recovery']!r}: ns-3 recovers with TcpPrrRecovery (RFC 6937 "
-            "proportional rate reduction on the RFC 6675 scoreboard), which also serves its CWR state"
+            "loss recovery: fctlab's RFC 6675 / RFC 6582 recovery (the window is ssthresh at once) runs as ns-3's "
+            "TcpClassicRecovery, which also serves ns-3's CWR state after an ECN echo: there the window falls to "
+            "ssthresh at once where fctlab's cwr reduces it by proportional rate reduction (RFC 6937)"
         )
     else:
-        n.append("transport.sack = false: ns-3 recovers with TcpPrrRecovery on its NewReno-style partial ACK handling")
+        n.append(
+            "loss recovery (FCTLAB_NS3_RECOVERY=prr): ns-3's TcpPrrRecovery (RFC 6937 on the RFC 6675 scoreboard) in "
+            "loss recovery and in CWR, where fctlab's RFC 6675 recovery sets the window to ssthresh at once"
+        )
     if not t["cwr"]:
-        n.append("transport.cwr = false: ns-3 always reduces the window after an ECN echo in its CWR state")
+        n.append(
+            "transport.cwr = false: ns-3 always enters its CWR state after an ECN echo (no growth until the data "
+            "outstanding at the echo is acknowledged)"
+        )
     if t["rto_granularity_s"] == 0:
         n.append("transport.rto_granularity = 0: ns-3 runs with a 1 ns clock granularity in its RTO formula")
     n.append(
@@ -223,7 +248,7 @@ def settings(plan: Plan) -> list:
         ("ns3::TcpSocketBase::WindowScaling", "true"),
         ("ns3::TcpSocketBase::ReTxThreshold", t["dupthresh"]),
         ("ns3::TcpSocketBase::LimitedTransmit", _tf(t["singledup"])),
-        ("ns3::TcpL4Protocol::RecoveryType", "ns3::TcpPrrRecovery"),
+        ("ns3::TcpL4Protocol::RecoveryType", RECOVERY[recovery()]),
     ]
     if any(f.protocol == "cubic" for f in plan.flows):
         out.append(("ns3::TcpCubic::HyStart", "false"))
@@ -258,6 +283,10 @@ def plan_text(plan: Plan, seed: int) -> str:
         port_lines.append((i, link, d, p.rate_bps, kind, limit, max(k - 1, 0)))
     for i, link, d, rate, kind, limit, k in port_lines:
         L.append(f"port {i} {link} {d} {round(rate)} {kind} {limit} {k}")
+    mon = plan.network.get("monitor") or {}
+    if mon.get("cwnd_interval_s"):
+        ids = [f.flow_id for f in plan.flows] if mon.get("cwnd_flows") is None else list(mon["cwnd_flows"])
+        L.append(f"cwnd {mon['cwnd_interval_s']!r} " + " ".join(map(str, ids)))
     gid = {g: n for n, g in enumerate(plan.groups())}
     for f in plan.flows:
         size = -1 if f.size_bytes is None else f.size_bytes
@@ -286,7 +315,8 @@ def runner(say=_say) -> Path:
 
 def run(plan: Plan, seed: int, workdir: Path, binary: Optional[Path] = None, timeout_s: float = 3600.0):
     """Runs `plan` under ns-3 with `seed` in `workdir` (the plan file, the runner's output and
-    the results are written there). Returns (flows rows, links rows, summary, cwnd rows: empty)."""
+    the results are written there). Returns (flows rows, links rows, summary, cwnd rows: empty
+    unless the scenario samples windows)."""
     binary = binary or runner()
     workdir.mkdir(parents=True, exist_ok=True)
     pf = workdir / "plan.txt"
@@ -307,8 +337,10 @@ def run(plan: Plan, seed: int, workdir: Path, binary: Optional[Path] = None, tim
 
 
 def parse(plan: Plan, out: str, seed: int, wall_s: float):
-    """The runner's printed lines as flows rows, links rows, a summary and (no) window samples."""
+    """The runner's printed lines as flows rows, links rows, a summary and window samples."""
     starts, finishes, final, links = {}, {}, {}, {}
+    cwnd, last_rx = [], {}
+    dt = (plan.network.get("monitor") or {}).get("cwnd_interval_s")
     end = None
     for line in out.splitlines():
         parts = line.split()
@@ -325,6 +357,23 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
             links[int(parts[1])] = tuple(int(x) for x in parts[2:6]) + (float(parts[6]),)
         elif tag == "T":
             end = float(parts[1])
+        elif tag == "W":
+            fid, rx = int(parts[1]), int(parts[5])
+            prev = last_rx.get(fid, 0)
+            last_rx[fid] = rx
+            ss = int(parts[4])
+            cwnd.append(
+                {
+                    "time_s": float(parts[2]),
+                    "flow_id": fid,
+                    "cwnd_bytes": int(parts[3]),
+                    # ns-3's initial ssthresh is the largest 32-bit value: none yet
+                    "ssthresh_bytes": ss if ss < 2**31 else None,
+                    "rate_bps": (rx - prev) * 8 / dt,
+                    "weight": None,
+                    "pacing_bps": None,
+                }
+            )
     flows = []
     for f in plan.flows:
         st = starts.get(f.flow_id)
@@ -382,7 +431,7 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
         # RED counts a marking where it marks: a packet marked at two ports counts twice
         "ecn_marks": int(sum(r["ecn_marks"] for r in link_rows)),
     }
-    return flows, link_rows, summary, []
+    return flows, link_rows, summary, cwnd
 
 
 #: The crosscheck target's interface (crosscheck.TARGETS).

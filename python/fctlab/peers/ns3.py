@@ -139,8 +139,13 @@ def compile_runner(root: Path, source: Optional[Path] = None, say: Callable = la
     libdir, prefix = lib_dir(root)
     cxx = os.environ.get("CXX", "g++")
     say(f"compiling {src.name} against {root} ({prefix}), about a minute")
+    # the source as hashed, so that the runner's name always matches what it was built from
+    copy = out.with_name(out.name + ".cc")
+    copy.write_bytes(src.read_bytes())
+    if runner_path(copy) != out:
+        raise BuildError(f"{src} changed while it was being copied; build again")
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    cmd = [cxx, "-std=c++20", "-O2", *DEFINES, f"-I{root / 'include'}", str(src), "-o", str(tmp)]
+    cmd = [cxx, "-std=c++20", "-O2", *DEFINES, f"-I{root / 'include'}", str(copy), "-o", str(tmp)]
     cmd += [f"-L{libdir}", f"-Wl,-rpath,{libdir}"] + [f"-l{prefix}-{lib}" for lib in LIBS]
     try:
         _run(cmd, f"compiling {src.name}", out.with_name("compile.log"))

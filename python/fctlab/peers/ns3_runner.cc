@@ -14,9 +14,11 @@
 //                               the output port P of LINK (DIR 0: A->B, 1: B->A): its rate, a
 //                               queue disc KIND fifo|red holding up to LIMIT waiting packets
 //                               (-1: unlimited) with the ECN step threshold K (red)
+//   cwnd INTERVAL ID...         print the window of the flows ID... every INTERVAL seconds
 //   flow ID SRC DST SIZE START CC ECN GROUP AFTER
 //                               a TCP flow from node SRC to node DST of SIZE bytes (-1: long-
-//                               lived) with congestion control CC (newreno|cubic|dctcp|bbr) and
+//                               lived) with congestion control CC (linuxreno|newreno|cubic|
+//                               dctcp|bbr) and
 //                               ECN 0|1; member of GROUP (-1: none); AFTER -1: starts at START
 //                               (s), else START seconds after every flow of group AFTER completed
 //
@@ -24,6 +26,8 @@
 //   S ID T                      flow ID opened its connection at T
 //   F ID T_ACK T_RX             flow ID completed: the sender got the ACK of its last byte at
 //                               T_ACK, the receiver its last byte at T_RX
+//   W ID T CWND SSTHRESH RXBYTES  a window sample (bytes) of a running flow, with the bytes its
+//                               receiver has read so far
 //   T NOW                       the end of the run
 //   A ID RXBYTES RETX TIMEOUTS DATAPKTS
 //                               per flow: bytes its receiver got in order, data segments sent
@@ -85,6 +89,7 @@ struct FlowState
     uint64_t retx = 0, timeouts = 0, dataPkts = 0, syns = 0;
     bool started = false, done = false, rxDone = false;
     double startT = -1, ackT = -1, rxT = -1;
+    uint32_t cwnd = 0, ssthresh = 0;
 };
 
 std::vector<FlowState> g_flows;
@@ -201,6 +206,34 @@ void SenderRetx(uint32_t i,
     }
 }
 
+void CwndChanged(uint32_t i, uint32_t, uint32_t v)
+{
+    g_flows[i].cwnd = v;
+}
+
+void SsthreshChanged(uint32_t i, uint32_t, uint32_t v)
+{
+    g_flows[i].ssthresh = v;
+}
+
+std::vector<uint32_t> g_cwndFlows;
+double g_cwndInterval = 0;
+
+void SampleCwnd(uint64_t k)
+{
+    double now = Simulator::Now().GetSeconds();
+    for (uint32_t i : g_cwndFlows)
+    {
+        const FlowState& f = g_flows[i];
+        if (f.started && !f.done)
+        {
+            std::printf("W %u %.9f %u %u %lld\n", f.id, now, f.cwnd, f.ssthresh,
+                        static_cast<long long>(f.rxBytes));
+        }
+    }
+    Simulator::Schedule(Seconds((k + 1) * g_cwndInterval) - Simulator::Now(), &SampleCwnd, k + 1);
+}
+
 void RtoChanged(uint32_t i, Time oldV, Time newV)
 {
     // TcpSocketBase::ReTxTimeout doubles the RTO (capped at 60 s); an RTT sample sets it anew
@@ -269,6 +302,8 @@ std::vector<Ipv4Address> g_addr; // a node's first interface address
 
 TypeId CcType(const std::string& cc)
 {
+    if (cc == "linuxreno")
+        return TcpLinuxReno::GetTypeId();
     if (cc == "newreno")
         return TcpNewReno::GetTypeId();
     if (cc == "cubic")
@@ -304,6 +339,8 @@ void StartFlow(uint32_t i)
     s->TraceConnectWithoutContext("Tx", MakeBoundCallback(&SenderTx, i));
     s->TraceConnectWithoutContext("Retransmission", MakeBoundCallback(&SenderRetx, i));
     s->TraceConnectWithoutContext("RTO", MakeBoundCallback(&RtoChanged, i));
+    s->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&CwndChanged, i));
+    s->TraceConnectWithoutContext("SlowStartThreshold", MakeBoundCallback(&SsthreshChanged, i));
     s->Bind();
     s->SetConnectCallback(MakeBoundCallback(&Connected, i), MakeBoundCallback(&ConnectFailed, i));
     s->SetSendCallback(MakeBoundCallback(&SendMore, i));
@@ -396,6 +433,14 @@ main(int argc, char* argv[])
             if (std::stoul(w[1]) != ports.size())
                 Fail("line " + std::to_string(lineno) + ": ports must be numbered in order");
             ports.push_back(p);
+        }
+        else if (k == "cwnd")
+        {
+            if (w.size() < 2)
+                Fail("line " + std::to_string(lineno) + ": cwnd INTERVAL ID...");
+            g_cwndInterval = std::stod(w[1]);
+            for (size_t j = 2; j < w.size(); ++j)
+                g_cwndFlows.push_back(std::stoul(w[j]));
         }
         else if (k == "flow")
         {
@@ -549,6 +594,13 @@ main(int argc, char* argv[])
         else
             Simulator::Schedule(Seconds(f.start), &StartFlow, i);
     }
+    for (uint32_t id : g_cwndFlows)
+    {
+        if (id >= g_flows.size())
+            Fail("cwnd: no flow " + std::to_string(id));
+    }
+    if (g_cwndInterval > 0 && !g_cwndFlows.empty())
+        Simulator::Schedule(Seconds(0), &SampleCwnd, 0);
     if (stop >= 0)
         Simulator::Stop(Seconds(stop));
     else if (g_finiteLeft == 0)
