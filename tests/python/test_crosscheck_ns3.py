@@ -65,7 +65,7 @@ def test_the_ecn_threshold_is_red_one_below_k_on_the_queue_disc():
     # the switch's three ports mark; the NICs stay FIFO
     assert len(sw) == 3 and all(p[5:] == ["100", "19"] for p in sw)
     flow = lines(t, "flow")[0]
-    assert flow[5:7] == ["dctcp", "1"]
+    assert flow[5:7] == ["dctcp-floor", "1"]
 
 
 def test_ecn_ports_without_ecn_flows_are_fifo_and_the_reason_is_noted():

@@ -35,7 +35,16 @@ from .plan import Plan, Unsupported, single_paths
 #: fctlab's `tcp` cuts to half the window on a loss (Linux's tcp_reno_ssthresh, with the
 #: window capped at the data outstanding): ns-3's TcpLinuxReno does the same, where its
 #: TcpNewReno halves the RFC 6675 pipe, which excludes the segments already judged lost.
-PROTOCOLS = {"tcp": "linuxreno", "cubic": "cubic", "dctcp": "dctcp"}
+#: fctlab's `dctcp` never cuts below two segments (Linux's dctcp_ssthresh); ns-3's TcpDctcp
+#: has no floor, so the runner's TcpDctcp subclass adds it (``FCTLAB_NS3_DCTCP=stock``: ns-3's
+#: own TcpDctcp, for comparison).
+PROTOCOLS = {"tcp": "linuxreno", "cubic": "cubic", "dctcp": "dctcp-floor"}
+
+
+def _cc(protocol: str) -> str:
+    cc = PROTOCOLS[protocol]
+    return "dctcp" if cc == "dctcp-floor" and os.environ.get("FCTLAB_NS3_DCTCP") == "stock" else cc
+
 
 #: Per-protocol parameters and ns-3's attribute for each (the same value for every flow).
 PARAMS = {
@@ -195,6 +204,17 @@ def _notes(plan: Plan) -> None:
     )
     if any(f.protocol == "cubic" for f in plan.flows):
         n.append("CUBIC: ns-3's TcpCubic runs with HyStart off (fctlab does not model HyStart)")
+    if any(f.protocol == "dctcp" for f in plan.flows):
+        if os.environ.get("FCTLAB_NS3_DCTCP") == "stock":
+            n.append(
+                "DCTCP (FCTLAB_NS3_DCTCP=stock): ns-3's TcpDctcp cuts to cwnd (1 - alpha / 2) with no floor, so a "
+                "window can fall below one segment and wait for the RTO; fctlab keeps Linux's two-segment floor"
+            )
+        else:
+            n.append(
+                "DCTCP: ns-3's TcpDctcp with Linux's two-segment floor on the cut (dctcp_ssthresh), which ns-3's "
+                "own TcpDctcp lacks (FCTLAB_NS3_DCTCP=stock runs it)"
+            )
     ecn_ports = any(p.queue["kind"] == "ecn" for p in plan.ports)
     if ecn_ports:
         if not any(f.ecn for f in plan.flows):
@@ -293,7 +313,7 @@ def plan_text(plan: Plan, seed: int) -> str:
         group = gid.get(f.group, -1) if f.group else -1
         after = gid[f.after] if f.after else -1
         L.append(
-            f"flow {f.flow_id} {idx[f.src]} {idx[f.dst]} {size} {f.start_s!r} {PROTOCOLS[f.protocol]} "
+            f"flow {f.flow_id} {idx[f.src]} {idx[f.dst]} {size} {f.start_s!r} {_cc(f.protocol)} "
             f"{1 if f.ecn or f.protocol == 'dctcp' else 0} {group} {after}"
         )
     return "\n".join(L) + "\n"

@@ -18,7 +18,7 @@
 //   flow ID SRC DST SIZE START CC ECN GROUP AFTER
 //                               a TCP flow from node SRC to node DST of SIZE bytes (-1: long-
 //                               lived) with congestion control CC (linuxreno|newreno|cubic|
-//                               dctcp|bbr) and
+//                               dctcp|dctcp-floor|bbr) and
 //                               ECN 0|1; member of GROUP (-1: none); AFTER -1: starts at START
 //                               (s), else START seconds after every flow of group AFTER completed
 //
@@ -90,6 +90,39 @@ struct FlowState
     bool started = false, done = false, rxDone = false;
     double startT = -1, ackT = -1, rxT = -1;
     uint32_t cwnd = 0, ssthresh = 0;
+};
+
+// ns-3's TcpDctcp with Linux's floor: dctcp_ssthresh (net/ipv4/tcp_dctcp.c) returns
+// max(cwnd - cwnd * alpha / 2, 2 segments); TcpDctcp::GetSsThresh has no floor, so its window
+// can fall below one segment, and a sender with less than a segment of window and more data
+// waits for the retransmission timer (TcpSocketBase::SendPendingData sends no partial segment
+// while more data waits).
+class TcpDctcpFloor : public TcpDctcp
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("ns3::FctlabTcpDctcpFloor")
+                                .SetParent<TcpDctcp>()
+                                .SetGroupName("Internet")
+                                .AddConstructor<TcpDctcpFloor>();
+        return tid;
+    }
+
+    std::string GetName() const override
+    {
+        return "TcpDctcpFloor";
+    }
+
+    uint32_t GetSsThresh(Ptr<const TcpSocketState> tcb, uint32_t bytesInFlight) override
+    {
+        return std::max(TcpDctcp::GetSsThresh(tcb, bytesInFlight), 2 * tcb->m_segmentSize);
+    }
+
+    Ptr<TcpCongestionOps> Fork() override
+    {
+        return CopyObject<TcpDctcpFloor>(this);
+    }
 };
 
 std::vector<FlowState> g_flows;
@@ -310,6 +343,8 @@ TypeId CcType(const std::string& cc)
         return TcpCubic::GetTypeId();
     if (cc == "dctcp")
         return TcpDctcp::GetTypeId();
+    if (cc == "dctcp-floor")
+        return TcpDctcpFloor::GetTypeId();
     if (cc == "bbr")
         return TcpBbr::GetTypeId();
     Fail("unknown congestion control " + cc);
