@@ -42,8 +42,15 @@ PROTOCOLS = {"tcp": "linuxreno", "cubic": "cubic", "dctcp": "dctcp-floor"}
 
 
 def _cc(protocol: str) -> str:
+    """The runner's congestion control of a protocol; ``FCTLAB_NS3_TCP=newreno`` and
+    ``FCTLAB_NS3_DCTCP=stock`` run ns-3's TcpNewReno and its own TcpDctcp instead (to measure
+    what the choice changes; the report notes it)."""
     cc = PROTOCOLS[protocol]
-    return "dctcp" if cc == "dctcp-floor" and os.environ.get("FCTLAB_NS3_DCTCP") == "stock" else cc
+    if cc == "dctcp-floor" and os.environ.get("FCTLAB_NS3_DCTCP") == "stock":
+        return "dctcp"
+    if cc == "linuxreno" and os.environ.get("FCTLAB_NS3_TCP") == "newreno":
+        return "newreno"
+    return cc
 
 
 #: Per-protocol parameters and ns-3's attribute for each (the same value for every flow).
@@ -204,6 +211,11 @@ def _notes(plan: Plan) -> None:
     )
     if any(f.protocol == "cubic" for f in plan.flows):
         n.append("CUBIC: ns-3's TcpCubic runs with HyStart off (fctlab does not model HyStart)")
+    if any(f.protocol == "tcp" for f in plan.flows) and _cc("tcp") == "newreno":
+        n.append(
+            "TCP (FCTLAB_NS3_TCP=newreno): ns-3's TcpNewReno sets ssthresh to half the RFC 6675 pipe, which leaves "
+            "out the segments judged lost, where fctlab halves the window (as Linux and ns-3's TcpLinuxReno do)"
+        )
     if any(f.protocol == "dctcp" for f in plan.flows):
         if os.environ.get("FCTLAB_NS3_DCTCP") == "stock":
             n.append(
