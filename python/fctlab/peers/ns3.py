@@ -13,6 +13,7 @@ The wheel's Python bindings (cppyy) are not used, so its dependencies are not in
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -30,6 +31,10 @@ LIBS = ("applications", "internet", "traffic-control", "point-to-point", "networ
 #: The preprocessor definitions the wheel's libraries were built with (its
 #: ``lib64/cmake/ns3/ns3Targets.cmake``), so that inline header code matches.
 DEFINES = ("-DNS3_BUILD_PROFILE_RELEASE", "-DNS3_LOG_ENABLE", "-DNS3_ASSERT_ENABLE")
+
+
+#: Wall seconds of the last build's steps ("pip_s", "compile_s"), without lock waits.
+TIMES: dict = {}
 
 
 class BuildError(RuntimeError):
@@ -96,17 +101,26 @@ def lib_dir(root: Path) -> tuple:
     raise BuildError(f"no libns3*-core*.so under {root}/lib64 or {root}/lib (is the ns3 wheel complete?)")
 
 
-def _run(cmd: list, what: str, log: Path, locked: bool = True) -> None:
+def _run(cmd: list, what: str, log: Path, locked: bool = True) -> float:
     """Runs `cmd`, a heavy one under the machine's build lock when there is one
-    (``FCTLAB_BUILD_LOCK``: a file for flock)."""
-    lock = os.environ.get("FCTLAB_BUILD_LOCK")
-    if lock and locked:
-        cmd = ["flock", lock] + cmd
-    with open(log, "w") as fh:
-        rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT).returncode
+    (``FCTLAB_BUILD_LOCK``: a file locked with flock(2), as the ``flock`` command does).
+    Returns its wall time in seconds, not counting the wait for the lock."""
+    lock = os.environ.get("FCTLAB_BUILD_LOCK") if locked else None
+    lock_fh = open(lock, "a") if lock else None
+    try:
+        if lock_fh:
+            fcntl.flock(lock_fh, fcntl.LOCK_EX)
+        t0 = time.perf_counter()
+        with open(log, "w") as fh:
+            rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT).returncode
+        wall = time.perf_counter() - t0
+    finally:
+        if lock_fh:
+            lock_fh.close()
     if rc != 0:
         tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
         raise BuildError(f"{what} failed (exit {rc}; log {log}): {tail}")
+    return wall
 
 
 def install(say: Callable = lambda m: None) -> Path:
@@ -122,7 +136,7 @@ def install(say: Callable = lambda m: None) -> Path:
         _run([sys.executable, "-m", "venv", str(d / "venv")], "creating the virtualenv", d / "venv.log", locked=False)
     pkg = os.environ.get("FCTLAB_NS3_PKG", PACKAGE)
     say(f"installing {pkg} from PyPI (pip --no-deps, about 70 MB)")
-    _run(
+    TIMES["pip_s"] = _run(
         [str(vpy), "-m", "pip", "install", "--no-deps", "--disable-pip-version-check", pkg],
         f"pip install {pkg}",
         d / "pip.log",
@@ -148,7 +162,7 @@ def compile_runner(root: Path, source: Optional[Path] = None, say: Callable = la
     cmd = [cxx, "-std=c++20", "-O2", *DEFINES, f"-I{root / 'include'}", str(copy), "-o", str(tmp)]
     cmd += [f"-L{libdir}", f"-Wl,-rpath,{libdir}"] + [f"-l{prefix}-{lib}" for lib in LIBS]
     try:
-        _run(cmd, f"compiling {src.name}", out.with_name("compile.log"))
+        TIMES["compile_s"] = _run(cmd, f"compiling {src.name}", out.with_name("compile.log"))
     except FileNotFoundError:
         raise BuildError(f"the C++ compiler {cxx!r} was not found (set CXX)") from None
     os.replace(tmp, out)
@@ -163,14 +177,14 @@ def build(source=None, say: Callable = lambda m: None) -> Path:
     out = runner_path(src)
     if out.is_file():
         return out
-    t0 = time.perf_counter()
+    TIMES.clear()
     try:
         root = install(say)
     except FileNotFoundError as e:
         raise BuildError(f"cannot install ns-3: {e}") from None
-    t1 = time.perf_counter()
     compile_runner(root, src, say)
-    say(f"ns-3 ready: pip {t1 - t0:.0f} s, compile {time.perf_counter() - t1:.0f} s; runner {out}")
+    pip = f"pip {TIMES['pip_s']:.0f} s, " if "pip_s" in TIMES else ""
+    say(f"ns-3 ready ({pip}compile {TIMES['compile_s']:.0f} s, not counting waits for the build lock): {out}")
     return out
 
 
