@@ -13,8 +13,10 @@ What the plan file holds, and why (docs/crosscheck_ns3.md has the full list):
   (an arrival that finds K or more waiting is marked) is RED's MinTh = MaxTh = K - 1 on the
   queue disc's length;
 - TCP (``TcpSocketBase``) with the scenario's resolved settings as ``Config::SetDefault``
-  lines, and per flow its congestion control (``TcpLinuxReno``, ``TcpCubic``, ``TcpDctcp``) on
-  both its sockets;
+  lines, loss recovery as ``TcpClassicRecovery`` (fctlab's: the window is ssthresh at once),
+  and per flow its congestion control on both its sockets: ``TcpLinuxReno`` (halves the window
+  as fctlab does; ``TcpNewReno`` halves the pipe), ``TcpCubic``, or ``TcpDctcp`` with Linux's
+  two-segment floor (a subclass in the runner);
 - per flow, the completion is the sender's cumulative ACK reaching the last byte (fctlab's
   ``finish_s``); retransmitted segments from the ``Retransmission`` trace, timeouts from the
   RTO doubling of ``ReTxTimeout`` and SYNs sent again; per port the queue disc's counters.
