@@ -231,7 +231,7 @@ def _notes(plan: Plan) -> None:
             )
     ecn_ports = any(p.queue["kind"] == "ecn" for p in plan.ports)
     if ecn_ports:
-        if not any(f.ecn for f in plan.flows):
+        if not any(f.ecn or f.protocol == "dctcp" for f in plan.flows):
             n.append(
                 "ECN threshold marking: no flow is ECN-capable, so the marking ports run as FIFO queues of the same "
                 "size in ns-3, as they act in fctlab"
@@ -303,6 +303,7 @@ def plan_text(plan: Plan, seed: int) -> str:
     links: dict = {}
     port_lines = []
     nlinks = 0
+    any_ecn = any(f.ecn or f.protocol == "dctcp" for f in plan.flows)
     for i, p in enumerate(plan.ports):
         key = (p.dst, p.src)
         if key in links:
@@ -313,6 +314,10 @@ def plan_text(plan: Plan, seed: int) -> str:
             links[(p.src, p.dst)] = link
             L.append(f"link {idx[p.src]} {idx[p.dst]} {p.delay_s!r}")
         kind, limit, k = _port_queue(p)
+        if kind == "red" and not any_ecn:
+            # fctlab's marker queues packets that are not ECN-capable to the buffer's end;
+            # RED would drop them above K: with no ECN-capable flow the port is a FIFO
+            kind, k = "fifo", 0
         # the queue disc holds K - 1 when the device queue holds one: see the module's header
         port_lines.append((i, link, d, p.rate_bps, kind, limit, max(k - 1, 0)))
     for i, link, d, rate, kind, limit, k in port_lines:
