@@ -156,10 +156,11 @@ def _port_queue(p) -> tuple:
         th = q["threshold"]
         if th is None or th[0] != "pkts":
             raise Unsupported("network.ecn_threshold: a byte threshold is not translated; give it in packets")
-        if th[1] < 2:
+        if th[1] < 3:
             raise Unsupported(
-                f"network.ecn_threshold: {th[1]} packets; ns-3's RED marks only while the queue disc holds more "
-                "than one packet (the device queue holds one more), so the threshold must be at least 2"
+                f"network.ecn_threshold: {th[1]} packets; ns-3's RED marks only while its queue disc holds more "
+                "than one packet (RedQueueDisc::DoEnqueue), and the device queue holds one more, so thresholds "
+                "below 3 packets would mark later than fctlab's"
             )
         return "red", limit, int(th[1])
     return "fifo", limit, 0
@@ -236,11 +237,13 @@ def _notes(plan: Plan) -> None:
                 "ECN threshold marking: no flow is ECN-capable, so the marking ports run as FIFO queues of the same "
                 "size in ns-3, as they act in fctlab"
             )
-        else:
+        elif any(not (f.ecn or f.protocol == "dctcp") for f in plan.flows) or any(
+            f.ecn and f.protocol != "dctcp" for f in plan.flows
+        ):
             n.append(
-                "ECN threshold marking: ns-3's RED at MinTh = MaxTh drops the packets that are not ECN-capable (SYNs, "
-                "pure ACKs, flows without ECN) that arrive while the queue is at or above the threshold, where "
-                "fctlab queues them up to the buffer's end"
+                "ECN threshold marking: ns-3's RED at MinTh = MaxTh drops the packets that are not ECN-capable "
+                "(those of flows without ECN, and the SYNs and pure ACKs of classic-ECN flows) that arrive while "
+                "the queue is at or above the threshold, where fctlab queues them up to the buffer's end"
             )
 
 
