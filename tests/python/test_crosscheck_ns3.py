@@ -138,6 +138,7 @@ def test_the_linux_settings_ns3_runs_differently_are_noted():
         ({"network": {"buffer": "30000B"}}, "network.buffer"),
         ({"network": {"buffer_model": "ns2"}}, "network.buffer_model"),
         ({"network": {"queue": "ecn", "ecn_threshold": "30KB"}}, "network.ecn_threshold"),
+        ({"network": {"queue": "ecn", "ecn_threshold": "2pkt"}}, "network.ecn_threshold"),
         ({"transport": {"header_bytes": "44B"}}, "transport.header_bytes"),
         (
             {"network": {"topology": "leafspine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2}},
