@@ -28,6 +28,8 @@
 //                               T_ACK, the receiver its last byte at T_RX
 //   W ID T CWND SSTHRESH RXBYTES  a window sample (bytes) of a running flow, with the bytes its
 //                               receiver has read so far
+//   R ID T STATE                a retransmission timeout of flow ID's data at T, in congestion
+//                               state STATE (CA_OPEN, CA_DISORDER, CA_CWR, CA_RECOVERY, CA_LOSS)
 //   T NOW                       the end of the run
 //   A ID RXBYTES RETX TIMEOUTS DATAPKTS
 //                               per flow: bytes its receiver got in order, data segments sent
@@ -90,6 +92,7 @@ struct FlowState
     bool started = false, done = false, rxDone = false;
     double startT = -1, ackT = -1, rxT = -1;
     uint32_t cwnd = 0, ssthresh = 0;
+    TcpSocketState::TcpCongState_t congState = TcpSocketState::CA_OPEN;
 };
 
 // ns-3's TcpDctcp with Linux's floor: dctcp_ssthresh (net/ipv4/tcp_dctcp.c) returns
@@ -269,11 +272,22 @@ void SampleCwnd(uint64_t k)
 
 void RtoChanged(uint32_t i, Time oldV, Time newV)
 {
-    // TcpSocketBase::ReTxTimeout doubles the RTO (capped at 60 s); an RTT sample sets it anew
+    // TcpSocketBase::ReTxTimeout doubles the RTO (capped at 60 s); an RTT sample sets it anew.
+    // The doubling comes before ReTxTimeout sets CA_LOSS: the state is the one it found.
     if (newV != oldV && newV == Min(oldV + oldV, Seconds(60)))
     {
-        ++g_flows[i].timeouts;
+        FlowState& f = g_flows[i];
+        ++f.timeouts;
+        std::printf("R %u %.9f %s\n",
+                    f.id,
+                    Simulator::Now().GetSeconds(),
+                    TcpSocketState::TcpCongStateName[f.congState]);
     }
+}
+
+void CongStateChanged(uint32_t i, TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t v)
+{
+    g_flows[i].congState = v;
 }
 
 void ReceiverRead(uint32_t i, Ptr<Socket> s)
@@ -376,6 +390,7 @@ void StartFlow(uint32_t i)
     s->TraceConnectWithoutContext("RTO", MakeBoundCallback(&RtoChanged, i));
     s->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&CwndChanged, i));
     s->TraceConnectWithoutContext("SlowStartThreshold", MakeBoundCallback(&SsthreshChanged, i));
+    s->TraceConnectWithoutContext("CongState", MakeBoundCallback(&CongStateChanged, i));
     s->Bind();
     s->SetConnectCallback(MakeBoundCallback(&Connected, i), MakeBoundCallback(&ConnectFailed, i));
     s->SetSendCallback(MakeBoundCallback(&SendMore, i));
