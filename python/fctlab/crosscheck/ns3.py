@@ -190,6 +190,12 @@ def _notes(plan: Plan) -> None:
             "transport.tail_loss_probe = true: ns-3.44 has no tail loss probe (nor RACK); a lost tail waits for "
             "the retransmission timeout"
         )
+    if t["sack"]:
+        n.append(
+            "lost retransmissions: ns-3.44 retransmits each hole once per recovery (TcpTxBuffer::NextSeg), so a "
+            "lost retransmission waits for the retransmission timeout, where fctlab judges it lost when data sent "
+            "after it is SACKed dupthresh segments beyond (as Linux does) and sends it again"
+        )
     if recovery() == "classic":
         n.append(
             "loss recovery: fctlab's RFC 6675 / RFC 6582 recovery (the window is ssthresh at once) runs as ns-3's "
