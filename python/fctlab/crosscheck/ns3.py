@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from ..peers import ns3 as peer
 from .plan import Plan, Unsupported, single_paths
 
 #: fctlab protocol -> the runner's congestion control (ns-3's TcpLinuxReno, TcpCubic, TcpDctcp).
@@ -353,8 +354,6 @@ def _say(msg: str) -> None:
 
 def runner(say=_say) -> Path:
     """The compiled runner, built on first use (installing the wheel); Ns3Error when it cannot be."""
-    from ..peers import ns3 as peer
-
     try:
         return peer.ensure(say)
     except peer.BuildError as e:
