@@ -128,6 +128,14 @@ def test_the_linux_settings_ns3_runs_differently_are_noted():
         assert key in text
 
 
+def test_the_ns2_profile_mechanisms_are_noted():
+    p = plan.load(star(transport={"profile": "ns2", "sack": True}))
+    ns3.check(p)
+    text = " ".join(p.notes)
+    for key in ("transport.sack_recovery = 'ns2'", "transport.window_model = 'ns2'", "transport.rto_model"):
+        assert key in text, text
+
+
 @pytest.mark.parametrize(
     "change, key",
     [

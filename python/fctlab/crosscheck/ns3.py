@@ -208,6 +208,17 @@ def _notes(plan: Plan) -> None:
             "loss recovery (FCTLAB_NS3_RECOVERY=prr): ns-3's TcpPrrRecovery (RFC 6937 on the RFC 6675 scoreboard) in "
             "loss recovery and in CWR, where fctlab's RFC 6675 recovery sets the window to ssthresh at once"
         )
+    # fctlab's switchable mechanisms that ns-3 runs one way only: (key, the linux profile's value)
+    for key, linux_way in (
+        ("sack_recovery", "rfc6675"),
+        ("newreno_recovery", "rfc6582"),
+        ("ecn_reaction", "linux"),
+        ("window_model", "bytes"),
+        ("rto_model", "rfc6298"),
+        ("whole_packets", False),
+    ):
+        if t[key] != linux_way:
+            n.append(f"transport.{key} = {t[key]!r}: ns-3 runs it as the linux profile does ({linux_way!r})")
     if not t["cwr"]:
         n.append(
             "transport.cwr = false: ns-3 always enters its CWR state after an ECN echo (no growth until the data "
