@@ -36,7 +36,7 @@ from .schemas import table_schema
 SCHEMA_VERSION = 1
 
 #: Who wrote a run directory.
-PRODUCERS = ("simulator", "testbed", "sched", "ns-2.35", "htsim")
+PRODUCERS = ("simulator", "testbed", "sched", "ns-2.35", "htsim", "ns-3.44")
 
 #: Every key of summary.json and its JSON type ("int", "float", "str", "bool", "list",
 #: "dict"); docs/results.md documents each. A producer that cannot measure one writes null.

@@ -250,7 +250,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     rc = main(["crosscheck", str(sc), "--against", "ns2", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "flows[0].protocol" in err and "dctcp" in err
-    assert main(["crosscheck", str(sc), "--against", "ns3", "--out", str(tmp_path / "o")]) == 2
+    assert main(["crosscheck", str(sc), "--against", "omnetpp", "--out", str(tmp_path / "o")]) == 2
 
 
 def test_a_missing_ns_binary_is_a_clear_error(tmp_path, monkeypatch, capsys):

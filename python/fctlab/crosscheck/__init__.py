@@ -22,7 +22,7 @@ from ..api import run as fctlab_run
 from .. import plan as plan_mod
 from ..plan import Unsupported as Unsupported  # the error the functions below raise
 from ..plan import rows_for
-from . import htsim, ns2
+from . import htsim, ns2, ns3
 from . import testbed as kernel_testbed
 
 #: Targets by name. A target is a module with
@@ -34,7 +34,7 @@ from . import testbed as kernel_testbed
 #: Optional: WALL_NOTE (what a seed's wall time holds), seed_notes(summaries) -> lines
 #: for the report (the testbed: the kernel and the machine's load per seed), and
 #: pairs_flows(plan) -> bool (False when the target routes flows otherwise than fctlab).
-TARGETS = {"ns2": ns2, "htsim": htsim, "testbed": kernel_testbed}
+TARGETS = {"ns2": ns2, "htsim": htsim, "ns3": ns3, "testbed": kernel_testbed}
 
 
 @dataclass
@@ -200,8 +200,8 @@ def configure(parser) -> None:
         "--against",
         required=True,
         choices=sorted(TARGETS),
-        help="the other simulator (ns2: ns-2.35's `ns`; htsim: built by `fctlab peers build htsim`; "
-        "testbed: this machine's Linux TCP in namespaces, as root)",
+        help="the other simulator (ns2: ns-2.35's `ns`; htsim: built by `fctlab peers build htsim`; ns3: ns-3.44 "
+        "from its PyPI wheel, built on first use; testbed: this machine's Linux TCP in namespaces, as root)",
     )
     parser.add_argument("--out", required=True, help="output directory: both runs per seed and the report")
     parser.add_argument("--seeds", type=int, default=5, help="number of seeds, from --first-seed on (default 5)")

@@ -41,6 +41,12 @@ class Peer:
     def describe(self) -> str:
         return f"{self.repository} at {self.commit[:12]}, built {self.built}, in {self.directory}"
 
+    __str__ = describe
+
+
+#: `fctlab peers build htsim` needs --source.
+NEEDS_SOURCE = True
+
 
 def how_to_get() -> str:
     return f"fctlab peers build htsim --source {REPOSITORY} (or --source a checkout of it)"
