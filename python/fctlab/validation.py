@@ -46,6 +46,22 @@ DOC = "docs/validation.md"
 SUITE_COLUMNS = (("ns2", "ns-2.35"), ("htsim", "htsim"), ("ns3", "ns-3"), ("testbed", "kernel (testbed)"))
 MODEL, PAPER = "model", "paper"
 
+#: Protocols as papers name them (for the reasons below).
+_NAMES = {
+    "tcp": "TCP",
+    "cubic": "CUBIC",
+    "dctcp": "DCTCP",
+    "d2tcp": "D2TCP",
+    "atcp": "ATCP",
+    "rcp": "RCP",
+    "racs": "RACS",
+    "d3": "D3",
+    "sdc": "SDC",
+    "pfabric": "pFabric",
+    "pias": "PIAS",
+    "homa": "Homa",
+}
+
 #: Why a cell holds no result: (column, protocol) -> the reason, in a few words. The column is
 #: a crosscheck target, MODEL or PAPER; the fallbacks below apply to every other empty cell.
 REASONS = {
@@ -59,6 +75,12 @@ REASONS = {
     ("ns2", "pfabric"): "ns-2.35 has no pFabric",
     ("ns2", "pias"): "ns-2.35 has no PIAS",
     ("ns2", "homa"): "ns-2.35 has no Homa",
+    **{("htsim", p): f"htsim has no {name}" for p, name in _NAMES.items() if p not in ("tcp", "dctcp")},
+    **{("ns3", p): f"ns-3.44 has no {name}" for p, name in _NAMES.items() if p not in ("tcp", "cubic", "dctcp")},
+    ("testbed", "d2tcp"): "not built for the kernel (no BPF D2TCP)",
+    ("testbed", "d3"): "not built for the kernel (D3's switch rate allocation has no BPF port program)",
+    ("testbed", "pfabric"): "no Linux qdisc sends the least-remaining packet first",
+    ("testbed", "homa"): "the kernel here has no Homa transport",
     (MODEL, "homa"): "fctlab.models.homa sets priorities; it predicts no FCT",
 }
 #: A suite target without a record in docs/results/validation.

@@ -65,6 +65,9 @@ DRIVERS = {
     "hpcc": Driver("htsim_hpcc", "HPCCSrc", False),
 }
 
+#: The fctlab protocols this target runs (validation.py reads it).
+PROTOCOLS = tuple(p for p, d in DRIVERS.items() if d.runs)
+
 #: Values htsim's code fixes (tcp.cpp, tcppacket.h, dctcp.cpp).
 MIN_RTO_S = 0.25
 ACK_BYTES = 40

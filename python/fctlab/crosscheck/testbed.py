@@ -56,6 +56,10 @@ KEY_NAMES = {
 }
 
 
+#: The fctlab protocols the testbed runs (docs/testbed.md; validation.py reads it).
+PROTOCOLS = ("tcp", "cubic", "dctcp", "pias", "atcp", "rcp", "racs", "sdc")
+
+
 class Error(RuntimeError):
     """A testbed run failed (the machine cannot run it, or the run itself failed)."""
 
