@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Optional
 
 from ..plan import Plan, Unsupported, single_paths
+from .rows import flow_row, port_rows
+from .rows import summary as run_summary
 
 #: Protocols ns-2.35 (as Debian ships it) can run, by fctlab name.
 PROTOCOLS = ("tcp", "atcp")
@@ -552,58 +554,13 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
             finish_s = None
             segs = max(0, hi + 1 - syn)
             delivered = segs * mss if f.size_bytes is None else min(f.size_bytes, segs * mss)
-        flows.append(
-            {
-                "flow_id": f.flow_id,
-                "src": f.src,
-                "dst": f.dst,
-                "size_bytes": f.size_bytes,
-                "bytes_delivered": delivered if st is not None else 0,
-                "start_s": st,
-                "finish_s": finish_s,
-                "fct_s": (finish_s - st) if finish_s is not None else None,
-                "completed": finish_s is not None,
-                "protocol": f.protocol,
-                # ns-2 counts the SYN among data packets and its resends among retransmissions
-                "retransmits": nrx,
-                "timeouts": nto,
-                "packets_sent": ndata,
-                "tag": f.tag,
-                "group": f.group,
-            }
-        )
+        # ns-2 counts the SYN among data packets and its resends among retransmissions
+        flows.append(flow_row(f, st, finish_s, delivered if st is not None else 0, nrx, nto, ndata))
     T = end or 0.0
-    link_rows = []
-    for i, p in enumerate(plan.ports):
-        pdep, bdep, pdrop, pmark, pint, bint = links.get(i, (0, 0, 0, 0, 0.0, 0.0))
-        link_rows.append(
-            {
-                "link_id": i,
-                "src": p.src,
-                "dst": p.dst,
-                "level": p.level,
-                "rate_bps": p.rate_bps,
-                "delay_s": p.delay_s,
-                "tx_packets": int(pdep),
-                "tx_bytes": int(bdep),
-                "drops": int(pdrop),
-                "ecn_marks": int(pmark),
-                "utilization": (bdep * 8 / p.rate_bps / T) if T > 0 else None,
-                "mean_queue_pkts": (pint / T) if T > 0 else None,
-            }
-        )
-    summary = {
-        "scenario_name": plan.name,
-        "seed": seed,
-        "sim_time_s": T,
-        "wall_time_s": wall_s,
-        "flows_total": len(plan.flows),
-        "flows_started": len(starts),
-        "flows_completed": len(finishes),
-        "drops": int(sum(r["drops"] for r in link_rows)),
-        # a CE packet is counted at every port it leaves; once per packet at the last hop
-        "ecn_marks": int(sum(r["ecn_marks"] for r in link_rows if r["dst"] in set(plan.hosts))),
-    }
+    ports = {i: (c[0], c[1], c[2], c[3], c[4]) for i, c in links.items()}
+    link_rows = port_rows(plan, ports, T)
+    # a CE packet is counted at every port it leaves; once per packet at the last hop
+    summary = run_summary(plan, seed, T, wall_s, len(starts), len(finishes), link_rows, marks_at="last hop")
     return flows, link_rows, summary, cwnd
 
 

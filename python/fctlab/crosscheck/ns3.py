@@ -33,6 +33,8 @@ from typing import Optional
 
 from ..peers import ns3 as peer
 from ..plan import Plan, Unsupported, single_paths
+from .rows import flow_row, port_rows
+from .rows import summary as run_summary
 
 #: fctlab protocol -> the runner's congestion control (ns-3's TcpLinuxReno, TcpCubic, TcpDctcp).
 #: fctlab's `tcp` cuts to half the window on a loss (Linux's tcp_reno_ssthresh, with the
@@ -438,57 +440,12 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
         fin = finishes.get(f.flow_id)
         rx, nrx, nto, ndata = final.get(f.flow_id, (0, 0, 0, 0))
         finish_s = fin[0] if fin else None
-        flows.append(
-            {
-                "flow_id": f.flow_id,
-                "src": f.src,
-                "dst": f.dst,
-                "size_bytes": f.size_bytes,
-                "bytes_delivered": rx if f.size_bytes is None else min(rx, f.size_bytes),
-                "start_s": st,
-                "finish_s": finish_s,
-                "fct_s": (finish_s - st) if finish_s is not None and st is not None else None,
-                "completed": finish_s is not None,
-                "protocol": f.protocol,
-                "retransmits": nrx,
-                "timeouts": nto,
-                "packets_sent": ndata,
-                "tag": f.tag,
-                "group": f.group,
-            }
-        )
+        delivered = rx if f.size_bytes is None else min(rx, f.size_bytes)
+        flows.append(flow_row(f, st, finish_s, delivered, nrx, nto, ndata))
     T = end or 0.0
-    link_rows = []
-    for i, p in enumerate(plan.ports):
-        txp, txb, drops, marks, qint = links.get(i, (0, 0, 0, 0, 0.0))
-        link_rows.append(
-            {
-                "link_id": i,
-                "src": p.src,
-                "dst": p.dst,
-                "level": p.level,
-                "rate_bps": p.rate_bps,
-                "delay_s": p.delay_s,
-                "tx_packets": txp,
-                "tx_bytes": txb,
-                "drops": drops,
-                "ecn_marks": marks,
-                "utilization": (txb * 8 / p.rate_bps / T) if T > 0 else None,
-                "mean_queue_pkts": (qint / T) if T > 0 else None,
-            }
-        )
-    summary = {
-        "scenario_name": plan.name,
-        "seed": seed,
-        "sim_time_s": T,
-        "wall_time_s": wall_s,
-        "flows_total": len(plan.flows),
-        "flows_started": len(starts),
-        "flows_completed": len(finishes),
-        "drops": int(sum(r["drops"] for r in link_rows)),
-        # RED counts a marking where it marks: a packet marked at two ports counts twice
-        "ecn_marks": int(sum(r["ecn_marks"] for r in link_rows)),
-    }
+    link_rows = port_rows(plan, links, T)
+    # RED counts a marking where it marks: a packet marked at two ports counts twice
+    summary = run_summary(plan, seed, T, wall_s, len(starts), len(finishes), link_rows, marks_at="every port")
     return flows, link_rows, summary, cwnd
 
 
