@@ -32,14 +32,13 @@ from __future__ import annotations
 import json
 import math
 import random
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from ..peers import htsim as peer
 from ..plan import Plan, Unsupported, adjacency, path_counts
+from .program import run_program
 from .rows import flow_row, port_rows
 from .rows import summary as run_summary
 
@@ -350,21 +349,8 @@ def run(plan: Plan, seed: int, workdir: Path, binary: Optional[str] = None, time
     workdir.mkdir(parents=True, exist_ok=True)
     inp = workdir / "htsim.in"
     inp.write_text(script(plan, seed))
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.run([binary, inp.name], cwd=workdir, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise HtsimError(f"{inp}: htsim did not finish within {timeout_s:.0f} s") from None
-    except OSError as e:
-        raise HtsimError(f"{binary}: cannot run it: {e.strerror}") from None
-    wall = time.perf_counter() - t0
-    (workdir / "htsim.out").write_text(proc.stdout)
-    if proc.stderr:
-        (workdir / "htsim.err").write_text(proc.stderr)
-    if proc.returncode != 0 or "\nT " not in "\n" + proc.stdout:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise HtsimError(f"{inp}: htsim exited with status {proc.returncode}: {' | '.join(tail)}")
-    flows, links, summary, cwnd = parse(plan, proc.stdout, seed, wall)
+    out, wall = run_program([binary, inp.name], inp, "htsim.out", HtsimError, "htsim", timeout_s)
+    flows, links, summary, cwnd = parse(plan, out, seed, wall)
     if meta:
         (workdir / "peer.json").write_text(json.dumps(meta, indent=2) + "\n")
     return flows, links, summary, cwnd

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import time
 from pathlib import Path
 from typing import Optional
 
 from ..plan import Plan, Unsupported, single_paths
+from .program import run_program
 from .rows import flow_row, port_rows
 from .rows import summary as run_summary
 
@@ -483,21 +482,8 @@ def run(plan: Plan, seed: int, workdir: Path, ns: Optional[str] = None, timeout_
     workdir.mkdir(parents=True, exist_ok=True)
     tcl = workdir / "run.tcl"
     tcl.write_text(script(plan, seed))
-    t0 = time.perf_counter()
-    try:
-        # ns runs in workdir, so the script is named relative to it (an --out given as a
-        # relative path would otherwise be resolved twice)
-        proc = subprocess.run([ns, tcl.name], cwd=workdir, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise NsError(f"{tcl}: ns did not finish within {timeout_s:.0f} s") from None
-    wall = time.perf_counter() - t0
-    (workdir / "ns.out").write_text(proc.stdout)
-    if proc.stderr:
-        (workdir / "ns.err").write_text(proc.stderr)
-    if proc.returncode != 0 or "\nT " not in "\n" + proc.stdout:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise NsError(f"{tcl}: ns exited with status {proc.returncode}: {' | '.join(tail)}")
-    return parse(plan, proc.stdout, seed, wall)
+    out, wall = run_program([ns, tcl.name], tcl, "ns.out", NsError, "ns", timeout_s)
+    return parse(plan, out, seed, wall)
 
 
 def parse(plan: Plan, out: str, seed: int, wall_s: float):

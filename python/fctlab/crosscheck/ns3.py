@@ -25,14 +25,13 @@ What the plan file holds, and why (docs/crosscheck_ns3.md has the full list):
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Optional
 
 from ..peers import ns3 as peer
 from ..plan import Plan, Unsupported, single_paths
+from .program import run_program
 from .rows import flow_row, port_rows
 from .rows import summary as run_summary
 
@@ -381,19 +380,8 @@ def run(plan: Plan, seed: int, workdir: Path, binary: Optional[Path] = None, tim
     workdir.mkdir(parents=True, exist_ok=True)
     pf = workdir / "plan.txt"
     pf.write_text(plan_text(plan, seed))
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.run([str(binary), pf.name], cwd=workdir, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise Ns3Error(f"{pf}: ns-3 did not finish within {timeout_s:.0f} s") from None
-    wall = time.perf_counter() - t0
-    (workdir / "ns3.out").write_text(proc.stdout)
-    if proc.stderr:
-        (workdir / "ns3.err").write_text(proc.stderr)
-    if proc.returncode != 0 or "\nT " not in "\n" + proc.stdout:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise Ns3Error(f"{pf}: the ns-3 runner exited with status {proc.returncode}: {' | '.join(tail)}")
-    return parse(plan, proc.stdout, seed, wall)
+    out, wall = run_program([str(binary), pf.name], pf, "ns3.out", Ns3Error, "the ns-3 runner", timeout_s)
+    return parse(plan, out, seed, wall)
 
 
 def parse(plan: Plan, out: str, seed: int, wall_s: float):
