@@ -378,3 +378,30 @@ def test_a_flow_alone_overflows_its_nic_in_slow_start_alike(tmp_path):
     lb = pd.read_parquet(cc.runs[0].other_dir / "links.parquet")
     nic = (la["src"] == "h4") & (la["level"] == "nic")
     assert la[nic]["drops"].iloc[0] == lb[nic]["drops"].iloc[0] == a["retransmits"][0]
+
+
+@needs_htsim
+def test_htsims_syn_carries_a_stale_timestamp_so_a_burst_after_a_pause_waits_longer(tmp_path):
+    # The burst of the test above, twice: at 0 and again at 1 s, after the first burst's
+    # timeouts (250 ms) have left the network idle. TcpPacket::new_syn_pkt (tcppacket.h) does not
+    # set the SYN's timestamp, so the SYN carries the one of the last packet freed into htsim's
+    # packet pool (PacketDB reuses it), sent before the pause; TcpSrc::receivePacket takes the
+    # SYN-ACK's echo as the first RTT sample (SRTT = the pause, RTO = 3 x SRTT). Both bursts lose
+    # the same packets in both simulators; fctlab's second burst waits 250 ms like its first,
+    # htsim's waits seconds: the tcp_incast set-up's rounds after a timeout.
+    sc = dumbbell(
+        network={"topology": "star", "hosts": 21, "buffer": "40pkt", "queue": "droptail"},
+        transport={**TRANSPORT, "protocol": "tcp", "initial_cwnd": 3},
+        flows=[{"src": f"h{i}", "dst": "h0", "size": "26880B", "start": t} for t in ("0s", "1s") for i in range(1, 21)],
+    )
+    for k in ("senders", "receivers", "bottleneck_rate", "bottleneck_delay", "bottleneck_buffer", "ecn_threshold"):
+        sc["network"].pop(k, None)
+    sc["transport"].pop("dctcp")
+    cc = crosscheck(sc, against="htsim", out=tmp_path, seeds=1)
+    a = pd.read_parquet(cc.runs[0].fctlab_dir / "flows.parquet")
+    b = pd.read_parquet(cc.runs[0].other_dir / "flows.parquet")
+    first, second = a["start_s"] < 0.5, a["start_s"] > 0.5
+    assert list(a["timeouts"]) == list(b["timeouts"]) and a["timeouts"][second].sum() > 0
+    waited = second & (a["timeouts"] > 0)
+    assert a["fct_s"][first].max() / b["fct_s"][first].max() == pytest.approx(1.0, abs=0.01)
+    assert a["fct_s"][waited].max() < 0.26 and b["fct_s"][waited].min() > 1.0

@@ -17,6 +17,8 @@ What htsim fixes in its code, and so what a plan must say to be run (docs/crossc
   is acknowledged (no delayed ACKs), without SACK, fast retransmit at the third duplicate ACK;
   every connection opens with a SYN (``transport.handshake``); every data packet is full size
   (``transport.whole_packets``);
+- ``TcpPacket::new_syn_pkt`` leaves the SYN's timestamp as the reused packet had it, and
+  ``TcpSrc::receivePacket`` samples the RTT from the SYN-ACK's echo of it;
 - ``DCTCPSrc``: g = 1/16 and alpha starting at 0 (``dctcp_g``, ``dctcp_alpha_init``);
 - ``ECNQueue`` marks a packet as it leaves when the bytes queued (it included) exceed K;
   ``Queue``/``ECNQueue`` drop an arriving packet that would take the bytes queued, the one in
@@ -196,7 +198,9 @@ def notes(plan: Plan) -> list:
     out.append(
         "RTO: htsim's TcpSrc computes SRTT + 4 RTTVAR floored at 250 ms with no upper bound, and its timers "
         f"are checked every {_scan_s(plan) * 1e3:g} ms (TcpRtxTimerScanner); after a timeout it resends "
-        "from the last acknowledged segment (go-back-N)"
+        "from the last acknowledged segment (go-back-N); its SYN carries no timestamp of its own "
+        "(TcpPacket::new_syn_pkt), so the first RTT sample, from the SYN-ACK, is the age of the packet the "
+        "SYN reuses from htsim's pool, and after an idle period the first RTO is three times that pause"
     )
     out.append(
         "buffers: htsim counts bytes, the packet in transmission included; a buffer of N packets becomes "
