@@ -292,16 +292,12 @@ def test_sdc_stamp_is_validated_and_switches_the_port_rule():
 def test_the_testbed_refuses_the_last_routers_stamp():
     """The testbed's SDC port program stamps the largest load factor only: a run asking for the
     last router's is refused, naming the key, and the default goes through."""
-    from types import SimpleNamespace
-
     from fctlab.testbed.assisted import feedback_params
+    from fctlab.testbed.scenario import load_plan
     from fctlab.testbed.shell import TestbedError
 
-    def plan(params: dict):
-        flow = SimpleNamespace(flow_id=0, protocol="sdc", params=params, size=None, mark=0)
-        return SimpleNamespace(flows=[flow])
-
+    sdc = default_scenario_dir("thesis").parents[1] / "examples" / "testbed_sdc.toml"
     with pytest.raises(TestbedError, match="SDC's stamp: the testbed runs SDC's default classes and stamp"):
-        feedback_params(plan({"stamp": "last"}))
-    ports, _ = feedback_params(plan({"stamp": "max"}))
+        feedback_params(load_plan(sdc, ['transport.sdc.stamp="last"']))
+    ports, _ = feedback_params(load_plan(sdc))
     assert ports["t_p_s"] == 0.0
