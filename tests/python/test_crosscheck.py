@@ -13,6 +13,7 @@ from fctlab.cli import main
 from fctlab import plan
 from fctlab.crosscheck import crosscheck, ns2
 from fctlab.plan import Unsupported
+from scenario_dicts import merged
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "scenarios" / "crosscheck" / "ns2"
@@ -30,12 +31,7 @@ def star(**extra) -> dict:
         "transport": {"profile": "ns2", "sack": True, "rwnd": "1000000B", "initial_ssthresh": "1000000B"},
         "flows": [{"src": "h1", "dst": "h0", "size": "100KB"}],
     }
-    for table, values in extra.items():
-        if isinstance(values, dict):
-            sc.setdefault(table, {}).update(values)
-        else:
-            sc[table] = values
-    return sc
+    return merged(sc, extra)
 
 
 def tcl_of(sc: dict) -> str:

@@ -15,6 +15,7 @@ from fctlab import plan
 from fctlab.crosscheck import crosscheck, htsim
 from fctlab.plan import Unsupported
 from fctlab.peers import htsim as htsim_peer
+from scenario_dicts import merged
 
 PEER = htsim_peer.find()
 needs_htsim = pytest.mark.skipif(
@@ -56,12 +57,7 @@ def dumbbell(**extra) -> dict:
         "transport": dict(TRANSPORT),
         "flows": [{"src": "s0", "dst": "r0", "size": "100KB"}],
     }
-    for table, values in extra.items():
-        if isinstance(values, dict):
-            sc.setdefault(table, {}).update(values)
-        else:
-            sc[table] = values
-    return sc
+    return merged(sc, extra)
 
 
 def fattree() -> dict:

@@ -13,6 +13,7 @@ from fctlab import plan
 from fctlab.crosscheck import crosscheck, ns3
 from fctlab.plan import Unsupported
 from fctlab.peers import ns3 as peer
+from scenario_dicts import merged
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "scenarios" / "crosscheck" / "ns3"
@@ -25,12 +26,7 @@ def star(**extra) -> dict:
         "transport": {"profile": "linux", "handshake": True, "rwnd": "1000000B"},
         "flows": [{"src": "h1", "dst": "h0", "size": "100KB"}],
     }
-    for table, values in extra.items():
-        if isinstance(values, dict):
-            sc.setdefault(table, {}).update(values)
-        else:
-            sc[table] = values
-    return sc
+    return merged(sc, extra)
 
 
 def text_of(sc: dict) -> str:
