@@ -5,7 +5,10 @@ without the memory the topology would take."""
 from __future__ import annotations
 
 import resource
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +102,30 @@ def test_routing_entries_time_horizon_and_poisson_windows_are_checked_before_bui
                                    "sizes": 9_000_000_000_000_000_000, "load": 0.5, "count": 3}]}  # fmt: skip
     with pytest.raises(ScenarioError, match=r"workloads\[0\]: draws a flow starting at .* past the"):
         fctlab.validate(late)
+
+
+#: Values past what the simulator represents, one per unit family, with the key the error names
+#: and the largest value it takes (docs/scenarios.md, "Ranges").
+OVERFLOWS = [
+    ("network.link_delay=18446744074s", "network.link_delay", "1000000s"),
+    ("transport.rwnd=18446744073709551615B", "transport.rwnd", "2^53 B"),
+    ("flows.1.size=18446744073709551615B", "flows[1].size", "2^53 B"),
+    ("network.link_rate=2000Tbps", "network.link_rate", "1Pbps"),
+    ("network.buffer=18446744073709551615B", "network.buffer", "2^53 B"),
+    (f"network.link_delay={'9' * 300}s", "network.link_delay", "(301 characters)"),
+]
+
+
+@pytest.mark.parametrize("override, key, says", OVERFLOWS, ids=[o[1] for o in OVERFLOWS])
+def test_a_value_past_the_simulators_range_exits_2_naming_the_key(tmp_path, override, key, says):
+    demo = Path(__file__).resolve().parents[2] / "scenarios" / "examples" / "demo.toml"
+    p = subprocess.run(
+        [sys.executable, "-m", "fctlab.cli", "run", str(demo), "--out", str(tmp_path / "o"), "--set", override],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, (p.returncode, p.stderr)
+    assert f": {key}: " in lines[0] and says in lines[0] and len(lines[0]) < 300, lines[0]
+    assert not (tmp_path / "o").exists()
