@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from fctlab.testbed.feedback import Mangler
 from fctlab.testbed.hostprog import cgroup2_root, stale_cgroups
 from fctlab.testbed.netns import check_machine, list_namespaces
 from fctlab.testbed.programs import Programs
+from fctlab.testbed.shell import TEMP_PREFIX
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "scenarios" / "examples"
 SCENARIO = EXAMPLES / "testbed_rcp.toml"
@@ -178,7 +180,7 @@ def test_an_interrupted_rcp_run_leaves_nothing_behind(tmp_path, how):
     cgroup, its loader and `fctlab_rcp` are gone, as are the port programs. Killed outright
     (SIGKILL, no cleanup of its own), its loader still exits (its input closes) and takes the
     host programs with it; the namespaces and the cgroup are what `fctlab testbed clean`
-    removes."""
+    removes, with the temporary directories of its BPF objects."""
     _need_rcp()
     p = tmp_path / "long.toml"
     p.write_text(SCENARIO.read_text().replace('stop_time = "3s"', 'stop_time = "20s"'))
@@ -202,6 +204,8 @@ def test_an_interrupted_rcp_run_leaves_nothing_behind(tmp_path, how):
             from fctlab.testbed import main_testbed
 
             assert main_testbed(["clean"]) == 0
+            # the killed run's compiled and patched BPF objects go with it
+            assert not list(Path(tempfile.gettempdir()).glob(TEMP_PREFIX + "*"))
         deadline = time.monotonic() + 15  # the loader exiting; namespaces and programs freed (asynchronously)
         while time.monotonic() < deadline and (
             "fctlab_rcp" in K.available_congestion_controls()

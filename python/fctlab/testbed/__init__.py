@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 from .hostprog import remove_stale_cgroup, stale_cgroups
 from .netns import TestbedError, check_features, check_machine, delete_namespaces, stale_namespaces
-from .runner import MAX_RUN_S, run_testbed
+from .runner import MAX_RUN_S, remove_left_temp_dirs, run_testbed
 from .._argparse import OneLineParser
 from ..cli import main
 
@@ -46,7 +46,9 @@ def configure(p) -> None:
         metavar="SECONDS",
         help=f"bound on the traffic phase (default {MAX_RUN_S:.0f})",
     )
-    sub.add_parser("clean", help="delete namespaces left by testbed processes that no longer exist")
+    sub.add_parser(
+        "clean", help="delete namespaces, cgroups and temporary directories left by testbed runs that no longer exist"
+    )
 
 
 def main_testbed(argv: Optional[Sequence[str]] = None) -> int:
@@ -79,8 +81,10 @@ def run(a) -> int:
         for g in groups:
             if not remove_stale_cgroup(g):
                 left.append(str(g))
+        temp = remove_left_temp_dirs()
         print(
             f"deleted {len(stale) + len(groups) - len(left)} stale namespace(s) and cgroup(s)"
+            + (f" and {len(temp)} temporary director{'y' if len(temp) == 1 else 'ies'} of killed runs" if temp else "")
             + (f"; could not delete {', '.join(left)}" if left else "")
         )
         return 1 if left else 0

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from .. import kernel as K
-from .shell import TestbedError, run
+from .shell import TEMP_PREFIX, TestbedError, run
 
 #: Layout of ``struct ecn_params`` in kernel/ecn_mark.bpf.c (little endian, 16 bytes).
 PARAMS_FORMAT = "<IIQ"
@@ -60,7 +60,7 @@ class Marker:
             self.obj = K.build(source=SOURCE)
         except K.KernelError as e:
             raise TestbedError(f"ECN marking needs the BPF marker: {e}") from None
-        self._tmp = tempfile.TemporaryDirectory(prefix="fctlab-ecn-")
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}ecn-")
         self._copies: dict[Threshold, Path] = {}
 
     def _object(self, t: Threshold) -> Path:

@@ -15,7 +15,7 @@ from typing import Optional
 
 from .. import kernel as K
 from .ecn import attach_egress, prog_counters, program_counters
-from .shell import TestbedError
+from .shell import TEMP_PREFIX, TestbedError
 
 KIND = 253
 LENGTH = 20
@@ -165,7 +165,7 @@ class PortPrograms:
             self.obj = K.build(source=params.SOURCE)
         except K.KernelError as e:
             raise TestbedError(f"the switch ports need their BPF program {params.SOURCE}: {e}") from None
-        self._tmp = tempfile.TemporaryDirectory(prefix=f"fctlab-{name}-")
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{name}-")
         self._copies: dict = {}
 
     def object(self, p) -> Path:
@@ -208,7 +208,7 @@ class LoadedProgram:
 
     def __init__(self, obj: Path) -> None:
         self.pin = self.BPFFS / f"fctlab-{os.getpid()}-{id(self):x}"
-        self._tmp = tempfile.TemporaryDirectory(prefix="fctlab-prog-")
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}prog-")
         p = K._run(["bpftool", "prog", "load", str(obj), str(self.pin), "type", "classifier"], check=False, timeout=120)
         if p.returncode != 0:
             self._tmp.cleanup()

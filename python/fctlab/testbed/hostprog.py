@@ -23,7 +23,7 @@ from typing import Optional
 from .. import kernel as K
 from .assisted import PROTOCOLS
 from .delay import compiled
-from .shell import TestbedError
+from .shell import TEMP_PREFIX, TestbedError
 
 LOADER_SOURCE = "fbload.c"
 LOADER = "fctlab-fbload"
@@ -120,7 +120,7 @@ class HostPrograms:
         root = cgroup2_root()
         if root is None:
             raise TestbedError(f"protocol {protocol!r} on the testbed needs the cgroup v2 hierarchy (not mounted)")
-        self._tmp = tempfile.TemporaryDirectory(prefix=f"fctlab-{protocol}-host-")
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{protocol}-host-")
         try:
             K.check_environment(need_root=True)
             obj = K.build(source=PROTOCOLS[protocol].host_source)

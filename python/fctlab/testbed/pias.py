@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 from .. import kernel as K
 from .ecn import attach_egress, program_counters
-from .shell import TestbedError
+from .shell import TEMP_PREFIX, TestbedError
 
 SOURCE = "pias_tag.bpf.c"
 PARAMS_SYMBOL = "pias_params"
@@ -45,7 +45,7 @@ class Tagger:
             obj = K.build(source=SOURCE)
         except K.KernelError as e:
             raise TestbedError(f"PIAS needs its BPF tagger: {e}") from None
-        self._tmp = tempfile.TemporaryDirectory(prefix="fctlab-pias-")
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}pias-")
         self.obj = Path(self._tmp.name) / "pias_tag.bpf.o"
         try:
             K.patch_symbol(obj, PARAMS_SYMBOL, blob, self.obj)

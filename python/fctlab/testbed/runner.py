@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -19,6 +20,7 @@ from .. import api
 from .. import kernel as K
 from ..rundir import read_summary, write_run
 from .netns import Network, TestbedError
+from .shell import TEMP_PREFIX
 from .pias import tagged
 from .scenario import TestbedPlan, load_plan
 from .programs import Programs, resolve_congestion_controls
@@ -174,10 +176,31 @@ def run_plan(
 LOCK_FILE = Path("/run/lock/fctlab-testbed.lock")
 
 
+def _lock_path() -> Path:
+    return LOCK_FILE if LOCK_FILE.parent.is_dir() else Path(tempfile.gettempdir()) / LOCK_FILE.name
+
+
+def remove_left_temp_dirs() -> list:
+    """The temporary directories (``TEMP_PREFIX``) that killed runs left, removed, when no run
+    holds the testbed's lock (a run that holds it is using its own); returns those removed."""
+    fd = os.open(_lock_path(), os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return []
+        left = sorted(Path(tempfile.gettempdir()).glob(TEMP_PREFIX + "*"))
+        for d in left:
+            shutil.rmtree(d, ignore_errors=True)
+        return left
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def _one_run_at_a_time():
     """Holds the testbed's lock for a run, waiting (and saying so) while another run holds it."""
-    path = LOCK_FILE if LOCK_FILE.parent.is_dir() else Path(tempfile.gettempdir()) / LOCK_FILE.name
+    path = _lock_path()
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
     try:
         try:

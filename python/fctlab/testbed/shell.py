@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import subprocess
 
+#: The prefix of every temporary directory a testbed run makes (its compiled and patched BPF
+#: objects): `fctlab testbed clean` removes those a killed run left.
+TEMP_PREFIX = "fctlab-testbed-"
+
 
 class TestbedError(Exception):
     """A problem that stops a testbed run; the message is one line for the user."""
