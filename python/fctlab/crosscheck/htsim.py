@@ -88,10 +88,6 @@ class HtsimError(RuntimeError):
     """htsim could not be run, or failed; the message says which and how."""
 
 
-def _runs() -> list:
-    return [p for p, d in DRIVERS.items() if d.runs]
-
-
 def check(plan: Plan) -> None:
     """Raises Unsupported, naming the key, for what htsim cannot run as fctlab does; adds to
     ``plan.notes`` what it runs differently."""
@@ -102,7 +98,7 @@ def check(plan: Plan) -> None:
         if f.protocol not in DRIVERS or not DRIVERS[f.protocol].runs:
             raise Unsupported(
                 f"flows[{f.flow_id}].protocol: {f.protocol!r} is not run against htsim (htsim has TCP and DCTCP "
-                f"as fctlab runs them; the crosscheck runs {', '.join(_runs())})"
+                f"as fctlab runs them; the crosscheck runs {', '.join(PROTOCOLS)})"
             )
         if f.protocol == "tcp" and f.ecn:
             raise Unsupported(
