@@ -46,21 +46,25 @@ def __getattr__(name: str):
 
 def _table(columns: Optional[list], schema):
     """A table from the core's columns: per column its Arrow buffers (length, null count,
-    validity bitmap, offsets, values), wrapped without copying into pyarrow arrays."""
+    validity bitmap, offsets, values, and a label column's strings), wrapped without copying
+    into pyarrow arrays."""
     if columns is None:
         return None
     import pyarrow as pa  # lazy: pyarrow costs 80 ms of start-up (`import fctlab`, `fctlab validate`)
 
-    arrays = []
-    for field_, (length, nulls, validity, offsets, data) in zip(schema, columns):
+    def array(type_, length, nulls, validity, offsets, data, dictionary):
         if length == 0:
-            arrays.append(pa.array([], type=field_.type))
-            continue
+            return pa.array([], type=type_)
         buffers = [pa.py_buffer(validity) if validity is not None else None]
         if offsets is not None:
             buffers.append(pa.py_buffer(offsets))
         buffers.append(pa.py_buffer(data))
-        arrays.append(pa.Array.from_buffers(field_.type, length, buffers, null_count=nulls))
+        if dictionary is None:
+            return pa.Array.from_buffers(type_, length, buffers, null_count=nulls)
+        indices = pa.Array.from_buffers(type_.index_type, length, buffers, null_count=nulls)
+        return pa.DictionaryArray.from_arrays(indices, array(type_.value_type, *dictionary))
+
+    arrays = [array(field_.type, *column) for field_, column in zip(schema, columns)]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 

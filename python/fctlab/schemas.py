@@ -16,5 +16,11 @@ def table_schema(table: str):
     kernel does not report (docs/testbed.md); the core's non-null columns never hold one."""
     import pyarrow as pa  # lazy: pyarrow costs 80 ms of start-up (`import fctlab` loads this module)
 
-    types = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(), "bool": pa.bool_()}
+    types = {
+        "int64": pa.int64(),
+        "float64": pa.float64(),
+        "string": pa.string(),
+        "bool": pa.bool_(),
+        "string (dictionary)": pa.dictionary(pa.int32(), pa.string()),
+    }
     return pa.schema([pa.field(name, types[ty]) for name, ty, _nullable in _core.schemas()[table]])

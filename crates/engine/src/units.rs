@@ -74,15 +74,15 @@ impl Nanos {
     }
     #[inline]
     pub const fn from_micros(us: u64) -> Nanos {
-        Nanos(us * 1_000)
+        Nanos(us.saturating_mul(1_000))
     }
     #[inline]
     pub const fn from_millis(ms: u64) -> Nanos {
-        Nanos(ms * 1_000_000)
+        Nanos(ms.saturating_mul(1_000_000))
     }
     #[inline]
     pub const fn from_secs(s: u64) -> Nanos {
-        Nanos(s * 1_000_000_000)
+        Nanos(s.saturating_mul(1_000_000_000))
     }
     /// Rounds to the nearest nanosecond; negative or NaN inputs give zero.
     pub fn from_secs_f64(s: f64) -> Nanos {
@@ -120,24 +120,32 @@ impl Nanos {
     }
 }
 
+// Times cannot wrap. Every time a scenario gives is at most `parse::MAX_SECONDS` (10^6 s,
+// 10^15 ns) and every time a run reaches at most 10^9 s (10^18 ns), so a sum of two of them
+// is far below 2^64 ns (1.8 x 10^19); `+` saturates at [`Nanos::MAX`] all the same, so a
+// sum that the checks did not foresee reads "never" instead of wrapping to a near time (one
+// conditional move; `fctlab bench` shows no cost). `-` of a later time from an earlier one
+// is a bug: it panics in debug builds and gives zero in release builds, never a wrapped
+// time.
 impl Add for Nanos {
     type Output = Nanos;
     #[inline]
     fn add(self, o: Nanos) -> Nanos {
-        Nanos(self.0 + o.0)
+        Nanos(self.0.saturating_add(o.0))
     }
 }
 impl AddAssign for Nanos {
     #[inline]
     fn add_assign(&mut self, o: Nanos) {
-        self.0 += o.0
+        *self = *self + o
     }
 }
 impl Sub for Nanos {
     type Output = Nanos;
     #[inline]
     fn sub(self, o: Nanos) -> Nanos {
-        Nanos(self.0 - o.0)
+        debug_assert!(self.0 >= o.0, "time {} minus a later time {}", self, o);
+        Nanos(self.0.saturating_sub(o.0))
     }
 }
 impl fmt::Display for Nanos {
@@ -174,7 +182,8 @@ impl BitsPerSec {
             }
         }
         let bits = bytes as u128 * 8 * 1_000_000_000;
-        Nanos(bits.div_ceil(r as u128) as u64)
+        // at most 2^53 B at 1 bps: 7.2 x 10^25 ns, past u64; such a time is "never"
+        Nanos(u64::try_from(bits.div_ceil(r as u128)).unwrap_or(u64::MAX))
     }
     pub fn as_f64(self) -> f64 {
         self.0 as f64
@@ -258,6 +267,34 @@ mod tests {
                 assert_eq!(clock.tx_time(bytes), BitsPerSec(rate).tx_time(bytes), "rate {rate} bytes {bytes}");
             }
         }
+    }
+
+    #[test]
+    fn times_cannot_wrap() {
+        use crate::parse::{MAX_RATE_BPS, MAX_SECONDS, MAX_SIZE_BYTES};
+        // the largest time a scenario gives, added to the latest a run reaches, stays exact
+        let given = Nanos::from_secs(MAX_SECONDS as u64);
+        let reached = Nanos::from_secs(1_000_000_000);
+        assert_eq!((given + reached).as_nanos(), 1_001_000_000_000_000_000);
+        // past that, sums saturate at "never" instead of wrapping to a near time
+        assert_eq!(Nanos::MAX + Nanos::from_nanos(1), Nanos::MAX);
+        let mut t = Nanos::from_nanos(u64::MAX - 1);
+        t += Nanos::from_secs(5);
+        assert_eq!(t, Nanos::MAX);
+        assert_eq!(Nanos::from_secs(u64::MAX), Nanos::MAX);
+        assert_eq!(Nanos::from_millis(u64::MAX / 2), Nanos::MAX);
+        assert_eq!(Nanos::from_secs(3).mul(u64::MAX), Nanos::MAX);
+        // the largest size at the lowest rate takes longer than u64 nanoseconds: "never"
+        assert_eq!(BitsPerSec(1).tx_time(MAX_SIZE_BYTES), Nanos::MAX);
+        assert_eq!(BitsPerSec(3).tx_time(MAX_SIZE_BYTES), Nanos::MAX);
+        // the largest size at the highest rate is exact
+        assert_eq!(BitsPerSec(MAX_RATE_BPS as u64).tx_time(MAX_SIZE_BYTES).as_nanos(), 72_057_594_038);
+    }
+
+    #[cfg(not(debug_assertions))]
+    #[test]
+    fn an_earlier_time_minus_a_later_one_is_zero_in_release_builds() {
+        assert_eq!(Nanos::from_nanos(5) - Nanos::from_nanos(9), Nanos::ZERO);
     }
 
     #[test]

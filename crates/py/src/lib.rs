@@ -145,6 +145,7 @@ fn run(
     let mut interrupted = false;
     let mut last_report = Instant::now();
     let mut until = Nanos::ZERO;
+    let mut labels = Vec::new();
     loop {
         until = until.saturating_add(slice);
         let t0 = Instant::now();
@@ -153,7 +154,7 @@ fn run(
         if let Some(cb) = on_flows.as_ref() {
             let rows = sim.take_flow_rows();
             if !rows.is_empty() {
-                cb.call1(py, (table_to_py(py, &rows)?,))?;
+                cb.call1(py, (table_to_py_sharing(py, &rows, &mut labels)?,))?;
             }
         }
         if took < 0.02 && slice < Nanos::from_secs(10) {
@@ -231,17 +232,48 @@ fn protocols(py: Python<'_>) -> PyResult<PyObject> {
     Ok(out.into())
 }
 
-/// A table's columns as `(len, null_count, validity, offsets, data)` tuples in schema order:
-/// the Arrow buffers of each column as bytes (validity and offsets None where absent).
+/// A table's columns as `(len, null_count, validity, offsets, data, dictionary)` tuples in
+/// schema order: the Arrow buffers of each column as bytes (validity and offsets None where
+/// absent), and a label column's strings as such a tuple of their own (None for the others).
 fn table_to_py<R: Row>(py: Python<'_>, rows: &[R]) -> PyResult<PyObject> {
+    table_to_py_sharing(py, rows, &mut Vec::new())
+}
+
+/// [`table_to_py`] of one of several batches of a table: a label column whose strings are
+/// those of the previous batch (`previous`, by column) hands out the same Python object, so
+/// the batches share one copy of them (a workload's tag, however long, is held once).
+fn table_to_py_sharing<R: Row>(
+    py: Python<'_>,
+    rows: &[R],
+    previous: &mut Vec<Option<(fctlab_sim::Column, PyObject)>>,
+) -> PyResult<PyObject> {
     let out = PyList::empty_bound(py);
-    for c in R::columns(rows) {
-        let bytes = |b: &Option<Vec<u8>>| -> PyObject {
-            b.as_ref().map_or_else(|| py.None(), |b| PyBytes::new_bound(py, b).into())
+    for (i, c) in R::columns(rows).into_iter().enumerate() {
+        if previous.len() <= i {
+            previous.push(None);
+        }
+        let dictionary = match &c.dictionary {
+            None => py.None(),
+            Some(d) => match &previous[i] {
+                Some((seen, obj)) if seen == &**d => obj.clone_ref(py),
+                _ => {
+                    let obj = column_to_py(py, d, py.None());
+                    previous[i] = Some(((**d).clone(), obj.clone_ref(py)));
+                    obj
+                }
+            },
         };
-        out.append((c.len, c.null_count, bytes(&c.validity), bytes(&c.offsets), PyBytes::new_bound(py, &c.data)))?;
+        out.append(column_to_py(py, &c, dictionary))?;
     }
     Ok(out.into())
+}
+
+fn column_to_py(py: Python<'_>, c: &fctlab_sim::Column, dictionary: PyObject) -> PyObject {
+    let bytes = |b: &Option<Vec<u8>>| -> PyObject {
+        b.as_ref().map_or_else(|| py.None(), |b| PyBytes::new_bound(py, b).into())
+    };
+    (c.len, c.null_count, bytes(&c.validity), bytes(&c.offsets), PyBytes::new_bound(py, &c.data), dictionary)
+        .into_py(py)
 }
 
 fn to_py(py: Python<'_>, r: &Results) -> PyResult<PyObject> {

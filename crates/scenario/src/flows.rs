@@ -9,6 +9,7 @@ use fctlab_engine::Nanos;
 use fctlab_net::{NodeKind, Topology};
 use fctlab_transport::{cc, TcpConfig};
 use serde::Deserialize;
+use std::sync::Arc;
 
 /// The keys of a `[[flows]]` entry (every other key is a parameter of its protocol).
 #[derive(Deserialize, Debug)]
@@ -55,8 +56,8 @@ pub(crate) fn explicit_flows(entries: Vec<toml::Table>, ctx: &mut FlowCtx<'_>) -
         if f.size.is_none() && ctx.stop_time.is_none() {
             return Err(ctx.err(&key("size"), "a long-lived flow (no `size`) needs a top-level `stop_time`"));
         }
-        let group = f.group.clone().unwrap_or_default();
-        let group_id = ctx.group(&group);
+        let group_id = ctx.group(f.group.as_deref().unwrap_or_default());
+        let group = ctx.group_name(group_id);
         if let Some(a) = &f.after {
             afters.push((i, a.clone()));
         }
@@ -66,7 +67,7 @@ pub(crate) fn explicit_flows(entries: Vec<toml::Table>, ctx: &mut FlowCtx<'_>) -
             size_bytes: f.size.map(|s| s.0),
             start: f.start.map(|d| d.0).unwrap_or(Nanos::ZERO),
             deadline: f.deadline.map(|d| d.0),
-            tag: f.tag.clone().unwrap_or_default(),
+            tag: ctx.label(f.tag.as_deref()),
             group,
             group_id,
             after: None,
@@ -85,7 +86,11 @@ pub(crate) fn resolve_afters(
     ctx: &FlowCtx<'_>,
 ) -> Result<(), ScenarioError> {
     for (i, a) in afters {
-        let g = ctx.group_ids.get(&a).copied().filter(|&g| flows.listed_flows().any(|(_, f)| f.group_id == Some(g)));
+        let g = ctx
+            .group_ids
+            .get(a.as_str())
+            .copied()
+            .filter(|&g| flows.listed_flows().any(|(_, f)| f.group_id == Some(g)));
         let Some(g) = g else {
             return Err(ctx.err(&format!("flows[{i}].after"), format!("no flow belongs to group \"{a}\"")));
         };
@@ -99,7 +104,10 @@ pub(crate) fn resolve_afters(
 }
 
 /// Group dependencies (`after`) must not form a cycle, or the flows would never start.
-pub(crate) fn check_no_cycles<'f>(flows: impl Iterator<Item = &'f FlowSpec>, groups: &[String]) -> Result<(), String> {
+pub(crate) fn check_no_cycles<'f>(
+    flows: impl Iterator<Item = &'f FlowSpec>,
+    groups: &[Arc<str>],
+) -> Result<(), String> {
     let n = groups.len();
     let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
     for f in flows {
@@ -149,9 +157,11 @@ pub(crate) struct FlowCtx<'a> {
     pub default_protocol: String,
     /// `[transport] kind`: the transport every flow's protocol must run on.
     pub kind: Option<fctlab_transport::TransportKind>,
-    pub groups: Vec<String>,
+    pub groups: Vec<Arc<str>>,
     /// Each group's index in `groups` (a closed-loop workload names one group per round).
-    pub group_ids: std::collections::HashMap<String, u32>,
+    pub group_ids: std::collections::HashMap<Arc<str>, u32>,
+    /// The empty name, shared by every flow without a tag or group.
+    pub empty: Arc<str>,
     pub stop_time: Option<Nanos>,
 }
 
@@ -278,9 +288,20 @@ impl FlowCtx<'_> {
             return Some(i);
         }
         let i = self.groups.len() as u32;
-        self.groups.push(name.to_string());
-        self.group_ids.insert(name.to_string(), i);
+        let name: Arc<str> = Arc::from(name);
+        self.groups.push(name.clone());
+        self.group_ids.insert(name, i);
         Some(i)
+    }
+
+    /// The shared name of group `id` (the empty name for none).
+    pub fn group_name(&self, id: Option<u32>) -> Arc<str> {
+        id.map_or_else(|| self.empty.clone(), |i| self.groups[i as usize].clone())
+    }
+
+    /// A shared copy of an entry's tag (the empty name for none).
+    pub fn label(&self, tag: Option<&str>) -> Arc<str> {
+        tag.filter(|t| !t.is_empty()).map_or_else(|| self.empty.clone(), Arc::from)
     }
 
     /// Resolves a protocol and its parameters: its `[transport]` table first, then the

@@ -68,9 +68,10 @@ pub struct FlowSpec {
     pub start: Nanos,
     /// Relative deadline (met if the flow completes within it).
     pub deadline: Option<Nanos>,
-    pub tag: String,
-    /// Group name ("" for none); flows of one incast round or shuffle job share one.
-    pub group: String,
+    /// Shared by the flows of its workload or trace part (a tag of any length costs one copy).
+    pub tag: std::sync::Arc<str>,
+    /// Group name ("" for none); flows of one incast round or shuffle job share one (one copy).
+    pub group: std::sync::Arc<str>,
     /// Index of `group` in [`Scenario::groups`].
     pub group_id: Option<u32>,
     /// Start only once every flow of this group has completed; `start` is then the delay
@@ -167,7 +168,7 @@ pub struct Scenario {
     /// Listed, or drawn when needed ([`FlowList`]).
     pub flows: FlowList,
     /// Names of flow groups, indexed by `FlowSpec::group_id` and `FlowSpec::after`.
-    pub groups: Vec<String>,
+    pub groups: Vec<std::sync::Arc<str>>,
     pub monitor: MonitorConfig,
     /// The flow scheduling layer of every origin-destination pair, if any.
     pub scheduler: Option<SchedulerConfig>,

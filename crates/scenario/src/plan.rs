@@ -33,7 +33,7 @@ struct Plan<'a> {
     transport: Map<String, Value>,
     scheduler: Option<Value>,
     monitor: Value,
-    groups: &'a [String],
+    groups: Vec<&'a str>,
     flows: Vec<Flow<'a>>,
 }
 
@@ -151,9 +151,9 @@ pub fn plan_json(sc: &Scenario) -> String {
             size_bytes: f.size_bytes,
             start_ns: f.start.as_nanos(),
             deadline_ns: f.deadline.map(|t| t.as_nanos()),
-            tag: f.tag.clone(),
-            group: f.group.clone(),
-            after: f.after.map(|g| sc.groups[g as usize].as_str()),
+            tag: f.tag.to_string(),
+            group: f.group.to_string(),
+            after: f.after.map(|g| &*sc.groups[g as usize]),
             protocol: f.cc.name(),
             ecn: f.ecn,
             params: f.cc.params_json(),
@@ -180,7 +180,7 @@ pub fn plan_json(sc: &Scenario) -> String {
         transport,
         scheduler: scheduler(sc),
         monitor: monitor(sc),
-        groups: &sc.groups,
+        groups: sc.groups.iter().map(|g| &**g).collect(),
         flows,
     };
     serde_json::to_string(&plan).expect("the plan holds only strings, numbers, bools and nulls")

@@ -238,6 +238,7 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
         kind: transport.kind,
         groups: Vec::new(),
         group_ids: Default::default(),
+        empty: std::sync::Arc::from(""),
         stop_time,
     };
     let (flows, afters) = crate::flows::explicit_flows(raw.flows, &mut ctx)?;

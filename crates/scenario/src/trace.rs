@@ -252,7 +252,7 @@ impl TracePlan {
             size_bytes: Some(size),
             start: self.start + Nanos::from_secs_f64(start),
             deadline,
-            tag: tag.map_or_else(|| self.template.tag.clone(), str::to_string),
+            tag: tag.map_or_else(|| self.template.tag.clone(), std::sync::Arc::from),
             ..self.template.clone()
         })
     }

@@ -36,7 +36,7 @@ fn drawn_parts_give_the_same_flows_on_every_walk_and_the_feed_orders_them_by_sta
     assert_eq!(all.len(), s.flows.len());
     assert!(s.flows.len() > 51, "the `until` entry drew some flows");
     assert_eq!(all[0].size_bytes, Some(1_000_000));
-    assert!(all[1..51].iter().all(|f| f.size_bytes == Some(10_000) && f.tag == "web"));
+    assert!(all[1..51].iter().all(|f| f.size_bytes == Some(10_000) && &*f.tag == "web"));
     for (f, again) in all.iter().zip(s.flows.iter()) {
         assert_eq!((again.src, again.dst, again.start, again.size_bytes), (f.src, f.dst, f.start, f.size_bytes));
     }

@@ -1,7 +1,7 @@
 //! Assembling the results of a run from its flows, ports, monitors and counters.
 
 use crate::flowtable::{FlowCounts, FlowState};
-use crate::results::{FlowResult, LinkResult, Results, Summary};
+use crate::results::{FlowResult, Label, LinkResult, Results, Summary};
 use crate::sim::Simulation;
 use crate::VERSION;
 use fctlab_net::BufferLimit;
@@ -128,8 +128,8 @@ impl Simulation {
             first_timeouts: counts.first_timeouts as u64,
             ecn_timeouts: counts.ecn_timeouts as u64,
             deadline_s: spec.deadline.map(|d| d.as_secs_f64()),
-            tag: spec.tag.clone(),
-            group: spec.group.clone(),
+            tag: Label(spec.tag.clone()),
+            group: Label(spec.group.clone()),
             packets_sent: counts.packets_sent,
             loss_probes: counts.loss_probes as u64,
             left_slow_start: counts.left_slow_start,

@@ -23,8 +23,8 @@ mod sim;
 
 pub use pcap::{ipv4_of, ports_of, PcapFile, ROUTER_OPTION_EXID};
 pub use results::{
-    Column, ColumnSpec, ColumnType, CwndSample, DropRecord, FlowResult, LinkResult, QueueSample, Results, Row, Schema,
-    Summary, SCHEMAS,
+    Column, ColumnSpec, ColumnType, CwndSample, DropRecord, FlowResult, Label, LinkResult, QueueSample, Results, Row,
+    Schema, Summary, SCHEMAS,
 };
 pub use sim::{RunStatus, Simulation, DEFAULT_HORIZON};
 

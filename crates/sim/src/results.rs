@@ -16,6 +16,10 @@ pub enum ColumnType {
     Float64,
     Utf8,
     Bool,
+    /// Strings stored once each and referred to by an int32 index per row (Arrow's
+    /// dictionary encoding): the column of a label many rows share, which costs its length
+    /// once however many rows carry it.
+    Label,
 }
 
 impl ColumnType {
@@ -26,6 +30,7 @@ impl ColumnType {
             ColumnType::Float64 => "float64",
             ColumnType::Utf8 => "string",
             ColumnType::Bool => "bool",
+            ColumnType::Label => "string (dictionary)",
         }
     }
 }
@@ -47,7 +52,8 @@ pub struct Schema {
 
 /// A column's values in Arrow's layout: `validity` is the little-endian validity bitmap
 /// (None: no nulls), `offsets` the i32 offsets of a string column, `data` the values (i64 or
-/// f64 little endian, UTF-8 bytes, or a bitmap of booleans).
+/// f64 little endian, UTF-8 bytes, a bitmap of booleans, or the i32 indices of a label
+/// column), and `dictionary` a label column's distinct strings.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Column {
     pub len: usize,
@@ -55,6 +61,7 @@ pub struct Column {
     pub validity: Option<Vec<u8>>,
     pub offsets: Option<Vec<u8>>,
     pub data: Vec<u8>,
+    pub dictionary: Option<Box<Column>>,
 }
 
 /// Builds a [`Column`] value by value.
@@ -64,6 +71,16 @@ pub struct ColumnBuilder {
     valid: Vec<bool>,
     bits: Vec<bool>,
     offsets: Vec<i32>,
+    /// A label column's distinct strings so far: by the address of a shared string (rows of
+    /// one workload hold one), then by value.
+    labels: Option<Box<Labels>>,
+}
+
+#[derive(Default)]
+struct Labels {
+    values: ColumnBuilder,
+    by_address: std::collections::HashMap<usize, i32>,
+    by_value: std::collections::HashMap<std::sync::Arc<str>, i32>,
 }
 
 fn pack_bits(bits: &[bool]) -> Vec<u8> {
@@ -94,6 +111,9 @@ impl ColumnBuilder {
         if !self.bits.is_empty() {
             self.col.data = pack_bits(&self.bits);
         }
+        if let Some(labels) = self.labels {
+            self.col.dictionary = Some(Box::new(labels.values.finish()));
+        }
         self.col
     }
 }
@@ -106,10 +126,15 @@ pub trait ColumnValue {
     fn append(&self, b: &mut ColumnBuilder);
 }
 
+/// Counts and sizes are unsigned through the simulator and written as Arrow int64, whose
+/// differences do not wrap in pandas or SQL as unsigned ones would. No value reaches 2^63:
+/// sizes are at most 2^53 B and times 10^18 ns by the scenario checks, and a count of
+/// simulated packets or bytes would need more events than a run can process; a value past
+/// i64 (none can be) is written as i64::MAX, never as a negative number.
 impl ColumnValue for u64 {
     const TYPE: ColumnType = ColumnType::Int64;
     fn append(&self, b: &mut ColumnBuilder) {
-        b.col.data.extend_from_slice(&(*self as i64).to_le_bytes());
+        b.col.data.extend_from_slice(&i64::try_from(*self).unwrap_or(i64::MAX).to_le_bytes());
         b.push_valid(true);
     }
 }
@@ -130,13 +155,68 @@ impl ColumnValue for bool {
     }
 }
 
+/// Arrow's string offsets are i32: a string column holds at most 2 GiB of text (a label
+/// column holds each distinct string once).
 fn append_str(s: &str, b: &mut ColumnBuilder) {
     if b.offsets.is_empty() {
         b.offsets.push(0);
     }
     b.col.data.extend_from_slice(s.as_bytes());
-    b.offsets.push(b.col.data.len() as i32);
+    let end = i32::try_from(b.col.data.len()).expect("a result string column holds more than 2 GiB of text");
+    b.offsets.push(end);
     b.push_valid(true);
+}
+
+/// A string many rows share (a flow's tag or group), written as a dictionary column: each
+/// distinct string once, an index per row.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Label(pub std::sync::Arc<str>);
+
+impl std::ops::Deref for Label {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for Label {
+    fn eq(&self, o: &&str) -> bool {
+        &*self.0 == *o
+    }
+}
+
+impl PartialEq<String> for Label {
+    fn eq(&self, o: &String) -> bool {
+        *self.0 == **o
+    }
+}
+
+impl ColumnValue for Label {
+    const TYPE: ColumnType = ColumnType::Label;
+    fn append(&self, b: &mut ColumnBuilder) {
+        let labels = b.labels.get_or_insert_with(Default::default);
+        let address = self.0.as_ptr() as usize;
+        let index = match labels.by_address.get(&address) {
+            Some(&i) => i,
+            None => {
+                let i = match labels.by_value.get(&self.0) {
+                    Some(&i) => i,
+                    None => {
+                        let i = labels.values.col.len as i32;
+                        append_str(&self.0, &mut labels.values);
+                        labels.by_value.insert(self.0.clone(), i);
+                        i
+                    }
+                };
+                // the address is only a shortcut while the row's string is alive (the rows
+                // hold it until the column is built), so two strings never share one
+                labels.by_address.insert(address, i);
+                i
+            }
+        };
+        b.col.data.extend_from_slice(&index.to_le_bytes());
+        b.push_valid(true);
+    }
 }
 
 impl ColumnValue for String {
@@ -238,8 +318,8 @@ result_table!(
         /// Of `timeouts`: after the window was last cut by an ECN echo.
         ecn_timeouts: u64,
         deadline_s: Option<f64>,
-        tag: String,
-        group: String,
+        tag: Label,
+        group: Label,
         packets_sent: u64,
         loss_probes: u64,
         left_slow_start: bool,

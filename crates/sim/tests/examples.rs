@@ -25,7 +25,7 @@ fn a_workload_kind_registered_in_one_line_runs_from_a_scenario() {
     ));
     assert_eq!(r.flows.len(), 5);
     for (i, f) in r.flows.iter().enumerate() {
-        assert_eq!((&*f.src, &*f.dst, f.size_bytes, f.tag.as_str()), ("h0", "h2", Some(100_000), "p"));
+        assert_eq!((&*f.src, &*f.dst, f.size_bytes, &*f.tag), ("h0", "h2", Some(100_000), "p"));
         let start = f.start_s.unwrap();
         assert!((start - (1e-3 + 2e-3 * i as f64)).abs() < 1e-9, "flow {i} starts at {start} s");
         assert!(f.completed, "flow {i}");

@@ -10,7 +10,7 @@ use fctlab_scenario::schema::Format;
 struct Loaded {
     flows: Vec<fctlab_scenario::FlowSpec>,
     topology: fctlab_net::Topology,
-    groups: Vec<String>,
+    groups: Vec<std::sync::Arc<str>>,
 }
 
 fn load(toml: &str) -> Loaded {
@@ -66,7 +66,7 @@ fn poisson_until_and_rate_and_many_to_one() {
     for f in &sc.flows {
         assert_eq!(f.dst, h0);
         assert_eq!(f.size_bytes, Some(10_000));
-        assert_eq!(f.tag, "rpc");
+        assert_eq!(&*f.tag, "rpc");
         assert!(f.start >= Nanos::from_millis(5) && f.start < Nanos::from_millis(105));
     }
 }
@@ -109,8 +109,8 @@ fn shuffle_jobs_and_partition_aggregate() {
     let shuffle: Vec<_> = sc.flows.iter().filter(|f| f.group.starts_with("shuffle0:")).collect();
     assert_eq!(shuffle.len(), 30);
     assert!(shuffle.iter().all(|f| f.size_bytes == Some(1_000_000) && f.src != f.dst));
-    assert_eq!(shuffle.iter().filter(|f| f.group == "shuffle0:2").count(), 10);
-    assert!(shuffle.iter().filter(|f| f.group == "shuffle0:2").all(|f| f.start == Nanos::from_millis(20)));
+    assert_eq!(shuffle.iter().filter(|f| &*f.group == "shuffle0:2").count(), 10);
+    assert!(shuffle.iter().filter(|f| &*f.group == "shuffle0:2").all(|f| f.start == Nanos::from_millis(20)));
     // partition-aggregate: 3 requests then 3 responses per job
     let pa: Vec<_> = sc.flows.iter().filter(|f| f.group.starts_with("pa1:")).collect();
     assert_eq!(pa.len(), 12);
@@ -141,7 +141,7 @@ fn partition_aggregate_without_requests_starts_responses_at_the_job_time() {
     for (i, f) in sc.flows.iter().enumerate() {
         let job = i as u64 / 3;
         assert_eq!(
-            (f.group.as_str(), f.after, f.start.as_nanos()),
+            (&*f.group, f.after, f.start.as_nanos()),
             (format!("pa0:{job}").as_str(), None, 1_000_000 + job * 5_000_000)
         );
         assert_eq!(sc.topology.nodes[f.dst].name, "h10");
@@ -176,7 +176,7 @@ fn trace_replay_exact_and_errors_name_line_and_column() {
     assert_eq!(sc.flows[0].size_bytes, Some(5000));
     assert_eq!(sc.flows[0].deadline, Some(fctlab_engine::Nanos::from_millis(10)));
     assert_eq!(sc.flows[1].deadline, None);
-    assert_eq!(sc.flows[1].tag, "backup");
+    assert_eq!(&*sc.flows[1].tag, "backup");
     let bad = dir.join("bad.csv");
     std::fs::write(&bad, "start_s,src,dst,size_bytes\n0.001,h1,h2,5000\n0.002,h1,h2,lots\n").unwrap();
     let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"trace\"\nfile = \"{}\"\n", bad.display()));
@@ -186,7 +186,7 @@ fn trace_replay_exact_and_errors_name_line_and_column() {
     assert!(e.message.contains("line 2, column dst") && e.message.contains("h99"), "{e}");
     // CSV proper: quoted fields may hold commas; a short line is named by its line number.
     std::fs::write(&good, "start_s,src,dst,size_bytes,tag\n0.001,h1,h2,5000,\"web, front\"\n").unwrap();
-    assert_eq!(load(&toml).flows[0].tag, "web, front");
+    assert_eq!(&*load(&toml).flows[0].tag, "web, front");
     std::fs::write(&bad, "start_s,src,dst,size_bytes\n# a comment\n0.001,h1,h2,5000\n0.002,h1,h2\n").unwrap();
     let e = load_err(&format!("{STAR16}[[workloads]]\nkind = \"trace\"\nfile = \"{}\"\n", bad.display()));
     assert!(e.message.contains("line 4: expected 4 fields, found 3"), "{e}");

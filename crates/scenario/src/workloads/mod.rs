@@ -124,7 +124,7 @@ struct Gen<'c, 'a> {
     cc: std::sync::Arc<fctlab_transport::CcConfig>,
     ecn: bool,
     deadline: Deadline,
-    tag: String,
+    tag: std::sync::Arc<str>,
     start: Nanos,
     /// The flows listed so far ([`Gen::push`]).
     out: Vec<FlowSpec>,
@@ -167,6 +167,7 @@ pub(crate) fn generate(
     own_keys.extend(own.iter());
     let (cc, ecn) = ctx.protocol(c.protocol.as_deref(), c.ecn, &protocol_params, &prefix, &own_keys)?;
     let deadline = parse_deadline(ctx, &prefix, c.deadline.as_ref())?;
+    let tag = ctx.label(c.tag.as_deref());
     let mut g = Gen {
         rng: Rng::stream(seed, 0x3000_0000 + index as u64),
         ctx,
@@ -176,7 +177,7 @@ pub(crate) fn generate(
         cc: std::sync::Arc::new(cc),
         ecn,
         deadline,
-        tag: c.tag.clone().unwrap_or_default(),
+        tag,
         start: c.start.map(|d| d.0).unwrap_or(Nanos::ZERO),
         out: Vec::new(),
         drawn: None,
@@ -315,7 +316,7 @@ impl Gen<'_, '_> {
             start: Nanos::ZERO,
             deadline: None,
             tag: self.tag.clone(),
-            group: String::new(),
+            group: self.ctx.empty.clone(),
             group_id: None,
             after: None,
             cc: self.cc.clone(),
@@ -331,7 +332,7 @@ impl Gen<'_, '_> {
             size_bytes: size,
             start,
             deadline: self.deadline.for_size(size),
-            group: group.to_string(),
+            group: self.ctx.group_name(group_id),
             group_id,
             after,
             ..self.template()
