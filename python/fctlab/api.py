@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Un
 from . import _core
 from .numfmt import count, seconds
 from .schemas import table_schema as _schema
+from .textfile import TextFileError, read_text
 
 if TYPE_CHECKING:  # annotations only
     import pyarrow as pa
@@ -356,15 +357,9 @@ def _source(scenario: ScenarioLike) -> tuple[str, str, str]:
         )
     path = Path(scenario)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: no such scenario file") from None
-    except IsADirectoryError:
-        raise ScenarioError(f"{path}: is a directory, expected a scenario file") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(f"{path}: not a text (UTF-8) file") from None
-    except OSError as e:
-        raise ScenarioError(f"{str(path)[:200]}: cannot read it ({e.strerror})") from None
+        text = read_text(path, "scenario file")
+    except TextFileError as e:
+        raise ScenarioError(str(e)) from None
     fmt = "json" if path.suffix == ".json" else "toml"
     return text, str(path), fmt
 

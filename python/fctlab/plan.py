@@ -215,15 +215,7 @@ def load(scenario: ScenarioLike, overrides: Sequence[str] = (), unset: Sequence[
 
 def load_file(path, overrides: Sequence[str] = (), unset: Sequence[str] = ()) -> Plan:
     """:func:`load` of a scenario file, read as UTF-8 (TOML, or JSON by its suffix)."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ScenarioError(f"{p}: cannot read the scenario: {e.strerror or e}") from None
-    fmt = "json" if p.suffix == ".json" else "toml"
-    plan = from_json(_core.plan(text, str(p), fmt, list(overrides), list(unset)), overrides, unset)
-    plan.source = p
-    return plan
+    return load(Path(path), overrides, unset)
 
 
 def rows_for(schema, measured: Sequence[dict], *, where: str = "") -> list:

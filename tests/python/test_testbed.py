@@ -101,10 +101,11 @@ def _mine() -> list[str]:
 
 def test_a_second_testbed_run_waits_for_the_first_and_says_so(tmp_path, monkeypatch, capsys):
     from fctlab.testbed import runner as R
+    from fctlab.testbed import shell
 
     lock = tmp_path / "lock" / "fctlab-testbed.lock"
     lock.parent.mkdir()
-    monkeypatch.setattr(R, "LOCK_FILE", lock)
+    monkeypatch.setattr(shell, "LOCK_FILE", lock)
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -845,6 +846,39 @@ def test_ctrl_c_during_a_scheduled_run_removes_everything(tmp_path):
 def _long_flows_utilization(out_dir, seconds: float, rate_bps: float) -> float:
     df = pq.read_table(Path(out_dir) / "flows.parquet").to_pandas()
     return float(df["bytes_delivered"].sum()) * 8 / seconds / rate_bps
+
+
+def test_the_dctcp_a_killed_run_registered_is_unregistered_by_clean(tmp_path):
+    """A testbed run killed outright (SIGKILL) cannot unregister the fctlab_dctcp it
+    registered; `fctlab testbed clean` does, and leaves nothing else registered."""
+    _need_testbed()
+    why = K.bpf_unavailable()
+    if why:
+        pytest.skip(f"DCTCP on the kernel needs BPF struct_ops: {why}")
+    if K.dctcp_registered():
+        pytest.skip("fctlab_dctcp is registered by someone else: this test needs it unregistered")
+    p = tmp_path / "long.toml"
+    p.write_text(
+        (Path(__file__).resolve().parents[2] / "scenarios/crosscheck/testbed/dctcp_star.toml")
+        .read_text()
+        .replace('stop_time = "4s"', 'stop_time = "20s"')
+    )
+    proc = testbed_process.start(p, tmp_path / "o")
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not K.dctcp_registered():
+            time.sleep(0.1)
+        assert K.dctcp_registered(), "the run did not register fctlab_dctcp in time"
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        assert K.dctcp_registered(), "a killed run cannot unregister what it registered"
+        assert main_testbed(["clean"]) == 0
+        assert not K.dctcp_registered()
+    finally:
+        left = testbed_process.sweep(proc)
+        if K.dctcp_registered():
+            K.unload_dctcp()
+    assert left == []
 
 
 @pytest.mark.wallclock

@@ -116,6 +116,10 @@ pub(crate) fn load(e: Entry<'_>) -> Result<Loaded, String> {
     let cannot = |err: std::io::Error| format!("cannot read {}: {err}", path.display());
     let file = Arc::new(File::open(&path).map_err(cannot)?);
     let stamp = stamp_of(&file).map_err(cannot)?;
+    if !file.metadata().map_err(cannot)?.is_file() {
+        // a device or a pipe could give a header line without end
+        return Err(format!("{}: not a regular file", path.display()));
+    }
     let mut rows = csv_reader(FileAt { file: file.clone(), pos: 0, stamp });
     let cols: Vec<String> =
         rows.headers().map_err(|err| csv_message(&path, &err))?.iter().map(|c| c.to_string()).collect();

@@ -22,10 +22,10 @@ fn main() -> ExitCode {
             }
         }
     }
-    let text = match std::fs::read_to_string(path) {
+    let text = match fctlab_scenario::limits::read_text_file(std::path::Path::new(path)) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: {path}: {e}");
+            eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 from .hostprog import remove_stale_cgroup, stale_cgroups
 from .netns import TestbedError, check_features, check_machine, delete_namespaces, stale_namespaces
-from .runner import MAX_RUN_S, remove_left_temp_dirs, run_testbed
+from .runner import MAX_RUN_S, clean_after_killed_runs, run_testbed
 from .._argparse import OneLineParser
 from ..cli import main
 
@@ -81,10 +81,15 @@ def run(a) -> int:
         for g in groups:
             if not remove_stale_cgroup(g):
                 left.append(str(g))
-        temp = remove_left_temp_dirs()
+        try:
+            temp, unregistered = clean_after_killed_runs()
+        except TestbedError as e:
+            print(f"fctlab testbed clean: error: {e}", file=sys.stderr)
+            return 1
         print(
             f"deleted {len(stale) + len(groups) - len(left)} stale namespace(s) and cgroup(s)"
             + (f" and {len(temp)} temporary director{'y' if len(temp) == 1 else 'ies'} of killed runs" if temp else "")
+            + (f"; unregistered {', '.join(unregistered)}" if unregistered else "")
             + (f"; could not delete {', '.join(left)}" if left else "")
         )
         return 1 if left else 0

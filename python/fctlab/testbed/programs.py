@@ -20,6 +20,7 @@ from .hostprog import HostPrograms
 from .netns import Network, TestbedError
 from .pias import Tagger
 from .scenario import Sockopts, TestbedPlan
+from .shell import note_registered
 
 
 #: Why the simulator's other protocols do not run on the testbed.
@@ -229,9 +230,17 @@ class Programs:
             self.marker = Marker()
         if thresholds is not None:
             self.tagger = Tagger(thresholds)
+        # noted before registering: a run killed in between leaves the note for `clean`
+        will = set()
+        if atcp is not None and not K.registered():
+            will.add("atcp")
+        if any(so.cc == K.DCTCP for so in plan.sockopts.values()) and not K.dctcp_registered():
+            will.add(K.DCTCP)
+        note_registered(will)
         if atcp is not None:
             self.atcp_here = load_atcp(atcp)
         self.dctcp_here = load_dctcp(plan)
+        note_registered(({"atcp"} if self.atcp_here else set()) | ({K.DCTCP} if self.dctcp_here else set()))
         assisted = sorted({f.protocol for f in plan.flows if f.protocol in ASSISTED})
         if assisted:
             proto = assisted[0]
@@ -272,3 +281,5 @@ class Programs:
                     unload()
                 except K.KernelError:
                     pass
+        if self.atcp_here or self.dctcp_here:
+            note_registered(set())

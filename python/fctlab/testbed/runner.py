@@ -20,7 +20,7 @@ from .. import api
 from .. import kernel as K
 from ..rundir import read_summary, write_run
 from .netns import Network, TestbedError
-from .shell import TEMP_PREFIX
+from .shell import TEMP_PREFIX, lock_path, note_registered, noted_registered
 from .pias import tagged
 from .scenario import TestbedPlan, load_plan
 from .programs import Programs, resolve_congestion_controls
@@ -171,28 +171,32 @@ def run_plan(
         return _run_plan(plan, scenario_file, overrides, sha256, max_run_s, atcp_halving, progress)
 
 
-#: Testbed runs on one machine take turns (a lock on this file): they share the CPUs that
-#: time their traffic, and the kernel's names of the programs they load (one fctlab_rcp).
-LOCK_FILE = Path("/run/lock/fctlab-testbed.lock")
-
-
-def _lock_path() -> Path:
-    return LOCK_FILE if LOCK_FILE.parent.is_dir() else Path(tempfile.gettempdir()) / LOCK_FILE.name
-
-
-def remove_left_temp_dirs() -> list:
-    """The temporary directories (``TEMP_PREFIX``) that killed runs left, removed, when no run
-    holds the testbed's lock (a run that holds it is using its own); returns those removed."""
-    fd = os.open(_lock_path(), os.O_CREAT | os.O_RDWR, 0o644)
+def clean_after_killed_runs() -> tuple:
+    """When no run holds the testbed's lock (a run that holds it is using its own): removes
+    the temporary directories (``TEMP_PREFIX``) killed runs left and unregisters the kernel
+    congestion controls they registered and noted. Returns (directories removed, names
+    unregistered); a name that cannot be unregistered raises TestbedError."""
+    fd = os.open(lock_path(), os.O_CREAT | os.O_RDWR, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return []
+            return [], []
         left = sorted(Path(tempfile.gettempdir()).glob(TEMP_PREFIX + "*"))
         for d in left:
             shutil.rmtree(d, ignore_errors=True)
-        return left
+        noted = noted_registered()
+        unregistered = []
+        try:
+            if noted & set(K.INSTANCES) and K.registered():
+                unregistered += K.unload()
+            if K.DCTCP in noted and K.dctcp_registered():
+                K.unload_dctcp()
+                unregistered.append(K.DCTCP)
+        except K.KernelError as e:
+            raise TestbedError(f"unregistering what a killed run left: {e}") from None
+        note_registered(set())
+        return left, unregistered
     finally:
         os.close(fd)
 
@@ -200,7 +204,7 @@ def remove_left_temp_dirs() -> list:
 @contextlib.contextmanager
 def _one_run_at_a_time():
     """Holds the testbed's lock for a run, waiting (and saying so) while another run holds it."""
-    path = _lock_path()
+    path = lock_path()
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
     try:
         try:

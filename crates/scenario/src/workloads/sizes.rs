@@ -125,7 +125,7 @@ pub(crate) fn parse_sizes(ctx: &FlowCtx<'_>, key: &str, v: &toml::Value) -> Resu
                         Some(u) => parse_size(&format!("1{u}")).map_err(|m| err(&format!("{key}.unit"), m))? as f64,
                     };
                     let path = relative_to(&ctx.file, &file);
-                    let text = std::fs::read_to_string(&path).map_err(|e| err(&format!("{key}.file"), format!("cannot read {}: {e}", path.display())))?;
+                    let text = crate::limits::read_text_file(&path).map_err(|m| err(&format!("{key}.file"), m))?;
                     let cdf = Cdf::parse(&text, unit, &path.display().to_string()).map_err(|m| err(&format!("{key}.file"), m))?;
                     SizeDist::empirical(cdf)
                 }
