@@ -303,6 +303,10 @@ def _write_error(e: BaseException) -> bool:
     return isinstance(e, OSError) and e.errno in WRITE_ERRNOS
 
 
+def _unwritable(out: Path, why: str) -> SweepError:
+    return SweepError(f"{out}: cannot write the sweep's results there: {why}")
+
+
 def _stored(out: Path, log: Callable[[str], None]) -> set:
     """The runs stored whole in `out` (each file as its manifest says). A run directory that is
     not whole is removed, so that its run runs again."""
@@ -363,9 +367,9 @@ def sweep(
     try:  # a directory the sweep cannot write stops it before any run
         outp.mkdir(parents=True, exist_ok=True)
         _probe(outp)
+        done = _stored(outp, log)
     except OSError as e:
-        raise SweepError(f"{outp}: cannot write the sweep's results there: {e.strerror or e}") from None
-    done = _stored(outp, log)
+        raise _unwritable(outp, e.strerror or str(e)) from None
     todo = [r for r in sw.runs if r.run_id not in done]
     log(
         f"fctlab sweep: {len(sw.runs)} runs ({len(sw.runs) - len(todo)} already done), {len(todo)} to run"
@@ -381,7 +385,7 @@ def sweep(
     except OSError as e:
         if not _write_error(e):
             raise
-        raise SweepError(f"{outp}: cannot write the sweep's results there: {e.strerror}") from None
+        raise _unwritable(outp, e.strerror or str(e)) from None
     finally:
         # what attempts that died (a killed worker, an interrupted sweep) left under temporary names
         for tmp in (outp / "flows").glob(".tmp-*") if (outp / "flows").is_dir() else ():
@@ -508,7 +512,7 @@ def _execute_local(sw: Sweep, todo: list, out: Path, workers: Optional[int], ret
                 if status == "ok":  # its results are in place (a process killed after that lost nothing)
                     ledger.done(r)
                 elif status == "write":  # no retry can write: the sweep stops (the others are stopped below)
-                    raise SweepError(f"{out}: cannot write the sweep's results there: {msg}")
+                    raise _unwritable(out, msg)
                 elif ledger.failed(r, msg):
                     pending.append(r)
     finally:
@@ -561,7 +565,7 @@ def _execute(
                 except Exception as e:  # the run failed: retry a bounded number of times
                     # (a Dask worker lost mid-run has its tasks recomputed by Dask itself)
                     if _write_error(e):
-                        raise SweepError(f"{out}: cannot write the sweep's results there: {e}") from None
+                        raise _unwritable(out, f"{type(e).__name__}: {e}") from None
                     if ledger.failed(r, f"{type(e).__name__}: {e}".splitlines()[0]):
                         pending.append(r)
     finally:
@@ -645,7 +649,7 @@ def configure(p) -> None:
         "directory DIR against their checksums (exit 1 when some fail)",
     )
     p.add_argument("directory", nargs="?", metavar="DIR", help=argparse.SUPPRESS)
-    p.add_argument("--out", help="the sweep directory (created; a sweep there is resumed)")
+    p.add_argument("--out", metavar="DIR", help="the sweep directory (created; a sweep there is resumed)")
     p.add_argument("--workers", type=int, default=None, help="local worker processes (default: all cores)")
     p.add_argument("--cluster", default=None, metavar="ADDRESS", help="a Dask scheduler, tcp://HOST:PORT")
     p.add_argument(
