@@ -58,7 +58,7 @@ def test_a_run_whose_worker_is_interrupted_is_not_stored_and_a_resume_runs_it(tm
                     pass
             time.sleep(0.02)
         assert worker is not None, "the run's process did not start"
-        time.sleep(0.5)  # mid-run
+        time.sleep(0.8)  # mid-run (its run lasts about 2 s)
         os.kill(worker, sig)
         _, err = proc.communicate(timeout=60)
     finally:
