@@ -151,6 +151,13 @@ def _as_table(t: TableLike) -> pa.Table:
     return pa.Table.from_pandas(t, preserve_index=False)
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it, then set back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 #: Seconds to pause after each file written (tests use it to interrupt a write midway).
 _PAUSE_ENV = "FCTLAB_TEST_WRITE_PAUSE_S"
 
@@ -187,9 +194,7 @@ class RowStream:
         where.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(prefix=f".{out.name}.flows-", suffix=".parquet", dir=where)
         os.close(fd)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(name, 0o666 & ~umask)  # as the directory's other files (mkstemp makes it 0600)
+        os.chmod(name, 0o666 & ~_umask())  # as the directory's other files (mkstemp makes it 0600)
         self.path = Path(name)
         self._to_table = to_table
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
@@ -276,6 +281,8 @@ def write_run(
     fresh = not out.exists()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.writing-", dir=out.parent if fresh else out))
+    if fresh:  # renamed into place: as a directory made with the umask (mkdtemp makes it 0700)
+        os.chmod(tmp, 0o777 & ~_umask())
     pause = float(os.environ.get(_PAUSE_ENV) or 0)
     try:
         if isinstance(flows, Path):  # written while the run went on (RowStream)

@@ -20,21 +20,28 @@ whose values are the files' names without ``.toml``. All runs are validated befo
 reported with the scenario error it causes, naming the axis and the value.
 
 Each run has a stable id: a hash of the resolved scenario (its text and overrides) and the
-seed. A run writes its files under a temporary name and renames them when complete, so a
-sweep that is interrupted and started again runs only the runs that are missing, and a partial
+seed. A run writes its files into a temporary directory, flushes them to the disk, writes last
+a manifest of their sizes and SHA-256 checksums, and renames the directory into place; a run
+whose simulation was interrupted is not stored. A sweep that is stopped and started again runs
+only the runs that are not stored whole (missing, or failing their manifest), and a partial
 result is never taken for a complete one. Runs execute in a pool of worker processes (all
 cores by default), one simulation per task, or on a Dask cluster (``--cluster tcp://HOST:PORT``)
 through the same ``concurrent.futures`` interface. A failed run is retried up to
 ``retries`` times, then recorded as failed with its error; the sweep finishes and lists them.
+A directory the sweep cannot write (read-only, not permitted, full) stops it, with no retry.
 
 The store: ``DIR/runs.parquet`` (one row per run: ``run_id``, ``status``, ``error``, the swept
 values, ``seed``, the run's summary fields and ``wall_s``) and ``DIR/flows/run_id=<id>/flows.parquet``
 (each run's flows with its swept values and seed as columns): one Parquet dataset that
-``fctlab query DIR "SQL"`` reads with DuckDB as the tables ``runs`` and ``flows``.
+``fctlab query DIR "SQL"`` reads with DuckDB as the tables ``runs`` and ``flows``. The store's
+``manifest.json`` holds the checksums of ``runs.parquet`` and of each run's manifest
+(:mod:`fctlab.sweepstore`); ``fctlab sweep verify DIR``, ``fctlab query`` and ``fctlab report``
+check every file against them.
 """
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures as cf
 import contextlib
 import hashlib
@@ -44,6 +51,7 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from itertools import product
@@ -57,13 +65,14 @@ from . import api
 from .api import _format_value
 from .rundir import read_summary, write_run
 from .sweeps_query import QueryError, execute
+from .sweepstore import MANIFEST, WRITE_ERRNOS, check_run, check_store, fsync, seal_run, seal_store, write_atomic
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["SweepError", "Sweep", "Run", "load_sweep", "sweep", "query", "configure", "run"]
+__all__ = ["SweepError", "Sweep", "Run", "load_sweep", "sweep", "query", "verify", "configure", "run"]
 
 _TOP_KEYS = ("base", "seeds", "axes", "zip")
 # The swept key of a sweep over several base scenarios.
@@ -230,12 +239,24 @@ def _show(v: Any) -> str:
 # ----------------------------------------------------------------------------- running
 
 
+class RunInterrupted(RuntimeError):
+    """A run whose simulation was stopped before its end (Ctrl-C or SIGINT in its process)."""
+
+
 def _run_one(base: str, overrides: list, run_id: str, values: list, seed: int, out: str) -> dict:
-    """Runs one simulation and writes its flows atomically; returns its summary row. Executed
-    in a worker process (or on a Dask worker)."""
+    """Runs one simulation and stores it: its files are written into a temporary directory,
+    flushed to the disk with a manifest of their checksums written last, and the directory is
+    renamed into place. A run whose simulation did not reach its end is not stored. Executed in
+    a worker process (or on a Dask worker)."""
     t0 = time.perf_counter()
     res = api.run(base, set=overrides)
     wall = time.perf_counter() - t0
+    s = res.summary
+    if s.get("interrupted"):
+        raise RunInterrupted(
+            f"interrupted at {s['sim_time_s']:.6g} s simulated ({s['flows_completed']} of {s['flows_total']} "
+            "flows completed): not stored"
+        )
 
     def tagged(t):
         """A result table with the run's swept values, seed and id after its own columns."""
@@ -257,7 +278,7 @@ def _run_one(base: str, overrides: list, run_id: str, values: list, seed: int, o
     write_run(
         tmp,
         "simulator",
-        {**res.summary, "run_id": run_id, "swept": dict(values)},
+        {**s, "run_id": run_id, "swept": dict(values)},
         flows,
         tagged(res.links_table),
         tagged(res.queues_table),
@@ -266,23 +287,47 @@ def _run_one(base: str, overrides: list, run_id: str, values: list, seed: int, o
         pcaps=[(c.name, c.data) for c in res.pcaps],
         pcap_hosts=res.pcap_hosts,
     )
+    seal_run(tmp)
     final = root / f"run_id={run_id}"
     if final.exists():  # another attempt finished first: keep it
         shutil.rmtree(tmp)
     else:
         os.replace(tmp, final)
+        fsync(root)
     return {"run_id": run_id, "wall_s": wall}
 
 
-def _done(out: Path) -> set:
+def _write_error(e: BaseException) -> bool:
+    """Whether `e` is a write that failed for the store's reason (read-only, no permission, no
+    space), which stops the sweep rather than costing the run an attempt."""
+    return isinstance(e, OSError) and e.errno in WRITE_ERRNOS
+
+
+def _unwritable(out: Path, why: str) -> SweepError:
+    return SweepError(f"{out}: cannot write the sweep's results there: {why}")
+
+
+def _stored(out: Path, log: Callable[[str], None]) -> set:
+    """The runs stored whole in `out` (each file as its manifest says). A run directory that is
+    not whole is removed, so that its run runs again."""
     root = out / "flows"
-    if not root.is_dir():
-        return set()
-    return {
-        d.name[len("run_id=") :]
-        for d in root.iterdir()
-        if d.name.startswith("run_id=") and (d / "summary.json").is_file()
-    }
+    done = set()
+    for d in sorted(root.glob("run_id=*")) if root.is_dir() else ():
+        bad = check_run(d)
+        if bad:
+            log(f"fctlab sweep: {d / bad[0][0]}: {bad[0][1]}; running the run again")
+            shutil.rmtree(d)
+        else:
+            done.add(d.name[len("run_id=") :])
+    return done
+
+
+def _probe(out: Path) -> None:
+    """Fails (OSError) unless files can be written into `out` and reach the disk."""
+    with tempfile.TemporaryFile(dir=out) as f:
+        f.write(bytes(4096))
+        f.flush()
+        os.fsync(f.fileno())
 
 
 class _Progress:
@@ -319,21 +364,32 @@ def sweep(
     returns ``runs.parquet`` as a DataFrame."""
     sw = load_sweep(sweep_file)
     outp = Path(out)
-    outp.mkdir(parents=True, exist_ok=True)
-    done = _done(outp)
+    try:  # a directory the sweep cannot write stops it before any run
+        outp.mkdir(parents=True, exist_ok=True)
+        _probe(outp)
+        done = _stored(outp, log)
+    except OSError as e:
+        raise _unwritable(outp, e.strerror or str(e)) from None
     todo = [r for r in sw.runs if r.run_id not in done]
     log(
         f"fctlab sweep: {len(sw.runs)} runs ({len(sw.runs) - len(todo)} already done), {len(todo)} to run"
         + (f" on {cluster}" if cluster else f" on {workers or os.cpu_count()} local workers")
     )
     failures: dict = {}
-    if todo:
-        failures = _execute(sw, todo, outp, workers, cluster, retries, _Progress(len(todo), log))
-    # what attempts that died (a killed worker, an interrupted sweep) left under temporary names
-    for tmp in (outp / "flows").glob(".tmp-*") if (outp / "flows").is_dir() else ():
-        shutil.rmtree(tmp, ignore_errors=True)
-    (outp / "failed.json").write_text(json.dumps(failures, indent=1, sort_keys=True))
-    runs = _write_runs_table(sw, outp, failures)
+    try:
+        if todo:
+            failures = _execute(sw, todo, outp, workers, cluster, retries, _Progress(len(todo), log))
+        write_atomic(outp / "failed.json", lambda p: p.write_text(json.dumps(failures, indent=1, sort_keys=True)))
+        runs = _write_runs_table(sw, outp, failures)
+        seal_store(outp, sw.path.resolve(), list(runs["run_id"][runs["status"] == "done"]))
+    except OSError as e:
+        if not _write_error(e):
+            raise
+        raise _unwritable(outp, e.strerror or str(e)) from None
+    finally:
+        # what attempts that died (a killed worker, an interrupted sweep) left under temporary names
+        for tmp in (outp / "flows").glob(".tmp-*") if (outp / "flows").is_dir() else ():
+            shutil.rmtree(tmp, ignore_errors=True)
     if failures and len(failures) == len(sw.runs):
         first = sorted(failures.items())[0]
         log(f"fctlab sweep: every run failed ({len(failures)}); the first error: {first[0]}: {first[1]}")
@@ -390,12 +446,13 @@ class _Ledger:
 
 
 def _child(conn, task: Callable, args: tuple) -> None:
-    """A local worker: runs one run and reports ("ok", None) or ("error", message)."""
+    """A local worker: runs one run and reports ("ok", None), ("error", message), or
+    ("write", message) for a write that failed for the store's reason (:func:`_write_error`)."""
     try:
         task(*args)
         conn.send(("ok", None))
     except BaseException as e:  # reported to the parent, which decides on a retry
-        conn.send(("error", f"{type(e).__name__}: {e}".splitlines()[0]))
+        conn.send(("write" if _write_error(e) else "error", f"{type(e).__name__}: {e}".splitlines()[0]))
     finally:
         conn.close()
 
@@ -454,6 +511,8 @@ def _execute_local(sw: Sweep, todo: list, out: Path, workers: Optional[int], ret
                 recv.close()
                 if status == "ok":  # its results are in place (a process killed after that lost nothing)
                     ledger.done(r)
+                elif status == "write":  # no retry can write: the sweep stops (the others are stopped below)
+                    raise _unwritable(out, msg)
                 elif ledger.failed(r, msg):
                     pending.append(r)
     finally:
@@ -505,6 +564,8 @@ def _execute(
                     ledger.done(r)
                 except Exception as e:  # the run failed: retry a bounded number of times
                     # (a Dask worker lost mid-run has its tasks recomputed by Dask itself)
+                    if _write_error(e):
+                        raise _unwritable(out, f"{type(e).__name__}: {e}") from None
                     if ledger.failed(r, f"{type(e).__name__}: {e}".splitlines()[0]):
                         pending.append(r)
     finally:
@@ -516,6 +577,7 @@ def _execute(
 
 
 def _write_runs_table(sw: Sweep, out: Path, failures: dict):
+    """Writes runs.parquet: a run is done when its directory is stored (its manifest written)."""
     import pandas as pd  # lazy: pandas costs 250 ms of start-up
 
     rows = []
@@ -524,7 +586,7 @@ def _write_runs_table(sw: Sweep, out: Path, failures: dict):
         row.update({k: v for k, v in r.values})
         row["seed"] = r.seed
         d = out / "flows" / f"run_id={r.run_id}" / "summary.json"
-        if d.is_file():
+        if (d.parent / MANIFEST).is_file():
             summary = read_summary(d.parent)
             row["status"], row["error"] = "done", None
             # the figures of the run; what its producer could not measure (null) and the
@@ -537,9 +599,7 @@ def _write_runs_table(sw: Sweep, out: Path, failures: dict):
             row["error"] = failures.get(r.run_id)
         rows.append(row)
     df = pd.DataFrame(rows)
-    tmp = out / ".runs.parquet.tmp"
-    df.to_parquet(tmp, index=False)
-    os.replace(tmp, out / "runs.parquet")
+    write_atomic(out / "runs.parquet", lambda p: df.to_parquet(p, index=False))
     return df
 
 
@@ -564,6 +624,16 @@ def query(directory: "str | os.PathLike", sql: str):
     return df
 
 
+def verify(directory: "str | os.PathLike") -> list:
+    """Checks a sweep's store against the checksums it keeps (docs/sweeps.md): returns one line
+    per file that is missing, changed or not in its manifest, naming the file (and so its run)
+    and the command that writes it again; an empty list when the store is whole."""
+    d = Path(directory)
+    if not (d / "runs.parquet").is_file() and not (d / MANIFEST).is_file():
+        raise SweepError(f"{d}: not a sweep directory (no runs.parquet)")
+    return check_store(d)[0]
+
+
 # ----------------------------------------------------------------------------- CLI
 
 
@@ -572,8 +642,14 @@ def configure(p) -> None:
         "Run every combination of a base scenario's varied keys and seeds, on all cores or a Dask "
         "cluster, into a resumable results store; see docs/sweeps.md."
     )
-    p.add_argument("sweep_file", help="the sweep file (TOML: base, [axes], [zip], seeds)")
-    p.add_argument("--out", required=True, help="the sweep directory (created; a sweep there is resumed)")
+    p.usage = "fctlab sweep SWEEP_FILE --out DIR [options] | fctlab sweep verify DIR"
+    p.add_argument(
+        "sweep_file",
+        help="the sweep file (TOML: base, [axes], [zip], seeds); or `verify`, to check the files of the sweep "
+        "directory DIR against their checksums (exit 1 when some fail)",
+    )
+    p.add_argument("directory", nargs="?", metavar="DIR", help=argparse.SUPPRESS)
+    p.add_argument("--out", metavar="DIR", help="the sweep directory (created; a sweep there is resumed)")
     p.add_argument("--workers", type=int, default=None, help="local worker processes (default: all cores)")
     p.add_argument("--cluster", default=None, metavar="ADDRESS", help="a Dask scheduler, tcp://HOST:PORT")
     p.add_argument(
@@ -581,7 +657,31 @@ def configure(p) -> None:
     )
 
 
+def _verify_cli(directory: Optional[str]) -> int:
+    if directory is None:
+        print("fctlab sweep verify: error: give the sweep directory: fctlab sweep verify DIR", file=sys.stderr)
+        return 2
+    try:
+        problems = verify(directory)
+    except SweepError as e:
+        print(f"fctlab sweep verify: error: {e}", file=sys.stderr)
+        return 2
+    for line in problems:
+        print(line)
+    if problems:
+        print(f"fctlab sweep verify: {directory}: {len(problems)} problems", file=sys.stderr)
+        return 1
+    print(f"{directory}: every file matches its checksum")
+    return 0
+
+
 def run(args) -> int:
+    if args.sweep_file == "verify" and args.out is None:
+        return _verify_cli(args.directory)
+    if args.directory is not None or args.out is None:
+        what = f"unexpected argument {args.directory!r}" if args.directory is not None else "--out DIR is required"
+        print(f"fctlab sweep: error: {what} (fctlab sweep SWEEP_FILE --out DIR)", file=sys.stderr)
+        return 2
     if args.workers is not None and args.workers < 1:
         print("fctlab sweep: error: --workers: expected 1 or more", file=sys.stderr)
         return 2

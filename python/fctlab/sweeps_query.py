@@ -12,6 +12,8 @@ import re
 import sys
 from pathlib import Path
 
+from .sweepstore import check_store, refusal
+
 #: The store's tables besides ``runs``: each run's files under ``flows/run_id=<id>/``.
 TABLES = ("flows", "links", "queues", "cwnd", "drops")
 
@@ -36,15 +38,27 @@ def execute(directory: "str | os.PathLike", sql: str):
     d = Path(directory)
     if not (d / "runs.parquet").is_file():
         raise QueryError(f"{d}: not a sweep directory (no runs.parquet)")
+    problems, runs = check_store(d)
+    if problems:
+        raise QueryError(refusal(d, problems))
+    # runs, and the runs' tables (flows and links; queues, cwnd and drops when sampled): the
+    # files of the runs the store's manifest lists, each checked
+    views = {"runs": [d / "runs.parquet"]}
+    for table in TABLES:
+        files = [
+            d / "flows" / f"run_id={r}" / f"{table}.parquet" for r, names in runs.items() if f"{table}.parquet" in names
+        ]
+        if files:
+            views[table] = files
     con = duckdb.connect()
-    con.execute(f"CREATE VIEW runs AS SELECT * FROM read_parquet({_literal(d / 'runs.parquet')})")
-    if any((d / "flows").glob("run_id=*/flows.parquet")):
-        # flows, and the tables runs wrote beside it (links; queues and cwnd when sampled)
-        for table in TABLES:
-            if any((d / "flows").glob(f"run_id=*/{table}.parquet")):
-                files = _literal(d / "flows" / "run_id=*" / f"{table}.parquet")
-                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({files}, union_by_name = true)")
-    elif re.search(r"\bflows\b", sql, re.IGNORECASE):
+    for table, files in views.items():
+        listed = "[" + ", ".join(_literal(f) for f in files) + "]"
+        try:
+            con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({listed}, union_by_name = true)")
+        except duckdb.Error as e:  # a file DuckDB cannot read: named, in one line
+            where = next((f for f in files if str(f) in str(e)), files[0] if len(files) == 1 else table)
+            raise QueryError(f"{where}: cannot read it: {str(e).splitlines()[0]}") from None
+    if not runs and re.search(r"\bflows\b", sql, re.IGNORECASE):
         n = con.execute("SELECT count(*) FROM runs").fetchone()[0]
         raise QueryError(
             f"{d}: the store has no finished runs yet (runs.parquet lists {n}"

@@ -94,6 +94,7 @@ LONG = {
     "test_sweep.py::test_a_dask_cluster_losing_a_worker_still_stores_every_run_once",
     "test_sweep.py::test_a_killed_local_sweep_resumes_with_only_the_missing_runs",
     "test_sweep.py::test_report_of_a_sweep_plots_a_metric_with_intervals_over_seeds",
+    "test_sweep_store.py::test_a_run_whose_worker_is_interrupted_is_not_stored_and_a_resume_runs_it",
     "test_rundir.py::test_a_second_ctrl_c_while_writing_leaves_the_directory_complete_or_as_it_was",
     "test_sched_sockets.py::test_idle_connections_under_a_descriptor_limit_do_not_stop_a_sender",
     "test_sched_sockets.py::test_one_receiver_serves_senders_in_a_row_and_at_once_and_refuses_forgeries",

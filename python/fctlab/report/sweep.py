@@ -24,6 +24,7 @@ from ..metrics import DEFAULT_BUCKETS, assign_buckets, describe_buckets, measure
 from ..numfmt import number
 from ..stats import interval
 from ..sweeps import short_key as _short
+from ..sweepstore import check_store, refusal
 from .render import Heading, Image, Paragraph, Table, render_html, render_markdown
 
 #: Metrics computed from each run's flows (completed flows only), besides any numeric column
@@ -124,6 +125,11 @@ def _where(runs: pd.DataFrame, where: list, keys: list, d) -> pd.DataFrame:
 
 
 def _done_runs(d: Path, where: list) -> tuple:
+    """The completed runs (those `where` selects) and the swept keys, once the store's files
+    match their checksums (a store that fails its check is an error naming the first file)."""
+    problems = check_store(d)[0]
+    if problems:
+        raise ValueError(refusal(d, problems))
     runs = pd.read_parquet(d / "runs.parquet")
     runs = runs[runs["status"] == "done"]
     if runs.empty:
