@@ -4,6 +4,7 @@ without the memory the topology would take."""
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 import sys
@@ -129,3 +130,79 @@ def test_a_value_past_the_simulators_range_exits_2_naming_the_key(tmp_path, over
     assert p.returncode == 2 and len(lines) == 1, (p.returncode, p.stderr)
     assert f": {key}: " in lines[0] and says in lines[0] and len(lines[0]) < 300, lines[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_flows_listed_up_front_beyond_the_memory_a_run_may_take_exit_2_before_they_are_made(tmp_path):
+    """20,000,000 incast responses (the most a run accepts) listed up front need about 3.2 GB:
+    with 1 GB to spend (`FCTLAB_MEMORY`, else the machine's available memory), `fctlab run`
+    exits 2 with one line naming the key and what to reduce, at once and without the memory."""
+    s = tmp_path / "incast.toml"
+    s.write_text(
+        '[network]\ntopology = "star"\nhosts = 21\n\n[[workloads]]\nkind = "incast"\nclient = "h0"\n'
+        'servers = "h1..h20"\nresponse_size = "1KB"\nrounds = 1000000\n'
+    )
+    t = time.perf_counter()
+    p = subprocess.run(
+        [sys.executable, "-m", "fctlab.cli", "run", str(s), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "FCTLAB_MEMORY": "1GB"},
+    )
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, (p.returncode, p.stderr)
+    assert "workloads[0].rounds: rounds × servers = 20,000,000 flows" in lines[0], lines[0]
+    assert "need about 3.2 GB, more than the 1.0 GB a run may take here (FCTLAB_MEMORY)" in lines[0], lines[0]
+    assert "poisson workload or a trace sorted by start_s" in lines[0], lines[0]
+    assert time.perf_counter() - t < 20  # generating the flows alone takes longer
+    assert not (tmp_path / "o").exists()
+    bad = subprocess.run(
+        [sys.executable, "-m", "fctlab.cli", "validate", str(s)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "FCTLAB_MEMORY": "lots"},
+    )
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and ": FCTLAB_MEMORY: expected a size" in bad.stderr
+
+
+def test_a_device_or_an_oversized_file_as_a_scenario_exits_2(tmp_path):
+    for path, says in (("/dev/zero", "not a regular file"), (str(tmp_path), "is a directory")):
+        p = subprocess.run(
+            [sys.executable, "-m", "fctlab.cli", "validate", path], capture_output=True, text=True, timeout=60
+        )
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and says in p.stderr, (path, p.stderr)
+    big = tmp_path / "big.toml"
+    with open(big, "wb") as f:
+        f.truncate((64 << 20) + 1)
+    p = subprocess.run([sys.executable, "-m", "fctlab.cli", "validate", str(big)], capture_output=True, text=True)
+    assert p.returncode == 2 and "more than a scenario file may hold (64 MiB)" in p.stderr, p.stderr
+
+
+def test_a_tag_of_a_megabyte_costs_one_copy(tmp_path):
+    """A workload's tag is shared by its flows, in memory and in the flows table: with a 1 MB
+    tag on its 2,000 flows, the web-search example runs within 10% of its memory without one,
+    where a copy per flow would take 2 GB."""
+    import re
+
+    import pyarrow.parquet as pq
+
+    base = (Path(__file__).resolve().parents[2] / "scenarios" / "examples" / "websearch_poisson.toml").read_text()
+    tagged = tmp_path / "tagged.toml"
+    tagged.write_text(re.sub(r'^tag = .*$', 'tag = "' + "x" * 1_000_000 + '"', base, count=1, flags=re.M))
+    assert tagged.read_text().count("x" * 1_000_000) == 1
+    plain = tmp_path / "plain.toml"
+    plain.write_text(base)
+    peaks = {}
+    for name in ("plain", "tagged", "plain", "tagged"):  # alternated; the larger of two kept
+        code = (
+            "import resource, sys, fctlab.cli as c\n"
+            f"r = c.main(['run', {str(tmp_path / (name + '.toml'))!r}, '--out', {str(tmp_path / name)!r}])\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\nsys.exit(r)\n"
+        )
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        peaks[name] = max(peaks.get(name, 0), int(p.stdout.strip().splitlines()[-1]) / 1024)
+    assert peaks["tagged"] < 1.10 * peaks["plain"], peaks
+    tags = pq.read_table(tmp_path / "tagged" / "flows.parquet", columns=["tag"]).column("tag")
+    assert tags.length() == 2000 and tags[0].as_py() == "x" * 1_000_000

@@ -163,6 +163,8 @@ pub(crate) struct FlowCtx<'a> {
     /// The empty name, shared by every flow without a tag or group.
     pub empty: Arc<str>,
     pub stop_time: Option<Nanos>,
+    /// Flows listed up front so far (`[[flows]]` and the workloads generated before).
+    pub listed: u64,
 }
 
 impl FlowCtx<'_> {

@@ -45,18 +45,7 @@ pub const MAX_LINKS: u64 = 4_000_000;
 /// node: nodes × hosts entries of about 8 bytes each, at most this many (1.6 GB).
 pub const MAX_ROUTE_ENTRIES: u64 = 200_000_000;
 
-/// `n` with its digits in groups of three (`1,000,000`).
-fn digits(n: u128) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+use crate::limits::digits;
 
 /// Refuses a topology whose sizes give more than [`MAX_NODES`] nodes, [`MAX_LINKS`] links or
 /// [`MAX_ROUTE_ENTRIES`] routing entries (one per node and destination host), naming the
@@ -79,6 +68,13 @@ fn check_size(size: &Size, err: &dyn Fn(&str, String) -> ScenarioError) -> Resul
             format!("{} nodes × {} hosts = {} routing entries", digits(nodes), digits(hosts), digits(nodes * hosts));
         return Err(too_many(what, MAX_ROUTE_ENTRIES));
     }
+    let entries = nodes * hosts;
+    crate::limits::check_memory(
+        entries * crate::limits::BYTES_PER_ROUTE_ENTRY as u128,
+        &format!("{} nodes × {} hosts = {} routing entries", digits(nodes), digits(hosts), digits(entries)),
+        "a smaller topology",
+    )
+    .map_err(|m| err(key, m))?;
     Ok(())
 }
 

@@ -66,6 +66,8 @@ pub fn load_with(
     unset: &[String],
 ) -> Result<Scenario, ScenarioError> {
     let err = |key: &str, message: String| ScenarioError { file: file.to_string(), key: key.to_string(), message };
+    // a bad FCTLAB_MEMORY is named once, here, not by the first check that reads it
+    crate::limits::memory_budget().map_err(|m| err("", m))?;
     let mut root: toml::Value = match format {
         Format::Toml => toml::from_str::<toml::Table>(text).map(toml::Value::Table).map_err(|e| {
             let msg = e.message().to_string();
@@ -239,6 +241,7 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
         groups: Vec::new(),
         group_ids: Default::default(),
         empty: std::sync::Arc::from(""),
+        listed: 0,
         stop_time,
     };
     let (flows, afters) = crate::flows::explicit_flows(raw.flows, &mut ctx)?;
@@ -250,11 +253,13 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
         return Err(err("stop_time".into(), format!("must be at most {} s", MAX_TIME.as_secs_f64())));
     }
     let mut list = crate::flowlist::FlowList::default();
+    ctx.listed = flows.len() as u64;
     list.push(crate::flowlist::FlowPart::Listed(flows));
     for (i, w) in raw.workloads.into_iter().enumerate() {
         // (A drawn part checked its start times as it counted its flows.)
         let part = crate::workloads::generate(w, i, &mut ctx, seed)?;
         if let crate::flowlist::FlowPart::Listed(v) = &part {
+            ctx.listed += v.len() as u64;
             if let Some(f) = v.iter().find(|f| f.start > MAX_TIME) {
                 return Err(err(format!("workloads[{i}]"), past_max_time(f.start)));
             }

@@ -15,6 +15,7 @@
 //! `docs/workloads.md`; `periodic.rs` (built with the `example-workloads` feature) is the
 //! worked example of `docs/architecture.md`.
 
+use crate::limits::digits;
 use crate::deadline::Deadline;
 use crate::flowlist::{Draws, FlowPart};
 use crate::flows::FlowCtx;
@@ -362,7 +363,13 @@ impl Gen<'_, '_> {
             return Err(self
                 .err(key, format!("{what} = {n} flows is more than this simulator accepts in one run (20,000,000)")));
         }
-        Ok(())
+        let listed = self.ctx.listed as u128 + n;
+        crate::limits::check_memory(
+            listed * crate::limits::BYTES_PER_LISTED_FLOW as u128,
+            &format!("{what} = {} flows ({} listed up front in all)", digits(n), digits(listed)),
+            "list fewer flows, or draw them as they start (a poisson workload or a trace sorted by start_s)",
+        )
+        .map_err(|m| self.err(key, m))
     }
 
     /// Job start times: `jobs` jobs, Poisson at `arrival_rate`, or every `job_interval`.

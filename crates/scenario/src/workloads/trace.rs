@@ -43,6 +43,7 @@ impl Workload for Trace {
             return Ok(());
         }
         // Unsorted: held, so that the run can start them in time order.
+        g.at_most_flows("file", loaded.count as u128, "lines of an unsorted trace (held whole)")?;
         let mut rows = loaded.plan.rows().map_err(|m| g.err("file", m))?;
         let mut record = csv::StringRecord::new();
         while let Some(f) = loaded.plan.next(&mut rows, &mut record).map_err(|m| g.err("file", m))? {
