@@ -65,6 +65,7 @@ from . import api
 from .api import _format_value
 from .rundir import read_summary, write_run
 from .sweeps_query import QueryError, execute
+from .textfile import TextFileError, read_text
 from .sweepstore import MANIFEST, WRITE_ERRNOS, check_run, check_store, fsync, seal_run, seal_store, write_atomic
 
 if sys.version_info >= (3, 11):
@@ -151,11 +152,9 @@ def load_sweep(path: "str | os.PathLike") -> Sweep:
     """Reads and checks a sweep file, and validates every run it describes (no run starts)."""
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SweepError(f"{p}: no such sweep file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SweepError(f"{p}: cannot read: {e}") from None
+        data = tomllib.loads(read_text(p, "sweep file"))
+    except TextFileError as e:
+        raise SweepError(str(e)) from None
     except tomllib.TOMLDecodeError as e:
         raise SweepError(f"{p}: not valid TOML: {e}") from None
     for k in data:

@@ -189,7 +189,7 @@ def test_a_tag_of_a_megabyte_costs_one_copy(tmp_path):
 
     base = (Path(__file__).resolve().parents[2] / "scenarios" / "examples" / "websearch_poisson.toml").read_text()
     tagged = tmp_path / "tagged.toml"
-    tagged.write_text(re.sub(r'^tag = .*$', 'tag = "' + "x" * 1_000_000 + '"', base, count=1, flags=re.M))
+    tagged.write_text(re.sub(r"^tag = .*$", 'tag = "' + "x" * 1_000_000 + '"', base, count=1, flags=re.M))
     assert tagged.read_text().count("x" * 1_000_000) == 1
     plain = tmp_path / "plain.toml"
     plain.write_text(base)
