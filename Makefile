@@ -54,8 +54,10 @@ lint: setup
 	$(VENV)/bin/ruff check --quiet .
 
 ## Fuzzing: 10,000 mutated scenario files (the simulator's parser, validator and a 2 ms run of
-## each that loads), 10,000 mutated sweep files, and the socket frame and session decoders' property tests.
-## `make test` runs a 1,000-case slice of the first two. FCTLAB_FUZZ_SEED=N explores other cases.
+## each that loads, its outputs checked against the ranges its inputs allow; values past every
+## range among the mutations), 10,000 mutated sweep files, 10,000 `validate --set` commands of
+## extreme values, and the socket frame and session decoders' property tests. `make test` runs
+## a 1,000-case slice of the first two and 300 of the third. FCTLAB_FUZZ_SEED=N explores other cases.
 fuzz: setup
 	FCTLAB_FUZZ_CASES=10000 cargo test --release -p fctlab-sim --test robustness
 	FCTLAB_FUZZ_CASES=10000 $(VENV)/bin/python -m pytest -q tests/python/test_fuzz.py

@@ -66,3 +66,43 @@ def test_fuzzed_sweep_files_load_or_give_one_line_errors(tmp_path):
         except Exception as e:  # anything else is a bug: show the case
             raise AssertionError(f"case {case}: {type(e).__name__}: {e}\n{text}") from e
     assert loaded > cases // 20 and refused > cases // 20, (loaded, refused)
+
+
+#: Keys of scenarios/examples/demo.toml and the transport's, set to values past every range.
+SET_KEYS = ["stop_time", "seed", "network.link_rate", "network.link_delay", "network.buffer", "network.senders",
+            "transport.rwnd", "transport.min_rto", "transport.mss", "transport.initial_cwnd", "flows.1.size",
+            "flows.1.start", "flows.2.deadline", "flows.1.tag", "monitor.queue_interval", "network.ecn_threshold",
+            "transport.send_buffer", "network.receivers", "transport.dupthresh", "name"]  # fmt: skip
+EXTREMES = ["18446744073709551615", "9223372036854775808", "-9223372036854775809", "1e300", "-1e300", "nan", "inf",
+            "18446744073709551615B", "9223372036854775808B", "18446744074s", "1e300s", "9007199254740993B",
+            "99999999999999999999Gbps", "0.0000001ns", "18446744073709551615pkt", "0", "-1", "1", "2.5",
+            '"x"', "[]", "{}", "true",
+            "10ms", "100pkt", "1Gbps", "20KB", "9007199254740992B", "1000000s", "1000Tbps"]  # fmt: skip
+
+
+def test_fuzzed_overrides_validate_or_exit_2_in_one_line(capsys):
+    """`fctlab validate demo.toml --set K=V ...` with values past every range (2^64 - 1, 2^63,
+    1e300, huge strings): exit 0 or exit 2 with one line naming the file, never a traceback.
+    `FCTLAB_FUZZ_CASES` sets the count (300 here; `make fuzz` runs 10,000)."""
+    from fctlab.cli import main
+
+    demo = str(ROOT / "scenarios" / "examples" / "demo.toml")
+    cases = int(os.environ.get("FCTLAB_FUZZ_CASES") or 300)
+    rng = random.Random(2027)
+    codes = {0: 0, 2: 0}
+    for case in range(cases):
+        sets = []
+        for _ in range(rng.randint(1, 3)):
+            v = "9" * rng.randint(1, 100_000) if rng.random() < 0.05 else rng.choice(EXTREMES)
+            sets += ["--set", f"{rng.choice(SET_KEYS)}={v}"]
+        try:
+            code = main(["validate", demo, *sets])
+        except Exception as e:  # anything else is a bug: show the case
+            raise AssertionError(f"case {case}: {type(e).__name__}: {e}\n{[s[:80] for s in sets]}") from e
+        out = capsys.readouterr()
+        assert code in codes, (case, code, out.err[:500])
+        codes[code] += 1
+        if code == 2:
+            lines = out.err.strip().splitlines()
+            assert len(lines) == 1 and demo in lines[0] and len(lines[0]) < 600, (case, out.err[:800])
+    assert codes[0] > cases // 50 and codes[2] > cases // 2, codes

@@ -46,13 +46,35 @@ pub struct ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let message = self.message.replace('\n', " ");
+        let one_line = self.message.replace('\n', " ");
+        let message = cut_long_words(&one_line);
         if self.key.is_empty() {
             write!(f, "{}: {}", self.file, message)
         } else {
-            write!(f, "{}: {}: {}", self.file, self.key, message)
+            write!(f, "{}: {}: {}", self.file, cut_long_words(&self.key), message)
         }
     }
+}
+
+/// `s` with every word (a run without spaces) longer than 60 characters cut to its first 40
+/// and its length: a value or key of megabytes echoed by a message stays one short line.
+fn cut_long_words(s: &str) -> std::borrow::Cow<'_, str> {
+    const LONGEST: usize = 60;
+    if s.split(' ').all(|w| w.len() <= LONGEST) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let words: Vec<String> = s
+        .split(' ')
+        .map(|w| {
+            let n = w.chars().count();
+            if n <= LONGEST {
+                w.to_string()
+            } else {
+                format!("{}... ({n} characters)", w.chars().take(40).collect::<String>())
+            }
+        })
+        .collect();
+    std::borrow::Cow::Owned(words.join(" "))
 }
 
 impl std::error::Error for ScenarioError {}

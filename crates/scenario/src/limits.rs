@@ -22,9 +22,7 @@ pub const BYTES_PER_ROUTE_ENTRY: u64 = 16;
 /// available memory (`MemAvailable` of /proc/meminfo); None where neither is known.
 pub fn memory_budget() -> Result<Option<u64>, String> {
     if let Ok(v) = std::env::var("FCTLAB_MEMORY") {
-        return fctlab_engine::parse::parse_size(v.trim())
-            .map(Some)
-            .map_err(|m| format!("FCTLAB_MEMORY: {m}"));
+        return fctlab_engine::parse::parse_size(v.trim()).map(Some).map_err(|m| format!("FCTLAB_MEMORY: {m}"));
     }
     let Ok(info) = std::fs::read_to_string("/proc/meminfo") else { return Ok(None) };
     let kib = info
@@ -66,7 +64,8 @@ pub(crate) fn check_memory(need_bytes: u128, what: &str, fewer: &str) -> Result<
     if need_bytes <= budget as u128 {
         return Ok(());
     }
-    let source = if std::env::var_os("FCTLAB_MEMORY").is_some() { "FCTLAB_MEMORY" } else { "the machine's available memory" };
+    let source =
+        if std::env::var_os("FCTLAB_MEMORY").is_some() { "FCTLAB_MEMORY" } else { "the machine's available memory" };
     Err(format!(
         "{what} need about {}, more than the {} a run may take here ({source}); {fewer}",
         shown_bytes(need_bytes),
@@ -89,7 +88,8 @@ pub fn read_text_file(path: &std::path::Path) -> Result<String, String> {
     if !meta.is_file() {
         return Err(format!("{shown}: not a regular file"));
     }
-    let too_large = |n: u64| format!("{shown}: {n} bytes, more than a file read whole may hold ({} MiB)", MAX_TEXT_BYTES >> 20);
+    let too_large =
+        |n: u64| format!("{shown}: {n} bytes, more than a file read whole may hold ({} MiB)", MAX_TEXT_BYTES >> 20);
     if meta.len() > MAX_TEXT_BYTES {
         return Err(too_large(meta.len()));
     }
@@ -98,7 +98,8 @@ pub fn read_text_file(path: &std::path::Path) -> Result<String, String> {
     if data.len() as u64 > MAX_TEXT_BYTES {
         return Err(too_large(data.len() as u64));
     }
-    String::from_utf8(data).map_err(|e| format!("{shown}: not a text (UTF-8) file (byte {})", e.utf8_error().valid_up_to()))
+    String::from_utf8(data)
+        .map_err(|e| format!("{shown}: not a text (UTF-8) file (byte {})", e.utf8_error().valid_up_to()))
 }
 
 /// The error of an entry that gives a flow starting at `start`, past the time a run can span.

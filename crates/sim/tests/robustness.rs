@@ -157,7 +157,24 @@ const VALUES: &[&str] = &[
     "[]",
     "[0, 1]",
     "{}",
+    // past every range: 2^64 - 1, 2^63, 1e300, with and without units
+    "18446744073709551615",
+    "9223372036854775808",
+    "1e300",
+    "\"18446744073709551615B\"",
+    "\"9223372036854775808B\"",
+    "\"18446744074s\"",
+    "\"9007199254740993B\"",
+    "\"1e300s\"",
+    "\"999999999999999999999999Gbps\"",
+    "\"0.0000001ns\"",
+    "\"18446744073709551615pkt\"",
 ];
+
+/// A string value of `n` characters (a tag, a name or a unit thousands of characters long).
+fn huge(n: usize) -> String {
+    format!("\"{}\"", "9".repeat(n))
+}
 
 /// One to three random edits of a scenario: a value replaced (by one of [`VALUES`] or the
 /// value of another line), a line removed, duplicated or cut, a `key = value` line moved
@@ -173,7 +190,11 @@ fn mutate(text: &str, pool: &[String], rng: &mut Rng) -> String {
         match rng.below(7) {
             0 | 1 => {
                 if let Some((k, _)) = lines[i].split_once('=') {
-                    lines[i] = format!("{k}= {}", VALUES[pick(rng, VALUES.len())]);
+                    lines[i] = if rng.below(20) == 0 {
+                        format!("{k}= {}", huge(1 + pick(rng, 200_000)))
+                    } else {
+                        format!("{k}= {}", VALUES[pick(rng, VALUES.len())])
+                    };
                 }
             }
             2 => {
@@ -208,6 +229,42 @@ fn mutate(text: &str, pool: &[String], rng: &mut Rng) -> String {
     lines.join("\n")
 }
 
+/// What a run's outputs can be, given the ranges its inputs are checked against: sizes at most
+/// 2^53 B and delivered bytes at most the size, times within what was simulated, counts that
+/// never wrapped (a wrapped count is near 2^64), utilization at most the link's capacity.
+fn outputs_within_their_inputs_ranges(r: &fctlab_sim::Results) {
+    let now = r.summary.sim_time_s;
+    let within = |t: Option<f64>| t.is_none_or(|t| t.is_finite() && (0.0..=now + 1e-9).contains(&t));
+    const SANE: u64 = 1 << 62;
+    for f in &r.flows {
+        assert!(f.size_bytes.is_none_or(|b| b > 0 && b <= 1 << 53), "flow {}: size {:?}", f.flow_id, f.size_bytes);
+        assert!(
+            f.size_bytes.is_none_or(|b| f.bytes_delivered <= b),
+            "flow {}: delivered more than its size",
+            f.flow_id
+        );
+        assert!(within(f.start_s) && within(f.finish_s), "flow {}: times past the simulated {now} s", f.flow_id);
+        assert!(f.fct_s.is_none_or(|t| t.is_finite() && t >= 0.0), "flow {}: fct {:?}", f.flow_id, f.fct_s);
+        assert!(f.slowdown.is_none_or(|x| x.is_finite() && x > 0.0), "flow {}: slowdown {:?}", f.flow_id, f.slowdown);
+        for (what, v) in [("retransmits", f.retransmits), ("packets_sent", f.packets_sent), ("drops", f.drops)] {
+            assert!(v < SANE, "flow {}: {what} = {v}", f.flow_id);
+        }
+    }
+    for l in &r.links {
+        assert!(
+            l.utilization.is_finite() && (0.0..=1.0 + 1e-6).contains(&l.utilization),
+            "link {}: utilization {}",
+            l.link_id,
+            l.utilization
+        );
+        for (what, v) in
+            [("tx_bytes", l.tx_bytes), ("tx_packets", l.tx_packets), ("max_queue_bytes", l.max_queue_bytes)]
+        {
+            assert!(v < SANE, "link {}: {what} = {v}", l.link_id);
+        }
+    }
+}
+
 /// The fuzzer: `FCTLAB_FUZZ_CASES` mutated scenarios (1,000 by default; `make fuzz` runs
 /// 10,000) from every shipped scenario, drawn from `FCTLAB_FUZZ_SEED` (default 2026). Each gives a one-line error naming the file, or a
 /// scenario that builds and simulates 2 ms without a panic and with every packet accounted
@@ -235,12 +292,14 @@ fn fuzzed_shipped_scenarios_give_one_line_errors_or_runs_that_conserve_packets()
             match fctlab_scenario::load(&text, "f.toml", Format::Toml, &[]).and_then(Simulation::new) {
                 Ok(mut sim) => {
                     sim.advance(Nanos::from_millis(2));
-                    let s = sim.results(false).summary;
+                    let r = sim.results(false);
+                    let s = &r.summary;
                     assert_eq!(
                         s.packets_created,
                         s.packets_consumed + s.drops + s.packets_in_network,
                         "packets not accounted for"
                     );
+                    outputs_within_their_inputs_ranges(&r);
                     true
                 }
                 Err(e) => {

@@ -15,10 +15,10 @@
 //! `docs/workloads.md`; `periodic.rs` (built with the `example-workloads` feature) is the
 //! worked example of `docs/architecture.md`.
 
-use crate::limits::digits;
 use crate::deadline::Deadline;
 use crate::flowlist::{Draws, FlowPart};
 use crate::flows::FlowCtx;
+use crate::limits::digits;
 use crate::tables::{de, fields_of, split, tag, At};
 use crate::units::{parse_duration, Duration, Size};
 use crate::{FlowSpec, ScenarioError};
