@@ -29,6 +29,7 @@ from typing import Any, Optional, Sequence, Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pyarrow.compute as pc
 
 from .schemas import table_schema
 
@@ -147,8 +148,26 @@ def make_summary(producer: str, values: dict) -> dict:
 
 def _as_table(t: TableLike) -> pa.Table:
     if isinstance(t, pa.Table):
+        return _canonical(t)
+    return _canonical(pa.Table.from_pandas(t, preserve_index=False))
+
+
+def _canonical(t: pa.Table) -> pa.Table:
+    """`t` with each dictionary column (`tag`, `group`) in one chunk whose dictionary holds the
+    values it uses in the order they first appear: the same rows give the same Parquet bytes
+    however the batches that made them were cut (Parquet stores a column's dictionary as
+    given, unused values and order included)."""
+    dict_columns = [i for i, f in enumerate(t.schema) if pa.types.is_dictionary(f.type)]
+    if not dict_columns:
         return t
-    return pa.Table.from_pandas(t, preserve_index=False)
+    t = t.unify_dictionaries().combine_chunks()
+    for i in dict_columns:
+        col = t.column(i)
+        arr = col.chunk(0) if col.num_chunks else pa.array([], type=col.type)
+        used = pc.unique(arr.indices).drop_null()
+        indices = pc.index_in(arr.indices, value_set=used).cast(arr.type.index_type)
+        t = t.set_column(i, t.field(i), pa.DictionaryArray.from_arrays(indices, arr.dictionary.take(used)))
+    return t
 
 
 def _umask() -> int:
@@ -214,7 +233,7 @@ class RowStream:
         rows = pa.concat_tables(self._pending)
         start = 0
         while rows.num_rows - start >= self.ROW_GROUP or (last and start < rows.num_rows):
-            self._writer.write_table(rows.slice(start, self.ROW_GROUP))
+            self._writer.write_table(_canonical(rows.slice(start, self.ROW_GROUP)))
             start += self.ROW_GROUP
         rest = rows.slice(start)
         self._pending, self._pending_rows = ([rest] if rest.num_rows else []), rest.num_rows

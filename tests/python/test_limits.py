@@ -206,3 +206,18 @@ def test_a_tag_of_a_megabyte_costs_one_copy(tmp_path):
     assert peaks["tagged"] < 1.10 * peaks["plain"], peaks
     tags = pq.read_table(tmp_path / "tagged" / "flows.parquet", columns=["tag"]).column("tag")
     assert tags.length() == 2000 and tags[0].as_py() == "x" * 1_000_000
+
+
+def test_the_largest_size_is_written_exactly_and_unsigned(tmp_path):
+    """A flow of 2^53 B (the largest size) keeps its size to the flows table: exact, positive,
+    beside the bytes it delivered before the stop time."""
+    import pyarrow.parquet as pq
+
+    demo = Path(__file__).resolve().parents[2] / "scenarios" / "examples" / "demo.toml"
+    r = fctlab.run(demo, set=["flows.1.size=9007199254740992B", "stop_time=20ms"])
+    f = r.flows.set_index("flow_id")
+    assert int(f.loc[1, "size_bytes"]) == 2**53 and not bool(f.loc[1, "completed"])
+    assert 0 < int(f.loc[1, "bytes_delivered"]) < 2**53
+    r.write(tmp_path / "o")
+    t = pq.read_table(tmp_path / "o" / "flows.parquet", columns=["size_bytes"]).column("size_bytes")
+    assert max(v for v in t.to_pylist() if v is not None) == 2**53 and min(v for v in t.to_pylist() if v) > 0

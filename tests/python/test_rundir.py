@@ -203,3 +203,44 @@ def test_a_second_ctrl_c_while_writing_leaves_the_directory_complete_or_as_it_wa
     leftovers = [p.name for p in tmp_path.iterdir() if ".writing-" in p.name]
     leftovers += [p.name for p in old.iterdir() if ".writing-" in p.name]
     assert leftovers == []
+
+
+def test_the_flows_file_is_the_same_bytes_however_its_batches_were_cut(tmp_path):
+    """The rows of a run reach flows.parquet in batches cut by wall time, each with its own
+    dictionary of tags and groups; the file holds each row group's values in the order they
+    first appear, so it is the same bytes for any cut (here: whole, in 7-row and in uneven
+    batches, through 65,536-row groups and the last, short one)."""
+    import hashlib
+
+    import pyarrow as pa
+
+    from fctlab.rundir import RowStream
+
+    r = fctlab.run(ROOT / "scenarios" / "examples" / "incast_rounds.toml")
+    whole = r.flows_columns()
+    assert pa.types.is_dictionary(whole.schema.field("group").type) and len(set(whole.column("group").to_pylist())) > 10
+    rows = pa.concat_tables([whole] * 40)  # past one row group
+    digests = set()
+    for cuts in ([rows.num_rows], [7] * (rows.num_rows // 7 + 1), [1, 1000, 65_535, 3, 70_000]):
+        stream = RowStream(tmp_path / "o", lambda t: t)
+        start = 0
+        for n in cuts:
+            part = rows.slice(start, n)
+            start += n
+            if part.num_rows:
+                # re-encoded on its own: a dictionary of its own values, in another order
+                part = part.set_column(
+                    part.schema.get_field_index("group"),
+                    part.schema.field("group"),
+                    pa.array(part.column("group").to_pylist()[::-1])
+                    .dictionary_encode()
+                    .take(pa.array(range(part.num_rows - 1, -1, -1)))
+                    .cast(part.schema.field("group").type),
+                )
+                stream.put(part)
+        if start < rows.num_rows:
+            stream.put(rows.slice(start))
+        path = stream.finish(rows.slice(0, 0))
+        digests.add(hashlib.sha256(path.read_bytes()).hexdigest())
+        path.unlink()
+    assert len(digests) == 1
