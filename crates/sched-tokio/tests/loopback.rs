@@ -6,7 +6,7 @@
 use fctlab_sched::{Policy, Rank};
 use fctlab_sched_tokio::frame::{self, HEADER_BYTES};
 use fctlab_sched_tokio::session::{self, SessionId};
-use fctlab_sched_tokio::{Delivery, Receiver, RecvConfig, SendConfig, Sender};
+use fctlab_sched_tokio::{Delivery, Key, Receiver, RecvConfig, SendConfig, Sender};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -183,10 +183,19 @@ fn frame(id: u64, offset: u64, total: u64, chunk: &[u8]) -> Vec<u8> {
     v
 }
 
-/// Opens session `sid` by hand (announcing `sizes`): the control connection, the reply read.
-async fn open_by_hand(addr: SocketAddr, sid: SessionId, sizes: &[u64]) -> (TcpStream, Vec<u8>) {
+/// The receiver's challenge on a new connection.
+async fn challenge(s: &mut TcpStream) -> session::Challenge {
+    let mut c = [0u8; session::CHALLENGE_BYTES];
+    s.read_exact(&mut c).await.unwrap();
+    session::Challenge::parse(&c).unwrap()
+}
+
+/// Opens session `sid` by hand (announcing `sizes`, signed with `key`): the control
+/// connection, the reply's reason (empty: accepted).
+async fn open_keyed(addr: SocketAddr, sid: SessionId, sizes: &[u64], key: Option<&Key>) -> (TcpStream, Vec<u8>) {
     let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(&session::encode_open(sid, sizes)).await.unwrap();
+    let c = challenge(&mut s).await;
+    s.write_all(&session::encode_open(sid, sizes, key, &c.nonce)).await.unwrap();
     let mut r = [0u8; session::REPLY_BYTES];
     s.read_exact(&mut r).await.unwrap();
     let mut reason = vec![0u8; session::parse_reply(&r).unwrap().unwrap_or(0)];
@@ -194,8 +203,13 @@ async fn open_by_hand(addr: SocketAddr, sid: SessionId, sizes: &[u64]) -> (TcpSt
     (s, reason)
 }
 
+async fn open_by_hand(addr: SocketAddr, sid: SessionId, sizes: &[u64]) -> (TcpStream, Vec<u8>) {
+    open_keyed(addr, sid, sizes, None).await
+}
+
+/// A join (no MAC: a receiver without a key) and frames.
 fn joined(sid: SessionId, frames: &[u8]) -> Vec<u8> {
-    let mut v = session::encode_join(sid);
+    let mut v = session::encode_join(sid, None, &[0; session::NONCE_BYTES]);
     v.extend_from_slice(frames);
     v
 }
@@ -255,7 +269,7 @@ async fn faults_fail_their_messages_and_forgeries_are_refused() {
     raw(addr, &joined(SessionId([1; 16]), &frame(0, 0, 1000, &good)), false).await;
     raw(addr, &j(&frame(99, 0, 1000, &good)), false).await;
     raw(addr, &j(&frame(11, 0, 999, &good[..999])), false).await;
-    let mut bad_open = session::encode_open(SessionId::random(), &[5, 6]);
+    let mut bad_open = session::encode_open(SessionId::random(), &[5, 6], None, &[0; session::NONCE_BYTES]);
     bad_open[30] ^= 1;
     raw(addr, &bad_open, false).await;
     let (_c, reason) = open_by_hand(addr, SessionId::random(), &[1; 101]).await;
@@ -417,12 +431,15 @@ async fn a_receiver_that_stops_reading_fails_the_messages_in_time() {
     let addr = l.local_addr().unwrap();
     let hold = tokio::spawn(async move {
         let mut keep = Vec::new();
+        let hello = session::Challenge::fresh(false).encode();
         let (mut c, _) = l.accept().await.unwrap();
-        let mut open = vec![0u8; 24 + 4 + 16 + 4];
+        c.write_all(&hello).await.unwrap();
+        let mut open = vec![0u8; 24 + 4 + 16 + 4 + 32];
         c.read_exact(&mut open).await.unwrap();
         c.write_all(&session::encode_reply(None)).await.unwrap();
         keep.push(c);
-        while let Ok((s, _)) = l.accept().await {
+        while let Ok((mut s, _)) = l.accept().await {
+            let _ = s.write_all(&hello).await;
             keep.push(s);
         }
     });
@@ -457,5 +474,8 @@ async fn an_unreachable_or_refusing_receiver_is_a_clear_error() {
     let rx = Receiver::bind(local(), RecvConfig { max_sessions: 1, ..RecvConfig::default() }).await.unwrap();
     let _first = Sender::open(rx.local_addr(), cfg, &[(10, 0)]).await.unwrap();
     let e = Sender::open(rx.local_addr(), cfg, &[(10, 0)]).await.err().unwrap();
-    assert!(e.contains("the receiver refused the session: 1 sessions are open, the receiver's limit"), "{e}");
+    assert!(
+        e.contains("the receiver refused the session: 1 sessions are open, the receiver's limit, and none is idle"),
+        "{e}"
+    );
 }
