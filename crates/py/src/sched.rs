@@ -4,7 +4,7 @@
 
 use fctlab_sched::{Policy, Rank};
 use fctlab_sched_tokio::frame::Limits;
-use fctlab_sched_tokio::{pattern, Delivery, Receiver, RecvConfig, SendConfig, SendReport, Sender, SessionId};
+use fctlab_sched_tokio::{pattern, Delivery, Key, Receiver, RecvConfig, SendConfig, SendReport, Sender, SessionId};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -30,6 +30,11 @@ fn seconds(what: &str, s: f64) -> PyResult<Duration> {
     }
 }
 
+/// The pre-shared key from its secret's bytes.
+fn key(secret: Option<&[u8]>) -> PyResult<Option<Key>> {
+    secret.map(|b| Key::new(b).map_err(|m| PyValueError::new_err(format!("key: {m}")))).transpose()
+}
+
 fn unix_s(t: SystemTime) -> f64 {
     t.duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
@@ -52,8 +57,10 @@ fn send_config(
     chunk_bytes: u32,
     send_buffer_bytes: Option<u32>,
     timeout_s: f64,
+    secret: Option<&[u8]>,
 ) -> PyResult<SendConfig> {
     let mut cfg = SendConfig::new(policy(policy_name, then)?);
+    cfg.key = key(secret)?;
     if !(64..=(1 << 20)).contains(&chunk_bytes) {
         return Err(PyValueError::new_err(format!("chunk_bytes: expected 64 B to 1 MiB, got {chunk_bytes} B")));
     }
@@ -128,9 +135,10 @@ fn report_list(py: Python<'_>, epoch: SystemTime, starts_s: &[f64], reports: &[S
     Ok(out.into())
 }
 
-/// Sends a workload to a receiver in one session and reports each message.
+/// Sends a workload to a receiver in one session and reports each message; `key` is the
+/// pre-shared key's secret (None: the receiver must not require one).
 #[pyfunction]
-#[pyo3(signature = (to, sizes, starts_s, classes, policy, priority_then="las", chunk_bytes=16384, send_buffer_bytes=None, timeout_s=30.0))]
+#[pyo3(signature = (to, sizes, starts_s, classes, policy, priority_then="las", chunk_bytes=16384, send_buffer_bytes=None, timeout_s=30.0, key=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn sched_send(
     py: Python<'_>,
@@ -143,9 +151,10 @@ pub fn sched_send(
     chunk_bytes: u32,
     send_buffer_bytes: Option<u32>,
     timeout_s: f64,
+    key: Option<Vec<u8>>,
 ) -> PyResult<PyObject> {
     let to = addr("to", to)?;
-    let cfg = send_config(policy, priority_then, chunk_bytes, send_buffer_bytes, timeout_s)?;
+    let cfg = send_config(policy, priority_then, chunk_bytes, send_buffer_bytes, timeout_s, key.as_deref())?;
     check_workload(&sizes, &starts_s, &classes)?;
     let rt = runtime()?;
     let (epoch, reports) = py.allow_threads(|| rt.block_on(send_all(to, cfg, &sizes, &starts_s, &classes)));
@@ -301,8 +310,13 @@ fn received_dict(py: Python<'_>, got: &Received, counters: fctlab_sched_tokio::C
     c.set_item("sessions_opened", counters.sessions_opened)?;
     c.set_item("sessions_refused", counters.sessions_refused)?;
     c.set_item("refused", counters.refused)?;
+    c.set_item("forged_opens", counters.forged_opens)?;
+    c.set_item("forged_joins", counters.forged_joins)?;
+    c.set_item("replayed_joins", counters.replayed_joins)?;
     c.set_item("evicted", counters.evicted)?;
+    c.set_item("sessions_evicted", counters.sessions_evicted)?;
     c.set_item("accept_errors", counters.accept_errors)?;
+    c.set_item("peak_reserved_bytes", counters.peak_reserved_bytes)?;
     let out = PyDict::new_bound(py);
     out.set_item("rows", rows)?;
     out.set_item("sessions", sessions)?;
@@ -311,7 +325,15 @@ fn received_dict(py: Python<'_>, got: &Received, counters: fctlab_sched_tokio::C
     Ok(out.into())
 }
 
-fn recv_config(read_timeout_s: f64, max_buffered_bytes: u64, max_connections: usize) -> PyResult<RecvConfig> {
+/// The receiver's settings; a message may have half a session's budget.
+fn recv_config(
+    read_timeout_s: f64,
+    max_buffered_bytes: u64,
+    max_total_buffered_bytes: u64,
+    max_connections: usize,
+    max_sessions: usize,
+    secret: Option<&[u8]>,
+) -> PyResult<RecvConfig> {
     let read_timeout = seconds("read_timeout_s", read_timeout_s)?;
     if read_timeout < Duration::from_secs(2) {
         return Err(PyValueError::new_err(format!(
@@ -321,21 +343,33 @@ fn recv_config(read_timeout_s: f64, max_buffered_bytes: u64, max_connections: us
     if max_connections == 0 {
         return Err(PyValueError::new_err("max_connections: expected at least 1"));
     }
+    if max_sessions == 0 {
+        return Err(PyValueError::new_err("max_sessions: expected at least 1"));
+    }
+    if max_buffered_bytes < 1 << 16 || max_total_buffered_bytes < max_buffered_bytes {
+        return Err(PyValueError::new_err(format!(
+            "max_buffered_bytes: expected 64 KiB to max_total_buffered_bytes ({max_total_buffered_bytes} B), got {max_buffered_bytes} B"
+        )));
+    }
     Ok(RecvConfig {
-        limits: Limits { max_chunk: 1 << 20, max_message: MAX_MESSAGE },
+        limits: Limits { max_chunk: 1 << 20, max_message: (max_buffered_bytes / 2).min(MAX_MESSAGE) },
+        key: key(secret)?,
         max_buffered_bytes,
+        max_total_buffered_bytes,
         read_timeout,
         max_connections,
+        max_sessions,
         ..RecvConfig::default()
     })
 }
 
 /// Receives on `listen` until `expect` announced messages have been delivered or failed,
 /// `timeout_s` has passed (None: no limit), or a signal arrives (Ctrl-C, or a Python signal
-/// handler that raises); `verify` checks every byte against the sender's pattern. Returns a
-/// dict: rows, sessions, counters, interrupted.
+/// handler that raises); `verify` checks every byte against the sender's pattern; `key` is
+/// the pre-shared key's secret (None: no key, loopback addresses only). Returns a dict: rows,
+/// sessions, counters, interrupted.
 #[pyfunction]
-#[pyo3(signature = (listen, expect=None, timeout_s=None, verify=true, read_timeout_s=10.0, max_buffered_bytes=1 << 30, max_connections=1024))]
+#[pyo3(signature = (listen, expect=None, timeout_s=None, verify=true, read_timeout_s=10.0, max_buffered_bytes=64 << 20, max_connections=1024, key=None, max_total_buffered_bytes=512 << 20, max_sessions=8))]
 #[allow(clippy::too_many_arguments)]
 pub fn sched_recv(
     py: Python<'_>,
@@ -346,10 +380,20 @@ pub fn sched_recv(
     read_timeout_s: f64,
     max_buffered_bytes: u64,
     max_connections: usize,
+    key: Option<Vec<u8>>,
+    max_total_buffered_bytes: u64,
+    max_sessions: usize,
 ) -> PyResult<PyObject> {
     let at = addr("listen", listen)?;
     let deadline = timeout_s.map(|t| seconds("timeout_s", t)).transpose()?;
-    let cfg = recv_config(read_timeout_s, max_buffered_bytes, max_connections)?;
+    let cfg = recv_config(
+        read_timeout_s,
+        max_buffered_bytes,
+        max_total_buffered_bytes,
+        max_connections,
+        max_sessions,
+        key.as_deref(),
+    )?;
     // Signals reach Python's main thread only; elsewhere (a testbed's receiver threads) the
     // receiver never takes the GIL while it runs: a daemon thread that asked for it while the
     // interpreter shuts down would be killed inside Rust code.
@@ -358,7 +402,11 @@ pub fn sched_recv(
     let rt = runtime()?;
     let res = py.allow_threads(|| {
         rt.block_on(async {
-            let mut rx = Receiver::bind(at, cfg).await.map_err(|e| format!("listening on {at}: {e}"))?;
+            let mut rx = Receiver::bind(at, cfg).await.map_err(|e| match e.kind() {
+                // The refusal of a non-loopback address without a key names it already.
+                std::io::ErrorKind::PermissionDenied if cfg.key.is_none() => e.to_string(),
+                _ => format!("listening on {at}: {e}"),
+            })?;
             let mut got = Received::default();
             // A pending signal (Ctrl-C, SIGTERM) runs its Python handler here; one that
             // raises stops the receiver, and the exception is not re-raised: the caller
@@ -388,10 +436,14 @@ pub fn sched_loopback(
     send_buffer_bytes: Option<u32>,
     timeout_s: f64,
 ) -> PyResult<(PyObject, PyObject)> {
-    let cfg = send_config(policy, priority_then, chunk_bytes, send_buffer_bytes, timeout_s)?;
+    let cfg = send_config(policy, priority_then, chunk_bytes, send_buffer_bytes, timeout_s, None)?;
     check_workload(&sizes, &starts_s, &classes)?;
     let deadline = seconds("timeout_s", timeout_s)?;
-    let rcfg = recv_config(10.0, 1 << 30, 1024)?;
+    // The receiver's budget fits the workload's largest message (twice: a message may have
+    // half a session's budget).
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let budget = (64u64 << 20).max(2 * fctlab_sched_tokio::reserved_for(largest));
+    let rcfg = recv_config(10.0, budget, budget.max(512 << 20), 1024, 8, None)?;
     let rt = runtime()?;
     let res = py.allow_threads(|| {
         rt.block_on(async {
