@@ -162,7 +162,12 @@ struct Partial {
 
 impl Partial {
     fn new(size: u64) -> Partial {
-        Partial { size, got: 0, reserved: reserved_for(size), blocks: (0..size.div_ceil(BLOCK_BYTES)).map(|_| None).collect() }
+        Partial {
+            size,
+            got: 0,
+            reserved: reserved_for(size),
+            blocks: (0..size.div_ceil(BLOCK_BYTES)).map(|_| None).collect(),
+        }
     }
 
     /// Files `chunk` at `offset` (within the message: the frame's checks); false when it
@@ -188,8 +193,9 @@ impl Partial {
             let base = k as u64 * BLOCK_BYTES;
             let upto = end.min(base + BLOCK_BYTES);
             let len = (self.size - base).min(BLOCK_BYTES) as usize;
-            let b = self.blocks[k]
-                .get_or_insert_with(|| Box::new(Block { data: Vec::with_capacity(len), seen: vec![0; len.div_ceil(64)] }));
+            let b = self.blocks[k].get_or_insert_with(|| {
+                Box::new(Block { data: Vec::with_capacity(len), seen: vec![0; len.div_ceil(64)] })
+            });
             let (a, z) = ((at - base) as usize, (upto - base) as usize);
             words(a, z).for_each(|(w, m)| b.seen[w] |= m);
             // Bytes in order extend the block; a chunk past its end first fills the gap with
@@ -455,7 +461,8 @@ impl Shared {
         s.control.abort();
         s.joined.values().for_each(AbortHandle::abort);
         self.tally.sessions_evicted.fetch_add(1, Ordering::Relaxed);
-        let how = format!("the session was closed to make room for a new one (no frame for {:.1} s)", since.as_secs_f64());
+        let how =
+            format!("the session was closed to make room for a new one (no frame for {:.1} s)", since.as_secs_f64());
         self.close_locked(st, sid, &how);
         true
     }
@@ -502,7 +509,11 @@ impl Receiver {
     /// (`cfg.key`), only a loopback address: anyone who can reach the port could open a
     /// session otherwise.
     pub async fn bind(addr: SocketAddr, cfg: RecvConfig) -> std::io::Result<Receiver> {
-        if cfg.key.is_none() && !addr.ip().to_canonical().is_loopback() {
+        let loopback = match addr.ip() {
+            std::net::IpAddr::V4(a) => a.is_loopback(),
+            std::net::IpAddr::V6(a) => a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v| v.is_loopback()),
+        };
+        if cfg.key.is_none() && !loopback {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,
                 format!(

@@ -89,7 +89,9 @@ impl Key {
     /// A key from a secret (surrounding ASCII whitespace, such as a key file's last newline,
     /// is not part of it). Err: fewer than [`Key::MIN_BYTES`] bytes remain.
     pub fn new(secret: &[u8]) -> Result<Key, String> {
-        let secret = secret.trim_ascii();
+        let start = secret.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(secret.len());
+        let end = secret.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(start, |e| e + 1);
+        let secret = &secret[start..end];
         if secret.is_empty() {
             return Err(format!("empty (a key has at least {} bytes)", Key::MIN_BYTES));
         }

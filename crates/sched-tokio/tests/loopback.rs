@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 
 /// Held by the test that loads both cores (the hog and the flood) and by the one that
 /// measures an ordering in time, so that they do not run at once.
-static TIMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn payload(seed: u64, len: usize) -> Vec<u8> {
     fctlab_sched_tokio::pattern(seed, len)
@@ -147,7 +147,7 @@ async fn one_receiver_serves_sessions_in_a_row_and_at_once() {
 async fn srpt_delivers_a_small_message_before_a_large_one_sent_first() {
     // 4 MB, then 20 KB a moment later: under SRPT the small one takes the large one's
     // connection's next chunks and completes first.
-    let _alone = TIMING.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = TIMING.lock().await;
     let mut rx = Receiver::bind(local(), RecvConfig::default()).await.unwrap();
     let mut cfg = SendConfig::new(Policy::Ranked(Rank::Srpt));
     cfg.chunk_bytes = 8192;
@@ -626,7 +626,7 @@ fn raise_descriptors(want: u64) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_sender_completes_while_one_client_hogs_connections_and_another_floods_one_byte_chunks() {
-    let _alone = TIMING.lock().unwrap_or_else(|e| e.into_inner());
+    let _alone = TIMING.lock().await;
     // Both ends of every connection live in this process: 2 descriptors each.
     let limit = raise_descriptors(4096);
     let hogs = 1030.min(limit.saturating_sub(400) as usize / 2);
@@ -708,7 +708,8 @@ async fn a_real_sender_completes_while_one_client_hogs_connections_and_another_f
     let rss_growth = rss_bytes().saturating_sub(rss_before);
     // The receiver's own accounting: the flood's message reserves its size and bookkeeping
     // (one-byte chunks or not), the real messages theirs, nothing else.
-    let bound = fctlab_sched_tokio::reserved_for(flood_size) + sizes.iter().map(|&n| fctlab_sched_tokio::reserved_for(n as u64)).sum::<u64>();
+    let bound = fctlab_sched_tokio::reserved_for(flood_size)
+        + sizes.iter().map(|&n| fctlab_sched_tokio::reserved_for(n as u64)).sum::<u64>();
     assert!(c2.peak_reserved_bytes <= bound, "{c2:?} (bound {bound})");
     assert!(flooded >= 50_000, "the flood sent only {flooded} one-byte chunks");
     // This process holds both ends of every connection and the test's own buffers: under
@@ -774,4 +775,30 @@ async fn an_idle_session_makes_room_for_a_new_one_and_tables_are_bounded() {
         .filter(|d| matches!(d, Delivery::Refused { error, .. } if error.contains("connections joined, its limit")))
         .collect();
     assert_eq!(over.len(), 2, "{refused:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_sent_tables_do_not_keep_a_sender_out() {
+    // Room for two tables of 1,000,000 messages; twenty opens announce that many and stop
+    // halfway through their tables.
+    let per_table = 1_000_000 * fctlab_sched_tokio::TABLE_BYTES_PER_MESSAGE;
+    let cfg = RecvConfig { max_table_bytes: 2 * per_table + 1000, ..RecvConfig::default() };
+    let mut rx = Receiver::bind(local(), cfg).await.unwrap();
+    let addr = rx.local_addr();
+    let mut stalled = Vec::new();
+    for _ in 0..20 {
+        let (mut s, nonce) = connect(addr).await;
+        let open = session::encode_open(SessionId::random(), &vec![1000u64; 1_000_000], None, &nonce);
+        // The preamble, the count and half the sizes; then nothing.
+        let _ = tokio::time::timeout(Duration::from_secs(2), s.write_all(&open[..28 + 4_000_000])).await;
+        stalled.push(s);
+        assert!(rx.table_bytes() <= cfg.max_table_bytes, "{} B of tables", rx.table_bytes());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(rx.table_bytes() <= cfg.max_table_bytes, "{} B of tables", rx.table_bytes());
+    let tx = send_session(addr, SendConfig::new(Policy::Tcp), 8, &[5000, 0, 70_000], Duration::ZERO).await;
+    let got = collect(&mut rx, 3, Duration::from_secs(10)).await;
+    assert!(tx.finish().await.iter().all(|r| r.error.is_none()), "{got:?}");
+    assert!(rx.counters().evicted >= 18, "{:?}", rx.counters());
+    drop(stalled);
 }
