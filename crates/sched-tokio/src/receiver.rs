@@ -608,13 +608,17 @@ impl Drop for Receiver {
 const JOIN_GRACE: Duration = Duration::from_millis(500);
 
 /// Closes a connection to make room: the oldest that has not joined a session within
-/// [`JOIN_GRACE`], else the oldest of the session holding the most, else the oldest not
-/// joined; false when there is none.
+/// [`JOIN_GRACE`], else the oldest of the session holding the most connections if it holds
+/// more than its share (`max_connections` over the sessions and one), else the oldest not
+/// joined; false when there is none. So neither connections that never join (the key
+/// unknown) nor one session's many connections keep a new sender out, and a flood of new
+/// connections does not close those of a session within its share.
 fn evict_one(shared: &Shared) -> bool {
     let mut st = shared.lock();
     let st = &mut *st;
     let stale = st.unjoined.first_key_value().is_some_and(|(_, (_, at))| at.elapsed() >= JOIN_GRACE);
-    let largest = st.sessions.values_mut().filter(|s| !s.joined.is_empty()).max_by_key(|s| s.joined.len());
+    let share = shared.cfg.max_connections / (st.sessions.len() + 1);
+    let largest = st.sessions.values_mut().max_by_key(|s| s.joined.len()).filter(|s| s.joined.len() > share);
     if let (false, Some(s)) = (stale, largest) {
         let (id, handle) = s.joined.pop_first().expect("a joined connection");
         st.member.remove(&id);

@@ -145,14 +145,14 @@ async fn one_receiver_serves_sessions_in_a_row_and_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn srpt_delivers_a_small_message_before_a_large_one_sent_first() {
-    // 4 MB, then 20 KB a moment later: under SRPT the small one takes the large one's
+    // 16 MB, then 20 KB a moment later: under SRPT the small one takes the large one's
     // connection's next chunks and completes first.
     let _alone = TIMING.lock().await;
     let mut rx = Receiver::bind(local(), RecvConfig::default()).await.unwrap();
     let mut cfg = SendConfig::new(Policy::Ranked(Rank::Srpt));
     cfg.chunk_bytes = 8192;
     cfg.send_buffer_bytes = Some(16 * 1024);
-    let tx = send_session(rx.local_addr(), cfg, 1, &[4_000_000, 20_000], Duration::from_millis(1)).await;
+    let tx = send_session(rx.local_addr(), cfg, 1, &[16_000_000, 20_000], Duration::from_millis(1)).await;
     let got = collect(&mut rx, 2, Duration::from_secs(20)).await;
     let order: Vec<u32> = got
         .iter()
@@ -781,6 +781,7 @@ async fn an_idle_session_makes_room_for_a_new_one_and_tables_are_bounded() {
 async fn half_sent_tables_do_not_keep_a_sender_out() {
     // Room for two tables of 1,000,000 messages; twenty opens announce that many and stop
     // halfway through their tables.
+    let _alone = TIMING.lock().await;
     let per_table = 1_000_000 * fctlab_sched_tokio::TABLE_BYTES_PER_MESSAGE;
     let cfg = RecvConfig { max_table_bytes: 2 * per_table + 1000, ..RecvConfig::default() };
     let mut rx = Receiver::bind(local(), cfg).await.unwrap();
