@@ -438,6 +438,10 @@ impl Shared {
         }
         let s = st.sessions.remove(&sid).expect("session");
         st.table_bytes -= s.table_bytes;
+        // Its connections have nothing more to carry: silent ones would hold their
+        // descriptors, in no session and not waiting to join, where no eviction finds them.
+        s.joined.values().for_each(AbortHandle::abort);
+        s.control.abort();
         let _ =
             self.out.send(Delivery::Closed { session: sid, delivered: s.delivered, failed: s.failed, how: how.into() });
         self.room.notify_waiters();
@@ -457,9 +461,6 @@ impl Shared {
         else {
             return false;
         };
-        let s = &st.sessions[&sid];
-        s.control.abort();
-        s.joined.values().for_each(AbortHandle::abort);
         self.tally.sessions_evicted.fetch_add(1, Ordering::Relaxed);
         let how =
             format!("the session was closed to make room for a new one (no frame for {:.1} s)", since.as_secs_f64());
@@ -609,7 +610,7 @@ const JOIN_GRACE: Duration = Duration::from_millis(500);
 
 /// Closes a connection to make room: the oldest that has not joined a session within
 /// [`JOIN_GRACE`], else the oldest of the session holding the most connections if it holds
-/// more than its share (`max_connections` over the sessions and one), else the oldest not
+/// more than its share (the connections held over the sessions and one), else the oldest not
 /// joined; false when there is none. So neither connections that never join (the key
 /// unknown) nor one session's many connections keep a new sender out, and a flood of new
 /// connections does not close those of a session within its share.
@@ -617,7 +618,8 @@ fn evict_one(shared: &Shared) -> bool {
     let mut st = shared.lock();
     let st = &mut *st;
     let stale = st.unjoined.first_key_value().is_some_and(|(_, (_, at))| at.elapsed() >= JOIN_GRACE);
-    let share = shared.cfg.max_connections / (st.sessions.len() + 1);
+    // Held now, not `max_connections`: descriptors may run out first.
+    let share = st.connections / (st.sessions.len() + 1);
     let largest = st.sessions.values_mut().max_by_key(|s| s.joined.len()).filter(|s| s.joined.len() > share);
     if let (false, Some(s)) = (stale, largest) {
         let (id, handle) = s.joined.pop_first().expect("a joined connection");
