@@ -138,6 +138,19 @@ def _frame(message: int, offset: int, total: int, chunk: bytes) -> bytes:
     return head + struct.pack(">I", zlib.crc32(head + chunk)) + chunk
 
 
+def _pattern(message: int, n: int) -> bytes:
+    """Message `message`'s test content (``fctlab_sched_tokio::pattern``): a xorshift stream."""
+    m = (1 << 64) - 1
+    x = ((message * 0x9E3779B97F4A7C15) & m) | 1
+    out = bytearray(n)
+    for i in range(n):
+        x ^= (x << 13) & m
+        x ^= x >> 7
+        x ^= (x << 17) & m
+        out[i] = x & 0xFF
+    return bytes(out)
+
+
 def _join(port: int, sid: bytes, key=None):
     """A connection joined to session `sid` (with the MAC of its own nonce): the connection and
     the join's bytes."""
@@ -384,6 +397,8 @@ def _key_file(tmp_path, secret: bytes = KEY):
 def test_a_keyed_receiver_refuses_forged_opens_forged_joins_and_replayed_joins(tmp_path):
     key_file = _key_file(tmp_path)
     key = KEY.strip()
+    (tmp_path / "other").mkdir()
+    other_key = _key_file(tmp_path / "other", b"another key, not the receiver's")
     port = _free_port()
     to = f"127.0.0.1:{port}"
     # 10 messages from a real sender, 1 from a session opened by hand.
@@ -392,7 +407,7 @@ def test_a_keyed_receiver_refuses_forged_opens_forged_joins_and_replayed_joins(t
         # A sender without the key, and one with another key: refused, each message saying so.
         for extra, text in (
             ((), "the receiver requires a key"),
-            (("--key-file", _key_file(tmp_path / "..", b"x" * 20)), "MAC does not match"),
+            (("--key-file", other_key), "MAC does not match"),
         ):
             nokey = subprocess.run(
                 _cli("send", _scenario(tmp_path, count=3), "--to", to, "--out", tmp_path / "n", *extra),
@@ -416,7 +431,7 @@ def test_a_keyed_receiver_refuses_forged_opens_forged_joins_and_replayed_joins(t
         _finish(replay, join + _frame(0, 0, 1000, bytes(1000)))
         forged, _ = _join(port, sid, None)
         _finish(forged, _frame(0, 0, 1000, bytes(1000)))
-        _finish(real, _frame(0, 0, 1000, bytes(1000)))
+        _finish(real, _frame(0, 0, 1000, _pattern(0, 1000)))
         # The real sender, with the key from the environment.
         sent = subprocess.run(
             _cli("send", _scenario(tmp_path, count=10), "--to", to, "--out", tmp_path / "s"),
@@ -435,8 +450,8 @@ def test_a_keyed_receiver_refuses_forged_opens_forged_joins_and_replayed_joins(t
     c = info["counters"]
     assert (c["forged_opens"], c["forged_joins"], c["replayed_joins"]) == (2, 1, 1), (c, out)
     assert "2 forged opens, 1 forged joins, 1 replayed joins" in out, out
-    # The hand-made session's message 0 came once, from the real join (the receiver checks
-    # the pattern: zeros are not message 0's bytes, so it is reported, not lost).
+    # The hand-made session's message 0 came once, from the real join, with its bytes.
+    assert recv.returncode == 0 and "received 11 messages in 2 sessions, 0 errors" in out, (out, err)
     assert sorted(s["messages"] for s in info["sessions"]) == [1, 10], info["sessions"]
     assert sum(s["delivered"] for s in info["sessions"]) == 11, info["sessions"]
 
