@@ -200,7 +200,12 @@ def loopback(
         float(timeout_s),
     )
     df = _flows_table(sent, sizes, tags, "127.0.0.1", "127.0.0.1", policy)
-    bad = {d["message"]: d["error"] for d in got["rows"] if d["error"] and d["kind"] != "refused"}
+    bad = {
+        k: d["error"]
+        for d in got["rows"]
+        if d["error"] and d["kind"] != "refused"
+        for k in range(d["message"], d["last_message"] + 1)
+    }
     if bad:
         df["error"] = [bad.get(k) or e for k, e in zip(df["flow_id"], df["error"])]
         df["completed"] = df["error"].isna()
@@ -244,7 +249,7 @@ def send(
 
 
 #: Columns of what :func:`recv` returns.
-RECEIVED_COLUMNS = ["kind", "session", "message", "size_bytes", "completed_unix_s", "error"]
+RECEIVED_COLUMNS = ["kind", "session", "message", "last_message", "size_bytes", "completed_unix_s", "error"]
 
 
 def recv(
@@ -265,7 +270,9 @@ def recv(
     limit), or Ctrl-C / SIGTERM (with the handler :func:`run` installs). With the pre-shared
     `key` (see :func:`load_key`) every open and join must prove it; without one, `listen` must
     be a loopback address. One row per delivered, failed or refused message or frame
-    (``kind``, ``session``, ``message``, ``size_bytes``, ``completed_unix_s``, ``error``);
+    (``kind``, ``session``, ``message``, ``last_message``, ``size_bytes``,
+    ``completed_unix_s``, ``error``), where a failed row covers messages ``message`` to
+    ``last_message``: a run of 16 or more none of whose bytes came when their session ended;
     ``df.attrs`` holds ``sessions`` (one dict each), ``counters``, ``interrupted`` and
     ``peak_rss_bytes`` (this process's peak resident memory, from /proc/self/status)."""
     try:
@@ -285,6 +292,7 @@ def recv(
         raise SchedError(str(e)) from None
     df = pd.DataFrame(got["rows"], columns=RECEIVED_COLUMNS)
     df["message"] = df["message"].astype("Int64")
+    df["last_message"] = df["last_message"].astype("Int64")
     df.attrs.update(
         sessions=got["sessions"], counters=got["counters"], interrupted=got["interrupted"], peak_rss_bytes=_peak_rss()
     )
@@ -423,7 +431,9 @@ def _run_recv(args) -> int:
     finally:
         signal.signal(signal.SIGTERM, before)
     kinds = df["kind"].value_counts()
-    delivered, failed, refused = (int(kinds.get(k, 0)) for k in ("delivered", "failed", "refused"))
+    delivered = int(kinds.get("delivered", 0))
+    fails = df[df["kind"] == "failed"]
+    failed = int((fails["last_message"] - fails["message"] + 1).sum())
     bad = int(df.loc[df["kind"] == "delivered", "error"].notna().sum())
     counters, sessions = df.attrs["counters"], df.attrs["sessions"]
     print(

@@ -18,6 +18,7 @@ import time
 import zlib
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import fctlab.sched as sched
@@ -552,6 +553,11 @@ def test_a_sender_completes_while_one_client_holds_the_descriptors_and_another_f
     assert 0 < info["peak_rss_bytes"] <= 300 << 20, info["peak_rss_bytes"]
     assert 0 < peak <= 300, f"the receiver peaked at {peak:.0f} MB"
     assert flooded[0] >= 20_000, flooded
+    # The hog's 1,000 messages, none started, fail as one row when its session is abandoned.
+    got = pd.read_parquet(tmp_path / "r" / "received.parquet")
+    hog_rows = got[(got["kind"] == "failed") & (got["last_message"] > got["message"])]
+    assert list(zip(hog_rows["message"], hog_rows["last_message"])) == [(0, 999)], hog_rows
+    assert "none of their bytes arrived when the receiver was interrupted" in hog_rows["error"].iloc[0]
     print(
         f"send among 1,030 hogging joins and a one-byte flood ({flooded[0]} B): {took:.1f} s, peak {peak:.0f} MB, {c}"
     )

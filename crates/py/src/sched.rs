@@ -170,11 +170,13 @@ struct Received {
     interrupted: bool,
 }
 
-/// A delivered, failed or refused message (or frame).
+/// A delivered, failed or refused message (or frame), or a run of messages that failed
+/// before any of their bytes came (`message` to `last_message`).
 struct Row {
     kind: &'static str,
     session: Option<String>,
     message: Option<u32>,
+    last_message: Option<u32>,
     size: u64,
     completed_unix_s: Option<f64>,
     error: Option<String>,
@@ -191,12 +193,13 @@ struct SessionRow {
 }
 
 impl Received {
-    /// Files one delivery; true when it settles an announced message.
-    fn take(&mut self, d: Delivery, verify: bool) -> bool {
-        let row = |kind, session: Option<SessionId>, message, size, completed_unix_s, error| Row {
+    /// Files one delivery: how many announced messages it settles.
+    fn take(&mut self, d: Delivery, verify: bool) -> usize {
+        let row = |kind, session: Option<SessionId>, message: Option<u32>, size, completed_unix_s, error| Row {
             kind,
             session: session.map(|s| s.to_string()),
             message,
+            last_message: message,
             size,
             completed_unix_s,
             error,
@@ -207,15 +210,21 @@ impl Received {
                 let err = bad.then(|| format!("message {id}: its bytes are not the ones sent"));
                 let at = Some(unix_s(completed_at));
                 self.rows.push(row("delivered", Some(session), Some(id), data.len() as u64, at, err));
-                true
+                1
             }
             Delivery::Failed { session, id, error } => {
                 self.rows.push(row("failed", Some(session), Some(id), 0, None, Some(error)));
-                true
+                1
+            }
+            Delivery::Unsent { session, first, last, error } => {
+                let mut r = row("failed", Some(session), Some(first), 0, None, Some(error));
+                r.last_message = Some(last);
+                self.rows.push(r);
+                (last - first + 1) as usize
             }
             Delivery::Refused { error, .. } => {
                 self.rows.push(row("refused", None, None, 0, None, Some(error)));
-                false
+                0
             }
             Delivery::Opened { session, peer, messages } => {
                 self.sessions.push(SessionRow {
@@ -226,14 +235,14 @@ impl Received {
                     failed: None,
                     ended: None,
                 });
-                false
+                0
             }
             Delivery::Closed { session, delivered, failed, how } => {
                 let sid = session.to_string();
                 if let Some(s) = self.sessions.iter_mut().find(|s| s.session == sid) {
                     (s.delivered, s.failed, s.ended) = (Some(delivered), Some(failed), Some(how));
                 }
-                false
+                0
             }
         }
     }
@@ -264,7 +273,7 @@ async fn receive(
             break "the receiver was interrupted";
         }
         match tokio::time::timeout(Duration::from_millis(100), rx.next()).await {
-            Ok(Some(d)) => settled += usize::from(got.take(d, verify)),
+            Ok(Some(d)) => settled += got.take(d, verify),
             Ok(None) => break "the receiver stopped",
             Err(_) => {}
         }
@@ -290,6 +299,7 @@ fn received_dict(py: Python<'_>, got: &Received, counters: fctlab_sched_tokio::C
         d.set_item("kind", r.kind)?;
         d.set_item("session", r.session.clone())?;
         d.set_item("message", r.message)?;
+        d.set_item("last_message", r.last_message)?;
         d.set_item("size_bytes", r.size)?;
         d.set_item("completed_unix_s", r.completed_unix_s)?;
         d.set_item("error", r.error.clone())?;

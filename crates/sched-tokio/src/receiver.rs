@@ -84,6 +84,10 @@ pub enum Delivery {
     Message { session: SessionId, id: u32, data: Vec<u8>, completed_at: SystemTime },
     /// Announced message `id` of `session` will not be delivered, and why.
     Failed { session: SessionId, id: u32, error: String },
+    /// Announced messages `first..=last` of `session`, none of whose bytes arrived, will not
+    /// be delivered: the session ended (`error` says how). Runs shorter than
+    /// [`Receiver::UNSENT_LISTED`] come as one [`Delivery::Failed`] each instead.
+    Unsent { session: SessionId, first: u32, last: u32, error: String },
     /// The session ended (`how`); every announced message was delivered or failed before this.
     Closed { session: SessionId, delivered: u32, failed: u32, how: String },
     /// Bytes that belong to no open session's announced message, or a connection that never
@@ -426,15 +430,39 @@ impl Shared {
 
     fn close_locked(&self, st: &mut State, sid: SessionId, how: &str) {
         let Some(s) = st.sessions.get(&sid) else { return };
-        let open: Vec<(u32, u64, u64)> = s
-            .fate
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| **f == WAITING)
-            .map(|(k, _)| (k as u32, s.partial.get(&(k as u32)).map_or(0, |p| p.got), s.sizes[k]))
-            .collect();
-        for (id, got, size) in open {
+        // Messages with bytes here fail one by one; those none of whose bytes came, by runs
+        // of consecutive ids: one delivery per run of [`Receiver::UNSENT_LISTED`] or more, so
+        // that a session of a million messages that ends costs one, not a million.
+        let started: Vec<(u32, u64)> = s.partial.iter().map(|(id, p)| (*id, p.got)).collect();
+        for (id, got) in started {
+            let size = st.sessions[&sid].sizes[id as usize];
             self.fail(st, sid, id, format!("message {id}: incomplete ({got} of {size} B) when {how}"));
+        }
+        let s = st.sessions.get_mut(&sid).expect("session");
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for (k, fate) in s.fate.iter_mut().enumerate() {
+            if *fate != WAITING {
+                continue;
+            }
+            *fate = FAILED;
+            s.failed += 1;
+            let k = k as u32;
+            match runs.last_mut() {
+                Some((_, last)) if *last + 1 == k => *last = k,
+                _ => runs.push((k, k)),
+            }
+        }
+        for (first, last) in runs {
+            if last - first + 1 < Receiver::UNSENT_LISTED {
+                for id in first..=last {
+                    let size = s.sizes[id as usize];
+                    let error = format!("message {id}: incomplete (0 of {size} B) when {how}");
+                    let _ = self.out.send(Delivery::Failed { session: sid, id, error });
+                }
+            } else {
+                let error = format!("messages {first} to {last}: none of their bytes arrived when {how}");
+                let _ = self.out.send(Delivery::Unsent { session: sid, first, last, error });
+            }
         }
         let s = st.sessions.remove(&sid).expect("session");
         st.table_bytes -= s.table_bytes;
@@ -505,6 +533,10 @@ pub struct Receiver {
 impl Receiver {
     /// Refusals handed out as [`Delivery::Refused`]; later ones are only counted.
     pub const REFUSALS_LOGGED: usize = 100;
+
+    /// Consecutive messages that never started, when their session ends, from which on they
+    /// come as one [`Delivery::Unsent`].
+    pub const UNSENT_LISTED: u32 = 16;
 
     /// Listens on `addr` (port 0: any free port; see [`Receiver::local_addr`]). Without a key
     /// (`cfg.key`), only a loopback address: anyone who can reach the port could open a

@@ -33,9 +33,11 @@ async fn collect(rx: &mut Receiver, n: usize, limit: Duration) -> Vec<Delivery> 
     while messages < n {
         match tokio::time::timeout(limit, rx.next()).await {
             Ok(Some(d)) => {
-                if matches!(d, Delivery::Message { .. } | Delivery::Failed { .. }) {
-                    messages += 1;
-                }
+                messages += match d {
+                    Delivery::Message { .. } | Delivery::Failed { .. } => 1,
+                    Delivery::Unsent { first, last, .. } => (last - first + 1) as usize,
+                    _ => 0,
+                };
                 out.push(d)
             }
             _ => break,
@@ -756,6 +758,12 @@ async fn an_idle_session_makes_room_for_a_new_one_and_tables_are_bounded() {
         "{got:?}"
     );
     assert_eq!(rx.counters().sessions_evicted, 1);
+    // The closed session's 100 messages, none of which started: one delivery.
+    let unsent: Vec<_> = got.iter().filter(|d| matches!(d, Delivery::Unsent { .. })).collect();
+    assert!(
+        matches!(unsent[..], [Delivery::Unsent { first: 0, last: 99, error, .. }] if error.contains("none of their bytes arrived when the session was closed to make room")),
+        "{unsent:?}"
+    );
     assert!(rx.table_bytes() <= 1000 * fctlab_sched_tokio::TABLE_BYTES_PER_MESSAGE);
     // A session's joins are capped at twice its messages and two.
     let sid = SessionId::random();

@@ -533,7 +533,8 @@ def apply_deliveries(pairs: dict, deliveries: dict, results: dict) -> None:
                 for f in fl:
                     results[f.flow_id].error = results[f.flow_id].error or d["error"]
                 continue
-            i = d["message"]
-            if 0 <= i < len(fl):
-                r = results[fl[i].flow_id]
-                r.error, r.completed, r.finish = d["error"], False, None
+            # A failed row may cover a run of messages that never started.
+            for i in range(d["message"], d.get("last_message", d["message"]) + 1):
+                if 0 <= i < len(fl):
+                    r = results[fl[i].flow_id]
+                    r.error, r.completed, r.finish = d["error"], False, None
