@@ -408,14 +408,16 @@ def _key_argument(p) -> None:
 
 
 def _run_recv(args) -> int:
-    """``fctlab sched recv``: serves until --expect, --timeout or Ctrl-C / SIGTERM, then
-    writes what it received (exit 130 when interrupted)."""
+    """``fctlab sched recv``: serves until --expect, --timeout or Ctrl-C (SIGINT) / SIGTERM,
+    then writes what it received (exit 130 when interrupted). Both signals get this handler,
+    SIGINT too: a process started in the background by a shell has it ignored, and then
+    `kill -INT` would not stop it as documented."""
 
     def stop(signum, frame):
         raise KeyboardInterrupt
 
     key = load_key(args.key_file)
-    before = signal.signal(signal.SIGTERM, stop)
+    before = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         df = recv(
             args.listen,
@@ -429,7 +431,8 @@ def _run_recv(args) -> int:
             key=key,
         )
     finally:
-        signal.signal(signal.SIGTERM, before)
+        for s, handler in before.items():
+            signal.signal(s, handler)
     kinds = df["kind"].value_counts()
     delivered = int(kinds.get("delivered", 0))
     fails = df[df["kind"] == "failed"]

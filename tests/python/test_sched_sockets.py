@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import zlib
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -67,20 +68,25 @@ def _cli(*args) -> list:
     return [sys.executable, "-m", "fctlab.cli", "sched", *map(str, args)]
 
 
-def _start_receiver(port: int, *args, **popen):
-    """`fctlab sched recv` in a process of its own, once it accepts connections. SIGINT is
-    restored to its default in the child: a test run started in the background inherits it
-    ignored, and Python then installs no KeyboardInterrupt handler."""
-    import signal
-
-    popen.setdefault("preexec_fn", lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    p = subprocess.Popen(
-        _cli("recv", "--listen", f"127.0.0.1:{port}", *args),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **popen,
-    )
+def _start_receiver(port: int, *args, descriptors: Optional[int] = None, sigint_ignored: bool = False):
+    """`fctlab sched recv` in a process of its own, once it accepts connections; limited to
+    `descriptors` file descriptors when given (set from here with prlimit: a function run in
+    the child between fork and exec can deadlock it when this process has threads). The
+    receiver handles SIGINT itself, also when a test run started in the background hands it
+    down ignored (`sigint_ignored`: started so)."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN) if sigint_ignored else None
+    try:
+        p = subprocess.Popen(
+            _cli("recv", "--listen", f"127.0.0.1:{port}", *args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        if sigint_ignored:
+            signal.signal(signal.SIGINT, before)
+    if descriptors is not None:
+        resource.prlimit(p.pid, resource.RLIMIT_NOFILE, (descriptors, descriptors))
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and p.poll() is None:
         try:
@@ -265,7 +271,8 @@ def test_sigint_writes_what_was_received_and_abandons_open_sessions(tmp_path):
     import pandas as pd
 
     port = _free_port()
-    recv = _start_receiver(port, "--out", tmp_path / "r")
+    # Started with SIGINT ignored, as a shell starts a background job: recv handles it itself.
+    recv = _start_receiver(port, "--out", tmp_path / "r", sigint_ignored=True)
     try:
         subprocess.run(
             _cli("send", _scenario(tmp_path, count=5), "--to", f"127.0.0.1:{port}", "--out", tmp_path / "s"),
@@ -329,8 +336,7 @@ def test_idle_connections_under_a_descriptor_limit_do_not_stop_a_sender(tmp_path
         (max(soft, 1024) if hard == resource.RLIM_INFINITY else max(soft, min(hard, 4096)), hard),
     )
     port = _free_port()
-    limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))  # noqa: E731
-    recv = _start_receiver(port, "--expect", 20, "--timeout", 120, "--out", tmp_path / "r", preexec_fn=limit)
+    recv = _start_receiver(port, "--expect", 20, "--timeout", 120, "--out", tmp_path / "r", descriptors=64)
     memory = _PeakMemory(recv.pid)
     idle = []
     try:
@@ -472,11 +478,7 @@ def test_a_sender_completes_while_one_client_holds_the_descriptors_and_another_f
     if _raise_descriptors(2400) < 2400:
         pytest.skip("this test holds 1,030 connections and needs 2,400 file descriptors")
     port = _free_port()
-    limit = lambda: (  # noqa: E731
-        signal.signal(signal.SIGINT, signal.SIG_DFL),
-        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256)),
-    )
-    recv = _start_receiver(port, "--out", tmp_path / "r", preexec_fn=limit)
+    recv = _start_receiver(port, "--out", tmp_path / "r", descriptors=256)
     memory = _PeakMemory(recv.pid)
     held, stop_flood, flooded = [], threading.Event(), [0]
     flood_size = 8 << 20
