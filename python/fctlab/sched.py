@@ -8,8 +8,12 @@ A workload comes from a scenario file, the same one the simulator runs: its flow
 between one pair of hosts) give the sizes, start times and tags. Results are written in the
 simulator's flows-table format (``docs/results.md``); see ``docs/schedtcp.md``.
 
-    fctlab sched recv --listen 10.0.0.2:5000 [--expect N] [--timeout S] [--out DIR]   (any number of senders)
-    fctlab sched send SCENARIO --to 10.0.0.2:5000 [--policy srpt] [--set KEY=VALUE ...] --out DIR
+    fctlab sched recv --listen 10.0.0.2:5000 --key-file KEY [--expect N] [--timeout S] [--out DIR]   (any number of senders)
+    fctlab sched send SCENARIO --to 10.0.0.2:5000 --key-file KEY [--policy srpt] [--set KEY=VALUE ...] --out DIR
+
+The key (``--key-file PATH``, else the environment variable ``FCTLAB_SCHED_KEY``; at least 16
+bytes) authenticates every session's open and every connection's join; without one, ``recv``
+listens on loopback addresses only.
 
 Exit status: 0 when every message was delivered, 1 when some failed (each one's error is in
 the output), 2 for bad arguments or an unreachable address, 130 when ``recv`` was stopped by
@@ -35,7 +39,12 @@ from .rundir import write_run
 
 POLICIES = ("tcp", "srpt", "las", "fair", "priority")
 
-__all__ = ["send", "recv", "loopback", "workload", "POLICIES"]
+__all__ = ["send", "recv", "loopback", "workload", "load_key", "POLICIES"]
+
+#: The environment variable holding the pre-shared key when no ``--key-file`` is given.
+KEY_ENV = "FCTLAB_SCHED_KEY"
+#: The fewest bytes a key may have.
+KEY_MIN_BYTES = 16
 
 
 def write_sent(out: Path, df: pd.DataFrame, *, scenario: str, peer: str) -> dict:
@@ -60,6 +69,34 @@ def write_sent(out: Path, df: pd.DataFrame, *, scenario: str, peer: str) -> dict
 
 class SchedError(ValueError):
     """A workload or argument the scheduling layer cannot use; the message names it."""
+
+
+def load_key(key_file=None, *, environ=None) -> Optional[bytes]:
+    """The pre-shared key: the contents of `key_file` when given, else the environment
+    variable ``FCTLAB_SCHED_KEY``, else None. Surrounding whitespace (a file's last newline) is
+    not part of it. A file that cannot be read, or a key shorter than 16 bytes, is a
+    :class:`SchedError` naming where it came from."""
+    environ = os.environ if environ is None else environ
+    if key_file is not None:
+        where = f"--key-file {key_file}"
+        try:
+            secret = Path(key_file).read_bytes()
+        except FileNotFoundError:
+            raise SchedError(f"{where}: no such file") from None
+        except IsADirectoryError:
+            raise SchedError(f"{where}: a directory, not a key file") from None
+        except OSError as e:
+            raise SchedError(f"{where}: cannot be read ({e.strerror or e})") from None
+    elif environ.get(KEY_ENV) is not None:
+        where, secret = KEY_ENV, os.fsencode(environ[KEY_ENV])
+    else:
+        return None
+    secret = secret.strip()
+    if not secret:
+        raise SchedError(f"{where}: empty (a key has at least {KEY_MIN_BYTES} bytes)")
+    if len(secret) < KEY_MIN_BYTES:
+        raise SchedError(f"{where}: {len(secret)} bytes, a key has at least {KEY_MIN_BYTES}")
+    return secret
 
 
 def workload(scenario, *, set: Sequence[str] = ()) -> dict:
@@ -163,7 +200,12 @@ def loopback(
         float(timeout_s),
     )
     df = _flows_table(sent, sizes, tags, "127.0.0.1", "127.0.0.1", policy)
-    bad = {d["message"]: d["error"] for d in got["rows"] if d["error"] and d["kind"] != "refused"}
+    bad = {
+        k: d["error"]
+        for d in got["rows"]
+        if d["error"] and d["kind"] != "refused"
+        for k in range(d["message"], d["last_message"] + 1)
+    }
     if bad:
         df["error"] = [bad.get(k) or e for k, e in zip(df["flow_id"], df["error"])]
         df["completed"] = df["error"].isna()
@@ -179,9 +221,11 @@ def send(
     chunk_bytes: int = 16384,
     send_buffer_bytes: Optional[int] = None,
     timeout_s: float = 30.0,
+    key: Optional[bytes] = None,
 ) -> pd.DataFrame:
     """Sends the flows of `scenario` to the receiver at `to` ("HOST:PORT") under `policy`
-    (default: the scenario's ``[transport] scheduler``, else tcp)."""
+    (default: the scenario's ``[transport] scheduler``, else tcp), authenticated with the
+    pre-shared `key` (see :func:`load_key`; None: the receiver must not require one)."""
     w = workload(scenario, set=set)
     policy = policy or w["scheduler"]
     if policy not in POLICIES:
@@ -197,6 +241,7 @@ def send(
             int(chunk_bytes),
             send_buffer_bytes,
             float(timeout_s),
+            key,
         )
     except ValueError as e:
         raise SchedError(str(e)) from None
@@ -204,7 +249,7 @@ def send(
 
 
 #: Columns of what :func:`recv` returns.
-RECEIVED_COLUMNS = ["kind", "session", "message", "size_bytes", "completed_unix_s", "error"]
+RECEIVED_COLUMNS = ["kind", "session", "message", "last_message", "size_bytes", "completed_unix_s", "error"]
 
 
 def recv(
@@ -215,14 +260,21 @@ def recv(
     verify: bool = True,
     read_timeout_s: float = 10.0,
     max_connections: int = 1024,
-    max_buffered_bytes: int = 1 << 30,
+    max_buffered_bytes: int = 64 << 20,
+    max_total_buffered_bytes: int = 512 << 20,
+    max_sessions: int = 8,
+    key: Optional[bytes] = None,
 ) -> pd.DataFrame:
     """Receives on `listen` ("HOST:PORT") from any number of senders (one session each)
     until `expect` announced messages were delivered or failed, `timeout_s` passed (None: no
-    limit), or Ctrl-C / SIGTERM (with the handler :func:`run` installs). One row per delivered,
-    failed or refused message or frame (``kind``, ``session``, ``message``, ``size_bytes``,
-    ``completed_unix_s``, ``error``); ``df.attrs`` holds ``sessions`` (one dict each),
-    ``counters`` and ``interrupted``."""
+    limit), or Ctrl-C / SIGTERM (with the handler :func:`run` installs). With the pre-shared
+    `key` (see :func:`load_key`) every open and join must prove it; without one, `listen` must
+    be a loopback address. One row per delivered, failed or refused message or frame
+    (``kind``, ``session``, ``message``, ``last_message``, ``size_bytes``,
+    ``completed_unix_s``, ``error``), where a failed row covers messages ``message`` to
+    ``last_message``: a run of 16 or more none of whose bytes came when their session ended;
+    ``df.attrs`` holds ``sessions`` (one dict each), ``counters``, ``interrupted`` and
+    ``peak_rss_bytes`` (this process's peak resident memory, from /proc/self/status)."""
     try:
         got = _core.sched_recv(
             listen,
@@ -232,13 +284,31 @@ def recv(
             float(read_timeout_s),
             int(max_buffered_bytes),
             int(max_connections),
+            key,
+            int(max_total_buffered_bytes),
+            int(max_sessions),
         )
     except ValueError as e:
         raise SchedError(str(e)) from None
     df = pd.DataFrame(got["rows"], columns=RECEIVED_COLUMNS)
     df["message"] = df["message"].astype("Int64")
-    df.attrs.update(sessions=got["sessions"], counters=got["counters"], interrupted=got["interrupted"])
+    df["last_message"] = df["last_message"].astype("Int64")
+    df.attrs.update(
+        sessions=got["sessions"], counters=got["counters"], interrupted=got["interrupted"], peak_rss_bytes=_peak_rss()
+    )
     return df
+
+
+def _peak_rss() -> Optional[int]:
+    """This process's peak resident memory (VmHWM), bytes; None where /proc is not there."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def write_received(out: Path, df: pd.DataFrame) -> None:
@@ -250,7 +320,9 @@ def write_received(out: Path, df: pd.DataFrame) -> None:
         (
             "receiver.json",
             lambda p: p.write_text(
-                json.dumps({k: df.attrs.get(k) for k in ("sessions", "counters", "interrupted")}, indent=2)
+                json.dumps(
+                    {k: df.attrs.get(k) for k in ("sessions", "counters", "interrupted", "peak_rss_bytes")}, indent=2
+                )
             ),
         ),
     ):
@@ -283,6 +355,22 @@ def configure(p) -> None:
     r.add_argument(
         "--max-connections", type=int, default=1024, metavar="N", help="connections held at once (default 1024)"
     )
+    r.add_argument(
+        "--max-buffered",
+        type=int,
+        default=64 << 20,
+        metavar="BYTES",
+        help="bytes of incomplete messages one session may hold (default 64 MiB; a message may have half)",
+    )
+    r.add_argument(
+        "--max-total-buffered",
+        type=int,
+        default=512 << 20,
+        metavar="BYTES",
+        help="bytes of incomplete messages all sessions may hold (default 512 MiB)",
+    )
+    r.add_argument("--max-sessions", type=int, default=8, metavar="N", help="sessions open at once (default 8)")
+    _key_argument(r)
     r.add_argument("--out", default=None, metavar="DIR", help="write received.parquet and receiver.json here")
     s = sub.add_parser("send", help="send a scenario's flows as messages")
     s.add_argument("scenario", help="scenario file whose flows (one host pair) make the workload")
@@ -305,17 +393,31 @@ def configure(p) -> None:
     s.add_argument(
         "--timeout", type=float, default=30.0, metavar="S", help="longest wait for a connection, a write or the notices"
     )
+    _key_argument(s)
     s.add_argument("--out", required=True, metavar="DIR", help="write flows.parquet and summary.json here")
 
 
+def _key_argument(p) -> None:
+    p.add_argument(
+        "--key-file",
+        default=None,
+        metavar="PATH",
+        help=f"file holding the pre-shared key (default: the environment variable {KEY_ENV}; "
+        "without a key, recv listens on loopback only)",
+    )
+
+
 def _run_recv(args) -> int:
-    """``fctlab sched recv``: serves until --expect, --timeout or Ctrl-C / SIGTERM, then
-    writes what it received (exit 130 when interrupted)."""
+    """``fctlab sched recv``: serves until --expect, --timeout or Ctrl-C (SIGINT) / SIGTERM,
+    then writes what it received (exit 130 when interrupted). Both signals get this handler,
+    SIGINT too: a process started in the background by a shell has it ignored, and then
+    `kill -INT` would not stop it as documented."""
 
     def stop(signum, frame):
         raise KeyboardInterrupt
 
-    before = signal.signal(signal.SIGTERM, stop)
+    key = load_key(args.key_file)
+    before = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         df = recv(
             args.listen,
@@ -323,17 +425,26 @@ def _run_recv(args) -> int:
             timeout_s=args.timeout,
             read_timeout_s=args.read_timeout,
             max_connections=args.max_connections,
+            max_buffered_bytes=args.max_buffered,
+            max_total_buffered_bytes=args.max_total_buffered,
+            max_sessions=args.max_sessions,
+            key=key,
         )
     finally:
-        signal.signal(signal.SIGTERM, before)
+        for s, handler in before.items():
+            signal.signal(s, handler)
     kinds = df["kind"].value_counts()
-    delivered, failed, refused = (int(kinds.get(k, 0)) for k in ("delivered", "failed", "refused"))
+    delivered = int(kinds.get("delivered", 0))
+    fails = df[df["kind"] == "failed"]
+    failed = int((fails["last_message"] - fails["message"] + 1).sum())
     bad = int(df.loc[df["kind"] == "delivered", "error"].notna().sum())
     counters, sessions = df.attrs["counters"], df.attrs["sessions"]
     print(
         f"received {delivered - bad} messages in {len(sessions)} session{'s' * (len(sessions) != 1)}, "
         f"{failed + bad} errors; "
-        f"{counters['refused']} frames or connections refused, {counters['evicted']} idle connections closed"
+        f"{counters['refused']} frames or connections refused ({counters['forged_opens']} forged opens, "
+        f"{counters['forged_joins']} forged joins, {counters['replayed_joins']} replayed joins), "
+        f"{counters['evicted']} connections and {counters['sessions_evicted']} idle sessions closed to make room"
     )
     for e in df.loc[df["kind"] != "refused", "error"].dropna()[:10]:
         print(f"  error: {e}")
@@ -363,6 +474,7 @@ def run(args) -> int:
             chunk_bytes=args.chunk,
             send_buffer_bytes=args.send_buffer,
             timeout_s=args.timeout,
+            key=load_key(args.key_file),
         )
     except (SchedError, OSError) as e:
         print(f"fctlab sched {args.sched_command}: error: {e}", file=sys.stderr)

@@ -4,7 +4,7 @@
 
 use fctlab_sched::{Policy, Rank};
 use fctlab_sched_tokio::frame::Limits;
-use fctlab_sched_tokio::{pattern, Delivery, Receiver, RecvConfig, SendConfig, SendReport, Sender, SessionId};
+use fctlab_sched_tokio::{pattern, Delivery, Key, Receiver, RecvConfig, SendConfig, SendReport, Sender, SessionId};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -30,6 +30,11 @@ fn seconds(what: &str, s: f64) -> PyResult<Duration> {
     }
 }
 
+/// The pre-shared key from its secret's bytes.
+fn key(secret: Option<&[u8]>) -> PyResult<Option<Key>> {
+    secret.map(|b| Key::new(b).map_err(|m| PyValueError::new_err(format!("key: {m}")))).transpose()
+}
+
 fn unix_s(t: SystemTime) -> f64 {
     t.duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
@@ -52,8 +57,10 @@ fn send_config(
     chunk_bytes: u32,
     send_buffer_bytes: Option<u32>,
     timeout_s: f64,
+    secret: Option<&[u8]>,
 ) -> PyResult<SendConfig> {
     let mut cfg = SendConfig::new(policy(policy_name, then)?);
+    cfg.key = key(secret)?;
     if !(64..=(1 << 20)).contains(&chunk_bytes) {
         return Err(PyValueError::new_err(format!("chunk_bytes: expected 64 B to 1 MiB, got {chunk_bytes} B")));
     }
@@ -128,9 +135,10 @@ fn report_list(py: Python<'_>, epoch: SystemTime, starts_s: &[f64], reports: &[S
     Ok(out.into())
 }
 
-/// Sends a workload to a receiver in one session and reports each message.
+/// Sends a workload to a receiver in one session and reports each message; `key` is the
+/// pre-shared key's secret (None: the receiver must not require one).
 #[pyfunction]
-#[pyo3(signature = (to, sizes, starts_s, classes, policy, priority_then="las", chunk_bytes=16384, send_buffer_bytes=None, timeout_s=30.0))]
+#[pyo3(signature = (to, sizes, starts_s, classes, policy, priority_then="las", chunk_bytes=16384, send_buffer_bytes=None, timeout_s=30.0, key=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn sched_send(
     py: Python<'_>,
@@ -143,9 +151,10 @@ pub fn sched_send(
     chunk_bytes: u32,
     send_buffer_bytes: Option<u32>,
     timeout_s: f64,
+    key: Option<Vec<u8>>,
 ) -> PyResult<PyObject> {
     let to = addr("to", to)?;
-    let cfg = send_config(policy, priority_then, chunk_bytes, send_buffer_bytes, timeout_s)?;
+    let cfg = send_config(policy, priority_then, chunk_bytes, send_buffer_bytes, timeout_s, key.as_deref())?;
     check_workload(&sizes, &starts_s, &classes)?;
     let rt = runtime()?;
     let (epoch, reports) = py.allow_threads(|| rt.block_on(send_all(to, cfg, &sizes, &starts_s, &classes)));
@@ -161,11 +170,13 @@ struct Received {
     interrupted: bool,
 }
 
-/// A delivered, failed or refused message (or frame).
+/// A delivered, failed or refused message (or frame), or a run of messages that failed
+/// before any of their bytes came (`message` to `last_message`).
 struct Row {
     kind: &'static str,
     session: Option<String>,
     message: Option<u32>,
+    last_message: Option<u32>,
     size: u64,
     completed_unix_s: Option<f64>,
     error: Option<String>,
@@ -182,12 +193,13 @@ struct SessionRow {
 }
 
 impl Received {
-    /// Files one delivery; true when it settles an announced message.
-    fn take(&mut self, d: Delivery, verify: bool) -> bool {
-        let row = |kind, session: Option<SessionId>, message, size, completed_unix_s, error| Row {
+    /// Files one delivery: how many announced messages it settles.
+    fn take(&mut self, d: Delivery, verify: bool) -> usize {
+        let row = |kind, session: Option<SessionId>, message: Option<u32>, size, completed_unix_s, error| Row {
             kind,
             session: session.map(|s| s.to_string()),
             message,
+            last_message: message,
             size,
             completed_unix_s,
             error,
@@ -198,15 +210,21 @@ impl Received {
                 let err = bad.then(|| format!("message {id}: its bytes are not the ones sent"));
                 let at = Some(unix_s(completed_at));
                 self.rows.push(row("delivered", Some(session), Some(id), data.len() as u64, at, err));
-                true
+                1
             }
             Delivery::Failed { session, id, error } => {
                 self.rows.push(row("failed", Some(session), Some(id), 0, None, Some(error)));
-                true
+                1
+            }
+            Delivery::Unsent { session, first, last, error } => {
+                let mut r = row("failed", Some(session), Some(first), 0, None, Some(error));
+                r.last_message = Some(last);
+                self.rows.push(r);
+                (last - first + 1) as usize
             }
             Delivery::Refused { error, .. } => {
                 self.rows.push(row("refused", None, None, 0, None, Some(error)));
-                false
+                0
             }
             Delivery::Opened { session, peer, messages } => {
                 self.sessions.push(SessionRow {
@@ -217,14 +235,14 @@ impl Received {
                     failed: None,
                     ended: None,
                 });
-                false
+                0
             }
             Delivery::Closed { session, delivered, failed, how } => {
                 let sid = session.to_string();
                 if let Some(s) = self.sessions.iter_mut().find(|s| s.session == sid) {
                     (s.delivered, s.failed, s.ended) = (Some(delivered), Some(failed), Some(how));
                 }
-                false
+                0
             }
         }
     }
@@ -255,7 +273,7 @@ async fn receive(
             break "the receiver was interrupted";
         }
         match tokio::time::timeout(Duration::from_millis(100), rx.next()).await {
-            Ok(Some(d)) => settled += usize::from(got.take(d, verify)),
+            Ok(Some(d)) => settled += got.take(d, verify),
             Ok(None) => break "the receiver stopped",
             Err(_) => {}
         }
@@ -281,6 +299,7 @@ fn received_dict(py: Python<'_>, got: &Received, counters: fctlab_sched_tokio::C
         d.set_item("kind", r.kind)?;
         d.set_item("session", r.session.clone())?;
         d.set_item("message", r.message)?;
+        d.set_item("last_message", r.last_message)?;
         d.set_item("size_bytes", r.size)?;
         d.set_item("completed_unix_s", r.completed_unix_s)?;
         d.set_item("error", r.error.clone())?;
@@ -301,8 +320,13 @@ fn received_dict(py: Python<'_>, got: &Received, counters: fctlab_sched_tokio::C
     c.set_item("sessions_opened", counters.sessions_opened)?;
     c.set_item("sessions_refused", counters.sessions_refused)?;
     c.set_item("refused", counters.refused)?;
+    c.set_item("forged_opens", counters.forged_opens)?;
+    c.set_item("forged_joins", counters.forged_joins)?;
+    c.set_item("replayed_joins", counters.replayed_joins)?;
     c.set_item("evicted", counters.evicted)?;
+    c.set_item("sessions_evicted", counters.sessions_evicted)?;
     c.set_item("accept_errors", counters.accept_errors)?;
+    c.set_item("peak_reserved_bytes", counters.peak_reserved_bytes)?;
     let out = PyDict::new_bound(py);
     out.set_item("rows", rows)?;
     out.set_item("sessions", sessions)?;
@@ -311,7 +335,15 @@ fn received_dict(py: Python<'_>, got: &Received, counters: fctlab_sched_tokio::C
     Ok(out.into())
 }
 
-fn recv_config(read_timeout_s: f64, max_buffered_bytes: u64, max_connections: usize) -> PyResult<RecvConfig> {
+/// The receiver's settings; a message may have half a session's budget.
+fn recv_config(
+    read_timeout_s: f64,
+    max_buffered_bytes: u64,
+    max_total_buffered_bytes: u64,
+    max_connections: usize,
+    max_sessions: usize,
+    secret: Option<&[u8]>,
+) -> PyResult<RecvConfig> {
     let read_timeout = seconds("read_timeout_s", read_timeout_s)?;
     if read_timeout < Duration::from_secs(2) {
         return Err(PyValueError::new_err(format!(
@@ -321,21 +353,33 @@ fn recv_config(read_timeout_s: f64, max_buffered_bytes: u64, max_connections: us
     if max_connections == 0 {
         return Err(PyValueError::new_err("max_connections: expected at least 1"));
     }
+    if max_sessions == 0 {
+        return Err(PyValueError::new_err("max_sessions: expected at least 1"));
+    }
+    if max_buffered_bytes < 1 << 16 || max_total_buffered_bytes < max_buffered_bytes {
+        return Err(PyValueError::new_err(format!(
+            "max_buffered_bytes: expected 64 KiB to max_total_buffered_bytes ({max_total_buffered_bytes} B), got {max_buffered_bytes} B"
+        )));
+    }
     Ok(RecvConfig {
-        limits: Limits { max_chunk: 1 << 20, max_message: MAX_MESSAGE },
+        limits: Limits { max_chunk: 1 << 20, max_message: (max_buffered_bytes / 2).min(MAX_MESSAGE) },
+        key: key(secret)?,
         max_buffered_bytes,
+        max_total_buffered_bytes,
         read_timeout,
         max_connections,
+        max_sessions,
         ..RecvConfig::default()
     })
 }
 
 /// Receives on `listen` until `expect` announced messages have been delivered or failed,
 /// `timeout_s` has passed (None: no limit), or a signal arrives (Ctrl-C, or a Python signal
-/// handler that raises); `verify` checks every byte against the sender's pattern. Returns a
-/// dict: rows, sessions, counters, interrupted.
+/// handler that raises); `verify` checks every byte against the sender's pattern; `key` is
+/// the pre-shared key's secret (None: no key, loopback addresses only). Returns a dict: rows,
+/// sessions, counters, interrupted.
 #[pyfunction]
-#[pyo3(signature = (listen, expect=None, timeout_s=None, verify=true, read_timeout_s=10.0, max_buffered_bytes=1 << 30, max_connections=1024))]
+#[pyo3(signature = (listen, expect=None, timeout_s=None, verify=true, read_timeout_s=10.0, max_buffered_bytes=64 << 20, max_connections=1024, key=None, max_total_buffered_bytes=512 << 20, max_sessions=8))]
 #[allow(clippy::too_many_arguments)]
 pub fn sched_recv(
     py: Python<'_>,
@@ -346,10 +390,20 @@ pub fn sched_recv(
     read_timeout_s: f64,
     max_buffered_bytes: u64,
     max_connections: usize,
+    key: Option<Vec<u8>>,
+    max_total_buffered_bytes: u64,
+    max_sessions: usize,
 ) -> PyResult<PyObject> {
     let at = addr("listen", listen)?;
     let deadline = timeout_s.map(|t| seconds("timeout_s", t)).transpose()?;
-    let cfg = recv_config(read_timeout_s, max_buffered_bytes, max_connections)?;
+    let cfg = recv_config(
+        read_timeout_s,
+        max_buffered_bytes,
+        max_total_buffered_bytes,
+        max_connections,
+        max_sessions,
+        key.as_deref(),
+    )?;
     // Signals reach Python's main thread only; elsewhere (a testbed's receiver threads) the
     // receiver never takes the GIL while it runs: a daemon thread that asked for it while the
     // interpreter shuts down would be killed inside Rust code.
@@ -358,7 +412,11 @@ pub fn sched_recv(
     let rt = runtime()?;
     let res = py.allow_threads(|| {
         rt.block_on(async {
-            let mut rx = Receiver::bind(at, cfg).await.map_err(|e| format!("listening on {at}: {e}"))?;
+            let mut rx = Receiver::bind(at, cfg).await.map_err(|e| match e.kind() {
+                // The refusal of a non-loopback address without a key names it already.
+                std::io::ErrorKind::PermissionDenied if cfg.key.is_none() => e.to_string(),
+                _ => format!("listening on {at}: {e}"),
+            })?;
             let mut got = Received::default();
             // A pending signal (Ctrl-C, SIGTERM) runs its Python handler here; one that
             // raises stops the receiver, and the exception is not re-raised: the caller
@@ -388,10 +446,14 @@ pub fn sched_loopback(
     send_buffer_bytes: Option<u32>,
     timeout_s: f64,
 ) -> PyResult<(PyObject, PyObject)> {
-    let cfg = send_config(policy, priority_then, chunk_bytes, send_buffer_bytes, timeout_s)?;
+    let cfg = send_config(policy, priority_then, chunk_bytes, send_buffer_bytes, timeout_s, None)?;
     check_workload(&sizes, &starts_s, &classes)?;
     let deadline = seconds("timeout_s", timeout_s)?;
-    let rcfg = recv_config(10.0, 1 << 30, 1024)?;
+    // The receiver's budget fits the workload's largest message (twice: a message may have
+    // half a session's budget).
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let budget = (64u64 << 20).max(2 * fctlab_sched_tokio::reserved_for(largest));
+    let rcfg = recv_config(10.0, budget, budget.max(512 << 20), 1024, 8, None)?;
     let rt = runtime()?;
     let res = py.allow_threads(|| {
         rt.block_on(async {

@@ -9,8 +9,11 @@
 //! in the kernel's send buffer cannot be preempted, so smaller chunks and send buffers
 //! preempt sooner at the cost of more frame headers (docs/schedtcp.md, "Over real sockets").
 //!
-//! A sender first opens a *session* ([`session`]): a random id and every message's size, on a
-//! connection of its own that then carries heartbeats until the sender closes it. Each
+//! Every connection begins with the receiver's challenge, a fresh nonce. A sender first opens
+//! a *session* ([`session`]): a random id and every message's size, on a connection of its
+//! own that then carries heartbeats until the sender closes it; with a pre-shared [`Key`] the
+//! open carries an HMAC-SHA256 of the nonce and the table, and each join one of its own
+//! connection's nonce and the session id, so only holders of the key open or join. Each
 //! message's connection joins the session by its id, and a frame's message id is its index
 //! in the session's table, so one receiver serves any number of senders, one after another
 //! or at once. The receiver reassembles messages from any connection of their session and
@@ -24,19 +27,21 @@
 //! the middle of a frame fails that frame's message; messages still incomplete when their
 //! session ends (closed by the sender, its heartbeats stopped, or the receiver stopped) fail
 //! with how much arrived. Bytes that belong to no open session's announced message are
-//! refused and counted and change no delivery. Memory is bounded by the bytes actually
-//! received ([`RecvConfig::max_buffered_bytes`] per session, back-pressure beyond it), never
-//! by a declared size; connections are capped ([`RecvConfig::max_connections`]), and the
-//! oldest not yet in a session is closed to make room, also when descriptors run out.
+//! refused and counted and change no delivery. Memory is bounded per session and in all
+//! ([`RecvConfig::max_buffered_bytes`], [`RecvConfig::max_total_buffered_bytes`],
+//! back-pressure beyond them; [`RecvConfig::max_table_bytes`]), however small the chunks;
+//! connections are capped in all and per session, and the oldest not yet in a session (else
+//! one of the session holding the most) is closed to make room, also when descriptors run
+//! out; an idle session is closed when a new one needs its room.
 
 pub mod frame;
 mod receiver;
 mod sender;
 pub mod session;
 
-pub use receiver::{Counters, Delivery, Receiver, RecvConfig};
+pub use receiver::{reserved_for, Counters, Delivery, Receiver, RecvConfig, TABLE_BYTES_PER_MESSAGE};
 pub use sender::{SendConfig, SendReport, Sender};
-pub use session::SessionId;
+pub use session::{Key, SessionId};
 
 /// Bytes of a completion notice: the message id, big-endian.
 pub const NOTICE_BYTES: usize = 8;

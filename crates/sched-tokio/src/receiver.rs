@@ -2,8 +2,8 @@
 //! them, messages delivered whole.
 
 use crate::frame::{self, FrameError, Limits, HEADER_BYTES};
-use crate::session::{self, Preamble, SessionId, PREAMBLE_BYTES};
-use std::collections::{BTreeMap, HashMap};
+use crate::session::{self, Challenge, Key, Preamble, SessionId, MAC_BYTES, PREAMBLE_BYTES};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,37 +14,63 @@ use tokio::sync::{mpsc, Notify};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-/// How a [`Receiver`] runs.
+/// How a [`Receiver`] runs. Every limit holds against any one client: see docs/schedtcp.md,
+/// "Limits and failure modes".
 #[derive(Copy, Clone, Debug)]
 pub struct RecvConfig {
     pub limits: Limits,
-    /// Bytes of incomplete messages one session may hold, counted whole: a message's first
-    /// chunk reserves its full size. A first chunk beyond it waits (its connection stops
-    /// reading: back-pressure) until a message completes or `read_timeout` passes, when its
-    /// message fails; a message larger than this fails at once. An admitted message's later
-    /// chunks never wait, so the messages admitted always complete.
+    /// The pre-shared key: every open and join must carry its MAC. None: no check, and
+    /// [`Receiver::bind`] listens on loopback addresses only.
+    pub key: Option<Key>,
+    /// Bytes of incomplete messages one session may hold, counted whole with their
+    /// bookkeeping ([`Receiver::reserved_bytes`]): a message's first chunk reserves room for all
+    /// of it. A first chunk beyond it waits (its connection stops reading: back-pressure)
+    /// until a message completes or `read_timeout` passes, when its message fails; a message
+    /// larger than this fails at once. An admitted message's later chunks never wait, so the
+    /// messages admitted always complete.
     pub max_buffered_bytes: u64,
+    /// The same over every session together. With the defaults each session's budget fits
+    /// (`max_sessions` x `max_buffered_bytes`), so no session waits for another's.
+    pub max_total_buffered_bytes: u64,
     /// Longest silence: for a connection's preamble, inside a frame, between a session's
     /// heartbeats, and for room under `max_buffered_bytes`.
     pub read_timeout: Duration,
+    /// A session that has received no frame for this long is *idle*: when a new session needs
+    /// its slot or its table's room, the idle session longest without a frame is closed.
+    pub idle_session: Duration,
     /// Connections held at once; beyond it (or when the process runs out of file descriptors)
-    /// the oldest connection that has not yet joined a session is closed to make room.
+    /// the oldest connection that has not yet joined a session is closed to make room, else
+    /// the oldest connection of the session holding the most.
     pub max_connections: usize,
+    /// Connections one session may have joined at once: twice its message count and two,
+    /// at most this. A join beyond it is refused.
+    pub max_joined_per_session: usize,
     /// Sessions open at once.
     pub max_sessions: usize,
     /// Messages one session may announce.
     pub max_messages: u32,
+    /// Bytes of message tables (open sessions' and those being read) at once, each message
+    /// counted as [`TABLE_BYTES_PER_MESSAGE`].
+    pub max_table_bytes: u64,
 }
+
+/// What a session's table holds per message: its size and its fate.
+pub const TABLE_BYTES_PER_MESSAGE: u64 = 9;
 
 impl Default for RecvConfig {
     fn default() -> RecvConfig {
         RecvConfig {
-            limits: Limits::default(),
-            max_buffered_bytes: 1 << 30,
+            limits: Limits { max_chunk: 1 << 20, max_message: 32 << 20 },
+            key: None,
+            max_buffered_bytes: 64 << 20,
+            max_total_buffered_bytes: 512 << 20,
             read_timeout: Duration::from_secs(10),
+            idle_session: Duration::from_secs(5),
             max_connections: 1024,
-            max_sessions: 64,
+            max_joined_per_session: 256,
+            max_sessions: 8,
             max_messages: 1_000_000,
+            max_table_bytes: 64 << 20,
         }
     }
 }
@@ -58,6 +84,10 @@ pub enum Delivery {
     Message { session: SessionId, id: u32, data: Vec<u8>, completed_at: SystemTime },
     /// Announced message `id` of `session` will not be delivered, and why.
     Failed { session: SessionId, id: u32, error: String },
+    /// Announced messages `first..=last` of `session`, none of whose bytes arrived, will not
+    /// be delivered: the session ended (`error` says how). Runs shorter than
+    /// [`Receiver::UNSENT_LISTED`] come as one [`Delivery::Failed`] each instead.
+    Unsent { session: SessionId, first: u32, last: u32, error: String },
     /// The session ended (`how`); every announced message was delivered or failed before this.
     Closed { session: SessionId, delivered: u32, failed: u32, how: String },
     /// Bytes that belong to no open session's announced message, or a connection that never
@@ -71,32 +101,150 @@ pub enum Delivery {
 pub struct Counters {
     pub sessions_opened: u64,
     pub sessions_refused: u64,
-    /// Frames and connections refused (see [`Delivery::Refused`]).
+    /// Frames and connections refused (see [`Delivery::Refused`]), the three below included.
     pub refused: u64,
-    /// Connections closed to make room before they joined a session.
+    /// Opens whose MAC did not match the key.
+    pub forged_opens: u64,
+    /// Joins whose MAC did not match the key (replays not counted here).
+    pub forged_joins: u64,
+    /// Joins carrying the MAC of an earlier join: bytes captured and sent again.
+    pub replayed_joins: u64,
+    /// Connections closed to make room: not yet in a session, or of the session holding the most.
     pub evicted: u64,
+    /// Idle sessions closed to make room for a new one.
+    pub sessions_evicted: u64,
     /// Failed accepts (for want of file descriptors, mostly).
     pub accept_errors: u64,
+    /// The most bytes reserved for incomplete messages at once, over every session.
+    pub peak_reserved_bytes: u64,
 }
 
 const WAITING: u8 = 0;
 const DELIVERED: u8 = 1;
 const FAILED: u8 = 2;
 
-#[derive(Default)]
+/// A message's bytes arrive in blocks of this size, each allocated when its first byte comes.
+const BLOCK_BYTES: u64 = 64 * 1024;
+/// Bookkeeping reserved per block (its pointer, header and allocation) and per message.
+const BLOCK_OVERHEAD_BYTES: u64 = 128;
+const MESSAGE_OVERHEAD_BYTES: u64 = 256;
+
+/// Bytes reserved for an incomplete message of `size` bytes: its blocks, a bit per byte of
+/// which have arrived, and the bookkeeping. However its chunks come (one byte each, out of
+/// order), it never holds more.
+pub fn reserved_for(size: u64) -> u64 {
+    size + size.div_ceil(8) + size.div_ceil(BLOCK_BYTES) * BLOCK_OVERHEAD_BYTES + MESSAGE_OVERHEAD_BYTES
+}
+
+/// One block of an incomplete message: its bytes and which have arrived.
+struct Block {
+    data: Vec<u8>,
+    seen: Vec<u64>,
+}
+
+/// The words of a bitmap that bits `a..b` touch, each with its mask.
+fn words(a: usize, b: usize) -> impl Iterator<Item = (usize, u64)> {
+    let mut i = a;
+    std::iter::from_fn(move || {
+        if i >= b {
+            return None;
+        }
+        let w = i / 64;
+        let (lo, hi) = (i % 64, (b - w * 64).min(64));
+        i = w * 64 + hi;
+        Some((w, if hi - lo == 64 { u64::MAX } else { ((1u64 << (hi - lo)) - 1) << lo }))
+    })
+}
+
+/// An incomplete message: the chunks that have arrived, in blocks.
 struct Partial {
+    size: u64,
     got: u64,
-    chunks: BTreeMap<u64, Vec<u8>>,
+    reserved: u64,
+    blocks: Vec<Option<Box<Block>>>,
+}
+
+impl Partial {
+    fn new(size: u64) -> Partial {
+        Partial {
+            size,
+            got: 0,
+            reserved: reserved_for(size),
+            blocks: (0..size.div_ceil(BLOCK_BYTES)).map(|_| None).collect(),
+        }
+    }
+
+    /// Files `chunk` at `offset` (within the message: the frame's checks); false when it
+    /// overlaps bytes already here.
+    fn put(&mut self, offset: u64, chunk: &[u8]) -> bool {
+        // Check every block first: an overlap changes nothing.
+        let mut at = offset;
+        let end = offset + chunk.len() as u64;
+        while at < end {
+            let k = (at / BLOCK_BYTES) as usize;
+            let base = k as u64 * BLOCK_BYTES;
+            let upto = end.min(base + BLOCK_BYTES);
+            if let Some(b) = &self.blocks[k] {
+                if words((at - base) as usize, (upto - base) as usize).any(|(w, m)| b.seen[w] & m != 0) {
+                    return false;
+                }
+            }
+            at = upto;
+        }
+        let mut at = offset;
+        while at < end {
+            let k = (at / BLOCK_BYTES) as usize;
+            let base = k as u64 * BLOCK_BYTES;
+            let upto = end.min(base + BLOCK_BYTES);
+            let len = (self.size - base).min(BLOCK_BYTES) as usize;
+            let b = self.blocks[k].get_or_insert_with(|| {
+                Box::new(Block { data: Vec::with_capacity(len), seen: vec![0; len.div_ceil(64)] })
+            });
+            let (a, z) = ((at - base) as usize, (upto - base) as usize);
+            words(a, z).for_each(|(w, m)| b.seen[w] |= m);
+            // Bytes in order extend the block; a chunk past its end first fills the gap with
+            // zeros (overwritten when the gap's bytes come).
+            let bytes = &chunk[(at - offset) as usize..(upto - offset) as usize];
+            if a >= b.data.len() {
+                b.data.resize(a, 0);
+                b.data.extend_from_slice(bytes);
+            } else {
+                let inside = (b.data.len() - a).min(bytes.len());
+                b.data[a..a + inside].copy_from_slice(&bytes[..inside]);
+                b.data.extend_from_slice(&bytes[inside..]);
+            }
+            at = upto;
+        }
+        self.got += chunk.len() as u64;
+        true
+    }
+
+    fn assemble(self) -> Vec<u8> {
+        let mut data = Vec::with_capacity(self.size as usize);
+        for b in self.blocks.into_iter().flatten() {
+            data.extend_from_slice(&b.data);
+        }
+        data
+    }
 }
 
 struct Session {
     sizes: Vec<u64>,
     fate: Vec<u8>,
     partial: HashMap<u32, Partial>,
-    /// Room reserved by the incomplete messages (each its whole size).
+    /// Room reserved by the incomplete messages ([`reserved_for`] each).
     buffered: u64,
     delivered: u32,
     failed: u32,
+    /// Bytes of its table counted in [`State::table_bytes`].
+    table_bytes: u64,
+    /// When its last frame (or its open) came.
+    last_active: Instant,
+    /// Its control connection's task.
+    control: AbortHandle,
+    /// Its joined connections' tasks.
+    joined: BTreeMap<u64, AbortHandle>,
+    max_joined: usize,
 }
 
 #[derive(Default)]
@@ -104,18 +252,37 @@ struct State {
     sessions: HashMap<SessionId, Session>,
     connections: usize,
     next_connection: u64,
-    /// Connections that have not joined a session yet, oldest first.
-    unjoined: BTreeMap<u64, AbortHandle>,
+    /// Connections that have not joined a session yet, oldest first, and when each came.
+    unjoined: BTreeMap<u64, (AbortHandle, Instant)>,
+    /// The session each joined connection (or control connection) belongs to.
+    member: HashMap<u64, SessionId>,
     refusals_logged: usize,
+    /// Bytes reserved by every session's incomplete messages.
+    buffered: u64,
+    /// Bytes of tables held: open sessions' and those being read.
+    table_bytes: u64,
+    /// Tables being read, by connection: their bytes.
+    reading: BTreeMap<u64, u64>,
+    /// MACs of the latest accepted joins, to tell a replay from a forgery.
+    recent_joins: HashSet<[u8; MAC_BYTES]>,
+    recent_order: VecDeque<[u8; MAC_BYTES]>,
 }
+
+/// Joins remembered to recognise replays.
+const RECENT_JOINS: usize = 4096;
 
 #[derive(Default)]
 struct Tally {
     sessions_opened: AtomicU64,
     sessions_refused: AtomicU64,
     refused: AtomicU64,
+    forged_opens: AtomicU64,
+    forged_joins: AtomicU64,
+    replayed_joins: AtomicU64,
     evicted: AtomicU64,
+    sessions_evicted: AtomicU64,
     accept_errors: AtomicU64,
+    peak_reserved_bytes: AtomicU64,
 }
 
 struct Shared {
@@ -164,18 +331,21 @@ impl Shared {
         }
         *fate = FAILED;
         s.failed += 1;
-        if s.partial.remove(&id).is_some() {
-            s.buffered -= s.sizes[id as usize];
+        if let Some(p) = s.partial.remove(&id) {
+            s.buffered -= p.reserved;
+            st.buffered -= p.reserved;
             self.room.notify_waiters();
         }
         let _ = self.out.send(Delivery::Failed { session: sid, id, error });
     }
 
-    /// Files a chunk of session `sid` that came from `peer`.
+    /// Files a chunk of session `sid`.
     fn file(&self, sid: SessionId, f: frame::Frame) -> Filed {
-        let cap = self.cfg.max_buffered_bytes;
-        let mut st = self.lock();
+        let (cap, total_cap) = (self.cfg.max_buffered_bytes, self.cfg.max_total_buffered_bytes);
+        let mut guard = self.lock();
+        let st = &mut *guard;
         let Some(s) = st.sessions.get_mut(&sid) else { return Filed::Ignored };
+        s.last_active = Instant::now();
         let n = s.sizes.len();
         let Some(id) = u32::try_from(f.message).ok().filter(|&i| (i as usize) < n) else {
             return Filed::Refused(format!(
@@ -202,46 +372,52 @@ impl Shared {
             }
             _ => {}
         }
-        let len = f.chunk.len() as u64;
-        if size > cap {
-            let e = format!("message {id}: {size} B, more than the {cap} B a session may hold of incomplete messages");
-            self.fail(&mut st, sid, id, e);
-            return Filed::Ignored;
-        }
-        // A message's first chunk reserves room for the whole message, so that an admitted
-        // message can always complete: were room taken chunk by chunk, messages each holding
-        // part of the budget could all wait for room that only their completion frees.
-        if !s.partial.contains_key(&id) {
-            if s.buffered + size > cap {
+        let need = reserved_for(size);
+        if size > 0 && !s.partial.contains_key(&id) {
+            let cap = cap.min(total_cap);
+            if need > cap {
+                let e = format!(
+                    "message {id}: {size} B ({need} B with its bookkeeping), more than the {cap} B a session may hold of incomplete messages"
+                );
+                self.fail(st, sid, id, e);
+                return Filed::Ignored;
+            }
+            // A message's first chunk reserves room for the whole message, so that an admitted
+            // message can always complete: were room taken chunk by chunk, messages each holding
+            // part of the budget could all wait for room that only their completion frees.
+            if s.buffered + need > cap || st.buffered + need > total_cap {
                 return Filed::NoRoom(f);
             }
-            s.buffered += size;
+            s.buffered += need;
+            st.buffered += need;
+            self.tally.peak_reserved_bytes.fetch_max(st.buffered, Ordering::Relaxed);
+            s.partial.insert(id, Partial::new(size));
         }
-        let p = s.partial.entry(id).or_default();
-        // Overlap with the neighbouring chunks (a resent range).
-        let before = p.chunks.range(..=f.offset).next_back().map(|(o, c)| o + c.len() as u64 > f.offset);
-        let after = p.chunks.range(f.offset..).next().map(|(o, _)| *o < f.offset + len.max(1));
-        if before == Some(true) || after == Some(true) {
-            let e = format!("message {id}: the chunk at offset {} overlaps one already received", f.offset);
-            self.fail(&mut st, sid, id, e);
-            return Filed::Ignored;
-        }
-        p.got += len;
-        let done = p.got == size;
-        p.chunks.insert(f.offset, f.chunk);
+        let done = match s.partial.get_mut(&id) {
+            None => true, // an empty message: its one empty chunk completes it
+            Some(p) => {
+                if !p.put(f.offset, &f.chunk) {
+                    let e = format!("message {id}: the chunk at offset {} overlaps one already received", f.offset);
+                    self.fail(st, sid, id, e);
+                    return Filed::Ignored;
+                }
+                p.got == size
+            }
+        };
         if !done {
             return Filed::Stored;
         }
-        let p = s.partial.remove(&id).expect("partial");
-        s.buffered -= size;
+        let data = match s.partial.remove(&id) {
+            Some(p) => {
+                s.buffered -= p.reserved;
+                st.buffered -= p.reserved;
+                p.assemble()
+            }
+            None => Vec::new(),
+        };
         s.fate[id as usize] = DELIVERED;
         s.delivered += 1;
         self.room.notify_waiters();
-        // Every byte is here: the size is now known, not merely declared.
-        let mut data = Vec::with_capacity(size as usize);
-        for (_, c) in p.chunks {
-            data.extend_from_slice(&c);
-        }
         let _ = self.out.send(Delivery::Message { session: sid, id, data, completed_at: SystemTime::now() });
         Filed::Completed
     }
@@ -249,25 +425,80 @@ impl Shared {
     /// Session `sid` ends: its messages not delivered fail, its state goes.
     fn close(&self, sid: SessionId, how: &str) {
         let mut st = self.lock();
+        self.close_locked(&mut st, sid, how);
+    }
+
+    fn close_locked(&self, st: &mut State, sid: SessionId, how: &str) {
         let Some(s) = st.sessions.get(&sid) else { return };
-        let open: Vec<(u32, u64, u64)> = s
-            .fate
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| **f == WAITING)
-            .map(|(k, _)| (k as u32, s.partial.get(&(k as u32)).map_or(0, |p| p.got), s.sizes[k]))
-            .collect();
-        for (id, got, size) in open {
-            self.fail(&mut st, sid, id, format!("message {id}: incomplete ({got} of {size} B) when {how}"));
+        // Messages with bytes here fail one by one; those none of whose bytes came, by runs
+        // of consecutive ids: one delivery per run of [`Receiver::UNSENT_LISTED`] or more, so
+        // that a session of a million messages that ends costs one, not a million.
+        let started: Vec<(u32, u64)> = s.partial.iter().map(|(id, p)| (*id, p.got)).collect();
+        for (id, got) in started {
+            let size = st.sessions[&sid].sizes[id as usize];
+            self.fail(st, sid, id, format!("message {id}: incomplete ({got} of {size} B) when {how}"));
+        }
+        let s = st.sessions.get_mut(&sid).expect("session");
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for (k, fate) in s.fate.iter_mut().enumerate() {
+            if *fate != WAITING {
+                continue;
+            }
+            *fate = FAILED;
+            s.failed += 1;
+            let k = k as u32;
+            match runs.last_mut() {
+                Some((_, last)) if *last + 1 == k => *last = k,
+                _ => runs.push((k, k)),
+            }
+        }
+        for (first, last) in runs {
+            if last - first + 1 < Receiver::UNSENT_LISTED {
+                for id in first..=last {
+                    let size = s.sizes[id as usize];
+                    let error = format!("message {id}: incomplete (0 of {size} B) when {how}");
+                    let _ = self.out.send(Delivery::Failed { session: sid, id, error });
+                }
+            } else {
+                let error = format!("messages {first} to {last}: none of their bytes arrived when {how}");
+                let _ = self.out.send(Delivery::Unsent { session: sid, first, last, error });
+            }
         }
         let s = st.sessions.remove(&sid).expect("session");
+        st.table_bytes -= s.table_bytes;
+        // Its connections have nothing more to carry: silent ones would hold their
+        // descriptors, in no session and not waiting to join, where no eviction finds them.
+        s.joined.values().for_each(AbortHandle::abort);
+        s.control.abort();
         let _ =
             self.out.send(Delivery::Closed { session: sid, delivered: s.delivered, failed: s.failed, how: how.into() });
         self.room.notify_waiters();
     }
+
+    /// Closes the idle session longest without a frame, with every connection of it: false
+    /// when no session is idle.
+    fn evict_idle_session(&self, st: &mut State) -> bool {
+        let idle = self.cfg.idle_session;
+        let now = Instant::now();
+        let Some((sid, since)) = st
+            .sessions
+            .iter()
+            .filter(|(_, s)| now.duration_since(s.last_active) >= idle)
+            .min_by_key(|(_, s)| s.last_active)
+            .map(|(sid, s)| (*sid, now.duration_since(s.last_active)))
+        else {
+            return false;
+        };
+        self.tally.sessions_evicted.fetch_add(1, Ordering::Relaxed);
+        let how =
+            format!("the session was closed to make room for a new one (no frame for {:.1} s)", since.as_secs_f64());
+        self.close_locked(st, sid, &how);
+        true
+    }
 }
 
-/// Decrements the connection count however a connection's task ends (also when aborted).
+/// Decrements the connection count however a connection's task ends (also when aborted),
+/// and releases what it held.
 struct ConnectionGuard {
     shared: Arc<Shared>,
     id: u64,
@@ -278,6 +509,14 @@ impl Drop for ConnectionGuard {
         let mut st = self.shared.lock();
         st.connections -= 1;
         st.unjoined.remove(&self.id);
+        if let Some(bytes) = st.reading.remove(&self.id) {
+            st.table_bytes -= bytes;
+        }
+        if let Some(sid) = st.member.remove(&self.id) {
+            if let Some(s) = st.sessions.get_mut(&sid) {
+                s.joined.remove(&self.id);
+            }
+        }
         drop(st);
         self.shared.closed.notify_waiters();
     }
@@ -295,8 +534,26 @@ impl Receiver {
     /// Refusals handed out as [`Delivery::Refused`]; later ones are only counted.
     pub const REFUSALS_LOGGED: usize = 100;
 
-    /// Listens on `addr` (port 0: any free port; see [`Receiver::local_addr`]).
+    /// Consecutive messages that never started, when their session ends, from which on they
+    /// come as one [`Delivery::Unsent`].
+    pub const UNSENT_LISTED: u32 = 16;
+
+    /// Listens on `addr` (port 0: any free port; see [`Receiver::local_addr`]). Without a key
+    /// (`cfg.key`), only a loopback address: anyone who can reach the port could open a
+    /// session otherwise.
     pub async fn bind(addr: SocketAddr, cfg: RecvConfig) -> std::io::Result<Receiver> {
+        let loopback = match addr.ip() {
+            std::net::IpAddr::V4(a) => a.is_loopback(),
+            std::net::IpAddr::V6(a) => a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v| v.is_loopback()),
+        };
+        if cfg.key.is_none() && !loopback {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "a receiver without a key listens on loopback only (127.0.0.0/8 or ::1), not {addr}: give it a key with --key-file PATH or FCTLAB_SCHED_KEY"
+                ),
+            ));
+        }
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let (tx, rx) = mpsc::unbounded_channel();
@@ -327,9 +584,29 @@ impl Receiver {
             sessions_opened: t.sessions_opened.load(Ordering::Relaxed),
             sessions_refused: t.sessions_refused.load(Ordering::Relaxed),
             refused: t.refused.load(Ordering::Relaxed),
+            forged_opens: t.forged_opens.load(Ordering::Relaxed),
+            forged_joins: t.forged_joins.load(Ordering::Relaxed),
+            replayed_joins: t.replayed_joins.load(Ordering::Relaxed),
             evicted: t.evicted.load(Ordering::Relaxed),
+            sessions_evicted: t.sessions_evicted.load(Ordering::Relaxed),
             accept_errors: t.accept_errors.load(Ordering::Relaxed),
+            peak_reserved_bytes: t.peak_reserved_bytes.load(Ordering::Relaxed),
         }
+    }
+
+    /// Bytes reserved now by incomplete messages ([`reserved_for`] each), over every session.
+    pub fn reserved_bytes(&self) -> u64 {
+        self.shared.lock().buffered
+    }
+
+    /// Bytes of message tables held now (open sessions' and those being read).
+    pub fn table_bytes(&self) -> u64 {
+        self.shared.lock().table_bytes
+    }
+
+    /// Connections held now.
+    pub fn connections(&self) -> usize {
+        self.shared.lock().connections
     }
 
     /// Sessions open now.
@@ -359,11 +636,32 @@ impl Drop for Receiver {
     }
 }
 
-/// Closes the oldest connection that has not joined a session; false when there is none.
-fn evict_oldest(shared: &Shared) -> bool {
+/// How long a new connection has to join or open a session before it may be closed to make
+/// room ahead of the connections of the session holding the most: a round trip and a little.
+const JOIN_GRACE: Duration = Duration::from_millis(500);
+
+/// Closes a connection to make room: the oldest that has not joined a session within
+/// [`JOIN_GRACE`], else the oldest of the session holding the most connections if it holds
+/// more than its share (the connections held over the sessions and one), else the oldest not
+/// joined; false when there is none. So neither connections that never join (the key
+/// unknown) nor one session's many connections keep a new sender out, and a flood of new
+/// connections does not close those of a session within its share.
+fn evict_one(shared: &Shared) -> bool {
     let mut st = shared.lock();
-    let Some((_, handle)) = st.unjoined.pop_first() else { return false };
-    handle.abort();
+    let st = &mut *st;
+    let stale = st.unjoined.first_key_value().is_some_and(|(_, (_, at))| at.elapsed() >= JOIN_GRACE);
+    // Held now, not `max_connections`: descriptors may run out first.
+    let share = st.connections / (st.sessions.len() + 1);
+    let largest = st.sessions.values_mut().max_by_key(|s| s.joined.len()).filter(|s| s.joined.len() > share);
+    if let (false, Some(s)) = (stale, largest) {
+        let (id, handle) = s.joined.pop_first().expect("a joined connection");
+        st.member.remove(&id);
+        handle.abort();
+    } else if let Some((_, (handle, _))) = st.unjoined.pop_first() {
+        handle.abort();
+    } else {
+        return false;
+    }
     shared.tally.evicted.fetch_add(1, Ordering::Relaxed);
     true
 }
@@ -378,11 +676,15 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     let mut backoff = Duration::from_millis(2);
     loop {
         let full = shared.lock().connections >= shared.cfg.max_connections;
-        if full && !evict_oldest(&shared) {
-            // Every connection has joined a session: wait for one to close.
+        if full && !evict_one(&shared) {
+            // No connection to close (a tiny max_connections): wait for one to close.
             let closed = shared.closed.notified();
             let _ = tokio::time::timeout(Duration::from_millis(100), closed).await;
             continue;
+        }
+        if full {
+            // The evicted connection's descriptor is released when its task is dropped.
+            tokio::task::yield_now().await;
         }
         match listener.accept().await {
             Ok((stream, peer)) => {
@@ -397,7 +699,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                     let _guard = guard;
                     connection(stream, peer, &shared2, id).await;
                 });
-                st.unjoined.insert(id, task.abort_handle());
+                st.unjoined.insert(id, (task.abort_handle(), Instant::now()));
             }
             Err(e) => {
                 let n = shared.tally.accept_errors.fetch_add(1, Ordering::Relaxed);
@@ -410,8 +712,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                         let _ = shared.out.send(Delivery::Refused { peer: None, error });
                     }
                 }
-                if out_of_descriptors(&e) && evict_oldest(&shared) {
-                    // The evicted connection's descriptor is released when its task is dropped.
+                if out_of_descriptors(&e) && evict_one(&shared) {
                     tokio::time::sleep(Duration::from_millis(2)).await;
                 } else {
                     tokio::time::sleep(backoff).await;
@@ -437,9 +738,13 @@ async fn read_within<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut [u8], limit: Du
     Ok(())
 }
 
-/// One connection: its preamble, then a session's control or a message's frames.
+/// One connection: the challenge, its preamble, then a session's control or a message's
+/// frames.
 async fn connection(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, conn: u64) {
     let limit = shared.cfg.read_timeout;
+    let challenge = Challenge::fresh(shared.cfg.key.is_some());
+    // A peer gone already fails the read below, which says so.
+    let _ = tokio::time::timeout(limit, stream.write_all(&challenge.encode())).await;
     let mut pre = [0u8; PREAMBLE_BYTES];
     if let Err(e) = read_within(&mut stream, &mut pre, limit).await {
         let mut st = shared.lock();
@@ -451,28 +756,101 @@ async fn connection(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared
             let mut st = shared.lock();
             shared.refuse(&mut st, Some(peer), format!("from {peer}: {e}; connection closed"));
         }
-        Ok(Preamble::Open(sid)) => control(stream, peer, shared, conn, sid, &pre).await,
+        Ok(Preamble::Open(sid)) => control(stream, peer, shared, conn, sid, &pre, &challenge).await,
         Ok(Preamble::Join(sid)) => {
-            {
+            let mut tag = [0u8; MAC_BYTES];
+            if let Err(e) = read_within(&mut stream, &mut tag, limit).await {
                 let mut st = shared.lock();
-                if !st.sessions.contains_key(&sid) {
+                shared.refuse(&mut st, Some(peer), format!("from {peer}: joining session {sid}: no MAC: {e}"));
+                return;
+            }
+            {
+                let mut guard = shared.lock();
+                let st = &mut *guard;
+                if let Some(key) = &shared.cfg.key {
+                    if !key.verify(&challenge.nonce, &pre, &tag) {
+                        let (e, counter) = if st.recent_joins.contains(&tag) {
+                            ("a replayed join (the MAC of an earlier connection's join)", &shared.tally.replayed_joins)
+                        } else {
+                            ("a join whose MAC does not match the receiver's key", &shared.tally.forged_joins)
+                        };
+                        counter.fetch_add(1, Ordering::Relaxed);
+                        shared.refuse(st, Some(peer), format!("from {peer}: session {sid}: {e}; connection closed"));
+                        return;
+                    }
+                    if st.recent_joins.insert(tag) {
+                        st.recent_order.push_back(tag);
+                        if st.recent_order.len() > RECENT_JOINS {
+                            let old = st.recent_order.pop_front().expect("a join");
+                            st.recent_joins.remove(&old);
+                        }
+                    }
+                }
+                let Some(s) = st.sessions.get_mut(&sid) else {
                     let e = format!("from {peer}: joins session {sid}, which is not open here; connection closed");
-                    shared.refuse(&mut st, Some(peer), e);
+                    shared.refuse(st, Some(peer), e);
+                    return;
+                };
+                if s.joined.len() >= s.max_joined {
+                    let e = format!(
+                        "from {peer}: session {sid} has {} connections joined, its limit (twice its messages and two, at most {}); connection closed",
+                        s.joined.len(),
+                        shared.cfg.max_joined_per_session
+                    );
+                    shared.refuse(st, Some(peer), e);
                     return;
                 }
-                st.unjoined.remove(&conn);
+                let Some((handle, _)) = st.unjoined.remove(&conn) else {
+                    // Closed to make room meanwhile.
+                    return;
+                };
+                s.joined.insert(conn, handle);
+                st.member.insert(conn, sid);
             }
             data(stream, peer, shared, sid).await;
         }
     }
 }
 
-/// A session's control connection: the table, the reply, then heartbeats until the close.
-async fn control(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, conn: u64, sid: SessionId, pre: &[u8]) {
+/// Makes room for a table of `bytes`: idle sessions first, then the oldest tables still
+/// being read (not `conn`'s). False when there is not room enough all the same.
+fn table_room(shared: &Shared, st: &mut State, conn: u64, bytes: u64) -> bool {
+    let max = shared.cfg.max_table_bytes;
+    while st.table_bytes + bytes > max {
+        if shared.evict_idle_session(st) {
+            continue;
+        }
+        let Some((&other, _)) = st.reading.iter().find(|(c, _)| **c != conn) else { return false };
+        let freed = st.reading.remove(&other).expect("a table being read");
+        st.table_bytes -= freed;
+        if let Some((h, _)) = st.unjoined.remove(&other) {
+            h.abort();
+        }
+        shared.tally.evicted.fetch_add(1, Ordering::Relaxed);
+    }
+    true
+}
+
+/// A session's control connection: the table and its MAC, the reply, then heartbeats until
+/// the close.
+#[allow(clippy::too_many_arguments)]
+async fn control(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    shared: &Arc<Shared>,
+    conn: u64,
+    sid: SessionId,
+    pre: &[u8],
+    challenge: &Challenge,
+) {
     let cfg = shared.cfg;
     let refuse = |e: String| {
         let mut st = shared.lock();
         shared.refuse(&mut st, Some(peer), format!("from {peer}: session {sid}: {e}"));
+    };
+    let reply_refusal = |e: &str| {
+        shared.tally.sessions_refused.fetch_add(1, Ordering::Relaxed);
+        session::encode_reply(Some(e))
     };
     let mut count = [0u8; 4];
     if let Err(e) = read_within(&mut stream, &mut count, cfg.read_timeout).await {
@@ -481,33 +859,78 @@ async fn control(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, 
     let n = match session::parse_count(count, cfg.max_messages) {
         Ok(n) => n,
         Err(e) => {
-            shared.tally.sessions_refused.fetch_add(1, Ordering::Relaxed);
-            let _ = stream.write_all(&session::encode_reply(Some(&e.to_string()))).await;
+            let _ = stream.write_all(&reply_refusal(&e.to_string())).await;
             return refuse(e.to_string());
         }
     };
-    let mut table = vec![0u8; 8 * n as usize + 4];
-    if let Err(e) = read_within(&mut stream, &mut table, cfg.read_timeout).await {
+    // Room for the table before any of it is read, held until the session ends.
+    let table_bytes = n as u64 * TABLE_BYTES_PER_MESSAGE;
+    let room = {
+        let mut st = shared.lock();
+        let ok = table_room(shared, &mut st, conn, table_bytes);
+        if ok {
+            st.table_bytes += table_bytes;
+            st.reading.insert(conn, table_bytes);
+        }
+        ok
+    };
+    if !room {
+        let e = format!("no room for a table of {n} messages ({} B of tables held at most)", cfg.max_table_bytes);
+        let _ = stream.write_all(&reply_refusal(&e)).await;
+        return refuse(e);
+    }
+    // The table, read and checked piece by piece: nothing is held but the sizes.
+    let mut crc = crc32fast::Hasher::new();
+    let mut mac = cfg.key.map(|k| k.start(&challenge.nonce));
+    for part in [pre, &count[..]] {
+        crc.update(part);
+        if let Some(m) = &mut mac {
+            m.update(part);
+        }
+    }
+    let mut sizes = Vec::with_capacity(n as usize);
+    let mut piece = vec![0u8; 8 * (n as usize).min(8192)];
+    while sizes.len() < n as usize {
+        let k = (n as usize - sizes.len()).min(8192);
+        let piece = &mut piece[..8 * k];
+        if let Err(e) = read_within(&mut stream, piece, cfg.read_timeout).await {
+            return refuse(format!("its message table: {e}"));
+        }
+        crc.update(piece);
+        if let Some(m) = &mut mac {
+            m.update(piece);
+        }
+        sizes.extend(piece.chunks_exact(8).map(|c| u64::from_be_bytes(c.try_into().expect("8 bytes"))));
+    }
+    let mut tail = [0u8; 4 + MAC_BYTES];
+    if let Err(e) = read_within(&mut stream, &mut tail, cfg.read_timeout).await {
         return refuse(format!("its message table: {e}"));
     }
-    let mut head = pre.to_vec();
-    head.extend_from_slice(&count);
-    let crc: [u8; 4] = table[table.len() - 4..].try_into().expect("4 bytes");
-    let sizes = match session::parse_table(&head, &table[..table.len() - 4], crc) {
-        Ok(s) => s,
-        Err(e) => return refuse(e.to_string()),
-    };
+    if crc.finalize() != u32::from_be_bytes(tail[..4].try_into().expect("4 bytes")) {
+        return refuse(session::SessionError::Checksum.to_string());
+    }
+    if let Some(mut m) = mac {
+        m.update(&tail[..4]);
+        if !m.verify(&tail[4..]) {
+            shared.tally.forged_opens.fetch_add(1, Ordering::Relaxed);
+            let e = "an open whose MAC does not match the receiver's key";
+            let _ = stream.write_all(&reply_refusal(e)).await;
+            return refuse(e.to_string());
+        }
+    }
     let refusal = {
-        let mut st = shared.lock();
+        let mut guard = shared.lock();
+        let st = &mut *guard;
         let big = sizes.iter().position(|&s| s > cfg.limits.max_message);
         if st.sessions.contains_key(&sid) {
             Some(format!("session {sid} is already open"))
-        } else if st.sessions.len() >= cfg.max_sessions {
-            Some(format!("{} sessions are open, the receiver's limit", st.sessions.len()))
         } else if let Some(k) = big {
             Some(format!("message {k}: size {} B, the limit is {} B", sizes[k], cfg.limits.max_message))
-        } else {
-            st.unjoined.remove(&conn);
+        } else if st.sessions.len() >= cfg.max_sessions && !shared.evict_idle_session(st) {
+            Some(format!("{} sessions are open, the receiver's limit, and none is idle", st.sessions.len()))
+        } else if let Some((control, _)) = st.unjoined.remove(&conn) {
+            st.reading.remove(&conn);
+            st.member.insert(conn, sid);
             st.sessions.insert(
                 sid,
                 Session {
@@ -517,14 +940,21 @@ async fn control(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, 
                     buffered: 0,
                     delivered: 0,
                     failed: 0,
+                    table_bytes,
+                    last_active: Instant::now(),
+                    control,
+                    joined: BTreeMap::new(),
+                    max_joined: (2 * n as usize + 2).min(cfg.max_joined_per_session),
                 },
             );
             None
+        } else {
+            // Closed to make room meanwhile.
+            return;
         }
     };
     if let Some(r) = refusal {
-        shared.tally.sessions_refused.fetch_add(1, Ordering::Relaxed);
-        let _ = stream.write_all(&session::encode_reply(Some(&r))).await;
+        let _ = stream.write_all(&reply_refusal(&r)).await;
         return refuse(r);
     }
     shared.tally.sessions_opened.fetch_add(1, Ordering::Relaxed);
@@ -545,7 +975,6 @@ async fn control(mut stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, 
     };
     shared.close(sid, &how);
 }
-
 /// A message's connection in session `sid`: frames in, completion notices out.
 async fn data(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, sid: SessionId) {
     let limits = shared.cfg.limits;
@@ -682,5 +1111,64 @@ fn cut(shared: &Shared, sid: SessionId, buf: &[u8], limits: &Limits, peer: Socke
                 format!("session {sid}: {how} inside a frame header ({} of {HEADER_BYTES} B) from {peer}", buf.len());
             shared.refuse(&mut st, Some(peer), e);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Heap bytes a partial message holds: its block table, blocks, their bytes and bitmaps.
+    fn held(p: &Partial) -> u64 {
+        let blocks = p.blocks.capacity() * std::mem::size_of::<Option<Box<Block>>>();
+        let each: usize = p
+            .blocks
+            .iter()
+            .flatten()
+            .map(|b| std::mem::size_of::<Block>() + b.data.capacity() + 8 * b.seen.capacity())
+            .sum();
+        (blocks + each) as u64
+    }
+
+    #[test]
+    fn one_byte_chunks_in_any_order_hold_no_more_than_reserved() {
+        let size = 300_000u64;
+        let data = crate::pattern(1, size as usize);
+        // In order, backwards, and odd offsets then even ones.
+        let orders: [Box<dyn Fn() -> Vec<u64>>; 3] = [
+            Box::new(|| (0..size).collect()),
+            Box::new(|| (0..size).rev().collect()),
+            Box::new(|| (0..size).filter(|i| i % 2 == 1).chain((0..size).filter(|i| i % 2 == 0)).collect()),
+        ];
+        for order in orders {
+            let mut p = Partial::new(size);
+            for at in order() {
+                assert!(p.put(at, &data[at as usize..at as usize + 1]));
+                assert!(held(&p) + std::mem::size_of::<Partial>() as u64 <= p.reserved);
+            }
+            assert_eq!(p.got, size);
+            // 1.13 bytes of memory per byte, however it came (not ~95 B per one-byte chunk).
+            assert!(p.reserved as f64 <= 1.13 * size as f64, "{}", p.reserved);
+            assert!(!p.put(7, &data[7..9]), "an overlap is refused");
+            assert_eq!(p.assemble(), data);
+        }
+    }
+
+    #[test]
+    fn chunks_across_blocks_and_overlaps() {
+        let size = 3 * BLOCK_BYTES + 5;
+        let data = crate::pattern(2, size as usize);
+        let mut p = Partial::new(size);
+        let cut = |a: u64, b: u64| &data[a as usize..b as usize];
+        assert!(p.put(BLOCK_BYTES - 10, cut(BLOCK_BYTES - 10, 2 * BLOCK_BYTES + 3)));
+        assert!(!p.put(2 * BLOCK_BYTES, cut(2 * BLOCK_BYTES, 2 * BLOCK_BYTES + 4)));
+        assert!(!p.put(0, cut(0, BLOCK_BYTES - 9)));
+        assert!(p.put(0, cut(0, BLOCK_BYTES - 10)));
+        assert!(p.put(2 * BLOCK_BYTES + 3, cut(2 * BLOCK_BYTES + 3, size)));
+        assert_eq!(p.got, size);
+        assert_eq!(p.assemble(), data);
+        assert_eq!(words(3, 3).count(), 0);
+        assert_eq!(words(60, 70).collect::<Vec<_>>(), vec![(0, 0xF << 60), (1, 0x3F)]);
+        assert_eq!(words(64, 128).collect::<Vec<_>>(), vec![(1, u64::MAX)]);
     }
 }

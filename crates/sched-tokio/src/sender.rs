@@ -2,7 +2,7 @@
 //! policy filling each chunk.
 
 use crate::frame::{self, HEADER_BYTES};
-use crate::session::{self, SessionId, REPLY_BYTES};
+use crate::session::{self, Challenge, Key, SessionId, CHALLENGE_BYTES, REPLY_BYTES};
 use crate::NOTICE_BYTES;
 use fctlab_sched::{Candidate, Policy, VirtualQueue};
 use std::net::SocketAddr;
@@ -31,6 +31,9 @@ pub struct SendConfig {
     /// How often the session's control connection says it is alive (1 s; the receiver's
     /// `read_timeout` must be longer).
     pub heartbeat: Duration,
+    /// The key shared with the receiver: each open and join carries its MAC. None: the
+    /// receiver must not require one.
+    pub key: Option<Key>,
 }
 
 impl SendConfig {
@@ -41,6 +44,7 @@ impl SendConfig {
             send_buffer_bytes: None,
             timeout: Duration::from_secs(30),
             heartbeat: Duration::from_secs(1),
+            key: None,
         }
     }
 }
@@ -166,11 +170,29 @@ async fn connect(addr: SocketAddr, cfg: &SendConfig, send_buffer: Option<u32>) -
     }
 }
 
+/// The receiver's challenge, the first bytes of every connection: Err when it is not one,
+/// or asks for a key this sender does not have.
+async fn challenge(s: &mut TcpStream, cfg: &SendConfig) -> Result<Challenge, String> {
+    let mut b = [0u8; CHALLENGE_BYTES];
+    match tokio::time::timeout(cfg.timeout, s.read_exact(&mut b)).await {
+        Err(_) => return Err(format!("no challenge from the receiver within {:?}", cfg.timeout)),
+        Ok(Err(e)) => return Err(format!("no challenge from the receiver ({e})")),
+        Ok(Ok(_)) => {}
+    }
+    let c = Challenge::parse(&b).map_err(|e| e.to_string())?;
+    if c.key_required && cfg.key.is_none() {
+        return Err("the receiver requires a key: give the sender its key (--key-file PATH or FCTLAB_SCHED_KEY)".into());
+    }
+    Ok(c)
+}
+
 /// Opens the session on the control connection: the table out, the receiver's reply in.
 async fn handshake(addr: SocketAddr, cfg: &SendConfig, session: SessionId, sizes: &[u64]) -> Result<TcpStream, String> {
     let mut s = connect(addr, cfg, None).await?;
     let exchange = async {
-        s.write_all(&session::encode_open(session, sizes)).await.map_err(|e| format!("opening a session: {e}"))?;
+        let c = challenge(&mut s, cfg).await.map_err(|e| format!("opening a session: {e}"))?;
+        let open = session::encode_open(session, sizes, cfg.key.as_ref(), &c.nonce);
+        s.write_all(&open).await.map_err(|e| format!("opening a session: {e}"))?;
         let mut r = [0u8; REPLY_BYTES];
         s.read_exact(&mut r).await.map_err(|e| format!("opening a session: no reply from the receiver ({e})"))?;
         match session::parse_reply(&r).map_err(|e| e.to_string())? {
@@ -322,9 +344,13 @@ impl Sender {
 /// the policy chooses, then closes once the receiver has answered.
 async fn connection(owner: u32, vq: u64, addr: SocketAddr, cfg: SendConfig, sid: SessionId, state: Arc<Mutex<State>>) {
     let lock = || state.lock().expect("sender state");
-    let stream = match connect(addr, &cfg, cfg.send_buffer_bytes).await {
+    let mut stream = match connect(addr, &cfg, cfg.send_buffer_bytes).await {
         Ok(s) => s,
         Err(e) => return lock().fail(owner, &e),
+    };
+    let nonce = match challenge(&mut stream, &cfg).await {
+        Ok(c) => c.nonce,
+        Err(e) => return lock().fail(owner, &format!("{addr}: joining the session: {e}")),
     };
     let (mut rd, mut wr) = stream.into_split();
     let notices = {
@@ -345,7 +371,7 @@ async fn connection(owner: u32, vq: u64, addr: SocketAddr, cfg: SendConfig, sid:
     let mut carried: Vec<u32> = Vec::new();
     let mut left = vq;
     let mut buf = Vec::with_capacity(HEADER_BYTES + cfg.chunk_bytes as usize);
-    let mut failed = write(&mut wr, &session::encode_join(sid), cfg.timeout).await.err();
+    let mut failed = write(&mut wr, &session::encode_join(sid, cfg.key.as_ref(), &nonce), cfg.timeout).await.err();
     if vq == 0 && failed.is_none() {
         // An empty message travels as one empty frame on its own connection.
         frame::encode(owner as u64, 0, 0, &[], &mut buf);

@@ -6,12 +6,16 @@
 use fctlab_sched::{Policy, Rank};
 use fctlab_sched_tokio::frame::{self, HEADER_BYTES};
 use fctlab_sched_tokio::session::{self, SessionId};
-use fctlab_sched_tokio::{Delivery, Receiver, RecvConfig, SendConfig, Sender};
+use fctlab_sched_tokio::{Delivery, Key, Receiver, RecvConfig, SendConfig, Sender};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+/// Held by the test that loads both cores (the hog and the flood) and by the one that
+/// measures an ordering in time, so that they do not run at once.
+static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn payload(seed: u64, len: usize) -> Vec<u8> {
     fctlab_sched_tokio::pattern(seed, len)
@@ -29,9 +33,11 @@ async fn collect(rx: &mut Receiver, n: usize, limit: Duration) -> Vec<Delivery> 
     while messages < n {
         match tokio::time::timeout(limit, rx.next()).await {
             Ok(Some(d)) => {
-                if matches!(d, Delivery::Message { .. } | Delivery::Failed { .. }) {
-                    messages += 1;
-                }
+                messages += match d {
+                    Delivery::Message { .. } | Delivery::Failed { .. } => 1,
+                    Delivery::Unsent { first, last, .. } => (last - first + 1) as usize,
+                    _ => 0,
+                };
                 out.push(d)
             }
             _ => break,
@@ -141,13 +147,14 @@ async fn one_receiver_serves_sessions_in_a_row_and_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn srpt_delivers_a_small_message_before_a_large_one_sent_first() {
-    // 4 MB, then 20 KB a moment later: under SRPT the small one takes the large one's
+    // 16 MB, then 20 KB a moment later: under SRPT the small one takes the large one's
     // connection's next chunks and completes first.
+    let _alone = TIMING.lock().await;
     let mut rx = Receiver::bind(local(), RecvConfig::default()).await.unwrap();
     let mut cfg = SendConfig::new(Policy::Ranked(Rank::Srpt));
     cfg.chunk_bytes = 8192;
     cfg.send_buffer_bytes = Some(16 * 1024);
-    let tx = send_session(rx.local_addr(), cfg, 1, &[4_000_000, 20_000], Duration::from_millis(1)).await;
+    let tx = send_session(rx.local_addr(), cfg, 1, &[16_000_000, 20_000], Duration::from_millis(1)).await;
     let got = collect(&mut rx, 2, Duration::from_secs(20)).await;
     let order: Vec<u32> = got
         .iter()
@@ -183,10 +190,19 @@ fn frame(id: u64, offset: u64, total: u64, chunk: &[u8]) -> Vec<u8> {
     v
 }
 
-/// Opens session `sid` by hand (announcing `sizes`): the control connection, the reply read.
-async fn open_by_hand(addr: SocketAddr, sid: SessionId, sizes: &[u64]) -> (TcpStream, Vec<u8>) {
+/// The receiver's challenge on a new connection.
+async fn challenge(s: &mut TcpStream) -> session::Challenge {
+    let mut c = [0u8; session::CHALLENGE_BYTES];
+    s.read_exact(&mut c).await.unwrap();
+    session::Challenge::parse(&c).unwrap()
+}
+
+/// Opens session `sid` by hand (announcing `sizes`, signed with `key`): the control
+/// connection, the reply's reason (empty: accepted).
+async fn open_keyed(addr: SocketAddr, sid: SessionId, sizes: &[u64], key: Option<&Key>) -> (TcpStream, Vec<u8>) {
     let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(&session::encode_open(sid, sizes)).await.unwrap();
+    let c = challenge(&mut s).await;
+    s.write_all(&session::encode_open(sid, sizes, key, &c.nonce)).await.unwrap();
     let mut r = [0u8; session::REPLY_BYTES];
     s.read_exact(&mut r).await.unwrap();
     let mut reason = vec![0u8; session::parse_reply(&r).unwrap().unwrap_or(0)];
@@ -194,8 +210,13 @@ async fn open_by_hand(addr: SocketAddr, sid: SessionId, sizes: &[u64]) -> (TcpSt
     (s, reason)
 }
 
+async fn open_by_hand(addr: SocketAddr, sid: SessionId, sizes: &[u64]) -> (TcpStream, Vec<u8>) {
+    open_keyed(addr, sid, sizes, None).await
+}
+
+/// A join (no MAC: a receiver without a key) and frames.
 fn joined(sid: SessionId, frames: &[u8]) -> Vec<u8> {
-    let mut v = session::encode_join(sid);
+    let mut v = session::encode_join(sid, None, &[0; session::NONCE_BYTES]);
     v.extend_from_slice(frames);
     v
 }
@@ -255,7 +276,7 @@ async fn faults_fail_their_messages_and_forgeries_are_refused() {
     raw(addr, &joined(SessionId([1; 16]), &frame(0, 0, 1000, &good)), false).await;
     raw(addr, &j(&frame(99, 0, 1000, &good)), false).await;
     raw(addr, &j(&frame(11, 0, 999, &good[..999])), false).await;
-    let mut bad_open = session::encode_open(SessionId::random(), &[5, 6]);
+    let mut bad_open = session::encode_open(SessionId::random(), &[5, 6], None, &[0; session::NONCE_BYTES]);
     bad_open[30] ^= 1;
     raw(addr, &bad_open, false).await;
     let (_c, reason) = open_by_hand(addr, SessionId::random(), &[1; 101]).await;
@@ -417,12 +438,15 @@ async fn a_receiver_that_stops_reading_fails_the_messages_in_time() {
     let addr = l.local_addr().unwrap();
     let hold = tokio::spawn(async move {
         let mut keep = Vec::new();
+        let hello = session::Challenge::fresh(false).encode();
         let (mut c, _) = l.accept().await.unwrap();
-        let mut open = vec![0u8; 24 + 4 + 16 + 4];
+        c.write_all(&hello).await.unwrap();
+        let mut open = vec![0u8; 24 + 4 + 16 + 4 + 32];
         c.read_exact(&mut open).await.unwrap();
         c.write_all(&session::encode_reply(None)).await.unwrap();
         keep.push(c);
-        while let Ok((s, _)) = l.accept().await {
+        while let Ok((mut s, _)) = l.accept().await {
+            let _ = s.write_all(&hello).await;
             keep.push(s);
         }
     });
@@ -457,5 +481,333 @@ async fn an_unreachable_or_refusing_receiver_is_a_clear_error() {
     let rx = Receiver::bind(local(), RecvConfig { max_sessions: 1, ..RecvConfig::default() }).await.unwrap();
     let _first = Sender::open(rx.local_addr(), cfg, &[(10, 0)]).await.unwrap();
     let e = Sender::open(rx.local_addr(), cfg, &[(10, 0)]).await.err().unwrap();
-    assert!(e.contains("the receiver refused the session: 1 sessions are open, the receiver's limit"), "{e}");
+    assert!(
+        e.contains("the receiver refused the session: 1 sessions are open, the receiver's limit, and none is idle"),
+        "{e}"
+    );
+}
+
+fn key(secret: &str) -> Key {
+    Key::new(secret.as_bytes()).unwrap()
+}
+
+/// Connects and reads the challenge: the connection and its nonce.
+async fn connect(addr: SocketAddr) -> (TcpStream, [u8; session::NONCE_BYTES]) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let c = challenge(&mut s).await;
+    (s, c.nonce)
+}
+
+/// Sends `bytes` on `s`, closes its side and reads until the receiver closes (or 2 s).
+async fn send_and_close(mut s: TcpStream, bytes: &[u8]) {
+    let _ = s.write_all(bytes).await;
+    let _ = s.shutdown().await;
+    let mut sink = [0u8; 64];
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_key_forged_opens_and_joins_and_replayed_joins_are_refused_and_counted() {
+    let k = key("the receiver's key, 32 bytes....");
+    let wrong = key("a key that is not the receiver's");
+    let cfg = RecvConfig { key: Some(k), read_timeout: Duration::from_secs(3), ..RecvConfig::default() };
+    let mut rx = Receiver::bind(local(), cfg).await.unwrap();
+    let addr = rx.local_addr();
+    // Senders without the key, or with another one, are refused, saying why.
+    let mut scfg = SendConfig::new(Policy::Tcp);
+    scfg.timeout = Duration::from_secs(5);
+    let e = Sender::open(addr, scfg, &[(10, 0)]).await.err().unwrap();
+    assert!(e.contains("the receiver requires a key"), "{e}");
+    scfg.key = Some(wrong);
+    let e = Sender::open(addr, scfg, &[(10, 0)]).await.err().unwrap();
+    assert!(e.contains("refused the session: an open whose MAC does not match the receiver's key"), "{e}");
+    // A forged open by hand: the table signed with another key.
+    let (_c, reason) = open_keyed(addr, SessionId::random(), &[5], Some(&wrong)).await;
+    assert!(String::from_utf8_lossy(&reason).contains("MAC does not match"));
+    // A real session, opened with the key.
+    let sid = SessionId::random();
+    let (mut control, reason) = open_keyed(addr, sid, &[1000, 1000], Some(&k)).await;
+    assert!(reason.is_empty(), "{}", String::from_utf8_lossy(&reason));
+    let good = payload(5, 1000);
+    // Message 0 on a real join: these are the bytes an observer captures.
+    let (s, nonce) = connect(addr).await;
+    let mut captured = session::encode_join(sid, Some(&k), &nonce);
+    captured.extend_from_slice(&frame(0, 0, 1000, &good));
+    send_and_close(s, &captured).await;
+    // The same bytes again on a new connection: a replay (another nonce).
+    let (s, _) = connect(addr).await;
+    send_and_close(s, &captured).await;
+    // Joins forged by an observer who knows the session id: another key's MAC, and zeros.
+    let (s, nonce) = connect(addr).await;
+    let mut forged = session::encode_join(sid, Some(&wrong), &nonce);
+    forged.extend_from_slice(&frame(1, 0, 1000, &[0u8; 1000]));
+    send_and_close(s, &forged).await;
+    let (s, nonce) = connect(addr).await;
+    let mut zeros = session::encode_join(sid, None, &nonce);
+    zeros.extend_from_slice(&frame(1, 0, 1000, &[0u8; 1000]));
+    send_and_close(s, &zeros).await;
+    // Message 1 on a real join.
+    let (s, nonce) = connect(addr).await;
+    let mut real = session::encode_join(sid, Some(&k), &nonce);
+    real.extend_from_slice(&frame(1, 0, 1000, &good));
+    send_and_close(s, &real).await;
+    control.write_all(&[session::CLOSE]).await.unwrap();
+    let got = collect(&mut rx, 2, Duration::from_secs(5)).await;
+    let mut delivered = Vec::new();
+    let mut refused = Vec::new();
+    for d in got {
+        match d {
+            Delivery::Message { id, data, session, .. } => {
+                assert_eq!(session, sid);
+                delivered.push((id, data));
+            }
+            Delivery::Refused { error, .. } => refused.push(error),
+            Delivery::Opened { .. } => {}
+            d => panic!("{d:?}"),
+        }
+    }
+    delivered.sort();
+    assert_eq!(delivered, vec![(0, good.clone()), (1, good.clone())], "{refused:?}");
+    let c = rx.counters();
+    // The sender without a key left before its preamble: a refusal, not a forgery.
+    assert_eq!((c.forged_opens, c.forged_joins, c.replayed_joins), (2, 2, 1), "{c:?} {refused:?}");
+    assert_eq!((c.sessions_opened, c.sessions_refused), (1, 2), "{c:?}");
+    assert_eq!(c.refused, 6, "{c:?} {refused:?}");
+    for text in ["an open whose MAC does not match", "a replayed join", "a join whose MAC does not match"] {
+        assert!(refused.iter().any(|e| e.contains(text)), "no refusal saying {text:?}: {refused:?}");
+    }
+    // A real sender with the key: every message arrives.
+    scfg.key = Some(k);
+    let tx = send_session(addr, scfg, 70, &[3000, 0, 200_000], Duration::ZERO).await;
+    let got = collect(&mut rx, 3, Duration::from_secs(10)).await;
+    assert_eq!(got.iter().filter(|d| matches!(d, Delivery::Message { .. })).count(), 3, "{got:?}");
+    assert!(tx.finish().await.iter().all(|r| r.error.is_none()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_key_only_loopback_is_served() {
+    for at in ["0.0.0.0:0", "[::]:0", "192.0.2.1:5000"] {
+        let addr: SocketAddr = at.parse().unwrap();
+        let e = Receiver::bind(addr, RecvConfig::default()).await.err().expect("refused");
+        let text = e.to_string();
+        assert!(!text.contains('\n') && text.contains("loopback only") && text.contains(&addr.to_string()), "{text}");
+        assert!(text.contains("--key-file PATH or FCTLAB_SCHED_KEY"), "{text}");
+    }
+    for at in ["127.0.0.1:0", "127.0.0.2:0"] {
+        assert!(Receiver::bind(at.parse().unwrap(), RecvConfig::default()).await.is_ok(), "{at}");
+    }
+}
+
+/// The resident memory of this process, bytes (VmRSS of /proc/self/status).
+fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// Raises this process's soft limit on file descriptors to `want` (at most the hard limit):
+/// the limit now.
+fn raise_descriptors(want: u64) -> u64 {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: plain system calls on a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 1024;
+        }
+        if r.rlim_cur < want {
+            r.rlim_cur = want.min(r.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+        }
+    }
+    r.rlim_cur
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_sender_completes_while_one_client_hogs_connections_and_another_floods_one_byte_chunks() {
+    let _alone = TIMING.lock().await;
+    // Both ends of every connection live in this process: 2 descriptors each.
+    let limit = raise_descriptors(4096);
+    let hogs = 1030.min(limit.saturating_sub(400) as usize / 2);
+    assert!(hogs >= 300, "too few file descriptors for this test ({limit})");
+    let k = key("a key shared by all three clients");
+    let cfg = RecvConfig { key: Some(k), ..RecvConfig::default() };
+    let mut rx = Receiver::bind(local(), cfg).await.unwrap();
+    let addr = rx.local_addr();
+    let rss_before = rss_bytes();
+    // The hog, a holder of the key: four sessions of 1,000 messages, and as many joined
+    // connections as it can get, all silent; then silent connections that never join.
+    let mut hog_controls = Vec::new();
+    let mut hog_sessions = Vec::new();
+    for _ in 0..4 {
+        let sid = SessionId::random();
+        let (control, reason) = open_keyed(addr, sid, &[1000; 1000], Some(&k)).await;
+        assert!(reason.is_empty());
+        hog_controls.push(control);
+        hog_sessions.push(sid);
+    }
+    let mut held = Vec::new();
+    for i in 0..hogs {
+        let Ok(Ok(mut s)) = tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(addr)).await else {
+            break;
+        };
+        let mut c = [0u8; session::CHALLENGE_BYTES];
+        // A join beyond what the receiver holds may be closed before its challenge.
+        if !matches!(tokio::time::timeout(Duration::from_secs(2), s.read_exact(&mut c)).await, Ok(Ok(_))) {
+            held.push(s);
+            continue;
+        }
+        let nonce = session::Challenge::parse(&c).unwrap().nonce;
+        let _ = s.write_all(&session::encode_join(hog_sessions[i % 4], Some(&k), &nonce)).await;
+        held.push(s);
+    }
+    for _ in 0..hogs / 4 {
+        if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(addr)).await {
+            held.push(s);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let c = rx.counters();
+    assert!(rx.connections() <= 1024, "{} connections", rx.connections());
+    // The flood: another session's 8 MiB message in one-byte chunks, as fast as it goes.
+    let flood_sid = SessionId::random();
+    let flood_size: u64 = 8 << 20;
+    let (_flood_control, reason) = open_keyed(addr, flood_sid, &[flood_size], Some(&k)).await;
+    assert!(reason.is_empty());
+    let flood = tokio::spawn(async move {
+        let (mut s, nonce) = connect(addr).await;
+        let mut buf = session::encode_join(flood_sid, Some(&k), &nonce);
+        let (mut sent, t0) = (0u64, std::time::Instant::now());
+        while t0.elapsed() < Duration::from_secs(6) && sent < flood_size {
+            for _ in 0..4096 {
+                frame::encode(0, sent, flood_size, &[sent as u8], &mut buf);
+                sent += 1;
+            }
+            if s.write_all(&buf).await.is_err() {
+                break;
+            }
+            buf.clear();
+        }
+        (sent, s)
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The real sender: 10 messages, each arriving.
+    let mut scfg = SendConfig::new(Policy::Ranked(Rank::Srpt));
+    scfg.key = Some(k);
+    scfg.timeout = Duration::from_secs(20);
+    let sizes = [1000usize, 50_000, 300_000, 2_000_000, 10, 0, 16_384, 123_456, 700_000, 4_000];
+    let t0 = std::time::Instant::now();
+    let tx = send_session(addr, scfg, 90, &sizes, Duration::ZERO).await;
+    let reports = tokio::time::timeout(Duration::from_secs(40), tx.finish()).await.expect("the sender hung");
+    let done = reports.iter().filter(|r| r.error.is_none()).count();
+    assert_eq!(done, 10, "{reports:?}");
+    let took = t0.elapsed();
+    let (flooded, _s) = flood.await.unwrap();
+    let c2 = rx.counters();
+    let rss_growth = rss_bytes().saturating_sub(rss_before);
+    // The receiver's own accounting: the flood's message reserves its size and bookkeeping
+    // (one-byte chunks or not), the real messages theirs, nothing else.
+    let bound = fctlab_sched_tokio::reserved_for(flood_size)
+        + sizes.iter().map(|&n| fctlab_sched_tokio::reserved_for(n as u64)).sum::<u64>();
+    assert!(c2.peak_reserved_bytes <= bound, "{c2:?} (bound {bound})");
+    assert!(flooded >= 50_000, "the flood sent only {flooded} one-byte chunks");
+    // This process holds both ends of every connection and the test's own buffers: under
+    // 256 MB more than before, where the flood alone cost 95 B per byte before it was stored
+    // in blocks.
+    assert!(rss_growth < 256 << 20, "RSS grew by {} MB", rss_growth >> 20);
+    // Connections beyond the receiver's 1,024 were closed to make room (not joined in time,
+    // else the hog's), and the receiver never held more.
+    assert!(c.evicted > 0, "{c:?} {c2:?}");
+    let _ = collect(&mut rx, 0, Duration::from_millis(1)).await;
+    println!(
+        "{hogs} hogging joins, {flooded} one-byte chunks: 10 of 10 messages in {took:?}; RSS +{} MB; {c2:?}",
+        rss_growth >> 20
+    );
+    drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_makes_room_for_a_new_one_and_tables_are_bounded() {
+    let cfg = RecvConfig {
+        max_sessions: 2,
+        idle_session: Duration::from_millis(300),
+        max_table_bytes: 1000 * fctlab_sched_tokio::TABLE_BYTES_PER_MESSAGE,
+        ..RecvConfig::default()
+    };
+    let mut rx = Receiver::bind(local(), cfg).await.unwrap();
+    let addr = rx.local_addr();
+    // Two sessions that hold their slots and send nothing.
+    let (_a, r) = open_by_hand(addr, SessionId::random(), &[10; 100]).await;
+    let (_b, r2) = open_by_hand(addr, SessionId::random(), &[10; 100]).await;
+    assert!(r.is_empty() && r2.is_empty());
+    // A table larger than all the room: refused, saying so.
+    let (_c, r) = open_by_hand(addr, SessionId::random(), &[10; 1001]).await;
+    assert!(String::from_utf8_lossy(&r).contains("no room for a table of 1001 messages"), "{r:?}");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // A real sender gets in: the idle session longest without a frame makes room.
+    let tx = send_session(addr, SendConfig::new(Policy::Tcp), 5, &[1000, 20_000], Duration::ZERO).await;
+    // (The closed session's 100 messages fail, saying why.)
+    let got = collect(&mut rx, 102, Duration::from_secs(10)).await;
+    assert!(tx.finish().await.iter().all(|r| r.error.is_none()), "{got:?}");
+    assert_eq!(got.iter().filter(|d| matches!(d, Delivery::Message { .. })).count(), 2, "{got:?}");
+    assert!(
+        got.iter().any(|d| matches!(d, Delivery::Closed { how, .. } if how.contains("to make room for a new one"))),
+        "{got:?}"
+    );
+    assert_eq!(rx.counters().sessions_evicted, 1);
+    // The closed session's 100 messages, none of which started: one delivery.
+    let unsent: Vec<_> = got.iter().filter(|d| matches!(d, Delivery::Unsent { .. })).collect();
+    assert!(
+        matches!(unsent[..], [Delivery::Unsent { first: 0, last: 99, error, .. }] if error.contains("none of their bytes arrived when the session was closed to make room")),
+        "{unsent:?}"
+    );
+    assert!(rx.table_bytes() <= 1000 * fctlab_sched_tokio::TABLE_BYTES_PER_MESSAGE);
+    // A session's joins are capped at twice its messages and two.
+    let sid = SessionId::random();
+    let (_d, r) = open_by_hand(addr, sid, &[10]).await;
+    assert!(r.is_empty(), "{}", String::from_utf8_lossy(&r));
+    let mut joins = Vec::new();
+    for _ in 0..6 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        challenge(&mut s).await;
+        s.write_all(&joined(sid, &[])).await.unwrap();
+        joins.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let refused = collect(&mut rx, 1, Duration::from_millis(300)).await;
+    let over: Vec<_> = refused
+        .iter()
+        .filter(|d| matches!(d, Delivery::Refused { error, .. } if error.contains("connections joined, its limit")))
+        .collect();
+    assert_eq!(over.len(), 2, "{refused:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_sent_tables_do_not_keep_a_sender_out() {
+    // Room for two tables of 1,000,000 messages; twenty opens announce that many and stop
+    // halfway through their tables.
+    let _alone = TIMING.lock().await;
+    let per_table = 1_000_000 * fctlab_sched_tokio::TABLE_BYTES_PER_MESSAGE;
+    let cfg = RecvConfig { max_table_bytes: 2 * per_table + 1000, ..RecvConfig::default() };
+    let mut rx = Receiver::bind(local(), cfg).await.unwrap();
+    let addr = rx.local_addr();
+    let mut stalled = Vec::new();
+    for _ in 0..20 {
+        let (mut s, nonce) = connect(addr).await;
+        let open = session::encode_open(SessionId::random(), &vec![1000u64; 1_000_000], None, &nonce);
+        // The preamble, the count and half the sizes; then nothing.
+        let _ = tokio::time::timeout(Duration::from_secs(2), s.write_all(&open[..28 + 4_000_000])).await;
+        stalled.push(s);
+        assert!(rx.table_bytes() <= cfg.max_table_bytes, "{} B of tables", rx.table_bytes());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(rx.table_bytes() <= cfg.max_table_bytes, "{} B of tables", rx.table_bytes());
+    let tx = send_session(addr, SendConfig::new(Policy::Tcp), 8, &[5000, 0, 70_000], Duration::ZERO).await;
+    let got = collect(&mut rx, 3, Duration::from_secs(10)).await;
+    assert!(tx.finish().await.iter().all(|r| r.error.is_none()), "{got:?}");
+    assert!(rx.counters().evicted >= 18, "{:?}", rx.counters());
+    drop(stalled);
 }

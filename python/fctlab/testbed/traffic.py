@@ -4,6 +4,7 @@ base RTT of a path."""
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import threading
@@ -273,6 +274,10 @@ STOP_RACE_S = 0.25
 #: Ports of the scheduled pairs' receivers: after every flow's own port.
 SCHED_PORT_BASE = PORT_BASE + 2000
 
+#: The key the scheduled pairs' senders and receivers (threads of this process) share: the
+#: receivers listen on the namespaces' addresses, which a receiver without a key refuses.
+SCHED_KEY = os.urandom(32).hex().encode()
+
 
 def scheduled_pairs(plan: TestbedPlan) -> dict:
     """The sized flows of each host pair, when the plan has a scheduling layer."""
@@ -284,12 +289,20 @@ def scheduled_pairs(plan: TestbedPlan) -> dict:
     return pairs
 
 
-def _sched_receiver(ns: str, listen: str, expect: int, ready: threading.Barrier, timeout_s: float, out: list):
-    """One scheduled pair's receiver (fctlab sched): every delivery or error, in order."""
+def _sched_receiver(
+    ns: str, listen: str, expect: int, largest: int, ready: threading.Barrier, timeout_s: float, out: list
+):
+    """One scheduled pair's receiver (fctlab sched): every delivery or error, in order. Its
+    budget holds the pair's largest message (a message may have half of it, which holds its
+    bookkeeping too)."""
+    budget = max(64 << 20, 3 * largest)
     try:
         enter(ns)
         ready.wait(timeout=30)
-        out.extend(_core.sched_recv(listen, expect, timeout_s, True)["rows"])
+        got = _core.sched_recv(
+            listen, expect, timeout_s, True, 10.0, budget, 1024, SCHED_KEY, max(512 << 20, budget), 8
+        )
+        out.extend(got["rows"])
     except threading.BrokenBarrierError:
         pass
     except Exception as e:  # noqa: BLE001 - reported for the pair's flows
@@ -317,6 +330,7 @@ def _sched_sender(ns: str, to: str, flows: list, sched: dict, t0: float, results
             16384,
             sched.get("send_buffer_bytes") or None,
             30.0,
+            SCHED_KEY,
         )
     except Exception as e:  # noqa: BLE001
         for f in flows:
@@ -456,6 +470,7 @@ def start_receivers(
             net.ns(dst),
             f"{net.addresses[dst]}:{SCHED_PORT_BASE + k}",
             len(fl),
+            max(f.size_bytes for f in fl),
             ready,
             horizon + 30,
             deliveries[(src, dst)],
@@ -518,7 +533,8 @@ def apply_deliveries(pairs: dict, deliveries: dict, results: dict) -> None:
                 for f in fl:
                     results[f.flow_id].error = results[f.flow_id].error or d["error"]
                 continue
-            i = d["message"]
-            if 0 <= i < len(fl):
-                r = results[fl[i].flow_id]
-                r.error, r.completed, r.finish = d["error"], False, None
+            # A failed row may cover a run of messages that never started.
+            for i in range(d["message"], d.get("last_message", d["message"]) + 1):
+                if 0 <= i < len(fl):
+                    r = results[fl[i].flow_id]
+                    r.error, r.completed, r.finish = d["error"], False, None
