@@ -36,6 +36,7 @@ from . import _core
 from .api import FLOW_SCHEMA, ScenarioError, _source
 from .plan import load, rows_for
 from .rundir import write_run
+from .textfile import TextFileError, read_bytes
 
 POLICIES = ("tcp", "srpt", "las", "fair", "priority")
 
@@ -43,8 +44,9 @@ __all__ = ["send", "recv", "loopback", "workload", "load_key", "POLICIES"]
 
 #: The environment variable holding the pre-shared key when no ``--key-file`` is given.
 KEY_ENV = "FCTLAB_SCHED_KEY"
-#: The fewest bytes a key may have.
+#: The fewest bytes a key may have, and the most a key file is read for.
 KEY_MIN_BYTES = 16
+KEY_MAX_BYTES = 4096
 
 
 def write_sent(out: Path, df: pd.DataFrame, *, scenario: str, peer: str) -> dict:
@@ -80,13 +82,9 @@ def load_key(key_file=None, *, environ=None) -> Optional[bytes]:
     if key_file is not None:
         where = f"--key-file {key_file}"
         try:
-            secret = Path(key_file).read_bytes()
-        except FileNotFoundError:
-            raise SchedError(f"{where}: no such file") from None
-        except IsADirectoryError:
-            raise SchedError(f"{where}: a directory, not a key file") from None
-        except OSError as e:
-            raise SchedError(f"{where}: cannot be read ({e.strerror or e})") from None
+            secret = read_bytes(key_file, "key file", limit=KEY_MAX_BYTES)
+        except TextFileError as e:
+            raise SchedError(f"--key-file {e}") from None
     elif environ.get(KEY_ENV) is not None:
         where, secret = KEY_ENV, os.fsencode(environ[KEY_ENV])
     else:

@@ -193,15 +193,8 @@ def _forge(port: int) -> None:
     join = b"FCSS" + bytes([VERSION, 2, 0, 0]) + os.urandom(16) + bytes(32)
     table = b"FCSS" + bytes([VERSION, 1, 0, 0]) + os.urandom(16) + struct.pack(">IQ", 1, 10) + bytes(4 + 32)
     for payload in (frame, join + frame, os.urandom(64), table):
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-            # The receiver may refuse and close before all is written: that ends it too.
-            try:
-                s.sendall(payload)
-                s.shutdown(socket.SHUT_WR)
-                while s.recv(4096):
-                    pass
-            except OSError:
-                pass
+        # The receiver may refuse and close before all is written: that ends it too.
+        _finish(socket.create_connection(("127.0.0.1", port), timeout=5), payload)
 
 
 def test_one_receiver_serves_senders_in_a_row_and_at_once_and_refuses_forgeries(tmp_path):
@@ -579,10 +572,10 @@ def test_without_a_key_recv_listens_on_loopback_only(tmp_path):
 @pytest.mark.parametrize(
     "case, text",
     [
-        ("missing", "no such file"),
+        ("missing", "no such key file"),
         ("empty", "empty (a key has at least 16 bytes)"),
         ("short", "5 bytes, a key has at least 16"),
-        ("directory", "a directory, not a key file"),
+        ("directory", "is a directory, expected a key file"),
     ],
 )
 def test_a_bad_key_file_is_one_line_naming_it(tmp_path, capsys, monkeypatch, case, text):

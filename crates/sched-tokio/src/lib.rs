@@ -35,11 +35,13 @@
 //! out; an idle session is closed when a new one needs its room.
 
 pub mod frame;
+mod reassembly;
 mod receiver;
 mod sender;
 pub mod session;
 
-pub use receiver::{reserved_for, Counters, Delivery, Receiver, RecvConfig, TABLE_BYTES_PER_MESSAGE};
+pub use reassembly::reserved_for;
+pub use receiver::{Counters, Delivery, Receiver, RecvConfig, TABLE_BYTES_PER_MESSAGE};
 pub use sender::{SendConfig, SendReport, Sender};
 pub use session::{Key, SessionId};
 
