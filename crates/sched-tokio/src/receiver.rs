@@ -775,45 +775,14 @@ async fn control(
         let _ = stream.write_all(&reply_refusal(&e)).await;
         return refuse(e);
     }
-    // The table, read and checked piece by piece: nothing is held but the sizes.
-    let mut crc = crc32fast::Hasher::new();
-    let mut mac = cfg.key.map(|k| k.start(&challenge.nonce));
-    for part in [pre, &count[..]] {
-        crc.update(part);
-        if let Some(m) = &mut mac {
-            m.update(part);
+    let sizes = match read_table(&mut stream, shared, pre, count, n, challenge).await {
+        Ok(sizes) => sizes,
+        Err(TableFault::Quiet(e)) => return refuse(e),
+        Err(TableFault::Told(e)) => {
+            let _ = stream.write_all(&reply_refusal(&e)).await;
+            return refuse(e);
         }
-    }
-    let mut sizes = Vec::with_capacity(n as usize);
-    let mut piece = vec![0u8; 8 * (n as usize).min(8192)];
-    while sizes.len() < n as usize {
-        let k = (n as usize - sizes.len()).min(8192);
-        let piece = &mut piece[..8 * k];
-        if let Err(e) = read_within(&mut stream, piece, cfg.read_timeout).await {
-            return refuse(format!("its message table: {e}"));
-        }
-        crc.update(piece);
-        if let Some(m) = &mut mac {
-            m.update(piece);
-        }
-        sizes.extend(piece.chunks_exact(8).map(|c| u64::from_be_bytes(c.try_into().expect("8 bytes"))));
-    }
-    let mut tail = [0u8; 4 + MAC_BYTES];
-    if let Err(e) = read_within(&mut stream, &mut tail, cfg.read_timeout).await {
-        return refuse(format!("its message table: {e}"));
-    }
-    if crc.finalize() != u32::from_be_bytes(tail[..4].try_into().expect("4 bytes")) {
-        return refuse(session::SessionError::Checksum.to_string());
-    }
-    if let Some(mut m) = mac {
-        m.update(&tail[..4]);
-        if !m.verify(&tail[4..]) {
-            shared.tally.forged_opens.fetch_add(1, Ordering::Relaxed);
-            let e = "an open whose MAC does not match the receiver's key";
-            let _ = stream.write_all(&reply_refusal(e)).await;
-            return refuse(e.to_string());
-        }
-    }
+    };
     let refusal = {
         let mut guard = shared.lock();
         let st = &mut *guard;
@@ -858,18 +827,78 @@ async fn control(
     if let Err(e) = stream.write_all(&session::encode_reply(None)).await {
         return shared.close(sid, &format!("its control connection failed ({e})"));
     }
-    let mut b = [0u8; 1];
-    let how = loop {
-        match tokio::time::timeout(cfg.read_timeout, stream.read(&mut b)).await {
-            Err(_) => break format!("no heartbeat from the sender for {:?}", cfg.read_timeout),
-            Ok(Ok(0)) => break "the sender's control connection ended without closing the session".to_string(),
-            Ok(Err(e)) => break format!("the sender's control connection failed ({e})"),
-            Ok(Ok(_)) if b[0] == session::HEARTBEAT => continue,
-            Ok(Ok(_)) if b[0] == session::CLOSE => break "the sender closed the session".to_string(),
-            Ok(Ok(_)) => break format!("the sender sent control byte {:#04x}", b[0]),
+    let how = heartbeats(&mut stream, cfg.read_timeout).await;
+    shared.close(sid, &how);
+}
+
+/// Why an open's table was not taken: a refusal the sender is not answered (it stopped
+/// sending), or one it is told.
+enum TableFault {
+    Quiet(String),
+    Told(String),
+}
+
+/// Reads an open's table of `n` sizes piece by piece, holding nothing but the sizes, and
+/// checks its CRC and, with a key, its MAC (over the challenge's nonce, the preamble `pre`,
+/// the count and the table).
+async fn read_table(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    pre: &[u8],
+    count: [u8; 4],
+    n: u32,
+    challenge: &Challenge,
+) -> Result<Vec<u64>, TableFault> {
+    let cfg = shared.cfg;
+    let cut_short = |e: String| TableFault::Quiet(format!("its message table: {e}"));
+    let mut crc = crc32fast::Hasher::new();
+    let mut mac = cfg.key.map(|k| k.start(&challenge.nonce));
+    let mut take = |part: &[u8]| {
+        crc.update(part);
+        if let Some(m) = &mut mac {
+            m.update(part);
         }
     };
-    shared.close(sid, &how);
+    take(pre);
+    take(&count);
+    let mut sizes = Vec::with_capacity(n as usize);
+    let mut piece = vec![0u8; 8 * (n as usize).min(8192)];
+    while sizes.len() < n as usize {
+        let k = (n as usize - sizes.len()).min(8192);
+        let piece = &mut piece[..8 * k];
+        read_within(stream, piece, cfg.read_timeout).await.map_err(cut_short)?;
+        take(piece);
+        sizes.extend(piece.chunks_exact(8).map(|c| u64::from_be_bytes(c.try_into().expect("8 bytes"))));
+    }
+    let mut tail = [0u8; 4 + MAC_BYTES];
+    read_within(stream, &mut tail, cfg.read_timeout).await.map_err(cut_short)?;
+    if crc.finalize() != u32::from_be_bytes(tail[..4].try_into().expect("4 bytes")) {
+        return Err(TableFault::Quiet(session::SessionError::Checksum.to_string()));
+    }
+    if let Some(mut m) = mac {
+        m.update(&tail[..4]);
+        if !m.verify(&tail[4..]) {
+            shared.tally.forged_opens.fetch_add(1, Ordering::Relaxed);
+            return Err(TableFault::Told("an open whose MAC does not match the receiver's key".to_string()));
+        }
+    }
+    Ok(sizes)
+}
+
+/// Reads the sender's heartbeats on its control connection until the session ends; returns
+/// how it ended.
+async fn heartbeats(stream: &mut TcpStream, timeout: Duration) -> String {
+    let mut b = [0u8; 1];
+    loop {
+        match tokio::time::timeout(timeout, stream.read(&mut b)).await {
+            Err(_) => return format!("no heartbeat from the sender for {timeout:?}"),
+            Ok(Ok(0)) => return "the sender's control connection ended without closing the session".to_string(),
+            Ok(Err(e)) => return format!("the sender's control connection failed ({e})"),
+            Ok(Ok(_)) if b[0] == session::HEARTBEAT => continue,
+            Ok(Ok(_)) if b[0] == session::CLOSE => return "the sender closed the session".to_string(),
+            Ok(Ok(_)) => return format!("the sender sent control byte {:#04x}", b[0]),
+        }
+    }
 }
 /// A message's connection in session `sid`: frames in, completion notices out.
 async fn data(stream: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, sid: SessionId) {
