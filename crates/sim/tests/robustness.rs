@@ -234,18 +234,18 @@ fn mutate(text: &str, pool: &[String], rng: &mut Rng) -> String {
 /// never wrapped (a wrapped count is near 2^64), utilization at most the link's capacity.
 fn outputs_within_their_inputs_ranges(r: &fctlab_sim::Results) {
     let now = r.summary.sim_time_s;
-    let within = |t: Option<f64>| t.is_none_or(|t| t.is_finite() && (0.0..=now + 1e-9).contains(&t));
+    let within = |t: Option<f64>| t.map_or(true, |t| t.is_finite() && (0.0..=now + 1e-9).contains(&t));
     const SANE: u64 = 1 << 62;
     for f in &r.flows {
-        assert!(f.size_bytes.is_none_or(|b| b > 0 && b <= 1 << 53), "flow {}: size {:?}", f.flow_id, f.size_bytes);
+        assert!(f.size_bytes.map_or(true, |b| b > 0 && b <= 1 << 53), "flow {}: size {:?}", f.flow_id, f.size_bytes);
         assert!(
-            f.size_bytes.is_none_or(|b| f.bytes_delivered <= b),
+            f.size_bytes.map_or(true, |b| f.bytes_delivered <= b),
             "flow {}: delivered more than its size",
             f.flow_id
         );
         assert!(within(f.start_s) && within(f.finish_s), "flow {}: times past the simulated {now} s", f.flow_id);
-        assert!(f.fct_s.is_none_or(|t| t.is_finite() && t >= 0.0), "flow {}: fct {:?}", f.flow_id, f.fct_s);
-        assert!(f.slowdown.is_none_or(|x| x.is_finite() && x > 0.0), "flow {}: slowdown {:?}", f.flow_id, f.slowdown);
+        assert!(f.fct_s.map_or(true, |t| t.is_finite() && t >= 0.0), "flow {}: fct {:?}", f.flow_id, f.fct_s);
+        assert!(f.slowdown.map_or(true, |x| x.is_finite() && x > 0.0), "flow {}: slowdown {:?}", f.flow_id, f.slowdown);
         for (what, v) in [("retransmits", f.retransmits), ("packets_sent", f.packets_sent), ("drops", f.drops)] {
             assert!(v < SANE, "flow {}: {what} = {v}", f.flow_id);
         }
