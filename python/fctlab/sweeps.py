@@ -106,7 +106,7 @@ class Run:
         """The run as a reader knows it: its swept values by their keys' last part (the whole
         key where two would read alike) and its seed, then the start of its id."""
         keys = [k for k, _ in self.values]
-        parts = [f"{short_key(k, keys)}={v}" for k, v in self.values] + [f"seed {self.seed}"]
+        parts = [f"{short_key(k, keys)}={_cut(v)}" for k, v in self.values] + [f"seed {self.seed}"]
         return f"{' '.join(parts)} [{self.run_id[:8]}]"
 
 
@@ -136,6 +136,8 @@ def _err(path: Path, key: str, msg: str) -> SweepError:
 
 def _values(path: Path, table: str, key: str, v: Any) -> list:
     where = f'{table}."{key}"'
+    if key == "seed":
+        raise _err(path, where, "a run's seed comes from `seeds` (a count or a list: seeds = [1, 7, 9])")
     if not isinstance(v, list):
         raise _err(path, where, f"expected a list of values, got {type(v).__name__} {v!r}")
     if not v:
@@ -232,7 +234,13 @@ def _bases(p: Path, given: Any) -> dict:
 
 
 def _show(v: Any) -> str:
-    return _format_value(v)
+    return _cut(_format_value(v))
+
+
+def _cut(v: Any) -> str:
+    """A value as messages and progress lines show it: at most 40 characters, with its length."""
+    text = str(v)
+    return text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
 
 
 # ----------------------------------------------------------------------------- running

@@ -605,3 +605,18 @@ def test_several_base_scenarios_are_one_more_axis_each_run_from_its_own_file(tmp
     f.write_text("base = []\n")
     with pytest.raises(SweepError, match="required: the base scenario file"):
         load_sweep(f)
+
+
+def test_a_seed_axis_is_refused_and_long_values_are_cut(tmp_path):
+    """A run's seed comes from `seeds`, so an axis named "seed" (which `seeds` would override
+    silently) is an error; a value of 100,000 characters is shown by its first 40 and length."""
+    demo = Path(__file__).resolve().parents[2] / "scenarios" / "examples" / "demo.toml"
+    (tmp_path / "b.toml").write_text(demo.read_text())
+    f = tmp_path / "s.toml"
+    f.write_text('base = "b.toml"\n[axes]\n"seed" = [1, 2]\n')
+    with pytest.raises(SweepError, match=r'axes\."seed": a run\'s seed comes from `seeds`'):
+        load_sweep(f)
+    f.write_text(f'base = "b.toml"\n[axes]\n"network.link_delay" = ["{"9" * 100_000}"]\n')
+    with pytest.raises(SweepError) as e:
+        load_sweep(f)
+    assert "(100002 characters)" in str(e.value) and len(str(e.value)) < 400, str(e.value)[:500]
