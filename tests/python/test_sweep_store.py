@@ -182,16 +182,21 @@ def _read_only(out: Path, cmd: list):
     if shutil.which("unshare") is None:
         pytest.skip("running as root (file modes do not stop root's writes), and unshare is not installed")
     script = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" || exit 99; shift; exec "$@"'
-    p = subprocess.run(
+    p = _in_mount_namespace(script, out, cmd)
+    if p.returncode == 99 or "unshare failed" in p.stderr:
+        pytest.skip(f"running as root, and a read-only bind mount is not permitted here: {p.stderr.strip()}")
+    return p
+
+
+def _in_mount_namespace(script: str, out: Path, cmd: list) -> subprocess.CompletedProcess:
+    """`sh -c script sh OUT CMD...` in a mount namespace of its own (its mounts end with it)."""
+    return subprocess.run(
         ["unshare", "-m", "sh", "-c", script, "sh", str(out), *cmd],
         capture_output=True,
         text=True,
         timeout=120,
         env=ENV,
     )
-    if p.returncode == 99 or "unshare failed" in p.stderr:
-        pytest.skip(f"running as root, and a read-only bind mount is not permitted here: {p.stderr.strip()}")
-    return p
 
 
 def test_a_read_only_store_stops_the_sweep_in_one_line_with_nothing_run(tmp_path):
@@ -215,14 +220,7 @@ def test_a_full_store_stops_the_sweep_at_the_first_write(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     script = 'd="$1"; shift; mount -t tmpfs -o size=12k tmpfs "$d" || exit 99; "$@"; rc=$?; ls -A "$d/flows"; exit $rc'
-    cmd = _cli("sweep", f, "--out", out, "--workers", "2")
-    p = subprocess.run(
-        ["unshare", "-m", "sh", "-c", script, "sh", str(out), *cmd],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=ENV,
-    )
+    p = _in_mount_namespace(script, out, _cli("sweep", f, "--out", out, "--workers", "2"))
     if p.returncode == 99:
         pytest.skip(f"mounting a tmpfs is not permitted here: {p.stderr.strip()}")
     err = p.stderr.strip().splitlines()
