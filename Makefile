@@ -1,5 +1,5 @@
 # fctlab: every target sets itself up (scripts/setup.sh) on a fresh machine.
-.PHONY: setup demo docs check test test-rust test-python lint fmt fuzz bench screenshots clean
+.PHONY: setup demo docs docs-site check test test-rust test-python lint fmt fuzz bench screenshots clean
 
 VENV := .venv
 FCTLAB := $(VENV)/bin/fctlab
@@ -20,6 +20,13 @@ demo: setup
 docs: setup
 	$(FCTLAB) reproduce --docs
 	$(FCTLAB) validation --docs
+
+## The documentation site (mkdocs.yml) into out/site: fails on a broken link or anchor, on a
+## public name without a docstring, and when docs/api.md is not what its docstrings give.
+docs-site: setup
+	$(VENV)/bin/python -m fctlab.apidoc --check
+	$(VENV)/bin/mkdocs build --strict
+	@echo "site: out/site/index.html"
 
 ## The edit loop, a few minutes at most: ruff's formatter and checks, the Python tests but the
 ## long ones (marked `long` in tests/python/conftest.py: the kernel testbed, the papers' quick

@@ -4,7 +4,8 @@
 
 Each documented module's public names (its ``__all__``) with their signatures and docstrings,
 in the order ``__all__`` gives them. ``tests/python/test_apidoc.py`` checks that the file is
-what this prints and that every public function and class has a docstring.
+what this prints and that every public function and class has a docstring; ``--check`` does
+both for ``make docs-site``.
 """
 
 from __future__ import annotations
@@ -92,5 +93,33 @@ def render() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def undocumented() -> list:
+    """The public functions and classes of the documented modules without a docstring."""
+    missing = []
+    for m in MODULES:
+        for name, obj in public(importlib.import_module(m)):
+            if (inspect.isfunction(obj) or inspect.isclass(obj)) and not inspect.getdoc(obj):
+                missing.append(f"{m}.{name}")
+    return missing
+
+
+def check(path: str = "docs/api.md") -> list:
+    """What keeps the reference from being published: undocumented names, and `path` not
+    being what :func:`render` writes."""
+    problems = [f"{name}: a public name without a docstring" for name in undocumented()]
+    try:
+        current = open(path, encoding="utf-8").read() == render()
+    except OSError:
+        current = False
+    if not current:
+        problems.append(f"{path} is stale: run `python -m fctlab.apidoc > {path}`")
+    return problems
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--check"]:
+        problems = check()
+        for p in problems:
+            print(f"fctlab.apidoc: {p}", file=sys.stderr)
+        sys.exit(1 if problems else 0)
     sys.stdout.write(render())
