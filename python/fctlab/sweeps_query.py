@@ -29,12 +29,34 @@ def _literal(path: Path) -> str:
 
 def execute(directory: "str | os.PathLike", sql: str):
     """Runs `sql` over the store in `directory`: returns (connection, result) of DuckDB."""
+    if not isinstance(sql, str) or not sql.strip():
+        raise QueryError('query: no SQL given (e.g. "SELECT count(*) FROM flows")')
+    con, finished = connect(directory)
+    if not finished and re.search(r"\bflows\b", sql, re.IGNORECASE):
+        d = Path(directory)
+        n = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        raise QueryError(
+            f"{d}: the store has no finished runs yet (runs.parquet lists {n}"
+            + ("; failed.json says why they failed)" if (d / "failed.json").is_file() else ")")
+        )
+    import duckdb  # lazy: loaded by connect already
+
+    try:
+        result = con.execute(sql)
+    except duckdb.Error as e:
+        raise QueryError(f"query: {str(e).splitlines()[0]}") from None
+    if result.description is None:  # a statement that returns no table
+        raise QueryError("query: the SQL returns no table (use a SELECT)")
+    return con, result
+
+
+def connect(directory: "str | os.PathLike"):
+    """A DuckDB connection with the store's tables as views, once the store verifies: returns
+    (connection, whether any run finished)."""
     try:
         import duckdb  # lazy: duckdb costs 130 ms of start-up, and is guarded: it may be missing
     except ImportError:
         raise QueryError("fctlab query needs DuckDB (pip install duckdb)") from None
-    if not isinstance(sql, str) or not sql.strip():
-        raise QueryError('query: no SQL given (e.g. "SELECT count(*) FROM flows")')
     d = Path(directory)
     if not (d / "runs.parquet").is_file():
         raise QueryError(f"{d}: not a sweep directory (no runs.parquet)")
@@ -58,19 +80,7 @@ def execute(directory: "str | os.PathLike", sql: str):
         except duckdb.Error as e:  # a file DuckDB cannot read: named, in one line
             where = next((f for f in files if str(f) in str(e)), files[0] if len(files) == 1 else table)
             raise QueryError(f"{where}: cannot read it: {str(e).splitlines()[0]}") from None
-    if not runs and re.search(r"\bflows\b", sql, re.IGNORECASE):
-        n = con.execute("SELECT count(*) FROM runs").fetchone()[0]
-        raise QueryError(
-            f"{d}: the store has no finished runs yet (runs.parquet lists {n}"
-            + ("; failed.json says why they failed)" if (d / "failed.json").is_file() else ")")
-        )
-    try:
-        result = con.execute(sql)
-    except duckdb.Error as e:
-        raise QueryError(f"query: {str(e).splitlines()[0]}") from None
-    if result.description is None:  # a statement that returns no table
-        raise QueryError("query: the SQL returns no table (use a SELECT)")
-    return con, result
+    return con, bool(runs)
 
 
 def _cell(v) -> str:
