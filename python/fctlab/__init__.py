@@ -8,22 +8,38 @@ A packet-level data-center network simulator (Rust core) with a thin Python fron
     res.summary["drops"]
     res.write("out/demo")     # flows.parquet, links.parquet, summary.json
 
-See ``docs/scenarios.md`` for the scenario format, ``docs/sweeps.md`` for :func:`sweep` and
-:func:`query`.
+    study = fctlab.sweep("sweep.toml", "out/sweep")   # or fctlab.open_sweep("out/sweep")
+    study.slowdown_by_size()  # the sweep report's table; study.flows: every run's flows (DuckDB)
+
+See ``docs/scenarios.md`` for the scenario format, ``docs/sweeps.md`` for :func:`sweep`,
+:func:`open_sweep` and :func:`query`.
 """
 
 from ._core import VERSION as __version__
 from .api import RunResult, ScenarioError, run, validate
+from .sweepresult import SweepResult, open_sweep
 
-__all__ = ["run", "validate", "sweep", "query", "RunResult", "ScenarioError", "__version__"]
+__all__ = [
+    "run",
+    "validate",
+    "sweep",
+    "open_sweep",
+    "query",
+    "RunResult",
+    "SweepResult",
+    "ScenarioError",
+    "__version__",
+]
 
 
-def sweep(sweep_file, out, workers=None, cluster=None, retries=1, **kwargs):
-    """Runs a parameter sweep into `out` (resumable); returns ``runs.parquet`` as a DataFrame.
-    See :func:`fctlab.sweeps.sweep`."""
+def sweep(sweep_file, out, workers=None, cluster=None, retries=1, **kwargs) -> SweepResult:
+    """Runs a parameter sweep into `out` (resumable); returns its store as a
+    :class:`SweepResult` (``.runs``: ``runs.parquet`` as a DataFrame). See
+    :func:`fctlab.sweeps.sweep` for the options."""
     from .sweeps import sweep as _sweep  # lazy: fctlab.sweeps loads pyarrow (80 ms of start-up)
 
-    return _sweep(sweep_file, out, workers=workers, cluster=cluster, retries=retries, **kwargs)
+    _sweep(sweep_file, out, workers=workers, cluster=cluster, retries=retries, **kwargs)
+    return SweepResult(out)
 
 
 def query(directory, sql):

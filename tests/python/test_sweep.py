@@ -343,7 +343,7 @@ def test_the_package_level_functions(tmp_path):
     import fctlab
 
     f = _write(tmp_path, "")
-    runs = fctlab.sweep(f, tmp_path / "out", workers=1, log=lambda m: None)
+    runs = fctlab.sweep(f, tmp_path / "out", workers=1, log=lambda m: None).runs
     assert list(runs["status"]) == ["done"]
     assert int(fctlab.query(tmp_path / "out", "SELECT count(*) AS n FROM runs")["n"][0]) == 1
 
@@ -384,7 +384,7 @@ def test_a_sweep_from_a_plain_script_needs_no_guard(tmp_path):
     script = tmp_path / "study.py"
     script.write_text(
         "import fctlab\n"
-        f"runs = fctlab.sweep({str(f)!r}, {str(tmp_path / 'out')!r}, workers=2)\n"
+        f"runs = fctlab.sweep({str(f)!r}, {str(tmp_path / 'out')!r}, workers=2).runs\n"
         "print('statuses', sorted(set(runs['status'])))\n"
     )
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "python"))
