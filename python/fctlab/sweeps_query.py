@@ -12,6 +12,7 @@ import re
 import sys
 from pathlib import Path
 
+from ._extras import extra
 from .sweepstore import check_store, refusal
 
 #: The store's tables besides ``runs``: each run's files under ``flows/run_id=<id>/``.
@@ -29,10 +30,8 @@ def _literal(path: Path) -> str:
 
 def execute(directory: "str | os.PathLike", sql: str):
     """Runs `sql` over the store in `directory`: returns (connection, result) of DuckDB."""
-    try:
-        import duckdb  # lazy: duckdb costs 130 ms of start-up, and is guarded: it may be missing
-    except ImportError:
-        raise QueryError("fctlab query needs DuckDB (pip install duckdb)") from None
+    with extra("query"):
+        import duckdb  # lazy: duckdb costs 130 ms of start-up
     if not isinstance(sql, str) or not sql.strip():
         raise QueryError('query: no SQL given (e.g. "SELECT count(*) FROM flows")')
     d = Path(directory)
