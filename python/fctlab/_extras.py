@@ -1,12 +1,12 @@
 """The optional parts of fctlab and the libraries they need.
 
-``pip install fctlab`` brings the core (numpy, pandas, pyarrow): running scenarios, their
-results as DataFrames and Parquet files, sweeps, text reports of a comparison. The rest comes
-with an extra, named in ``pyproject.toml``'s ``[project.optional-dependencies]``::
+``pip install fctlab`` brings the core (numpy, pandas, pyarrow): running scenarios and sweeps,
+their results as DataFrames and Parquet files, comparing them. The rest comes with an extra,
+named in ``pyproject.toml``'s ``[project.optional-dependencies]``::
 
-    pip install 'fctlab[plot]'      # reports with plots, the reproductions' figures (matplotlib)
-    pip install 'fctlab[query]'     # fctlab query: SQL over a sweep (duckdb)
-    pip install 'fctlab[kernel]'    # fctlab kernel, the testbed: BPF objects' parameters (pyelftools)
+    pip install 'fctlab[plot]'      # fctlab report's plots, the reproductions' figures (matplotlib)
+    pip install 'fctlab[query]'     # fctlab query, fctlab.query, fctlab bench (duckdb)
+    pip install 'fctlab[kernel]'    # fctlab kernel, fctlab testbed: the BPF objects' parameters (pyelftools)
     pip install 'fctlab[cluster]'   # fctlab sweep --cluster (dask[distributed])
     pip install 'fctlab[all]'       # all four
 
