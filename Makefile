@@ -1,5 +1,5 @@
 # fctlab: every target sets itself up (scripts/setup.sh) on a fresh machine.
-.PHONY: setup demo docs docs-site check test test-rust test-python lint fmt fuzz bench screenshots clean
+.PHONY: setup demo docs docs-site check test test-rust test-python lint fmt fuzz bench screenshots wheel wheel-check clean
 
 VENV := .venv
 FCTLAB := $(VENV)/bin/fctlab
@@ -83,5 +83,18 @@ bench: setup
 screenshots: setup
 	scripts/screenshots.sh
 
+## A wheel in dist/ (release build, abi3: one wheel for Python 3.9 and newer), which installs
+## with `pip install dist/fctlab-*.whl` where there is no Rust and no C compiler. Sets up only
+## on a fresh machine; right after `make setup` the build is only the packing.
+wheel:
+	@test -x $(VENV)/bin/maturin || $(MAKE) setup
+	rm -f dist/fctlab-*.whl
+	$(VENV)/bin/maturin build --release --quiet --out dist --interpreter $(VENV)/bin/python
+
+## The wheel as a user gets it: installed into a fresh virtual environment, with neither cargo
+## nor a C compiler on PATH, it runs the demo scenario, and `import fctlab` loads no extra.
+wheel-check: wheel
+	scripts/check_wheel.sh
+
 clean:
-	rm -rf target out .venv
+	rm -rf target out .venv dist

@@ -30,6 +30,7 @@ from typing import Optional, Sequence
 
 from . import __version__, _core
 from ._argparse import OneLineParser
+from ._extras import MissingExtra
 from .api import ScenarioError, _flows_stream, _run, router_assisted_protocols, validate
 from .numfmt import count, duration, seconds
 from .plan import load
@@ -352,6 +353,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     try:
         return args._run(args)
+    except MissingExtra as e:  # an optional library not installed: the pip install that brings it
+        print(f"fctlab {args.command}: error: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

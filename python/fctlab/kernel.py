@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 from ._argparse import OneLineParser
+from ._extras import extra
 from .cli import main
 
 #: Congestion controls registered by the object, in registration order.
@@ -360,8 +361,9 @@ def patch_params(obj: Path, params: AtcpParams, dst: Path) -> None:
 def patch_symbol(obj: Path, symbol: str, blob: bytes, dst: Path) -> None:
     """Writes ``blob`` over the .rodata variable ``symbol`` of the BPF object ``obj``, saving
     the result to ``dst``. The variable must be exactly ``len(blob)`` bytes long."""
-    from elftools.common.exceptions import ELFError  # lazy: pyelftools costs 25 ms, only for patching objects
-    from elftools.elf.elffile import ELFFile
+    with extra("kernel"):
+        from elftools.common.exceptions import ELFError  # lazy: pyelftools costs 25 ms, only for patching objects
+        from elftools.elf.elffile import ELFFile
 
     data = bytearray(obj.read_bytes())
     try:

@@ -62,6 +62,7 @@ from typing import Any, Callable, Optional
 import pyarrow as pa
 
 from . import api
+from ._extras import extra
 from .api import _format_value
 from .rundir import read_summary, write_run
 from .sweeps_query import QueryError, execute
@@ -414,10 +415,8 @@ def sweep(
 
 def _executor(workers: Optional[int], cluster: Optional[str]):
     if cluster:
-        try:
+        with extra("cluster"):
             from distributed import Client  # lazy: optional (dask[distributed]), only for --cluster
-        except ImportError:
-            raise SweepError("--cluster needs Dask's distributed package (pip install 'dask[distributed]')") from None
         try:
             client = Client(cluster, timeout="10s")
         except (OSError, TimeoutError) as e:

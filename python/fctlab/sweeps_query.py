@@ -12,6 +12,7 @@ import re
 import sys
 from pathlib import Path
 
+from ._extras import extra
 from .sweepstore import check_store, refusal
 
 #: The store's tables besides ``runs``: each run's files under ``flows/run_id=<id>/``.
@@ -39,7 +40,8 @@ def execute(directory: "str | os.PathLike", sql: str):
             f"{d}: the store has no finished runs yet (runs.parquet lists {n}"
             + ("; failed.json says why they failed)" if (d / "failed.json").is_file() else ")")
         )
-    import duckdb  # lazy: loaded by connect already
+    with extra("query"):
+        import duckdb  # lazy: loaded by connect already
 
     try:
         result = con.execute(sql)
@@ -53,10 +55,8 @@ def execute(directory: "str | os.PathLike", sql: str):
 def connect(directory: "str | os.PathLike"):
     """A DuckDB connection with the store's tables as views, once the store verifies: returns
     (connection, whether any run finished)."""
-    try:
-        import duckdb  # lazy: duckdb costs 130 ms of start-up, and is guarded: it may be missing
-    except ImportError:
-        raise QueryError("fctlab query needs DuckDB (pip install duckdb)") from None
+    with extra("query"):
+        import duckdb  # lazy: duckdb costs 130 ms of start-up
     d = Path(directory)
     if not (d / "runs.parquet").is_file():
         raise QueryError(f"{d}: not a sweep directory (no runs.parquet)")

@@ -14,9 +14,13 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+from .._extras import extra
+
+with extra("plot"):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 __all__ = ["fct_cdf", "bucket_bars", "active_flows", "queue_lengths", "cwnd_traces", "utilization_bars"]
 

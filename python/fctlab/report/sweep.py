@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from .._extras import extra
 from ..metrics import DEFAULT_BUCKETS, assign_buckets, describe_buckets, measured, parse_size
 from ..numfmt import number
 from ..stats import interval
@@ -209,9 +210,10 @@ def slowdown_by_size(d, x: Optional[str] = None, where: list = (), buckets=None)
 
 def _cdf_figure(fcts: dict, x: str, lines: list, keys: list) -> bytes:
     """FCT CDFs, one panel per value of `x`, one line per combination of `lines`."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib costs 300 ms of start-up
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import NullFormatter
+    with extra("plot"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib costs 300 ms of start-up
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import NullFormatter
 
     xs = list(dict.fromkeys(k[-1] for k in fcts))
     try:
@@ -300,7 +302,8 @@ def _line_styles(t: pd.DataFrame, lines: list, keys: list) -> dict:
     labels = list(dict.fromkeys(_line_label(r, lines, keys) for _, r in t.iterrows()))
     if len(labels) <= 10:
         return {label: {"marker": "o"} for label in labels}
-    from matplotlib import colormaps  # lazy: matplotlib costs 300 ms of start-up
+    with extra("plot"):
+        from matplotlib import colormaps  # lazy: matplotlib costs 300 ms of start-up
 
     colors = colormaps["tab20"].colors
     markers = "osD^v<>px*h"
@@ -313,8 +316,9 @@ def _line_label(row, lines: list, keys: list) -> str:
 
 def _by_size_blocks(d, out: Path, x: Optional[str], where: list) -> list:
     """The slowdown-by-size figure, its note and its table; writes the PNG and the CSVs."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib costs 300 ms of start-up
-    from matplotlib.figure import Figure
+    with extra("plot"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib costs 300 ms of start-up
+        from matplotlib.figure import Figure
 
     t, per_run, x, lines, fcts = slowdown_by_size(d, x=x, where=where)
     keys = lines + [x]
@@ -429,8 +433,9 @@ def write_sweep_report(
 def _metric_blocks(d, outp: Path, metric: str, x, by, where: list) -> list:
     """One run-level metric against `x`, one line per value of `by` (and of every other
     varied key)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib costs 300 ms of start-up
-    from matplotlib.figure import Figure
+    with extra("plot"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib costs 300 ms of start-up
+        from matplotlib.figure import Figure
 
     t, x, by, label = sweep_table(d, metric, x, by, where)
     fig = Figure(figsize=(7, 4), dpi=110, layout="constrained")

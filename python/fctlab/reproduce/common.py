@@ -30,6 +30,7 @@ import pandas as pd
 
 import fctlab
 
+from .._extras import extra
 from ..api import overrides_from_kwargs
 from ..crosscheck import run_other
 from ..crosscheck.ns2 import PROTOCOLS
@@ -384,8 +385,9 @@ CWND_JUMP_NOTE = (
 
 
 def new_figure(width: float = 8.0, height: float = 4.0, **kwargs):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib costs 300 ms of start-up
-    from matplotlib.figure import Figure
+    with extra("plot"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazy: matplotlib costs 300 ms of start-up
+        from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), dpi=110, layout="constrained", **kwargs)
     FigureCanvasAgg(fig)

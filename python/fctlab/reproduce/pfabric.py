@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._extras import extra
 from .common import MATCH, NO_MATCH, Item, LoadMode, Runner, new_figure, runs_over_load, save_figure, series
 from .runner import Paper
 
@@ -109,11 +110,12 @@ def _claims(it: Item, r: Runner, n: int, res: dict, loads: tuple) -> None:
 
 
 def _figure(res: dict, loads: tuple, out, name: str, workload: str) -> None:
-    from matplotlib.ticker import (
-        FormatStrFormatter,
-        LogLocator,
-        NullFormatter,
-    )  # lazy: matplotlib costs 300 ms of start-up
+    with extra("plot"):
+        from matplotlib.ticker import (
+            FormatStrFormatter,
+            LogLocator,
+            NullFormatter,
+        )  # lazy: matplotlib costs 300 ms of start-up
 
     fig = new_figure(10, 3.4)
     axes = fig.subplots(1, 3)
