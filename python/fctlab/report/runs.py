@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
+from ..flowstats import COLUMNS, FctSummary, run_figures
 from ..metrics import measured
 from ..rundir import RunDirError, read_summary
 
@@ -56,6 +58,13 @@ class Run:
     links: pd.DataFrame | None = None
     queues: pd.DataFrame | None = None
     cwnd: pd.DataFrame | None = field(default=None)
+
+    def figures(self) -> FctSummary:
+        """The run's headline figures, as ``fctlab run`` and a RunResult's repr show them
+        (:func:`fctlab.flowstats.run_figures` over its measured flows)."""
+        cols = [c for c in COLUMNS if c in self.flows.columns]
+        table = pa.Table.from_pandas(self.flows[cols], preserve_index=False)
+        return run_figures(lambda: table.to_batches(), self.summary)
 
     @property
     def sim_time_s(self) -> float | None:

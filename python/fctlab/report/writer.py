@@ -135,6 +135,7 @@ class _Report:
             " Slowdown is a flow's FCT divided by its ideal FCT (fct_s / ideal_fct_s)."
         )
         for r in self.runs:
+            self.para(f"{r.label}: {r.figures().headline()}")
             w = metrics.window_text(r.summary)
             if w:
                 self.para(
