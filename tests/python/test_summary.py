@@ -43,3 +43,35 @@ def test_every_summary_shows_the_same_figures(tmp_path, capsys, measure, label):
     assert line in (tmp_path / "rep" / "report.md").read_text()
     assert main(["compare", str(out), str(out)]) == 0
     assert line in capsys.readouterr().out
+
+
+def test_the_single_run_report_says_which_flows_in_one_time_unit_and_shows_drops(tmp_path):
+    f = tmp_path / "m.toml"
+    f.write_text(SCENARIO.format(measure='[measure]\nfrom = "30ms"\nuntil = "80ms"'))
+    out = tmp_path / "out"
+    assert main(["run", str(f), "--out", str(out), "--trace-drops"]) == 0
+    assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--format", "md"]) == 0
+    text = (tmp_path / "rep" / "report.md").read_text()
+    alts = dict((b, a) for a, b in re.findall(r"!\[([^\]]*)\]\(([^)]+)\)", text))
+    # where and when packets were dropped, from drops.parquet
+    assert "drops_out.png" in alts and (tmp_path / "rep" / "drops_out.png").is_file(), alts
+    # the flow figures say which flows they are over; active flows says which it counts
+    for name in ("fct_cdf.png", "fct_by_bucket.png", "slowdown_by_bucket.png"):
+        assert "(measured flows" in alts[name], alts[name]
+    assert "(measured flows counted)" in alts["active_flows.png"]
+    assert "box: 25th-75th percentile and median" in alts["fct_by_bucket.png"]
+    # every time in the report's tables is in one unit (the wall time is the machine's, not the run's)
+    units, skip = set(), None
+    for line in text.splitlines():
+        if not line.startswith("| "):
+            skip = None
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if "Wall time" in cells:
+            skip = cells.index("Wall time")
+        units |= {
+            m.group(1)
+            for i, c in enumerate(cells)
+            if i != skip and (m := re.fullmatch(r"-?[\d.,]+(?:e-?\d+)? (s|ms|us|ns)", c))
+        }
+    assert units == {"ms"}, units
