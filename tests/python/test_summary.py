@@ -75,3 +75,29 @@ def test_the_single_run_report_says_which_flows_in_one_time_unit_and_shows_drops
             if i != skip and (m := re.fullmatch(r"-?[\d.,]+(?:e-?\d+)? (s|ms|us|ns)", c))
         }
     assert units == {"ms"}, units
+
+
+def test_the_bucket_column_sorts_by_size():
+    import pandas as pd
+
+    from fctlab import metrics
+
+    sizes = pd.Series([20_000_000, 5_000, None, 500_000], dtype="float64")
+    b = metrics.assign_buckets(sizes)
+    assert b.dtype == pd.CategoricalDtype(["small", "medium", "large", "long-lived", "other"], ordered=True)
+    assert b.sort_values().tolist() == ["small", "medium", "large", "long-lived"]
+    flows = pd.DataFrame(
+        {
+            "size_bytes": sizes,
+            "fct_s": [1.0, 0.1, None, 0.5],
+            "slowdown": [2.0, 1.0, None, 1.5],
+            "completed": [True] * 4,
+        }
+    )
+    st = metrics.fct_stats(flows, by="bucket")
+    assert st["bucket"].cat.ordered and st.sort_values("bucket")["bucket"].tolist() == [
+        "small",
+        "medium",
+        "large",
+        "long-lived",
+    ]
