@@ -212,29 +212,28 @@ class RunResult:
     def drops(self):
         return self._frame("drops")
 
+    def figures(self):
+        """The run's headline figures (count, FCT mean, median, p99, slowdown) over its measured
+        flows, as ``fctlab run``, ``fctlab report`` and ``fctlab compare`` show them: a
+        ``fctlab.flowstats.FctSummary`` whose ``label`` says which flows ("measured flows
+        (window START–END)" or "all flows") and ``headline()`` puts them in one line."""
+        if "figures" not in self._cache:
+            from .flowstats import COLUMNS, run_figures  # lazy: fctlab.flowstats loads pyarrow (80 ms of start-up)
+
+            self._cache["figures"] = run_figures(lambda: self.flows_batches(COLUMNS), self.summary)
+        return self._cache["figures"]
+
     def _headline(self) -> list:
         """(label, value) pairs of what a reader looks at first."""
         s = self.summary
-        t = self.flows_table
         rows = [
             ("scenario", s.get("scenario_name") or s.get("scenario_file") or "?"),
             ("producer", self.producer),
             ("seed", s.get("seed")),
             ("simulated", seconds(s["sim_time_s"]) if s.get("sim_time_s") is not None else "?"),
-            ("flows", f"{count(s.get('flows_completed', 0))} of {count(s.get('flows_total', t.num_rows))} completed"),
+            ("flows", f"{count(s.get('flows_completed', 0))} of {count(s.get('flows_total', '?'))} completed"),
         ]
-        if t.num_rows and "fct_s" in t.column_names:
-            import pyarrow.compute as pc  # lazy: pyarrow costs 80 ms of start-up
-
-            fct = pc.drop_null(t.column("fct_s"))
-            if len(fct):
-                q = pc.quantile(fct, q=[0.5, 0.99])
-                rows.append(
-                    (
-                        "FCT",
-                        f"mean {seconds(pc.mean(fct).as_py())}, median {seconds(q[0].as_py())}, p99 {seconds(q[1].as_py())}",
-                    )
-                )
+        rows.append(("figures", self.figures().headline()))
         rows.append(("drops, ECN marks", f"{count(s.get('drops', 0))}, {count(s.get('ecn_marks', 0))}"))
         if s.get("wall_time_s") is not None:
             rows.append(("wall time", seconds(s["wall_time_s"])))
@@ -250,11 +249,7 @@ class RunResult:
 
     def __repr__(self) -> str:
         head = dict(self._headline())
-        return (
-            f"<RunResult {head['scenario']}: {head['flows']}"
-            + (f", FCT {head['FCT']}" if "FCT" in head else "")
-            + f"; tables {head['tables']}>"
-        )
+        return f"<RunResult {head['scenario']}: {head['figures']}; tables {head['tables']}>"
 
     def _repr_html_(self) -> str:
         import html  # lazy: html.entities costs 1.5 ms of every `import fctlab`; only notebooks call this

@@ -66,21 +66,15 @@ def summary_table(res) -> str:
     lines.append(f"  flows      {s['flows_completed']} of {s['flows_total']} completed")
     # From the flows read in batches (pandas is not needed for a summary, and costs start-up
     # time; a batch at a time, the summary of ten million flows holds no more than one).
-    from .flowstats import COLUMNS, summarise  # lazy: it loads pyarrow (80 ms of start-up, `fctlab validate`, `--help`)
+    from .flowstats import (
+        COLUMNS,
+        run_figures,
+    )  # lazy: it loads pyarrow (80 ms of start-up, `fctlab validate`, `--help`)
 
-    lo, hi = s.get("measure_from_s"), s.get("measure_until_s")
-    fs = summarise(lambda: res.flows_batches(COLUMNS), lo, hi, (0.5, 0.99))
-    if lo is not None or hi is not None:
-        from .metrics import window_text  # lazy: fctlab.metrics loads pandas (250 ms), which `fctlab run` avoids
-
-        lines.append(f"  measured   {fs.measured} {window_text(s)} ([measure]); FCT and slowdown are theirs")
+    fs = run_figures(lambda: res.flows_batches(COLUMNS), s)
+    lines.append(f"  {fs.headline()}" + (f", max {seconds(fs.fct.top)}" if fs.fct.n else ""))
     if fs.fct.n:
-        fq, sq = fs.fct.quantiles((0.5, 0.99)), fs.slowdown.quantiles((0.5, 0.99))
-        lines.append(
-            f"  FCT        mean {_fmt_s(fs.fct.mean)}  median {_fmt_s(fq[0])}  "
-            f"p99 {_fmt_s(fq[1])}  max {_fmt_s(fs.fct.top)}"
-        )
-        lines.append(f"  slowdown   mean {fs.slowdown.mean:.2f}  median {sq[0]:.2f}  p99 {sq[1]:.2f}")
+        lines.append(f"  slowdown   {fs.slowdown_text()}")
     if fs.long_lived and s["sim_time_s"] > 0:
         gp = [b * 8 / max(s["sim_time_s"] - (t0 or 0.0), 1e-12) for b, t0 in fs.long_lived]
         lines.append(

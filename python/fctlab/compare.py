@@ -68,6 +68,7 @@ def _run_info(run: Run) -> dict[str, Any]:
         "wall_time_s": _plain(s.get("wall_time_s")),
         "events_per_s": _plain(s.get("events_per_s")),
         "drops": _plain(s.get("drops")),
+        "figures": run.figures().headline(),
     }
 
 
@@ -102,7 +103,8 @@ def compare_runs(
         - ``"tolerance"``: the tolerance used;
         - ``"runs"``: ``{"a": info, "b": info}`` with ``dir``, ``label``,
           ``scenario_name``, ``flows``, ``completed``, ``sim_time_s``,
-          ``wall_time_s``, ``events_per_s`` and ``drops``;
+          ``wall_time_s``, ``events_per_s``, ``drops`` and ``figures`` (the
+          run's headline figures in one line, as ``fctlab run`` prints them);
         - ``"buckets"``: a list, first ``"all"`` then each size bucket, of
           ``{"bucket": name, "a": stats, "b": stats}`` where stats are the
           columns of :func:`fctlab.metrics.fct_stats`;
@@ -208,6 +210,7 @@ def format_comparison(result: dict[str, Any]) -> str:
             f"Run {key}: {r['label']} ({r['dir']}{scen}): {numfmt.count(r['flows'])} flows, "
             f"{numfmt.count(r['completed'])} completed"
         )
+    lines += [f"  {key}: {r['figures']}" for key, r in (("A", ra), ("B", rb)) if r.get("figures")]
     lines.append("")
     lines.append("FCT statistics per size bucket (completed flows only; change = (B - A) / A)")
     w_bucket, w_metric, w_val = 12, 16, 12

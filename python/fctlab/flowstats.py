@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
+from .numfmt import count, number, seconds
+
 import pyarrow as pa  # lazy: this module is imported only where a run's flows are summarised
 import pyarrow.compute as pc
 
@@ -125,10 +127,47 @@ class FctSummary:
     timeouts: int = 0
     #: (bytes_delivered, start_s) of each long-lived flow.
     long_lived: list = field(default_factory=list)
+    #: Which flows the figures are over: "measured flows (window START–END)" or "all flows".
+    label: str = "all flows"
+
+    def fct_text(self) -> str:
+        """The FCT figures in words: ``"mean 5.64 ms, median 709 us, p99 41.2 ms"``."""
+        q = self.fct.quantiles((0.5, 0.99))
+        return f"mean {seconds(self.fct.mean)}, median {seconds(q[0])}, p99 {seconds(q[1])}"
+
+    def slowdown_text(self) -> str:
+        """The slowdown figures in words: ``"mean 3.2, median 1.8, p99 21"``."""
+        q = self.slowdown.quantiles((0.5, 0.99))
+        return f"mean {number(self.slowdown.mean)}, median {number(q[0])}, p99 {number(q[1])}"
+
+    def headline(self) -> str:
+        """The run's figures in one line, the same wherever a run is summarised (``fctlab
+        run``, a RunResult's repr, ``fctlab report``, ``fctlab compare``)."""
+        text = f"{self.label}: {count(self.measured)} flows, {count(self.fct.n)} completed"
+        return text + (f"; FCT {self.fct_text()}" if self.fct.n else "")
 
 
 #: The columns the summary reads.
 COLUMNS = ["start_s", "completed", "fct_s", "slowdown", "size_bytes", "bytes_delivered", "retransmits", "timeouts"]
+
+
+def window_label(summary: dict) -> str:
+    """Which flows a run's figures are over: "measured flows (window START–END)" when its
+    summary has a measurement window (``[measure]``), "all flows" otherwise."""
+    lo, hi = summary.get("measure_from_s"), summary.get("measure_until_s")
+    if lo is None and hi is None:
+        return "all flows"
+    end = seconds(hi) if hi is not None else "end of run"
+    return f"measured flows (window {seconds(lo or 0.0)}–{end})"
+
+
+def run_figures(batches: Callable[[], Iterable[pa.RecordBatch]], summary: dict) -> FctSummary:
+    """The figures every summary of a run shows (``fctlab run``, a RunResult's repr, ``fctlab
+    report``, ``fctlab compare``): those of :func:`summarise` over the run's measured flows
+    (``summary``'s window, every flow without one), with median and 99th percentile."""
+    out = summarise(batches, summary.get("measure_from_s"), summary.get("measure_until_s"), (0.5, 0.99))
+    out.label = window_label(summary)
+    return out
 
 
 def summarise(
@@ -155,10 +194,14 @@ def summarise(
             yield col, pc.drop_null(done.column(name))
 
     for batch in batches():
-        out.retransmits += pc.sum(batch.column("retransmits")).as_py() or 0
-        out.timeouts += pc.sum(batch.column("timeouts")).as_py() or 0
+        names = batch.schema.names
+        if "retransmits" in names:
+            out.retransmits += pc.sum(batch.column("retransmits")).as_py() or 0
+        if "timeouts" in names:
+            out.timeouts += pc.sum(batch.column("timeouts")).as_py() or 0
         ll = batch.filter(pc.is_null(batch.column("size_bytes")))
-        out.long_lived += zip(ll.column("bytes_delivered").to_pylist(), ll.column("start_s").to_pylist())
+        if "bytes_delivered" in names:
+            out.long_lived += zip(ll.column("bytes_delivered").to_pylist(), ll.column("start_s").to_pylist())
         for col, values in measured(batch):
             col.add(values)
     wanted = {id(c): c.wanted_buckets(qs) for c in (out.fct, out.slowdown)}

@@ -221,8 +221,10 @@ def assign_buckets(sizes: pd.Series, buckets: Sequence[Sequence[Any]] = DEFAULT_
     Returns
     -------
     pandas.Series
-        Bucket names (str), same index as `sizes`. Null sizes get
-        ``"long-lived"``; sizes in no bucket get ``"other"``.
+        Bucket names, same index as `sizes`: an ordered Categorical whose
+        categories are the buckets in their configured (size) order, then
+        ``"long-lived"`` and ``"other"``, so that sorting by it sorts by size.
+        Null sizes get ``"long-lived"``; sizes in no bucket get ``"other"``.
     """
     checked = _check_buckets(buckets)
     x = _floats(pd.Series(sizes, name=getattr(sizes, "name", "size_bytes")), func="assign_buckets")
@@ -230,7 +232,8 @@ def assign_buckets(sizes: pd.Series, buckets: Sequence[Sequence[Any]] = DEFAULT_
     for name, lo, hi in checked:
         names[(x >= lo) & (x < hi)] = name
     names[np.isnan(x)] = LONG_LIVED
-    return pd.Series(names, index=getattr(sizes, "index", None), name="bucket", dtype=object)
+    kind = pd.CategoricalDtype(_bucket_order(buckets), ordered=True)
+    return pd.Series(names, index=getattr(sizes, "index", None), name="bucket", dtype=kind)
 
 
 def _fmt_bytes(n: float) -> str:
@@ -344,6 +347,9 @@ def _grouped(
         out = out.sort_values(keys, key=sort_key, na_position="last", kind="stable")
     for k in keys:
         out[k] = out[k].astype(object).where(out[k].notna(), None)
+        if k == "bucket":
+            order = _bucket_order(buckets)
+            out[k] = pd.Categorical(out[k], categories=order + sorted(set(out[k].dropna()) - set(order)), ordered=True)
     return out.reset_index(drop=True)
 
 
@@ -386,7 +392,9 @@ def fct_stats(
     -------
     pandas.DataFrame
         One row per group (every configured bucket appears when ``by ==
-        "bucket"``, even if empty), with the key column(s) followed by:
+        "bucket"``, even if empty), with the key column(s) followed by
+        (``bucket`` is an ordered Categorical in size order, as
+        :func:`assign_buckets` returns it):
 
         - ``count``: flows in the group;
         - ``completed``: flows in the statistics;

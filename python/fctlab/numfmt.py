@@ -8,6 +8,8 @@ from typing import Any
 __all__ = [
     "is_number",
     "seconds",
+    "time_unit",
+    "in_unit",
     "duration",
     "number",
     "count",
@@ -44,6 +46,28 @@ def seconds(x: Any) -> str:
         if a >= scale:
             return f"{v / scale:.3g} {unit}" if a / scale < 1000 else f"{v / scale:,.0f} {unit}"
     return f"{v * 1e9:.3g} ns"
+
+
+def time_unit(x: Any) -> tuple:
+    """The unit that reads naturally for a typical time `x` in seconds, as (seconds per unit,
+    name): ``(1e-3, "ms")`` for 0.0042. Seconds for anything that is not a positive number."""
+    if is_number(x) and float(x) > 0:
+        for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+            if float(x) >= scale:
+                return scale, unit
+        return 1e-9, "ns"
+    return 1.0, "s"
+
+
+def in_unit(x: Any, unit: tuple) -> str:
+    """A time in seconds written in `unit` (as :func:`time_unit` gives it): ``"4.2 ms"``,
+    ``"1,250 ms"``, ``"0.012 ms"``; so that every time of a table reads in one unit."""
+    if not is_number(x):
+        return NA
+    v = float(x) / unit[0]
+    if abs(v) >= 1000:
+        return f"{v:,.0f} {unit[1]}"
+    return f"{v:.3g} {unit[1]}" if v == 0 or abs(v) >= 1e-3 else f"{v:.2e} {unit[1]}"
 
 
 def duration(x: Any) -> str:

@@ -582,6 +582,22 @@ def _execute(
     return ledger.failures
 
 
+def _with_flow_sums(row: dict, flows: Path) -> dict:
+    """`row` with the run's timeouts and retransmits (summed over its flows) after its drops."""
+    import pandas as pd  # lazy: pandas costs 250 ms of start-up
+
+    sums = pd.read_parquet(flows, columns=["timeouts", "retransmits"]).sum()
+    added = {k: int(sums[k]) for k in ("timeouts", "retransmits")}
+    if "drops" not in row:
+        return {**row, **added}
+    out = {}
+    for k, v in row.items():
+        out[k] = v
+        if k == "drops":
+            out.update(added)
+    return out
+
+
 def _write_runs_table(sw: Sweep, out: Path, failures: dict):
     """Writes runs.parquet: a run is done when its directory is stored (its manifest written)."""
     import pandas as pd  # lazy: pandas costs 250 ms of start-up
@@ -599,6 +615,7 @@ def _write_runs_table(sw: Sweep, out: Path, failures: dict):
             # nested swept values (already columns) stay out
             kept = {k: v for k, v in summary.items() if v is not None and not isinstance(v, dict)}
             row.update({f"summary_{k}" if k in row else k: v for k, v in kept.items()})
+            row = _with_flow_sums(row, d.parent / "flows.parquet")
             row["wall_s"] = summary["wall_time_s"]
         else:
             row["status"] = "failed" if r.run_id in failures else "missing"

@@ -268,7 +268,7 @@ def test_a_result_shows_itself_briefly_and_as_a_table_in_notebooks():
     r = fctlab.run(ROOT / "scenarios" / "examples" / "demo.toml")
     text = repr(r)
     done = int(r.flows["completed"].sum())
-    assert text.startswith("<RunResult demo: ") and f"{done} of {len(r.flows)} completed" in text, text
+    assert text.startswith("<RunResult demo: all flows: ") and f"{len(r.flows)} flows, {done} completed" in text, text
     assert len(text) < 200 and "FCT mean" in text and "tables flows, links" in text, text
     html = r._repr_html_()
     assert html.startswith("<table>") and "p99" in html and "drops, ECN marks" in html, html

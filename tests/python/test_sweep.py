@@ -514,6 +514,13 @@ def test_the_store_keeps_links_and_the_monitors_the_base_asks_for(tmp_path):
     d = query(out, "SELECT run_id, count(*) AS n FROM drops GROUP BY ALL").set_index("run_id")["n"]
     per_run = links.set_index("run_id")["d"]
     assert {r: int(d.get(r, 0)) for r in per_run.index} == {r: int(v) for r, v in per_run.items()}
+    # the runs table has each run's timeouts and retransmits (over its flows) after its drops
+    cols = list(runs.columns)
+    assert cols[cols.index("drops") + 1 : cols.index("drops") + 3] == ["timeouts", "retransmits"], cols
+    sums = query(out, "SELECT run_id, sum(timeouts) AS t, sum(retransmits) AS r FROM flows GROUP BY ALL")
+    sums = sums.set_index("run_id")
+    for _, row in runs.iterrows():
+        assert (row["timeouts"], row["retransmits"]) == tuple(int(v) for v in sums.loc[row["run_id"], ["t", "r"]])
 
 
 def fctlab_run_links(out: Path, run_id: str) -> int:

@@ -22,7 +22,9 @@ with extra("plot"):
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-__all__ = ["fct_cdf", "bucket_bars", "active_flows", "queue_lengths", "cwnd_traces", "utilization_bars"]
+from ..numfmt import time_unit
+
+__all__ = ["fct_cdf", "bucket_boxes", "active_flows", "queue_lengths", "cwnd_traces", "utilization_bars", "drops"]
 
 _DPI = 110
 
@@ -40,13 +42,9 @@ def _png(fig: Figure) -> bytes:
 
 
 def _time_unit(values: np.ndarray) -> tuple[float, str]:
-    """The unit that reads naturally for times in seconds: (divisor, name)."""
+    """The unit that reads naturally for times in seconds (their median's): (divisor, name)."""
     v = values[np.isfinite(values) & (values > 0)]
-    mid = float(np.median(v)) if v.size else 1.0
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
-        if mid >= scale:
-            return scale, unit
-    return 1e-9, "ns"
+    return time_unit(float(np.median(v)) if v.size else 1.0)
 
 
 def _plain_log_ticks(axis) -> None:
@@ -64,17 +62,19 @@ def _plain_log_ticks(axis) -> None:
     axis.set_minor_formatter(FuncFormatter(minor))
 
 
-def fct_cdf(fcts: Mapping[str, np.ndarray]) -> bytes | None:
+def fct_cdf(fcts: Mapping[str, np.ndarray], unit: tuple | None = None, which: str = "all flows") -> bytes | None:
     """CDF of the FCT of completed flows, one line per run, log x axis.
 
     `fcts` maps a run label to its completed flows' FCTs in seconds. Runs
-    without positive values are left out; ``None`` when none is left.
+    without positive values are left out; ``None`` when none is left. Times are
+    in `unit` (``numfmt.time_unit``; by default the one their median needs);
+    `which` ("measured flows" or "all flows") goes into the title.
     """
     series = {k: np.sort(v[np.isfinite(v) & (v > 0)]) for k, v in fcts.items()}
     series = {k: v for k, v in series.items() if v.size}
     if not series:
         return None
-    scale, unit = _time_unit(np.concatenate(list(series.values())))
+    scale, unit = unit or _time_unit(np.concatenate(list(series.values())))
     fig = _new()
     ax = fig.add_subplot()
     for label, x in series.items():
@@ -92,88 +92,90 @@ def fct_cdf(fcts: Mapping[str, np.ndarray]) -> bytes | None:
     ax.set_ylim(0, 1.02)
     ax.set_xlabel(f"Flow completion time ({unit})")
     ax.set_ylabel("Fraction of completed flows")
-    ax.set_title("FCT distribution (completed flows)")
+    ax.set_title(f"FCT distribution ({which}, completed)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right")
     return _png(fig)
 
 
-def bucket_bars(
-    stats: Mapping[str, pd.DataFrame], metric: str, ylabel: str, title: str, *, plain_ticks: bool = False
-) -> bytes | None:
-    """Grouped bars of the median and p99 of `metric` per size bucket.
+def _positive(v) -> bool:
+    return v is not None and bool(np.any(np.isfinite(v) & (np.asarray(v, dtype=float) > 0)))
 
-    `stats` maps a run label to :func:`fctlab.metrics.fct_stats` output grouped
-    by ``"bucket"``; `metric` is ``"fct_s"`` or ``"slowdown"``. Two panels
-    (median, p99), buckets on the x axis, one bar per run; log y axis, with
-    tick labels as plain numbers (1, 10, 100) when `plain_ticks` is set.
-    A run's bucket without completed flows gets no bar, and buckets without
-    a value in any run are left out. ``None`` when no run has a value.
+
+def bucket_boxes(
+    values: Mapping[str, Mapping[str, np.ndarray]], ylabel: str, title: str, *, unit: tuple | None = None
+) -> bytes | None:
+    """Box plots of a per-flow value per size bucket, one box per run, log y axis.
+
+    `values` maps a run label to {bucket: values}, buckets in size order (the
+    order of their first appearance is kept); times in
+    seconds when `unit` is given (``numfmt.time_unit``), drawn in it, with
+    "(s)" in `ylabel` replaced by its name. A box spans the 25th to 75th
+    percentile with a line at the median; its whiskers reach the 1st and 99th
+    percentiles. Non-positive values are left out (a log axis cannot show
+    them). ``None`` when no run has a value.
     """
+    scale = unit[0] if unit else 1.0
+    if unit:
+        ylabel = ylabel.replace("(s)", f"({unit[1]})")
     buckets: list[str] = []
-    for df in stats.values():
-        for b in df["bucket"]:
-            if b not in buckets:
-                buckets.append(b)
-    panels = (("median", "Median"), ("p99", "99th percentile"))
-    values = {
-        stat: {
-            label: df.set_index("bucket")[f"{stat}_{metric}"].reindex(buckets).to_numpy(dtype=float)
-            for label, df in stats.items()
-        }
-        for stat, _ in panels
-    }
-    if metric.endswith("_s"):  # times: in the unit the values need, named in the label
-        scale, unit = _time_unit(np.concatenate([v for per_run in values.values() for v in per_run.values()]))
-        values = {stat: {label: v / scale for label, v in per_run.items()} for stat, per_run in values.items()}
-        ylabel = ylabel.replace("(s)", f"({unit})")
-    has_value = np.zeros(len(buckets), dtype=bool)
-    for per_run in values.values():
-        for v in per_run.values():
-            has_value |= np.isfinite(v) & (v > 0)
-    if not has_value.any():
+    for per_bucket in values.values():
+        buckets += [b for b in per_bucket if b not in buckets]
+    buckets = [b for b in buckets if any(_positive(per.get(b)) for per in values.values())]
+    if not buckets:
         return None
-    buckets = [b for b, keep in zip(buckets, has_value) if keep]
-    values = {stat: {label: v[has_value] for label, v in per_run.items()} for stat, per_run in values.items()}
-    fig = _new(width=max(8.0, 1.6 * len(buckets) * 2), height=4.5)
-    axes = fig.subplots(1, 2, sharey=True)
-    n = len(stats)
+    n = len(values)
     width = 0.8 / max(n, 1)
+    fig = _new(width=max(8.0, 1.4 * len(buckets) * max(n, 1)), height=4.5)
+    ax = fig.add_subplot()
     x = np.arange(len(buckets))
-    colors = [f"C{i % 10}" for i in range(n)]
-    for ax, (stat, name) in zip(axes, panels):
-        drawn = False
-        for i, (label, v) in enumerate(values[stat].items()):
-            ok = np.isfinite(v) & (v > 0)
-            if ok.any():
-                ax.bar(x[ok] + (i - (n - 1) / 2) * width, v[ok], width=width, color=colors[i], label=label)
-                drawn = True
-        if drawn:
-            ax.set_yscale("log")
-            if plain_ticks or metric.endswith("_s"):
-                _plain_log_ticks(ax.yaxis)
-        ax.set_xticks(x, buckets)
-        ax.set_xlabel("Flow size bucket")
-        ax.set_title(name)
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-    axes[0].set_ylabel(ylabel)
-    handles, labels = axes[0].get_legend_handles_labels()
-    h2, l2 = axes[1].get_legend_handles_labels()
-    for h, lab in zip(h2, l2):
-        if lab not in labels:
-            handles.append(h)
-            labels.append(lab)
-    if handles:
-        fig.legend(handles, labels, title="Run", loc="outside right upper")
-    fig.suptitle(title)
+    for i, (label, per_bucket) in enumerate(values.items()):
+        data, pos = [], []
+        for j, b in enumerate(buckets):
+            v = np.asarray(per_bucket.get(b, np.array([])), dtype=float)
+            v = v[np.isfinite(v) & (v > 0)] / scale
+            if v.size:
+                data.append(v)
+                pos.append(x[j] + (i - (n - 1) / 2) * width)
+        if not data:
+            continue
+        color = f"C{i % 10}"
+        stats = []
+        for v in data:  # whiskers at the percentiles themselves, not at the data points inside them
+            p1, q1, med, q3, p99 = np.percentile(v, [1, 25, 50, 75, 99])
+            stats.append({"whislo": p1, "q1": q1, "med": med, "q3": q3, "whishi": p99, "fliers": []})
+        ax.bxp(
+            stats,
+            positions=pos,
+            widths=width * 0.8,
+            showfliers=False,
+            patch_artist=True,
+            boxprops={"facecolor": color, "alpha": 0.5, "edgecolor": color},
+            medianprops={"color": "black"},
+            whiskerprops={"color": color},
+            capprops={"color": color},
+        )
+        ax.plot([], [], color=color, linewidth=6, alpha=0.5, label=label)
+    ax.set_yscale("log")
+    _plain_log_ticks(ax.yaxis)
+    ax.set_xticks(x, buckets)
+    ax.set_xlim(-0.5, len(buckets) - 0.5)
+    ax.set_xlabel("Flow size bucket")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.legend(title="Run", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _png(fig)
 
 
-def active_flows(series: Mapping[str, pd.DataFrame]) -> bytes | None:
+def active_flows(
+    series: Mapping[str, pd.DataFrame], unit: tuple = (1.0, "s"), which: str = "all flows"
+) -> bytes | None:
     """Number of active flows over time, one line per run.
 
     `series` maps a run label to :func:`fctlab.metrics.active_flows_over_time`
-    output.
+    output; times are drawn in `unit` (``numfmt.time_unit``); `which` ("measured
+    flows" or "all flows") says in the title which flows are counted.
     """
     series = {k: v for k, v in series.items() if len(v)}
     if not series:
@@ -182,15 +184,15 @@ def active_flows(series: Mapping[str, pd.DataFrame]) -> bytes | None:
     ax = fig.add_subplot()
     for label, df in series.items():
         ax.plot(
-            df["time_s"].to_numpy(dtype=float),
+            df["time_s"].to_numpy(dtype=float) / unit[0],
             df["active_flows"].to_numpy(dtype=float),
             drawstyle="steps-post",
             linewidth=1.2,
             label=label,
         )
-    ax.set_xlabel("Time (s)")
+    ax.set_xlabel(f"Time ({unit[1]})")
     ax.set_ylabel("Active flows")
-    ax.set_title("Active flows over time")
+    ax.set_title(f"Active flows over time ({which} counted)")
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(True, alpha=0.3)
@@ -198,8 +200,10 @@ def active_flows(series: Mapping[str, pd.DataFrame]) -> bytes | None:
     return _png(fig)
 
 
-def queue_lengths(queues: pd.DataFrame, label: str, links: list, names: Mapping) -> bytes | None:
-    """Queue length over time of the given links of one run (step lines).
+def queue_lengths(
+    queues: pd.DataFrame, label: str, links: list, names: Mapping, unit: tuple = (1.0, "s")
+) -> bytes | None:
+    """Queue length over time of the given links of one run (step lines), times in `unit`.
 
     `links` lists the link ids to draw, `names` maps a link id to its name.
     """
@@ -210,13 +214,13 @@ def queue_lengths(queues: pd.DataFrame, label: str, links: list, names: Mapping)
     for lid in links:
         q = queues[queues["link_id"] == lid].sort_values("time_s", kind="stable")
         ax.plot(
-            q["time_s"].to_numpy(dtype=float),
+            q["time_s"].to_numpy(dtype=float) / unit[0],
             q["queue_pkts"].to_numpy(dtype=float),
             drawstyle="steps-post",
             linewidth=1.0,
             label=str(names.get(lid, lid)),
         )
-    ax.set_xlabel("Time (s)")
+    ax.set_xlabel(f"Time ({unit[1]})")
     ax.set_ylabel("Queue length (packets)")
     ax.set_title(f"Queue length over time: {label}")
     ax.set_ylim(bottom=0)
@@ -226,8 +230,8 @@ def queue_lengths(queues: pd.DataFrame, label: str, links: list, names: Mapping)
     return _png(fig)
 
 
-def cwnd_traces(cwnd: pd.DataFrame, label: str, flow_ids: list) -> bytes | None:
-    """Congestion window over time of the given flows of one run (step lines)."""
+def cwnd_traces(cwnd: pd.DataFrame, label: str, flow_ids: list, unit: tuple = (1.0, "s")) -> bytes | None:
+    """Congestion window over time of the given flows of one run (step lines), times in `unit`."""
     if not flow_ids:
         return None
     fig = _new()
@@ -235,13 +239,13 @@ def cwnd_traces(cwnd: pd.DataFrame, label: str, flow_ids: list) -> bytes | None:
     for fid in flow_ids:
         c = cwnd[cwnd["flow_id"] == fid].sort_values("time_s", kind="stable")
         ax.plot(
-            c["time_s"].to_numpy(dtype=float),
+            c["time_s"].to_numpy(dtype=float) / unit[0],
             c["cwnd_bytes"].to_numpy(dtype=float) / 1000.0,
             drawstyle="steps-post",
             linewidth=1.0,
             label=f"flow {fid}",
         )
-    ax.set_xlabel("Time (s)")
+    ax.set_xlabel(f"Time ({unit[1]})")
     ax.set_ylabel("Congestion window (KB, 1 KB = 1000 bytes)")
     ax.set_title(f"Congestion window over time: {label}")
     ax.set_ylim(bottom=0)
@@ -276,4 +280,34 @@ def utilization_bars(utils: Mapping[str, pd.DataFrame]) -> bytes | None:
         ax.set_xlabel("Utilization (%)")
         ax.set_title(f"Most utilized links: {label}")
         ax.grid(True, axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def drops(drops: pd.DataFrame, label: str, unit: tuple = (1.0, "s"), top: int = 10) -> bytes | None:
+    """Where and when one run dropped packets (``drops.parquet``): the `top` ports by drops
+    (horizontal bars, the other ports' drops summed into one bar) and the drops over time (a
+    histogram, times in `unit`), every dropped packet counted. ``None`` without drops."""
+    if not len(drops):
+        return None
+    fig = _new(width=11.0, height=4.5)
+    where, when = fig.subplots(1, 2, width_ratios=[1, 1.4])
+    by_port = drops["link"].astype(str).value_counts()
+    shown = by_port.head(top)
+    if len(by_port) > top:
+        shown = pd.concat([shown, pd.Series({f"{len(by_port) - top} other ports": int(by_port.iloc[top:].sum())})])
+    y = np.arange(len(shown))
+    bars = where.barh(y, shown.to_numpy(dtype=float), color="C3")
+    where.bar_label(bars, labels=[f"{int(v):,}" for v in shown], padding=3, fontsize="small")
+    where.set_yticks(y, shown.index.tolist(), fontsize="small")
+    where.invert_yaxis()
+    where.set_xlabel("Dropped packets")
+    where.set_title("Where: drops by port")
+    where.grid(True, axis="x", alpha=0.3)
+    t = drops["time_s"].to_numpy(dtype=float) / unit[0]
+    when.hist(t[np.isfinite(t)], bins=min(60, max(10, int(np.sqrt(len(t))))), color="C3")
+    when.set_xlabel(f"Time ({unit[1]})")
+    when.set_ylabel("Dropped packets")
+    when.set_title("When: drops over time")
+    when.grid(True, alpha=0.3)
+    fig.suptitle(f"Dropped packets (all packets of the run): {label}")
     return _png(fig)

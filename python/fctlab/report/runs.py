@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
+from ..flowstats import COLUMNS, FctSummary, run_figures
 from ..metrics import measured
 from ..rundir import RunDirError, read_summary
 
@@ -21,6 +23,7 @@ REQUIRED_LINK_COLUMNS = ("link_id", "src", "dst", "tx_packets", "drops", "utiliz
 """Columns of ``links.parquet`` that reports need (the file itself is optional)."""
 _REQUIRED_QUEUE_COLUMNS = ("time_s", "link_id", "queue_pkts")
 _REQUIRED_CWND_COLUMNS = ("time_s", "flow_id", "cwnd_bytes")
+_REQUIRED_DROP_COLUMNS = ("time_s", "link")
 
 
 class RunLoadError(ValueError):
@@ -44,9 +47,9 @@ class Run:
         Contents of ``summary.json``.
     flows : pandas.DataFrame
         ``flows.parquet``.
-    links, queues, cwnd : pandas.DataFrame or None
-        ``links.parquet``, ``queues.parquet`` and ``cwnd.parquet`` when
-        present.
+    links, queues, cwnd, drops : pandas.DataFrame or None
+        ``links.parquet``, ``queues.parquet``, ``cwnd.parquet`` and
+        ``drops.parquet`` when present.
     """
 
     path: Path
@@ -56,6 +59,14 @@ class Run:
     links: pd.DataFrame | None = None
     queues: pd.DataFrame | None = None
     cwnd: pd.DataFrame | None = field(default=None)
+    drops: pd.DataFrame | None = None
+
+    def figures(self) -> FctSummary:
+        """The run's headline figures, as ``fctlab run`` and a RunResult's repr show them
+        (:func:`fctlab.flowstats.run_figures` over its measured flows)."""
+        cols = [c for c in COLUMNS if c in self.flows.columns]
+        table = pa.Table.from_pandas(self.flows[cols], preserve_index=False)
+        return run_figures(lambda: table.to_batches(), self.summary)
 
     @property
     def sim_time_s(self) -> float | None:
@@ -81,7 +92,8 @@ def load_run(run_dir: str | os.PathLike[str], *, label: str | None = None) -> Ru
     """Load the result files of a run directory.
 
     ``flows.parquet`` and ``summary.json`` are required; ``links.parquet``,
-    ``queues.parquet`` and ``cwnd.parquet`` are loaded when present.
+    ``queues.parquet``, ``cwnd.parquet`` and ``drops.parquet`` are loaded when
+    present.
 
     Parameters
     ----------
@@ -119,6 +131,7 @@ def load_run(run_dir: str | os.PathLike[str], *, label: str | None = None) -> Ru
         ("links", "links.parquet", REQUIRED_LINK_COLUMNS),
         ("queues", "queues.parquet", _REQUIRED_QUEUE_COLUMNS),
         ("cwnd", "cwnd.parquet", _REQUIRED_CWND_COLUMNS),
+        ("drops", "drops.parquet", _REQUIRED_DROP_COLUMNS),
     ):
         f = path / name
         optional[key] = _read_parquet(f, path, required) if f.is_file() else None

@@ -62,6 +62,19 @@ class _Report:
         self.blocks: list[Block] = []
         self.slugs = dict(zip((r.label for r in runs), _unique([_slug(r.label) for r in runs])))
         self.files: list[Path] = []
+        # Which flows the flow figures are over, and the one time unit of every time shown.
+        windowed = any(metrics.window_text(r.summary) for r in runs)
+        self.which = "measured flows" if windowed else "all flows"
+        fcts = [r.flows["fct_s"].to_numpy(dtype="float64", na_value=np.nan)[_completed_mask(r.flows)] for r in runs]
+        typical = np.concatenate(fcts) if fcts else np.array([])
+        typical = typical[typical > 0]
+        if not typical.size:
+            typical = np.array([r.sim_time_s for r in runs if r.sim_time_s], dtype=float)
+        self.unit = numfmt.time_unit(float(np.median(typical)) if typical.size else None)
+
+    def time(self, x: Any) -> str:
+        """A time in the report's unit."""
+        return numfmt.in_unit(x, self.unit)
 
     # -- building blocks -------------------------------------------------
 
@@ -100,7 +113,7 @@ class _Report:
                     str(s.get("scenario_name", numfmt.NA)),
                     numfmt.count(flows),
                     numfmt.count(completed),
-                    numfmt.seconds(s.get("sim_time_s")),
+                    self.time(s.get("sim_time_s")),
                     numfmt.seconds(s.get("wall_time_s")),
                     numfmt.count(s.get("events_per_s")),
                     numfmt.count(s.get("drops")),
@@ -135,6 +148,7 @@ class _Report:
             " Slowdown is a flow's FCT divided by its ideal FCT (fct_s / ideal_fct_s)."
         )
         for r in self.runs:
+            self.para(f"{r.label}: {r.figures().headline()}")
             w = metrics.window_text(r.summary)
             if w:
                 self.para(
@@ -142,7 +156,6 @@ class _Report:
                     "(its [measure] window); the others ran but are not in these figures.",
                     note=True,
                 )
-        by_bucket: dict[str, pd.DataFrame] = {}
         completed_fcts: dict[str, np.ndarray] = {}
         for r in self.runs:
             overall = metrics.fct_stats(r.flows, buckets=self.buckets)
@@ -154,12 +167,11 @@ class _Report:
             if done == 0:
                 self.para(f"{r.label}: no completed flows ({n:,} flows, none completed).", note=True)
                 continue
-            by_bucket[r.label] = buckets
             fct = r.flows["fct_s"].to_numpy(dtype="float64", na_value=np.nan)
             completed_fcts[r.label] = fct[_completed_mask(r.flows)]
             overall.insert(0, "bucket", "all")
             rows = [
-                _fct_row(row)
+                _fct_row(row, self.unit)
                 for _, row in pd.concat([overall, buckets]).iterrows()
                 if row["count"] > 0 or row["bucket"] in {b[0] for b in self.buckets}
             ]
@@ -183,28 +195,47 @@ class _Report:
         if not completed_fcts:
             self.para("No completed flows in any run: no FCT plots.", note=True)
         else:
-            self.image("fct_cdf", _plots().fct_cdf(completed_fcts), "CDF of flow completion times per run")
             self.image(
-                "fct_by_bucket",
-                _plots().bucket_bars(
-                    by_bucket, "fct_s", "Flow completion time (s)", "FCT by flow size: median and 99th percentile"
-                ),
-                "Median and p99 FCT per size bucket",
+                "fct_cdf",
+                _plots().fct_cdf(completed_fcts, self.unit, self.which),
+                f"CDF of flow completion times per run ({self.which})",
             )
-            self.image(
-                "slowdown_by_bucket",
-                _plots().bucket_bars(
-                    by_bucket,
-                    "slowdown",
-                    "Slowdown (FCT / ideal FCT)",
-                    "Slowdown by flow size: median and 99th percentile",
-                    plain_ticks=True,
-                ),
-                "Median and p99 slowdown per size bucket",
-            )
+            self.bucket_figures()
         self.grouped_tables("protocol", "By protocol", lambda v: v.nunique(dropna=False) > 1)
         self.grouped_tables("tag", "By tag", lambda v: bool((v.notna() & (v.astype(str) != "")).any()))
         self.active_flows()
+
+    def bucket_figures(self) -> None:
+        """FCT and slowdown per size bucket, box plots of the completed flows of each run."""
+        fct: dict = {}
+        slowdown: dict = {}
+        for r in self.runs:
+            done = r.flows[_completed_mask(r.flows)]
+            if not len(done):
+                continue
+            bucket = metrics.assign_buckets(done["size_bytes"], self.buckets)
+            groups = {b: done[(bucket == b).to_numpy()] for b in bucket.cat.categories}
+            fct[r.label] = {b: part["fct_s"].to_numpy(dtype=float) for b, part in groups.items()}
+            slowdown[r.label] = {
+                b: part["slowdown"].to_numpy(dtype=float, na_value=np.nan) for b, part in groups.items()
+            }
+        spread = "box: 25th-75th percentile and median; whiskers: 1st and 99th percentiles"
+        self.image(
+            "fct_by_bucket",
+            _plots().bucket_boxes(
+                fct, "Flow completion time (s)", f"FCT by flow size ({self.which}, completed)", unit=self.unit
+            ),
+            f"FCT per size bucket ({self.which}; {spread})",
+        )
+        self.image(
+            "slowdown_by_bucket",
+            _plots().bucket_boxes(
+                slowdown, "Slowdown (FCT / ideal FCT)", f"Slowdown by flow size ({self.which}, completed)"
+            ),
+            f"Slowdown per size bucket ({self.which}; {spread})",
+        )
+        if fct:
+            self.para(f"FCT and slowdown by size: {spread}.")
 
     def grouped_tables(self, column: str, title: str, show) -> None:
         runs = [r for r in self.runs if column in r.flows.columns and show(r.flows[column])]
@@ -222,8 +253,8 @@ class _Report:
                         numfmt.NA if key is None else (str(key) or "(empty)"),
                         numfmt.count(row["count"]),
                         numfmt.count(row["completed"]),
-                        numfmt.seconds(row["median_fct_s"]),
-                        numfmt.seconds(row["p99_fct_s"]),
+                        self.time(row["median_fct_s"]),
+                        self.time(row["p99_fct_s"]),
                         numfmt.number(row["median_slowdown"]),
                         numfmt.number(row["p99_slowdown"]),
                     ]
@@ -261,7 +292,11 @@ class _Report:
                 times = np.linspace(times[0], times[-1], _ACTIVE_POINTS)
             series[r.label] = metrics.active_flows_over_time(r.flows, times)
         if series:
-            self.image("active_flows", _plots().active_flows(series), "Number of active flows over time")
+            self.image(
+                "active_flows",
+                _plots().active_flows(series, self.unit, self.which),
+                f"Number of active flows over time ({self.which} counted)",
+            )
 
     def deadlines_section(self) -> None:
         runs = [r for r in self.runs if "deadline_s" in r.flows.columns and r.flows["deadline_s"].notna().any()]
@@ -310,10 +345,10 @@ class _Report:
             if jct.size:
                 p50, p99 = np.percentile(jct, [50, 99])
                 stats = [
-                    numfmt.seconds(jct.mean()),
-                    numfmt.seconds(p50),
-                    numfmt.seconds(p99),
-                    numfmt.seconds(jct.max()),
+                    self.time(jct.mean()),
+                    self.time(p50),
+                    self.time(p99),
+                    self.time(jct.max()),
                 ]
             rows.append([label, numfmt.count(len(j)), numfmt.count(int(j["completed"].sum())), *stats])
         self.table(["Run", "Jobs", "Completed jobs", "Mean JCT", "Median JCT", "p99 JCT", "Max JCT"], rows)
@@ -361,6 +396,20 @@ class _Report:
             _plots().utilization_bars(utils),
             f"Utilization of the {_TOP_LINKS} most utilized links per run",
         )
+
+    def drops_figures(self) -> None:
+        """Where and when each run with a drop trace (drops.parquet) dropped packets."""
+        for r in self.runs:
+            if r.drops is None:
+                continue
+            if not len(r.drops):
+                self.para(f"{r.label}: drops.parquet holds no drops.", note=True)
+                continue
+            self.image(
+                f"drops_{self.slugs[r.label]}",
+                _plots().drops(r.drops, r.label, self.unit),
+                f"Dropped packets by port and over time, {r.label}",
+            )
 
     def queues_section(self) -> None:
         self.heading("queues")
@@ -410,7 +459,7 @@ class _Report:
             names = dict(zip(st["link_id"], st["link"]))
             self.image(
                 f"queues_{self.slugs[r.label]}",
-                _plots().queue_lengths(r.queues, r.label, list(lines["link_id"]), names),
+                _plots().queue_lengths(r.queues, r.label, list(lines["link_id"]), names, self.unit),
                 f"Queue length over time, {r.label}",
             )
 
@@ -432,7 +481,7 @@ class _Report:
                 self.para(f"{r.label}: showing the {len(shown)} lowest flow ids of {len(ids)} traced flows.")
             self.image(
                 f"cwnd_{self.slugs[r.label]}",
-                _plots().cwnd_traces(r.cwnd, r.label, shown),
+                _plots().cwnd_traces(r.cwnd, r.label, shown, self.unit),
                 f"Congestion window over time, {r.label}",
             )
 
@@ -442,6 +491,7 @@ class _Report:
         self.deadlines_section()
         self.jobs_section()
         self.links_section()
+        self.drops_figures()
         self.queues_section()
         self.cwnd_section()
         return self.blocks
@@ -460,11 +510,13 @@ def _completed_mask(flows: pd.DataFrame) -> np.ndarray:
     return done & ~np.isnan(fct)
 
 
-def _fct_row(row: pd.Series) -> list[str]:
+def _fct_row(row: pd.Series, unit: tuple) -> list[str]:
     if row["completed"] == 0:
         stats = [numfmt.NA] * 7
     else:
-        stats = [numfmt.seconds(row[c]) for c in ("mean_fct_s", "median_fct_s", "p95_fct_s", "p99_fct_s", "max_fct_s")]
+        stats = [
+            numfmt.in_unit(row[c], unit) for c in ("mean_fct_s", "median_fct_s", "p95_fct_s", "p99_fct_s", "max_fct_s")
+        ]
         stats += [numfmt.number(row["median_slowdown"]), numfmt.number(row["p99_slowdown"])]
     return [
         str(row["bucket"]),
