@@ -262,8 +262,16 @@ def slowdown_by_size(d, x: Optional[str] = None, where: list = (), buckets=None)
             }
         )
     t = pd.DataFrame(rows)
-    t = t.assign(_b=t["bucket"].map(order)).sort_values(["stat", "_b"] + lines + [x]).drop(columns="_b")
-    return t.reset_index(drop=True), pr, x, lines, fcts
+    t = _sorted(t.assign(_b=t["bucket"].map(order)), ["stat", "_b"] + lines, x).drop(columns="_b")
+    return t, pr, x, lines, fcts
+
+
+def _sorted(t: pd.DataFrame, by: list, x: str) -> pd.DataFrame:
+    """`t` sorted by the columns `by`, then by `x` in its axis order (quantities by value:
+    "2Gbps" before "10Gbps")."""
+    q = quantity(t[x])
+    t = t.assign(_x=q[0] if q is not None else t[x]).sort_values(by + ["_x"], kind="stable")
+    return t.drop(columns="_x").reset_index(drop=True)
 
 
 def _cdf_figure(fcts: dict, x: str, lines: list, keys: list) -> bytes:
@@ -354,7 +362,7 @@ def sweep_table(d, metric: str, x: Optional[str], by: Optional[str], where: list
             {**dict(zip(group, gkey if isinstance(gkey, tuple) else (gkey,))), "mean": mean, "lo": lo, "hi": hi}
         )
         rows[-1]["seeds"] = len(part)
-    t = pd.DataFrame(rows)
+    t = _sorted(pd.DataFrame(rows), group[:-1], x)
     per_run = runs[["run_id"] + group + ["seed", "_m"]].rename(columns={"_m": "value"})
     if others:
         for frame in (t, per_run):
@@ -417,6 +425,9 @@ def _draw(axes: dict, points: pd.DataFrame, seeds: pd.DataFrame, panels: list, l
         colors, markers = colormaps["tab20"].colors, "osD^v<>px*h"
         styles = {n: {"color": colors[i % 20], "marker": markers[i % len(markers)]} for i, n in enumerate(names)}
     label = legend_labels(points)
+    # Quantities that span decades (rates, sizes) read better on a log x axis.
+    xs = points["x"] if pd.api.types.is_numeric_dtype(points["x"]) else pd.Series(dtype=float)
+    log_x = bool(len(xs)) and xs.min() > 0 and xs.max() >= 10 * xs.min()
     handles = {}
     for pk, ax in axes.items():
         sel = np.ones(len(points), bool) if not panels else (points[panels] == pd.Series(pk, index=panels)).all(axis=1)
@@ -437,11 +448,13 @@ def _draw(axes: dict, points: pd.DataFrame, seeds: pd.DataFrame, panels: list, l
             few = seeds[ssel & (seeds["line"] == name) & seeds["x"].isin(g["x"][~ok])]
             if len(few):
                 ax.plot(few["x"], few["value"], ls="none", marker=".", ms=4, alpha=0.6, color=styles[name]["color"])
-        if log_y:
+        if log_y or log_x:
             from .plots import _plain_log_ticks  # lazy: fctlab.report.plots loads matplotlib at its top
 
-            ax.set_yscale("log")
-            _plain_log_ticks(ax.yaxis)
+            for axis, set_scale, log in ((ax.yaxis, ax.set_yscale, log_y), (ax.xaxis, ax.set_xscale, log_x)):
+                if log:
+                    set_scale("log")
+                    _plain_log_ticks(axis)
         ax.grid(alpha=0.3)
     return list(handles.values()), [label[n] for n in handles]
 
