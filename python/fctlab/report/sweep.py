@@ -285,31 +285,37 @@ def _cdf_figure(fcts: dict, x: str, lines: list, keys: list) -> bytes:
         xs = sorted(xs)
     except TypeError:
         pass
-    fig = Figure(figsize=(3.2 * len(xs), 3.2), dpi=110, layout="constrained")
+    fig = Figure(figsize=(3.2 * len(xs) + (2.2 if lines else 0), 3.2), dpi=110, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(xs), squeeze=False)[0]
+    colors: dict = {}  # line -> colour, the same in every panel
+    name = {k: ", ".join(str(val) for val in k[:-1]) or "all runs" for k in fcts}
+    sorted_fcts = {k: np.sort(np.asarray(vals, dtype=float)) for k, vals in fcts.items()}
+    same = legend_labels(
+        pd.DataFrame(
+            [{"line": name[k], "x": str(k[-1]), "fcts": hash(v.tobytes()), "seeds": 0} for k, v in sorted_fcts.items()]
+        )
+    )
     for ax, xv in zip(axes, xs):
-        for key, vals in fcts.items():
-            if key[-1] != xv or not vals:
+        for key, v in sorted_fcts.items():
+            if key[-1] != xv or not len(v):
                 continue
-            v = np.sort(np.asarray(vals))
-            label = ", ".join(f"{_short(k, keys)}={val}" for k, val in zip(lines, key[:-1])) or "all runs"
-            ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=label)
+            color = colors.setdefault(name[key], f"C{len(colors) % 10}")
+            ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=same[name[key]], color=color)
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())  # (minor labels collide on short ranges)
         ax.set_title(f"{_short(x, keys)} = {xv}", fontsize=9)
         ax.set_xlabel("FCT (s)")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("fraction of flows")
-    if lines:
-        axes[-1].legend(fontsize=7)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
+    handles = {h.get_label(): h for ax in axes for h in ax.get_lines()}
+    _legend(fig, list(handles.values()), list(handles), ", ".join(_short(k, keys) for k in lines))
+    return _png(fig)
 
 
 def _quantity_of(metric: str, spec) -> Optional[str]:
-    """ "slowdown" or "fct" for metrics of those (averaged on the log scale), else None."""
+    """The quantity a metric measures, "slowdown" or "fct" (averaged on the log scale), or
+    None for others."""
     if spec is None:
         return {"slowdown_p99": "slowdown"}.get(metric, "fct" if metric in FLOW_METRICS else None)
     col, stat = metric.split(":")[:2]
