@@ -434,6 +434,7 @@ def _draw(axes: dict, points: pd.DataFrame, seeds: pd.DataFrame, panels: list, l
     # Quantities that span decades (rates, sizes) read better on a log x axis.
     xs = points["x"] if pd.api.types.is_numeric_dtype(points["x"]) else pd.Series(dtype=float)
     log_x = bool(len(xs)) and xs.min() > 0 and xs.max() >= 10 * xs.min()
+    joined = "-" if pd.api.types.is_numeric_dtype(points["x"]) else "none"  # (categories are not joined)
     handles = {}
     for pk, ax in axes.items():
         sel = np.ones(len(points), bool) if not panels else (points[panels] == pd.Series(pk, index=panels)).all(axis=1)
@@ -443,7 +444,7 @@ def _draw(axes: dict, points: pd.DataFrame, seeds: pd.DataFrame, panels: list, l
             g = g.sort_values("x") if pd.api.types.is_numeric_dtype(g["x"]) else g
             if g.empty:
                 continue
-            (h,) = ax.plot(g["x"], g["mean"], **styles[name])
+            (h,) = ax.plot(g["x"], g["mean"], ls=joined, **styles[name])
             handles.setdefault(name, h)
             ok = g["lo"].notna() & g["hi"].notna()
             if ok.any():
