@@ -158,7 +158,8 @@ def test_two_numeric_keys_need_x_and_coinciding_lines_are_named(tmp_path, capsys
 
 def test_no_interval_of_the_shipped_sweeps_reaches_below_its_floor(tmp_path, threads):
     """The tutorial's and the size-aware sweeps, made small (three seeds, two loads, few
-    flows): every interval drawn is above 1 for slowdowns and above 0 for FCTs."""
+    flows; two of the tutorial's transports, three of the size-aware bases): every interval
+    drawn is above 1 for slowdowns and above 0 for FCTs."""
     tut = _shrunk(
         ROOT / "scenarios" / "tutorial",
         tmp_path / "tutorial",
