@@ -52,3 +52,21 @@ def interval(values) -> tuple:
     if v.size == 1:
         return (float(v[0]), math.nan)
     return (float(v.mean()), float(t95(v.size - 1) * v.std(ddof=1) / math.sqrt(v.size)))
+
+
+def log_interval(values, floor: float = 0.0) -> tuple:
+    """(geometric mean, low, high) of positive per-seed values: the 95% Student-t interval of
+    their logarithms, exponentiated, so never below 0 and never symmetric where the spread is
+    large; bounds below `floor` are raised to it (1 for slowdowns, or the mean where that is
+    lower). Missing and non-positive values are left out; the bounds are NaN with fewer than
+    two values."""
+    v = np.asarray([x for x in values if x is not None and not math.isnan(x) and x > 0], dtype=float)
+    if v.size == 0:
+        return (math.nan, math.nan, math.nan)
+    logs = np.log(v)
+    gmean = float(math.exp(logs.mean()))
+    if v.size == 1:
+        return (gmean, math.nan, math.nan)
+    half = t95(v.size - 1) * logs.std(ddof=1) / math.sqrt(v.size)
+    low = max(float(math.exp(logs.mean() - half)), min(floor, gmean))
+    return (gmean, low, float(math.exp(logs.mean() + half)))

@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 from .sweeps_query import TABLES, QueryError, connect
 from .sweepstore import check_store, refusal
 
-__all__ = ["SweepResult", "open_sweep"]
+__all__ = ["SweepResult", "Png", "open_sweep"]
 
 
 class SweepResult:
@@ -88,11 +88,29 @@ class SweepResult:
 
         return slowdown_by_size(self.directory, x=x, where=list(where))[0]
 
+    def plot(self, path: "str | os.PathLike | None" = None, x: Optional[str] = None, where: Sequence[str] = ()):
+        """The sweep report's slowdown-by-size figure (the same PNG ``fctlab report`` writes),
+        shown in a notebook; written to `path` when given. Returns it as :class:`Png`."""
+        from .report.sweep import slowdown_by_size, slowdown_figure  # lazy: loads pandas and pyarrow
+
+        t, per_run, x, lines, _ = slowdown_by_size(self.directory, x=x, where=list(where))
+        png = Png(slowdown_figure(t, per_run, x, lines)[0])
+        if path is not None:
+            Path(path).write_bytes(png)
+        return png
+
     def report(self, out: "str | os.PathLike", **options) -> Path:
         """Writes the sweep report into `out` (as ``fctlab report DIR``); returns its path."""
         from .report.sweep import write_sweep_report  # lazy: loads matplotlib
 
         return write_sweep_report(self.directory, out, **options)
+
+
+class Png(bytes):
+    """A PNG image's bytes, which a notebook shows as the image."""
+
+    def _repr_png_(self) -> bytes:
+        return bytes(self)
 
 
 def open_sweep(directory: "str | os.PathLike") -> SweepResult:

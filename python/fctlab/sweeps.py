@@ -381,7 +381,7 @@ def sweep(
     todo = [r for r in sw.runs if r.run_id not in done]
     log(
         f"fctlab sweep: {len(sw.runs)} runs ({len(sw.runs) - len(todo)} already done), {len(todo)} to run"
-        + (f" on {cluster}" if cluster else f" on {workers or os.cpu_count()} local workers")
+        + (f" on {cluster}" if cluster else _local_workers(workers or os.cpu_count() or 1))
     )
     failures: dict = {}
     try:
@@ -411,6 +411,10 @@ def sweep(
     else:
         log(f"fctlab sweep: wrote {outp / 'runs.parquet'} (no results: see failed.json)")
     return runs
+
+
+def _local_workers(n: int) -> str:
+    return f" on {n} local worker" + ("" if n == 1 else "s")
 
 
 def _executor(workers: Optional[int], cluster: Optional[str]):

@@ -280,6 +280,8 @@ def test_a_killed_worker_costs_only_its_own_run(tmp_path, kills):
 
 
 def test_report_of_a_sweep_plots_a_metric_with_intervals_over_seeds(tmp_path, capsys):
+    import pandas as pd
+
     f = _write(
         tmp_path,
         'seeds = 3\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n"workloads.0.load" = [0.3, 0.6]\n'
@@ -291,19 +293,20 @@ def test_report_of_a_sweep_plots_a_metric_with_intervals_over_seeds(tmp_path, ca
         == 0
     )
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert "p99 FCT (s) against transport.protocol, by workloads.0.load" in md
+    assert "p99 FCT (s) against load, by protocol" in md  # (the numeric key is the x axis)
     assert (tmp_path / "rep" / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(pd.read_csv(tmp_path / "rep" / "sweep.csv")) == 4
     from fctlab.report.sweep import sweep_table
 
-    t, x, by, _ = sweep_table(tmp_path / "out", "fct_median", "workloads.0.load", "transport.protocol")
-    assert (x, by) == ("workloads.0.load", "transport.protocol")
-    assert len(t) == 4 and (t["count"] == 3).all() and (t["ci95"] >= 0).all()
-    # the mean over seeds is the mean of the per-run medians
+    t, _, x, by, _, kind = sweep_table(tmp_path / "out", "fct_median", "workloads.0.load", "transport.protocol")
+    assert (x, by, kind) == ("workloads.0.load", "transport.protocol", "fct")
+    assert len(t) == 4 and (t["seeds"] == 3).all() and (0 < t["lo"]).all() and (t["lo"] <= t["mean"]).all()
+    # the point is the geometric mean over seeds of the per-run medians
     from fctlab.sweeps import query
 
     q = query(
         tmp_path / "out",
-        "SELECT avg(m) AS m FROM (SELECT run_id, median(fct_s) AS m FROM flows "
+        "SELECT exp(avg(ln(m))) AS m FROM (SELECT run_id, median(fct_s) AS m FROM flows "
         'WHERE completed AND "transport.protocol" = \'tcp\' AND "workloads.0.load" = 0.3 GROUP BY run_id)',
     )
     row = t[(t["transport.protocol"] == "tcp") & (t["workloads.0.load"] == 0.3)]
@@ -447,8 +450,6 @@ def test_the_default_sweep_report_is_slowdown_by_size_against_load_one_line_per_
     import numpy as np
     import pandas as pd
 
-    from fctlab.stats import interval
-
     f = _write(
         tmp_path,
         'seeds = 2\n[axes]\n"workloads.0.load" = [0.3, 0.6]\n"transport.protocol" = ["tcp", "dctcp"]\n'
@@ -456,7 +457,8 @@ def test_the_default_sweep_report_is_slowdown_by_size_against_load_one_line_per_
     )
     out = tmp_path / "out"
     sweep(f, out, workers=2, log=lambda m: None)
-    assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--format", "md"]) == 0
+    # (the load and the buffer are both numeric: the x axis is chosen)
+    assert main(["report", str(out), "--out", str(tmp_path / "rep"), "--format", "md", "--x", "load"]) == 0
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Slowdown by flow size against load" in md and "fewer than 3 seeds" in md, md[:500]
     assert (tmp_path / "rep" / "slowdown_by_size.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -480,10 +482,10 @@ def test_the_default_sweep_report_is_slowdown_by_size_against_load_one_line_per_
             & (t["bucket"] == "small")
         ]
         row = row[row["stat"] == "mean"]
-        mean, half = interval(part["s"].tolist())
-        assert float(row["mean"].iloc[0]) == pytest.approx(mean) and float(row["ci95"].iloc[0]) == pytest.approx(half)
+        assert float(row["gmean"].iloc[0]) == pytest.approx(np.exp(np.log(part["s"]).mean()))
+        assert row["lo"].isna().all() and row["hi"].isna().all()  # (two seeds: no interval)
     # --where selects; a key it does not know is one line.
-    assert main(["report", str(out), "--out", str(tmp_path / "r2"), "--where", "protocol=tcp"]) == 0
+    assert main(["report", str(out), "--out", str(tmp_path / "r2"), "--where", "protocol=tcp", "--x", "load"]) == 0
     t2 = pd.read_csv(tmp_path / "r2" / "slowdown_by_size.csv")
     # (protocol no longer varies: the lines are the buffers.)
     assert set(t2["network.buffer"]) == {"50pkt", "100pkt"} and "transport.protocol" not in t2.columns
@@ -491,7 +493,7 @@ def test_the_default_sweep_report_is_slowdown_by_size_against_load_one_line_per_
     capsys.readouterr()
     assert main(["report", str(out), "--out", str(tmp_path / "r3"), "--where", "colour=red"]) == 2
     assert "--where 'colour=red': expected KEY=VALUE with a swept key" in capsys.readouterr().err
-    assert np.isfinite(t["mean"]).all()
+    assert np.isfinite(t["gmean"]).all()
 
 
 def test_the_store_keeps_links_and_the_monitors_the_base_asks_for(tmp_path):
@@ -545,6 +547,8 @@ def test_fctlab_query_loads_neither_pandas_nor_pyarrow(tmp_path):
 
 
 def test_a_metric_spec_takes_a_statistic_and_a_size_filter(tmp_path, capsys):
+    import numpy as np
+
     from fctlab.metrics import parse_size
     from fctlab.report.sweep import parse_metric, sweep_table
 
@@ -557,7 +561,7 @@ def test_a_metric_spec_takes_a_statistic_and_a_size_filter(tmp_path, capsys):
     f = _write(tmp_path, 'seeds = 2\n[axes]\n"transport.protocol" = ["tcp", "dctcp"]\n')
     out = tmp_path / "out"
     sweep(f, out, workers=2, log=lambda m: None)
-    t, x, _, label = sweep_table(out, "slowdown:p99:size<100KB", "protocol", None)
+    t, _, x, _, label, _ = sweep_table(out, "slowdown:p99:size<100KB", "protocol", None)
     assert x == "transport.protocol" and label == "p99 slowdown (FCT / ideal), flows of size < 100KB"
     q = query(
         out,
@@ -565,7 +569,9 @@ def test_a_metric_spec_takes_a_statistic_and_a_size_filter(tmp_path, capsys):
         "WHERE completed AND size_bytes < 100000 GROUP BY ALL",
     )
     for p, part in q.groupby("p"):
-        assert float(t.set_index("transport.protocol").loc[p, "mean"]) == pytest.approx(part["s"].mean())
+        assert float(t.set_index("transport.protocol").loc[p, "mean"]) == pytest.approx(
+            np.exp(np.log(part["s"]).mean())
+        )
     for bad, want in (
         ("slowdown:p42x", "statistic 'p42x'"),
         ("fct:p99:size<1XB", "'1XB' is not a size"),

@@ -4,6 +4,7 @@ SRPT at the hosts separate from plain TCP."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 import subprocess
@@ -17,7 +18,7 @@ from fctlab.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_tutorial_study_gives_one_line_per_transport(tmp_path, capsys):
+def test_the_tutorial_study_gives_one_line_per_transport(tmp_path, capsys, monkeypatch):
     shutil.copytree(ROOT / "scenarios" / "tutorial", tmp_path / "tutorial")
     assert main(["sweep", str(tmp_path / "tutorial" / "study.toml"), "--out", str(tmp_path / "study")]) == 0
     assert main(["report", str(tmp_path / "study"), "--out", str(tmp_path / "report")]) == 0
@@ -42,6 +43,20 @@ def test_the_tutorial_study_gives_one_line_per_transport(tmp_path, capsys):
         assert cmd in doc, cmd
     for img in ("tutorial_slowdown_by_size.png", "screenshot_sweep_report.png", "screenshot_run_report.png"):
         assert (ROOT / "docs" / "img" / img).is_file(), img
+    # The tutorial's Python version, as written there, on the store the commands wrote: the
+    # sweep resumes with nothing to run, and the figure is the report's, byte for byte.
+    code = re.search(r"## 5\. The same study from Python.*?```python\n(.*?)```", doc, re.S).group(1)
+    (tmp_path / "scenarios").mkdir()
+    shutil.copytree(tmp_path / "tutorial", tmp_path / "scenarios" / "tutorial")
+    (tmp_path / "out").mkdir()
+    shutil.copytree(tmp_path / "study", tmp_path / "out" / "study")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    exec(compile(code, "docs/tutorial.md", "exec"), {})
+    out = capsys.readouterr()
+    assert "0 to run" in out.err and "small" in out.out and "dctcp" in out.out, out
+    png = (tmp_path / "out" / "study-slowdown.png").read_bytes()
+    assert png == (tmp_path / "report" / "slowdown_by_size.png").read_bytes()
 
 
 _BROWSER = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
