@@ -34,7 +34,7 @@ def test_the_result_gives_runs_lazy_flows_and_queries(study):
 
 def test_the_slowdown_table_is_the_reports_and_tidy(study, tmp_path):
     t = study.slowdown_by_size()
-    assert {"workloads.0.load", "bucket", "stat", "mean", "seeds"} <= set(t.columns)
+    assert {"workloads.0.load", "bucket", "stat", "gmean", "lo", "hi", "seeds"} <= set(t.columns)
     assert set(t["workloads.0.load"]) == {0.3, 0.6} and set(t["seeds"]) == {2}
     path = study.report(tmp_path / "report", fmt="md")
     assert path.is_file() and "slowdown" in path.read_text().lower()
@@ -53,3 +53,13 @@ def test_a_store_that_fails_its_check_is_refused(study, tmp_path):
         fctlab.open_sweep(copy)
     with pytest.raises(SweepError, match="not a sweep directory"):
         fctlab.open_sweep(tmp_path / "nothing")
+
+
+def test_plot_is_the_reports_figure(study, tmp_path):
+    png = study.plot(tmp_path / "fig.png")
+    study.report(tmp_path / "report")
+    assert (
+        png._repr_png_()
+        == (tmp_path / "fig.png").read_bytes()
+        == (tmp_path / "report" / "slowdown_by_size.png").read_bytes()
+    )
