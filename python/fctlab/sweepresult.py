@@ -82,8 +82,9 @@ class SweepResult:
 
     def slowdown_by_size(self, x: Optional[str] = None, where: Sequence[str] = ()):
         """The sweep report's slowdown-by-size table, tidy: one row per (other swept values,
-        `x`, size bucket, statistic) with the geometric mean over seeds (`gmean`), its interval (`lo`, `hi`) and the seeds.
-        `x` defaults as the report's does; `where` selects runs (``"load=0.5"``)."""
+        `x`, size bucket, statistic) with the geometric mean over seeds (`gmean`), its interval
+        (`lo`, `hi`) and the seeds. `x` defaults as the report's does; `where` selects runs
+        (``"load=0.5"``)."""
         from .report.sweep import slowdown_by_size  # lazy: loads pandas and pyarrow
 
         return slowdown_by_size(self.directory, x=x, where=list(where))[0]
