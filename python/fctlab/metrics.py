@@ -50,6 +50,7 @@ __all__ = [
     "deadline_meet_ratio",
     "job_completion_times",
     "loss_rate",
+    "timeout_causes",
     "link_utilization",
     "queue_stats",
     "active_flows_over_time",
@@ -857,6 +858,39 @@ def loss_rate(links: pd.DataFrame) -> LossRate:
     total = float(np.nansum(offered))
     overall = float(np.nansum(drops)) / total if total > 0 else np.nan
     return LossRate(overall, per_link)
+
+
+def timeout_causes(flows: pd.DataFrame) -> dict:
+    """A run's retransmission timeouts by what led to them, from its flows' counters.
+
+    ``after_loss``: timeouts of flows that lost packets (``drops > 0``); ``without_loss``:
+    timeouts of flows none of whose packets was dropped, which fired because the flow's
+    packets or ACKs waited past the RTO (a flow demoted to a low strict-priority band starved
+    behind higher bands, or a queue longer than the RTO). The attribution is per flow: every
+    timeout of a flow that lost a packet counts as after a loss. Of all: ``first`` (the SYN,
+    or before any data was acknowledged) and ``after_ecn_cut`` (while the window's last cut
+    was by an ECN echo), None where the flows table has no such column (the testbed's);
+    without a ``drops`` column only ``timeouts`` is given.
+    """
+    t = flows["timeouts"].fillna(0).astype("int64")
+    if "drops" not in flows.columns:  # a flows table without the per-flow drops: no split
+        return {"timeouts": int(t.sum()), "after_loss": None, "without_loss": None, "flows_without_loss": None,
+                "first": None, "after_ecn_cut": None}  # fmt: skip
+    lost = flows["drops"].fillna(0).astype("int64") > 0
+
+    def total(column: str):
+        if column not in flows.columns or flows[column].isna().all():
+            return None
+        return int(flows[column].fillna(0).sum())
+
+    return {
+        "timeouts": int(t.sum()),
+        "after_loss": int(t[lost].sum()),
+        "without_loss": int(t[~lost].sum()),
+        "flows_without_loss": int(((t > 0) & ~lost).sum()),
+        "first": total("first_timeouts"),
+        "after_ecn_cut": total("ecn_timeouts"),
+    }
 
 
 def link_utilization(links: pd.DataFrame, *, top: int | None = None) -> pd.DataFrame:

@@ -204,3 +204,42 @@ def test_main_report(runs, tmp_path, capsys):
     assert report.main_report([str(runs[1])]) == 2  # --out is required
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--out" in err
+
+
+def test_timeouts_are_attributed_to_what_led_to_them(tmp_path):
+    """Per flow: a flow that lost packets counts its timeouts as after a loss; one that lost
+    none, as a wait past the RTO (a starved low band, a long queue). The report's table gives
+    both, and the two add up to the run's timeouts."""
+    import fctlab
+    from fctlab import metrics
+
+    flows = pd.DataFrame(
+        {
+            "timeouts": [3, 2, 0, 1],
+            "drops": [5, 0, 4, 0],
+            "first_timeouts": [1, 0, 0, 1],
+            "ecn_timeouts": [0, 2, 0, 0],
+        }
+    )
+    c = metrics.timeout_causes(flows)
+    assert c == {
+        "timeouts": 6,
+        "after_loss": 3,
+        "without_loss": 3,
+        "flows_without_loss": 2,
+        "first": 2,
+        "after_ecn_cut": 2,
+    }
+    assert metrics.timeout_causes(flows.drop(columns="ecn_timeouts"))["after_ecn_cut"] is None
+    demo = Path(__file__).resolve().parents[2] / "scenarios" / "examples" / "demo.toml"
+    fctlab.run(demo).write(tmp_path / "demo")
+    text = report.write_report([tmp_path / "demo"], tmp_path / "r", fmt="md").read_text()
+    assert "Timeouts by cause" in text
+    summary = json.loads((tmp_path / "demo" / "summary.json").read_text())
+    after = text[text.index("Timeouts by cause") :]
+    row = next(line for line in after.splitlines() if line.startswith("| demo"))
+    cells = [x.strip() for x in row.strip("|").split("|")]
+    flows = pd.read_parquet(tmp_path / "demo" / "flows.parquet")
+    want = metrics.timeout_causes(flows)
+    assert int(cells[1]) == want["timeouts"] == int(flows["timeouts"].sum()) > 0, (cells, summary)
+    assert int(cells[2].replace(",", "")) + int(cells[3].split()[0]) == want["timeouts"]

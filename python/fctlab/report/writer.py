@@ -411,6 +411,43 @@ class _Report:
                 f"Dropped packets by port and over time, {r.label}",
             )
 
+    def timeouts_section(self) -> None:
+        """Each run's timeouts by what led to them, when any run had one."""
+        causes = {
+            r.label: metrics.timeout_causes(r.flows) for r in self.runs if {"timeouts", "drops"} <= set(r.flows.columns)
+        }
+        if not any(c["timeouts"] for c in causes.values()):
+            return
+        self.heading("Timeouts by cause", level=3)
+        self.para(
+            "Per flow: every timeout of a flow that lost a packet counts as after a loss. A timeout"
+            " in a flow that lost none fired because the flow's packets or ACKs waited longer than"
+            " the RTO: behind higher strict-priority bands (a flow demoted to a low band starves"
+            " while the higher ones are busy), or in a queue longer than the RTO."
+        )
+        rows = [
+            [
+                label,
+                numfmt.count(c["timeouts"]),
+                numfmt.count(c["after_loss"]),
+                f"{numfmt.count(c['without_loss'])} ({numfmt.count(c['flows_without_loss'])} flows)",
+                numfmt.count(c["first"]),
+                numfmt.count(c["after_ecn_cut"]),
+            ]
+            for label, c in causes.items()
+        ]
+        self.table(
+            [
+                "Run",
+                "Timeouts",
+                "In flows that lost packets",
+                "In flows that lost none",
+                "Before any ACK",
+                "After an ECN cut",
+            ],
+            rows,
+        )
+
     def queues_section(self) -> None:
         self.heading("queues")
         if all(r.queues is None for r in self.runs):
@@ -492,6 +529,7 @@ class _Report:
         self.jobs_section()
         self.links_section()
         self.drops_figures()
+        self.timeouts_section()
         self.queues_section()
         self.cwnd_section()
         return self.blocks
