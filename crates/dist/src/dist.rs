@@ -162,10 +162,6 @@ impl SizeDist {
                 let k = (rng.uniform() * (span as f64 + 1.0)) as u64;
                 min_bytes + k.min(span)
             }
-            SizeDist::Exponential { mean_bytes } => {
-                // -mean ln(1 - u), with 1 - u in (0, 1]
-                round_size(-mean_bytes * (-rng.uniform()).ln_1p())
-            }
             SizeDist::Lognormal { mean_bytes, sigma } => {
                 // Box-Muller, cosine branch: z = sqrt(-2 ln(1 - u1)) cos(2 pi u2) is standard
                 // normal. The sine partner is discarded so that `sample` needs no state and
@@ -176,22 +172,44 @@ impl SizeDist {
                 let mu = mean_bytes.ln() - sigma * sigma / 2.0;
                 round_size((mu + sigma * z).exp())
             }
+            SizeDist::Exponential { .. }
+            | SizeDist::Pareto { .. }
+            | SizeDist::ParetoC { .. }
+            | SizeDist::BoundedPareto { .. }
+            | SizeDist::Empirical(_) => round_size(self.quantile(rng.uniform())),
+        }
+    }
+
+    /// The size in bytes (not rounded) below which a fraction `u` of flows fall, `u` in
+    /// `[0, 1)`: the inverse of the distribution function, as [`SizeDist::sample`] applies it
+    /// (the uniform is continuous here; the lognormal inverts the normal distribution function
+    /// numerically, to a relative error below 1e-8).
+    pub fn quantile(&self, u: f64) -> f64 {
+        match self {
+            SizeDist::Fixed { size_bytes } => *size_bytes as f64,
+            SizeDist::Uniform { min_bytes, max_bytes } => {
+                *min_bytes as f64 + u * (*max_bytes as f64 - *min_bytes as f64 + 1.0)
+            }
+            // -mean ln(1 - u), with 1 - u in (0, 1]
+            SizeDist::Exponential { mean_bytes } => -mean_bytes * (-u).ln_1p(),
+            SizeDist::Lognormal { mean_bytes, sigma } => {
+                let mu = mean_bytes.ln() - sigma * sigma / 2.0;
+                (mu + sigma * normal_quantile(u)).exp()
+            }
             SizeDist::Pareto { shape, mean_bytes } => {
                 // x_m (1 - u)^(-1/shape)
                 let scale = mean_bytes * (shape - 1.0) / shape;
-                round_size(scale * (-(-rng.uniform()).ln_1p() / shape).exp())
+                scale * (-(-u).ln_1p() / shape).exp()
             }
-            SizeDist::ParetoC { alpha, c_per_byte } => {
-                // ((1 - u)^(-1/alpha) - 1) / c
-                round_size((-(-rng.uniform()).ln_1p() / alpha).exp_m1() / c_per_byte)
-            }
+            // ((1 - u)^(-1/alpha) - 1) / c
+            SizeDist::ParetoC { alpha, c_per_byte } => (-(-u).ln_1p() / alpha).exp_m1() / c_per_byte,
             SizeDist::BoundedPareto { shape, min_bytes, max_bytes } => {
                 // min (1 - u (1 - (min/max)^shape))^(-1/shape)
                 let q = -(shape * (min_bytes / max_bytes).ln()).exp_m1();
-                let x = min_bytes * (-(-rng.uniform() * q).ln_1p() / shape).exp();
-                round_size(x.clamp(*min_bytes, *max_bytes))
+                let x = min_bytes * (-(-u * q).ln_1p() / shape).exp();
+                x.clamp(*min_bytes, *max_bytes)
             }
-            SizeDist::Empirical(cdf) => cdf.sample(rng),
+            SizeDist::Empirical(cdf) => cdf.quantile(u),
         }
     }
 
@@ -268,6 +286,50 @@ fn bounded_pareto_mean(a: f64, lo: f64, hi: f64) -> f64 {
     // (1 - r^b) / b, and its limit -ln r at b = 0
     let g = if b.abs() < 1e-12 { -ln_r } else { -(b * ln_r).exp_m1() / b };
     a * lo * g / -(a * ln_r).exp_m1()
+}
+
+/// The standard normal quantile (Acklam's rational approximation, relative error below
+/// 1.2e-9), for `p` in (0, 1); the ends give -inf and +inf.
+fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969683028665376e1,
+        2.209460984245205e2,
+        -2.759285104469687e2,
+        1.383577518672690e2,
+        -3.066479806614716e1,
+        2.506628277459239,
+    ];
+    const B: [f64; 5] =
+        [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
+    const C: [f64; 6] = [
+        -7.784894002430293e-3,
+        -3.223964580411365e-1,
+        -2.400758277161838,
+        -2.549732539343734,
+        4.374664141464968,
+        2.938163982698783,
+    ];
+    const D: [f64; 4] = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
+    if p <= 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if p >= 1.0 {
+        return f64::INFINITY;
+    }
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    if p < 0.02425 {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p > 1.0 - 0.02425 {
+        -tail((-2.0 * (-p).ln_1p()).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
 }
 
 #[cfg(test)]
@@ -482,5 +544,36 @@ mod tests {
             SizeDist::empirical(Cdf::builtin("websearch").unwrap()).unwrap().describe(),
             "cdf(websearch (websearch_dctcp.txt), mean=1711250 B)"
         );
+    }
+
+    #[test]
+    fn quantiles_split_the_samples_as_they_say() {
+        let dists = [
+            SizeDist::uniform(2_000, 50_000).unwrap(),
+            SizeDist::exponential(100_000.0).unwrap(),
+            SizeDist::lognormal(100_000.0, 1.0).unwrap(),
+            SizeDist::pareto(1.2, 25_000.0).unwrap(),
+            SizeDist::pareto_c(3.0, 1e-7).unwrap(),
+            SizeDist::bounded_pareto(1.5, 1_000.0, 1e6).unwrap(),
+            SizeDist::empirical(Cdf::builtin("websearch").unwrap()).unwrap(),
+        ];
+        for d in &dists {
+            let mut xs = samples(d, 200_000, 3);
+            xs.sort_unstable();
+            for u in [0.1, 0.5, 0.9, 0.99] {
+                let q = d.quantile(u);
+                let below = xs.partition_point(|&x| (x as f64) <= q) as f64 / xs.len() as f64;
+                assert!((below - u).abs() < 0.005, "{}: {below} of the samples at or below quantile({u}) = {q}", d.describe());
+            }
+        }
+        assert_eq!(SizeDist::fixed(7).unwrap().quantile(0.3), 7.0);
+    }
+
+    #[test]
+    fn the_normal_quantile_is_exact_to_1e_8() {
+        for (p, z) in [(0.5, 0.0), (0.975, 1.959963984540054), (0.001, -3.090232306167813), (0.8413447460685429, 1.0)] {
+            assert!((normal_quantile(p) - z).abs() < 1e-8, "{p}: {} against {z}", normal_quantile(p));
+        }
+        assert_eq!(normal_quantile(0.0), f64::NEG_INFINITY);
     }
 }

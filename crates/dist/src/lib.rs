@@ -9,6 +9,8 @@
 //!   `alibaba_storage` ([`Cdf::builtin`]).
 //! - [`dist`]: [`SizeDist`], the size distribution of a workload: fixed, uniform, exponential,
 //!   lognormal, Pareto (classic, Lomax and bounded) or an empirical [`Cdf`].
+//! - [`mlfq`]: the demotion thresholds of a multi-level feedback queue (PIAS) that minimise a
+//!   queueing model of the mean completion time for a distribution and a load.
 //!
 //! Sampling takes an [`fctlab_engine::Rng`] stream from the caller and draws a fixed number of
 //! uniforms per sample (one; two for the lognormal), by inverse transform, so a workload's
@@ -21,6 +23,7 @@
 
 pub mod cdf;
 pub mod dist;
+pub mod mlfq;
 
 pub use cdf::Cdf;
 pub use dist::SizeDist;
