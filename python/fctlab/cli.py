@@ -181,6 +181,8 @@ def cmd_validate(args) -> int:
     print("  " + transport_line(info["transport"]))
     for note in ecn_notes(args.scenario, list(args.set or []), list(args.unset or []), info["transport"]):
         print("  " + note)
+    for note in info["derived"]:
+        print("  left out: " + note)
     return 0
 
 

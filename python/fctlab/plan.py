@@ -100,6 +100,9 @@ class Plan:
     scenario_sha256: str = ""
     #: where an engine runs the scenario differently from fctlab, one sentence each
     notes: list = field(default_factory=list)
+    #: protocol parameters the scenario left out and how they were filled in, one sentence each
+    #: (``workloads[0]: pias_thresholds derived from ...``)
+    derived: list = field(default_factory=list)
     #: the scenario as it was given (a path or a dict), for an engine that reads it itself
     #: (the testbed); None for a plan read from JSON
     source: object = None
@@ -190,6 +193,7 @@ def from_json(text: str, overrides: Sequence[str] = (), unset: Sequence[str] = (
         tcp=dict(d["transport"]),
         buffer_model=d["buffer_model"],
         scheduler=d["scheduler"],
+        derived=list(d.get("derived", [])),
         monitor={
             "cwnd_interval_s": _seconds(mon["cwnd_interval_ns"]),
             "cwnd_flows": mon["cwnd_flows"],

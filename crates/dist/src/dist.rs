@@ -563,7 +563,11 @@ mod tests {
             for u in [0.1, 0.5, 0.9, 0.99] {
                 let q = d.quantile(u);
                 let below = xs.partition_point(|&x| (x as f64) <= q) as f64 / xs.len() as f64;
-                assert!((below - u).abs() < 0.005, "{}: {below} of the samples at or below quantile({u}) = {q}", d.describe());
+                assert!(
+                    (below - u).abs() < 0.005,
+                    "{}: {below} of the samples at or below quantile({u}) = {q}",
+                    d.describe()
+                );
             }
         }
         assert_eq!(SizeDist::fixed(7).unwrap().quantile(0.3), 7.0);

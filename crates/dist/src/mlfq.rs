@@ -120,8 +120,8 @@ impl Model {
             .unzip();
         let last = 1.0 / (1.0 - self.load);
         let mut best = (last, 0usize, 0usize); // (T, thresholds, index of the last)
-        // cost[j]: the least time of the queues above the last threshold, which is cand[j],
-        // with `k` thresholds; from[k][j]: the threshold before it.
+                                               // cost[j]: the least time of the queues above the last threshold, which is cand[j],
+                                               // with `k` thresholds; from[k][j]: the threshold before it.
         let mut cost: Vec<f64> = w.clone();
         let mut from: Vec<Vec<u32>> = Vec::new();
         for k in 1..=max_thresholds.min(n) {

@@ -98,6 +98,7 @@ fn validate(
     tr.set_item("scheduler", sc.scheduler.as_ref().map(|c| c.policy.to_string()))?;
     tr.set_item("send_buffer_bytes", sc.scheduler.as_ref().map(|c| c.send_buffer_bytes))?;
     d.set_item("transport", tr)?;
+    d.set_item("derived", &sc.derived)?;
     Ok(d.into())
 }
 

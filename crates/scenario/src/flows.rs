@@ -52,7 +52,14 @@ pub(crate) fn explicit_flows(entries: Vec<toml::Table>, ctx: &mut FlowCtx<'_>) -
                 return Err(ctx.err(&key("size"), "must be positive (omit `size` for a long-lived flow)"));
             }
         }
-        let (ccfg, ecn) = ctx.protocol(f.protocol.as_deref(), f.ecn, &extra, &prefix, own)?;
+        let (mut ccfg, ecn) = ctx.protocol(f.protocol.as_deref(), f.ecn, &extra, &prefix, own)?;
+        if let Some(note) =
+            crate::derived::settle(&mut ccfg, None, ctx.priority_bands).map_err(|m| ctx.err(&prefix, m))?
+        {
+            if !ctx.derived.iter().any(|d| d.starts_with("flows:")) {
+                ctx.derived.push(format!("flows: {note}"));
+            }
+        }
         if f.size.is_none() && ctx.stop_time.is_none() {
             return Err(ctx.err(&key("size"), "a long-lived flow (no `size`) needs a top-level `stop_time`"));
         }
@@ -165,6 +172,12 @@ pub(crate) struct FlowCtx<'a> {
     pub stop_time: Option<Nanos>,
     /// Flows listed up front so far (`[[flows]]` and the workloads generated before).
     pub listed: u64,
+    /// The bands of the switch ports (`priority_bands`; 8 for other disciplines), which bound
+    /// the demotion thresholds a workload derives.
+    pub priority_bands: usize,
+    /// What was derived or defaulted for parameters left out, one sentence each, prefixed by
+    /// where (the plan's `derived`).
+    pub derived: Vec<String>,
 }
 
 impl FlowCtx<'_> {

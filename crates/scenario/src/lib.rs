@@ -6,6 +6,7 @@
 //! what was expected; nothing here panics on bad input.
 
 mod deadline;
+mod derived;
 mod flowlist;
 mod flows;
 pub mod limits;
@@ -198,6 +199,9 @@ pub struct Scenario {
     pub measure: Option<Measure>,
     /// SHA-256 of the scenario text and the overrides applied to it.
     pub sha256: String,
+    /// Protocol parameters left out and derived from a workload or defaulted, one sentence
+    /// each, prefixed by the entry (`workloads[0]: pias_thresholds derived from ...`).
+    pub derived: Vec<String>,
 }
 
 impl Scenario {

@@ -34,6 +34,8 @@ struct Plan<'a> {
     scheduler: Option<Value>,
     monitor: Value,
     groups: Vec<&'a str>,
+    /// Protocol parameters the scenario left out and how they were filled in, one sentence each.
+    derived: &'a [String],
     flows: Vec<Flow<'a>>,
 }
 
@@ -181,6 +183,7 @@ pub fn plan_json(sc: &Scenario) -> String {
         scheduler: scheduler(sc),
         monitor: monitor(sc),
         groups: sc.groups.iter().map(|g| &**g).collect(),
+        derived: &sc.derived,
         flows,
     };
     serde_json::to_string(&plan).expect("the plan holds only strings, numbers, bools and nulls")

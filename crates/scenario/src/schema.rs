@@ -243,6 +243,8 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
         empty: std::sync::Arc::from(""),
         listed: 0,
         stop_time,
+        priority_bands: net.switch_queue.describe().get("bands").and_then(|b| b.as_u64()).map_or(8, |b| b as usize),
+        derived: Vec::new(),
     };
     let (flows, afters) = crate::flows::explicit_flows(raw.flows, &mut ctx)?;
     let err = |key: String, message: String| ScenarioError { file: file.to_string(), key, message };
@@ -282,6 +284,7 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
         ctx.check_unused_tables()?;
     }
     let groups = std::mem::take(&mut ctx.groups);
+    let derived = std::mem::take(&mut ctx.derived);
     let monitor = crate::monitor::build(&raw.monitor, file, &net.topology, flows.len())?;
     Ok(Scenario {
         file: file.to_string(),
@@ -304,6 +307,7 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
         scheduler: transport.scheduler,
         measure,
         sha256,
+        derived,
     })
 }
 

@@ -123,6 +123,10 @@ struct Gen<'c, 'a> {
     prefix: String,
     rng: Rng,
     cc: std::sync::Arc<fctlab_transport::CcConfig>,
+    /// Whether the protocol left out parameters that [`Gen::derive_parameters`] derives.
+    derivable: bool,
+    /// Whether it derived them.
+    derived: bool,
     ecn: bool,
     deadline: Deadline,
     tag: std::sync::Arc<str>,
@@ -166,7 +170,11 @@ pub(crate) fn generate(
     let w = (kind.parse)(specific, at)?;
     let mut own_keys: Vec<&str> = common_keys.to_vec();
     own_keys.extend(own.iter());
-    let (cc, ecn) = ctx.protocol(c.protocol.as_deref(), c.ecn, &protocol_params, &prefix, &own_keys)?;
+    let (mut cc, ecn) = ctx.protocol(c.protocol.as_deref(), c.ecn, &protocol_params, &prefix, &own_keys)?;
+    // Left-out parameters take their defaults here; a kind with sizes and a load derives them
+    // instead ([`Gen::derive_parameters`]).
+    let derivable = crate::derived::left_out(&cc);
+    let defaulted = crate::derived::settle(&mut cc, None, ctx.priority_bands).map_err(|m| at.err("protocol", m))?;
     let deadline = parse_deadline(ctx, &prefix, c.deadline.as_ref())?;
     let tag = ctx.label(c.tag.as_deref());
     let mut g = Gen {
@@ -176,6 +184,8 @@ pub(crate) fn generate(
         index,
         prefix,
         cc: std::sync::Arc::new(cc),
+        derivable,
+        derived: false,
         ecn,
         deadline,
         tag,
@@ -184,6 +194,11 @@ pub(crate) fn generate(
         drawn: None,
     };
     w.generate(&mut g)?;
+    // A default the kind did not replace with a derived value.
+    if let (Some(note), false) = (defaulted, g.derived) {
+        let note = format!("{}: {note}", g.prefix);
+        g.ctx.derived.push(note);
+    }
     Ok(match g.drawn {
         Some(d) => FlowPart::Drawn(d),
         None => FlowPart::Listed(g.out),
@@ -305,6 +320,25 @@ impl Gen<'_, '_> {
         found.map(|l| l.params.rate.as_f64()).ok_or_else(|| {
             self.err("load_link", format!("\"{name}\" is not a link; write \"a->b\" with two adjacent node names"))
         })
+    }
+
+    /// Derives the protocol parameters the entry left out (PIAS's demotion thresholds) from its
+    /// sizes and its load as a fraction of the receivers' links; before [`Gen::template`].
+    fn derive_parameters(&mut self, sizes: &SizeDist, load: f64) -> Result<(), ScenarioError> {
+        if !self.derivable {
+            return Ok(());
+        }
+        let bands = self.ctx.priority_bands;
+        let mut cc = (*self.cc).clone();
+        crate::derived::left_out_again(&mut cc);
+        let note = crate::derived::settle(&mut cc, Some((sizes, load)), bands).map_err(|m| self.err("load", m))?;
+        self.cc = std::sync::Arc::new(cc);
+        if let Some(note) = note {
+            let note = format!("{}: {note}", self.prefix);
+            self.ctx.derived.push(note);
+            self.derived = true;
+        }
+        Ok(())
     }
 
     /// What every flow of the entry shares (its protocol, ECN and tag; hosts, size, start and

@@ -36,6 +36,11 @@ impl Workload for Poisson {
         if !(rate > 0.0 && rate.is_finite()) {
             return Err(g.err("arrival_rate", "the arrival rate must be positive"));
         }
+        let load = match self.load {
+            Some(load) => load,
+            None => rate * 8.0 * dist.mean_bytes() / capacity_bps(g, &receivers),
+        };
+        g.derive_parameters(&dist, load)?;
         let (count, until) = (self.count, self.until.map(|d| d.0));
         check_end(g, count, until, rate)?;
         let template = g.template();
@@ -143,16 +148,19 @@ impl Poisson {
                 let capacity: f64 = match self.load_link.as_deref() {
                     // A fraction of one named link (e.g. a bottleneck).
                     Some(name) => g.link_rate_bps(name)?,
-                    None => {
-                        let mut distinct = receivers.to_vec();
-                        distinct.sort();
-                        distinct.dedup();
-                        distinct.iter().map(|&h| g.access_rate_bps(h)).sum()
-                    }
+                    None => capacity_bps(g, receivers),
                 };
                 Ok(load * capacity / (8.0 * mean))
             }
             (None, None) => Err(g.err("load", format!("a \"{}\" workload needs `load` or `arrival_rate`", g.kind))),
         }
     }
+}
+
+/// The receivers' access capacity in bits per second (each receiver once).
+fn capacity_bps(g: &Gen<'_, '_>, receivers: &[usize]) -> f64 {
+    let mut distinct = receivers.to_vec();
+    distinct.sort();
+    distinct.dedup();
+    distinct.iter().map(|&h| g.access_rate_bps(h)).sum()
 }

@@ -9,12 +9,11 @@
 //! Its window is DCTCP's (RFC 8257; the same code and `dctcp_*` keys as `protocol = "dctcp"`).
 //! ACKs go in band 0.
 //!
-//! `pias_thresholds` lists the demotion thresholds, ascending, one fewer than the bands the
-//! ports have (at most 7). The default is the PIAS authors' simulation setting for the web
-//! search workload at 80% load with 8 bands, in their 1460-byte packets: 909, 1329, 1648,
-//! 1960, 2143, 2337 and 2484 packets (their ns-2 scripts, `run_pias_dctcp.py`, which a Homa
-//! simulation repository keeps). The thresholds suit one workload and load; the paper derives
-//! them by optimising a queueing model for each.
+//! `pias_thresholds` lists the demotion thresholds, ascending, at most one fewer than the bands
+//! the ports have (at most 7). Left out, a scenario derives them for each workload that has a
+//! size distribution and a load (a `poisson` entry) from the paper's queueing model
+//! (`fctlab_dist::mlfq`); for other flows they are [`DEFAULT_THRESHOLDS`], the PIAS authors'
+//! simulation setting for the web search workload at 80% load with 8 bands.
 
 use super::dctcp::DctcpConfig;
 use super::{
@@ -27,12 +26,19 @@ use serde::{Deserialize, Serialize};
 /// The most demotion thresholds (8 bands).
 pub const MAX_THRESHOLDS: usize = 7;
 
+/// The thresholds of flows whose workload gives no distribution and load to derive them from:
+/// the PIAS authors' setting for web search at 80% load, in their 1460-byte packets 909, 1329,
+/// 1648, 1960, 2143, 2337 and 2484 (their ns-2 scripts, `run_pias_dctcp.py`).
+pub const DEFAULT_THRESHOLDS: [u64; 7] =
+    [909 * 1460, 1329 * 1460, 1648 * 1460, 1960 * 1460, 2143 * 1460, 2337 * 1460, 2484 * 1460];
+
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PiasConfig {
-    /// Demotion thresholds, ascending. Key `pias_thresholds`.
-    #[serde(rename = "pias_thresholds")]
-    pub thresholds: Vec<Size>,
+    /// Demotion thresholds, ascending. Key `pias_thresholds`. `None` (left out): derived by the
+    /// scenario from the workload, or [`DEFAULT_THRESHOLDS`].
+    #[serde(rename = "pias_thresholds", skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Vec<Size>>,
     /// DCTCP's EWMA gain g. Key `dctcp_g`.
     #[serde(rename = "dctcp_g")]
     pub g: f64,
@@ -44,8 +50,7 @@ pub struct PiasConfig {
 impl Default for PiasConfig {
     fn default() -> Self {
         let d = DctcpConfig::default();
-        let packets = [909u64, 1329, 1648, 1960, 2143, 2337, 2484];
-        PiasConfig { thresholds: packets.iter().map(|p| Size(p * 1460)).collect(), g: d.g, alpha_init: d.alpha_init }
+        PiasConfig { thresholds: None, g: d.g, alpha_init: d.alpha_init }
     }
 }
 
@@ -68,25 +73,26 @@ impl Protocol for Pias {
     const TAGS_PACKETS: bool = true;
     type Config = PiasConfig;
     fn check(cfg: &PiasConfig) -> Result<(), String> {
-        if cfg.thresholds.len() > MAX_THRESHOLDS {
-            return Err(format!(
-                "`pias_thresholds` has {} thresholds; at most {MAX_THRESHOLDS} (8 bands)",
-                cfg.thresholds.len()
-            ));
+        let t = cfg.thresholds.as_deref().unwrap_or_default();
+        if t.len() > MAX_THRESHOLDS {
+            return Err(format!("`pias_thresholds` has {} thresholds; at most {MAX_THRESHOLDS} (8 bands)", t.len()));
         }
-        if let Some(i) = (1..cfg.thresholds.len()).find(|&i| cfg.thresholds[i].0 <= cfg.thresholds[i - 1].0) {
+        if let Some(i) = (1..t.len()).find(|&i| t[i].0 <= t[i - 1].0) {
             return Err(format!(
                 "`pias_thresholds` must rise: [{i}] = {}B is not above [{}] = {}B",
-                cfg.thresholds[i].0,
+                t[i].0,
                 i - 1,
-                cfg.thresholds[i - 1].0
+                t[i - 1].0
             ));
         }
         <Dctcp as Protocol>::check(&DctcpConfig { g: cfg.g, alpha_init: cfg.alpha_init })
     }
     fn new(cfg: &PiasConfig, _info: &FlowInfo) -> Self {
         Pias {
-            thresholds: cfg.thresholds.iter().map(|s| s.0).collect(),
+            thresholds: match &cfg.thresholds {
+                Some(t) => t.iter().map(|s| s.0).collect(),
+                None => DEFAULT_THRESHOLDS.to_vec(),
+            },
             dctcp: Dctcp::new(DctcpConfig { g: cfg.g, alpha_init: cfg.alpha_init }),
         }
     }
@@ -114,7 +120,7 @@ mod tests {
     use super::*;
 
     fn pias(thresholds: &[u64]) -> Pias {
-        let cfg = PiasConfig { thresholds: thresholds.iter().map(|&t| Size(t)).collect(), ..Default::default() };
+        let cfg = PiasConfig { thresholds: Some(thresholds.iter().map(|&t| Size(t)).collect()), ..Default::default() };
         Pias::new(&cfg, &FlowInfo::default())
     }
 
@@ -130,12 +136,14 @@ mod tests {
     #[test]
     fn thresholds_must_rise_and_fit_eight_bands() {
         let check = |t: &[u64]| {
-            <Pias as Protocol>::check(&PiasConfig { thresholds: t.iter().map(|&t| Size(t)).collect(), ..Default::default() })
+            let thresholds = Some(t.iter().map(|&t| Size(t)).collect());
+            <Pias as Protocol>::check(&PiasConfig { thresholds, ..Default::default() })
         };
         assert!(check(&[1, 2, 3, 4, 5, 6, 7]).is_ok());
         assert!(check(&[1, 2, 3, 4, 5, 6, 7, 8]).unwrap_err().contains("at most 7"));
         assert_eq!(check(&[5, 5]).unwrap_err(), "`pias_thresholds` must rise: [1] = 5B is not above [0] = 5B");
-        assert_eq!(PiasConfig::default().thresholds[0], Size(909 * 1460));
+        assert_eq!(PiasConfig::default().thresholds, None, "left out: derived, or the default");
+        assert_eq!(Pias::new(&PiasConfig::default(), &FlowInfo::default()).thresholds, DEFAULT_THRESHOLDS.to_vec());
     }
 
     #[test]
