@@ -446,6 +446,51 @@ fn schemas(py: Python<'_>) -> PyResult<PyObject> {
     Ok(d.into())
 }
 
+/// A size distribution from a shipped CDF's name, or from the text of a CDF file whose sizes
+/// are in units of `unit_bytes` (`fctlab_dist::Cdf::parse`).
+fn cdf_dist(cdf: &str, unit_bytes: f64, source: &str) -> PyResult<fctlab_dist::SizeDist> {
+    let c = match fctlab_dist::Cdf::builtin(cdf) {
+        Some(c) => c,
+        None if !cdf.contains('\n') => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "\"{}\" is neither a shipped distribution ({}) nor a CDF file",
+                cdf.chars().take(40).collect::<String>(),
+                fctlab_dist::Cdf::builtin_names().join(", ")
+            )))
+        }
+        None => fctlab_dist::Cdf::parse(cdf, unit_bytes, source).map_err(pyo3::exceptions::PyValueError::new_err)?,
+    };
+    fctlab_dist::SizeDist::empirical(c).map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
+/// PIAS's demotion thresholds for a CDF at a load (`fctlab_dist::mlfq`): at most
+/// `max_thresholds` thresholds in bytes, and the model's mean time with them.
+#[pyfunction]
+#[pyo3(signature = (cdf, load, max_thresholds=7, unit_bytes=1.0, source="cdf"))]
+fn mlfq_thresholds(
+    cdf: &str,
+    load: f64,
+    max_thresholds: usize,
+    unit_bytes: f64,
+    source: &str,
+) -> PyResult<(Vec<u64>, f64)> {
+    let t = fctlab_dist::mlfq::thresholds(&cdf_dist(cdf, unit_bytes, source)?, load, max_thresholds)
+        .map_err(pyo3::exceptions::PyValueError::new_err)?;
+    Ok((t.bytes, t.mean_time))
+}
+
+/// The model's mean time for a CDF at a load with the given demotion thresholds (bytes).
+#[pyfunction]
+#[pyo3(signature = (cdf, load, thresholds, unit_bytes=1.0, source="cdf"))]
+fn mlfq_mean_time(cdf: &str, load: f64, thresholds: Vec<u64>, unit_bytes: f64, source: &str) -> PyResult<f64> {
+    if thresholds.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("thresholds must rise: {thresholds:?}")));
+    }
+    let m = fctlab_dist::mlfq::Model::new(&cdf_dist(cdf, unit_bytes, source)?, load)
+        .map_err(pyo3::exceptions::PyValueError::new_err)?;
+    Ok(m.mean_time(&thresholds))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
@@ -459,6 +504,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(racs_weight, m)?)?;
     m.add_function(wrap_pyfunction!(sdc_port_rule, m)?)?;
     m.add_function(wrap_pyfunction!(sdc_class, m)?)?;
+    m.add_function(wrap_pyfunction!(mlfq_thresholds, m)?)?;
+    m.add_function(wrap_pyfunction!(mlfq_mean_time, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_send, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_recv, m)?)?;
     m.add_function(wrap_pyfunction!(sched::sched_loopback, m)?)?;

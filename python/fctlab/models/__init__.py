@@ -5,8 +5,9 @@
 - :mod:`fctlab.models.aimd`: the AIMD model of SDC's analysis (the thesis's section 3.4):
   stationary windows, throughput, completion times, class-averaged parameters and gains.
 - :mod:`fctlab.models.homa`: Homa's unscheduled priorities and cutoffs for a workload.
+- :mod:`fctlab.models.pias`: PIAS's demotion thresholds for a size distribution and a load.
 """
 
-from . import aimd, atcp, homa
+from . import aimd, atcp, homa, pias
 
-__all__ = ["aimd", "atcp", "homa"]
+__all__ = ["aimd", "atcp", "homa", "pias"]

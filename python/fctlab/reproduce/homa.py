@@ -50,6 +50,8 @@ OVERRIDES = {
         "network__priority_ecn_per_port": True,
         "transport__protocol": "pias",
         "transport__min_rto": "1ms",
+        # the PIAS authors' web-search thresholds for 80% load (the Homa paper's are not known)
+        "transport__pias__pias_thresholds": [f"{p * 1460}B" for p in (909, 1329, 1648, 1960, 2143, 2337, 2484)],
         "unset": ["transport.homa"],
     },
 }
