@@ -24,6 +24,7 @@ MODULES = (
     "fctlab.report",
     "fctlab.sched",
     "fctlab.models.aimd",
+    "fctlab.models.pias",
     "fctlab.testbed",
 )
 

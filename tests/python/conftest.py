@@ -88,6 +88,7 @@ LONG = {
     "test_reproduce.py::test_items_subset_reports_the_others_as_not_run",
     "test_reproduce_pfabric.py::test_quick_item1_writes_its_rows_figure_and_numbers",
     "test_reproduce_pias.py::test_quick_item1_writes_its_rows_figure_and_numbers",
+    "test_reproduce_pias.py::test_quick_item3_sets_derived_thresholds_beside_the_authors_and_runs_both",
     "test_sweep.py::test_the_default_sweep_report_is_slowdown_by_size_against_load_one_line_per_protocol",
     "test_sweep.py::test_a_killed_worker_costs_only_its_own_run",
     "test_sweep.py::test_two_workers_give_the_sequential_results_and_a_rerun_resumes",

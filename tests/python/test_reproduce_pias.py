@@ -66,3 +66,21 @@ def test_fct_statistics_by_size_group_in_milliseconds():
     flows.loc[3, "completed"] = False
     with pytest.raises(RuntimeError, match="1 flows did not complete"):
         stats(flows)
+
+
+def test_quick_item3_sets_derived_thresholds_beside_the_authors_and_runs_both(tmp_path):
+    rc = main_reproduce(["pias", "--quick", "--items", "3", "--out", str(tmp_path)])
+    assert rc == 0
+    item = json.loads((tmp_path / "results.json").read_text())["items"]["3"]
+    verdicts = {r["rid"]: r["verdict"] for r in item["rows"]}
+    assert sorted(verdicts) == sorted(e.id for e in EXPECTED.of_item(3))
+    # The solver reaches the model's optimum: no worse than the authors' under it.
+    assert verdicts["item3.model_optimum"] == MATCH
+    # The runs used different thresholds, and small flows fare alike with either.
+    model = item["numbers"]["model"]["websearch"]["0.8"]
+    assert model["derived_packets"] != list(THRESHOLDS["websearch"][0.8])
+    assert verdicts["item3.sim_small"] == MATCH
+    assert verdicts["item3.values"] in (MATCH, NO_MATCH)
+    sim = item["numbers"]["simulated"]["datamining"]
+    assert sorted(sim) == ["derived", "pias"] and all(v["small_flows"] > 100 for v in sim["derived"].values())
+    assert (tmp_path / "pias_item3.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
