@@ -157,6 +157,7 @@ def test_fctlab_report_without_matplotlib_says_which_pip_install_brings_it(tmp_p
     p = _without("matplotlib", CLI, "report", str(tmp_path / "run"), "--out", str(tmp_path / "report"))
     assert (p.returncode, p.stdout) == (2, "")
     assert p.stderr == "fctlab report: error: plotting needs matplotlib: pip install 'fctlab[plot]'\n"
+    assert not (tmp_path / "report").exists(), "nothing is written, not even the directory"
 
 
 @pytest.mark.parametrize(

@@ -578,6 +578,8 @@ def write_sweep_report(
 ) -> Path:
     """Writes the report of sweep directory `d` into `out`; returns its path."""
     outp = Path(out)
+    with extra("plot"):  # a missing matplotlib is said before anything is written
+        import matplotlib  # noqa: F401  # lazy: matplotlib costs 300 ms of start-up
     outp.mkdir(parents=True, exist_ok=True)
     if metric == BY_SIZE:
         if by is not None:

@@ -149,11 +149,11 @@ class _Report:
         )
         for r in self.runs:
             self.para(f"{r.label}: {r.figures().headline()}")
-            w = metrics.window_text(r.summary)
-            if w:
+            total = r.summary.get("flows_total")
+            if metrics.window_text(r.summary) and isinstance(total, int) and total > len(r.flows):
                 self.para(
-                    f"{r.label}: measured {len(r.flows):,} of {r.summary.get('flows_total', '?'):,} flows, {w} "
-                    "(its [measure] window); the others ran but are not in these figures.",
+                    f"{r.label}: {total - len(r.flows):,} more flows ran, outside its [measure] window; they are "
+                    "not in these figures.",
                     note=True,
                 )
         completed_fcts: dict[str, np.ndarray] = {}
@@ -626,6 +626,7 @@ def write_report(
     if title is None:
         title = "fctlab report: " + ", ".join(r.label for r in runs)
     out = Path(out_dir)
+    _plots()  # a missing matplotlib is said before anything is written
     out.mkdir(parents=True, exist_ok=True)
     blocks = _Report(runs, out, buckets).build()
     if fmt == "html":
