@@ -82,6 +82,7 @@ REASONS = {
     ("testbed", "pfabric"): "no Linux qdisc sends the least-remaining packet first",
     ("testbed", "homa"): "the kernel here has no Homa transport",
     (MODEL, "homa"): "fctlab.models.homa sets priorities; it predicts no FCT",
+    (MODEL, "pias"): "fctlab.models.pias derives demotion thresholds; it predicts no FCT",
 }
 #: A suite target without a record in docs/results/validation.
 NOT_RUN = "not run yet"

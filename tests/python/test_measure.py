@@ -62,7 +62,8 @@ def test_the_cli_and_the_report_say_which_window_they_used(tmp_path, capsys):
     assert "measured flows (window 30 ms–80 ms): 10 flows, 9 completed; FCT mean" in out, out
     assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "rep"), "--format", "md"]) == 0
     text = "".join(p.read_text() for p in (tmp_path / "rep").glob("*.md"))
-    assert "measured 10 of 21 flows, flows starting from 30 ms to 80 ms" in text, text[:2000]
+    assert "out: measured flows (window 30 ms–80 ms): 10 flows, 9 completed; FCT mean" in text, text[:2000]
+    assert "out: 11 more flows ran, outside its [measure] window" in text, text[:2000]
 
 
 @pytest.mark.parametrize(
