@@ -14,6 +14,14 @@
 //! discipline for the next packet each time the transmitter freed before `now`, in time order,
 //! so each choice is made among the packets that had arrived by then; the single event per
 //! port is still the ring head's arrival, which always comes after the next choice is due.
+//!
+//! A lossless port (priority flow control, [`Port::with_pfc`]) runs the ordered path with its
+//! own queues, one per packet priority, served in arrival order among the priorities that are
+//! not paused ([`PfcQueues`]); its buffer is unlimited, since the switch that feeds on it
+//! pauses its senders instead. A paused priority keeps its packets until it is resumed
+//! ([`Port::set_paused`]); the simulation wakes the port whenever its transmitter frees
+//! ([`Port::pfc_wake`]), so that each packet leaves the buffer, and the switch's count of what
+//! each input holds, at the time its transmission starts.
 
 use crate::packet::{flags, NodeId, PacketId, PacketMeta};
 use crate::qdisc::{AnyQdisc, BufferLimit, LinkInfo, QueueConfig, QueueView, Verdict, Waiting};
@@ -47,6 +55,67 @@ pub struct PortStats {
     pub max_queue_bytes: u64,
     /// Integral of the queue length in packets over time (packet-nanoseconds).
     pub queue_area_pkt_ns: u128,
+}
+
+/// The packet priorities priority flow control pauses separately (802.1Qbb's eight classes).
+pub const PFC_PRIORITIES: usize = 8;
+
+/// The queues of a lossless port: the waiting packets of each priority in arrival order, the
+/// priorities paused now, and the packets whose transmission started since the simulation
+/// last took them ([`Port::take_started`]).
+#[derive(Clone, Debug, Default)]
+pub struct PfcQueues {
+    queues: [VecDeque<(u64, Waiting)>; PFC_PRIORITIES],
+    next_seq: u64,
+    paused: u8,
+    started: Vec<Waiting>,
+    /// Per priority: the pauses received and the time paused (nanoseconds, up to the last
+    /// resume), and since when it is paused now.
+    pub pauses: [u64; PFC_PRIORITIES],
+    pub paused_ns: [u64; PFC_PRIORITIES],
+    paused_since: [Nanos; PFC_PRIORITIES],
+}
+
+impl PfcQueues {
+    fn priority(meta: &PacketMeta) -> usize {
+        (meta.prio as usize).min(PFC_PRIORITIES - 1)
+    }
+
+    fn push(&mut self, w: Waiting) {
+        let q = Self::priority(&w.meta);
+        self.queues[q].push_back((self.next_seq, w));
+        self.next_seq += 1;
+    }
+
+    /// The oldest packet of a priority that is not paused.
+    fn pop(&mut self) -> Option<Waiting> {
+        let mut best: Option<(u64, usize)> = None;
+        for (q, queue) in self.queues.iter().enumerate() {
+            if self.paused & (1 << q) != 0 {
+                continue;
+            }
+            if let Some(&(seq, _)) = queue.front() {
+                if best.map_or(true, |(s, _)| seq < s) {
+                    best = Some((seq, q));
+                }
+            }
+        }
+        let (_, q) = best?;
+        let (_, w) = self.queues[q].pop_front()?;
+        self.started.push(w);
+        Some(w)
+    }
+
+    /// Whether priority `prio` is paused.
+    pub fn is_paused(&self, prio: usize) -> bool {
+        self.paused & (1 << prio) != 0
+    }
+
+    /// The time priority `prio` has been paused up to `now` (nanoseconds).
+    pub fn paused_ns_at(&self, prio: usize, now: Nanos) -> u64 {
+        let open = if self.is_paused(prio) { (now - self.paused_since[prio]).as_nanos() } else { 0 };
+        self.paused_ns[prio] + open
+    }
 }
 
 #[derive(Copy, Clone, Debug)]
@@ -141,6 +210,8 @@ pub struct Port {
     max_queue_pkts: u32,
     pub from: NodeId,
     pub rate: BitsPerSec,
+    /// The per-priority queues of a lossless port (priority flow control), or none.
+    pfc: Option<Box<PfcQueues>>,
 }
 
 impl Port {
@@ -180,6 +251,89 @@ impl Port {
             ns2_admission,
             from,
             rate,
+            pfc: None,
+        }
+    }
+
+    /// The port made lossless (priority flow control): its own queue per priority, served in
+    /// arrival order among those not paused, and an unlimited buffer. For first-in-first-out
+    /// disciplines (their marking still applies); a discipline that orders packets itself
+    /// keeps its own order and is not made lossless here (the scenario refuses it).
+    pub fn with_pfc(mut self) -> Port {
+        debug_assert!(!self.disc.ordered(), "PFC over an ordered discipline");
+        self.pfc = Some(Box::default());
+        self.ordered = true;
+        self.limit = BufferLimit::Unlimited;
+        self
+    }
+
+    /// The port's priority flow control state, if it is lossless.
+    pub fn pfc(&self) -> Option<&PfcQueues> {
+        self.pfc.as_deref()
+    }
+
+    /// A waiting packet into the discipline, or the lossless queues.
+    #[inline]
+    fn hold(&mut self, w: Waiting) {
+        match self.pfc.as_deref_mut() {
+            Some(q) => q.push(w),
+            None => self.disc.push(w),
+        }
+    }
+
+    /// The next packet to transmit: the discipline's choice, or the lossless queues'.
+    #[inline]
+    fn next_waiting(&mut self) -> Option<Waiting> {
+        match self.pfc.as_deref_mut() {
+            Some(q) => q.pop(),
+            None => self.disc.pop(),
+        }
+    }
+
+    /// Pauses (`on`) or resumes priority `prio` of a lossless port at `now`: a pause frame
+    /// arrived. Returns the arrival to schedule when a resume put a packet on an empty wire.
+    pub fn set_paused(&mut self, now: Nanos, prio: usize, on: bool) -> Option<Nanos> {
+        self.advance(now);
+        let q = self.pfc.as_deref_mut()?;
+        let bit = 1u8 << prio.min(PFC_PRIORITIES - 1);
+        let prio = prio.min(PFC_PRIORITIES - 1);
+        if on && q.paused & bit == 0 {
+            q.paused |= bit;
+            q.pauses[prio] += 1;
+            q.paused_since[prio] = now;
+        } else if !on && q.paused & bit != 0 {
+            q.paused &= !bit;
+            q.paused_ns[prio] += (now - q.paused_since[prio]).as_nanos();
+        }
+        self.serve(now)
+    }
+
+    /// Starts what a lossless port can send at `now`: a transmitter that stood idle while its
+    /// packets were paused is free from `now`. Returns the arrival to schedule when a packet
+    /// went on an empty wire.
+    pub fn serve(&mut self, now: Nanos) -> Option<Nanos> {
+        if self.busy_until < now {
+            self.busy_until = now;
+        }
+        let was_empty = self.ring.is_empty();
+        self.advance(now);
+        if was_empty {
+            self.ring.front().map(|e| e.arrive)
+        } else {
+            None
+        }
+    }
+
+    /// When the simulation must wake a lossless port to start its next packet: the end of the
+    /// transmission under way, if packets wait.
+    pub fn pfc_wake(&self, now: Nanos) -> Option<Nanos> {
+        (self.pfc.is_some() && self.waiting_pkts > 0 && self.busy_until > now).then_some(self.busy_until)
+    }
+
+    /// The packets of a lossless port whose transmission started since the last call.
+    pub fn take_started(&mut self, out: &mut Vec<Waiting>) {
+        if let Some(q) = self.pfc.as_deref_mut() {
+            out.append(&mut q.started);
         }
     }
 
@@ -230,7 +384,7 @@ impl Port {
             let t = self.busy_until;
             self.queue_area_pkt_ns += self.waiting_pkts as u128 * (t - self.area_time).as_nanos() as u128;
             self.area_time = t;
-            let Some(w) = self.disc.pop() else { break };
+            let Some(w) = self.next_waiting() else { break };
             let wire = w.meta.wire_bytes as u64;
             self.waiting_pkts -= 1;
             self.waiting_bytes -= wire;
@@ -361,7 +515,9 @@ impl Port {
     fn enqueue_ordered(&mut self, now: Nanos, id: PacketId, mut meta: PacketMeta) -> EnqueueOutcome {
         self.advance_ordered(now);
         let wire = meta.wire_bytes as u64;
-        let must_wait = self.busy_until > now;
+        // A lossless port holds a packet of a paused priority even when its transmitter is free.
+        let must_wait =
+            self.busy_until > now || self.pfc.as_deref().is_some_and(|q| q.is_paused(PfcQueues::priority(&meta)));
         let mut dropped = None;
         let (verdict, cause) = if !self.ns2_admission {
             if must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
@@ -379,16 +535,19 @@ impl Port {
             return EnqueueOutcome::Dropped(cause);
         }
         if let Some(victim) = dropped {
-            self.disc.push(Waiting { pkt: id, meta });
+            self.hold(Waiting { pkt: id, meta });
             self.count_waiting(wire);
             return EnqueueOutcome::Replaced { dropped: victim };
         }
         if must_wait {
-            self.disc.push(Waiting { pkt: id, meta });
+            self.hold(Waiting { pkt: id, meta });
             self.count_waiting(wire);
             return EnqueueOutcome::Accepted { schedule_arrival: None };
         }
         // The transmitter is free: the packet goes on the wire at once.
+        if let Some(q) = self.pfc.as_deref_mut() {
+            q.started.push(Waiting { pkt: id, meta });
+        }
         self.busy_until = now + self.clock.tx_time(wire);
         let arrive = self.busy_until + self.delay;
         let was_empty = self.ring.is_empty();
@@ -484,6 +643,9 @@ impl Port {
     pub fn held_packets(&self) -> Vec<PacketId> {
         let mut out: Vec<PacketId> = self.ring.iter().map(|e| e.pkt).collect();
         self.disc.held(&mut out);
+        if let Some(q) = self.pfc.as_deref() {
+            out.extend(q.queues.iter().flatten().map(|(_, w)| w.pkt));
+        }
         out
     }
 
@@ -575,6 +737,62 @@ mod tests {
             // first goes on the wire, two wait (3000 bytes), the fourth overflows
             assert_eq!(matches!(r, EnqueueOutcome::Dropped(DropCause::BufferFull)), i == 3);
         }
+    }
+
+    fn prio_pkt(pool: &mut PacketPool, prio: u8) -> (PacketId, PacketMeta) {
+        let (id, meta) = pkt(pool);
+        (id, PacketMeta { prio, ..meta })
+    }
+
+    #[test]
+    fn a_pause_stops_one_priority_only_and_a_resume_sends_from_then() {
+        let mut pool = PacketPool::new();
+        let mut p = port(BufferLimit::Packets(1)).with_pfc();
+        let us = Nanos::from_micros;
+        let (a, ma) = prio_pkt(&mut pool, 3);
+        // A goes on the wire at once (12 us of 1500 B at 1 Gbps).
+        assert!(matches!(p.enqueue(us(0), a, ma), EnqueueOutcome::Accepted { schedule_arrival: Some(_) }));
+        assert_eq!(p.set_paused(us(1), 3, true), None);
+        let (b, mb) = prio_pkt(&mut pool, 3);
+        let (c, mc) = prio_pkt(&mut pool, 0);
+        let (d, md) = prio_pkt(&mut pool, 3);
+        for (id, m) in [(b, mb), (c, mc), (d, md)] {
+            // The buffer of one packet does not bound a lossless port.
+            assert!(matches!(p.enqueue(us(2), id, m), EnqueueOutcome::Accepted { schedule_arrival: None }));
+        }
+        assert_eq!(p.pfc_wake(us(2)), Some(us(12)));
+        // At A's end, C (priority 0) goes; B and D (paused) wait.
+        assert_eq!(p.serve(us(12)), None);
+        let mut started = Vec::new();
+        p.take_started(&mut started);
+        assert_eq!(started.iter().map(|w| w.pkt).collect::<Vec<_>>(), vec![a, c]);
+        assert_eq!(p.queue_at(us(30)), (2, 3000));
+        // Both arrive; the wire is empty; the resume at 50 us sends B then D, from 50 us.
+        p.pop_arrival(us(22));
+        p.pop_arrival(us(34));
+        let arrival = p.set_paused(us(50), 3, false);
+        assert_eq!(arrival, Some(us(50 + 12 + 10)));
+        assert_eq!(p.head_times(), Some((us(50), us(72))));
+        assert_eq!(p.pfc_wake(us(50)), Some(us(62)));
+        p.advance(us(62));
+        p.take_started(&mut started);
+        assert_eq!(started.iter().map(|w| w.pkt).collect::<Vec<_>>(), vec![a, c, b, d]);
+        let q = p.pfc().unwrap();
+        assert_eq!((q.pauses[3], q.paused_ns_at(3, us(60)), q.pauses[0]), (1, 49_000, 0));
+    }
+
+    #[test]
+    fn a_packet_of_a_paused_priority_waits_at_an_idle_transmitter() {
+        let mut pool = PacketPool::new();
+        let mut p = port(BufferLimit::Unlimited).with_pfc();
+        let us = Nanos::from_micros;
+        p.set_paused(us(0), 2, true);
+        let (a, ma) = prio_pkt(&mut pool, 2);
+        assert!(matches!(p.enqueue(us(1), a, ma), EnqueueOutcome::Accepted { schedule_arrival: None }));
+        assert_eq!((p.in_ring(), p.queue_at(us(1))), (0, (1, 1500)));
+        assert_eq!(p.pfc_wake(us(1)), None, "nothing to wake for: only a resume sends it");
+        assert_eq!(p.set_paused(us(5), 2, false), Some(us(5 + 12 + 10)));
+        assert_eq!(p.held_packets(), vec![a]);
     }
 
     #[test]

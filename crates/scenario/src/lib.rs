@@ -202,6 +202,20 @@ pub struct Scenario {
     /// Protocol parameters left out and derived from a workload or defaulted, one sentence
     /// each, prefixed by the entry (`workloads[0]: pias_thresholds derived from ...`).
     pub derived: Vec<String>,
+    /// Priority flow control (`[network] pfc = true`): lossless switches and NICs.
+    pub pfc: Option<PfcConfig>,
+}
+
+/// `[network] pfc = true`: each switch counts the bytes it holds from each input and priority,
+/// pauses that input's sender above `xoff` and resumes it at `xon`; bytes in B. Left out: from
+/// each link (docs/lossless.md): the headroom is what arrives after a pause is sent (two
+/// propagation delays at the link's rate, two full packets and the pause frame), `xoff` the
+/// port's buffer less the headroom, `xon` two full packets below `xoff`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PfcConfig {
+    pub xoff: Option<u64>,
+    pub xon: Option<u64>,
+    pub headroom: Option<u64>,
 }
 
 impl Scenario {

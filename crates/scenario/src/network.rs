@@ -25,6 +25,11 @@ struct Common {
     queue: Option<String>,
     nic_queue: Option<String>,
     buffer_model: Option<String>,
+    /// Priority flow control: lossless switches and NICs (docs/lossless.md).
+    pfc: Option<bool>,
+    pfc_xoff: Option<crate::units::Size>,
+    pfc_xon: Option<crate::units::Size>,
+    pfc_headroom: Option<crate::units::Size>,
 }
 
 /// The network of a scenario: the built topology, the switch and NIC queue disciplines, the NIC
@@ -35,6 +40,7 @@ pub(crate) struct Network {
     pub nic_queue: QueueConfig,
     pub nic_buffer: BufferLimit,
     pub buffer_model: BufferModel,
+    pub pfc: Option<crate::PfcConfig>,
 }
 
 /// Nodes and links a topology is limited to: what one run can hold, checked from the sizes
@@ -131,13 +137,57 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
         "ns2" => BufferModel::Ns2,
         other => return Err(err("buffer_model", format!("expected \"waiting\" or \"ns2\", got \"{other}\""))),
     };
+    let pfc = pfc(&net, &switch_queue, &nic_queue, buffer_model, &err)?;
     Ok(Network {
         topology,
         switch_queue,
         nic_queue,
         nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(links.default.buffer),
         buffer_model,
+        pfc,
     })
+}
+
+/// `pfc = true` and its thresholds, checked against the disciplines they run over.
+fn pfc(
+    net: &Common,
+    switch_queue: &QueueConfig,
+    nic_queue: &QueueConfig,
+    model: BufferModel,
+    err: &dyn Fn(&str, String) -> ScenarioError,
+) -> Result<Option<crate::PfcConfig>, ScenarioError> {
+    let given = [("pfc_xoff", net.pfc_xoff), ("pfc_xon", net.pfc_xon), ("pfc_headroom", net.pfc_headroom)];
+    if net.pfc != Some(true) {
+        if let Some((k, _)) = given.iter().find(|(_, v)| v.is_some()) {
+            return Err(err(k, "applies with pfc = true only".into()));
+        }
+        return Ok(None);
+    }
+    for (key, q) in [("queue", switch_queue), ("nic_queue", nic_queue)] {
+        if q.ordered() {
+            return Err(err(
+                key,
+                format!(
+                    "pfc = true runs over first-in-first-out queues (droptail, ecn, red); \"{}\" orders packets \
+                     itself and is not made lossless yet",
+                    q.name()
+                ),
+            ));
+        }
+    }
+    if model == BufferModel::Ns2 {
+        return Err(err(
+            "buffer_model",
+            "pfc = true counts buffers its own way; use buffer_model = \"waiting\"".into(),
+        ));
+    }
+    let (xoff, xon) = (net.pfc_xoff.map(|s| s.0), net.pfc_xon.map(|s| s.0));
+    if let (Some(off), Some(on)) = (xoff, xon) {
+        if on > off {
+            return Err(err("pfc_xon", format!("must not be above pfc_xoff ({off}B), got {on}B")));
+        }
+    }
+    Ok(Some(crate::PfcConfig { xoff, xon, headroom: net.pfc_headroom.map(|s| s.0) }))
 }
 
 /// The discipline of host NICs (`nic_queue`): DropTail, the switches' (`"switch"`, the default

@@ -308,6 +308,7 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
         measure,
         sha256,
         derived,
+        pfc: net.pfc,
     })
 }
 

@@ -33,18 +33,18 @@ impl Network {
                 } else {
                     (l.params.buffer, scenario.switch_queue.clone())
                 };
-                ports.push(
-                    Port::new(
-                        NodeId(from as u32),
-                        NodeId(to as u32),
-                        l.params.rate,
-                        l.params.delay,
-                        limit,
-                        &queue,
-                        Rng::stream(scenario.seed, 0x1_0000_0000 + pid),
-                    )
-                    .with_buffer_model(scenario.buffer_model),
-                );
+                let port = Port::new(
+                    NodeId(from as u32),
+                    NodeId(to as u32),
+                    l.params.rate,
+                    l.params.delay,
+                    limit,
+                    &queue,
+                    Rng::stream(scenario.seed, 0x1_0000_0000 + pid),
+                )
+                .with_buffer_model(scenario.buffer_model);
+                // Lossless runs: every port, a switch's or a NIC's, obeys pauses.
+                ports.push(if scenario.pfc.is_some() { port.with_pfc() } else { port });
                 port_level.push(l.level);
             }
         }

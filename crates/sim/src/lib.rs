@@ -17,11 +17,13 @@ mod flowtable;
 mod ideal;
 mod monitor;
 mod pcap;
+mod pfc;
 mod results;
 mod sched;
 mod sim;
 
 pub use pcap::{ipv4_of, ports_of, PcapFile, ROUTER_OPTION_EXID};
+pub use pfc::PauseRecord;
 pub use results::{
     Column, ColumnSpec, ColumnType, CwndSample, DropRecord, FlowResult, Label, LinkResult, QueueSample, Results, Row,
     Schema, Summary, SCHEMAS,

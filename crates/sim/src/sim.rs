@@ -31,6 +31,10 @@ pub(crate) enum Event {
     CwndSample,
     /// The control interval of a port running a router-assisted protocol ended.
     PortTick(u32),
+    /// A pause frame arrives at the port it stops or resumes (`pfc::frame_code`).
+    PfcFrame(u32),
+    /// A lossless port's transmitter frees: its next packet starts.
+    PfcWake(u32),
 }
 
 /// Without a `stop_time`, a run ends when every flow has completed, or at this simulated
@@ -107,6 +111,9 @@ pub struct Simulation {
     pub(crate) capture: Option<Box<Capture>>,
     /// Rows of finished flows are handed out during the run ([`Simulation::stream_flow_rows`]).
     pub(crate) streaming: bool,
+    /// Priority flow control (`[network] pfc = true`), and whether the run has it.
+    pub(crate) pfc: Option<Box<crate::pfc::Pfc>>,
+    pub(crate) pfc_on: bool,
     /// Flows whose rows are final and not handed out yet, in the order they became final.
     pub(crate) final_rows: Vec<u32>,
 }
@@ -135,6 +142,10 @@ impl Simulation {
         let port_ticking = vec![false; port_ctl.len()];
         let host = HostLayer::new(&scenario);
         let classifier = [&scenario.switch_queue, &scenario.nic_queue].into_iter().find(|q| q.classifies()).cloned();
+        let pfc = match scenario.pfc {
+            Some(_) => Some(Box::new(crate::pfc::Pfc::new(&scenario, &net)?)),
+            None => None,
+        };
         let mut sim = Simulation {
             now: Nanos::ZERO,
             events: EventQueue::new(),
@@ -166,6 +177,8 @@ impl Simulation {
             capture,
             streaming: false,
             final_rows: Vec::new(),
+            pfc_on: pfc.is_some(),
+            pfc,
         };
         if let Some((t, _)) = sim.feed.peek() {
             sim.events.push(t, Event::FlowStart);
@@ -299,8 +312,11 @@ impl Simulation {
                 if let Some(t) = next {
                     self.events.push(t, Event::Arrival(p));
                 }
+                if self.pfc_on {
+                    self.pfc_touched(p as usize);
+                }
                 let to = self.net.ports[p as usize].to;
-                self.receive(to, pid, meta);
+                self.receive(to, pid, meta, p);
             }
             Event::FlowStart => self.start_due_flows(),
             Event::StartDependent(f) => {
@@ -312,6 +328,8 @@ impl Simulation {
             Event::QueueSample => self.sample_queues(),
             Event::CwndSample => self.sample_cwnd(),
             Event::PortTick(p) => self.port_tick(p as usize),
+            Event::PfcFrame(c) => self.on_pfc_frame(c),
+            Event::PfcWake(p) => self.on_pfc_wake(p),
         }
     }
 
@@ -361,13 +379,21 @@ impl Simulation {
         self.controls_of(i).find_map(|c| c.class_counts())
     }
 
+    /// Packet `pid` arrives at `node` by port `input` (the upstream node's output port).
     #[inline(always)]
-    fn receive(&mut self, node: NodeId, pid: PacketId, meta: PacketMeta) {
+    fn receive(&mut self, node: NodeId, pid: PacketId, meta: PacketMeta, input: u32) {
         if !self.net.node_is_host[node.0 as usize] {
             // Forwarding reads only the metadata the port carried, not the packet: the next
             // port of its flow's path.
             match self.flows.next_port(meta.flow, meta.hop) {
-                Some((port, hop)) => self.enqueue(port, pid, PacketMeta { hop, ..meta }),
+                Some((port, hop)) => {
+                    // A lossless switch counts it against its input first (past the headroom:
+                    // dropped).
+                    if self.pfc_on && !self.pfc_in(input, pid, &meta) {
+                        return self.dropped(DropSite::Node(node.0 as usize), pid, DropCause::BufferFull);
+                    }
+                    self.enqueue(port, pid, PacketMeta { hop, ..meta })
+                }
                 None => self.dropped(DropSite::Node(node.0 as usize), pid, DropCause::NoRoute),
             }
             return;
@@ -532,10 +558,18 @@ impl Simulation {
         match self.net.ports[port.0 as usize].enqueue(self.now, pid, meta) {
             EnqueueOutcome::Accepted { schedule_arrival: Some(t) } => self.events.push(t, Event::Arrival(port.0)),
             EnqueueOutcome::Accepted { schedule_arrival: None } => {}
-            EnqueueOutcome::Dropped(cause) => self.dropped(DropSite::Port(port.0 as usize), pid, cause),
+            EnqueueOutcome::Dropped(cause) => {
+                if self.pfc_on {
+                    self.pfc_forget(pid, &meta);
+                }
+                self.dropped(DropSite::Port(port.0 as usize), pid, cause)
+            }
             EnqueueOutcome::Replaced { dropped } => {
                 self.dropped(DropSite::Port(port.0 as usize), dropped, DropCause::PushedOut)
             }
+        }
+        if self.pfc_on {
+            self.pfc_touched(port.0 as usize);
         }
     }
 

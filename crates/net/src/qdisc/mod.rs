@@ -285,6 +285,12 @@ macro_rules! disciplines {
                     $(QueueConfig::$ty(c) => AnyQdisc::$ty(<$ty as Discipline>::new(c, link, rng)),)*
                 }
             }
+            /// Whether it holds the waiting packets and chooses the next one itself.
+            pub fn ordered(&self) -> bool {
+                match self {
+                    $(QueueConfig::$ty(_) => <$ty as Discipline>::ORDERED,)*
+                }
+            }
             /// Whether it gives flows packet priorities by their tags.
             pub fn classifies(&self) -> bool {
                 match self {

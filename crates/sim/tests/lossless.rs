@@ -1,0 +1,97 @@
+//! Priority flow control end to end (`[network] pfc = true`): incasts that drop packets on
+//! lossy ports drop none on lossless ones, every pause is resumed, and a pause behind a
+//! congested spine propagates to the senders' switch and their NICs.
+
+mod common;
+use common::*;
+use fctlab_sim::PauseRecord;
+
+/// `n` hosts of a star sending `size` each to the last host at once, TCP with a large first
+/// window, 100-packet buffers; `pfc` lines added to `[network]`.
+fn incast(n: usize, size: &str, pfc: &str) -> String {
+    let mut s = format!(
+        "seed = 1\n[network]\ntopology = \"star\"\nhosts = {}\nlink_rate = \"10Gbps\"\nlink_delay = \"1us\"\n\
+         buffer = \"100pkt\"\n{pfc}\n[transport]\ninitial_cwnd = 64\nmin_rto = \"1ms\"\n",
+        n + 1
+    );
+    for i in 0..n {
+        s += &format!("[[flows]]\nsrc = \"h{i}\"\ndst = \"h{n}\"\nsize = \"{size}\"\n");
+    }
+    s
+}
+
+fn drops(r: &fctlab_sim::Results) -> u64 {
+    r.links.iter().map(|l| l.drops).sum()
+}
+
+/// (from, to) names of port `p` (two per link: a -> b, then b -> a).
+fn ends(s: &fctlab_sim::Simulation, p: u32) -> (String, String) {
+    let topo = &s.scenario().topology;
+    let l = &topo.links[p as usize / 2];
+    let (a, b) = if p % 2 == 0 { (l.a, l.b) } else { (l.b, l.a) };
+    (topo.nodes[a].name.clone(), topo.nodes[b].name.clone())
+}
+
+#[test]
+fn an_incast_that_drops_on_lossy_ports_drops_nothing_on_lossless_ones() {
+    let lossy = run(&incast(8, "2MB", ""));
+    assert!(drops(&lossy) > 0, "the set-up must overflow without PFC");
+    let mut s = sim(&incast(8, "2MB", "pfc = true"));
+    s.run();
+    let log: Vec<PauseRecord> = s.pfc_log().to_vec();
+    let r = s.results(false);
+    assert_eq!(drops(&r), 0);
+    assert!(r.flows.iter().all(|f| f.completed && f.retransmits == 0), "no loss, no retransmission");
+    // The senders' NICs were paused, and each pause was resumed.
+    assert!(!log.is_empty());
+    for rec in log.iter().filter(|x| x.pause) {
+        let (from, to) = ends(&s, rec.port);
+        assert!(from.starts_with('h') && to == "sw0", "only the senders' NICs feed the switch: {from}->{to}");
+    }
+    let mut open = std::collections::BTreeMap::new();
+    for rec in &log {
+        let was = open.insert((rec.port, rec.prio), rec.pause);
+        assert_ne!(was, Some(rec.pause), "a pause or resume twice in a row at port {}", rec.port);
+    }
+    assert!(open.values().all(|&paused| !paused), "every pause resumed by the end");
+    // The switch never held more from one input than its pause threshold plus the headroom.
+    for p in 0..2 * s.scenario().topology.links.len() {
+        if let Some((max, (_, _, limit))) = s.pfc_input(p) {
+            assert!(max <= limit, "port {p}: held {max} B, limit {limit} B");
+        }
+    }
+}
+
+#[test]
+fn a_pause_behind_a_congested_spine_reaches_the_senders_switch_and_their_nics() {
+    // Four hosts of leaf 0 send to one host of leaf 1: the congested port is leaf 1's towards
+    // the receiver, fed by the spine; the spine then holds what leaf 0 sends it.
+    let mut toml = String::from(
+        "seed = 1\n[network]\ntopology = \"leafspine\"\nleaves = 2\nspines = 1\nhosts_per_leaf = 4\n\
+         link_rate = \"10Gbps\"\nlink_delay = \"1us\"\nfabric_link_rate = \"40Gbps\"\nfabric_link_delay = \"1us\"\n\
+         buffer = \"100pkt\"\npfc = true\n[transport]\ninitial_cwnd = 64\nmin_rto = \"1ms\"\n",
+    );
+    let hosts: Vec<String> = {
+        let s = sim(&toml);
+        s.scenario().host_names().iter().map(|h| h.to_string()).collect()
+    };
+    for src in &hosts[..4] {
+        toml += &format!("[[flows]]\nsrc = \"{src}\"\ndst = \"{}\"\nsize = \"4MB\"\n", hosts[4]);
+    }
+    let mut s = sim(&toml);
+    s.run();
+    let first = |pred: &dyn Fn(&str, &str) -> bool| {
+        s.pfc_log().iter().filter(|x| x.pause).find(|x| {
+            let (a, b) = ends(&s, x.port);
+            pred(&a, &b)
+        })
+    };
+    let is_host = |n: &str| hosts.iter().any(|h| h == n);
+    let spine_to_leaf = first(&|a, b| a.contains("spine") && !is_host(b)).expect("the spine paused");
+    let leaf_to_spine = first(&|a, b| !is_host(a) && b.contains("spine")).expect("leaf 0 paused");
+    let nic = first(&|a, _| is_host(a)).expect("a sender's NIC paused");
+    assert!(spine_to_leaf.time <= leaf_to_spine.time && leaf_to_spine.time <= nic.time);
+    let r = s.results(false);
+    assert_eq!(drops(&r), 0);
+    assert!(r.flows.iter().all(|f| f.completed));
+}
