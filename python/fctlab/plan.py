@@ -32,6 +32,12 @@ class Unsupported(ScenarioError):
     and says why."""
 
 
+def refuse_lossless(plan: "Plan", engine: str) -> None:
+    """Raises Unsupported when `plan` is lossless (``network.pfc``), which `engine` does not run."""
+    if plan.pfc is not None:
+        raise Unsupported(f"network.pfc: {engine} does not run priority flow control; fctlab runs it alone")
+
+
 @dataclass
 class Port:
     """One direction of a link: the output queue of `src` toward `dst`."""
@@ -103,6 +109,9 @@ class Plan:
     #: protocol parameters the scenario left out and how they were filled in, one sentence each
     #: (``workloads[0]: pias_thresholds derived from ...``)
     derived: list = field(default_factory=list)
+    #: priority flow control (``[network] pfc = true``): ``{"xoff", "xon", "headroom"}`` in bytes
+    #: as given (None: from each link), or None for a lossy network
+    pfc: Optional[dict] = None
     #: the scenario as it was given (a path or a dict), for an engine that reads it itself
     #: (the testbed); None for a plan read from JSON
     source: object = None
@@ -194,6 +203,7 @@ def from_json(text: str, overrides: Sequence[str] = (), unset: Sequence[str] = (
         buffer_model=d["buffer_model"],
         scheduler=d["scheduler"],
         derived=list(d.get("derived", [])),
+        pfc=d.get("pfc"),
         monitor={
             "cwnd_interval_s": _seconds(mon["cwnd_interval_ns"]),
             "cwnd_flows": mon["cwnd_flows"],

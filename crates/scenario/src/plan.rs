@@ -36,6 +36,9 @@ struct Plan<'a> {
     groups: Vec<&'a str>,
     /// Protocol parameters the scenario left out and how they were filled in, one sentence each.
     derived: &'a [String],
+    /// Priority flow control: `{"xoff": B, "xon": B, "headroom": B}` as given (null: from each
+    /// link), or null for a lossy network.
+    pfc: Value,
     flows: Vec<Flow<'a>>,
 }
 
@@ -184,6 +187,10 @@ pub fn plan_json(sc: &Scenario) -> String {
         monitor: monitor(sc),
         groups: sc.groups.iter().map(|g| &**g).collect(),
         derived: &sc.derived,
+        pfc: sc
+            .pfc
+            .as_ref()
+            .map_or(Value::Null, |c| serde_json::json!({"xoff": c.xoff, "xon": c.xon, "headroom": c.headroom})),
         flows,
     };
     serde_json::to_string(&plan).expect("the plan holds only strings, numbers, bools and nulls")

@@ -95,3 +95,45 @@ fn a_pause_behind_a_congested_spine_reaches_the_senders_switch_and_their_nics() 
     assert_eq!(drops(&r), 0);
     assert!(r.flows.iter().all(|f| f.completed));
 }
+
+/// A small deterministic generator for the property test's cases.
+fn next(state: &mut u64) -> u64 {
+    *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *state >> 33
+}
+
+#[test]
+fn lossless_runs_drop_nothing_over_random_incasts_and_permutations() {
+    let mut st = 7u64;
+    let mut paused = 0;
+    for case in 0..16 {
+        let buffer = 30 + next(&mut st) % 170;
+        let cwnd = 10 + next(&mut st) % 120;
+        let toml = if case % 2 == 0 {
+            // An incast of 2 to 12 senders on a star.
+            let n = 2 + (next(&mut st) % 11) as usize;
+            let size = 50 + next(&mut st) % 2000;
+            incast(n, &format!("{size}KB"), "pfc = true")
+                .replace("buffer = \"100pkt\"", &format!("buffer = \"{buffer}pkt\""))
+                .replace("initial_cwnd = 64", &format!("initial_cwnd = {cwnd}"))
+        } else {
+            // A random permutation of 16 hosts on a leaf-spine with slower fabric links.
+            let s = format!(
+                "seed = {case}\n[network]\ntopology = \"leafspine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4\n\
+                 link_rate = \"10Gbps\"\nlink_delay = \"2us\"\nfabric_link_rate = \"10Gbps\"\nbuffer = \"{buffer}pkt\"\n\
+                 pfc = true\nqueue = \"ecn\"\necn_threshold = \"20pkt\"\nnic_queue = \"switch\"\n\
+                 [transport]\nprotocol = \"dctcp\"\ninitial_cwnd = {cwnd}\nmin_rto = \"1ms\"\n\
+                 [[workloads]]\nkind = \"permutation\"\nsenders = \"all\"\nsizes = \"{}KB\"\n",
+                100 + next(&mut st) % 3000
+            );
+            s
+        };
+        let mut s = sim(&toml);
+        s.run();
+        paused += !s.pfc_log().is_empty() as u32;
+        let r = s.results(false);
+        assert_eq!(drops(&r), 0, "case {case}: {toml}");
+        assert!(r.flows.iter().all(|f| f.completed), "case {case}");
+    }
+    assert!(paused >= 8, "most cases must pause (only {paused} of 16 did): the test would say nothing otherwise");
+}

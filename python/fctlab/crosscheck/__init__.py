@@ -102,6 +102,7 @@ def run_other(scenario: ScenarioLike, fctlab_result, *, against: str = "ns2", ou
     differently). Raises Unsupported naming the key it cannot run, or ns2.NsError."""
     target = TARGETS[against]
     p = plan_mod.load(scenario, list(set))
+    plan_mod.refuse_lossless(p, target.PRODUCER)
     target.check(p)
     flows_rows, link_rows, summary, cwnd_rows = target.run(p, p.seed, Path(out))
     summary["scenario_file"] = str(scenario) if not isinstance(scenario, dict) else "<dict>"

@@ -227,6 +227,8 @@ def load_plan(path: Path, overrides: Sequence[str] = ()) -> TestbedPlan:
         plan = load_file(path, overrides)
     except ScenarioError as e:
         raise TestbedError(str(e)) from None
+    if plan.pfc is not None:
+        raise TestbedError("network.pfc: the testbed's switches (Linux bridges) do not send pause frames")
     topo = plan.topology
     notes: list = []
     ecn_threshold, bands, nic_bands = _queues(plan, notes)
