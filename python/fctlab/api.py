@@ -26,14 +26,15 @@ ScenarioLike = Union[str, os.PathLike, Mapping[str, Any]]
 
 
 #: The result tables' schemas (columns documented in docs/results.md), from the core:
-#: ``FLOW_SCHEMA``, ``LINK_SCHEMA``, ``QUEUE_SCHEMA``, ``CWND_SCHEMA``, ``DROP_SCHEMA`` (built on
-#: first use).
+#: ``FLOW_SCHEMA``, ``LINK_SCHEMA``, ``QUEUE_SCHEMA``, ``CWND_SCHEMA``, ``DROP_SCHEMA``,
+#: ``PFC_SCHEMA`` (built on first use).
 _SCHEMA_NAMES = {
     "FLOW_SCHEMA": "flows",
     "LINK_SCHEMA": "links",
     "QUEUE_SCHEMA": "queues",
     "CWND_SCHEMA": "cwnd",
     "DROP_SCHEMA": "drops",
+    "PFC_SCHEMA": "pfc",
 }
 
 
@@ -118,6 +119,9 @@ class RunResult:
         Congestion-window traces, when the scenario asked for them (``[monitor]``).
     drops : pandas.DataFrame or None
         Every dropped packet, when the scenario asked for them (``[monitor] drops``).
+    pfc : pandas.DataFrame or None
+        Every pause and resume of priority flow control, when the network is lossless
+        (``[network] pfc = true``, docs/lossless.md).
     pcaps : list of PcapCapture
         Packet captures (``[monitor] pcap``): name, pcap file bytes, packets, missed.
     pcap_hosts : str or None
@@ -135,6 +139,7 @@ class RunResult:
     summary: dict
     cwnd_table: "Optional[pa.Table]" = None
     drops_table: "Optional[pa.Table]" = None
+    pfc_table: "Optional[pa.Table]" = None
     pcaps: list = field(default_factory=list)
     pcap_hosts: Optional[str] = None
     #: Who produced the run (``fctlab.rundir.PRODUCERS``): the simulator, or ns-2.35 for a
@@ -212,6 +217,10 @@ class RunResult:
     def drops(self):
         return self._frame("drops")
 
+    @property
+    def pfc(self):
+        return self._frame("pfc")
+
     def figures(self):
         """The run's headline figures (count, FCT mean, median, p99, slowdown) over its measured
         flows, as ``fctlab run``, ``fctlab report`` and ``fctlab compare`` show them: a
@@ -239,7 +248,12 @@ class RunResult:
             rows.append(("wall time", seconds(s["wall_time_s"])))
         tables = ["flows", "links"] + [
             n
-            for n, v in (("queues", self.queues_table), ("cwnd", self.cwnd_table), ("drops", self.drops_table))
+            for n, v in (
+                ("queues", self.queues_table),
+                ("cwnd", self.cwnd_table),
+                ("drops", self.drops_table),
+                ("pfc", self.pfc_table),
+            )
             if v is not None
         ]
         rows.append(("tables", ", ".join(tables)))
@@ -262,7 +276,7 @@ class RunResult:
 
     def write(self, out_dir: Union[str, os.PathLike]) -> Path:
         """Writes ``flows.parquet``, ``links.parquet``, ``summary.json`` (and ``queues.parquet``,
-        ``cwnd.parquet``, ``drops.parquet`` and ``pcap/*.pcap`` when the run has them) into
+        ``cwnd.parquet``, ``drops.parquet``, ``pfc.parquet`` and ``pcap/*.pcap`` when the run has them) into
         ``out_dir``, creating it if needed. Returns the directory."""
         from .rundir import write_run  # lazy: fctlab.rundir loads pyarrow (80 ms of start-up)
 
@@ -275,6 +289,7 @@ class RunResult:
             self.queues_table,
             self.cwnd_table,
             drops=self.drops_table,
+            pfc=self.pfc_table,
             pcaps=[(c.name, c.data) for c in self.pcaps],
             pcap_hosts=self.pcap_hosts,
         )
@@ -434,6 +449,7 @@ def _run(
     links = _table(raw["links"], _schema("links"))
     queues, cwnd = _table(raw["queues"], _schema("queues")), _table(raw["cwnd"], _schema("cwnd"))
     drops = _table(raw["drops"], _schema("drops"))
+    pfc = _table(raw["pfc"], _schema("pfc"))
     summary = dict(raw["summary"])
     summary["scenario_file"] = name
     summary["overrides"] = ov
@@ -446,6 +462,7 @@ def _run(
         summary,
         cwnd_table=cwnd,
         drops_table=drops,
+        pfc_table=pfc,
         pcaps=pcaps,
         pcap_hosts=raw["pcap_hosts"],
         flows_file=flows_file,

@@ -152,6 +152,7 @@ def cmd_run(args) -> int:
         )
         files += ", cwnd.parquet" if res.cwnd_table is not None else ""
         files += ", drops.parquet" if res.drops_table is not None else ""
+        files += ", pfc.parquet" if res.pfc_table is not None else ""
         print(f"  wrote      {out}/ ({files})")
         for c in res.pcaps:
             missed = f"; {count(c.missed)} more in the window left out (pcap_max_packets)" if c.missed else ""

@@ -1,5 +1,5 @@
 """Run directories: the one writer and reader of ``flows.parquet``, ``links.parquet``,
-``queues.parquet``, ``cwnd.parquet``, ``drops.parquet``, ``summary.json`` and the packet
+``queues.parquet``, ``cwnd.parquet``, ``drops.parquet``, ``pfc.parquet``, ``summary.json`` and the packet
 captures in ``pcap/``.
 
 Every producer of a run (the simulator, the namespace testbed, the socket scheduler
@@ -101,7 +101,7 @@ SUMMARY_KEYS: dict[str, str] = {
 }
 
 #: The tables a run directory may hold, the first required.
-TABLES = ("flows", "links", "queues", "cwnd", "drops")
+TABLES = ("flows", "links", "queues", "cwnd", "drops", "pfc")
 
 TableLike = Union[pa.Table, "Any"]  # a pyarrow Table or a pandas DataFrame
 
@@ -281,6 +281,7 @@ def write_run(
     drops: Optional[TableLike] = None,
     pcaps: Sequence[tuple[str, bytes]] = (),
     pcap_hosts: Optional[str] = None,
+    pfc: Optional[TableLike] = None,
 ) -> Path:
     """Writes a run directory: the tables given (``flows`` may be the path of a file a
     :class:`RowStream` wrote, moved into place), summary.json from :func:`make_summary`, and
@@ -308,7 +309,15 @@ def write_run(
             os.replace(flows, tmp / "flows.parquet")
             flows = None
             time.sleep(pause)
-        for name, table in (("flows", flows), ("links", links), ("queues", queues), ("cwnd", cwnd), ("drops", drops)):
+        tables = (
+            ("flows", flows),
+            ("links", links),
+            ("queues", queues),
+            ("cwnd", cwnd),
+            ("drops", drops),
+            ("pfc", pfc),
+        )
+        for name, table in tables:
             if table is not None:
                 pq.write_table(_as_table(table), tmp / f"{name}.parquet")
                 time.sleep(pause)

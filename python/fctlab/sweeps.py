@@ -292,6 +292,7 @@ def _run_one(base: str, overrides: list, run_id: str, values: list, seed: int, o
         tagged(res.queues_table),
         tagged(res.cwnd_table),
         drops=tagged(res.drops_table),
+        pfc=tagged(res.pfc_table),
         pcaps=[(c.name, c.data) for c in res.pcaps],
         pcap_hosts=res.pcap_hosts,
     )

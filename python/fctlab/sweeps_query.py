@@ -16,7 +16,7 @@ from ._extras import extra
 from .sweepstore import check_store, refusal
 
 #: The store's tables besides ``runs``: each run's files under ``flows/run_id=<id>/``.
-TABLES = ("flows", "links", "queues", "cwnd", "drops")
+TABLES = ("flows", "links", "queues", "cwnd", "drops", "pfc")
 
 
 class QueryError(ValueError):

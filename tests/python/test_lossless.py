@@ -8,6 +8,7 @@ import pytest
 import fctlab
 from fctlab import ScenarioError
 from fctlab.plan import Unsupported, load as load_plan, refuse_lossless
+from fctlab.rundir import check_run_dir
 
 
 def _incast(**network) -> dict:
@@ -22,6 +23,19 @@ def test_a_lossless_incast_drops_nothing_where_a_lossy_one_drops():
     lossless = fctlab.run(_incast(pfc=True))
     assert lossy.summary["drops"] > 0
     assert lossless.summary["drops"] == 0 and bool(lossless.flows["completed"].all())
+
+
+def test_the_pause_monitor_is_a_table_written_beside_the_others(tmp_path):
+    res = fctlab.run(_incast(pfc=True))
+    p = res.pfc
+    assert list(p.columns) == ["time_s", "link_id", "link", "prio", "event"]
+    assert set(p["event"]) == {"pause", "resume"} and p["time_s"].is_monotonic_increasing
+    # Only the senders' NICs feed the switch: they are the ports paused, by the switch.
+    assert set(p["link"]) <= {f"h{i}->sw0" for i in range(4)} and len(set(p["link"])) == 4
+    out = res.write(tmp_path / "run")
+    assert (out / "pfc.parquet").is_file() and check_run_dir(out) == []
+    assert fctlab.run(_incast()).pfc is None
+    assert "pfc" in repr(res)
 
 
 def test_the_plan_says_the_network_is_lossless():
@@ -53,3 +67,22 @@ def test_the_other_engines_refuse_a_lossless_scenario_by_name():
     with pytest.raises(Unsupported, match=r"network\.pfc: ns-2\.35 does not run priority flow control"):
         refuse_lossless(load_plan(_incast(pfc=True)), "ns-2.35")
     refuse_lossless(load_plan(_incast()), "ns-2.35")  # a lossy one passes
+
+
+def test_the_report_shows_when_each_port_was_paused(tmp_path):
+    out = fctlab.run(_incast(pfc=True)).write(tmp_path / "run")
+    from fctlab.report import write_report
+    from fctlab.report.plots import pause_intervals
+
+    md = write_report([out], tmp_path / "rep", fmt="md").read_text()
+    assert "Priority flow control: when each port was paused" in md
+    assert "4 ports paused" in md and "h0->sw0" in md
+    assert (tmp_path / "rep" / "pauses_run.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # Every pause ends at its resume, or at the end of the run.
+    spans = pause_intervals(
+        __import__("pandas").DataFrame(
+            {"time_s": [1.0, 2.0, 3.0], "link": ["a->b"] * 3, "prio": [0, 0, 0], "event": ["pause", "resume", "pause"]}
+        ),
+        end_s=5.0,
+    )
+    assert spans == {("a->b", 0): [(1.0, 1.0), (3.0, 2.0)]}

@@ -267,6 +267,12 @@ impl Port {
         self
     }
 
+    /// Counts a packet the node at the far end dropped on arrival (a lossless switch whose
+    /// input passed its headroom): the link's drops.
+    pub fn count_drop(&mut self) {
+        self.drops += 1;
+    }
+
     /// The port's priority flow control state, if it is lossless.
     pub fn pfc(&self) -> Option<&PfcQueues> {
         self.pfc.as_deref()

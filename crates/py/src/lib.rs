@@ -293,6 +293,10 @@ fn to_py(py: Python<'_>, r: &Results) -> PyResult<PyObject> {
         Some(d) => out.set_item("drops", table_to_py(py, d)?)?,
         None => out.set_item("drops", py.None())?,
     }
+    match &r.pfc {
+        Some(d) => out.set_item("pfc", table_to_py(py, d)?)?,
+        None => out.set_item("pfc", py.None())?,
+    }
     let pcaps = PyList::empty_bound(py);
     for f in &r.pcaps {
         pcaps.append((f.name.as_str(), PyBytes::new_bound(py, &f.bytes), f.packets, f.missed))?;

@@ -20,6 +20,7 @@ impl Simulation {
             queues: self.monitor.queues.clone(),
             cwnd: self.monitor.cwnd.clone(),
             drops: self.monitor.drops.clone(),
+            pfc: self.pfc_rows(),
             pcaps: self.capture.as_ref().map_or_else(Vec::new, |c| c.files()),
             pcap_hosts: self.capture.as_ref().map(|_| crate::pcap::Capture::hosts_file(&self.scenario)),
             summary,
@@ -139,6 +140,28 @@ impl Simulation {
             rtt_mean_s: counts.rtt_min.get().map(|_| counts.rtt_mean.as_secs_f64()),
             drops: st.drops as u64,
         }
+    }
+
+    /// The pause monitor's rows, when the network is lossless.
+    fn pfc_rows(&self) -> Option<Vec<crate::results::PfcRecord>> {
+        let pfc = self.pfc.as_deref()?;
+        let topo = &self.scenario.topology;
+        let name = |n: fctlab_net::NodeId| topo.nodes[n.0 as usize].name.as_str();
+        Some(
+            pfc.log
+                .iter()
+                .map(|r| {
+                    let p = &self.net.ports[r.port as usize];
+                    crate::results::PfcRecord {
+                        time_s: r.time.as_secs_f64(),
+                        link_id: r.port as u64,
+                        link: format!("{}->{}", name(p.from), name(p.to)),
+                        prio: r.prio as u64,
+                        event: if r.pause { "pause" } else { "resume" },
+                    }
+                })
+                .collect(),
+        )
     }
 
     /// One row per port, and the ports' drops and ECN marks in all.

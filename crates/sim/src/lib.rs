@@ -25,8 +25,8 @@ mod sim;
 pub use pcap::{ipv4_of, ports_of, PcapFile, ROUTER_OPTION_EXID};
 pub use pfc::PauseRecord;
 pub use results::{
-    Column, ColumnSpec, ColumnType, CwndSample, DropRecord, FlowResult, Label, LinkResult, QueueSample, Results, Row,
-    Schema, Summary, SCHEMAS,
+    Column, ColumnSpec, ColumnType, CwndSample, DropRecord, FlowResult, Label, LinkResult, PfcRecord, QueueSample,
+    Results, Row, Schema, Summary, SCHEMAS,
 };
 pub use sim::{RunStatus, Simulation, DEFAULT_HORIZON};
 

@@ -414,9 +414,31 @@ impl Summary {
     }
 }
 
+result_table!(
+    /// One pause or resume of priority flow control as it takes effect (`[network] pfc = true`):
+    /// the pause monitor.
+    "pfc",
+    PfcRecord {
+        time_s: f64,
+        /// The port that stops or resumes serving the priority (as `links.parquet` numbers it).
+        link_id: u64,
+        /// Its name "a->b": `b` sent the frame.
+        link: String,
+        prio: u64,
+        /// pause or resume.
+        event: &'static str,
+    }
+);
+
 /// Every result table's schema, in the order of `docs/results.md`.
-pub const SCHEMAS: [Schema; 5] =
-    [FlowResult::SCHEMA, LinkResult::SCHEMA, QueueSample::SCHEMA, CwndSample::SCHEMA, DropRecord::SCHEMA];
+pub const SCHEMAS: [Schema; 6] = [
+    FlowResult::SCHEMA,
+    LinkResult::SCHEMA,
+    QueueSample::SCHEMA,
+    CwndSample::SCHEMA,
+    DropRecord::SCHEMA,
+    PfcRecord::SCHEMA,
+];
 
 /// Whole-run figures (`summary.json`; its keys are these fields').
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -461,6 +483,8 @@ pub struct Results {
     pub cwnd: Option<Vec<CwndSample>>,
     /// Dropped packets, when the scenario asked for them.
     pub drops: Option<Vec<DropRecord>>,
+    /// Every pause and resume, when the network is lossless.
+    pub pfc: Option<Vec<PfcRecord>>,
     /// Packet captures, when the scenario asked for them, and the hosts' addresses in them
     /// (a hosts file).
     pub pcaps: Vec<crate::pcap::PcapFile>,

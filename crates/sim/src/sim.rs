@@ -390,7 +390,8 @@ impl Simulation {
                     // A lossless switch counts it against its input first (past the headroom:
                     // dropped).
                     if self.pfc_on && !self.pfc_in(input, pid, &meta) {
-                        return self.dropped(DropSite::Node(node.0 as usize), pid, DropCause::BufferFull);
+                        self.net.ports[input as usize].count_drop();
+                        return self.dropped(DropSite::Port(input as usize), pid, DropCause::BufferFull);
                     }
                     self.enqueue(port, pid, PacketMeta { hop, ..meta })
                 }

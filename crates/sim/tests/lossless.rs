@@ -20,8 +20,9 @@ fn incast(n: usize, size: &str, pfc: &str) -> String {
     s
 }
 
+/// Drops at ports, and drops counted by the flows (a switch's drop on arrival included).
 fn drops(r: &fctlab_sim::Results) -> u64 {
-    r.links.iter().map(|l| l.drops).sum()
+    r.links.iter().map(|l| l.drops).sum::<u64>() + r.flows.iter().map(|f| f.drops).sum::<u64>()
 }
 
 /// (from, to) names of port `p` (two per link: a -> b, then b -> a).

@@ -24,7 +24,16 @@ with extra("plot"):
 
 from ..numfmt import time_unit
 
-__all__ = ["fct_cdf", "bucket_boxes", "active_flows", "queue_lengths", "cwnd_traces", "utilization_bars", "drops"]
+__all__ = [
+    "fct_cdf",
+    "bucket_boxes",
+    "active_flows",
+    "queue_lengths",
+    "cwnd_traces",
+    "utilization_bars",
+    "drops",
+    "pauses",
+]
 
 _DPI = 110
 
@@ -311,3 +320,47 @@ def drops(drops: pd.DataFrame, label: str, unit: tuple = (1.0, "s"), top: int = 
     when.grid(True, alpha=0.3)
     fig.suptitle(f"Dropped packets (all packets of the run): {label}")
     return _png(fig)
+
+
+def pause_intervals(pfc: pd.DataFrame, end_s: float) -> dict:
+    """(port, priority) -> [(start_s, length_s)] of a run's pause monitor (``pfc.parquet``),
+    in time order; a pause not resumed by the end lasts to `end_s`."""
+    out: dict = {}
+    open_at: dict = {}
+    for t, link, prio, event in pfc[["time_s", "link", "prio", "event"]].itertuples(index=False):
+        key = (str(link), int(prio))
+        if event == "pause":
+            open_at.setdefault(key, float(t))
+        elif key in open_at:
+            start = open_at.pop(key)
+            out.setdefault(key, []).append((start, float(t) - start))
+    for key, start in open_at.items():
+        out.setdefault(key, []).append((start, max(end_s - start, 0.0)))
+    return out
+
+
+def pauses(pfc: pd.DataFrame, label: str, unit: tuple = (1.0, "s"), end_s: float = 0.0, top: int = 16):
+    """When each port of a lossless run was paused (``pfc.parquet``): one row per paused port
+    and priority, a bar over each pause, the `top` ports paused longest, in the order they were
+    first paused (so that a pause spreading toward the senders reads from top to bottom).
+    Returns (PNG bytes, {port: (pauses, seconds paused)} over every port, longest first)."""
+    spans = pause_intervals(pfc, end_s)
+    total = {k: sum(length for _, length in v) for k, v in spans.items()}
+    shown = sorted(sorted(total, key=lambda k: -total[k])[:top], key=lambda k: spans[k][0][0])
+    fig = _new(width=11.0, height=1.2 + 0.35 * max(len(shown), 2))
+    ax = fig.subplots()
+    for y, key in enumerate(shown):
+        bars = [(s / unit[0], max(length / unit[0], 1e-12)) for s, length in spans[key]]
+        ax.broken_barh(bars, (y - 0.35, 0.7), color="C3")
+    ax.set_yticks(range(len(shown)), [f"{link} (priority {prio})" for link, prio in shown], fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlabel(f"Time ({unit[1]})")
+    more = f"; the {top} paused longest of {len(spans)}" if len(spans) > top else ""
+    ax.set_title(f"Paused ports (priority flow control), by when first paused{more}: {label}")
+    ax.grid(True, axis="x", alpha=0.3)
+    per_port: dict = {}
+    for (link, _), v in spans.items():
+        n, s = per_port.get(link, (0, 0.0))
+        per_port[link] = (n + len(v), s + sum(length for _, length in v))
+    per_port = dict(sorted(per_port.items(), key=lambda kv: -kv[1][1]))
+    return _png(fig), per_port

@@ -47,9 +47,9 @@ class Run:
         Contents of ``summary.json``.
     flows : pandas.DataFrame
         ``flows.parquet``.
-    links, queues, cwnd, drops : pandas.DataFrame or None
-        ``links.parquet``, ``queues.parquet``, ``cwnd.parquet`` and
-        ``drops.parquet`` when present.
+    links, queues, cwnd, drops, pfc : pandas.DataFrame or None
+        ``links.parquet``, ``queues.parquet``, ``cwnd.parquet``,
+        ``drops.parquet`` and ``pfc.parquet`` when present.
     """
 
     path: Path
@@ -60,6 +60,7 @@ class Run:
     queues: pd.DataFrame | None = None
     cwnd: pd.DataFrame | None = field(default=None)
     drops: pd.DataFrame | None = None
+    pfc: pd.DataFrame | None = None
 
     def figures(self) -> FctSummary:
         """The run's headline figures, as ``fctlab run`` and a RunResult's repr show them
@@ -132,6 +133,7 @@ def load_run(run_dir: str | os.PathLike[str], *, label: str | None = None) -> Ru
         ("queues", "queues.parquet", _REQUIRED_QUEUE_COLUMNS),
         ("cwnd", "cwnd.parquet", _REQUIRED_CWND_COLUMNS),
         ("drops", "drops.parquet", _REQUIRED_DROP_COLUMNS),
+        ("pfc", "pfc.parquet", ("time_s", "link", "prio", "event")),
     ):
         f = path / name
         optional[key] = _read_parquet(f, path, required) if f.is_file() else None

@@ -411,6 +411,25 @@ class _Report:
                 f"Dropped packets by port and over time, {r.label}",
             )
 
+    def pause_figures(self) -> None:
+        """When each port of a lossless run (pfc.parquet) was paused, and how long in all."""
+        for r in self.runs:
+            if r.pfc is None:
+                continue
+            if not len(r.pfc):
+                self.para(f"{r.label}: lossless, and no port was ever paused.", note=True)
+                continue
+            png, totals = _plots().pauses(r.pfc, r.label, self.unit, float(r.summary.get("sim_time_s") or 0.0))
+            self.image(
+                f"pauses_{self.slugs[r.label]}", png, f"Priority flow control: when each port was paused, {r.label}"
+            )
+            self.para(
+                f"{r.label}: {len(totals)} ports paused, "
+                + "; ".join(f"{k} {n:,} times, {numfmt.seconds(s)} in all" for k, (n, s) in list(totals.items())[:8])
+                + ("; ..." if len(totals) > 8 else "")
+                + ". A port is named by its link: the switch at the far end sent the pauses."
+            )
+
     def timeouts_section(self) -> None:
         """Each run's timeouts by what led to them, when any run had one."""
         causes = {
@@ -529,6 +548,7 @@ class _Report:
         self.jobs_section()
         self.links_section()
         self.drops_figures()
+        self.pause_figures()
         self.timeouts_section()
         self.queues_section()
         self.cwnd_section()
