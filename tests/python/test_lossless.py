@@ -86,3 +86,31 @@ def test_the_report_shows_when_each_port_was_paused(tmp_path):
         end_s=5.0,
     )
     assert spans == {("a->b", 0): [(1.0, 1.0), (3.0, 2.0)]}
+
+
+def test_the_tutorials_lossless_run_draws_the_figure_it_shows(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from fctlab.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "tutorial.md").read_text()
+    for cmd in (
+        "fctlab run scenarios/tutorial/pfc_incast.toml --out out/pfc",
+        "fctlab report out/pfc --out out/pfc-report",
+        "img/tutorial_pfc_pauses.png",
+    ):
+        assert cmd in doc, cmd
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(root / "scenarios" / "tutorial" / "pfc_incast.toml"), "--out", "out/pfc", "-q"]) == 0
+    assert main(["report", "out/pfc", "--out", "out/pfc-report"]) == 0
+    png = (tmp_path / "out" / "pfc-report" / "pauses_pfc.png").read_bytes()
+    assert png == (root / "docs" / "img" / "tutorial_pfc_pauses.png").read_bytes(), "redraw docs/img's figure"
+    import pandas as pd
+
+    p = pd.read_parquet(tmp_path / "out" / "pfc" / "pfc.parquet")
+    first = p[p["event"] == "pause"].groupby("link")["time_s"].min().sort_values()
+    # Two switches back from the congestion, in order: the spine, then leaf0, then the NICs.
+    assert list(first.index[:2]) == ["spine0->leaf1", "leaf0->spine0"]
+    assert set(first.index[2:]) == {f"h{i}->leaf0" for i in range(4)}
+    assert pd.read_json(tmp_path / "out" / "pfc" / "summary.json", typ="series")["drops"] == 0

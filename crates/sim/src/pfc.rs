@@ -58,19 +58,19 @@ fn thresholds(sc: &Scenario, net: &Network, p: usize, mtu: u64) -> Result<(u64, 
     let port = &net.ports[p];
     let headroom = cfg.headroom.unwrap_or_else(|| {
         // The bytes the link holds in flight: rate × delay, rounded up to a whole byte.
-        let bdp = (port.rate.0 as u128 * port.delay.as_nanos() as u128).div_ceil(8_000_000_000) as u64;
-        2 * bdp + 2 * mtu + FRAME_BYTES
+        let bdp = (port.rate.0 as u128 * port.delay.as_nanos() as u128).div_ceil(8_000_000_000);
+        (u64::try_from(bdp).unwrap_or(u64::MAX)).saturating_mul(2).saturating_add(2 * mtu + FRAME_BYTES)
     });
     let link = &sc.topology.links[p / 2];
     let buffer = match link.params.buffer {
-        BufferLimit::Packets(n) => Some(n as u64 * mtu),
+        BufferLimit::Packets(n) => Some((n as u64).saturating_mul(mtu)),
         BufferLimit::Bytes(b) => Some(b),
         BufferLimit::Unlimited => None,
     };
     let name = |i: u32| sc.topology.nodes[i as usize].name.as_str();
     let xoff = match (cfg.xoff, buffer) {
         (Some(x), _) => x,
-        (None, Some(b)) if b >= headroom + 2 * mtu => b - headroom,
+        (None, Some(b)) if b >= headroom.saturating_add(2 * mtu) => b - headroom,
         (None, Some(b)) => {
             return Err(sc.error(
                 "network.pfc",
@@ -88,7 +88,7 @@ fn thresholds(sc: &Scenario, net: &Network, p: usize, mtu: u64) -> Result<(u64, 
         }
     };
     let xon = cfg.xon.unwrap_or(xoff.saturating_sub(2 * mtu));
-    Ok((xoff, xon, xoff + headroom))
+    Ok((xoff, xon, xoff.saturating_add(headroom)))
 }
 
 impl Pfc {
@@ -139,7 +139,7 @@ impl Simulation {
         let now = self.now;
         let Some(pfc) = self.pfc.as_deref_mut() else { return true };
         let (i, prio, wire) = (input as usize, prio_of(meta), meta.wire_bytes as u64);
-        if pfc.limit[i] != u64::MAX && pfc.held[i][prio] + wire > pfc.limit[i] {
+        if pfc.limit[i] != u64::MAX && pfc.held[i][prio].saturating_add(wire) > pfc.limit[i] {
             return false;
         }
         pfc.held[i][prio] += wire;
