@@ -114,3 +114,25 @@ def test_the_tutorials_lossless_run_draws_the_figure_it_shows(tmp_path, monkeypa
     assert list(first.index[:2]) == ["spine0->leaf1", "leaf0->spine0"]
     assert set(first.index[2:]) == {f"h{i}->leaf0" for i in range(4)}
     assert pd.read_json(tmp_path / "out" / "pfc" / "summary.json", typ="series")["drops"] == 0
+
+
+def test_extreme_thresholds_run_or_are_refused_in_one_line():
+    sizes = ["1B", "1500B", "9007199254740992B", None]
+    seen = {"ran": 0, "refused": 0}
+    for xoff in sizes:
+        for xon in sizes:
+            for headroom in sizes:
+                for buffer in ("1pkt", "100pkt", "unlimited"):
+                    net = {"pfc": True, "buffer": buffer}
+                    net.update(
+                        {k: v for k, v in (("pfc_xoff", xoff), ("pfc_xon", xon), ("pfc_headroom", headroom)) if v}
+                    )
+                    try:
+                        res = fctlab.run(_incast(**net))
+                    except ScenarioError as e:
+                        assert "\n" not in str(e) and "network." in str(e), str(e)
+                        seen["refused"] += 1
+                        continue
+                    seen["ran"] += 1
+                    assert bool(res.flows["completed"].all()), net
+    assert seen["ran"] > 20 and seen["refused"] > 20, seen

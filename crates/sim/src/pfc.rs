@@ -88,7 +88,23 @@ fn thresholds(sc: &Scenario, net: &Network, p: usize, mtu: u64) -> Result<(u64, 
         }
     };
     let xon = cfg.xon.unwrap_or(xoff.saturating_sub(2 * mtu));
-    Ok((xoff, xon, xoff.saturating_add(headroom)))
+    let limit = xoff.saturating_add(headroom);
+    if xon > xoff {
+        return Err(sc.error("network.pfc_xon", format!("must not be above the pause threshold ({xoff}B), got {xon}B")));
+    }
+    if limit < 2 * mtu {
+        return Err(sc.error(
+            "network.pfc",
+            format!(
+                "{}->{}: the pause threshold plus the headroom ({limit}B) must hold two full packets ({}B): a \
+                 packet larger than it would be dropped however empty the switch",
+                name(port.from.0),
+                name(port.to.0),
+                2 * mtu
+            ),
+        ));
+    }
+    Ok((xoff, xon, limit))
 }
 
 impl Pfc {
