@@ -15,6 +15,7 @@ mod build;
 mod collect;
 mod flowtable;
 mod ideal;
+mod lossless;
 mod monitor;
 mod pcap;
 mod pfc;
