@@ -2,7 +2,7 @@
 //! counting a packet in at a switch and out when its transmission starts, sending pause and
 //! resume frames, and waking lossless ports.
 
-use crate::pfc::{frame_code, prio_of, PauseRecord, FRAME_BYTES, NONE};
+use crate::pfc::{frame_code, prio_of, waiting_key, PauseRecord, FRAME_BYTES, NONE};
 use crate::sim::{Event, Simulation};
 use fctlab_engine::Nanos;
 use fctlab_net::{PacketId, PacketMeta};
@@ -12,7 +12,7 @@ impl Simulation {
     /// it crossed `xoff`. False: the count is past the headroom, and the packet is dropped.
     #[cold]
     #[inline(never)]
-    pub(crate) fn pfc_in(&mut self, input: u32, pid: PacketId, meta: &PacketMeta) -> bool {
+    pub(crate) fn pfc_in(&mut self, input: u32, output: usize, pid: PacketId, meta: &PacketMeta) -> bool {
         let now = self.now;
         let Some(pfc) = self.pfc.as_deref_mut() else { return true };
         let (i, prio, wire) = (input as usize, prio_of(meta), meta.wire_bytes as u64);
@@ -26,6 +26,7 @@ impl Simulation {
             pfc.input_of.resize(k + 1, NONE);
         }
         pfc.input_of[k] = input;
+        *pfc.waiting_at.entry(waiting_key(i, output, prio)).or_insert(0) += 1;
         if pfc.held[i][prio] > pfc.xoff[i] && pfc.sent[i] & (1 << prio) == 0 {
             pfc.sent[i] |= 1 << prio;
             self.pfc_send(i, prio, true, now);
@@ -43,7 +44,7 @@ impl Simulation {
 
     /// A packet held at a switch leaves its input's count (its transmission started, or it was
     /// dropped); a resume goes back when the count reaches `xon`.
-    fn pfc_out(&mut self, pid: PacketId, meta: &PacketMeta) {
+    fn pfc_out(&mut self, output: usize, pid: PacketId, meta: &PacketMeta) {
         let now = self.now;
         let Some(pfc) = self.pfc.as_deref_mut() else { return };
         let k = pid.0 as usize;
@@ -53,6 +54,12 @@ impl Simulation {
         }
         pfc.input_of[k] = NONE;
         let (i, prio) = (i as usize, prio_of(meta));
+        if let Some(n) = pfc.waiting_at.get_mut(&waiting_key(i, output, prio)) {
+            *n -= 1;
+            if *n == 0 {
+                pfc.waiting_at.remove(&waiting_key(i, output, prio));
+            }
+        }
         pfc.held[i][prio] -= meta.wire_bytes as u64;
         if pfc.sent[i] & (1 << prio) != 0 && pfc.held[i][prio] <= pfc.xon[i] {
             pfc.sent[i] &= !(1 << prio);
@@ -69,7 +76,7 @@ impl Simulation {
         let mut started = std::mem::take(&mut pfc.started);
         self.net.ports[port].take_started(&mut started);
         for w in started.drain(..) {
-            self.pfc_out(w.pkt, &w.meta);
+            self.pfc_out(port, w.pkt, &w.meta);
         }
         let now = self.now;
         let wake = self.net.ports[port].pfc_wake(now);
@@ -84,8 +91,8 @@ impl Simulation {
     }
 
     /// A dropped packet that a switch counted leaves the count.
-    pub(crate) fn pfc_forget(&mut self, pid: PacketId, meta: &PacketMeta) {
-        self.pfc_out(pid, meta);
+    pub(crate) fn pfc_forget(&mut self, output: usize, pid: PacketId, meta: &PacketMeta) {
+        self.pfc_out(output, pid, meta);
     }
 
     /// A pause frame arrives at the port it stops or resumes.
@@ -100,6 +107,83 @@ impl Simulation {
             pfc.log.push(PauseRecord { time: self.now, port: port as u32, prio: prio as u8, pause });
         }
         self.pfc_touched(port);
+        if pause {
+            if let Some(cycle) = self.pause_cycle(port, prio) {
+                self.stop_deadlocked(&cycle, prio);
+            }
+        }
+    }
+
+    /// Whether port `start`, paused for `prio`, is in a cycle of ports that each wait on the
+    /// next: the switch at a port's far end sent its pause, has not resumed it, and holds its
+    /// packets of that priority only at output ports that are paused too. Nothing in such a
+    /// cycle can move again (a resume on its way breaks it: its pause is no longer counted as
+    /// sent). Returns the cycle, from `start`.
+    fn pause_cycle(&self, start: usize, prio: usize) -> Option<Vec<usize>> {
+        let pfc = self.pfc.as_deref()?;
+        let stuck = |p: usize| -> Option<Vec<usize>> {
+            if pfc.sent[p] & (1 << prio) == 0 {
+                return None;
+            }
+            let at = self.net.ports[p].to.0 as usize;
+            let mut next = Vec::new();
+            for &q in &pfc.outputs[at] {
+                let q = q as usize;
+                if pfc.waiting_at.get(&waiting_key(p, q, prio)).copied().unwrap_or(0) == 0 {
+                    continue;
+                }
+                if !self.net.ports[q].pfc().is_some_and(|x| x.is_paused(prio)) {
+                    return None; // some of its packets can leave
+                }
+                next.push(q);
+            }
+            Some(next)
+        };
+        // Depth-first over the ports each waits on, bounded by the ports there are.
+        let mut path = vec![start];
+        let mut stack = vec![stuck(start)?];
+        let mut seen = vec![false; self.net.ports.len()];
+        seen[start] = true;
+        while let Some(top) = stack.last_mut() {
+            let Some(q) = top.pop() else {
+                stack.pop();
+                path.pop();
+                continue;
+            };
+            if q == start {
+                return Some(path);
+            }
+            if seen[q] {
+                continue;
+            }
+            seen[q] = true;
+            if let Some(next) = stuck(q) {
+                path.push(q);
+                stack.push(next);
+            }
+        }
+        None
+    }
+
+    /// A pause cycle: the run stops, and says which ports wait on one another.
+    #[cold]
+    fn stop_deadlocked(&mut self, cycle: &[usize], prio: usize) {
+        let topo = &self.scenario.topology;
+        let name = |p: usize| {
+            let port = &self.net.ports[p];
+            format!("{}->{}", topo.nodes[port.from.0 as usize].name, topo.nodes[port.to.0 as usize].name)
+        };
+        let ring: Vec<String> = cycle.iter().map(|&p| name(p)).collect();
+        let m = format!(
+            "priority flow control deadlocked at {:.6} s: the ports {} (priority {prio}) are each paused by a switch \
+             that holds their packets behind the next one, and the last behind the first; the run stopped",
+            self.now.as_secs_f64(),
+            ring.join(", ")
+        );
+        if let Some(pfc) = self.pfc.as_deref_mut() {
+            pfc.deadlock.get_or_insert(m);
+        }
+        self.stop_now();
     }
 
     /// A lossless port's transmitter frees: its next packet starts.

@@ -50,6 +50,18 @@ pub(crate) struct Pfc {
     pub wake_at: Vec<Nanos>,
     pub log: Vec<PauseRecord>,
     pub started: Vec<Waiting>,
+    /// Packets a switch holds by input, output port and priority ([`waiting_key`]), for
+    /// finding a pause cycle.
+    pub waiting_at: std::collections::HashMap<u64, u32>,
+    /// Each node's output ports.
+    pub outputs: Vec<Vec<u32>>,
+    /// The pause cycle found, if the run deadlocked: why it stopped.
+    pub deadlock: Option<String>,
+}
+
+/// The key of [`Pfc::waiting_at`].
+pub(crate) fn waiting_key(input: usize, output: usize, prio: usize) -> u64 {
+    ((input as u64) << 32) | ((output as u64) << 3) | prio as u64
 }
 
 /// `[network]`'s thresholds for the input `p` (a port whose far end is a switch): given, or
@@ -123,7 +135,13 @@ impl Pfc {
             wake_at: vec![Nanos::MAX; n],
             log: Vec::new(),
             started: Vec::new(),
+            waiting_at: std::collections::HashMap::new(),
+            outputs: vec![Vec::new(); net.node_is_host.len()],
+            deadlock: None,
         };
+        for (p, port) in net.ports.iter().enumerate() {
+            pfc.outputs[port.from.0 as usize].push(p as u32);
+        }
         for p in 0..n {
             if !net.node_is_host[net.ports[p].to.0 as usize] {
                 (pfc.xoff[p], pfc.xon[p], pfc.limit[p]) = thresholds(sc, net, p, mtu)?;

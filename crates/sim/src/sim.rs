@@ -214,7 +214,8 @@ impl Simulation {
     /// run goes on changed since the scenario was loaded. The flows after that point of the
     /// trace do not start; the caller reports the error instead of results.
     pub fn failure(&self) -> Option<String> {
-        self.feed.failure().map(|m| format!("{}: {m}", self.scenario.file))
+        let deadlock = self.pfc.as_deref().and_then(|p| p.deadlock.as_deref());
+        self.feed.failure().or(deadlock).map(|m| format!("{}: {m}", self.scenario.file))
     }
 
     /// Runs until simulated time `until` (inclusive), the stop time, or the end of the run.
@@ -261,6 +262,13 @@ impl Simulation {
                 return RunStatus::Finished;
             }
         }
+    }
+
+    /// Ends the run now (a deadlock): nothing is left to happen.
+    #[cold]
+    pub(crate) fn stop_now(&mut self) {
+        while self.events.pop().is_some() {}
+        self.finished = true;
     }
 
     /// Runs to the end.
@@ -389,7 +397,7 @@ impl Simulation {
                 Some((port, hop)) => {
                     // A lossless switch counts it against its input first (past the headroom:
                     // dropped).
-                    if self.pfc_on && !self.pfc_in(input, pid, &meta) {
+                    if self.pfc_on && !self.pfc_in(input, port.0 as usize, pid, &meta) {
                         self.net.ports[input as usize].count_drop();
                         return self.dropped(DropSite::Port(input as usize), pid, DropCause::BufferFull);
                     }
@@ -561,7 +569,7 @@ impl Simulation {
             EnqueueOutcome::Accepted { schedule_arrival: None } => {}
             EnqueueOutcome::Dropped(cause) => {
                 if self.pfc_on {
-                    self.pfc_forget(pid, &meta);
+                    self.pfc_forget(port.0 as usize, pid, &meta);
                 }
                 self.dropped(DropSite::Port(port.0 as usize), pid, cause)
             }

@@ -138,3 +138,41 @@ fn lossless_runs_drop_nothing_over_random_incasts_and_permutations() {
     }
     assert!(paused >= 8, "most cases must pause (only {paused} of 16 did): the test would say nothing otherwise");
 }
+
+/// A ring of `n` switches, each with one host; every host sends `size` to the host two
+/// switches on, so that every ring link carries two flows and waits on the next.
+fn ring(n: usize, size: &str) -> String {
+    let mut s = String::from(
+        "seed = 1\n[network]\ntopology = \"custom\"\nlink_rate = \"10Gbps\"\nlink_delay = \"1us\"\nbuffer = \"50pkt\"\n\
+         pfc = true\n[transport]\ninitial_cwnd = 200\nmin_rto = \"1ms\"\n",
+    );
+    for i in 0..n {
+        s += &format!("[[network.nodes]]\nname = \"s{i}\"\nkind = \"switch\"\n[[network.nodes]]\nname = \"h{i}\"\nkind = \"host\"\n");
+    }
+    for i in 0..n {
+        s += &format!(
+            "[[network.links]]\na = \"h{i}\"\nb = \"s{i}\"\n[[network.links]]\na = \"s{i}\"\nb = \"s{}\"\n",
+            (i + 1) % n
+        );
+    }
+    for i in 0..n {
+        s += &format!("[[flows]]\nsrc = \"h{i}\"\ndst = \"h{}\"\nsize = \"{size}\"\n", (i + 2) % n);
+    }
+    s
+}
+
+#[test]
+fn a_pause_cycle_stops_the_run_and_names_its_ports() {
+    let mut s = sim(&ring(5, "20MB"));
+    s.run();
+    let why = s.failure().expect("the ring deadlocks");
+    assert!(why.contains("priority flow control deadlocked"), "{why}");
+    for i in 0..5 {
+        assert!(why.contains(&format!("s{i}->s{}", (i + 1) % 5)), "the cycle names every ring link: {why}");
+    }
+    assert!(s.is_finished() && s.now() < fctlab_engine::Nanos::from_secs(1), "stopped at once");
+    // The same flows on a line (no cycle) finish.
+    let line = ring(5, "20MB").replace("[[network.links]]\na = \"s4\"\nb = \"s0\"\n", "");
+    let r = run(&line.replace("dst = \"h0\"", "dst = \"h4\"").replace("dst = \"h1\"", "dst = \"h2\""));
+    assert!(r.flows.iter().all(|f| f.completed) && drops(&r) == 0);
+}
