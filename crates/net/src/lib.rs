@@ -17,7 +17,7 @@ pub use packet::{
     rank_of_bytes, FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId, RouterHeader,
     SackBlock,
 };
-pub use port::{BufferModel, DropCause, EnqueueOutcome, PfcQueues, Port, PortStats, PFC_PRIORITIES};
+pub use port::{pfc_priority, BufferModel, DropCause, EnqueueOutcome, PfcQueues, Port, PortStats, PFC_PRIORITIES};
 pub use qdisc::{BufferLimit, Ns2RedConfig, QueueConfig, RedConfig, Waiting};
 pub use routing::Routes;
 pub use topology::{LinkParams, LinkSpec, Links, NodeKind, NodeSpec, Topology, TopologyConfig};

@@ -76,13 +76,14 @@ pub struct PfcQueues {
     paused_since: [Nanos; PFC_PRIORITIES],
 }
 
-impl PfcQueues {
-    fn priority(meta: &PacketMeta) -> usize {
-        (meta.prio as usize).min(PFC_PRIORITIES - 1)
-    }
+/// The PFC priority of a packet: its band, the last of the eight for any above.
+pub fn pfc_priority(meta: &PacketMeta) -> usize {
+    (meta.prio as usize).min(PFC_PRIORITIES - 1)
+}
 
+impl PfcQueues {
     fn push(&mut self, w: Waiting) {
-        let q = Self::priority(&w.meta);
+        let q = pfc_priority(&w.meta);
         self.queues[q].push_back((self.next_seq, w));
         self.next_seq += 1;
     }
@@ -522,8 +523,7 @@ impl Port {
         self.advance_ordered(now);
         let wire = meta.wire_bytes as u64;
         // A lossless port holds a packet of a paused priority even when its transmitter is free.
-        let must_wait =
-            self.busy_until > now || self.pfc.as_deref().is_some_and(|q| q.is_paused(PfcQueues::priority(&meta)));
+        let must_wait = self.busy_until > now || self.pfc.as_deref().is_some_and(|q| q.is_paused(pfc_priority(&meta)));
         let mut dropped = None;
         let (verdict, cause) = if !self.ns2_admission {
             if must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {

@@ -13,13 +13,6 @@ pub(crate) fn left_out(cc: &CcConfig) -> bool {
     matches!(cc, CcConfig::Pias(p) if p.thresholds.is_none())
 }
 
-/// Clears what [`settle`] filled in with defaults, so that it can derive it instead.
-pub(crate) fn left_out_again(cc: &mut CcConfig) {
-    if let CcConfig::Pias(p) = cc {
-        p.thresholds = None;
-    }
-}
-
 /// Fills in what `cc` leaves out: from `basis` (the workload's sizes and load, as a fraction of
 /// the receivers' links) when given, the default otherwise. `bands`: the switch ports' bands.
 /// Returns what it filled in, as a sentence for the plan's `derived` notes.

@@ -2,10 +2,10 @@
 //! counting a packet in at a switch and out when its transmission starts, sending pause and
 //! resume frames, and waking lossless ports.
 
-use crate::pfc::{frame_code, prio_of, waiting_key, PauseRecord, FRAME_BYTES, NONE};
+use crate::pfc::{frame_code, waiting_key, PauseRecord, FRAME_BYTES, NONE};
 use crate::sim::{Event, Simulation};
 use fctlab_engine::Nanos;
-use fctlab_net::{PacketId, PacketMeta};
+use fctlab_net::{pfc_priority, PacketId, PacketMeta};
 
 impl Simulation {
     /// A packet arrived at a switch by input `input`: counted against it; a pause goes back if
@@ -15,7 +15,7 @@ impl Simulation {
     pub(crate) fn pfc_in(&mut self, input: u32, output: usize, pid: PacketId, meta: &PacketMeta) -> bool {
         let now = self.now;
         let Some(pfc) = self.pfc.as_deref_mut() else { return true };
-        let (i, prio, wire) = (input as usize, prio_of(meta), meta.wire_bytes as u64);
+        let (i, prio, wire) = (input as usize, pfc_priority(meta), meta.wire_bytes as u64);
         if pfc.limit[i] != u64::MAX && pfc.held[i][prio].saturating_add(wire) > pfc.limit[i] {
             return false;
         }
@@ -53,7 +53,7 @@ impl Simulation {
             return;
         }
         pfc.input_of[k] = NONE;
-        let (i, prio) = (i as usize, prio_of(meta));
+        let (i, prio) = (i as usize, pfc_priority(meta));
         if let Some(n) = pfc.waiting_at.get_mut(&waiting_key(i, output, prio)) {
             *n -= 1;
             if *n == 0 {

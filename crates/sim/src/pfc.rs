@@ -16,7 +16,7 @@
 
 use crate::build::Network;
 use fctlab_engine::Nanos;
-use fctlab_net::{BufferLimit, PacketMeta, Waiting, PFC_PRIORITIES};
+use fctlab_net::{BufferLimit, Waiting, PFC_PRIORITIES};
 use fctlab_scenario::{Scenario, ScenarioError};
 
 /// Bytes of a pause frame on the wire (a minimum Ethernet frame).
@@ -154,10 +154,6 @@ impl Pfc {
     pub fn thresholds_of(&self, p: usize) -> (u64, u64, u64) {
         (self.xoff[p], self.xon[p], self.limit[p])
     }
-}
-
-pub(crate) fn prio_of(meta: &PacketMeta) -> usize {
-    (meta.prio as usize).min(PFC_PRIORITIES - 1)
 }
 
 /// A pause frame's event: the port it stops or resumes, the priority, pause or resume.

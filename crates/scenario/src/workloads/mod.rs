@@ -123,10 +123,9 @@ struct Gen<'c, 'a> {
     prefix: String,
     rng: Rng,
     cc: std::sync::Arc<fctlab_transport::CcConfig>,
-    /// Whether the protocol left out parameters that [`Gen::derive_parameters`] derives.
-    derivable: bool,
-    /// Whether it derived them.
-    derived: bool,
+    /// The protocol as the entry gave it, while it leaves out parameters that
+    /// [`Gen::derive_parameters`] may still derive (`cc` holds their defaults meanwhile).
+    left_out: Option<fctlab_transport::CcConfig>,
     ecn: bool,
     deadline: Deadline,
     tag: std::sync::Arc<str>,
@@ -173,7 +172,7 @@ pub(crate) fn generate(
     let (mut cc, ecn) = ctx.protocol(c.protocol.as_deref(), c.ecn, &protocol_params, &prefix, &own_keys)?;
     // Left-out parameters take their defaults here; a kind with sizes and a load derives them
     // instead ([`Gen::derive_parameters`]).
-    let derivable = crate::derived::left_out(&cc);
+    let left_out = crate::derived::left_out(&cc).then(|| cc.clone());
     let defaulted = crate::derived::settle(&mut cc, None, ctx.priority_bands).map_err(|m| at.err("protocol", m))?;
     let deadline = parse_deadline(ctx, &prefix, c.deadline.as_ref())?;
     let tag = ctx.label(c.tag.as_deref());
@@ -184,8 +183,7 @@ pub(crate) fn generate(
         index,
         prefix,
         cc: std::sync::Arc::new(cc),
-        derivable,
-        derived: false,
+        left_out,
         ecn,
         deadline,
         tag,
@@ -195,7 +193,7 @@ pub(crate) fn generate(
     };
     w.generate(&mut g)?;
     // A default the kind did not replace with a derived value.
-    if let (Some(note), false) = (defaulted, g.derived) {
+    if let (Some(note), Some(_)) = (defaulted, &g.left_out) {
         let note = format!("{}: {note}", g.prefix);
         g.ctx.derived.push(note);
     }
@@ -325,18 +323,13 @@ impl Gen<'_, '_> {
     /// Derives the protocol parameters the entry left out (PIAS's demotion thresholds) from its
     /// sizes and its load as a fraction of the receivers' links; before [`Gen::template`].
     fn derive_parameters(&mut self, sizes: &SizeDist, load: f64) -> Result<(), ScenarioError> {
-        if !self.derivable {
-            return Ok(());
-        }
+        let Some(mut cc) = self.left_out.take() else { return Ok(()) };
         let bands = self.ctx.priority_bands;
-        let mut cc = (*self.cc).clone();
-        crate::derived::left_out_again(&mut cc);
         let note = crate::derived::settle(&mut cc, Some((sizes, load)), bands).map_err(|m| self.err("load", m))?;
         self.cc = std::sync::Arc::new(cc);
         if let Some(note) = note {
             let note = format!("{}: {note}", self.prefix);
             self.ctx.derived.push(note);
-            self.derived = true;
         }
         Ok(())
     }
