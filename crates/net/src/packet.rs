@@ -25,6 +25,11 @@ pub enum PacketKind {
     /// carries a router header, so that switches see the flow leave (header only, never
     /// acknowledged).
     Fin,
+    /// A negative acknowledgement (the `roce` transport): the receiver got a packet beyond
+    /// the next byte it expects (`ack`), and the sender goes back to it.
+    Nack,
+    /// A congestion notification packet (the `roce` transport): the receiver saw a CE mark.
+    Cnp,
 }
 
 impl PacketKind {
@@ -36,13 +41,15 @@ impl PacketKind {
             PacketKind::Syn => "syn",
             PacketKind::SynAck => "synack",
             PacketKind::Fin => "fin",
+            PacketKind::Nack => "nack",
+            PacketKind::Cnp => "cnp",
         }
     }
 
     /// Travels from the flow's receiver to its sender.
     #[inline]
     pub fn is_reverse(self) -> bool {
-        matches!(self, PacketKind::Ack | PacketKind::SynAck)
+        matches!(self, PacketKind::Ack | PacketKind::SynAck | PacketKind::Nack | PacketKind::Cnp)
     }
 }
 

@@ -134,6 +134,9 @@ fn check_tcp(tcp: &TcpConfig, err: &dyn Fn(&str, String) -> ScenarioError) -> Re
     if tcp.dupthresh == 0 {
         return Err(err("dupthresh", "must be at least 1".into()));
     }
+    if tcp.ack_interval == 0 {
+        return Err(err("ack_interval", "must be at least 1 packet".into()));
+    }
     Ok(())
 }
 

@@ -7,14 +7,8 @@
 use crate::build::HOP_REVERSE;
 use fctlab_engine::{Nanos, OptNanos};
 use fctlab_net::{FlowId, PortId};
+use crate::conn::Conn;
 use fctlab_scenario::FlowSpec;
-use fctlab_transport::{TcpReceiver, TcpSender};
-
-/// A connection: both ends of one flow.
-pub(crate) struct Conn {
-    pub snd: TcpSender,
-    pub rcv: TcpReceiver,
-}
 
 /// A flow's counters: read from its connection while it runs, kept here once it completes
 /// (kept small: one of these exists per flow of the run).
@@ -41,18 +35,34 @@ fn count32(n: u64) -> u32 {
 
 impl FlowCounts {
     pub fn of(c: &Conn) -> FlowCounts {
-        let rtt = c.snd.rtt_measured();
-        FlowCounts {
-            bytes_delivered: c.rcv.bytes_delivered(),
-            retransmits: c.snd.retransmits,
-            packets_sent: c.snd.packets_sent,
-            timeouts: count32(c.snd.timeouts),
-            first_timeouts: c.snd.first_timeouts,
-            ecn_timeouts: c.snd.ecn_timeouts,
-            loss_probes: count32(c.snd.probes),
-            rtt_min: rtt.map(|(min, _)| min).into(),
-            rtt_mean: rtt.map_or(Nanos::ZERO, |(_, mean)| mean),
-            left_slow_start: c.snd.left_slow_start,
+        match c {
+            Conn::Tcp { snd, rcv } => {
+                let rtt = snd.rtt_measured();
+                FlowCounts {
+                    bytes_delivered: rcv.bytes_delivered(),
+                    retransmits: snd.retransmits,
+                    packets_sent: snd.packets_sent,
+                    timeouts: count32(snd.timeouts),
+                    first_timeouts: snd.first_timeouts,
+                    ecn_timeouts: snd.ecn_timeouts,
+                    loss_probes: count32(snd.probes),
+                    rtt_min: rtt.map(|(min, _)| min).into(),
+                    rtt_mean: rtt.map_or(Nanos::ZERO, |(_, mean)| mean),
+                    left_slow_start: snd.left_slow_start,
+                }
+            }
+            Conn::Roce { snd, rcv } => {
+                let rtt = snd.rtt_measured();
+                FlowCounts {
+                    bytes_delivered: rcv.bytes_delivered(),
+                    retransmits: snd.retransmits,
+                    packets_sent: snd.packets_sent,
+                    timeouts: count32(snd.timeouts),
+                    rtt_min: rtt.map(|(min, _)| min).into(),
+                    rtt_mean: rtt.map_or(Nanos::ZERO, |(_, mean)| mean),
+                    ..FlowCounts::default()
+                }
+            }
         }
     }
 }

@@ -13,6 +13,7 @@
 
 mod build;
 mod collect;
+mod conn;
 mod flowtable;
 mod ideal;
 mod lossless;

@@ -6,7 +6,7 @@ use crate::results::{CwndSample, DropRecord, QueueSample};
 use fctlab_engine::Nanos;
 use fctlab_net::Packet;
 use fctlab_scenario::Scenario;
-use fctlab_transport::{TcpSender, Transport};
+use crate::conn::WindowView;
 use std::sync::Arc;
 
 /// What a run samples and the samples so far.
@@ -86,21 +86,21 @@ impl Monitor {
 
     /// Samples the window of every traced flow that is running at `now`; `sender(f)` is flow
     /// f's sender if it is running.
-    pub fn sample_cwnd<'a>(&mut self, now: Nanos, interval: Nanos, sender: impl Fn(usize) -> Option<&'a TcpSender>) {
+    pub fn sample_cwnd(&mut self, now: Nanos, interval: Nanos, sender: impl Fn(usize) -> Option<WindowView>) {
         let Some(s) = self.cwnd.as_mut() else { return };
         for (k, &f) in self.cwnd_traced.iter().enumerate() {
             let Some(snd) = sender(f as usize) else { continue };
-            let acked = snd.bytes_acked();
+            let acked = snd.acked;
             let rate = (acked - self.cwnd_last_acked[k]) as f64 * 8.0 / interval.as_secs_f64();
             self.cwnd_last_acked[k] = acked;
             s.push(CwndSample {
                 time_s: now.as_secs_f64(),
                 flow_id: f as u64,
-                cwnd_bytes: snd.st.cwnd_bytes,
-                ssthresh_bytes: snd.st.ssthresh(),
+                cwnd_bytes: snd.cwnd_bytes,
+                ssthresh_bytes: snd.ssthresh_bytes,
                 rate_bps: rate,
-                weight: snd.cc.weight(),
-                pacing_bps: snd.pacing_rate().map(|r| r.0 as f64),
+                weight: snd.weight,
+                pacing_bps: snd.pacing.map(|r| r.0 as f64),
             });
         }
     }

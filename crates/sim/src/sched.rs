@@ -22,7 +22,6 @@ use crate::flowtable::FlowTable;
 use fctlab_engine::Nanos;
 use fctlab_scenario::Scenario;
 use fctlab_sched::{Candidate, Policy, VirtualQueue};
-use fctlab_transport::Transport;
 use std::collections::{HashMap, VecDeque};
 
 /// A flow the layer schedules.
@@ -115,12 +114,12 @@ impl HostLayer {
     pub fn sync(&mut self, f: usize, table: &FlowTable, now: Nanos, done: &mut Vec<u32>) {
         let Some(fl) = self.flows[f].as_mut() else { return };
         let Some(conn) = table.conn(f) else { return };
-        let snd = &conn.snd;
+        let snd = conn.sender();
         // Clamped to the flow's size: with `whole_packets` the connection pads its last segment.
         let size = fl.size;
         let (sent, acked, received) =
-            (snd.bytes_sent().min(size), snd.bytes_acked().min(size), conn.rcv.bytes_delivered().min(size));
-        if let Some(s) = snd.srtt() {
+            (snd.bytes_sent().min(size), snd.bytes_acked().min(size), conn.bytes_delivered().min(size));
+        if let Some(s) = conn.srtt() {
             self.pairs[fl.pair as usize].srtt = Some(s);
         }
         if sent >= fl.size && fl.sent_all_at.is_none() {
@@ -206,9 +205,10 @@ impl HostLayer {
         for c in pairs[pair].pending.iter_mut() {
             let fl = flows[c.id as usize].as_ref().expect("scheduled");
             let conn = table.conn(c.id as usize);
-            let sent = conn.map_or(fl.size, |c| c.snd.bytes_sent());
+            let sent = conn.map_or(fl.size, |c| c.sender().bytes_sent());
             // A connection without its own RTT sample yet: the pair's, with the initial window.
-            let (cwnd, rtt) = match conn.and_then(|c| c.snd.srtt().map(|r| (c.snd.st.cwnd_bytes, r))) {
+            let tcp = conn.and_then(|c| c.tcp());
+            let (cwnd, rtt) = match tcp.and_then(|(snd, _)| snd.srtt().map(|r| (snd.st.cwnd_bytes, r))) {
                 Some(x) => x,
                 None => (initial_cwnd, srtt.unwrap_or(Nanos::ZERO)),
             };

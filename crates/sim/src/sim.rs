@@ -2,7 +2,8 @@
 //! hosts, and timers.
 
 use crate::build::{Network, HOP_REVERSE};
-use crate::flowtable::{Conn, FlowCounts, FlowTable};
+use crate::conn::Conn;
+use crate::flowtable::{FlowCounts, FlowTable};
 use crate::monitor::{DropSite, Monitor};
 use crate::pcap::Capture;
 use crate::sched::HostLayer;
@@ -14,7 +15,7 @@ use fctlab_net::{
 use fctlab_scenario::{FlowFeed, FlowPart, FlowSpec, Scenario, ScenarioError};
 use fctlab_transport::cc::{PortControl, PortInfo, PortView};
 use fctlab_transport::transport::{Grant, HostReceiver, Incoming};
-use fctlab_transport::{TcpReceiver, TcpSender, Transport};
+use fctlab_transport::{RoceReceiver, RoceSender, TransportKind};
 use std::time::Instant;
 
 #[derive(Copy, Clone, Debug)]
@@ -430,11 +431,13 @@ impl Simulation {
         };
         match p.kind {
             PacketKind::Data | PacketKind::Syn => {
-                if conn.rcv.on_packet(self.now, &p, &mut self.out) {
+                if conn.on_data(self.now, &p, &mut self.out) {
                     self.host_grants(node, f);
                 }
             }
-            PacketKind::Ack | PacketKind::SynAck => conn.snd.on_packet(self.now, &p, &mut self.out),
+            PacketKind::Ack | PacketKind::SynAck | PacketKind::Nack | PacketKind::Cnp => {
+                conn.on_reply(self.now, &p, &mut self.out)
+            }
             PacketKind::Fin => {} // for the switches on the way
         }
         self.after_flow_activity(f);
@@ -445,15 +448,15 @@ impl Simulation {
     #[cold]
     #[inline(never)]
     fn host_grants(&mut self, node: NodeId, f: usize) {
-        let Some(conn) = self.flows.get_mut(f).and_then(|st| st.conn.as_deref()) else { return };
-        let msg = Incoming { flow: f as u32, size: conn.rcv.message_size(), received: conn.rcv.bytes_received() };
+        let Some((_, rcv)) = self.flows.get_mut(f).and_then(|st| st.conn.as_deref()).and_then(Conn::tcp) else { return };
+        let msg = Incoming { flow: f as u32, size: rcv.message_size(), received: rcv.bytes_received() };
         let Some(Some(r)) = self.receivers.get_mut(node.0 as usize) else { return };
         let mut grants = std::mem::take(&mut self.grants);
         r.on_data(msg, &mut grants);
         for g in grants.drain(..) {
             let Some(st) = self.flows.get_mut(g.flow as usize) else { continue };
-            let Some(conn) = st.conn.as_deref_mut() else { continue };
-            conn.rcv.grant(self.now, g.offset, g.band, &mut self.out);
+            let Some((_, rcv)) = st.conn.as_deref_mut().and_then(Conn::tcp_mut) else { continue };
+            rcv.grant(self.now, g.offset, g.band, &mut self.out);
             if g.flow != msg.flow {
                 self.after_flow_activity(g.flow as usize);
             }
@@ -470,12 +473,12 @@ impl Simulation {
         }
         let Some(st) = self.flows.get_mut(f) else { return };
         let Some(conn) = st.conn.as_deref() else { return };
-        if conn.snd.is_complete() {
+        if conn.is_complete() {
             self.complete(f);
             return;
         }
-        let rto = conn.snd.timer_deadline();
-        let delack = conn.rcv.delack_deadline();
+        let rto = conn.sender_deadline();
+        let delack = conn.receiver_deadline();
         // One pending event per timer: a deadline that moved earlier gets a new event; one
         // that moved later is re-armed when the earlier event pops (see `on_timer`).
         if let Some(d) = rto {
@@ -517,13 +520,13 @@ impl Simulation {
         let now = self.now;
         let Some(conn) = st.conn.as_deref_mut() else { return };
         if rto {
-            match conn.snd.timer_deadline() {
-                Some(d) if d <= now => conn.snd.on_timer(now, &mut self.out),
+            match conn.sender_deadline() {
+                Some(d) if d <= now => conn.on_sender_timer(now, &mut self.out),
                 _ => {}
             }
         } else {
-            match conn.rcv.delack_deadline() {
-                Some(d) if d <= now => conn.rcv.on_delack_timer(now, &mut self.out),
+            match conn.receiver_deadline() {
+                Some(d) if d <= now => conn.on_receiver_timer(now, &mut self.out),
                 _ => {}
             }
         }
@@ -662,31 +665,34 @@ impl Simulation {
             nic_rate,
             header_bytes: tcp.header_bytes,
         };
-        let mut snd = TcpSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn);
-        if spec.cc.router_assisted() {
-            snd.set_router_owner(self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8);
-        }
-        // the receiver takes the sender's settings (ns-2's modes are tcp's and atcp's only)
-        let mut rcv = TcpReceiver::new(id, dst, src, snd.config());
-        if spec.cc.receiver_driven() {
-            let n = self.net.node_is_host.len();
-            self.receivers.resize_with(n, || None);
-            let slot = &mut self.receivers[dst.0 as usize];
-            if slot.is_none() {
-                *slot = spec.cc.receiver();
-            }
-            if let Some(r) = slot.as_deref() {
-                let size = spec.size_bytes.unwrap_or(u64::MAX);
-                rcv.expect_grants(size, r.unscheduled(size), r.resend_timeout());
-            }
-        }
+        let cc = spec.cc.build(&info);
+        let mut conn = if spec.cc.transport() == TransportKind::Roce {
+            let snd = RoceSender::new(id, src, dst, spec.size_bytes, tcp, cc, spec.ecn, nic_rate);
+            let rcv = RoceReceiver::new(id, dst, src, spec.size_bytes, tcp);
+            Box::new(Conn::Roce { snd, rcv })
+        } else {
+            let owner = spec.cc.router_assisted().then(|| {
+                self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8
+            });
+            let host = if spec.cc.receiver_driven() {
+                let n = self.net.node_is_host.len();
+                self.receivers.resize_with(n, || None);
+                let slot = &mut self.receivers[dst.0 as usize];
+                if slot.is_none() {
+                    *slot = spec.cc.receiver();
+                }
+                slot.as_deref()
+            } else {
+                None
+            };
+            Conn::new_tcp(id, (src, dst), spec.size_bytes, tcp, cc, spec.ecn, owner, host)
+        };
         if spec.size_bytes.is_some() {
             self.open_flows += 1;
         } else {
             self.long_lived_running += 1;
         }
-        let mut conn = Box::new(Conn { snd, rcv });
-        conn.snd.start(self.now, &mut self.out);
+        conn.start(self.now, &mut self.out);
         let st = self.flows.open(f);
         st.conn = Some(conn);
         st.drawn = drawn;
@@ -777,7 +783,7 @@ impl Simulation {
     fn sample_cwnd(&mut self) {
         let Some(interval) = self.scenario.monitor.cwnd_interval else { return };
         let flows = &self.flows;
-        self.monitor.sample_cwnd(self.now, interval, |f| flows.conn(f).map(|c| &c.snd));
+        self.monitor.sample_cwnd(self.now, interval, |f| flows.conn(f).map(Conn::window_view));
         if !self.events.is_empty() || self.feed.remaining() > 0 {
             self.events.push(self.now + interval, Event::CwndSample);
         }

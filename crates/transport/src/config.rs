@@ -202,6 +202,15 @@ tcp_settings! {
     /// NewReno recovery without SACK: RFC 6582 or ns-2.35's `Agent/TCP/Newreno`
     /// (`NewRenoRecovery::Ns2`).
     newreno_recovery: NewRenoRecovery as NewRenoRecovery, key "newreno_recovery", default NewRenoRecovery::Rfc6582;
+    /// The `roce` transport: data packets per acknowledgement (1: every packet, the HPCC ns-3
+    /// fork's `L2_ACK_INTERVAL 1`); the packet that completes a message is acknowledged at once.
+    ack_interval: u32 as u32, key "ack_interval", default 1;
+    /// The `roce` transport: a receiver NACKs a gap once, and again for the same missing byte
+    /// only after this long (the HPCC ns-3 fork's `NACK Generation Interval`, 500 us).
+    nack_interval: Nanos as Duration, key "nack_interval", default Nanos::from_micros(500);
+    /// The `roce` transport: a receiver sends at most one CNP per flow per interval (DCQCN's
+    /// notification point, N = 50 us in the DCQCN paper).
+    cnp_interval: Nanos as Duration, key "cnp_interval", default Nanos::from_micros(50);
 }
 
 /// Defines a `[transport]` key given by name: its variants, their scenario names, and its
@@ -342,6 +351,9 @@ ecn_reaction = "ns2"           # TcpAgent::ecn(), precisionReduce_ true
 window_model = "ns2"           # opencwnd(), slowdown(), window()
 rto_model = "ns2"              # rtt_update(), rtt_timeout(), newack()
 newreno_recovery = "ns2"       # Agent/TCP/Newreno
+ack_interval = 1               # (the roce transport's; ns-2 has none)
+nack_interval = "500us"        # (the roce transport's)
+cnp_interval = "50us"          # (the roce transport's)
 "#;
 
 impl Profile {

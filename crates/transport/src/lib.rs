@@ -13,6 +13,7 @@
 pub mod cc;
 pub mod config;
 pub mod receiver;
+pub mod roce;
 pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
@@ -23,5 +24,6 @@ pub use config::{
     EcnReaction, Exported, NewRenoRecovery, Profile, RtoModel, SackRecovery, TcpConfig, TcpSettings, WindowModel,
 };
 pub use receiver::TcpReceiver;
+pub use roce::{RoceReceiver, RoceSender};
 pub use sender::TcpSender;
 pub use transport::{Transport, TransportKind, TransportPolicy};

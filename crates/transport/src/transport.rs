@@ -23,6 +23,9 @@
 //! - `homa`: receiver-driven messages: the receiving host grants what each message may send
 //!   and asks again for what it misses ([`HostReceiver`]); no per-packet acknowledgements.
 //!   The sender is the TCP sender's segmentation and timers, sending what the grants allow.
+//! - `roce`: RDMA messages as RoCEv2 NICs send them: at the rate the congestion control sets
+//!   (line rate without one), accepted in order only, go-back-N on a NACK or a timeout, and
+//!   congestion notification packets from the receiver on CE marks ([`crate::roce`]).
 
 use crate::config::TcpConfig;
 use fctlab_engine::Nanos;
@@ -36,17 +39,20 @@ pub enum TransportKind {
     Tcp,
     /// Receiver-driven messages (Homa): the receiver grants, the sender follows.
     Homa,
+    /// RDMA messages over RoCEv2: in-order delivery, go-back-N, CNPs ([`crate::roce`]).
+    Roce,
 }
 
 impl TransportKind {
     /// Every transport, in the order error messages list them.
-    pub const ALL: &'static [TransportKind] = &[TransportKind::Tcp, TransportKind::Homa];
+    pub const ALL: &'static [TransportKind] = &[TransportKind::Tcp, TransportKind::Homa, TransportKind::Roce];
 
     /// The name in scenario files (`[transport] kind = "..."`).
     pub fn name(self) -> &'static str {
         match self {
             TransportKind::Tcp => "tcp",
             TransportKind::Homa => "homa",
+            TransportKind::Roce => "roce",
         }
     }
 

@@ -219,7 +219,9 @@ impl CongestionControl for Cubic {
         st.ssthresh_bytes = ssthresh;
         self.cwnd_cnt = 0;
         match ev {
-            CongestionEvent::Loss { .. } | CongestionEvent::Ecn { .. } => st.cwnd_bytes = ssthresh,
+            CongestionEvent::Loss { .. } | CongestionEvent::Ecn { .. } | CongestionEvent::Notification { .. } => {
+                st.cwnd_bytes = ssthresh
+            }
             CongestionEvent::Timeout { .. } => {
                 st.cwnd_bytes = mss;
                 self.w_max = 0.0;

@@ -115,6 +115,8 @@ pub enum CongestionEvent {
     Ecn { flight_bytes: u64 },
     /// Retransmission timeout.
     Timeout { flight_bytes: u64 },
+    /// A congestion notification packet from the receiver (the `roce` transport's CNP).
+    Notification { flight_bytes: u64 },
 }
 
 /// The congestion-control hooks: seven, each a no-op by default. An algorithm keeps Reno's
@@ -154,13 +156,28 @@ pub trait CongestionControl {
     fn weight(&self) -> Option<f64> {
         None
     }
+
+    /// Timer-driven algorithms (DCQCN, on the `roce` transport): when the algorithm's own
+    /// timer is due next, if one runs. The transport calls [`CongestionControl::on_timer`]
+    /// then, and reads the rate again.
+    fn deadline(&self) -> Option<Nanos> {
+        None
+    }
+
+    /// The algorithm's timer is due at `now` (see [`CongestionControl::deadline`]).
+    fn on_timer(&mut self, _st: &mut CcState, _now: Nanos) {}
+
+    /// A data packet of `wire_bytes` left at `now` (the `roce` transport; DCQCN's byte counter).
+    fn on_sent(&mut self, _now: Nanos, _wire_bytes: u64) {}
 }
 
 /// Reno-style decrease by `beta` (0.5 halves), shared by the algorithms that keep it.
 pub fn reno_decrease(st: &mut CcState, ev: CongestionEvent, beta: f64) {
     let two = 2 * st.mss_bytes;
     match ev {
-        CongestionEvent::Loss { flight_bytes } | CongestionEvent::Ecn { flight_bytes } => {
+        CongestionEvent::Loss { flight_bytes }
+        | CongestionEvent::Ecn { flight_bytes }
+        | CongestionEvent::Notification { flight_bytes } => {
             st.ssthresh_bytes = ((flight_bytes as f64 * beta) as u64).max(two);
             st.cwnd_bytes = st.ssthresh_bytes;
         }
@@ -390,6 +407,21 @@ macro_rules! protocols {
             pub fn weight(&self) -> Option<f64> {
                 match self {
                     $($(#[$attr])* AnyCc::$ty(c) => c.weight(),)*
+                }
+            }
+            pub fn deadline(&self) -> Option<Nanos> {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.deadline(),)*
+                }
+            }
+            pub fn on_timer(&mut self, st: &mut CcState, now: Nanos) {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.on_timer(st, now),)*
+                }
+            }
+            pub fn on_sent(&mut self, now: Nanos, wire_bytes: u64) {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.on_sent(now, wire_bytes),)*
                 }
             }
             #[inline]
@@ -622,6 +654,8 @@ protocols! {
     pfabric::PFabric,
     pias::Pias,
     homa::Homa,
+    line_rate::LineRate,
+    dcqcn::Dcqcn,
     #[cfg(feature = "example-protocols")]
     fixed_window::FixedWindow,
 }

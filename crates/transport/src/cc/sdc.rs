@@ -310,7 +310,7 @@ impl CongestionControl for Sdc {
         let (_, _, beta) = self.current();
         self.mi = false;
         match ev {
-            CongestionEvent::Loss { .. } | CongestionEvent::Ecn { .. } => {
+            CongestionEvent::Loss { .. } | CongestionEvent::Ecn { .. } | CongestionEvent::Notification { .. } => {
                 st.cwnd_bytes = ((st.cwnd_bytes as f64 * beta) as u64).max(2 * st.mss_bytes);
             }
             CongestionEvent::Timeout { .. } => st.cwnd_bytes = st.mss_bytes,

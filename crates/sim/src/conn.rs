@@ -1,0 +1,181 @@
+//! A flow's connection: both ends, on the transport its protocol runs on (TCP, or the `roce`
+//! transport's go-back-N messages), behind the few calls the simulation makes.
+
+use fctlab_engine::{BitsPerSec, Nanos};
+use fctlab_net::{FlowId, NodeId, Packet};
+use fctlab_transport::transport::HostReceiver;
+use fctlab_transport::{AnyCc, RoceReceiver, RoceSender, TcpConfig, TcpReceiver, TcpSender, Transport};
+
+/// Both ends of one flow's connection.
+pub(crate) enum Conn {
+    /// A TCP connection (the `tcp` and `homa` transports).
+    Tcp { snd: TcpSender, rcv: TcpReceiver },
+    /// An RDMA queue pair (the `roce` transport).
+    Roce { snd: RoceSender, rcv: RoceReceiver },
+}
+
+/// What the window trace samples of a sender.
+pub(crate) struct WindowView {
+    pub acked: u64,
+    pub cwnd_bytes: u64,
+    pub ssthresh_bytes: Option<u64>,
+    pub weight: Option<f64>,
+    pub pacing: Option<BitsPerSec>,
+}
+
+impl Conn {
+    /// A TCP connection (the `tcp` and `homa` transports): its sender, with its router
+    /// header's `owner` for a router-assisted protocol, and its receiver, which follows the
+    /// grants of its receiving `host` for a receiver-driven one.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_tcp(
+        id: FlowId,
+        (src, dst): (NodeId, NodeId),
+        size: Option<u64>,
+        tcp: &TcpConfig,
+        cc: AnyCc,
+        ecn: bool,
+        owner: Option<u8>,
+        host: Option<&dyn HostReceiver>,
+    ) -> Box<Conn> {
+        let mut snd = TcpSender::new(id, src, dst, size, tcp, cc, ecn);
+        if let Some(o) = owner {
+            snd.set_router_owner(o);
+        }
+        // the receiver takes the sender's settings (ns-2's modes are tcp's and atcp's only)
+        let mut rcv = TcpReceiver::new(id, dst, src, snd.config());
+        if let Some(r) = host {
+            let size = size.unwrap_or(u64::MAX);
+            rcv.expect_grants(size, r.unscheduled(size), r.resend_timeout());
+        }
+        Box::new(Conn::Tcp { snd, rcv })
+    }
+
+    /// The sending side.
+    #[inline]
+    pub fn sender(&self) -> &dyn Transport {
+        match self {
+            Conn::Tcp { snd, .. } => snd,
+            Conn::Roce { snd, .. } => snd,
+        }
+    }
+
+    /// The TCP ends, for what only TCP has (grants, the scheduling layer's windows).
+    #[inline]
+    pub fn tcp(&self) -> Option<(&TcpSender, &TcpReceiver)> {
+        match self {
+            Conn::Tcp { snd, rcv } => Some((snd, rcv)),
+            Conn::Roce { .. } => None,
+        }
+    }
+    #[inline]
+    pub fn tcp_mut(&mut self) -> Option<(&mut TcpSender, &mut TcpReceiver)> {
+        match self {
+            Conn::Tcp { snd, rcv } => Some((snd, rcv)),
+            Conn::Roce { .. } => None,
+        }
+    }
+
+    pub fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        match self {
+            Conn::Tcp { snd, .. } => snd.start(now, out),
+            Conn::Roce { snd, .. } => snd.start(now, out),
+        }
+    }
+
+    /// A packet for the receiving end (data, a SYN). True when the receiving host's side of a
+    /// receiver-driven protocol must decide grants.
+    #[inline]
+    pub fn on_data(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) -> bool {
+        match self {
+            Conn::Tcp { rcv, .. } => rcv.on_packet(now, p, out),
+            Conn::Roce { rcv, .. } => {
+                rcv.on_packet(now, p, out);
+                false
+            }
+        }
+    }
+
+    /// A packet for the sending end (an ACK, a NACK, a CNP, a SYN-ACK).
+    #[inline]
+    pub fn on_reply(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
+        match self {
+            Conn::Tcp { snd, .. } => snd.on_packet(now, p, out),
+            Conn::Roce { snd, .. } => snd.on_packet(now, p, out),
+        }
+    }
+
+    #[inline]
+    pub fn is_complete(&self) -> bool {
+        match self {
+            Conn::Tcp { snd, .. } => snd.is_complete(),
+            Conn::Roce { snd, .. } => snd.is_complete(),
+        }
+    }
+
+    /// When the sender's timer is due.
+    #[inline]
+    pub fn sender_deadline(&self) -> Option<Nanos> {
+        match self {
+            Conn::Tcp { snd, .. } => snd.timer_deadline(),
+            Conn::Roce { snd, .. } => snd.timer_deadline(),
+        }
+    }
+
+    /// When the receiver's timer (delayed ACK, resend request) is due.
+    #[inline]
+    pub fn receiver_deadline(&self) -> Option<Nanos> {
+        match self {
+            Conn::Tcp { rcv, .. } => rcv.delack_deadline(),
+            Conn::Roce { .. } => None,
+        }
+    }
+
+    pub fn on_sender_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        match self {
+            Conn::Tcp { snd, .. } => snd.on_timer(now, out),
+            Conn::Roce { snd, .. } => snd.on_timer(now, out),
+        }
+    }
+
+    pub fn on_receiver_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        if let Conn::Tcp { rcv, .. } = self {
+            rcv.on_delack_timer(now, out)
+        }
+    }
+
+    /// In-order bytes the receiver has.
+    pub fn bytes_delivered(&self) -> u64 {
+        match self {
+            Conn::Tcp { rcv, .. } => rcv.bytes_delivered(),
+            Conn::Roce { rcv, .. } => rcv.bytes_delivered(),
+        }
+    }
+
+    pub fn srtt(&self) -> Option<Nanos> {
+        match self {
+            Conn::Tcp { snd, .. } => snd.srtt(),
+            Conn::Roce { snd, .. } => snd.srtt(),
+        }
+    }
+
+    /// The window and rate the window trace records.
+    pub fn window_view(&self) -> WindowView {
+        match self {
+            Conn::Tcp { snd, .. } => WindowView {
+                acked: snd.bytes_acked(),
+                cwnd_bytes: snd.st.cwnd_bytes,
+                ssthresh_bytes: snd.st.ssthresh(),
+                weight: snd.cc.weight(),
+                pacing: snd.pacing_rate(),
+            },
+            Conn::Roce { snd, .. } => WindowView {
+                acked: snd.bytes_acked(),
+                cwnd_bytes: snd.st.cwnd_bytes.min(u64::MAX / 4),
+                ssthresh_bytes: None,
+                weight: snd.cc.weight(),
+                pacing: Some(snd.rate()),
+            },
+        }
+    }
+}

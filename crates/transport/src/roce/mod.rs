@@ -1,0 +1,312 @@
+//! The `roce` transport: RDMA messages as RoCEv2 NICs send them.
+//!
+//! A message is sent in packets of `mss` payload bytes, in order, from its first byte at
+//! the rate its congestion control gives ([`crate::cc::CongestionControl::pacing_rate`]; the
+//! NIC's line rate when it gives none), within the window it keeps (`cwnd`; unlimited unless
+//! the algorithm sets one). There is no slow start: the first packet leaves at line rate.
+//!
+//! The receiver ([`RoceReceiver`]) accepts packets in order only:
+//! - the next expected packet is acknowledged, every `ack_interval` packets and always the one
+//!   that completes the message (an ACK carries the next byte expected);
+//! - a packet beyond it is dropped and answered with a NACK carrying the byte expected, once
+//!   per gap and again for the same byte only after `nack_interval`;
+//! - a duplicate (below the byte expected) is answered with an ACK, so that a sender whose ACK
+//!   was lost learns where the receiver stands;
+//! - a packet that arrives with a CE mark makes the receiver send a congestion notification
+//!   packet (CNP), at most one per `cnp_interval` for the flow (DCQCN's notification point).
+//!
+//! The sender goes back to the byte a NACK names and sends everything again from there
+//! (go-back-N). A retransmission timeout (RFC 6298's estimator from the ACKs' timestamp
+//! echoes, bounded by `min_rto` and `max_rto`, doubling on each expiry) does the same when
+//! nothing comes back. CNPs go to the congestion control as
+//! [`CongestionEvent::Notification`]; a timer-driven algorithm's own timer
+//! ([`crate::cc::CongestionControl::deadline`]) is part of the sender's timer.
+//!
+//! What is not modelled: the NIC's scheduling among its queue pairs (flows of one host share
+//! the NIC's port queue in arrival order), IRN's selective repeat, and read/write semantics
+//! (a message is one send of `size` bytes).
+
+mod receiver;
+#[cfg(test)]
+mod tests;
+
+pub use receiver::RoceReceiver;
+
+use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent};
+use crate::config::TcpConfig;
+use crate::rtt::RttEstimator;
+use crate::transport::Transport;
+use fctlab_engine::{BitsPerSec, Nanos};
+use fctlab_net::packet::flags;
+use fctlab_net::{FlowId, NodeId, Packet, PacketKind};
+
+/// The sending side of a `roce` flow (a queue pair's requester).
+pub struct RoceSender {
+    pub flow: FlowId,
+    src: NodeId,
+    dst: NodeId,
+    cfg: TcpConfig,
+    /// Bytes of the message (`u64::MAX`: long-lived).
+    size: u64,
+    pub cc: AnyCc,
+    /// The window (`cwnd_bytes`; [`CcState::SSTHRESH_UNLIMITED`] unless the algorithm sets
+    /// one) and the segment size.
+    pub st: CcState,
+    /// The NIC's line rate: the rate of an algorithm that gives none.
+    line_rate: BitsPerSec,
+    snd_una: u64,
+    snd_nxt: u64,
+    /// The highest byte sent so far (exclusive).
+    snd_max: u64,
+    /// When the next packet may leave at the current rate.
+    next_departure: Nanos,
+    /// The last packet's time and wire bytes (the gap to the next one is taken at the rate
+    /// current when the next one is due, as a NIC's rate limiter does).
+    last_departure: Nanos,
+    last_wire_bytes: u64,
+    rtt: RttEstimator,
+    rto_deadline: Option<Nanos>,
+    backoff: u32,
+    ect: bool,
+    /// Packets sent, first transmissions and retransmissions.
+    pub packets_sent: u64,
+    /// Packets sent again (after a NACK or a timeout).
+    pub retransmits: u64,
+    pub timeouts: u64,
+    pub nacks: u64,
+    pub cnps: u64,
+    pub completed_at: Option<Nanos>,
+}
+
+impl RoceSender {
+    /// A sender of `size` bytes (None: long-lived) from `src` to `dst`, whose NIC sends at
+    /// `line_rate`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        flow: FlowId,
+        src: NodeId,
+        dst: NodeId,
+        size: Option<u64>,
+        cfg: &TcpConfig,
+        cc: AnyCc,
+        ecn: bool,
+        line_rate: BitsPerSec,
+    ) -> RoceSender {
+        RoceSender {
+            flow,
+            src,
+            dst,
+            cfg: *cfg,
+            size: size.unwrap_or(u64::MAX),
+            cc,
+            st: CcState {
+                cwnd_bytes: CcState::SSTHRESH_UNLIMITED,
+                ssthresh_bytes: CcState::SSTHRESH_UNLIMITED,
+                mss_bytes: cfg.mss_bytes as u64,
+            },
+            line_rate,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            next_departure: Nanos::ZERO,
+            last_departure: Nanos::ZERO,
+            last_wire_bytes: 0,
+            rtt: RttEstimator::new(cfg),
+            rto_deadline: None,
+            backoff: 0,
+            ect: ecn,
+            packets_sent: 0,
+            retransmits: 0,
+            timeouts: 0,
+            nacks: 0,
+            cnps: 0,
+            completed_at: None,
+        }
+    }
+
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
+    pub fn srtt(&self) -> Option<Nanos> {
+        self.rtt.srtt()
+    }
+    /// The smallest and the mean of the RTTs measured so far (None before the first).
+    pub fn rtt_measured(&self) -> Option<(Nanos, Nanos)> {
+        self.rtt.measured()
+    }
+
+    /// The rate the sender sends at now: its algorithm's, or the line rate.
+    pub fn rate(&self) -> BitsPerSec {
+        self.cc.pacing_rate().unwrap_or(self.line_rate).min(self.line_rate)
+    }
+
+    fn done(&self) -> bool {
+        self.snd_una >= self.size
+    }
+
+    /// Lets the algorithm's clock catch up with `now` (its timers, if due).
+    fn advance(&mut self, now: Nanos) {
+        if self.cc.deadline().is_some_and(|d| d <= now) {
+            self.cc.on_timer(&mut self.st, now);
+        }
+    }
+
+    /// When the next packet may leave: the last one's bytes at the current rate after it left.
+    fn departure(&self) -> Option<Nanos> {
+        let rate = self.rate();
+        if rate.0 == 0 {
+            return None;
+        }
+        Some(if self.packets_sent == 0 { Nanos::ZERO } else { self.last_departure + rate.tx_time(self.last_wire_bytes) })
+    }
+
+    /// Whether the window lets another packet go.
+    fn window_open(&self) -> bool {
+        self.snd_nxt < self.size && self.snd_nxt - self.snd_una < self.st.cwnd_bytes
+    }
+
+    /// Sends what the rate and the window let go now (at most one packet per call: the next
+    /// one waits for the previous one's bytes at the rate).
+    fn pump(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        if self.done() || !self.window_open() {
+            self.next_departure = Nanos::MAX;
+            return;
+        }
+        match self.departure() {
+            Some(at) if at <= now => {
+                self.send_next(now, out);
+                self.next_departure =
+                    if self.window_open() { self.departure().unwrap_or(Nanos::MAX) } else { Nanos::MAX };
+            }
+            Some(at) => self.next_departure = at,
+            None => self.next_departure = Nanos::MAX,
+        }
+    }
+
+    fn send_next(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        let seq = self.snd_nxt;
+        let len = (self.size - seq).min(self.st.mss_bytes);
+        let retx = seq < self.snd_max;
+        let wire = len + self.cfg.header_bytes as u64;
+        let mut f = if self.ect { flags::ECT } else { 0 };
+        if retx {
+            f |= flags::RETX;
+            self.retransmits += 1;
+        }
+        out.push(Packet {
+            flow: self.flow,
+            src: self.src,
+            dst: self.dst,
+            kind: PacketKind::Data,
+            flags: f,
+            wire_bytes: wire as u32,
+            payload_bytes: len as u32,
+            seq,
+            ts_sent_ns: now.as_nanos(),
+            ..Default::default()
+        });
+        self.snd_nxt += len;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+        self.packets_sent += 1;
+        self.last_departure = now;
+        self.last_wire_bytes = wire;
+        self.cc.on_sent(now, wire);
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
+        }
+    }
+
+    fn on_ack(&mut self, now: Nanos, p: &Packet) {
+        if p.ts_echo_ns > 0 && p.ack > self.snd_una {
+            self.rtt.sample(now.saturating_sub(Nanos::from_nanos(p.ts_echo_ns)));
+        }
+        if p.ack <= self.snd_una {
+            return;
+        }
+        let acked = p.ack.min(self.snd_max) - self.snd_una;
+        self.snd_una += acked;
+        self.snd_nxt = self.snd_nxt.max(self.snd_una);
+        self.backoff = 0;
+        self.rto_deadline = (self.snd_una < self.snd_max).then(|| now + self.rtt.rto());
+        let sample = AckSample {
+            now,
+            acked_bytes: acked,
+            ce_bytes: 0,
+            ece: false,
+            rtt: self.rtt.srtt(),
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            bytes_sent: self.snd_max,
+        };
+        self.cc.on_ack(&mut self.st, &sample);
+        if p.has(flags::ROUTER) {
+            self.cc.on_feedback(&mut self.st, &p.router);
+        }
+        if self.done() && self.completed_at.is_none() {
+            self.completed_at = Some(now);
+            self.rto_deadline = None;
+        }
+    }
+
+    /// Go-back-N: everything from the byte `from` is sent again.
+    fn go_back(&mut self, from: u64) {
+        self.snd_nxt = from.max(self.snd_una).min(self.snd_max);
+    }
+}
+
+impl Transport for RoceSender {
+    fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        self.advance(now);
+        self.pump(now, out);
+    }
+
+    fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
+        self.advance(now);
+        match p.kind {
+            PacketKind::Ack => self.on_ack(now, p),
+            PacketKind::Nack => {
+                self.nacks += 1;
+                self.on_ack(now, p);
+                self.go_back(p.ack);
+            }
+            PacketKind::Cnp => {
+                self.cnps += 1;
+                let flight = self.snd_nxt - self.snd_una;
+                self.cc.on_congestion(&mut self.st, CongestionEvent::Notification { flight_bytes: flight });
+            }
+            _ => {}
+        }
+        self.pump(now, out);
+    }
+
+    fn on_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        self.advance(now);
+        if self.rto_deadline.is_some_and(|d| d <= now) && !self.done() {
+            self.timeouts += 1;
+            self.backoff += 1;
+            let flight = self.snd_nxt - self.snd_una;
+            self.cc.on_congestion(&mut self.st, CongestionEvent::Timeout { flight_bytes: flight });
+            self.go_back(self.snd_una);
+            self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
+        }
+        self.pump(now, out);
+    }
+
+    fn timer_deadline(&self) -> Option<Nanos> {
+        if self.done() {
+            return None;
+        }
+        let send = (self.next_departure != Nanos::MAX).then_some(self.next_departure);
+        [send, self.rto_deadline, self.cc.deadline()].into_iter().flatten().min()
+    }
+
+    fn is_complete(&self) -> bool {
+        self.done()
+    }
+    fn bytes_acked(&self) -> u64 {
+        self.snd_una.min(self.size)
+    }
+    fn bytes_sent(&self) -> u64 {
+        self.snd_max
+    }
+}
