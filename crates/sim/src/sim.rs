@@ -141,6 +141,18 @@ impl Simulation {
         let capture = Capture::new(&scenario, &net);
         let (port_ctl, router_names) = router_families(&scenario, &net)?;
         let port_ticking = vec![false; port_ctl.len()];
+        if scenario.scheduler.is_some() {
+            let roce = one_configuration(&scenario, |cc| cc.transport() == TransportKind::Roce, |_| &[], "")?;
+            if let Some((i, cc)) = roce.first() {
+                return Err(scenario.error(
+                    "transport.scheduler",
+                    format!(
+                        "the flow scheduling layer runs over TCP connections, and flows[{i}] runs protocol \"{}\" on the roce transport",
+                        cc.name()
+                    ),
+                ));
+            }
+        }
         let host = HostLayer::new(&scenario);
         let classifier = [&scenario.switch_queue, &scenario.nic_queue].into_iter().find(|q| q.classifies()).cloned();
         let pfc = match scenario.pfc {

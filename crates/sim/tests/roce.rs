@@ -1,0 +1,94 @@
+//! The `roce` transport end to end: RoCE at line rate over lossless and lossy fabrics, and
+//! DCQCN's rate control cutting the pauses of an incast.
+
+mod common;
+use common::*;
+
+/// `n` hosts of a leaf-spine fabric's first leaf sending `size` each to a host of the second
+/// leaf at once (the receiver's port the bottleneck, a spine between): `protocol` over
+/// `queue` lines, `pfc` in `[network]`.
+fn incast(n: usize, size: &str, protocol: &str, pfc: bool, queue: &str) -> String {
+    let mut s = format!(
+        "seed = 1\n[network]\ntopology = \"leafspine\"\nleaves = 2\nspines = 1\nhosts_per_leaf = {n}\n\
+         link_rate = \"10Gbps\"\nlink_delay = \"1us\"\nfabric_link_rate = \"40Gbps\"\nfabric_link_delay = \"1us\"\n\
+         buffer = \"100pkt\"\npfc = {pfc}\n{queue}\n\
+         [transport]\nprotocol = \"{protocol}\"\nmss = \"1000B\"\nheader_bytes = \"48B\"\nmin_rto = \"1ms\"\n"
+    );
+    for i in 0..n {
+        s += &format!("[[flows]]\nsrc = \"h{i}\"\ndst = \"h{n}\"\nsize = \"{size}\"\n");
+    }
+    s
+}
+
+/// DCQCN's marking: RED on the instantaneous queue (weight 1), from 5 to 95 packets.
+const RED: &str = "queue = \"red\"\nred_min_threshold = \"5pkt\"\nred_max_threshold = \"95pkt\"\nred_max_p = 0.01\n\
+                   red_weight = 1.0\nred_gentle = false\nred_ecn = true";
+
+fn drops(r: &fctlab_sim::Results) -> u64 {
+    r.links.iter().map(|l| l.drops).sum::<u64>() + r.flows.iter().map(|f| f.drops).sum::<u64>()
+}
+
+fn last_finish(r: &fctlab_sim::Results) -> f64 {
+    r.flows.iter().filter_map(|f| f.finish_s).fold(0.0, f64::max)
+}
+
+#[test]
+fn a_lossless_roce_incast_loses_nothing_and_keeps_the_bottleneck_busy() {
+    let r = run(&incast(4, "2MB", "roce", true, "queue = \"droptail\""));
+    assert_eq!(drops(&r), 0);
+    assert!(r.flows.iter().all(|f| f.completed && f.retransmits == 0 && f.timeouts == 0));
+    // 8 MB of payload, 8.38 MB on the wire, through the receiver's 10 Gbps port: 6.7 ms at the
+    // least; PFC keeps the port fed, so the last flow ends within 5% of that.
+    let ideal = 4.0 * 2e6 * 1048.0 / 1000.0 * 8.0 / 10e9;
+    let last = last_finish(&r);
+    assert!(last >= ideal && last < 1.05 * ideal, "last flow at {last} s, the port's own time {ideal} s");
+}
+
+#[test]
+fn lossy_roce_recovers_by_going_back() {
+    let r = run(&incast(4, "1MB", "roce", false, "queue = \"droptail\""));
+    assert!(drops(&r) > 0, "an incast at line rate overflows a lossy 100-packet buffer");
+    assert!(r.flows.iter().all(|f| f.completed && f.bytes_delivered == 1_000_000));
+    assert!(r.flows.iter().map(|f| f.retransmits).sum::<u64>() > 0);
+}
+
+#[test]
+fn dcqcn_cuts_the_pauses_of_an_incast_that_line_rate_roce_causes() {
+    // (Both ECN-capable, so that RED marks rather than drops: line-rate RoCE ignores the CNPs.)
+    let pauses = |protocol: &str| {
+        let toml = incast(4, "4MB", protocol, true, RED).replace("[transport]\n", "[transport]\necn = true\n");
+        let mut s = sim(&toml);
+        s.run();
+        let n = s.pfc_log().iter().filter(|p| p.pause).count();
+        let r = s.results(false);
+        assert_eq!(drops(&r), 0, "{protocol}");
+        assert!(r.flows.iter().all(|f| f.completed), "{protocol}");
+        (n, r.links.iter().map(|l| l.ecn_marks).sum::<u64>(), last_finish(&r))
+    };
+    let (roce, roce_marks, roce_end) = pauses("roce");
+    let (dcqcn, dcqcn_marks, dcqcn_end) = pauses("dcqcn");
+    assert!(roce_marks > 0 && dcqcn_marks > 0);
+    assert!(roce > 0 && dcqcn * 2 < roce, "pauses: roce {roce}, dcqcn {dcqcn}");
+    // Line-rate RoCE with PFC keeps the bottleneck busy; DCQCN's cuts leave it idle at times
+    // (its rate recovers in steps of 55 us) but it stays above 80% busy.
+    let own = 4.0 * 4e6 * 1048.0 / 1000.0 * 8.0 / 10e9;
+    assert!(roce_end < 1.05 * own, "roce ends at {roce_end} s, the port's own time {own} s");
+    assert!(dcqcn_end < own / 0.8, "dcqcn ends at {dcqcn_end} s, the port's own time {own} s");
+}
+
+#[test]
+fn two_dcqcn_flows_through_one_port_end_close_together() {
+    let r = run(&incast(2, "10MB", "dcqcn", true, RED));
+    let fct: Vec<f64> = r.flows.iter().filter_map(|f| f.fct_s).collect();
+    assert_eq!(fct.len(), 2);
+    let (a, b) = (fct[0].min(fct[1]), fct[0].max(fct[1]));
+    assert!(a > 0.9 * b, "fcts {a} and {b}: the two flows share the port");
+}
+
+#[test]
+fn the_scheduling_layer_refuses_roce_flows_by_name() {
+    let toml = incast(2, "1MB", "dcqcn", true, RED).replace("[transport]\n", "[transport]\nscheduler = \"srpt\"\n");
+    let sc = fctlab_scenario::load(&toml, "test.toml", fctlab_scenario::schema::Format::Toml, &[]).unwrap();
+    let e = fctlab_sim::Simulation::new(sc).err().expect("refused").to_string();
+    assert!(e.contains("transport.scheduler") && e.contains("\"dcqcn\" on the roce transport"), "{e}");
+}
