@@ -222,6 +222,7 @@ def transport_line(t: dict) -> str:
     """The resolved TCP settings of a scenario, on one line."""
     protos = ", ".join(f"{k} ({v} flows)" for k, v in t["protocols"].items()) or "no flows"
     routed = router_assisted_protocols() & set(t["protocols"])
+    roce = {n for r in _core.protocols() if "roce" in r["transports"] for n in r["names"]} & set(t["protocols"])
     ssthresh = "unlimited" if t["initial_ssthresh_bytes"] is None else f"{count(t['initial_ssthresh_bytes'])} B"
     tick = "exact" if not t["rto_granularity_s"] else seconds(t["rto_granularity_s"])
     onoff = lambda b: "on" if b else "off"  # noqa: E731
@@ -244,6 +245,13 @@ def transport_line(t: dict) -> str:
             f"; {', '.join(sorted(routed))}: router-assisted (always SYN and FIN, paced at the routers' rate, "
             "no tail loss probes)"
             if routed
+            else ""
+        )
+        + (
+            f"; {', '.join(sorted(roce))} on the roce transport: line rate or the algorithm's rate, "
+            f"go-back-N, an ACK per {t['ack_interval']} packets, NACKs at most once per "
+            f"{seconds(t['nack_interval_s'])} per gap, CNPs at most once per {seconds(t['cnp_interval_s'])}"
+            if roce
             else ""
         )
         + (
