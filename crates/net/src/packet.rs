@@ -80,8 +80,9 @@ pub struct RouterHeader {
 }
 
 impl RouterHeader {
-    /// 32-bit words a protocol may use (the record stays 32 bytes).
-    pub const WORDS: usize = 7;
+    /// 32-bit words a protocol may use (the record stays 48 bytes): room for HPCC's telemetry
+    /// of five hops, two words each, and its hop count.
+    pub const WORDS: usize = 11;
 
     #[inline]
     pub fn u32(&self, i: usize) -> u32 {
@@ -434,8 +435,8 @@ mod tests {
     }
 
     #[test]
-    fn a_router_header_stays_32_bytes_and_its_accessors_round_trip() {
-        assert_eq!(std::mem::size_of::<RouterHeader>(), 32);
+    fn a_router_header_stays_48_bytes_and_its_accessors_round_trip() {
+        assert_eq!(std::mem::size_of::<RouterHeader>(), 48);
         let mut h = RouterHeader::default();
         h.set_u64(1, 0x0123_4567_89ab_cdef);
         h.set_f32(0, -2.5);

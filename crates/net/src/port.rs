@@ -639,6 +639,12 @@ impl Port {
         (self.waiting_pkts, self.waiting_bytes)
     }
 
+    /// Wire bytes delivered across the link so far (packets that reached the far end).
+    #[inline]
+    pub fn tx_bytes(&self) -> u64 {
+        self.tx_bytes
+    }
+
     /// Packets accepted but not yet arrived at the far end (queued or on the wire).
     pub fn in_ring(&self) -> usize {
         self.ring.len()

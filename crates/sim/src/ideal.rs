@@ -62,6 +62,13 @@ pub(crate) fn ideal_fct(size: u64, fwd: &[PortId], rev: &[PortId], ports: &[Port
     t
 }
 
+/// The round trip of one full data packet and its acknowledgement over `fwd` and `rev` with
+/// no other traffic: the base RTT of HPCC and the like.
+pub(crate) fn base_rtt(fwd: &[PortId], rev: &[PortId], ports: &[Port], tcp: &TcpConfig) -> Nanos {
+    let one = TcpConfig { handshake: false, ..*tcp };
+    ideal_fct(tcp.mss_bytes as u64, fwd, rev, ports, &one)
+}
+
 /// Sends one packet of `bytes` into a store-and-forward path at time `at`; `fin` holds each
 /// hop's finish time of the previous packet and is updated. Returns the arrival time.
 fn pipeline(hops: &[(BitsPerSec, Nanos)], at: Nanos, bytes: u64, fin: &mut [Nanos]) -> Nanos {

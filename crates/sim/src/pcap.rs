@@ -16,7 +16,7 @@
 //! - **ECN.** ECT(0) and CE in the IP header; ECE and CWR in the TCP flags.
 //! - **Options**, each written only if it still fits TCP's 40 bytes of options, in this order:
 //!   SACK blocks (as many as fit), the router header (experimental option 253 with the
-//!   RFC 6994 identifier 0x4643, then its seven 32-bit words, 32 bytes in all), timestamps
+//!   RFC 6994 identifier 0x4643, then its first seven 32-bit words, 32 bytes in all), timestamps
 //!   (kind 8: the send time and its echo in microseconds, 32 bits).
 //! - **Timestamps of records**, in nanoseconds: a packet leaving a port when its transmission
 //!   starts (where tcpdump on the sending interface stamps it), a packet a captured host
@@ -212,7 +212,8 @@ fn tcp_options(p: &Packet) -> Vec<u8> {
     if p.has(flags::ROUTER) && o.len() + 32 <= MAX_OPTIONS {
         o.extend_from_slice(&[253, 32]);
         o.extend_from_slice(&ROUTER_OPTION_EXID.to_be_bytes());
-        for w in p.router.words {
+        // Its first seven words: a longer header (HPCC's telemetry) does not fit the options.
+        for w in &p.router.words[..7] {
             o.extend_from_slice(&w.to_be_bytes());
         }
     }
@@ -382,7 +383,7 @@ mod tests {
     #[test]
     fn options_that_do_not_fit_are_left_out() {
         let mut p = Packet { kind: PacketKind::Ack, flags: flags::ROUTER, sack_len: 3, ..Default::default() };
-        p.router.words = [1, 2, 3, 4, 5, 6, 7];
+        p.router.words[..7].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7]);
         // Three SACK blocks take 28 bytes with their NOPs: then the router header (32) does
         // not fit, timestamps (12) do.
         let o = tcp_options(&p);

@@ -15,7 +15,7 @@ use fctlab_net::{
 use fctlab_scenario::{FlowFeed, FlowPart, FlowSpec, Scenario, ScenarioError};
 use fctlab_transport::cc::{PortControl, PortInfo, PortView};
 use fctlab_transport::transport::{Grant, HostReceiver, Incoming};
-use fctlab_transport::{RoceReceiver, RoceSender, TransportKind};
+use fctlab_transport::{FlowInfo, RoceReceiver, RoceSender, TransportKind};
 use std::time::Instant;
 
 #[derive(Copy, Clone, Debug)]
@@ -362,8 +362,9 @@ impl Simulation {
         let hdr = self.pool.router_mut(pid);
         let i = hdr.owner as usize * nports + port.0 as usize;
         let Some(ctl) = self.port_ctl.get_mut(i) else { return };
-        let (queue_pkts, queue_bytes) = self.net.ports[port.0 as usize].queue_at(self.now);
-        let v = PortView { now: self.now, queue_pkts, queue_bytes };
+        let p = &mut self.net.ports[port.0 as usize];
+        let (queue_pkts, queue_bytes) = p.queue_at(self.now);
+        let v = PortView { now: self.now, queue_pkts, queue_bytes, tx_bytes: p.tx_bytes() };
         ctl.on_packet(&v, meta.kind, meta.wire_bytes as u32, hdr);
         if !self.port_ticking[i] {
             self.port_ticking[i] = true;
@@ -375,8 +376,9 @@ impl Simulation {
     /// Control `i`'s interval ended (protocol `i / ports`, port `i % ports`).
     fn port_tick(&mut self, i: usize) {
         let port = i % self.net.ports.len();
-        let (queue_pkts, queue_bytes) = self.net.ports[port].queue_at(self.now);
-        let v = PortView { now: self.now, queue_pkts, queue_bytes };
+        let p = &mut self.net.ports[port];
+        let (queue_pkts, queue_bytes) = p.queue_at(self.now);
+        let v = PortView { now: self.now, queue_pkts, queue_bytes, tx_bytes: p.tx_bytes() };
         match self.port_ctl[i].on_tick(&v) {
             Some(dt) => self.events.push(self.now + dt, Event::PortTick(i as u32)),
             None => self.port_ticking[i] = false,
@@ -654,6 +656,11 @@ impl Simulation {
         let (fwd, rev) = path.split_at(lens.0 as usize);
         let tcp = &self.scenario.tcp;
         let ideal = spec.size_bytes.map(|size| crate::ideal::ideal_fct(size, fwd, rev, &self.net.ports, tcp));
+        let base_rtt = if spec.cc.transport() == TransportKind::Roce {
+            crate::ideal::base_rtt(fwd, rev, &self.net.ports, tcp)
+        } else {
+            Nanos::ZERO
+        };
         // A flow whose source has no path to its destination (its packets are dropped as
         // `no_route`) has no first port whose rate to take: unlimited.
         let nic_rate = fwd.first().map_or(fctlab_engine::BitsPerSec(u64::MAX), |p| self.net.ports[p.0 as usize].rate);
@@ -670,22 +677,25 @@ impl Simulation {
             self.flows_measured += 1;
         }
         let (src, dst) = (NodeId(spec.src as u32), NodeId(spec.dst as u32));
-        let info = fctlab_transport::FlowInfo {
+        let info = FlowInfo {
             start: self.now,
             deadline: spec.deadline,
             size: spec.size_bytes,
             nic_rate,
             header_bytes: tcp.header_bytes,
+            base_rtt,
         };
-        let cc = spec.cc.build(&info);
+        let owner = spec.cc.router_assisted().then(|| {
+            self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8
+        });
         let mut conn = if spec.cc.transport() == TransportKind::Roce {
-            let snd = RoceSender::new(id, src, dst, spec.size_bytes, tcp, cc, spec.ecn, nic_rate);
+            let mut snd = RoceSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn, nic_rate);
+            if let Some(o) = owner {
+                snd.set_router_owner(o);
+            }
             let rcv = RoceReceiver::new(id, dst, src, spec.size_bytes, tcp);
             Box::new(Conn::Roce { snd, rcv })
         } else {
-            let owner = spec.cc.router_assisted().then(|| {
-                self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8
-            });
             let host = if spec.cc.receiver_driven() {
                 let n = self.net.node_is_host.len();
                 self.receivers.resize_with(n, || None);
@@ -697,7 +707,7 @@ impl Simulation {
             } else {
                 None
             };
-            Conn::new_tcp(id, (src, dst), spec.size_bytes, tcp, cc, spec.ecn, owner, host)
+            Conn::new_tcp(id, (src, dst), spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn, owner, host)
         };
         if spec.size_bytes.is_some() {
             self.open_flows += 1;
@@ -817,7 +827,18 @@ fn router_families(scenario: &Scenario, net: &Network) -> Result<RouterFamilies,
     one_configuration(scenario, |cc| cc.receiver_driven(), |cc| cc.host_keys(), "receiving hosts")?;
     let families = one_configuration(scenario, |cc| cc.router_assisted(), |cc| cc.port_keys(), "switches")?;
     let mut ctl = Vec::with_capacity(families.len() * net.ports.len());
-    for (_, cfg) in &families {
+    for (first, cfg) in &families {
+        for (i, p) in net.ports.iter().enumerate() {
+            if let Err(m) = cfg.check_port(&PortInfo { capacity: p.rate, delay: p.delay }) {
+                let topo = &scenario.topology;
+                let l = &topo.links[i / 2];
+                let (a, b) = if i % 2 == 0 { (l.a, l.b) } else { (l.b, l.a) };
+                return Err(scenario.error(
+                    &format!("flows[{first}].protocol"),
+                    format!("{} cannot run on the link {}->{}: {m}", cfg.name(), topo.nodes[a].name, topo.nodes[b].name),
+                ));
+            }
+        }
         for p in &net.ports {
             ctl.push(
                 cfg.port(&PortInfo { capacity: p.rate, delay: p.delay })

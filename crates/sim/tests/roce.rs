@@ -92,3 +92,43 @@ fn the_scheduling_layer_refuses_roce_flows_by_name() {
     let e = fctlab_sim::Simulation::new(sc).err().expect("refused").to_string();
     assert!(e.contains("transport.scheduler") && e.contains("\"dcqcn\" on the roce transport"), "{e}");
 }
+
+/// The queue of the receiver's port (leaf1 -> h`n`): its time-weighted mean in packets.
+fn bottleneck_queue(r: &fctlab_sim::Results, n: usize) -> f64 {
+    let dst = format!("h{n}");
+    r.links.iter().find(|l| l.src == "leaf1" && l.dst == dst).map(|l| l.mean_queue_pkts).expect("the receiver's port")
+}
+
+#[test]
+fn hpcc_keeps_the_receivers_queue_short_and_pauses_little() {
+    let run_one = |protocol: &str| {
+        let mut s = sim(&incast(4, "4MB", protocol, true, "queue = \"droptail\""));
+        s.run();
+        let pauses = s.pfc_log().iter().filter(|p| p.pause).count();
+        let r = s.results(false);
+        assert_eq!(drops(&r), 0, "{protocol}");
+        assert!(r.flows.iter().all(|f| f.completed && f.retransmits == 0), "{protocol}");
+        (pauses, bottleneck_queue(&r, 4), last_finish(&r), r)
+    };
+    let (roce_pauses, roce_queue, _, _) = run_one("roce");
+    let (pauses, queue, end, r) = run_one("hpcc");
+    assert!(pauses * 10 < roce_pauses, "pauses: hpcc {pauses}, roce {roce_pauses}");
+    // (Its first round trip, four windows of one base BDP each, queues as line-rate RoCE does;
+    // after it the queue stays near empty.)
+    assert!(queue * 10.0 < roce_queue, "the receiver's mean queue: hpcc {queue} packets, roce {roce_queue}");
+    // Every data packet carries the 42-byte telemetry header: 1,000 + 48 + 42 B on the wire.
+    let data: u64 = r.links.iter().filter(|l| l.src == "leaf1" && l.dst == "h4").map(|l| l.tx_bytes).sum();
+    let acks = 4 * 4000 * (48 + 42); // one ACK per packet back, each echoing the header
+    assert_eq!(data, 4 * 4000 * 1090, "the receiver's link carries the data only ({acks} B of ACKs go the other way)");
+    // eta = 0.95: the port's own time at 95% is the bound the incast ends near.
+    let own = 4.0 * 4e6 * 1090.0 / 1000.0 * 8.0 / 10e9;
+    assert!(end > own && end < own / 0.85, "hpcc ends at {end} s, the port's own time {own} s");
+}
+
+#[test]
+fn hpcc_refuses_a_link_rate_its_telemetry_cannot_carry() {
+    let toml = incast(2, "1MB", "hpcc", true, "queue = \"droptail\"").replace("link_rate = \"10Gbps\"", "link_rate = \"13Gbps\"");
+    let sc = fctlab_scenario::load(&toml, "test.toml", fctlab_scenario::schema::Format::Toml, &[]).unwrap();
+    let e = fctlab_sim::Simulation::new(sc).err().expect("refused").to_string();
+    assert!(e.contains("hpcc cannot run on the link h0->leaf0") && e.contains("13000000000 bps"), "{e}");
+}

@@ -63,6 +63,9 @@ pub struct FlowInfo {
     /// Bytes of header on each of its packets on the wire (`header_bytes`), for algorithms
     /// that turn a payload rate into a rate on the wire.
     pub header_bytes: u32,
+    /// The round trip of a full data packet and its acknowledgement on the flow's paths with
+    /// no queueing (the `roce` transport's flows; zero for others): HPCC's base RTT.
+    pub base_rtt: Nanos,
 }
 
 /// The window state the sender and the algorithm share.
@@ -169,6 +172,11 @@ pub trait CongestionControl {
 
     /// A data packet of `wire_bytes` left at `now` (the `roce` transport; DCQCN's byte counter).
     fn on_sent(&mut self, _now: Nanos, _wire_bytes: u64) {}
+
+    /// The flow starts (the `roce` transport): an algorithm that keeps a window sets the one
+    /// it starts with (HPCC's base RTT times the line rate). Without it the window is
+    /// unlimited.
+    fn init(&mut self, _st: &mut CcState) {}
 }
 
 /// Reno-style decrease by `beta` (0.5 halves), shared by the algorithms that keep it.
@@ -251,6 +259,11 @@ pub trait Protocol: CongestionControl + TransportPolicy + Clone + fmt::Debug + S
     /// The parameters the switch side reads (keys of `Config`): every flow of a run that uses
     /// the protocol must give them the same values, since the switches run one configuration.
     const PORT_KEYS: &'static [&'static str] = &[];
+    /// Whether the switch side can run on an output port (HPCC's telemetry codes a few link
+    /// rates only); the message says why not.
+    fn check_port(_cfg: &Self::Config, _link: &PortInfo) -> Result<(), String> {
+        Ok(())
+    }
     /// The sender sets each packet's band and rank ([`TransportPolicy::priority`]).
     const TAGS_PACKETS: bool = false;
     /// The receiving host's side, for algorithms on a receiver-driven transport: the flow's
@@ -313,6 +326,8 @@ pub struct PortView {
     /// Packets and bytes waiting in the buffer (the one being transmitted excluded).
     pub queue_pkts: u32,
     pub queue_bytes: u64,
+    /// Bytes the port has delivered across its link so far (HPCC's transmitted bytes).
+    pub tx_bytes: u64,
 }
 
 /// The switch side of a router-assisted protocol: the state of one output port. It sees
@@ -422,6 +437,11 @@ macro_rules! protocols {
             pub fn on_sent(&mut self, now: Nanos, wire_bytes: u64) {
                 match self {
                     $($(#[$attr])* AnyCc::$ty(c) => c.on_sent(now, wire_bytes),)*
+                }
+            }
+            pub fn init(&mut self, st: &mut CcState) {
+                match self {
+                    $($(#[$attr])* AnyCc::$ty(c) => c.init(st),)*
                 }
             }
             #[inline]
@@ -572,6 +592,12 @@ macro_rules! protocols {
                     $($(#[$attr])* CcConfig::$ty(c) => <$ty as Protocol>::port(c, link),)*
                 }
             }
+            /// Whether the switch side can run on a port (see [`Protocol::check_port`]).
+            pub fn check_port(&self, link: &PortInfo) -> Result<(), String> {
+                match self {
+                    $($(#[$attr])* CcConfig::$ty(c) => <$ty as Protocol>::check_port(c, link),)*
+                }
+            }
             /// The parameters the host side reads (see [`Protocol::HOST_KEYS`]).
             pub fn host_keys(&self) -> &'static [&'static str] {
                 match self {
@@ -656,6 +682,7 @@ protocols! {
     homa::Homa,
     line_rate::LineRate,
     dcqcn::Dcqcn,
+    hpcc::Hpcc,
     #[cfg(feature = "example-protocols")]
     fixed_window::FixedWindow,
 }

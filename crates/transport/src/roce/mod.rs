@@ -20,7 +20,9 @@
 //! echoes, bounded by `min_rto` and `max_rto`, doubling on each expiry) does the same when
 //! nothing comes back. CNPs go to the congestion control as
 //! [`CongestionEvent::Notification`]; a timer-driven algorithm's own timer
-//! ([`crate::cc::CongestionControl::deadline`]) is part of the sender's timer.
+//! ([`crate::cc::CongestionControl::deadline`]) is part of the sender's timer. A router-assisted
+//! algorithm (HPCC) stamps its header on each data packet, the switches on the way rewrite it,
+//! and the acknowledgement brings it back to the algorithm.
 //!
 //! What is not modelled: the NIC's scheduling among its queue pairs (flows of one host share
 //! the NIC's port queue in arrival order), IRN's selective repeat, and read/write semantics
@@ -32,7 +34,7 @@ mod tests;
 
 pub use receiver::RoceReceiver;
 
-use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent};
+use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent, SendContext};
 use crate::config::TcpConfig;
 use crate::rtt::RttEstimator;
 use crate::transport::Transport;
@@ -68,6 +70,8 @@ pub struct RoceSender {
     rto_deadline: Option<Nanos>,
     backoff: u32,
     ect: bool,
+    /// A router-assisted algorithm's header owner (see `RouterHeader::owner`), if it stamps one.
+    router: Option<u8>,
     /// Packets sent, first transmissions and retransmissions.
     pub packets_sent: u64,
     /// Packets sent again (after a NACK or a timeout).
@@ -92,6 +96,14 @@ impl RoceSender {
         ecn: bool,
         line_rate: BitsPerSec,
     ) -> RoceSender {
+        let mut st = CcState {
+            cwnd_bytes: CcState::SSTHRESH_UNLIMITED,
+            ssthresh_bytes: CcState::SSTHRESH_UNLIMITED,
+            mss_bytes: cfg.mss_bytes as u64,
+        };
+        let mut cc = cc;
+        cc.init(&mut st);
+        let router = cc.router_assisted().then_some(0);
         RoceSender {
             flow,
             src,
@@ -99,11 +111,7 @@ impl RoceSender {
             cfg: *cfg,
             size: size.unwrap_or(u64::MAX),
             cc,
-            st: CcState {
-                cwnd_bytes: CcState::SSTHRESH_UNLIMITED,
-                ssthresh_bytes: CcState::SSTHRESH_UNLIMITED,
-                mss_bytes: cfg.mss_bytes as u64,
-            },
+            st,
             line_rate,
             snd_una: 0,
             snd_nxt: 0,
@@ -115,12 +123,20 @@ impl RoceSender {
             rto_deadline: None,
             backoff: 0,
             ect: ecn,
+            router,
             packets_sent: 0,
             retransmits: 0,
             timeouts: 0,
             nacks: 0,
             cnps: 0,
             completed_at: None,
+        }
+    }
+
+    /// A router-assisted algorithm's headers belong to the run's `owner`-th such protocol.
+    pub fn set_router_owner(&mut self, owner: u8) {
+        if self.router.is_some() {
+            self.router = Some(owner);
         }
     }
 
@@ -207,6 +223,26 @@ impl RoceSender {
         });
         self.snd_nxt += len;
         self.snd_max = self.snd_max.max(self.snd_nxt);
+        let mut wire = wire;
+        if let (Some(owner), Some(p)) = (self.router, out.last_mut()) {
+            let ctx = SendContext {
+                now,
+                kind: PacketKind::Data,
+                size: (self.size != u64::MAX).then_some(self.size),
+                bytes_sent: self.snd_max,
+                seq,
+                snd_una: self.snd_una,
+                sacked_bytes: 0,
+                srtt: self.rtt.srtt(),
+                mss_bytes: self.st.mss_bytes,
+            };
+            if self.cc.stamp(&ctx, &mut p.router) {
+                p.router.owner = owner;
+                p.flags |= flags::ROUTER;
+                p.wire_bytes += p.router.wire_bytes as u32;
+                wire = p.wire_bytes as u64;
+            }
+        }
         self.packets_sent += 1;
         self.last_departure = now;
         self.last_wire_bytes = wire;
