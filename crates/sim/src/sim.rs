@@ -656,6 +656,8 @@ impl Simulation {
         let (fwd, rev) = path.split_at(lens.0 as usize);
         let tcp = &self.scenario.tcp;
         let ideal = spec.size_bytes.map(|size| crate::ideal::ideal_fct(size, fwd, rev, &self.net.ports, tcp));
+        // (The switches on the data path: every port but the sender's NIC.)
+        let hops = fwd.len().saturating_sub(1) as u32;
         let base_rtt = if spec.cc.transport() == TransportKind::Roce {
             crate::ideal::base_rtt(fwd, rev, &self.net.ports, tcp)
         } else {
@@ -684,6 +686,8 @@ impl Simulation {
             nic_rate,
             header_bytes: tcp.header_bytes,
             base_rtt,
+            hops,
+            mss_bytes: tcp.mss_bytes,
         };
         let owner = spec.cc.router_assisted().then(|| {
             self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8

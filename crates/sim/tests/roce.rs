@@ -132,3 +132,27 @@ fn hpcc_refuses_a_link_rate_its_telemetry_cannot_carry() {
     let e = fctlab_sim::Simulation::new(sc).err().expect("refused").to_string();
     assert!(e.contains("hpcc cannot run on the link h0->leaf0") && e.contains("13000000000 bps"), "{e}");
 }
+
+#[test]
+fn swift_holds_the_queue_at_its_target_delay_and_shares_the_port() {
+    let mut s = sim(&incast(4, "4MB", "swift", true, "queue = \"droptail\""));
+    s.run();
+    let pauses = s.pfc_log().iter().filter(|p| p.pause).count();
+    let r = s.results(false);
+    assert_eq!((drops(&r), pauses), (0, 0));
+    let fct: Vec<f64> = r.flows[..4].iter().filter_map(|f| f.fct_s).collect();
+    assert!(jain(&fct) > 0.999, "{fct:?}");
+    let own = 4.0 * 4e6 * 1048.0 / 1000.0 * 8.0 / 10e9;
+    assert!(last_finish(&r) < 1.02 * own, "{} against the port's own {own} s", last_finish(&r));
+    // The target: 20 us, plus 3 switches x 20/6.55 us, plus flow scaling at windows of a few
+    // packets; the receiver's queue sits within it (1,048 B take 0.84 us at 10 Gbps).
+    let q_us = bottleneck_queue(&r, 4) * 1048.0 * 8.0 / 10e9 * 1e6;
+    assert!(q_us > 10.0 && q_us < 20.0 + 3.0 * 20.0 / 6.55 + 100.0, "mean queue {q_us} us");
+}
+
+#[test]
+fn timely_completes_an_incast_without_loss() {
+    let r = run(&incast(4, "4MB", "timely", true, "queue = \"droptail\""));
+    assert_eq!(drops(&r), 0);
+    assert!(r.flows.iter().all(|f| f.completed && f.retransmits == 0));
+}

@@ -144,10 +144,12 @@ pub struct HpccConfig {
     pub max_stage: u32,
     /// The additive step (W_AI as a rate); none: 0.04% of the line rate, as the HPCC fork's
     /// `run.py` sets it (10 x bw / 25 Mb/s at bw Gb/s).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hpcc_rate_ai: Option<Rate>,
     /// The rate never falls below this.
     pub hpcc_min_rate: Rate,
     /// The base RTT T; none: the flow's own round trip on its paths with no queueing.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hpcc_base_rtt: Option<Duration>,
 }
 

@@ -66,6 +66,10 @@ pub struct FlowInfo {
     /// The round trip of a full data packet and its acknowledgement on the flow's paths with
     /// no queueing (the `roce` transport's flows; zero for others): HPCC's base RTT.
     pub base_rtt: Nanos,
+    /// Switches on the flow's data path (Swift's hop scaling).
+    pub hops: u32,
+    /// Payload bytes per packet (`mss`).
+    pub mss_bytes: u32,
 }
 
 /// The window state the sender and the algorithm share.
@@ -122,9 +126,10 @@ pub enum CongestionEvent {
     Notification { flight_bytes: u64 },
 }
 
-/// The congestion-control hooks: seven, each a no-op by default. An algorithm keeps Reno's
-/// decrease by calling [`reno_decrease`] from `on_congestion`, and its growth by calling
-/// [`slow_start`] and [`additive_increase`] from `on_ack`.
+/// The congestion-control hooks, each a no-op by default (the last four only the `roce`
+/// transport calls). An algorithm keeps Reno's decrease by calling [`reno_decrease`] from
+/// `on_congestion`, and its growth by calling [`slow_start`] and [`additive_increase`] from
+/// `on_ack`.
 pub trait CongestionControl {
     /// An ACK of new data (or an ECN echo) outside loss recovery: grow the window.
     fn on_ack(&mut self, _st: &mut CcState, _ack: &AckSample) {}
@@ -682,7 +687,9 @@ protocols! {
     homa::Homa,
     line_rate::LineRate,
     dcqcn::Dcqcn,
+    timely::Timely,
     hpcc::Hpcc,
+    swift::Swift,
     #[cfg(feature = "example-protocols")]
     fixed_window::FixedWindow,
 }

@@ -253,11 +253,13 @@ impl RoceSender {
     }
 
     fn on_ack(&mut self, now: Nanos, p: &Packet) {
-        if p.ts_echo_ns > 0 && p.ack > self.snd_una {
-            self.rtt.sample(now.saturating_sub(Nanos::from_nanos(p.ts_echo_ns)));
-        }
         if p.ack <= self.snd_una {
             return;
+        }
+        // The round trip of the packet this acknowledgement answers (its timestamp echoed).
+        let sample = (p.ts_echo_ns > 0).then(|| now.saturating_sub(Nanos::from_nanos(p.ts_echo_ns)));
+        if let Some(r) = sample {
+            self.rtt.sample(r);
         }
         let acked = p.ack.min(self.snd_max) - self.snd_una;
         self.snd_una += acked;
@@ -269,7 +271,7 @@ impl RoceSender {
             acked_bytes: acked,
             ce_bytes: 0,
             ece: false,
-            rtt: self.rtt.srtt(),
+            rtt: sample,
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
             bytes_sent: self.snd_max,
@@ -303,6 +305,8 @@ impl Transport for RoceSender {
             PacketKind::Nack => {
                 self.nacks += 1;
                 self.on_ack(now, p);
+                let flight = self.snd_nxt - self.snd_una;
+                self.cc.on_congestion(&mut self.st, CongestionEvent::Loss { flight_bytes: flight });
                 self.go_back(p.ack);
             }
             PacketKind::Cnp => {
