@@ -10,6 +10,13 @@ process. Benchmarks:
   in a k=8 (128 hosts) and a k=16 (1024 hosts) fat-tree (10 Gbps, 9000-byte packets, ECN at
   15 packets), 0.21 s; the same set-up at two sizes, so that the cost per packet as the
   topology grows is their ratio (printed, with its target);
+- ``fattree_k8_hpcc``: fattree_k8_dctcp's permutation under HPCC (every port stamps its
+  telemetry into every data packet, every sender paces at its rate within its window; HPCC
+  keeps the queues short enough that no packet is lost): what HPCC costs per packet, as its
+  wall time per data packet over DCTCP's (printed, with its target);
+- ``fattree_k8_lossless``: fattree_k8_dctcp on lossless ports (PFC): what priority flow control
+  costs per packet, as the wall time per data packet over fattree_k8_dctcp's (printed, with
+  its target);
 - ``rcp_dumbbell``: dumbbell8_10g's network under RCP (every port runs its rate control,
   senders pace, every packet carries the router header): 8 long-lived flows, 1 s;
 - ``homa_websearch``: 600 web-search messages (Poisson at 60% load) on a 16-host leaf-spine
@@ -23,6 +30,8 @@ process. Benchmarks:
   the run, so its peak memory is flows_1m's (the ratio is printed, with its target);
 - ``flows_10m`` (only with ``--full``, or by name): 10,000,000 flows of the same traffic on a
   128-host leaf-spine;
+- ``rdma_1m`` (only with ``--full``, or by name): flows_1m's traffic as 1,000,000 RDMA messages
+  under DCQCN on lossless ports; its peak memory over flows_1m's is printed, with its target;
 - ``websearch_k8_dctcp`` and ``websearch_k8_pfabric`` (only with ``--full``, or by name): 6,000
   web-search flows (Poisson at 60% load) in a k=8 fat-tree under DCTCP (ECN at 65 packets, 250-packet
   buffers, marking NICs) and under pFabric (its ports and NICs, 36 KB buffers): what scheduling
@@ -63,23 +72,32 @@ BENCHMARKS = (
     "fattree_k8",
     "fattree_k8_dctcp",
     "fattree_k16_dctcp",
+    "fattree_k8_hpcc",
+    "fattree_k8_lossless",
     "rcp_dumbbell",
     "homa_websearch",
     "flows_100k",
     "flows_1m",
     "flows_4m",
     "flows_10m",
+    "rdma_1m",
     "websearch_k8_dctcp",
     "websearch_k8_pfabric",
 )
 
 #: Benchmarks run only with ``--full`` (or when named).
-FULL_ONLY = ("flows_4m", "flows_10m", "websearch_k8_dctcp", "websearch_k8_pfabric")
+FULL_ONLY = ("flows_4m", "flows_10m", "rdma_1m", "websearch_k8_dctcp", "websearch_k8_pfabric")
 
 #: The peak memory of flows_4m is at most this multiple of flows_1m's.
 MEMORY_GROWTH_TARGET = 1.15
 #: pFabric's wall time per data packet is at most this multiple of DCTCP's on the same flows.
 PFABRIC_COST_TARGET = 1.5
+#: HPCC's wall time per data packet is at most this multiple of DCTCP's on the same permutation.
+HPCC_COST_TARGET = 1.5
+#: Lossless ports' wall time per data packet is at most this multiple of lossy ones'.
+LOSSLESS_COST_TARGET = 1.5
+#: The peak memory of a million RDMA messages is at most this multiple of flows_1m's.
+RDMA_MEMORY_TARGET = 1.0
 
 #: The data packets per wall-second of the k=16 permutation are at least this share of the
 #: k=8 one's (the same set-up at two sizes).
@@ -124,6 +142,24 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
         sc = _load_toml(_scenario_text(name))
         if quick:
             sc["workloads"][0]["count"] = 150
+        return sc
+    if name == "fattree_k8_hpcc":
+        sc = scenario("fattree_k8_dctcp", quick, k)
+        sc["name"] = "fattree_k8_hpcc" if k in (None, 8) else f"fattree_k{k}_hpcc"
+        sc["network"].update(queue="droptail")
+        del sc["network"]["ecn_threshold"]
+        sc["transport"]["protocol"] = "hpcc"
+        return sc
+    if name == "fattree_k8_lossless":
+        sc = scenario("fattree_k8_dctcp", quick, k)
+        sc["name"] = "fattree_k8_lossless" if k in (None, 8) else f"fattree_k{k}_lossless"
+        sc["network"]["pfc"] = True
+        return sc
+    if name == "rdma_1m":
+        sc = _pareto_flows("rdma_50k" if quick else "rdma_1m", 8, 50_000 if quick else 1_000_000)
+        sc["network"].update(pfc=True, queue="red", red_min_threshold="5pkt", red_max_threshold="100pkt")
+        sc["network"].update(red_max_p=0.01, red_weight=1.0, red_gentle=False, red_ecn=True)
+        sc["transport"]["protocol"] = "dcqcn"
         return sc
     if name in ("fattree_k8", "fattree_k8_dctcp", "fattree_k16_dctcp"):
         requested = name
@@ -521,6 +557,34 @@ def _print_pfabric_cost(results: dict, as_json: bool) -> None:
     _print_ratio(as_json, "pfabric_cost", "pfabric_over_dctcp", ratio, PFABRIC_COST_TARGET, what)
 
 
+def _print_hpcc_cost(results: dict, as_json: bool) -> None:
+    """HPCC's wall time per data packet over DCTCP's on the same permutation, when both ran."""
+    if "fattree_k8_dctcp" not in results or "fattree_k8_hpcc" not in results:
+        return
+    ratio = results["fattree_k8_dctcp"]["data_packets_per_wall_s"] / results["fattree_k8_hpcc"]["data_packets_per_wall_s"]
+    what = "wall time per data packet, HPCC over DCTCP on the k=8 permutation"
+    _print_ratio(as_json, "hpcc_cost", "hpcc_over_dctcp", ratio, HPCC_COST_TARGET, what)
+
+
+def _print_lossless_cost(results: dict, as_json: bool) -> None:
+    """Lossless ports' wall time per data packet over lossy ones', when both ran."""
+    if "fattree_k8_dctcp" not in results or "fattree_k8_lossless" not in results:
+        return
+    base = results["fattree_k8_dctcp"]["data_packets_per_wall_s"]
+    ratio = base / results["fattree_k8_lossless"]["data_packets_per_wall_s"]
+    what = "wall time per data packet, lossless (PFC) over lossy ports, DCTCP on the k=8 permutation"
+    _print_ratio(as_json, "lossless_cost", "lossless_over_lossy", ratio, LOSSLESS_COST_TARGET, what)
+
+
+def _print_rdma_memory(results: dict, as_json: bool) -> None:
+    """A million RDMA messages' peak memory over flows_1m's, when both ran."""
+    if "flows_1m" not in results or "rdma_1m" not in results:
+        return
+    ratio = results["rdma_1m"]["peak_rss_mb"] / results["flows_1m"]["peak_rss_mb"]
+    what = "peak memory, 1,000,000 RDMA messages (DCQCN) over 1,000,000 TCP flows of one load"
+    _print_ratio(as_json, "rdma_memory", "rdma_1m_over_flows_1m", ratio, RDMA_MEMORY_TARGET, what)
+
+
 def _print_memory_growth(results: dict, as_json: bool) -> None:
     """The flows_4m over flows_1m ratio of peak memory, when both ran."""
     if "flows_1m" not in results or "flows_4m" not in results:
@@ -645,6 +709,9 @@ def run(args) -> int:
     _print_scale(results, others, args.json)
     _print_memory_growth(results, args.json)
     _print_pfabric_cost(results, args.json)
+    _print_hpcc_cost(results, args.json)
+    _print_lossless_cost(results, args.json)
+    _print_rdma_memory(results, args.json)
     if repeats > 1 and not args.json:
         print(f"(each figure: the median of {repeats} runs" + (", the two builds alternating)" if against else ")"))
     if others and not args.json:

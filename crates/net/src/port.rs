@@ -107,6 +107,11 @@ impl PfcQueues {
         Some(w)
     }
 
+    /// The packets of priority `prio` waiting, oldest first.
+    pub fn waiting(&self, prio: usize) -> impl Iterator<Item = &Waiting> {
+        self.queues[prio].iter().map(|(_, w)| w)
+    }
+
     /// Whether priority `prio` is paused.
     pub fn is_paused(&self, prio: usize) -> bool {
         self.paused & (1 << prio) != 0

@@ -2,7 +2,7 @@
 //! counting a packet in at a switch and out when its transmission starts, sending pause and
 //! resume frames, and waking lossless ports.
 
-use crate::pfc::{frame_code, waiting_key, PauseRecord, FRAME_BYTES, NONE};
+use crate::pfc::{frame_code, PauseRecord, FRAME_BYTES, NONE};
 use crate::sim::{Event, Simulation};
 use fctlab_engine::Nanos;
 use fctlab_net::{pfc_priority, PacketId, PacketMeta};
@@ -12,7 +12,7 @@ impl Simulation {
     /// it crossed `xoff`. False: the count is past the headroom, and the packet is dropped.
     #[cold]
     #[inline(never)]
-    pub(crate) fn pfc_in(&mut self, input: u32, output: usize, pid: PacketId, meta: &PacketMeta) -> bool {
+    pub(crate) fn pfc_in(&mut self, input: u32, pid: PacketId, meta: &PacketMeta) -> bool {
         let now = self.now;
         let Some(pfc) = self.pfc.as_deref_mut() else { return true };
         let (i, prio, wire) = (input as usize, pfc_priority(meta), meta.wire_bytes as u64);
@@ -26,7 +26,6 @@ impl Simulation {
             pfc.input_of.resize(k + 1, NONE);
         }
         pfc.input_of[k] = input;
-        *pfc.waiting_at.entry(waiting_key(i, output, prio)).or_insert(0) += 1;
         if pfc.held[i][prio] > pfc.xoff[i] && pfc.sent[i] & (1 << prio) == 0 {
             pfc.sent[i] |= 1 << prio;
             self.pfc_send(i, prio, true, now);
@@ -44,7 +43,7 @@ impl Simulation {
 
     /// A packet held at a switch leaves its input's count (its transmission started, or it was
     /// dropped); a resume goes back when the count reaches `xon`.
-    fn pfc_out(&mut self, output: usize, pid: PacketId, meta: &PacketMeta) {
+    fn pfc_out(&mut self, pid: PacketId, meta: &PacketMeta) {
         let now = self.now;
         let Some(pfc) = self.pfc.as_deref_mut() else { return };
         let k = pid.0 as usize;
@@ -54,12 +53,6 @@ impl Simulation {
         }
         pfc.input_of[k] = NONE;
         let (i, prio) = (i as usize, pfc_priority(meta));
-        if let Some(n) = pfc.waiting_at.get_mut(&waiting_key(i, output, prio)) {
-            *n -= 1;
-            if *n == 0 {
-                pfc.waiting_at.remove(&waiting_key(i, output, prio));
-            }
-        }
         pfc.held[i][prio] -= meta.wire_bytes as u64;
         if pfc.sent[i] & (1 << prio) != 0 && pfc.held[i][prio] <= pfc.xon[i] {
             pfc.sent[i] &= !(1 << prio);
@@ -76,7 +69,7 @@ impl Simulation {
         let mut started = std::mem::take(&mut pfc.started);
         self.net.ports[port].take_started(&mut started);
         for w in started.drain(..) {
-            self.pfc_out(port, w.pkt, &w.meta);
+            self.pfc_out(w.pkt, &w.meta);
         }
         let now = self.now;
         let wake = self.net.ports[port].pfc_wake(now);
@@ -91,8 +84,8 @@ impl Simulation {
     }
 
     /// A dropped packet that a switch counted leaves the count.
-    pub(crate) fn pfc_forget(&mut self, output: usize, pid: PacketId, meta: &PacketMeta) {
-        self.pfc_out(output, pid, meta);
+    pub(crate) fn pfc_forget(&mut self, pid: PacketId, meta: &PacketMeta) {
+        self.pfc_out(pid, meta);
     }
 
     /// A pause frame arrives at the port it stops or resumes.
@@ -129,10 +122,14 @@ impl Simulation {
             let mut next = Vec::new();
             for &q in &pfc.outputs[at] {
                 let q = q as usize;
-                if pfc.waiting_at.get(&waiting_key(p, q, prio)).copied().unwrap_or(0) == 0 {
+                let Some(queues) = self.net.ports[q].pfc() else { continue };
+                // (Found by looking through the output's waiting packets: pauses are rare
+                // beside packets, so no count is kept per packet.)
+                let input_of = |w: &fctlab_net::Waiting| pfc.input_of.get(w.pkt.0 as usize).copied();
+                if !queues.waiting(prio).any(|w| input_of(w) == Some(p as u32)) {
                     continue;
                 }
-                if !self.net.ports[q].pfc().is_some_and(|x| x.is_paused(prio)) {
+                if !queues.is_paused(prio) {
                     return None; // some of its packets can leave
                 }
                 next.push(q);

@@ -50,18 +50,10 @@ pub(crate) struct Pfc {
     pub wake_at: Vec<Nanos>,
     pub log: Vec<PauseRecord>,
     pub started: Vec<Waiting>,
-    /// Packets a switch holds by input, output port and priority ([`waiting_key`]), for
-    /// finding a pause cycle.
-    pub waiting_at: std::collections::HashMap<u64, u32>,
     /// Each node's output ports.
     pub outputs: Vec<Vec<u32>>,
     /// The pause cycle found, if the run deadlocked: why it stopped.
     pub deadlock: Option<String>,
-}
-
-/// The key of [`Pfc::waiting_at`].
-pub(crate) fn waiting_key(input: usize, output: usize, prio: usize) -> u64 {
-    ((input as u64) << 32) | ((output as u64) << 3) | prio as u64
 }
 
 /// `[network]`'s thresholds for the input `p` (a port whose far end is a switch): given, or
@@ -135,7 +127,6 @@ impl Pfc {
             wake_at: vec![Nanos::MAX; n],
             log: Vec::new(),
             started: Vec::new(),
-            waiting_at: std::collections::HashMap::new(),
             outputs: vec![Vec::new(); net.node_is_host.len()],
             deadlock: None,
         };

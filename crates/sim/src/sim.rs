@@ -412,7 +412,7 @@ impl Simulation {
                 Some((port, hop)) => {
                     // A lossless switch counts it against its input first (past the headroom:
                     // dropped).
-                    if self.pfc_on && !self.pfc_in(input, port.0 as usize, pid, &meta) {
+                    if self.pfc_on && !self.pfc_in(input, pid, &meta) {
                         self.net.ports[input as usize].count_drop();
                         return self.dropped(DropSite::Port(input as usize), pid, DropCause::BufferFull);
                     }
@@ -586,7 +586,7 @@ impl Simulation {
             EnqueueOutcome::Accepted { schedule_arrival: None } => {}
             EnqueueOutcome::Dropped(cause) => {
                 if self.pfc_on {
-                    self.pfc_forget(port.0 as usize, pid, &meta);
+                    self.pfc_forget(pid, &meta);
                 }
                 self.dropped(DropSite::Port(port.0 as usize), pid, cause)
             }
