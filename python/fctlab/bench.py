@@ -157,7 +157,7 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
         return sc
     if name == "rdma_1m":
         sc = _pareto_flows("rdma_50k" if quick else "rdma_1m", 8, 50_000 if quick else 1_000_000)
-        sc["network"].update(pfc=True, queue="red", red_min_threshold="5pkt", red_max_threshold="100pkt")
+        sc["network"].update(pfc=True, queue="red", red_min_threshold="5KB", red_max_threshold="200KB")
         sc["network"].update(red_max_p=0.01, red_weight=1.0, red_gentle=False, red_ecn=True)
         sc["transport"]["protocol"] = "dcqcn"
         return sc

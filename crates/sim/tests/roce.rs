@@ -20,8 +20,9 @@ fn incast(n: usize, size: &str, protocol: &str, pfc: bool, queue: &str) -> Strin
     s
 }
 
-/// DCQCN's marking: RED on the instantaneous queue (weight 1), from 5 to 95 packets.
-const RED: &str = "queue = \"red\"\nred_min_threshold = \"5pkt\"\nred_max_threshold = \"95pkt\"\nred_max_p = 0.01\n\
+/// DCQCN's marking: RED on the instantaneous queue (weight 1) from 5 KB to 100 KB of bytes
+/// waiting (the DCQCN paper's Kmin, and a Kmax within the 100-packet buffer), Pmax 1%.
+const RED: &str = "queue = \"red\"\nred_min_threshold = \"5KB\"\nred_max_threshold = \"100KB\"\nred_max_p = 0.01\n\
                    red_weight = 1.0\nred_gentle = false\nred_ecn = true";
 
 fn drops(r: &fctlab_sim::Results) -> u64 {

@@ -8,7 +8,8 @@ use crate::packet::{flags, PacketMeta};
 use fctlab_engine::{Nanos, Rng};
 use serde::Deserialize;
 
-/// RED parameters (Floyd and Jacobson 1993), thresholds in packets.
+/// RED parameters (Floyd and Jacobson 1993), thresholds in packets, or in bytes with `bytes`
+/// (the average then follows the bytes waiting: DCQCN's and HPCC's Kmin and Kmax).
 ///
 /// With `ns2` set, the port runs ns-2.35's `REDQueue` with the parameters in [`Ns2RedConfig`]
 /// instead, and the other fields are ignored.
@@ -24,6 +25,8 @@ pub struct RedConfig {
     pub ecn: bool,
     /// Gentle RED: probability rises from max_p to 1 between max and twice max.
     pub gentle: bool,
+    /// The thresholds (the fields named `_pkts`) and the average are in bytes.
+    pub bytes: bool,
     /// ns-2.35's RED instead of the classic algorithm.
     pub ns2: Option<Ns2RedConfig>,
 }
@@ -38,6 +41,7 @@ impl Default for RedConfig {
             weight: 0.002,
             ecn: false,
             gentle: true,
+            bytes: false,
             ns2: None,
         }
     }
@@ -54,13 +58,14 @@ pub struct RedState {
 }
 
 impl RedState {
-    fn on_arrival(&mut self, q_pkts: u32, idle_for: Nanos) -> Verdict {
+    fn on_arrival(&mut self, q_pkts: u32, q_bytes: u64, idle_for: Nanos) -> Verdict {
         let c = &self.cfg;
         if q_pkts == 0 && idle_for > Nanos::ZERO {
             let m = idle_for.as_nanos() as f64 / self.typical_tx.as_nanos().max(1) as f64;
             self.avg *= (1.0 - c.weight).powf(m);
         }
-        self.avg = (1.0 - c.weight) * self.avg + c.weight * q_pkts as f64;
+        let sample = if c.bytes { q_bytes as f64 } else { q_pkts as f64 };
+        self.avg = (1.0 - c.weight) * self.avg + c.weight * sample;
         let avg = self.avg;
         let pb = if avg < c.min_threshold_pkts {
             self.count = -1;
@@ -169,20 +174,39 @@ impl Discipline for Red {
         if let Some(key) = NS2_KEYS.iter().find(|n| given.iter().any(|g| g == *n)) {
             return Err(KeyError::new(key, "only used with red_variant = \"ns2\" (red_variant is \"classic\")"));
         }
-        let pkts = |b: Option<Buffer>, key: &str, default: f64| -> Result<f64, KeyError> {
+        // Both thresholds in packets, or both in bytes (the average then in bytes too).
+        let unit = |b: Option<Buffer>, key: &str| -> Result<Option<(f64, bool)>, KeyError> {
             match b.map(|b| b.0) {
-                None => Ok(default),
-                Some(BufferLimit::Packets(n)) => Ok(n as f64),
-                Some(_) => Err(KeyError::new(key, "RED thresholds are in packets, e.g. \"5pkt\"")),
+                None => Ok(None),
+                Some(BufferLimit::Packets(n)) => Ok(Some((n as f64, false))),
+                Some(BufferLimit::Bytes(n)) => Ok(Some((n as f64, true))),
+                Some(BufferLimit::Unlimited) => {
+                    Err(KeyError::new(key, "RED thresholds are in packets (\"5pkt\") or bytes (\"5KB\")"))
+                }
             }
         };
+        let (lo, hi) = (unit(k.red_min_threshold, "red_min_threshold")?, unit(k.red_max_threshold, "red_max_threshold")?);
+        let bytes = match (lo, hi) {
+            (Some((_, a)), Some((_, b))) if a != b => {
+                return Err(KeyError::new("red_max_threshold", "must be in the unit of red_min_threshold (both packets or both bytes)"))
+            }
+            (Some((_, true)), _) | (_, Some((_, true))) if lo.is_none() || hi.is_none() => {
+                return Err(KeyError::new(
+                    if lo.is_none() { "red_min_threshold" } else { "red_max_threshold" },
+                    "RED thresholds in bytes need both red_min_threshold and red_max_threshold",
+                ))
+            }
+            (Some((_, b)), _) => b,
+            _ => false,
+        };
         let cfg = RedConfig {
-            min_threshold_pkts: pkts(k.red_min_threshold, "red_min_threshold", d.min_threshold_pkts)?,
-            max_threshold_pkts: pkts(k.red_max_threshold, "red_max_threshold", d.max_threshold_pkts)?,
+            min_threshold_pkts: lo.map_or(d.min_threshold_pkts, |(v, _)| v),
+            max_threshold_pkts: hi.map_or(d.max_threshold_pkts, |(v, _)| v),
             max_p: k.red_max_p.unwrap_or(d.max_p),
             weight: k.red_weight.unwrap_or(d.weight),
             ecn: k.red_ecn.unwrap_or(false),
             gentle: k.red_gentle.unwrap_or(d.gentle),
+            bytes,
             ns2: None,
         };
         if cfg.min_threshold_pkts >= cfg.max_threshold_pkts {
@@ -199,6 +223,15 @@ impl Discipline for Red {
     fn describe(c: &RedConfig) -> serde_json::Map<String, serde_json::Value> {
         use serde_json::json;
         let v = match &c.ns2 {
+            None if c.bytes => json!({
+                "variant": "classic",
+                "min_threshold_bytes": c.min_threshold_pkts,
+                "max_threshold_bytes": c.max_threshold_pkts,
+                "max_p": c.max_p,
+                "weight": c.weight,
+                "gentle": c.gentle,
+                "ecn": c.ecn,
+            }),
             None => json!({
                 "variant": "classic",
                 "min_threshold_pkts": c.min_threshold_pkts,
@@ -244,7 +277,7 @@ impl Discipline for Red {
     #[inline]
     fn on_arrival(&mut self, q: &QueueView, meta: &PacketMeta) -> Verdict {
         match self {
-            Red::Classic(r) => r.on_arrival(q.waiting_pkts, q.idle_for()),
+            Red::Classic(r) => r.on_arrival(q.waiting_pkts, q.waiting_bytes, q.idle_for()),
             Red::Ns2(r) => r.on_arrival(q.waiting_pkts, q.waiting_bytes, meta.wire_bytes as u32, meta.has(flags::ECT), q.idle_for(), q.full),
         }
     }
@@ -343,12 +376,12 @@ mod tests {
         // is ever dropped, beyond twice max_threshold (30, gentle RED) every one is.
         for qlen in 0..5 {
             for _ in 0..1000 {
-                assert_eq!(q.on_arrival(qlen, Nanos::ZERO), Verdict::Accept, "queue {qlen}");
+                assert_eq!(q.on_arrival(qlen, 0, Nanos::ZERO), Verdict::Accept, "queue {qlen}");
             }
         }
         for qlen in 31..200 {
             for _ in 0..200 {
-                assert_eq!(q.on_arrival(qlen, Nanos::ZERO), Verdict::Drop, "queue {qlen}");
+                assert_eq!(q.on_arrival(qlen, 0, Nanos::ZERO), Verdict::Drop, "queue {qlen}");
             }
         }
     }
@@ -360,9 +393,39 @@ mod tests {
         let cfg = RedConfig { weight: 1.0, gentle: false, ..Default::default() };
         let mut q = classic(cfg, Rng::stream(3, 9));
         let n = 100_000;
-        let drops = (0..n).filter(|_| q.on_arrival(10, Nanos::ZERO) == Verdict::Drop).count();
+        let drops = (0..n).filter(|_| q.on_arrival(10, 0, Nanos::ZERO) == Verdict::Drop).count();
         let frac = drops as f64 / n as f64;
         assert!(frac > 0.01 && frac < 0.03, "drop fraction {frac}");
     }
 
+    fn parse(text: &str) -> Result<RedConfig, KeyError> {
+        Red::parse(toml::from_str(text).unwrap())
+    }
+
+    #[test]
+    fn thresholds_in_bytes_mark_on_the_bytes_waiting() {
+        // DCQCN's marking: instantaneous queue (weight 1), Kmin 5 KB, Kmax 200 KB, Pmax 1%.
+        let cfg = parse("red_min_threshold = \"5KB\"\nred_max_threshold = \"200KB\"\nred_max_p = 0.01\nred_weight = 1.0\nred_gentle = false\nred_ecn = true").unwrap();
+        assert!(cfg.bytes);
+        assert_eq!((cfg.min_threshold_pkts, cfg.max_threshold_pkts), (5000.0, 200_000.0));
+        let mut q = classic(cfg, Rng::stream(1, 2));
+        // Three packets of 1,000 B wait: below Kmin in bytes, though above 5 in no unit.
+        assert!((0..1000).all(|_| q.on_arrival(3, 3000, Nanos::ZERO) == Verdict::Accept));
+        // 200,001 B: above Kmax, every arrival is marked.
+        assert!((0..1000).all(|_| q.on_arrival(3, 200_001, Nanos::ZERO) == Verdict::Mark));
+        // Half-way: pb = 0.005, marks about one arrival in 100 to 200.
+        let n = 100_000;
+        let marks = (0..n).filter(|_| q.on_arrival(100, 102_500, Nanos::ZERO) == Verdict::Mark).count();
+        let frac = marks as f64 / n as f64;
+        assert!(frac > 0.005 && frac < 0.012, "mark fraction {frac}");
+    }
+
+    #[test]
+    fn thresholds_in_two_units_are_refused() {
+        let e = parse("red_min_threshold = \"5pkt\"\nred_max_threshold = \"200KB\"").unwrap_err();
+        assert_eq!(e.key, "red_max_threshold");
+        assert!(e.message.contains("both packets or both bytes"), "{}", e.message);
+        let e = parse("red_min_threshold = \"5KB\"").unwrap_err();
+        assert!(e.message.contains("need both"), "{}", e.message);
+    }
 }
