@@ -184,7 +184,27 @@ def cmd_validate(args) -> int:
         print("  " + note)
     for note in info["derived"]:
         print("  left out: " + note)
+    note = buffer_note(load(args.scenario, list(args.set or []), list(args.unset or [])))
+    if note:
+        print("  " + note)
     return 0
+
+
+def buffer_note(plan) -> str:
+    """What `validate` says about lossless ports and shared buffers, if the scenario has either."""
+    sb, pfc = plan.switch_buffer, plan.pfc
+    if sb is None and pfc is None:
+        return ""
+    parts = []
+    if pfc is not None:
+        parts.append("lossless: switches pause their inputs' senders (priority flow control)")
+    if sb is not None:
+        if pfc is not None:
+            alpha = "pfc_alpha from each port's rate" if sb["pfc_alpha"] is None else f"pfc_alpha {sb['pfc_alpha']}"
+            parts.append(f"a shared buffer of {count(sb['bytes'])} B per switch, inputs paused by its free space ({alpha})")
+        else:
+            parts.append(f"a shared buffer of {count(sb['bytes'])} B per switch, output queues within {sb['alpha']} times its free space")
+    return "buffers: " + "; ".join(parts)
 
 
 def _queue_marks(q: dict) -> bool:
@@ -221,8 +241,8 @@ def ecn_notes(scenario, set, unset, t: dict) -> list:
 def transport_line(t: dict) -> str:
     """The resolved TCP settings of a scenario, on one line."""
     protos = ", ".join(f"{k} ({v} flows)" for k, v in t["protocols"].items()) or "no flows"
-    routed = router_assisted_protocols() & set(t["protocols"])
     roce = {n for r in _core.protocols() if "roce" in r["transports"] for n in r["names"]} & set(t["protocols"])
+    routed = (router_assisted_protocols() & set(t["protocols"])) - roce
     ssthresh = "unlimited" if t["initial_ssthresh_bytes"] is None else f"{count(t['initial_ssthresh_bytes'])} B"
     tick = "exact" if not t["rto_granularity_s"] else seconds(t["rto_granularity_s"])
     onoff = lambda b: "on" if b else "off"  # noqa: E731

@@ -33,9 +33,12 @@ class Unsupported(ScenarioError):
 
 
 def refuse_lossless(plan: "Plan", engine: str) -> None:
-    """Raises Unsupported when `plan` is lossless (``network.pfc``), which `engine` does not run."""
+    """Raises Unsupported when `plan` is lossless (``network.pfc``) or shares a buffer per switch
+    (``network.switch_buffer``), which `engine` does not run."""
     if plan.pfc is not None:
         raise Unsupported(f"network.pfc: {engine} does not run priority flow control; fctlab runs it alone")
+    if plan.switch_buffer is not None:
+        raise Unsupported(f"network.switch_buffer: {engine} does not run a shared-buffer switch; fctlab runs it alone")
 
 
 @dataclass
@@ -112,6 +115,9 @@ class Plan:
     #: priority flow control (``[network] pfc = true``): ``{"xoff", "xon", "headroom"}`` in bytes
     #: as given (None: from each link), or None for a lossy network
     pfc: Optional[dict] = None
+    #: a buffer per switch shared by its output queues (``[network] switch_buffer``):
+    #: ``{"bytes", "alpha", "pfc_alpha"}``
+    switch_buffer: Optional[dict] = None
     #: the scenario as it was given (a path or a dict), for an engine that reads it itself
     #: (the testbed); None for a plan read from JSON
     source: object = None
@@ -204,6 +210,7 @@ def from_json(text: str, overrides: Sequence[str] = (), unset: Sequence[str] = (
         scheduler=d["scheduler"],
         derived=list(d.get("derived", [])),
         pfc=d.get("pfc"),
+        switch_buffer=d.get("switch_buffer"),
         monitor={
             "cwnd_interval_s": _seconds(mon["cwnd_interval_ns"]),
             "cwnd_flows": mon["cwnd_flows"],

@@ -204,6 +204,8 @@ pub struct Scenario {
     pub derived: Vec<String>,
     /// Priority flow control (`[network] pfc = true`): lossless switches and NICs.
     pub pfc: Option<PfcConfig>,
+    /// `[network] switch_buffer`: one buffer per switch shared by its output queues.
+    pub shared_buffer: Option<SharedBuffer>,
 }
 
 /// `[network] pfc = true`: each switch counts the bytes it holds from each input and priority,
@@ -211,6 +213,19 @@ pub struct Scenario {
 /// each link (docs/lossless.md): the headroom is what arrives after a pause is sent (two
 /// propagation delays at the link's rate, two full packets and the pause frame), `xoff` the
 /// port's buffer less the headroom, `xon` two full packets below `xoff`.
+/// `[network] switch_buffer`: each switch holds one buffer of `bytes` for all its output
+/// queues. Without PFC a queue may hold at most `alpha` times the buffer left free (dynamic
+/// thresholds, Choudhury and Hahne); with PFC an input pauses its sender when the bytes it
+/// holds pass `pfc_alpha` times the shared space left free (the HPCC fork's MMU), and output
+/// queues take what comes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SharedBuffer {
+    pub bytes: u64,
+    pub alpha: f64,
+    /// None: 1/8 for a port at the hosts' rate, doubled for each doubling of the rate above it.
+    pub pfc_alpha: Option<f64>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct PfcConfig {
     pub xoff: Option<u64>,

@@ -30,6 +30,10 @@ struct Common {
     pfc_xoff: Option<crate::units::Size>,
     pfc_xon: Option<crate::units::Size>,
     pfc_headroom: Option<crate::units::Size>,
+    /// A buffer shared by each switch's output queues (docs/lossless.md).
+    switch_buffer: Option<crate::units::Size>,
+    buffer_alpha: Option<f64>,
+    pfc_alpha: Option<f64>,
 }
 
 /// The network of a scenario: the built topology, the switch and NIC queue disciplines, the NIC
@@ -41,6 +45,7 @@ pub(crate) struct Network {
     pub nic_buffer: BufferLimit,
     pub buffer_model: BufferModel,
     pub pfc: Option<crate::PfcConfig>,
+    pub shared_buffer: Option<crate::SharedBuffer>,
 }
 
 /// Nodes and links a topology is limited to: what one run can hold, checked from the sizes
@@ -138,6 +143,7 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
         other => return Err(err("buffer_model", format!("expected \"waiting\" or \"ns2\", got \"{other}\""))),
     };
     let pfc = pfc(&net, &switch_queue, &nic_queue, buffer_model, &err)?;
+    let shared_buffer = shared_buffer(&net, &switch_queue, buffer_model, &err)?;
     Ok(Network {
         topology,
         switch_queue,
@@ -145,7 +151,70 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
         nic_buffer: net.nic_buffer.map(|b| b.0).unwrap_or(links.default.buffer),
         buffer_model,
         pfc,
+        shared_buffer,
     })
+}
+
+/// `switch_buffer` and its dynamic thresholds, checked against the disciplines they run over.
+fn shared_buffer(
+    net: &Common,
+    switch_queue: &QueueConfig,
+    model: BufferModel,
+    err: &dyn Fn(&str, String) -> ScenarioError,
+) -> Result<Option<crate::SharedBuffer>, ScenarioError> {
+    let Some(size) = net.switch_buffer else {
+        for (k, given) in [("buffer_alpha", net.buffer_alpha.is_some()), ("pfc_alpha", net.pfc_alpha.is_some())] {
+            if given {
+                return Err(err(k, "applies with switch_buffer only (a buffer each switch shares)".into()));
+            }
+        }
+        return Ok(None);
+    };
+    if size.0 == 0 {
+        return Err(err("switch_buffer", "must be above 0B".into()));
+    }
+    for (k, v) in [("buffer_alpha", net.buffer_alpha), ("pfc_alpha", net.pfc_alpha)] {
+        if let Some(a) = v {
+            if !(a > 0.0 && a.is_finite()) {
+                return Err(err(k, format!("must be a positive number, got {a}")));
+            }
+        }
+    }
+    let pfc = net.pfc == Some(true);
+    if net.pfc_alpha.is_some() && !pfc {
+        return Err(err("pfc_alpha", "applies with pfc = true only".into()));
+    }
+    if net.buffer_alpha.is_some() && pfc {
+        return Err(err(
+            "buffer_alpha",
+            "a lossless switch admits by its inputs' pause thresholds (pfc_alpha), not by its output queues'".into(),
+        ));
+    }
+    if pfc {
+        for k in ["pfc_xoff", "pfc_xon"] {
+            let given = if k == "pfc_xoff" { net.pfc_xoff.is_some() } else { net.pfc_xon.is_some() };
+            if given {
+                return Err(err(k, "with switch_buffer the pause thresholds follow the shared buffer's free space (pfc_alpha)".into()));
+            }
+        }
+    }
+    if switch_queue.ordered() {
+        return Err(err(
+            "queue",
+            format!(
+                "switch_buffer runs over first-in-first-out queues (droptail, ecn, red); \"{}\" orders packets itself",
+                switch_queue.name()
+            ),
+        ));
+    }
+    if model == BufferModel::Ns2 {
+        return Err(err("buffer_model", "switch_buffer counts buffers its own way; use buffer_model = \"waiting\"".into()));
+    }
+    Ok(Some(crate::SharedBuffer {
+        bytes: size.0,
+        alpha: net.buffer_alpha.unwrap_or(1.0),
+        pfc_alpha: net.pfc_alpha,
+    }))
 }
 
 /// `pfc = true` and its thresholds, checked against the disciplines they run over.

@@ -39,6 +39,7 @@ struct Plan<'a> {
     /// Priority flow control: `{"xoff": B, "xon": B, "headroom": B}` as given (null: from each
     /// link), or null for a lossy network.
     pfc: Value,
+    switch_buffer: Value,
     flows: Vec<Flow<'a>>,
 }
 
@@ -191,6 +192,9 @@ pub fn plan_json(sc: &Scenario) -> String {
             .pfc
             .as_ref()
             .map_or(Value::Null, |c| serde_json::json!({"xoff": c.xoff, "xon": c.xon, "headroom": c.headroom})),
+        switch_buffer: sc.shared_buffer.as_ref().map_or(Value::Null, |b| {
+            serde_json::json!({"bytes": b.bytes, "alpha": b.alpha, "pfc_alpha": b.pfc_alpha})
+        }),
         flows,
     };
     serde_json::to_string(&plan).expect("the plan holds only strings, numbers, bools and nulls")

@@ -309,6 +309,7 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
         sha256,
         derived,
         pfc: net.pfc,
+        shared_buffer: net.shared_buffer,
     })
 }
 

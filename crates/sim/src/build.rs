@@ -3,7 +3,7 @@
 
 use crate::ideal::ideal_fct;
 use fctlab_engine::{Nanos, Rng};
-use fctlab_net::{FlowId, NodeId, NodeKind, Port, PortId, Routes};
+use fctlab_net::{BufferLimit, FlowId, NodeId, NodeKind, Port, PortId, Routes};
 use fctlab_scenario::{FlowSpec, Scenario, ScenarioError};
 
 /// The network of a run: ports (two per link, `a -> b` then `b -> a`), their levels, which
@@ -30,6 +30,9 @@ impl Network {
                 let pid = ports.len() as u64;
                 let (limit, queue) = if node_is_host[from] {
                     (scenario.nic_buffer, scenario.nic_queue.clone())
+                } else if scenario.shared_buffer.is_some() {
+                    // The switch's shared buffer decides (`shared.rs`, or the inputs' thresholds).
+                    (BufferLimit::Unlimited, scenario.switch_queue.clone())
                 } else {
                     (l.params.buffer, scenario.switch_queue.clone())
                 };

@@ -22,6 +22,7 @@ mod pcap;
 mod pfc;
 mod results;
 mod sched;
+mod shared;
 mod sim;
 
 pub use pcap::{ipv4_of, ports_of, PcapFile, ROUTER_OPTION_EXID};

@@ -2,7 +2,7 @@
 //! counting a packet in at a switch and out when its transmission starts, sending pause and
 //! resume frames, and waking lossless ports.
 
-use crate::pfc::{frame_code, PauseRecord, FRAME_BYTES, NONE};
+use crate::pfc::{frame_code, shared_part, PauseRecord, FRAME_BYTES, NONE, RESUME_OFFSET};
 use crate::sim::{Event, Simulation};
 use fctlab_engine::Nanos;
 use fctlab_net::{pfc_priority, PacketId, PacketMeta};
@@ -16,9 +16,29 @@ impl Simulation {
         let now = self.now;
         let Some(pfc) = self.pfc.as_deref_mut() else { return true };
         let (i, prio, wire) = (input as usize, pfc_priority(meta), meta.wire_bytes as u64);
-        if pfc.limit[i] != u64::MAX && pfc.held[i][prio].saturating_add(wire) > pfc.limit[i] {
-            return false;
-        }
+        let held = pfc.held[i][prio];
+        let pause = match pfc.shared.as_mut() {
+            Some(sh) => {
+                // The fork's ingress admission: shared space up to the threshold, then headroom.
+                let ingress = held - sh.hdrm[i][prio];
+                let thr = sh.threshold(i);
+                if shared_part(ingress + wire) > thr {
+                    if sh.hdrm[i][prio] + wire > sh.headroom[i] {
+                        return false;
+                    }
+                    sh.hdrm[i][prio] += wire;
+                } else {
+                    sh.used[sh.switch_of[i] as usize] += shared_part(ingress + wire) - shared_part(ingress);
+                }
+                sh.hdrm[i][prio] > 0 || shared_part(held - sh.hdrm[i][prio] + wire) >= sh.threshold(i).max(1)
+            }
+            None => {
+                if pfc.limit[i] != u64::MAX && held.saturating_add(wire) > pfc.limit[i] {
+                    return false;
+                }
+                held + wire > pfc.xoff[i]
+            }
+        };
         pfc.held[i][prio] += wire;
         pfc.max_held[i] = pfc.max_held[i].max(pfc.held[i][prio]);
         let k = pid.0 as usize;
@@ -26,7 +46,7 @@ impl Simulation {
             pfc.input_of.resize(k + 1, NONE);
         }
         pfc.input_of[k] = input;
-        if pfc.held[i][prio] > pfc.xoff[i] && pfc.sent[i] & (1 << prio) == 0 {
+        if pause && pfc.sent[i] & (1 << prio) == 0 {
             pfc.sent[i] |= 1 << prio;
             self.pfc_send(i, prio, true, now);
         }
@@ -53,8 +73,21 @@ impl Simulation {
         }
         pfc.input_of[k] = NONE;
         let (i, prio) = (i as usize, pfc_priority(meta));
-        pfc.held[i][prio] -= meta.wire_bytes as u64;
-        if pfc.sent[i] & (1 << prio) != 0 && pfc.held[i][prio] <= pfc.xon[i] {
+        let (held, wire) = (pfc.held[i][prio], meta.wire_bytes as u64);
+        pfc.held[i][prio] -= wire;
+        let resume = match pfc.shared.as_mut() {
+            Some(sh) => {
+                // Out of the headroom first, then the shared bytes, then the reserve.
+                let from_hdrm = sh.hdrm[i][prio].min(wire);
+                let ingress = held - sh.hdrm[i][prio];
+                sh.hdrm[i][prio] -= from_hdrm;
+                let left = ingress - (wire - from_hdrm);
+                sh.used[sh.switch_of[i] as usize] -= shared_part(ingress) - shared_part(left);
+                sh.hdrm[i][prio] == 0 && (shared_part(left) == 0 || shared_part(left) + RESUME_OFFSET <= sh.threshold(i))
+            }
+            None => pfc.held[i][prio] <= pfc.xon[i],
+        };
+        if pfc.sent[i] & (1 << prio) != 0 && resume {
             pfc.sent[i] &= !(1 << prio);
             self.pfc_send(i, prio, false, now);
         }
@@ -208,5 +241,10 @@ impl Simulation {
     /// (pause, resume, drop), if the run is lossless.
     pub fn pfc_input(&self, p: usize) -> Option<(u64, (u64, u64, u64))> {
         self.pfc.as_deref().map(|x| (x.max_held[p], x.thresholds_of(p)))
+    }
+
+    /// The shared bytes in use at each switch of a lossless run over shared buffers (for tests).
+    pub fn pfc_shared_used(&self) -> Option<&[u64]> {
+        self.pfc.as_deref().and_then(|x| x.shared.as_ref()).map(|s| &s.used[..])
     }
 }

@@ -54,6 +54,49 @@ pub(crate) struct Pfc {
     pub outputs: Vec<Vec<u32>>,
     /// The pause cycle found, if the run deadlocked: why it stopped.
     pub deadlock: Option<String>,
+    /// Dynamic thresholds over each switch's shared buffer (`switch_buffer`), if given.
+    pub shared: Option<SharedPfc>,
+}
+
+/// Bytes each input and priority holds before it draws on the shared buffer (the HPCC fork's
+/// `SwitchMmu::reserve`).
+pub const RESERVE: u64 = 4 * 1024;
+/// A resume goes when the shared bytes of an input and priority are this far below its pause
+/// threshold (the fork's `resume_offset`).
+pub const RESUME_OFFSET: u64 = 3 * 1024;
+
+/// A lossless switch's shared buffer (the HPCC ns-3 fork's `SwitchMmu`): each input and
+/// priority holds its first [`RESERVE`] bytes on its own and the rest in the shared space,
+/// until its shared bytes pass `alpha` times the shared space left free (the buffer less every
+/// input's headroom and reserve and the shared bytes in use). Then it pauses its sender, and
+/// what still arrives goes to its headroom; a packet that finds the headroom full is dropped.
+/// It resumes once its headroom is empty and its shared bytes are [`RESUME_OFFSET`] below the
+/// threshold.
+pub(crate) struct SharedPfc {
+    /// Each input's switch (an index into `space`), its alpha and its headroom.
+    pub switch_of: Vec<u32>,
+    pub alpha: Vec<f64>,
+    pub headroom: Vec<u64>,
+    /// Per input and priority: the bytes taken into the headroom (that arrived past the
+    /// threshold), apart from the reserve and shared bytes.
+    pub hdrm: Vec<[u64; PFC_PRIORITIES]>,
+    /// Per switch: the buffer less every input's headroom and reserve, and the shared bytes
+    /// in use.
+    pub space: Vec<u64>,
+    pub used: Vec<u64>,
+}
+
+impl SharedPfc {
+    /// Input `i`'s pause threshold now: alpha times the shared space left free.
+    pub fn threshold(&self, i: usize) -> u64 {
+        let s = self.switch_of[i] as usize;
+        (self.space[s].saturating_sub(self.used[s]) as f64 * self.alpha[i]) as u64
+    }
+}
+
+/// The shared bytes of a count of `held` (what passes the reserve).
+pub fn shared_part(held: u64) -> u64 {
+    held.saturating_sub(RESERVE)
 }
 
 /// `[network]`'s thresholds for the input `p` (a port whose far end is a switch): given, or
@@ -61,11 +104,7 @@ pub(crate) struct Pfc {
 fn thresholds(sc: &Scenario, net: &Network, p: usize, mtu: u64) -> Result<(u64, u64, u64), ScenarioError> {
     let cfg = sc.pfc.as_ref().expect("pfc");
     let port = &net.ports[p];
-    let headroom = cfg.headroom.unwrap_or_else(|| {
-        // The bytes the link holds in flight: rate × delay, rounded up to a whole byte.
-        let bdp = (port.rate.0 as u128 * port.delay.as_nanos() as u128).div_ceil(8_000_000_000);
-        (u64::try_from(bdp).unwrap_or(u64::MAX)).saturating_mul(2).saturating_add(2 * mtu + FRAME_BYTES)
-    });
+    let headroom = headroom_of(sc, net, p, mtu);
     let link = &sc.topology.links[p / 2];
     let buffer = match link.params.buffer {
         BufferLimit::Packets(n) => Some((n as u64).saturating_mul(mtu)),
@@ -129,14 +168,20 @@ impl Pfc {
             started: Vec::new(),
             outputs: vec![Vec::new(); net.node_is_host.len()],
             deadlock: None,
+            shared: None,
         };
         for (p, port) in net.ports.iter().enumerate() {
             pfc.outputs[port.from.0 as usize].push(p as u32);
         }
-        for p in 0..n {
-            if !net.node_is_host[net.ports[p].to.0 as usize] {
-                (pfc.xoff[p], pfc.xon[p], pfc.limit[p]) = thresholds(sc, net, p, mtu)?;
+        match &sc.shared_buffer {
+            None => {
+                for p in 0..n {
+                    if !net.node_is_host[net.ports[p].to.0 as usize] {
+                        (pfc.xoff[p], pfc.xon[p], pfc.limit[p]) = thresholds(sc, net, p, mtu)?;
+                    }
+                }
             }
+            Some(b) => pfc.shared = Some(shared(sc, net, b, mtu)?),
         }
         Ok(pfc)
     }
@@ -145,6 +190,69 @@ impl Pfc {
     pub fn thresholds_of(&self, p: usize) -> (u64, u64, u64) {
         (self.xoff[p], self.xon[p], self.limit[p])
     }
+}
+
+/// The headroom input `p` keeps above its pause threshold: given, or what its link holds in
+/// flight both ways (rate × delay, rounded up to a whole byte), two full packets and a pause
+/// frame.
+fn headroom_of(sc: &Scenario, net: &Network, p: usize, mtu: u64) -> u64 {
+    let port = &net.ports[p];
+    sc.pfc.as_ref().and_then(|c| c.headroom).unwrap_or_else(|| {
+        let bdp = (port.rate.0 as u128 * port.delay.as_nanos() as u128).div_ceil(8_000_000_000);
+        (u64::try_from(bdp).unwrap_or(u64::MAX)).saturating_mul(2).saturating_add(2 * mtu + FRAME_BYTES)
+    })
+}
+
+/// The shared-buffer thresholds of every switch input.
+fn shared(sc: &Scenario, net: &Network, b: &fctlab_scenario::SharedBuffer, mtu: u64) -> Result<SharedPfc, ScenarioError> {
+    let n = net.ports.len();
+    let nodes = net.node_is_host.len();
+    // The hosts' rate: the slowest host link's, where the fork's alpha of 1/8 applies.
+    let nic = net.ports.iter().filter(|p| net.node_is_host[p.from.0 as usize]).map(|p| p.rate.0).min().unwrap_or(1);
+    let mut sh = SharedPfc {
+        switch_of: vec![u32::MAX; n],
+        alpha: vec![0.0; n],
+        headroom: vec![0; n],
+        hdrm: vec![[0; PFC_PRIORITIES]; n],
+        space: vec![b.bytes; nodes],
+        used: vec![0; nodes],
+    };
+    for p in 0..n {
+        let sw = net.ports[p].to.0 as usize;
+        if net.node_is_host[sw] {
+            continue;
+        }
+        let h = headroom_of(sc, net, p, mtu);
+        sh.switch_of[p] = sw as u32;
+        sh.headroom[p] = h;
+        sh.alpha[p] = b.pfc_alpha.unwrap_or_else(|| {
+            // 1/8 at the hosts' rate, doubled for each doubling above it (the fork's third.cc).
+            let mut a = 1.0 / 8.0;
+            let mut rate = net.ports[p].rate.0;
+            while rate > nic && a < 1.0 {
+                a *= 2.0;
+                rate /= 2;
+            }
+            a
+        });
+        sh.space[sw] = sh.space[sw].saturating_sub(h + RESERVE);
+    }
+    for sw in 0..nodes {
+        if !net.node_is_host[sw] && sh.space[sw] < 2 * mtu {
+            return Err(sc.error(
+                "network.switch_buffer",
+                format!(
+                    "{}B leaves {}B at switch \"{}\" once its inputs' headroom and reserve are set aside; it must hold \
+                     two full packets ({}B)",
+                    b.bytes,
+                    sh.space[sw],
+                    sc.topology.nodes[sw].name,
+                    2 * mtu
+                ),
+            ));
+        }
+    }
+    Ok(sh)
 }
 
 /// A pause frame's event: the port it stops or resumes, the priority, pause or resume.

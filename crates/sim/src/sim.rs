@@ -115,6 +115,9 @@ pub struct Simulation {
     /// Priority flow control (`[network] pfc = true`), and whether the run has it.
     pub(crate) pfc: Option<Box<crate::pfc::Pfc>>,
     pub(crate) pfc_on: bool,
+    /// A shared buffer per switch without PFC (`[network] switch_buffer`): its dynamic
+    /// thresholds at the output queues.
+    shared: Option<Box<crate::shared::SharedEgress>>,
     /// Flows whose rows are final and not handed out yet, in the order they became final.
     pub(crate) final_rows: Vec<u32>,
 }
@@ -153,6 +156,10 @@ impl Simulation {
                 ));
             }
         }
+        let shared = match (&scenario.shared_buffer, &scenario.pfc) {
+            (Some(b), None) => Some(Box::new(crate::shared::SharedEgress::new(b, &net))),
+            _ => None,
+        };
         let host = HostLayer::new(&scenario);
         let classifier = [&scenario.switch_queue, &scenario.nic_queue].into_iter().find(|q| q.classifies()).cloned();
         let pfc = match scenario.pfc {
@@ -191,6 +198,7 @@ impl Simulation {
             streaming: false,
             final_rows: Vec::new(),
             pfc_on: pfc.is_some(),
+            shared,
             pfc,
         };
         if let Some((t, _)) = sim.feed.peek() {
@@ -580,6 +588,13 @@ impl Simulation {
     fn enqueue(&mut self, port: PortId, pid: PacketId, meta: PacketMeta) {
         if meta.has(flags::ROUTER) {
             self.port_control(port, pid, meta);
+        }
+        if let Some(sh) = self.shared.as_deref() {
+            if !sh.admits(&mut self.net, port.0 as usize, meta.wire_bytes as u64, self.now) {
+                let p = &mut self.net.ports[port.0 as usize];
+                p.count_drop();
+                return self.dropped(DropSite::Port(port.0 as usize), pid, DropCause::BufferFull);
+            }
         }
         match self.net.ports[port.0 as usize].enqueue(self.now, pid, meta) {
             EnqueueOutcome::Accepted { schedule_arrival: Some(t) } => self.events.push(t, Event::Arrival(port.0)),
