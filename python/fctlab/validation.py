@@ -60,6 +60,11 @@ _NAMES = {
     "pfabric": "pFabric",
     "pias": "PIAS",
     "homa": "Homa",
+    "roce": "RoCE",
+    "dcqcn": "DCQCN",
+    "timely": "TIMELY",
+    "hpcc": "HPCC",
+    "swift": "Swift",
 }
 
 #: Why a cell holds no result: (column, protocol) -> the reason, in a few words. The column is
@@ -75,12 +80,19 @@ REASONS = {
     ("ns2", "pfabric"): "ns-2.35 has no pFabric",
     ("ns2", "pias"): "ns-2.35 has no PIAS",
     ("ns2", "homa"): "ns-2.35 has no Homa",
+    **{("ns2", p): f"ns-2.35 has no {_NAMES[p]}" for p in ("roce", "dcqcn", "timely", "hpcc", "swift")},
     **{("htsim", p): f"htsim has no {name}" for p, name in _NAMES.items() if p not in ("tcp", "dctcp")},
+    **{
+        ("htsim", p): f"htsim's own {cls} driver; the crosscheck does not run it yet"
+        for p, cls in (("roce", "RoceSrc"), ("hpcc", "HPCCSrc"), ("swift", "SwiftSrc"))
+    },
+    ("htsim", "dcqcn"): "csg-htsim has no DCQCN",
     **{("ns3", p): f"ns-3.44 has no {name}" for p, name in _NAMES.items() if p not in ("tcp", "cubic", "dctcp")},
     ("testbed", "d2tcp"): "not built for the kernel (no BPF D2TCP)",
     ("testbed", "d3"): "not built for the kernel (D3's switch rate allocation has no BPF port program)",
     ("testbed", "pfabric"): "no Linux qdisc sends the least-remaining packet first",
     ("testbed", "homa"): "the kernel here has no Homa transport",
+    **{("testbed", p): "the testbed runs TCP; no RDMA NIC or soft-RoCE here" for p in ("roce", "dcqcn", "timely", "hpcc", "swift")},
     (MODEL, "homa"): "fctlab.models.homa sets priorities; it predicts no FCT",
     (MODEL, "pias"): "fctlab.models.pias derives demotion thresholds; it predicts no FCT",
 }
