@@ -28,8 +28,15 @@ def test_a_lossless_incast_drops_nothing_where_a_lossy_one_drops():
 def test_the_pause_monitor_is_a_table_written_beside_the_others(tmp_path):
     res = fctlab.run(_incast(pfc=True))
     p = res.pfc
-    assert list(p.columns) == ["time_s", "link_id", "link", "prio", "event"]
+    assert list(p.columns) == [
+        "time_s", "link_id", "link", "prio", "event", "waiting_packets", "waiting_flows", "victim_flows", "congested_link"
+    ]
     assert set(p["event"]) == {"pause", "resume"} and p["time_s"].is_monotonic_increasing
+    # A pause says whom it holds up (every flow goes to the one receiver: no victim); a resume
+    # has none of it.
+    pauses, resumes = p[p["event"] == "pause"], p[p["event"] == "resume"]
+    assert (pauses["victim_flows"] == 0).all() and set(pauses["congested_link"].dropna()) == {"sw0->h4"}
+    assert resumes["waiting_packets"].isna().all()
     # Only the senders' NICs feed the switch: they are the ports paused, by the switch.
     assert set(p["link"]) <= {f"h{i}->sw0" for i in range(4)} and len(set(p["link"])) == 4
     out = res.write(tmp_path / "run")
@@ -40,6 +47,9 @@ def test_the_pause_monitor_is_a_table_written_beside_the_others(tmp_path):
 
 def test_the_plan_says_the_network_is_lossless():
     assert load_plan(_incast()).pfc is None
+    assert load_plan(_incast()).switch_buffer is None
+    shared = load_plan(_incast(pfc=True, switch_buffer="1MB"))
+    assert shared.switch_buffer == {"bytes": 1_000_000, "alpha": 1.0, "pfc_alpha": None}
     assert load_plan(_incast(pfc=True)).pfc == {"xoff": None, "xon": None, "headroom": None}
     given = load_plan(_incast(pfc=True, pfc_xoff="100KB", pfc_xon="90KB"))
     assert (given.pfc["xoff"], given.pfc["xon"]) == (100_000, 90_000)
@@ -67,6 +77,8 @@ def test_the_other_engines_refuse_a_lossless_scenario_by_name():
     with pytest.raises(Unsupported, match=r"network\.pfc: ns-2\.35 does not run priority flow control"):
         refuse_lossless(load_plan(_incast(pfc=True)), "ns-2.35")
     refuse_lossless(load_plan(_incast()), "ns-2.35")  # a lossy one passes
+    with pytest.raises(Unsupported, match="network.switch_buffer: htsim does not run a shared-buffer switch"):
+        refuse_lossless(load_plan(_incast(switch_buffer="1MB")), "htsim")
 
 
 def test_the_report_shows_when_each_port_was_paused(tmp_path):

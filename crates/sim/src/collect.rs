@@ -152,12 +152,21 @@ impl Simulation {
                 .iter()
                 .map(|r| {
                     let p = &self.net.ports[r.port as usize];
+                    let b = r.blocked;
+                    let congested = b.and_then(|b| b.congested).map(|q| {
+                        let q = &self.net.ports[q as usize];
+                        format!("{}->{}", name(q.from), name(q.to))
+                    });
                     crate::results::PfcRecord {
                         time_s: r.time.as_secs_f64(),
                         link_id: r.port as u64,
                         link: format!("{}->{}", name(p.from), name(p.to)),
                         prio: r.prio as u64,
                         event: if r.pause { "pause" } else { "resume" },
+                        waiting_packets: b.map(|b| b.packets as u64),
+                        waiting_flows: b.map(|b| b.flows as u64),
+                        victim_flows: b.map(|b| b.victim_flows as u64),
+                        congested_link: congested,
                     }
                 })
                 .collect(),

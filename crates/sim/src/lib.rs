@@ -26,7 +26,7 @@ mod shared;
 mod sim;
 
 pub use pcap::{ipv4_of, ports_of, PcapFile, ROUTER_OPTION_EXID};
-pub use pfc::PauseRecord;
+pub use pfc::{Blocked, PauseRecord};
 pub use results::{
     Column, ColumnSpec, ColumnType, CwndSample, DropRecord, FlowResult, Label, LinkResult, PfcRecord, QueueSample,
     Results, Row, Schema, Summary, SCHEMAS,

@@ -2,7 +2,7 @@
 //! counting a packet in at a switch and out when its transmission starts, sending pause and
 //! resume frames, and waking lossless ports.
 
-use crate::pfc::{frame_code, shared_part, PauseRecord, FRAME_BYTES, NONE, RESUME_OFFSET};
+use crate::pfc::{frame_code, shared_part, Blocked, PauseRecord, FRAME_BYTES, NONE, RESUME_OFFSET};
 use crate::sim::{Event, Simulation};
 use fctlab_engine::Nanos;
 use fctlab_net::{pfc_priority, PacketId, PacketMeta};
@@ -129,8 +129,9 @@ impl Simulation {
         if let Some(t) = self.net.ports[port].set_paused(self.now, prio, pause) {
             self.events.push(t, Event::Arrival(port as u32));
         }
+        let blocked = if pause { self.blocked_at(port, prio) } else { None };
         if let Some(pfc) = self.pfc.as_deref_mut() {
-            pfc.log.push(PauseRecord { time: self.now, port: port as u32, prio: prio as u8, pause });
+            pfc.log.push(PauseRecord { time: self.now, port: port as u32, prio: prio as u8, pause, blocked });
         }
         self.pfc_touched(port);
         if pause {
@@ -138,6 +139,44 @@ impl Simulation {
                 self.stop_deadlocked(&cycle, prio);
             }
         }
+    }
+
+    /// Who a pause of `prio` at `port` holds up (see [`Blocked`]): found by looking through the
+    /// paused port's waiting packets and the far-end switch's outputs, as the pause takes effect.
+    fn blocked_at(&self, port: usize, prio: usize) -> Option<Blocked> {
+        let pfc = self.pfc.as_deref()?;
+        let queues = self.net.ports[port].pfc()?;
+        let at = self.net.ports[port].to.0 as usize;
+        // The far end's output holding the most bytes that came in by this port.
+        let mut congested: Option<(u64, u32)> = None;
+        for &q in pfc.outputs.get(at).map_or(&[][..], |v| &v[..]) {
+            let Some(out) = self.net.ports[q as usize].pfc() else { continue };
+            let bytes: u64 = out
+                .waiting(prio)
+                .filter(|w| pfc.input_of.get(w.pkt.0 as usize).copied() == Some(port as u32))
+                .map(|w| w.meta.wire_bytes as u64)
+                .sum();
+            if bytes > 0 && congested.is_none_or(|(b, _)| bytes > b) {
+                congested = Some((bytes, q));
+            }
+        }
+        let congested = congested.map(|(_, q)| q);
+        let (mut flows, mut victims) = (Vec::new(), Vec::new());
+        let mut packets = 0u32;
+        for w in queues.waiting(prio) {
+            packets += 1;
+            let f = w.meta.flow.0;
+            flows.push(f);
+            let next = self.flows.next_port(w.meta.flow, w.meta.hop).map(|(p, _)| p.0);
+            if congested.is_some() && next.is_some() && next != congested {
+                victims.push(f);
+            }
+        }
+        flows.sort_unstable();
+        flows.dedup();
+        victims.sort_unstable();
+        victims.dedup();
+        Some(Blocked { packets, flows: flows.len() as u32, victim_flows: victims.len() as u32, congested })
     }
 
     /// Whether port `start`, paused for `prio`, is in a cycle of ports that each wait on the

@@ -32,6 +32,23 @@ pub struct PauseRecord {
     pub port: u32,
     pub prio: u8,
     pub pause: bool,
+    /// For a pause: who it holds up ([`Blocked`]).
+    pub blocked: Option<Blocked>,
+}
+
+/// Head-of-line blocking at a pause: the packets of the paused priority waiting at the paused
+/// port as the pause takes effect, their flows, and of those the flows held up by another
+/// link's congestion. The pause comes from the switch at the port's far end, whose count of
+/// what came in by this port passed its threshold; the output there holding most of those
+/// bytes is the congested link. A flow waiting at the paused port whose next link is another
+/// one is a victim: its own way on is not what stopped it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Blocked {
+    pub packets: u32,
+    pub flows: u32,
+    pub victim_flows: u32,
+    /// The congested output at the far end (none when it holds nothing from this port).
+    pub congested: Option<u32>,
 }
 
 /// Thresholds and counts of every switch input, the input each counted packet came by, and

@@ -427,6 +427,15 @@ result_table!(
         prio: u64,
         /// pause or resume.
         event: &'static str,
+        /// A pause's head-of-line blocking (None on a resume): the packets of the priority
+        /// waiting at the port as it takes effect, their flows, and the link at the far end
+        /// that holds most of what came by this port (the congested one).
+        waiting_packets: Option<u64>,
+        waiting_flows: Option<u64>,
+        /// Of those flows, the ones whose next link is not the congested one: held up by
+        /// another link's congestion.
+        victim_flows: Option<u64>,
+        congested_link: Option<String>,
     }
 );
 

@@ -97,6 +97,49 @@ fn a_pause_behind_a_congested_spine_reaches_the_senders_switch_and_their_nics() 
     assert!(r.flows.iter().all(|f| f.completed));
 }
 
+#[test]
+fn a_pause_names_its_congested_link_and_the_flows_it_holds_up_behind_it() {
+    // Four hosts of leaf 0 send to h4 of leaf 1; h3 also sends to h5 of leaf 1, whose own
+    // link is idle. Leaf 1 pauses the spine for h4's port: h3's flow to h5 waits there too, a
+    // victim of head-of-line blocking.
+    let mut toml = String::from(
+        "seed = 1\n[network]\ntopology = \"leafspine\"\nleaves = 2\nspines = 1\nhosts_per_leaf = 4\n\
+         link_rate = \"10Gbps\"\nlink_delay = \"1us\"\nfabric_link_rate = \"40Gbps\"\nfabric_link_delay = \"1us\"\n\
+         buffer = \"100pkt\"\npfc = true\n[transport]\ninitial_cwnd = 64\nmin_rto = \"1ms\"\n",
+    );
+    for src in ["h0", "h1", "h2", "h3"] {
+        toml += &format!("[[flows]]\nsrc = \"{src}\"\ndst = \"h4\"\nsize = \"4MB\"\n");
+    }
+    toml += "[[flows]]\nsrc = \"h3\"\ndst = \"h5\"\nsize = \"4MB\"\n";
+    let mut s = sim(&toml);
+    s.run();
+    let spine = s
+        .pfc_log()
+        .iter()
+        .filter(|x| x.pause)
+        .filter(|x| ends(&s, x.port) == ("spine0".to_string(), "leaf1".to_string()))
+        .filter_map(|x| x.blocked)
+        .collect::<Vec<_>>();
+    assert!(!spine.is_empty(), "leaf 1 paused the spine");
+    // The congested link is leaf 1's port to h4 while its flows last (h5's own once they are
+    // done), and at pauses while h4's port is the congested one, h3's flow to h5 waits too.
+    let to_h4 = |b: &fctlab_sim::Blocked| b.congested.map(|q| ends(&s, q)) == Some(("leaf1".into(), "h4".into()));
+    assert!(to_h4(&spine[0]), "{:?}", spine[0]);
+    assert!(spine.iter().all(|b| b.victim_flows <= 1 && b.victim_flows <= b.flows));
+    assert!(spine.iter().any(|b| to_h4(b) && b.victim_flows == 1), "h3 -> h5 held up behind h4's link");
+    // The pauses of leaf 0's ports toward the spine name the spine's port to leaf 1: every
+    // flow there goes that way, so none is a victim at that hop.
+    for b in s.pfc_log().iter().filter(|x| x.pause && ends(&s, x.port).1 == "spine0").filter_map(|x| x.blocked) {
+        assert_eq!(b.congested.map(|q| ends(&s, q)), Some(("spine0".into(), "leaf1".into())));
+        assert_eq!(b.victim_flows, 0);
+    }
+    let r = s.results(false);
+    let rows = r.pfc.as_ref().expect("the pause monitor's rows");
+    let row = rows.iter().find(|x| x.event == "pause" && x.link == "spine0->leaf1").unwrap();
+    assert_eq!(row.congested_link.as_deref(), Some("leaf1->h4"));
+    assert!(rows.iter().filter(|x| x.event == "resume").all(|x| x.waiting_packets.is_none()));
+}
+
 /// A small deterministic generator for the property test's cases.
 fn next(state: &mut u64) -> u64 {
     *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
