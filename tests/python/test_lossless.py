@@ -59,7 +59,15 @@ def test_the_plan_says_the_network_is_lossless():
     "network, key, words",
     [
         ({"pfc_xoff": "100KB"}, "network.pfc_xoff", "applies with pfc = true only"),
-        ({"pfc": True, "queue": "priority"}, "network.queue", "first-in-first-out"),
+        ({"pfc": True, "queue": "pfabric"}, "network.queue", "first-in-first-out"),
+        ({"pfc": True, "queue": "priority", "priority_pushout": True}, "network.priority_pushout", "no push-out"),
+        (
+            {"pfc": True, "queue": "priority", "priority_ecn_threshold": "20pkt"},
+            "network.priority_ecn_threshold",
+            "marks per port",
+        ),
+        ({"switch_buffer": "1MB", "buffer_alpha": -1.0}, "network.buffer_alpha", "positive"),
+        ({"buffer_alpha": 2.0}, "network.buffer_alpha", "switch_buffer only"),
         ({"pfc": True, "buffer": "3pkt"}, "network.pfc", "leaves no room above the headroom"),
         ({"pfc": True, "buffer": "unlimited"}, "network.pfc", "give pfc_xoff"),
         ({"pfc": True, "pfc_xoff": "50KB", "pfc_xon": "60KB"}, "network.pfc_xon", "must not be above pfc_xoff"),

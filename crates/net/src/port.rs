@@ -68,6 +68,8 @@ pub struct PfcQueues {
     queues: [VecDeque<(u64, Waiting)>; PFC_PRIORITIES],
     next_seq: u64,
     paused: u8,
+    /// Strict priority among the priorities not paused (0 first), rather than arrival order.
+    strict: bool,
     started: Vec<Waiting>,
     /// Per priority: the pauses received and the time paused (nanoseconds, up to the last
     /// resume), and since when it is paused now.
@@ -88,7 +90,8 @@ impl PfcQueues {
         self.next_seq += 1;
     }
 
-    /// The oldest packet of a priority that is not paused.
+    /// The oldest packet of a priority that is not paused, or with `strict` the first packet of
+    /// the highest priority (0 first) that is not paused.
     fn pop(&mut self) -> Option<Waiting> {
         let mut best: Option<(u64, usize)> = None;
         for (q, queue) in self.queues.iter().enumerate() {
@@ -98,6 +101,9 @@ impl PfcQueues {
             if let Some(&(seq, _)) = queue.front() {
                 if best.map_or(true, |(s, _)| seq < s) {
                     best = Some((seq, q));
+                    if self.strict {
+                        break;
+                    }
                 }
             }
         }
@@ -263,11 +269,13 @@ impl Port {
 
     /// The port made lossless (priority flow control): its own queue per priority, served in
     /// arrival order among those not paused, and an unlimited buffer. For first-in-first-out
-    /// disciplines (their marking still applies); a discipline that orders packets itself
-    /// keeps its own order and is not made lossless here (the scenario refuses it).
+    /// disciplines (their marking still applies), and for strict priority, whose bands become
+    /// the eight priorities served highest first among those not paused (the scenario refuses
+    /// its per-band buffers and push-out, and marks per port). pFabric's order is refused.
     pub fn with_pfc(mut self) -> Port {
-        debug_assert!(!self.disc.ordered(), "PFC over an ordered discipline");
-        self.pfc = Some(Box::default());
+        let strict = matches!(self.disc, AnyQdisc::StrictPriority(_));
+        debug_assert!(strict || !self.disc.ordered(), "PFC over an ordered discipline");
+        self.pfc = Some(Box::new(PfcQueues { strict, ..PfcQueues::default() }));
         self.ordered = true;
         self.limit = BufferLimit::Unlimited;
         self

@@ -233,12 +233,28 @@ fn pfc(
         return Ok(None);
     }
     for (key, q) in [("queue", switch_queue), ("nic_queue", nic_queue)] {
-        if q.ordered() {
+        if let QueueConfig::StrictPriority(c) = q {
+            // The bands become the eight priorities; what acts on a band's own holding does not
+            // apply to lossless queues.
+            let refused = [
+                ("priority_band_buffer", c.band_buffer.is_some()),
+                ("priority_pushout", c.pushout),
+                ("priority_ecn_threshold", c.ecn_threshold.is_some() && !c.ecn_per_port),
+            ];
+            if let Some((k, _)) = refused.iter().find(|(_, on)| *on) {
+                return Err(err(
+                    k,
+                    "with pfc = true a lossless port holds each priority's packets itself: no band buffer, no \
+                     push-out, and ECN marks per port (priority_ecn_per_port = true)"
+                        .into(),
+                ));
+            }
+        } else if q.ordered() {
             return Err(err(
                 key,
                 format!(
-                    "pfc = true runs over first-in-first-out queues (droptail, ecn, red); \"{}\" orders packets \
-                     itself and is not made lossless yet",
+                    "pfc = true runs over first-in-first-out queues (droptail, ecn, red) and strict priority; \
+                     \"{}\" orders packets itself and is not made lossless yet",
                     q.name()
                 ),
             ));
