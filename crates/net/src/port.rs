@@ -520,6 +520,9 @@ impl Port {
             // A packet admitted in another's place is kept (the discipline chose it).
             _ if replaced => true,
             Verdict::Mark if !self.drop_unmarkable => true,
+            // A lossless port drops nothing early: RED marks what it can and lets the rest
+            // through (switches turn WRED's drops off on lossless classes).
+            Verdict::Mark | Verdict::Drop if self.pfc.is_some() => true,
             // A drop, or a mark that RED in ECN mode cannot make.
             Verdict::Mark | Verdict::Drop => {
                 self.drops += 1;

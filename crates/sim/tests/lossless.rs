@@ -170,6 +170,18 @@ fn strict_priority_over_pfc_serves_the_first_band_while_the_bulk_band_is_paused(
     assert!(strict * 3.0 < fifo, "the query: {strict} s with strict priority, {fifo} s first-in-first-out");
 }
 
+#[test]
+fn a_lossless_port_marks_but_never_drops_early() {
+    // RED in ECN mode on lossy ports drops the packets it cannot mark (these flows are not
+    // ECN-capable); on lossless ports it lets them through.
+    let red = "queue = \"red\"\nred_min_threshold = \"5pkt\"\nred_max_threshold = \"50pkt\"\nred_weight = 1.0\nred_ecn = true";
+    let lossy = run(&incast(8, "1MB", red));
+    assert!(drops(&lossy) > 0);
+    let lossless = run(&incast(8, "1MB", &format!("{red}\npfc = true")));
+    assert_eq!(drops(&lossless), 0);
+    assert!(lossless.flows.iter().all(|f| f.completed && f.retransmits == 0));
+}
+
 /// A small deterministic generator for the property test's cases.
 fn next(state: &mut u64) -> u64 {
     *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
