@@ -655,6 +655,18 @@ impl Port {
         (self.waiting_pkts, self.waiting_bytes)
     }
 
+    /// When the port can take a packet that would not wait (None: now): a sender that paces
+    /// itself into it (a NIC's queue pairs) sends its next packet then. While packets wait,
+    /// the end of the transmission under way; while a lossless port's waiting packets are
+    /// paused, a packet time of `bytes` from now (asked again then).
+    pub fn ready_at(&mut self, now: Nanos, bytes: u64) -> Option<Nanos> {
+        self.advance(now);
+        if self.waiting_pkts == 0 {
+            return None;
+        }
+        Some(if self.busy_until > now { self.busy_until } else { now + self.clock.tx_time(bytes) })
+    }
+
     /// Wire bytes delivered across the link so far (packets that reached the far end).
     #[inline]
     pub fn tx_bytes(&self) -> u64 {

@@ -76,6 +76,20 @@ impl Conn {
         }
     }
 
+    /// A queue pair's NIC can take its next packet at `at` (None: now); TCP ignores it.
+    #[inline]
+    pub fn set_nic_ready(&mut self, at: Option<Nanos>) {
+        if let Conn::Roce { snd, .. } = self {
+            snd.set_nic_ready(at);
+        }
+    }
+
+    /// Whether the connection is a queue pair (its NIC arbitrates among them).
+    #[inline]
+    pub fn is_roce(&self) -> bool {
+        matches!(self, Conn::Roce { .. })
+    }
+
     pub fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
         match self {
             Conn::Tcp { snd, .. } => snd.start(now, out),

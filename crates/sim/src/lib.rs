@@ -18,6 +18,7 @@ mod flowtable;
 mod ideal;
 mod lossless;
 mod monitor;
+mod nic;
 mod pcap;
 mod pfc;
 mod results;

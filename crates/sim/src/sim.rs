@@ -36,6 +36,8 @@ pub(crate) enum Event {
     PfcFrame(u32),
     /// A lossless port's transmitter frees: its next packet starts.
     PfcWake(u32),
+    /// A host's NIC port can take a packet from the RoCE queue pairs in its line (`nic.rs`).
+    NicWake(u32),
 }
 
 /// Without a `stop_time`, a run ends when every flow has completed, or at this simulated
@@ -83,7 +85,7 @@ pub struct Simulation {
     dependents: Vec<Vec<u32>>,
     /// Dependent flows scheduled to start but not started yet.
     dependent_starts_pending: usize,
-    out: Vec<Packet>,
+    pub(crate) out: Vec<Packet>,
     open_flows: usize,
     long_lived_running: usize,
     pub(crate) monitor: Monitor,
@@ -120,6 +122,8 @@ pub struct Simulation {
     shared: Option<Box<crate::shared::SharedEgress>>,
     /// Flows whose rows are final and not handed out yet, in the order they became final.
     pub(crate) final_rows: Vec<u32>,
+    /// The RoCE queue pairs waiting for their NIC (`nic.rs`).
+    pub(crate) nics: crate::nic::Nics,
 }
 
 impl Simulation {
@@ -197,6 +201,7 @@ impl Simulation {
             capture,
             streaming: false,
             final_rows: Vec::new(),
+            nics: Default::default(),
             pfc_on: pfc.is_some(),
             shared,
             pfc,
@@ -359,6 +364,7 @@ impl Simulation {
             Event::PortTick(p) => self.port_tick(p as usize),
             Event::PfcFrame(c) => self.on_pfc_frame(c),
             Event::PfcWake(p) => self.on_pfc_wake(p),
+            Event::NicWake(p) => self.on_nic_wake(p),
         }
     }
 
@@ -458,7 +464,12 @@ impl Simulation {
                 }
             }
             PacketKind::Ack | PacketKind::SynAck | PacketKind::Nack | PacketKind::Cnp => {
-                conn.on_reply(self.now, &p, &mut self.out)
+                if conn.is_roce() {
+                    self.nic_gate(f);
+                }
+                if let Some(conn) = self.flows.get_mut(f).and_then(|st| st.conn.as_deref_mut()) {
+                    conn.on_reply(self.now, &p, &mut self.out)
+                }
             }
             PacketKind::Fin => {} // for the switches on the way
         }
@@ -488,7 +499,7 @@ impl Simulation {
 
     /// Sends what a flow produced, completes it if done, and re-arms its timers.
     #[inline]
-    fn after_flow_activity(&mut self, f: usize) {
+    pub(crate) fn after_flow_activity(&mut self, f: usize) {
         self.flush_out();
         if self.host.is_some() {
             self.sync_host(f);
@@ -540,7 +551,10 @@ impl Simulation {
         }
         *at = OptNanos::NONE;
         let now = self.now;
-        let Some(conn) = st.conn.as_deref_mut() else { return };
+        if rto && st.conn.as_deref().is_some_and(Conn::is_roce) {
+            self.nic_gate(f);
+        }
+        let Some(conn) = self.flows.get_mut(f).and_then(|st| st.conn.as_deref_mut()) else { return };
         if rto {
             match conn.sender_deadline() {
                 Some(d) if d <= now => conn.on_sender_timer(now, &mut self.out),
@@ -707,7 +721,7 @@ impl Simulation {
         let owner = spec.cc.router_assisted().then(|| {
             self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8
         });
-        let mut conn = if spec.cc.transport() == TransportKind::Roce {
+        let conn = if spec.cc.transport() == TransportKind::Roce {
             let mut snd = RoceSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn, nic_rate);
             if let Some(o) = owner {
                 snd.set_router_owner(o);
@@ -733,9 +747,15 @@ impl Simulation {
         } else {
             self.long_lived_running += 1;
         }
-        conn.start(self.now, &mut self.out);
         let st = self.flows.open(f);
         st.conn = Some(conn);
+        if st.conn.as_deref().is_some_and(Conn::is_roce) {
+            self.nic_gate(f);
+        }
+        let st = self.flows.open(f);
+        if let Some(conn) = st.conn.as_deref_mut() {
+            conn.start(self.now, &mut self.out);
+        }
         st.drawn = drawn;
         if let Some(h) = self.host.as_mut() {
             h.open(f);

@@ -157,3 +157,24 @@ fn timely_completes_an_incast_without_loss() {
     assert_eq!(drops(&r), 0);
     assert!(r.flows.iter().all(|f| f.completed && f.retransmits == 0));
 }
+
+#[test]
+fn a_nic_serves_its_queue_pairs_in_turn_and_never_queues_behind_itself() {
+    // Four line-rate messages from one host to four others: together they would send four
+    // times the NIC's rate; the NIC takes one packet at a time from them in turn.
+    let mut toml = String::from(
+        "seed = 1\n[network]\ntopology = \"star\"\nhosts = 5\nlink_rate = \"10Gbps\"\nlink_delay = \"1us\"\nbuffer = \"100pkt\"\n\
+         pfc = true\n[transport]\nprotocol = \"roce\"\nmss = \"1000B\"\nheader_bytes = \"48B\"\nmin_rto = \"1ms\"\n",
+    );
+    for d in 1..5 {
+        toml += &format!("[[flows]]\nsrc = \"h0\"\ndst = \"h{d}\"\nsize = \"1MB\"\n");
+    }
+    let r = run(&toml);
+    let nic = r.links.iter().find(|l| l.src == "h0").unwrap();
+    assert!(nic.max_queue_bytes <= 4 * 1048, "the NIC's queue at its highest: {} B", nic.max_queue_bytes);
+    let fct: Vec<f64> = r.flows.iter().filter_map(|f| f.fct_s).collect();
+    assert!(jain(&fct) > 0.999, "{fct:?}");
+    // 4 MB through the one 10 Gbps NIC.
+    let own = 4.0 * 1e6 * 1048.0 / 1000.0 * 8.0 / 10e9;
+    assert!(fct.iter().all(|&t| t < 1.02 * own), "{fct:?} against {own} s");
+}

@@ -72,6 +72,9 @@ pub struct RoceSender {
     ect: bool,
     /// A router-assisted algorithm's header owner (see `RouterHeader::owner`), if it stamps one.
     router: Option<u8>,
+    /// When the host's NIC can take this queue pair's next packet, if not now (the NIC's
+    /// arbitration among its queue pairs: see [`RoceSender::set_nic_ready`]).
+    nic_ready: Option<Nanos>,
     /// Packets sent, first transmissions and retransmissions.
     pub packets_sent: u64,
     /// Packets sent again (after a NACK or a timeout).
@@ -124,6 +127,7 @@ impl RoceSender {
             backoff: 0,
             ect: ecn,
             router,
+            nic_ready: None,
             packets_sent: 0,
             retransmits: 0,
             timeouts: 0,
@@ -131,6 +135,14 @@ impl RoceSender {
             cnps: 0,
             completed_at: None,
         }
+    }
+
+    /// The host's NIC can take a packet of this queue pair at `at` (None: now). The simulation
+    /// says so before each call: a NIC serves its queue pairs as its port drains, so that a
+    /// host's flows together never send faster than its link or while it is paused, whatever
+    /// each one's own rate.
+    pub fn set_nic_ready(&mut self, at: Option<Nanos>) {
+        self.nic_ready = at;
     }
 
     /// A router-assisted algorithm's headers belong to the run's `owner`-th such protocol.
@@ -188,13 +200,14 @@ impl RoceSender {
             self.next_departure = Nanos::MAX;
             return;
         }
+        let nic = self.nic_ready.unwrap_or(Nanos::ZERO);
         match self.departure() {
-            Some(at) if at <= now => {
+            Some(at) if at <= now && nic <= now => {
                 self.send_next(now, out);
                 self.next_departure =
                     if self.window_open() { self.departure().unwrap_or(Nanos::MAX) } else { Nanos::MAX };
             }
-            Some(at) => self.next_departure = at,
+            Some(at) => self.next_departure = at.max(nic).max(now),
             None => self.next_departure = Nanos::MAX,
         }
     }
