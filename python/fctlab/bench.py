@@ -561,7 +561,9 @@ def _print_hpcc_cost(results: dict, as_json: bool) -> None:
     """HPCC's wall time per data packet over DCTCP's on the same permutation, when both ran."""
     if "fattree_k8_dctcp" not in results or "fattree_k8_hpcc" not in results:
         return
-    ratio = results["fattree_k8_dctcp"]["data_packets_per_wall_s"] / results["fattree_k8_hpcc"]["data_packets_per_wall_s"]
+    ratio = (
+        results["fattree_k8_dctcp"]["data_packets_per_wall_s"] / results["fattree_k8_hpcc"]["data_packets_per_wall_s"]
+    )
     what = "wall time per data packet, HPCC over DCTCP on the k=8 permutation"
     _print_ratio(as_json, "hpcc_cost", "hpcc_over_dctcp", ratio, HPCC_COST_TARGET, what)
 

@@ -201,9 +201,13 @@ def buffer_note(plan) -> str:
     if sb is not None:
         if pfc is not None:
             alpha = "pfc_alpha from each port's rate" if sb["pfc_alpha"] is None else f"pfc_alpha {sb['pfc_alpha']}"
-            parts.append(f"a shared buffer of {count(sb['bytes'])} B per switch, inputs paused by its free space ({alpha})")
+            parts.append(
+                f"a shared buffer of {count(sb['bytes'])} B per switch, inputs paused by its free space ({alpha})"
+            )
         else:
-            parts.append(f"a shared buffer of {count(sb['bytes'])} B per switch, output queues within {sb['alpha']} times its free space")
+            parts.append(
+                f"a shared buffer of {count(sb['bytes'])} B per switch, output queues within {sb['alpha']} times its free space"
+            )
     return "buffers: " + "; ".join(parts)
 
 

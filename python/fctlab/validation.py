@@ -92,7 +92,10 @@ REASONS = {
     ("testbed", "d3"): "not built for the kernel (D3's switch rate allocation has no BPF port program)",
     ("testbed", "pfabric"): "no Linux qdisc sends the least-remaining packet first",
     ("testbed", "homa"): "the kernel here has no Homa transport",
-    **{("testbed", p): "the testbed runs TCP; no RDMA NIC or soft-RoCE here" for p in ("roce", "dcqcn", "timely", "hpcc", "swift")},
+    **{
+        ("testbed", p): "the testbed runs TCP; no RDMA NIC or soft-RoCE here"
+        for p in ("roce", "dcqcn", "timely", "hpcc", "swift")
+    },
     (MODEL, "homa"): "fctlab.models.homa sets priorities; it predicts no FCT",
     (MODEL, "pias"): "fctlab.models.pias derives demotion thresholds; it predicts no FCT",
 }

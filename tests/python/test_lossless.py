@@ -29,7 +29,15 @@ def test_the_pause_monitor_is_a_table_written_beside_the_others(tmp_path):
     res = fctlab.run(_incast(pfc=True))
     p = res.pfc
     assert list(p.columns) == [
-        "time_s", "link_id", "link", "prio", "event", "waiting_packets", "waiting_flows", "victim_flows", "congested_link"
+        "time_s",
+        "link_id",
+        "link",
+        "prio",
+        "event",
+        "waiting_packets",
+        "waiting_flows",
+        "victim_flows",
+        "congested_link",
     ]
     assert set(p["event"]) == {"pause", "resume"} and p["time_s"].is_monotonic_increasing
     # A pause says whom it holds up (every flow goes to the one receiver: no victim); a resume

@@ -194,7 +194,10 @@ fn shared_buffer(
         for k in ["pfc_xoff", "pfc_xon"] {
             let given = if k == "pfc_xoff" { net.pfc_xoff.is_some() } else { net.pfc_xon.is_some() };
             if given {
-                return Err(err(k, "with switch_buffer the pause thresholds follow the shared buffer's free space (pfc_alpha)".into()));
+                return Err(err(
+                    k,
+                    "with switch_buffer the pause thresholds follow the shared buffer's free space (pfc_alpha)".into(),
+                ));
             }
         }
     }
@@ -208,13 +211,12 @@ fn shared_buffer(
         ));
     }
     if model == BufferModel::Ns2 {
-        return Err(err("buffer_model", "switch_buffer counts buffers its own way; use buffer_model = \"waiting\"".into()));
+        return Err(err(
+            "buffer_model",
+            "switch_buffer counts buffers its own way; use buffer_model = \"waiting\"".into(),
+        ));
     }
-    Ok(Some(crate::SharedBuffer {
-        bytes: size.0,
-        alpha: net.buffer_alpha.unwrap_or(1.0),
-        pfc_alpha: net.pfc_alpha,
-    }))
+    Ok(Some(crate::SharedBuffer { bytes: size.0, alpha: net.buffer_alpha.unwrap_or(1.0), pfc_alpha: net.pfc_alpha }))
 }
 
 /// `pfc = true` and its thresholds, checked against the disciplines they run over.

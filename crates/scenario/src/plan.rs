@@ -192,9 +192,10 @@ pub fn plan_json(sc: &Scenario) -> String {
             .pfc
             .as_ref()
             .map_or(Value::Null, |c| serde_json::json!({"xoff": c.xoff, "xon": c.xon, "headroom": c.headroom})),
-        switch_buffer: sc.shared_buffer.as_ref().map_or(Value::Null, |b| {
-            serde_json::json!({"bytes": b.bytes, "alpha": b.alpha, "pfc_alpha": b.pfc_alpha})
-        }),
+        switch_buffer: sc
+            .shared_buffer
+            .as_ref()
+            .map_or(Value::Null, |b| serde_json::json!({"bytes": b.bytes, "alpha": b.alpha, "pfc_alpha": b.pfc_alpha})),
         flows,
     };
     serde_json::to_string(&plan).expect("the plan holds only strings, numbers, bools and nulls")

@@ -6,7 +6,9 @@ use fctlab_net::{FlowId, NodeId, Packet};
 use fctlab_transport::transport::HostReceiver;
 use fctlab_transport::{AnyCc, RoceReceiver, RoceSender, TcpConfig, TcpReceiver, TcpSender, Transport};
 
-/// Both ends of one flow's connection.
+/// Both ends of one flow's connection. (Always boxed in its flow's state: a queue pair takes
+/// a TCP connection's room, and no flow holds more than one.)
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Conn {
     /// A TCP connection (the `tcp` and `homa` transports).
     Tcp { snd: TcpSender, rcv: TcpReceiver },

@@ -5,9 +5,9 @@
 //! stream its rows never retires a flow.
 
 use crate::build::HOP_REVERSE;
+use crate::conn::Conn;
 use fctlab_engine::{Nanos, OptNanos};
 use fctlab_net::{FlowId, PortId};
-use crate::conn::Conn;
 use fctlab_scenario::FlowSpec;
 
 /// A flow's counters: read from its connection while it runs, kept here once it completes

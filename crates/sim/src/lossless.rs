@@ -83,7 +83,8 @@ impl Simulation {
                 sh.hdrm[i][prio] -= from_hdrm;
                 let left = ingress - (wire - from_hdrm);
                 sh.used[sh.switch_of[i] as usize] -= shared_part(ingress) - shared_part(left);
-                sh.hdrm[i][prio] == 0 && (shared_part(left) == 0 || shared_part(left) + RESUME_OFFSET <= sh.threshold(i))
+                sh.hdrm[i][prio] == 0
+                    && (shared_part(left) == 0 || shared_part(left) + RESUME_OFFSET <= sh.threshold(i))
             }
             None => pfc.held[i][prio] <= pfc.xon[i],
         };
@@ -156,7 +157,7 @@ impl Simulation {
                 .filter(|w| pfc.input_of.get(w.pkt.0 as usize).copied() == Some(port as u32))
                 .map(|w| w.meta.wire_bytes as u64)
                 .sum();
-            if bytes > 0 && congested.is_none_or(|(b, _)| bytes > b) {
+            if bytes > 0 && congested.map_or(true, |(b, _)| bytes > b) {
                 congested = Some((bytes, q));
             }
         }

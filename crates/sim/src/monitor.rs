@@ -2,11 +2,11 @@
 //! (`[monitor]`).
 
 use crate::build::Network;
+use crate::conn::WindowView;
 use crate::results::{CwndSample, DropRecord, QueueSample};
 use fctlab_engine::Nanos;
 use fctlab_net::Packet;
 use fctlab_scenario::Scenario;
-use crate::conn::WindowView;
 use std::sync::Arc;
 
 /// What a run samples and the samples so far.

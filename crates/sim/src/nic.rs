@@ -50,7 +50,7 @@ impl Simulation {
     fn nic_wake(&mut self, port: u32, at: Nanos) {
         let at = at.max(self.now);
         let pending = self.nics.wake_at.get(&port).copied();
-        if pending.is_none_or(|t| t > at) {
+        if pending.map_or(true, |t| t > at) {
             self.nics.wake_at.insert(port, at);
             self.events.push(at, Event::NicWake(port));
         }
@@ -86,4 +86,3 @@ impl Simulation {
         }
     }
 }
-

@@ -221,7 +221,12 @@ fn headroom_of(sc: &Scenario, net: &Network, p: usize, mtu: u64) -> u64 {
 }
 
 /// The shared-buffer thresholds of every switch input.
-fn shared(sc: &Scenario, net: &Network, b: &fctlab_scenario::SharedBuffer, mtu: u64) -> Result<SharedPfc, ScenarioError> {
+fn shared(
+    sc: &Scenario,
+    net: &Network,
+    b: &fctlab_scenario::SharedBuffer,
+    mtu: u64,
+) -> Result<SharedPfc, ScenarioError> {
     let n = net.ports.len();
     let nodes = net.node_is_host.len();
     // The hosts' rate: the slowest host link's, where the fork's alpha of 1/8 applies.

@@ -481,7 +481,9 @@ impl Simulation {
     #[cold]
     #[inline(never)]
     fn host_grants(&mut self, node: NodeId, f: usize) {
-        let Some((_, rcv)) = self.flows.get_mut(f).and_then(|st| st.conn.as_deref()).and_then(Conn::tcp) else { return };
+        let Some((_, rcv)) = self.flows.get_mut(f).and_then(|st| st.conn.as_deref()).and_then(Conn::tcp) else {
+            return;
+        };
         let msg = Incoming { flow: f as u32, size: rcv.message_size(), received: rcv.bytes_received() };
         let Some(Some(r)) = self.receivers.get_mut(node.0 as usize) else { return };
         let mut grants = std::mem::take(&mut self.grants);
@@ -718,9 +720,10 @@ impl Simulation {
             hops,
             mss_bytes: tcp.mss_bytes,
         };
-        let owner = spec.cc.router_assisted().then(|| {
-            self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8
-        });
+        let owner = spec
+            .cc
+            .router_assisted()
+            .then(|| self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8);
         let conn = if spec.cc.transport() == TransportKind::Roce {
             let mut snd = RoceSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn, nic_rate);
             if let Some(o) = owner {
@@ -874,7 +877,12 @@ fn router_families(scenario: &Scenario, net: &Network) -> Result<RouterFamilies,
                 let (a, b) = if i % 2 == 0 { (l.a, l.b) } else { (l.b, l.a) };
                 return Err(scenario.error(
                     &format!("flows[{first}].protocol"),
-                    format!("{} cannot run on the link {}->{}: {m}", cfg.name(), topo.nodes[a].name, topo.nodes[b].name),
+                    format!(
+                        "{} cannot run on the link {}->{}: {m}",
+                        cfg.name(),
+                        topo.nodes[a].name,
+                        topo.nodes[b].name
+                    ),
                 ));
             }
         }

@@ -216,7 +216,11 @@ fn lossless_runs_drop_nothing_over_random_incasts_and_permutations() {
         };
         // Half the cases over a shared buffer per switch (dynamic pause thresholds).
         let shared = 300 + next(&mut st) % 2700;
-        let toml = if case % 4 >= 2 { toml.replace("pfc = true", &format!("pfc = true\nswitch_buffer = \"{shared}KB\"")) } else { toml };
+        let toml = if case % 4 >= 2 {
+            toml.replace("pfc = true", &format!("pfc = true\nswitch_buffer = \"{shared}KB\""))
+        } else {
+            toml
+        };
         let mut s = sim(&toml);
         s.run();
         paused += !s.pfc_log().is_empty() as u32;

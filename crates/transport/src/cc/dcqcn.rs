@@ -340,7 +340,7 @@ mod tests {
         assert_eq!(d.current_rate(), 100e6);
         let mut t = Nanos::from_micros(1);
         for _ in 0..100_000 {
-            t = t + Nanos::from_micros(55);
+            t += Nanos::from_micros(55);
             d.on_timer(&mut st, t);
         }
         assert_eq!(d.current_rate(), 100e9);

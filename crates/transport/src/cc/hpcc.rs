@@ -423,8 +423,8 @@ mod tests {
         // k = 2 / 0.95.
         let t1 = t0 + Nanos::from_micros(10);
         ack(&mut h, &mut st, 21_000, 40_000, &[Hop::new(t1, 125_056, 125_040, 5)]);
-        let tx = 125_056.0 / 128.0;
-        let u = (tx as f64).floor() * 128.0 * 8.0 / 10e-6 / 100e9 + (125_040.0 / 80.0f64).floor() * 80.0 * 8.0 / (100e9 * 10e-6);
+        let tx: f64 = 125_056.0 / 128.0;
+        let u = tx.floor() * 128.0 * 8.0 / 10e-6 / 100e9 + (125_040.0 / 80.0f64).floor() * 80.0 * 8.0 / (100e9 * 10e-6);
         let want = 100e9 / (u / 0.95) + 100e9 * 0.0004;
         assert!((h.rate() - want).abs() < 1.0, "rate {} against {want}", h.rate());
         assert!((h.utilization() - u).abs() < 1e-9);
@@ -440,7 +440,7 @@ mod tests {
         let mut t = Nanos::from_micros(100);
         ack(&mut h, &mut st, 1000, 2000, &[Hop::new(t, 0, 0, 5)]);
         // First bring the rate down: a hop at twice its rate for a full T (u = 2).
-        t = t + Nanos::from_micros(10);
+        t += Nanos::from_micros(10);
         ack(&mut h, &mut st, 3000, 4000, &[Hop::new(t, 250_112, 0, 5)]);
         let low = h.rate();
         let u0 = 250_112.0 * 8.0 / 10e-6 / 100e9;
@@ -450,7 +450,7 @@ mod tests {
         let mut bytes = 250_112;
         let mut rates = vec![];
         for k in 1..=6u64 {
-            t = t + Nanos::from_micros(10);
+            t += Nanos::from_micros(10);
             bytes += 12_544;
             ack(&mut h, &mut st, 10_000 * k, 10_000 * k + 5000, &[Hop::new(t, bytes, 0, 5)]);
             rates.push(h.rate());

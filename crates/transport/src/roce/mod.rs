@@ -185,7 +185,11 @@ impl RoceSender {
         if rate.0 == 0 {
             return None;
         }
-        Some(if self.packets_sent == 0 { Nanos::ZERO } else { self.last_departure + rate.tx_time(self.last_wire_bytes) })
+        Some(if self.packets_sent == 0 {
+            Nanos::ZERO
+        } else {
+            self.last_departure + rate.tx_time(self.last_wire_bytes)
+        })
     }
 
     /// Whether the window lets another packet go.

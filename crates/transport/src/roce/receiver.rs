@@ -84,7 +84,7 @@ impl RoceReceiver {
     /// A data packet arrived; the replies go to `out`.
     pub fn on_packet(&mut self, now: Nanos, p: &Packet, out: &mut Vec<Packet>) {
         self.data_packets += 1;
-        if p.has(flags::CE) && self.last_cnp.is_none_or(|t| now >= t + self.cnp_interval) {
+        if p.has(flags::CE) && self.last_cnp.map_or(true, |t| now >= t + self.cnp_interval) {
             self.last_cnp = Some(now);
             self.cnps_sent += 1;
             out.push(self.reply(PacketKind::Cnp, p));

@@ -6,7 +6,13 @@ use crate::cc::{configure, FlowInfo};
 const GBPS: u64 = 1_000_000_000;
 
 fn cfg() -> TcpConfig {
-    TcpConfig { mss_bytes: 1000, header_bytes: 48, min_rto: Nanos::from_micros(100), initial_rto: Nanos::from_millis(1), ..TcpConfig::default() }
+    TcpConfig {
+        mss_bytes: 1000,
+        header_bytes: 48,
+        min_rto: Nanos::from_micros(100),
+        initial_rto: Nanos::from_millis(1),
+        ..TcpConfig::default()
+    }
 }
 
 fn sender(protocol: &str, size: u64) -> RoceSender {
