@@ -96,8 +96,9 @@ PFABRIC_COST_TARGET = 1.5
 HPCC_COST_TARGET = 1.5
 #: Lossless ports' wall time per data packet is at most this multiple of lossy ones'.
 LOSSLESS_COST_TARGET = 1.5
-#: The peak memory of a million RDMA messages is at most this multiple of flows_1m's.
-RDMA_MEMORY_TARGET = 1.0
+#: The peak memory of a million RDMA messages is at most this multiple of flows_1m's: the same
+#: figure, within the run-to-run spread of flows_1m's own peak on one machine (173 to 179 MB).
+RDMA_MEMORY_TARGET = 1.05
 
 #: The data packets per wall-second of the k=16 permutation are at least this share of the
 #: k=8 one's (the same set-up at two sizes).
