@@ -35,35 +35,31 @@ fn count32(n: u64) -> u32 {
 
 impl FlowCounts {
     pub fn of(c: &Conn) -> FlowCounts {
-        match c {
+        let (rtt, bytes_delivered, retransmits, packets_sent, timeouts) = match c {
             Conn::Tcp { snd, rcv } => {
-                let rtt = snd.rtt_measured();
-                FlowCounts {
-                    bytes_delivered: rcv.bytes_delivered(),
-                    retransmits: snd.retransmits,
-                    packets_sent: snd.packets_sent,
-                    timeouts: count32(snd.timeouts),
-                    first_timeouts: snd.first_timeouts,
-                    ecn_timeouts: snd.ecn_timeouts,
-                    loss_probes: count32(snd.probes),
-                    rtt_min: rtt.map(|(min, _)| min).into(),
-                    rtt_mean: rtt.map_or(Nanos::ZERO, |(_, mean)| mean),
-                    left_slow_start: snd.left_slow_start,
-                }
+                (snd.rtt_measured(), rcv.bytes_delivered(), snd.retransmits, snd.packets_sent, snd.timeouts)
             }
             Conn::Roce { snd, rcv } => {
-                let rtt = snd.rtt_measured();
-                FlowCounts {
-                    bytes_delivered: rcv.bytes_delivered(),
-                    retransmits: snd.retransmits,
-                    packets_sent: snd.packets_sent,
-                    timeouts: count32(snd.timeouts),
-                    rtt_min: rtt.map(|(min, _)| min).into(),
-                    rtt_mean: rtt.map_or(Nanos::ZERO, |(_, mean)| mean),
-                    ..FlowCounts::default()
-                }
+                (snd.rtt_measured(), rcv.bytes_delivered(), snd.retransmits, snd.packets_sent, snd.timeouts)
             }
+        };
+        let mut counts = FlowCounts {
+            bytes_delivered,
+            retransmits,
+            packets_sent,
+            timeouts: count32(timeouts),
+            rtt_min: rtt.map(|(min, _)| min).into(),
+            rtt_mean: rtt.map_or(Nanos::ZERO, |(_, mean)| mean),
+            ..FlowCounts::default()
+        };
+        // What only TCP counts.
+        if let Conn::Tcp { snd, .. } = c {
+            counts.first_timeouts = snd.first_timeouts;
+            counts.ecn_timeouts = snd.ecn_timeouts;
+            counts.loss_probes = count32(snd.probes);
+            counts.left_slow_start = snd.left_slow_start;
         }
+        counts
     }
 }
 
