@@ -76,6 +76,31 @@ impl fmt::Display for TransportKind {
     }
 }
 
+/// The window state the sender and the algorithm share.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CcState {
+    pub cwnd_bytes: u64,
+    /// [`CcState::SSTHRESH_UNLIMITED`] until a loss, an ECN echo or a setting lowers it.
+    pub ssthresh_bytes: u64,
+    pub mss_bytes: u64,
+}
+
+impl CcState {
+    /// The slow-start threshold of a window that has none yet: far above any window, with room
+    /// left for the arithmetic the algorithms do on it.
+    pub const SSTHRESH_UNLIMITED: u64 = u64::MAX / 2;
+
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd_bytes < self.ssthresh_bytes
+    }
+
+    /// The slow-start threshold, or None while it is unlimited (an algorithm may have lowered
+    /// it below [`CcState::SSTHRESH_UNLIMITED`] without a congestion signal, as by halving it).
+    pub fn ssthresh(&self) -> Option<u64> {
+        (self.ssthresh_bytes < Self::SSTHRESH_UNLIMITED / 2).then_some(self.ssthresh_bytes)
+    }
+}
+
 /// What the simulation asks of a connection's sending side, whatever its transport. Every
 /// call takes `now` and appends the packets to send to `out`; the sender owns no timer, the
 /// caller asks for its deadline and calls back.
@@ -178,6 +203,23 @@ pub trait TransportPolicy {
     fn take_resend(&mut self) -> Option<(u64, u64)> {
         None
     }
+
+    /// The `roce` transport: the window a flow starts with, for an algorithm that keeps one
+    /// (HPCC's base RTT times the line rate). Without it the window is unlimited.
+    fn init(&mut self, _st: &mut CcState) {}
+
+    /// The `roce` transport, for timer-driven algorithms (DCQCN): when the algorithm's own
+    /// timer is due next, if one runs. The transport calls [`TransportPolicy::on_timer`] then,
+    /// and reads the rate again.
+    fn deadline(&self) -> Option<Nanos> {
+        None
+    }
+
+    /// The algorithm's timer is due at `now` (see [`TransportPolicy::deadline`]).
+    fn on_timer(&mut self, _st: &mut CcState, _now: Nanos) {}
+
+    /// The `roce` transport: a data packet of `wire_bytes` left at `now` (DCQCN's byte counter).
+    fn on_sent(&mut self, _now: Nanos, _wire_bytes: u64) {}
 }
 
 /// A message at its receiving host, after one of its data packets arrived.

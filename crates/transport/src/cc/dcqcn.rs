@@ -19,7 +19,7 @@
 //!
 //! The timers are kept as times, not events: alpha's decay over k periods is applied when
 //! alpha is next needed (the same arithmetic as k timer events), and the rate timer is the
-//! algorithm's deadline ([`CongestionControl::deadline`]), so a flow's rate rises on time even
+//! algorithm's deadline ([`TransportPolicy::deadline`]), so a flow's rate rises on time even
 //! while it sends nothing.
 //!
 //! Defaults: g, the timers, the byte counter, F and the CNP interval as the DCQCN paper and
@@ -189,31 +189,8 @@ impl Dcqcn {
     }
 }
 
-/// The transport as it is.
-impl TransportPolicy for Dcqcn {}
-
-impl CongestionControl for Dcqcn {
-    fn on_congestion(&mut self, _st: &mut CcState, ev: CongestionEvent) {
-        if !matches!(ev, CongestionEvent::Notification { .. }) {
-            return; // go-back-N recovers losses; the rate answers CNPs only
-        }
-        let now = self.now;
-        self.decay_alpha(now);
-        self.rt = self.rc;
-        self.rc = (self.rc * (1.0 - self.alpha / 2.0)).max(self.min_rate);
-        self.alpha = (1.0 - self.g) * self.alpha + self.g;
-        self.alpha_since = now;
-        self.alpha_periods = 0;
-        self.t_stage = 0;
-        self.bc_stage = 0;
-        self.bytes = 0;
-        self.next_increase = Some(now + self.rate_timer);
-    }
-
-    fn pacing_rate(&self) -> Option<BitsPerSec> {
-        Some(BitsPerSec(self.rc.max(1.0) as u64))
-    }
-
+/// Its timers and its byte counter, which the `roce` transport runs.
+impl TransportPolicy for Dcqcn {
     fn deadline(&self) -> Option<Nanos> {
         self.next_increase
     }
@@ -239,6 +216,30 @@ impl CongestionControl for Dcqcn {
             self.increase();
         }
     }
+}
+
+impl CongestionControl for Dcqcn {
+    fn on_congestion(&mut self, _st: &mut CcState, ev: CongestionEvent) {
+        if !matches!(ev, CongestionEvent::Notification { .. }) {
+            return; // go-back-N recovers losses; the rate answers CNPs only
+        }
+        let now = self.now;
+        self.decay_alpha(now);
+        self.rt = self.rc;
+        self.rc = (self.rc * (1.0 - self.alpha / 2.0)).max(self.min_rate);
+        self.alpha = (1.0 - self.g) * self.alpha + self.g;
+        self.alpha_since = now;
+        self.alpha_periods = 0;
+        self.t_stage = 0;
+        self.bc_stage = 0;
+        self.bytes = 0;
+        self.next_increase = Some(now + self.rate_timer);
+    }
+
+    fn pacing_rate(&self) -> Option<BitsPerSec> {
+        Some(BitsPerSec(self.rc.max(1.0) as u64))
+    }
+
 }
 
 #[cfg(test)]

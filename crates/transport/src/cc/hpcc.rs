@@ -310,13 +310,14 @@ impl Hpcc {
     }
 }
 
-/// Data packets carry the header; switches append to it.
-impl TransportPolicy for Hpcc {}
-
-impl CongestionControl for Hpcc {
+/// The window a flow starts with.
+impl TransportPolicy for Hpcc {
     fn init(&mut self, st: &mut CcState) {
         st.cwnd_bytes = self.window(self.rate);
     }
+}
+
+impl CongestionControl for Hpcc {
     fn on_ack(&mut self, _st: &mut CcState, ack: &AckSample) {
         self.ack_seq = ack.snd_una;
         self.snd_nxt = ack.snd_nxt;

@@ -40,7 +40,7 @@
 //! [`TransportPolicy::take_resend`] asks.
 
 use crate::config::TcpConfig;
-pub use crate::transport::{HostReceiver, PacketPriority, SendContext, TransportKind, TransportPolicy};
+pub use crate::transport::{CcState, HostReceiver, PacketPriority, SendContext, TransportKind, TransportPolicy};
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::{PacketKind, RouterHeader};
 use serde::de::DeserializeOwned;
@@ -72,31 +72,6 @@ pub struct FlowInfo {
     pub mss_bytes: u32,
 }
 
-/// The window state the sender and the algorithm share.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct CcState {
-    pub cwnd_bytes: u64,
-    /// [`CcState::SSTHRESH_UNLIMITED`] until a loss, an ECN echo or a setting lowers it.
-    pub ssthresh_bytes: u64,
-    pub mss_bytes: u64,
-}
-
-impl CcState {
-    /// The slow-start threshold of a window that has none yet: far above any window, with room
-    /// left for the arithmetic the algorithms do on it.
-    pub const SSTHRESH_UNLIMITED: u64 = u64::MAX / 2;
-
-    pub fn in_slow_start(&self) -> bool {
-        self.cwnd_bytes < self.ssthresh_bytes
-    }
-
-    /// The slow-start threshold, or None while it is unlimited (an algorithm may have lowered
-    /// it below [`CcState::SSTHRESH_UNLIMITED`] without a congestion signal, as by halving it).
-    pub fn ssthresh(&self) -> Option<u64> {
-        (self.ssthresh_bytes < Self::SSTHRESH_UNLIMITED / 2).then_some(self.ssthresh_bytes)
-    }
-}
-
 /// What one ACK tells the algorithm.
 #[derive(Copy, Clone, Debug, Default)]
 pub struct AckSample {
@@ -126,10 +101,9 @@ pub enum CongestionEvent {
     Notification { flight_bytes: u64 },
 }
 
-/// The congestion-control hooks, each a no-op by default (the last four only the `roce`
-/// transport calls). An algorithm keeps Reno's decrease by calling [`reno_decrease`] from
-/// `on_congestion`, and its growth by calling [`slow_start`] and [`additive_increase`] from
-/// `on_ack`.
+/// The congestion-control hooks: seven, each a no-op by default. An algorithm keeps Reno's
+/// decrease by calling [`reno_decrease`] from `on_congestion`, and its growth by calling
+/// [`slow_start`] and [`additive_increase`] from `on_ack`.
 pub trait CongestionControl {
     /// An ACK of new data (or an ECN echo) outside loss recovery: grow the window.
     fn on_ack(&mut self, _st: &mut CcState, _ack: &AckSample) {}
@@ -164,24 +138,6 @@ pub trait CongestionControl {
     fn weight(&self) -> Option<f64> {
         None
     }
-
-    /// Timer-driven algorithms (DCQCN, on the `roce` transport): when the algorithm's own
-    /// timer is due next, if one runs. The transport calls [`CongestionControl::on_timer`]
-    /// then, and reads the rate again.
-    fn deadline(&self) -> Option<Nanos> {
-        None
-    }
-
-    /// The algorithm's timer is due at `now` (see [`CongestionControl::deadline`]).
-    fn on_timer(&mut self, _st: &mut CcState, _now: Nanos) {}
-
-    /// A data packet of `wire_bytes` left at `now` (the `roce` transport; DCQCN's byte counter).
-    fn on_sent(&mut self, _now: Nanos, _wire_bytes: u64) {}
-
-    /// The flow starts (the `roce` transport): an algorithm that keeps a window sets the one
-    /// it starts with (HPCC's base RTT times the line rate). Without it the window is
-    /// unlimited.
-    fn init(&mut self, _st: &mut CcState) {}
 }
 
 /// Reno-style decrease by `beta` (0.5 halves), shared by the algorithms that keep it.

@@ -173,13 +173,14 @@ impl Swift {
     }
 }
 
-/// The transport as it is.
-impl TransportPolicy for Swift {}
-
-impl CongestionControl for Swift {
+/// The window a flow starts with.
+impl TransportPolicy for Swift {
     fn init(&mut self, st: &mut CcState) {
         st.cwnd_bytes = (self.cwnd.ceil() as u64).max(1);
     }
+}
+
+impl CongestionControl for Swift {
     fn on_ack(&mut self, st: &mut CcState, ack: &AckSample) {
         self.now = ack.now;
         self.retx = 0;

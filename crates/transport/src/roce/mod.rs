@@ -20,7 +20,7 @@
 //! echoes, bounded by `min_rto` and `max_rto`, doubling on each expiry) does the same when
 //! nothing comes back. CNPs go to the congestion control as
 //! [`CongestionEvent::Notification`]; a timer-driven algorithm's own timer
-//! ([`crate::cc::CongestionControl::deadline`]) is part of the sender's timer. A router-assisted
+//! ([`crate::transport::TransportPolicy::deadline`]) is part of the sender's timer. A router-assisted
 //! algorithm (HPCC) stamps its header on each data packet, the switches on the way rewrite it,
 //! and the acknowledgement brings it back to the algorithm.
 //!
