@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from fctlab.bench import FULL_ONLY, BENCHMARKS, SCALE_TARGET, scenario, to_toml
+from fctlab.bench import (
+    BENCHMARKS,
+    FULL_ONLY,
+    HPCC_COST_TARGET,
+    LOSSLESS_COST_TARGET,
+    RDMA_MEMORY_TARGET,
+    SCALE_TARGET,
+    scenario,
+    to_toml,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,6 +39,17 @@ def test_bench_quick_runs_and_reports_every_benchmark():
     assert scale["k16_over_k8"] == pytest.approx(
         by_name["fattree_k16_dctcp"]["data_packets_per_wall_s"] / by_name["fattree_k8_dctcp"]["data_packets_per_wall_s"]
     )
+    # HPCC's and lossless ports' cost per packet against DCTCP's on the k=8 permutation
+    # (figures, not timed here)
+    dctcp = by_name["fattree_k8_dctcp"]["data_packets_per_wall_s"]
+    hpcc = by_name.pop("hpcc_cost")
+    assert hpcc["target"] == HPCC_COST_TARGET
+    assert hpcc["hpcc_over_dctcp"] == pytest.approx(dctcp / by_name["fattree_k8_hpcc"]["data_packets_per_wall_s"])
+    lossless = by_name.pop("lossless_cost")
+    assert lossless["target"] == LOSSLESS_COST_TARGET
+    assert lossless["lossless_over_lossy"] == pytest.approx(
+        dctcp / by_name["fattree_k8_lossless"]["data_packets_per_wall_s"]
+    )
     sw = by_name.pop("sweep")
     assert sw["identical"] is True and sw["runs"] == 12
     assert sw["workers_1_s"] > 0 and sw["workers_2_s"] > 0 and sw["parallel_share"] > 0
@@ -39,14 +59,34 @@ def test_bench_quick_runs_and_reports_every_benchmark():
     # flows, 200,000 flows beside flows_1m's 50,000 at one load, 600 of the web-search flows)
     web = ("websearch_k8_dctcp", "websearch_k8_pfabric")
     p = subprocess.run(
-        [sys.executable, "-m", "fctlab.cli", "bench", "--quick", "--json", "flows_1m", "flows_4m", "flows_10m", *web],
+        [
+            sys.executable,
+            "-m",
+            "fctlab.cli",
+            "bench",
+            "--quick",
+            "--json",
+            "flows_1m",
+            "flows_4m",
+            "flows_10m",
+            "rdma_1m",
+            *web,
+        ],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert p.returncode == 0, p.stderr
     long = {r["benchmark"]: r for r in map(json.loads, p.stdout.splitlines())}
-    by_name.update((n, long[n]) for n in ("flows_4m", "flows_10m", *web))
+    by_name.update((n, long[n]) for n in ("flows_4m", "flows_10m", "rdma_1m", *web))
+    # the RDMA messages' peak memory against flows_1m's (a figure: the target is for the full
+    # million, and quick runs sit near the process's own floor)
+    rdma = long["rdma_memory"]
+    assert rdma["target"] == RDMA_MEMORY_TARGET
+    assert rdma["rdma_1m_over_flows_1m"] == pytest.approx(
+        long["rdma_1m"]["peak_rss_mb"] / long["flows_1m"]["peak_rss_mb"]
+    )
+    assert long["rdma_1m"]["flows_completed"] == long["rdma_1m"]["flows_total"] == 50_000
     assert all(by_name[n]["flows_completed"] == by_name[n]["flows_total"] == 600 for n in web)
     # pFabric's cost per packet against DCTCP's on the same flows (a figure, not timed here)
     cost = long["pfabric_cost"]
