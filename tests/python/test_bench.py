@@ -139,7 +139,7 @@ def test_bench_scenarios_written_as_toml_read_back_the_same():
 
 
 @pytest.mark.benchmark
-def test_against_another_build_runs_both_and_the_same_build_gives_the_same_packets():
+def test_against_another_build_runs_both_and_the_same_build_gives_the_same_packets(tmp_path):
     sim = _fctlab_sim()
     if sim is None:
         pytest.skip("no fctlab-sim binary under target/ (cargo build --release -p fctlab-sim builds it)")
@@ -170,9 +170,9 @@ def test_against_another_build_runs_both_and_the_same_build_gives_the_same_packe
     assert other["peak_rss_mb"] > 0
     # The binary runs the scenario fctlab.bench wrote as TOML: a build of this source simulates
     # exactly what the in-process run did (measured speed aside).
-    run = subprocess.run(
-        [str(sim), "/dev/stdin"], input=to_toml(scenario("fattree_k8_dctcp", True)), capture_output=True, text=True
-    )
+    toml = tmp_path / "fattree_k8_dctcp.toml"
+    toml.write_text(to_toml(scenario("fattree_k8_dctcp", True)))
+    run = subprocess.run([str(sim), str(toml)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert f"data_packets_delivered={r['data_packets_delivered']} " in run.stdout
 
