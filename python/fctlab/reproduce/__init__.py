@@ -37,7 +37,7 @@ from . import stored
 
 __all__ = ["main_reproduce", "configure", "run", "PAPERS", "default_scenario_dir"]
 
-PAPERS = ("atcp", "thesis", "schedtcp", "pfabric", "pias", "homa", "d3", "d2tcp")
+PAPERS = ("atcp", "thesis", "schedtcp", "pfabric", "pias", "homa", "d3", "d2tcp", "hpcc")
 
 
 class _ArgError(Exception):
