@@ -205,7 +205,7 @@ def test_output_lines_become_flows_and_links_rows():
         + [f"L {i} 10 90000 {1 if i == 0 else 0} 4 0.001" for i in range(len(p.ports))]
         + ["T 0.01"]
     )
-    flows, links, summary, _ = htsim.parse(p, out, 1, 0.1)
+    flows, links, summary, _, _ = htsim.parse(p, out, 1, 0.1)
     assert flows[0]["completed"] and flows[0]["fct_s"] == pytest.approx(0.0015)
     assert flows[0]["retransmits"] == 2 and flows[0]["bytes_delivered"] == 100_000
     assert not flows[1]["completed"] and flows[1]["timeouts"] == 1 and flows[1]["bytes_delivered"] == 50 * 8960

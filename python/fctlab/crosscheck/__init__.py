@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 from ..api import RunResult, ScenarioError, ScenarioLike, _schema
 from ..api import run as fctlab_run
@@ -28,12 +28,14 @@ from . import testbed as kernel_testbed
 #: Targets by name. A target is a module with
 #:   PRODUCER: str                      the simulator's name as the report prints it
 #:   check(plan) -> None                raises Unsupported naming the key it cannot run
-#:   run(plan, seed, out) -> (flows rows, links rows, summary, cwnd rows)
+#:   run(plan, seed, out) -> (flows rows, links rows, summary, cwnd rows[, pfc rows])
+#:                                      (pfc rows: a lossless run's pauses, or None)
 #:   Error: type                        what `run` raises when the simulator fails (one line)
 #: Rows are dicts with the columns the simulator measured; `other_result` fills the rest.
 #: Optional: WALL_NOTE (what a seed's wall time holds), seed_notes(summaries) -> lines
 #: for the report (the testbed: the kernel and the machine's load per seed), and
-#: pairs_flows(plan) -> bool (False when the target routes flows otherwise than fctlab).
+#: pairs_flows(plan) -> bool (False when the target routes flows otherwise than fctlab), and
+#: LOSSLESS = True (check() runs or refuses lossless plans itself).
 TARGETS = {"ns2": ns2, "htsim": htsim, "ns3": ns3, "testbed": kernel_testbed}
 
 
@@ -61,7 +63,13 @@ class Crosscheck:
 
 
 def other_result(
-    flows_rows: list, link_rows: list, summary: dict, fctlab_flows, cwnd_rows: Sequence = (), producer: str = "ns-2.35"
+    flows_rows: list,
+    link_rows: list,
+    summary: dict,
+    fctlab_flows,
+    cwnd_rows: Sequence = (),
+    producer: str = "ns-2.35",
+    pfc_rows: Optional[Sequence] = None,
 ):
     """The other simulator's results as a :class:`fctlab.api.RunResult` in fctlab's format: the
     columns it does not report are null; `ideal_fct_s` (a property of the flow and its path) and
@@ -79,20 +87,32 @@ def other_result(
         r["conn_finish_s"] = r["finish_s"]
     fs, ls, cs = _schema("flows"), _schema("links"), _schema("cwnd")
     cwnd = pa.Table.from_pylist(rows_for(cs, cwnd_rows, where=f"{producer} cwnd"), schema=cs) if cwnd_rows else None
+    pfc = None
+    if pfc_rows is not None:  # a lossless run's pauses and resumes (pfc.parquet)
+        ps = _schema("pfc")
+        pfc = pa.Table.from_pylist(rows_for(ps, list(pfc_rows), where=f"{producer} pfc"), schema=ps)
     return RunResult(
         pa.Table.from_pylist(rows_for(fs, flows_rows, where=f"{producer} flows"), schema=fs),
         pa.Table.from_pylist(rows_for(ls, link_rows, where=f"{producer} links"), schema=ls),
         None,
         summary,
         cwnd_table=cwnd,
+        pfc_table=pfc,
         producer=producer,
     )
 
 
 def _write_other(
-    flows_rows: list, link_rows: list, summary: dict, fctlab_flows, out: Path, cwnd_rows: Sequence = (), producer=""
+    flows_rows: list,
+    link_rows: list,
+    summary: dict,
+    fctlab_flows,
+    out: Path,
+    cwnd_rows: Sequence = (),
+    producer="",
+    pfc_rows: Optional[Sequence] = None,
 ) -> None:
-    other_result(flows_rows, link_rows, summary, fctlab_flows, cwnd_rows, producer).write(out)
+    other_result(flows_rows, link_rows, summary, fctlab_flows, cwnd_rows, producer, pfc_rows).write(out)
 
 
 def run_other(scenario: ScenarioLike, fctlab_result, *, against: str = "ns2", out, set: Sequence[str] = ()):
@@ -102,13 +122,15 @@ def run_other(scenario: ScenarioLike, fctlab_result, *, against: str = "ns2", ou
     differently). Raises Unsupported naming the key it cannot run, or ns2.NsError."""
     target = TARGETS[against]
     p = plan_mod.load(scenario, list(set))
-    plan_mod.refuse_lossless(p, target.PRODUCER)
+    if not getattr(target, "LOSSLESS", False):  # a target that runs lossless ports checks them itself
+        plan_mod.refuse_lossless(p, target.PRODUCER)
     target.check(p)
-    flows_rows, link_rows, summary, cwnd_rows = target.run(p, p.seed, Path(out))
+    # a target may add a fifth table: the pauses and resumes of a lossless run (pfc.parquet rows)
+    flows_rows, link_rows, summary, cwnd_rows, *more = target.run(p, p.seed, Path(out))
     summary["scenario_file"] = str(scenario) if not isinstance(scenario, dict) else "<dict>"
     summary["overrides"] = list(set)
     summary["notes"] = list(p.notes)
-    res = other_result(flows_rows, link_rows, summary, fctlab_result.flows_table, cwnd_rows, target.PRODUCER)
+    res = other_result(flows_rows, link_rows, summary, fctlab_result.flows_table, cwnd_rows, target.PRODUCER, *more[:1])
     res.write(out)
     return res
 
@@ -153,11 +175,13 @@ def crosscheck(
         res.write(d / "fctlab")
         say(f"seed {seed}: {against}")
         t0 = time.perf_counter()
-        flows_rows, link_rows, summary, cwnd_rows = target.run(p, seed, d / against)
+        flows_rows, link_rows, summary, cwnd_rows, *more = target.run(p, seed, d / against)
         ow = time.perf_counter() - t0
         summary["scenario_file"] = str(scenario) if not isinstance(scenario, dict) else "<dict>"
         summary["overrides"] = sets
-        _write_other(flows_rows, link_rows, summary, res.flows_table, d / against, cwnd_rows, target.PRODUCER)
+        _write_other(
+            flows_rows, link_rows, summary, res.flows_table, d / against, cwnd_rows, target.PRODUCER, *more[:1]
+        )
         summaries.append(summary)
         own = time.perf_counter() - t_seed - fw - ow
         runs.append(SeedRun(seed, d / "fctlab", d / against, fw, ow, own))

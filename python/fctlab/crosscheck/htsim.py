@@ -61,12 +61,15 @@ class Driver:
 DRIVERS = {
     "tcp": Driver("fctlab_htsim", "TcpSrc", True),
     "dctcp": Driver("fctlab_htsim", "DCTCPSrc", True),
+    "roce": Driver("fctlab_htsim", "RoceSrc", True),
+    "hpcc": Driver("fctlab_htsim", "HPCCSrc", True),
     "ndp": Driver("htsim_ndp", "NdpSrc", False),
     "eqds": Driver("htsim_eqds", "EqdsSrc", False),
-    "roce": Driver("htsim_roce", "RoceSrc", False),
     "swift": Driver("htsim_swift", "SwiftSrc", False),
-    "hpcc": Driver("htsim_hpcc", "HPCCSrc", False),
 }
+
+#: The RDMA protocols the driver runs, over lossless ports only.
+RDMA = ("roce", "hpcc")
 
 #: The fctlab protocols this target runs (validation.py reads it).
 PROTOCOLS = tuple(p for p, d in DRIVERS.items() if d.runs)
@@ -79,6 +82,11 @@ DCTCP_G = 1 / 16
 DCTCP_ALPHA_INIT = 0.0
 #: The timer scan period when the scenario asks for exact timers (rto_granularity = 0).
 DEFAULT_SCAN_S = 0.001
+#: RocePacket::ACKSIZE and HPCCPacket::ACKSIZE (rocepacket.h, hpccpacket.h): the bytes every
+#: data packet carries beside its payload, and the size of an ACK or NACK.
+RDMA_HEADER_BYTES = 64
+#: EthPausePacket's size (eth_pause_packet.h, PAUSESIZE), as fctlab's pause frame.
+PAUSE_BYTES = 64
 #: An unlimited buffer, in bytes.
 UNLIMITED = 1 << 62
 PS = 1e12
@@ -97,8 +105,8 @@ def check(plan: Plan) -> None:
     for f in plan.flows:
         if f.protocol not in DRIVERS or not DRIVERS[f.protocol].runs:
             raise Unsupported(
-                f"flows[{f.flow_id}].protocol: {f.protocol!r} is not run against htsim (htsim has TCP and DCTCP "
-                f"as fctlab runs them; the crosscheck runs {', '.join(PROTOCOLS)})"
+                f"flows[{f.flow_id}].protocol: {f.protocol!r} is not run against htsim (htsim has TCP, DCTCP, RoCE "
+                f"and HPCC as fctlab runs them; the crosscheck runs {', '.join(PROTOCOLS)})"
             )
         if f.protocol == "tcp" and f.ecn:
             raise Unsupported(
@@ -115,9 +123,154 @@ def check(plan: Plan) -> None:
                     f"transport.dctcp_alpha_init: {a0:g}; htsim's DCTCPSrc starts alpha at 0 (dctcp.cpp "
                     "constructor); set 0"
                 )
-    _check_transport(t)
+    rdma = [f for f in plan.flows if f.protocol in RDMA]
+    if rdma and len(rdma) < len(plan.flows):
+        raise Unsupported(
+            "transport.protocol: the scenario mixes TCP and RDMA flows; the crosscheck runs htsim's TCP sources "
+            "on lossy ports and its RDMA sources on lossless ones, one kind per scenario"
+        )
+    if rdma:
+        _check_rdma(plan, rdma)
+    else:
+        if plan.pfc is not None:
+            raise Unsupported(
+                "network.pfc: the crosscheck runs htsim's lossless ports with its RDMA sources (roce, hpcc); "
+                "htsim's TcpSrc and DCTCPSrc do not obey PAUSE frames; remove pfc or use an RDMA protocol"
+            )
+        _check_transport(t)
     _check_network(plan)
     plan.notes.extend(notes(plan))
+
+
+def _check_rdma(plan: Plan, rdma: list) -> None:
+    """What RoceSrc, HPCCSrc, their sinks and htsim's lossless ports fix (roce.cpp, hpcc.cpp,
+    queue_lossless_input.cpp)."""
+    t = plan.tcp
+    if plan.pfc is None:
+        raise Unsupported(
+            "network.pfc: htsim's RoceSrc and HPCCSrc have no retransmission timer (roce.cpp, hpcc.cpp: a lost "
+            "last packet is never resent), so the crosscheck runs them on lossless ports only; set pfc = true"
+        )
+    if plan.switch_buffer is not None:
+        raise Unsupported(
+            "network.switch_buffer: htsim's LosslessInputQueue counts each input against fixed thresholds "
+            "(queue_lossless_input.cpp); it has no shared buffer; remove the key"
+        )
+    _need(
+        t["header_bytes"] == RDMA_HEADER_BYTES,
+        "header_bytes",
+        f"{t['header_bytes']} B; htsim's RDMA packets carry 64 bytes beside the payload and its ACKs are 64 bytes "
+        '(RocePacket::ACKSIZE, HPCCPacket::ACKSIZE); set header_bytes = "64B"',
+    )
+    _need(
+        int(t.get("ack_interval", 1)) == 1,
+        "ack_interval",
+        f"{t.get('ack_interval')}; htsim's RoceSink and HPCCSink acknowledge every packet; set 1",
+    )
+    for f in rdma:
+        if f.ecn:
+            raise Unsupported(
+                f"transport.ecn: flow {f.flow_id} is ECN-capable; htsim's {DRIVERS[f.protocol].source_class} "
+                "ignores CE marks; set ecn = false"
+            )
+        if f.size_bytes is None:
+            raise Unsupported(
+                f"flows[{f.flow_id}].size: a long-lived {f.protocol} flow; the crosscheck runs RDMA messages of a "
+                "given size"
+            )
+    hpcc = [f for f in rdma if f.protocol == "hpcc"]
+    if hpcc:
+        hpcc_settings(plan)
+    pfc_thresholds(plan)
+
+
+def hpcc_settings(plan: Plan) -> tuple:
+    """HPCCSrc's static settings for the plan's HPCC flows: (T in seconds, eta, max_stage).
+    htsim holds one value of each for all sources (hpcc.cpp: HPCCSrc::_T, _eta, _max_stages)
+    and sets the additive step W_AI to one packet's payload (HPCCSrc's constructor: _Wai = _mss)."""
+    flows = [f for f in plan.flows if f.protocol == "hpcc"]
+    mss = plan.tcp["mss_bytes"]
+    out = None
+    for f in flows:
+        p = f.params
+        T = p.get("hpcc_base_rtt")
+        if T is None:
+            raise Unsupported(
+                "transport.hpcc_base_rtt: not given; htsim's HPCCSrc uses one base RTT for every flow "
+                '(HPCCSrc::_T, hpcc.cpp), where fctlab takes each flow\'s own; give it (e.g. hpcc_base_rtt = "12us")'
+            )
+        T_s = float(T) * 1e-9
+        ai = p.get("hpcc_rate_ai")
+        want = mss * 8 / T_s
+        if ai is None or abs(float(ai) - want) > max(1.0, want * 1e-6):
+            raise Unsupported(
+                f"transport.hpcc_rate_ai: {'not given' if ai is None else f'{float(ai):.0f} bps'}; htsim's HPCCSrc "
+                f"adds one packet's payload per step (_Wai = _mss, hpcc.cpp), {mss} B per base RTT: set "
+                f'hpcc_rate_ai = "{want:.0f}bps"'
+            )
+        floor = float(p.get("hpcc_min_rate", 0))
+        if floor > want + 1:
+            raise Unsupported(
+                f"transport.hpcc_min_rate: {floor:.0f} bps; htsim's HPCCSrc has no rate floor but its window of "
+                f"at least W_AI (one packet per base RTT, {want:.0f} bps); set hpcc_min_rate at or below it"
+            )
+        mine = (T_s, float(p.get("hpcc_eta", 0.95)), int(p.get("max_stage", 0)))
+        if out is not None and any(abs(a - b) > 1e-15 for a, b in zip(mine, out)):
+            raise Unsupported(
+                f"flows[{f.flow_id}].hpcc: its hpcc_base_rtt, hpcc_eta or max_stage differ from another flow's; "
+                "htsim's HPCCSrc holds one value of each (static members, hpcc.cpp)"
+            )
+        out = mine
+    return out
+
+
+def mtu(plan: Plan) -> int:
+    """fctlab's MTU (payload and header; at least a pause frame), as its PFC sizes it."""
+    return max(plan.tcp["mss_bytes"] + plan.tcp["header_bytes"], PAUSE_BYTES)
+
+
+def _input_thresholds(plan: Plan, p) -> tuple:
+    """fctlab's (xoff, xon) for input port `p` (docs/lossless.md, Parameters)."""
+    cfg = plan.pfc
+    M = mtu(plan)
+    xoff = cfg.get("xoff")
+    if xoff is None:
+        if p.buffer is None:
+            raise Unsupported("network.pfc: an unlimited buffer has no pause threshold: give pfc_xoff")
+        kind, n = p.buffer
+        b = int(n) * M if kind == "pkts" else int(n)
+        head = cfg.get("headroom")
+        if head is None:
+            head = 2 * p.rate_bps * p.delay_s / 8 + 2 * M + PAUSE_BYTES
+        xoff = int(b - head)
+    xon = cfg.get("xon")
+    if xon is None:
+        xon = max(0, int(xoff) - 2 * M)
+    return int(xoff), int(xon)
+
+
+def pfc_thresholds(plan: Plan) -> tuple:
+    """LosslessInputQueue's (_high_threshold, _low_threshold), bytes. htsim pauses when the bytes
+    an input holds pass the high threshold and resumes when they fall below the low one
+    (queue_lossless_input.cpp); fctlab pauses when they pass pfc_xoff and resumes when they are
+    at or below pfc_xon: high = xoff, low = xon + 1. htsim has one pair for all inputs (static
+    members), so the inputs' thresholds must agree."""
+    switches = set(plan.switches)
+    seen = {}
+    for p in plan.ports:
+        if p.dst in switches:
+            seen.setdefault(_input_thresholds(plan, p), f"{p.src}->{p.dst}")
+    if not seen:
+        raise Unsupported("network.pfc: no port feeds a switch")
+    if len(seen) > 1:
+        (a, pa), (b, pb) = list(seen.items())[:2]
+        raise Unsupported(
+            f"network.pfc_xoff: the inputs' pause thresholds differ ({pa}: xoff {a[0]} B, xon {a[1]} B; {pb}: xoff "
+            f"{b[0]} B, xon {b[1]} B); htsim's LosslessInputQueue has one pair for all inputs (static "
+            "_high_threshold, _low_threshold); give pfc_xoff and pfc_xon"
+        )
+    xoff, xon = next(iter(seen))
+    return xoff, xon + 1
 
 
 def _need(ok: bool, key: str, why: str) -> None:
@@ -167,15 +320,22 @@ def _check_network(plan: Plan) -> None:
         )
     for p in plan.ports:
         kind = p.queue["kind"]
+        key = "network.nic_queue" if p.nic else "network.queue"
         if kind not in ("droptail", "ecn"):
-            key = "network.nic_queue" if p.nic else "network.queue"
             raise Unsupported(f"{key}: {kind!r}; htsim's Queue and ECNQueue run droptail and ecn")
+        if plan.pfc is not None and p.nic and kind == "ecn":
+            raise Unsupported(
+                "network.nic_queue: 'ecn'; on a lossless network a host's NIC is htsim's FairPriorityQueue, "
+                'which does not mark; set nic_queue = "droptail"'
+            )
     if any(f.size_bytes is None for f in plan.flows) and plan.stop_time_s is None:
         raise Unsupported("stop_time: a long-lived flow needs a stop time (htsim runs until its end time)")
 
 
 def notes(plan: Plan) -> list:
     """Where htsim runs the plan differently from fctlab, one sentence each."""
+    if any(f.protocol in RDMA for f in plan.flows):
+        return rdma_notes(plan)
     t = plan.tcp
     out = []
     if any(p.queue["kind"] == "ecn" for p in plan.ports):
@@ -207,6 +367,44 @@ def notes(plan: Plan) -> list:
         "recovering from a timeout, retransmits one segment per partial ACK and deflates the window on "
         f"exit to min(ssthresh, flight + 1 segment); fctlab's newreno_recovery = {t['newreno_recovery']!r}"
     )
+    if not _single_path(plan):
+        out.append(
+            "paths: the topology has equal-cost paths; htsim's flows take one chosen at random per flow and "
+            "direction (seeded by the crosscheck's seed), fctlab's its ECMP hash, so one flow may cross other "
+            "links in the two runs; compare the distributions (the per-flow pairs are not graded)"
+        )
+    return out
+
+
+def rdma_notes(plan: Plan) -> list:
+    """Where htsim runs RDMA flows over lossless ports differently from fctlab."""
+    mss = plan.tcp["mss_bytes"]
+    out = [
+        "sending: htsim's RoceSrc (and HPCCSrc at its rate) spaces its packets by (payload + 64 B) x 8 / rate "
+        "(roce.cpp constructor, _packet_spacing): the wire time of its own data packet, so at the NIC's rate it "
+        "sends back to back; its packets go into the host's FairPriorityQueue, which sends ACKs before data, "
+        "where fctlab's NIC serves its queue pairs in turn",
+        "PFC: htsim's LosslessInputQueue counts a packet from its arrival at the switch until its transmission "
+        "at the output ends (LosslessOutputQueue::completeService), fctlab until it starts; the translation "
+        "sets the pause threshold to pfc_xoff and the resume threshold to pfc_xon + 1 byte (htsim pauses above "
+        "the high threshold and resumes below the low one); htsim's PAUSE and RESUME frames reach the port "
+        "after the link's delay, without the 64 bytes' transmission time fctlab adds",
+        "recovery: htsim's RoceSrc and HPCCSrc have no retransmission timer and their sinks send a NACK for "
+        "every packet out of order; on lossless ports neither is used",
+    ]
+    if any(f.size_bytes is not None and f.size_bytes % mss for f in plan.flows):
+        out.append(
+            f"sizes: htsim sends every packet full ({mss} B of payload), so a message of S bytes sends "
+            f"ceil(S / {mss}) full packets; fctlab's last packet carries the rest"
+        )
+    if any(f.protocol == "hpcc" for f in plan.flows):
+        out.append(
+            "HPCC telemetry: htsim stamps a packet's record as it leaves a switch's LosslessOutputQueue "
+            "(completeService), its queue including the packet, and hosts' NICs stamp none; fctlab stamps as the "
+            "packet joins every port, host NICs included, and keeps the first five records; htsim's data packets "
+            "and ACKs carry no telemetry bytes (fctlab's 42 more each); htsim's U starts at eta, fctlab's at 1; "
+            "htsim paces at W / T, fctlab at R within the window W_init R / line rate"
+        )
     if not _single_path(plan):
         out.append(
             "paths: the topology has equal-cost paths; htsim's flows take one chosen at random per flow and "
@@ -299,22 +497,38 @@ def script(plan: Plan, seed: int) -> str:
     mss = t["mss_bytes"]
     stop = plan.stop_time_s if plan.stop_time_s is not None else 3600.0
     ss = t["initial_ssthresh_bytes"]
+    rdma = any(f.protocol in RDMA for f in plan.flows)
+    lossless = plan.pfc is not None
     L = [
         f"# {plan.name}, seed {seed}: written by fctlab crosscheck for htsim",
-        f"packet {P}",
+        "# Packet::data_packet_size: the payload of RDMA packets (their 64 header bytes apart), TCP's whole packet",
+        f"packet {mss if rdma else P}",
         f"scan {round(_scan_s(plan) * PS)}",
         f"stop {round(stop * PS)}",
         "# initial window, slow-start threshold (bytes of htsim's packets), initial RTO (ps), largest window",
         f"tcp {t['initial_cwnd_segments'] * P} {(math.ceil(ss / mss) * P) if ss else 0xFFFFFFFF} "
         f"{round(t['initial_rto_s'] * PS)} {min(0xFFFFFFFF, (t['rwnd_bytes'] // mss) * P)}",
-        "# port id, rate (bps), delay (ps), buffer (bytes), ECN threshold K (bytes, -1 = drop-tail)",
     ]
+    if lossless:
+        high, low = pfc_thresholds(plan)
+        L.append("# LosslessInputQueue: pause above HIGH bytes held, resume below LOW (pfc_xoff, pfc_xon + 1)")
+        L.append(f"pfc {high} {low}")
+    if any(f.protocol == "hpcc" for f in plan.flows):
+        T, eta, stages = hpcc_settings(plan)
+        L.append("# HPCCSrc: base RTT (ps), eta, max_stage")
+        L.append(f"hpcc {round(T * PS)} {eta!r} {stages}")
+    L.append(
+        "# port id, rate (bps), delay (ps), buffer (bytes), ECN threshold K (bytes, -1: none), kind "
+        "(queue, lossless, host), ingress (1: a LosslessInputQueue at the far end)"
+    )
     port_of = {}
+    switches = set(plan.switches)
     for i, p in enumerate(plan.ports):
         port_of[(p.src, p.dst)] = i
-        L.append(
-            f"port {i} {p.rate_bps:.0f} {round(p.delay_s * PS)} {buffer_bytes(plan, p.buffer)} {ecn_bytes(plan, p.queue)}"
-        )
+        line = f"port {i} {p.rate_bps:.0f} {round(p.delay_s * PS)} {buffer_bytes(plan, p.buffer)} {ecn_bytes(plan, p.queue)}"
+        if lossless:
+            line += f" {'host' if p.nic else 'lossless'} {1 if p.dst in switches else 0}"
+        L.append(line)
     groups = plan.groups()
     gid = {g: i for i, g in enumerate(groups)}
     for g, members in groups.items():
@@ -338,7 +552,8 @@ def script(plan: Plan, seed: int) -> str:
 
 def run(plan: Plan, seed: int, workdir: Path, binary: Optional[str] = None, timeout_s: float = 3600.0):
     """Runs `plan` under htsim with `seed` in `workdir` (the input, htsim's output and the
-    results are written there). Returns (flows rows, links rows, summary dict, no cwnd rows)."""
+    results are written there). Returns (flows rows, links rows, summary dict, no cwnd rows,
+    the pfc rows of a lossless run or None)."""
     meta = {}
     if binary is None:
         found = peer.find()
@@ -350,20 +565,20 @@ def run(plan: Plan, seed: int, workdir: Path, binary: Optional[str] = None, time
     inp = workdir / "htsim.in"
     inp.write_text(script(plan, seed))
     out, wall = run_program([binary, inp.name], inp, "htsim.out", HtsimError, "htsim", timeout_s)
-    flows, links, summary, cwnd = parse(plan, out, seed, wall)
+    flows, links, summary, cwnd, pfc = parse(plan, out, seed, wall)
     if meta:
         (workdir / "peer.json").write_text(json.dumps(meta, indent=2) + "\n")
-    return flows, links, summary, cwnd
+    return flows, links, summary, cwnd, pfc
 
 
 def parse(plan: Plan, out: str, seed: int, wall_s: float):
     """The driver's output lines as flows rows, links rows and a summary."""
     mss = plan.tcp["mss_bytes"]
-    starts, finishes, final, links = {}, {}, {}, {}
+    starts, finishes, final, links, pfc = {}, {}, {}, {}, []
     end = None
     for line in out.splitlines():
         parts = line.split()
-        if len(parts) < 2 or parts[0] not in ("S", "F", "A", "L", "T"):
+        if len(parts) < 2 or parts[0] not in ("S", "F", "A", "L", "T", "P") or not _number(parts[1]):
             continue  # htsim's own messages
         tag = parts[0]
         if tag == "S":
@@ -374,6 +589,18 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
             final[int(parts[1])] = tuple(int(x) for x in parts[2:6])
         elif tag == "L":
             links[int(parts[1])] = tuple(float(x) for x in parts[2:7])
+        elif tag == "P":
+            i = int(parts[2])
+            port = plan.ports[i]
+            pfc.append(
+                {
+                    "time_s": float(parts[1]),
+                    "link_id": i,
+                    "link": f"{port.src}->{port.dst}",
+                    "prio": 0,
+                    "event": "pause" if parts[3] == "1" else "resume",
+                }
+            )
         elif tag == "T":
             end = float(parts[1])
     flows = []
@@ -392,10 +619,21 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
     link_rows = port_rows(plan, links, T)
     # a CE packet is counted at every port it leaves; once per packet at the last hop
     summary = run_summary(plan, seed, T, wall_s, len(starts), len(finishes), link_rows, marks_at="last hop")
-    return flows, link_rows, summary, []
+    # a lossless run's PAUSE and RESUME frames as they reached their ports (fctlab's pfc.parquet)
+    return flows, link_rows, summary, [], (pfc if plan.pfc is not None else None)
+
+
+def _number(x: str) -> bool:
+    try:
+        float(x)
+    except ValueError:
+        return False
+    return True
 
 
 #: The crosscheck target's interface (crosscheck.TARGETS).
 PRODUCER = "htsim"
+#: check() runs lossless plans (RDMA over htsim's lossless queues) and refuses the rest itself.
+LOSSLESS = True
 WALL_NOTE = "(its input run and its output read back)"
 Error = HtsimError

@@ -3,8 +3,8 @@
 Per seed, each simulator's flows give per size bucket the median, mean and 99th percentile
 FCT of the completed flows; across seeds each figure is reported as its mean with a 95%
 Student-t interval, and the verdict compares the means over seeds (fctlab / other). Counters
-(drops, ECN marks, timeouts, flows that waited at least the initial RTO) are compared the same
-way. Flows completed in both runs of a seed are also paired one by one (fctlab FCT / other
+(drops, ECN marks, timeouts, flows that waited at least the initial RTO, and on lossless
+networks the PFC pauses) are compared the same way. Flows completed in both runs of a seed are also paired one by one (fctlab FCT / other
 FCT). Tolerances (docs/crosscheck.md): median within 10%, mean within 20%, counters within 25%.
 """
 
@@ -115,6 +115,17 @@ def _check(what: str, a: float, b: float, tol: float, unit: str) -> dict:
     return {"what": what, "fctlab": a, "other": b, "ratio": ratio, "tolerance": tol, "ok": ok, "unit": unit}
 
 
+def _pauses(run_dir: Path) -> int:
+    """The pauses of a lossless run (the pause rows of its pfc.parquet; NaN without one: not measured)."""
+    import pyarrow.parquet as pq  # lazy: pyarrow costs 80 ms of start-up
+
+    f = Path(run_dir) / "pfc.parquet"
+    if not f.is_file():
+        return math.nan
+    events = pq.read_table(f, columns=["event"]).column("event").to_pylist()
+    return sum(e == "pause" for e in events)
+
+
 def statistics(runs: list, plan) -> dict:
     import pandas as pd  # lazy: pandas costs 250 ms of start-up
 
@@ -131,6 +142,9 @@ def statistics(runs: list, plan) -> dict:
         a, b = _seed_stats(fa, rto), _seed_stats(fb, rto)
         a["counters"]["drops"], b["counters"]["drops"] = int(la["drops"].sum()), int(sb["drops"])
         a["counters"]["ecn_marks"], b["counters"]["ecn_marks"] = int(sa["ecn_marks"]), int(sb["ecn_marks"])
+        if getattr(plan, "pfc", None) is not None:
+            a["counters"]["pfc_pauses"] = _pauses(r.fctlab_dir)
+            b["counters"]["pfc_pauses"] = _pauses(r.other_dir)
         per["fctlab"].append(a)
         per["other"].append(b)
         paired.append(_paired(fa, fb))
@@ -165,6 +179,7 @@ def statistics(runs: list, plan) -> dict:
             stats["checks"].append(
                 _check(f"{name} mean FCT", rows["fctlab"]["mean"][0], rows["other"]["mean"][0], TOL_MEAN, "s")
             )
+    lossless = getattr(plan, "pfc", None) is not None
     for key in (
         "completed",
         "unfinished",
@@ -174,12 +189,12 @@ def statistics(runs: list, plan) -> dict:
         "timeouts_long",
         "drops",
         "ecn_marks",
-    ):
+    ) + (("pfc_pauses",) if lossless else ()):
         a = interval([s["counters"][key] for s in per["fctlab"]])
         b = interval([s["counters"][key] for s in per["other"]])
         stats["counters"].append({"counter": key, "fctlab": a, "other": b})
         if (
-            key in ("drops", "timeouts_finite", "timeouts_long", "waited_initial_rto", "ecn_marks")
+            key in ("drops", "timeouts_finite", "timeouts_long", "waited_initial_rto", "ecn_marks", "pfc_pauses")
             and not (math.isnan(a[0]) or math.isnan(b[0]))
             and max(a[0], b[0]) >= MIN_COUNT
         ):

@@ -1,6 +1,8 @@
 // fctlab's driver for htsim (Broadcom/csg-htsim): runs a flow list with sizes, start times and
 // dependencies over an explicit network of ports, with htsim's own TCP and DCTCP sources
-// (TcpSrc, DCTCPSrc), sink (TcpSink), queues (Queue, ECNQueue) and pipes (Pipe).
+// (TcpSrc, DCTCPSrc) and sink (TcpSink), its RDMA sources and sinks (RoceSrc/RoceSink,
+// HPCCSrc/HPCCSink), queues (Queue, ECNQueue; for lossless networks LosslessOutputQueue,
+// LosslessInputQueue and the hosts' FairPriorityQueue) and pipes (Pipe).
 //
 // htsim's drivers for TCP (datacenter/main_tcp.cpp) and DCTCP
 // (datacenter/old_tests/main_dctcp_permutation.cpp) build their own fat-tree and run a random
@@ -16,11 +18,21 @@
 //   stop PS                       end of the run
 //   tcp CWND SSTHRESH RTO MAXCWND initial window, slow-start threshold (bytes), initial RTO
 //                                 (ps), largest window (bytes)
-//   port ID RATE_BPS DELAY_PS MAXSIZE K   a queue (bytes; K = -1: drop-tail, else ECNQueue
-//                                 marking at K bytes) and the pipe behind it
+//   port ID RATE_BPS DELAY_PS MAXSIZE K [KIND INGRESS]
+//                                 a queue (bytes; K = -1: no marking, else marking at K bytes)
+//                                 and the pipe behind it. KIND: queue (the default: Queue, or
+//                                 ECNQueue with K), lossless (LosslessOutputQueue, ECN with K)
+//                                 or host (FairPriorityQueue, a host's NIC on a lossless
+//                                 network). INGRESS 1: a LosslessInputQueue behind the pipe,
+//                                 counting what the switch at the far end holds from this
+//                                 port, its PAUSE/RESUME frames back to this port after the
+//                                 pipe's delay
+//   pfc HIGH LOW                  LosslessInputQueue's thresholds (bytes): a pause when the
+//                                 bytes held pass HIGH, a resume when they fall below LOW
+//   hpcc T_PS ETA MAX_STAGE       HPCCSrc's base RTT, target utilization, additive stages
 //   group ID MEMBERS              a group: its flows' number
 //   flow ID KIND PKTS START_PS GROUP AFTER FWD... / REV...
-//                                 KIND tcp|dctcp; PKTS data packets (-1: long-lived); GROUP its
+//                                 KIND tcp|dctcp|roce|hpcc; PKTS data packets (-1: long-lived); GROUP its
 //                                 group or -1; AFTER the group it waits for or -1 (START_PS is
 //                                 then the delay after that group completes); FWD and REV the
 //                                 port ids of the data and the ACK path
@@ -30,10 +42,12 @@
 //   F ID T RETX TIMEOUTS SENT     flow ID completed at T (all data acknowledged)
 //   A ID ACKED RETX TIMEOUTS SENT at the end, every flow: packets acknowledged, data packets
 //                                 resent, timeouts, data packets sent
-//   L ID PKTS BYTES DROPS MARKS QINT   at the end, every port: departures, dropped packets,
-//                                 CE-marked data departures, integral of waiting packets (pkt s)
+//   L ID PKTS BYTES DROPS MARKS QINT PAUSES   at the end, every port: departures, dropped
+//                                 packets, CE-marked data departures, integral of waiting
+//                                 packets (pkt s), PAUSE frames that reached it
 //   D T PORT FLOW N               packet N (data from 0, the SYN -1) of FLOW dropped at PORT
 //                                 at T (ACKs are not listed)
+//   P T PORT 1|0                  a PAUSE (1) or RESUME (0) reached PORT at T and took effect
 //   T END                         the time the run ended (seconds)
 #include <cstdio>
 #include <cstdlib>
@@ -44,15 +58,21 @@
 #include <string>
 #include <vector>
 
+#include "callback_pipe.h"
 #include "config.h"
 #include "dctcp.h"
 #include "ecn.h"
 #include "ecnqueue.h"
+#include "eth_pause_packet.h"
 #include "eventlist.h"
+#include "hpcc.h"
 #include "loggertypes.h"
 #include "network.h"
 #include "pipe.h"
 #include "queue.h"
+#include "queue_lossless_input.h"
+#include "queue_lossless_output.h"
+#include "roce.h"
 #include "route.h"
 #include "tcp.h"
 #include "tcppacket.h"
@@ -61,6 +81,25 @@ using namespace std;
 
 static EventList eventlist;
 static map<flowid_t, int> flow_of;  // htsim's packet flow id -> the input's flow id
+
+static bool is_data(packet_type t) { return t == TCP || t == ROCE || t == HPCC || t == SWIFT; }
+
+// Between a LosslessInputQueue and the port it pauses: reports each PAUSE or RESUME as it
+// reaches the port (after the pipe's delay, as htsim's fat-tree sends them) and hands it on.
+struct PauseTap : public PacketSink {
+    int id = 0;
+    PacketSink* port = nullptr;
+    uint64_t pauses = 0;
+    string name = "pausetap";
+    void receivePacket(Packet& pkt) override {
+        EthPausePacket& p = (EthPausePacket&)pkt;
+        bool pause = p.sleepTime() > 0;
+        if (pause) pauses++;
+        printf("P %.12g %d %d\n", timeAsSec(EventList::now()), id, pause ? 1 : 0);
+        port->receivePacket(pkt);
+    }
+    const string& nodename() override { return name; }
+};
 
 struct PortCount : public QueueLogger {
     int id = 0;
@@ -83,7 +122,7 @@ struct PortCount : public QueueLogger {
             inq--;
             pkts++;
             bytes += pkt.size();
-            if (pkt.type() == TCP && (pkt.flags() & ECN_CE)) marks++;
+            if (is_data(pkt.type()) && (pkt.flags() & ECN_CE)) marks++;
         } else if (ev == PKT_DROP) {
             drops++;
             if (pkt.type() == TCP) {
@@ -109,9 +148,20 @@ struct Flow {
     vector<int> fwd, rev;
     TcpSrc* src = nullptr;
     TcpSink* sink = nullptr;
+    RoceSrc* roce = nullptr;
+    HPCCSrc* hpcc = nullptr;
     Route *out = nullptr, *back = nullptr;
     bool started = false, done = false;
     uint64_t timeouts = 0, max_sent = 0;
+    bool rdma() const { return roce || hpcc; }
+    // the source's counters: data bytes per packet, packets sent, bytes acknowledged
+    uint64_t mss() const { return roce ? roce->_mss : hpcc ? hpcc->_mss : src->_mss; }
+    uint64_t sent() const { return roce ? roce->_packets_sent : hpcc ? hpcc->_packets_sent : src->_packets_sent / src->_mss; }
+    uint64_t acked() const {
+        if (roce) return roce->_last_acked / roce->_mss;
+        if (hpcc) return hpcc->_last_acked / hpcc->_mss;
+        return src->_last_acked > 1 ? (src->_last_acked - 1) / src->_mss : 0;
+    }
 };
 
 // htsim's source with the bookkeeping the results need: start, completion, timeouts and the
@@ -142,6 +192,42 @@ public:
     }
 };
 
+// htsim's RDMA sources (RoceSrc, HPCCSrc) with the same bookkeeping: their sequence numbers
+// count data bytes from 1, and the cumulative ACK is the last byte received in order.
+template <class Base>
+class TrackedRdma : public Base {
+public:
+    Flow* f;
+    TrackedRdma(Flow* flow, linkspeed_bps rate) : Base(nullptr, nullptr, eventlist, rate), f(flow) {}
+    void note() {
+        if (this->_highest_sent > f->max_sent) f->max_sent = this->_highest_sent;
+    }
+    void receivePacket(Packet& pkt) override {
+        Base::receivePacket(pkt);
+        note();
+        if (!f->done && f->pkts >= 0 && this->_last_acked >= (uint64_t)f->pkts * this->_mss) flow_finished(f);
+    }
+    void doNextEvent() override {
+        Base::doNextEvent();
+        note();
+    }
+};
+
+// Starts an RDMA flow at its time: htsim's RoceSrc::connect and HPCCSrc::connect start the
+// flow at once whatever start time they are given (the call that would schedule it is
+// commented out in roce.cpp and hpcc.cpp), so the driver connects them with TRIGGER_START and
+// calls their activate() (TriggerTarget) at the start time.
+struct Starter : public EventSource {
+    Flow* f;
+    Starter(Flow* flow) : EventSource(::eventlist, "starter"), f(flow) {}
+    void doNextEvent() override {
+        f->started = true;
+        printf("S %d %.12g\n", f->id, timeAsSec(EventList::now()));
+        if (f->roce) f->roce->activate();
+        if (f->hpcc) f->hpcc->activate();
+    }
+};
+
 static vector<Flow*> flows;
 static map<int, Flow*> by_id;
 static map<int, int> group_left;
@@ -150,13 +236,17 @@ static int64_t finite_left = 0;
 static bool any_long = false;
 
 static uint64_t resent(Flow* f) {
-    uint64_t mss = f->src->_mss;
-    uint64_t sent = f->src->_packets_sent / mss;
-    uint64_t distinct = f->max_sent > 1 ? (f->max_sent - 1) / mss : 0;
+    uint64_t mss = f->mss();
+    uint64_t sent = f->sent();
+    uint64_t distinct = f->rdma() ? f->max_sent / mss : f->max_sent > 1 ? (f->max_sent - 1) / mss : 0;
     return sent > distinct ? sent - distinct : 0;
 }
 
 static void start(Flow* f, simtime_picosec at) {
+    if (f->rdma()) {
+        eventlist.sourceIsPending(*new Starter(f), at);
+        return;
+    }
     f->src->connect(*f->out, *f->back, *f->sink, at);
     flow_of[f->src->getFlowId()] = f->id;
 }
@@ -164,7 +254,7 @@ static void start(Flow* f, simtime_picosec at) {
 static void flow_finished(Flow* f) {
     f->done = true;
     printf("F %d %.12g %llu %llu %llu\n", f->id, timeAsSec(EventList::now()), (unsigned long long)resent(f),
-           (unsigned long long)f->timeouts, (unsigned long long)(f->src->_packets_sent / f->src->_mss));
+           (unsigned long long)f->timeouts, (unsigned long long)f->sent());
     finite_left--;
     if (f->group >= 0 && --group_left[f->group] == 0) {
         for (Flow* w : waiters[f->group]) start(w, EventList::now() + w->start);
@@ -186,6 +276,9 @@ int main(int argc, char** argv) {
     map<int, BaseQueue*> queues;
     map<int, Pipe*> pipes;
     map<int, PortCount*> counts;
+    map<int, LosslessInputQueue*> inputs;
+    map<int, PauseTap*> taps;
+    map<int, linkspeed_bps> rates;
     vector<int> port_ids;
     string line;
     while (getline(in, line)) {
@@ -204,25 +297,57 @@ int main(int argc, char** argv) {
             ls >> stop;
         } else if (what == "tcp") {
             ls >> cwnd >> ssthresh >> rto >> maxcwnd;
+        } else if (what == "pfc") {
+            ls >> LosslessInputQueue::_high_threshold >> LosslessInputQueue::_low_threshold;
+        } else if (what == "hpcc") {
+            simtime_picosec T;
+            ls >> T >> HPCCSrc::_eta >> HPCCSrc::_max_stages;
+            HPCCSrc::_T = T;
         } else if (what == "port") {
             int id;
             double rate;
             simtime_picosec delay;
             int64_t maxsize, k;
+            string kind = "queue";
+            int ingress = 0;
             ls >> id >> rate >> delay >> maxsize >> k;
+            if (!(ls >> kind)) kind = "queue";
+            if (!(ls >> ingress)) ingress = 0;
             PortCount* c = new PortCount();
             c->id = id;
             BaseQueue* q;
-            if (k < 0)
+            if (kind == "lossless")
+                q = new LosslessOutputQueue((linkspeed_bps)rate, maxsize, eventlist, c, k >= 0 ? 1 : 0,
+                                            k >= 0 ? (int)k : 0);
+            else if (kind == "host")
+                q = new FairPriorityQueue((linkspeed_bps)rate, maxsize, eventlist, c);
+            else if (kind != "queue")
+                fail("port " + to_string(id) + ": unknown kind " + kind);
+            else if (k < 0)
                 q = new Queue((linkspeed_bps)rate, maxsize, eventlist, c);
             else
                 q = new ECNQueue((linkspeed_bps)rate, maxsize, eventlist, c, k);
             q->setName("q" + to_string(id));
             queues[id] = q;
+            rates[id] = (linkspeed_bps)rate;
             pipes[id] = new Pipe(delay, eventlist);
             pipes[id]->setName("p" + to_string(id));
             counts[id] = c;
             port_ids.push_back(id);
+            if (ingress) {
+                if (LosslessInputQueue::_high_threshold == 0) fail("port " + to_string(id) + ": ingress before pfc");
+                // the far end's count of what came in by this port; its frames reach this port
+                // after the link's delay (as in htsim's FatTreeTopology, whose wire latency
+                // is the hop's)
+                LosslessInputQueue* in = new LosslessInputQueue(eventlist, q);
+                in->setName("in" + to_string(id));
+                PauseTap* tap = new PauseTap();
+                tap->id = id;
+                tap->port = q;
+                taps[id] = tap;
+                in->setRemoteEndpoint(new CallbackPipe(delay, eventlist, tap));
+                inputs[id] = in;
+            }
         } else if (what == "group") {
             int id, n;
             ls >> id >> n;
@@ -248,46 +373,83 @@ int main(int argc, char** argv) {
     if (Packet::data_packet_size() <= 0) fail("no packet size");
     eventlist.setEndtime(stop);
     TcpRtxTimerScanner scanner(scan, eventlist);
+    auto path = [&](Flow* f, const vector<int>& ports, Route* r) {
+        for (int p : ports) {
+            if (!queues.count(p)) fail("flow " + to_string(f->id) + ": no port " + to_string(p));
+            r->push_back(queues[p]);
+            r->push_back(pipes[p]);
+            if (inputs.count(p)) r->push_back(inputs[p]);
+        }
+    };
     for (Flow* f : flows) {
-        TcpSrc* src;
-        if (f->kind == "dctcp")
-            src = new Tracked<DCTCPSrc>(f);
-        else if (f->kind == "tcp")
-            src = new Tracked<TcpSrc>(f);
-        else
-            fail("unknown flow kind " + f->kind);
-        src->setName("src" + to_string(f->id));
-        if (cwnd) src->set_cwnd(cwnd);
-        if (ssthresh) src->set_ssthresh(ssthresh);
-        if (rto) src->_rto = rto;
-        src->_maxcwnd = maxcwnd;
-        if (f->pkts >= 0) {
-            // TcpSrc sends while highest_sent <= flow_size + 1 (its sequence numbers start
-            // after the SYN's one byte): this flow size sends exactly `pkts` packets
-            src->_flow_size = f->pkts > 0 ? (uint64_t)(f->pkts - 1) * src->_mss + 1 : 0;
-            finite_left++;
-        } else {
-            any_long = true;
-        }
-        TcpSink* sink = new TcpSink();
-        sink->setName("sink" + to_string(f->id));
-        f->src = src;
-        f->sink = sink;
         f->out = new Route();
-        for (int p : f->fwd) {
-            if (!queues.count(p)) fail("flow " + to_string(f->id) + ": no port " + to_string(p));
-            f->out->push_back(queues[p]);
-            f->out->push_back(pipes[p]);
-        }
-        f->out->push_back(sink);
+        path(f, f->fwd, f->out);
         f->back = new Route();
-        for (int p : f->rev) {
-            if (!queues.count(p)) fail("flow " + to_string(f->id) + ": no port " + to_string(p));
-            f->back->push_back(queues[p]);
-            f->back->push_back(pipes[p]);
+        path(f, f->rev, f->back);
+        if (f->pkts >= 0)
+            finite_left++;
+        else
+            any_long = true;
+        if (f->kind == "roce" || f->kind == "hpcc") {
+            // the NIC's rate: the source paces at it (RoceSrc) or starts from it (HPCCSrc)
+            if (f->fwd.empty()) fail("flow " + to_string(f->id) + ": no path");
+            HostQueue* nic = dynamic_cast<HostQueue*>(queues[f->fwd[0]]);
+            if (!nic) fail("flow " + to_string(f->id) + ": its first port is not a host queue");
+            linkspeed_bps rate = rates[f->fwd[0]];
+            PacketSink* s;
+            if (f->kind == "roce") {
+                RoceSrc* src = new TrackedRdma<RoceSrc>(f, rate);
+                src->setName("src" + to_string(f->id));
+                if (f->pkts >= 0) src->set_flowsize((uint64_t)f->pkts * src->_mss);
+                RoceSink* sink = new RoceSink();
+                sink->setName("sink" + to_string(f->id));
+                f->out->push_back(sink);
+                f->back->push_back(src);
+                src->connect(f->out, f->back, *sink, TRIGGER_START);
+                f->roce = src;
+                s = src;
+                flow_of[src->flow_id()] = f->id;
+            } else {
+                HPCCSrc* src = new TrackedRdma<HPCCSrc>(f, rate);
+                src->setName("src" + to_string(f->id));
+                if (f->pkts >= 0) src->set_flowsize((uint64_t)f->pkts * src->_mss);
+                HPCCSink* sink = new HPCCSink();
+                sink->setName("sink" + to_string(f->id));
+                f->out->push_back(sink);
+                f->back->push_back(src);
+                src->connect(f->out, f->back, *sink, TRIGGER_START);
+                f->hpcc = src;
+                s = src;
+                flow_of[src->flow_id()] = f->id;
+            }
+            // the host's NIC hands PAUSE and RESUME frames to its senders (main_roce.cpp)
+            nic->addHostSender(s);
+        } else {
+            TcpSrc* src;
+            if (f->kind == "dctcp")
+                src = new Tracked<DCTCPSrc>(f);
+            else if (f->kind == "tcp")
+                src = new Tracked<TcpSrc>(f);
+            else
+                fail("unknown flow kind " + f->kind);
+            src->setName("src" + to_string(f->id));
+            if (cwnd) src->set_cwnd(cwnd);
+            if (ssthresh) src->set_ssthresh(ssthresh);
+            if (rto) src->_rto = rto;
+            src->_maxcwnd = maxcwnd;
+            if (f->pkts >= 0) {
+                // TcpSrc sends while highest_sent <= flow_size + 1 (its sequence numbers start
+                // after the SYN's one byte): this flow size sends exactly `pkts` packets
+                src->_flow_size = f->pkts > 0 ? (uint64_t)(f->pkts - 1) * src->_mss + 1 : 0;
+            }
+            TcpSink* sink = new TcpSink();
+            sink->setName("sink" + to_string(f->id));
+            f->src = src;
+            f->sink = sink;
+            f->out->push_back(sink);
+            f->back->push_back(src);
+            scanner.registerTcp(*src);
         }
-        f->back->push_back(src);
-        scanner.registerTcp(*src);
         if (f->after >= 0)
             waiters[f->after].push_back(f);
         else
@@ -301,18 +463,17 @@ int main(int argc, char** argv) {
     if (end > stop) end = stop;
     if (finite_left > 0 || any_long) end = stop;
     for (Flow* f : flows) {
-        uint64_t mss = f->src->_mss;
-        uint64_t acked = f->src->_last_acked > 1 ? (f->src->_last_acked - 1) / mss : 0;
-        printf("A %d %llu %llu %llu %llu\n", f->id, (unsigned long long)acked, (unsigned long long)resent(f),
-               (unsigned long long)f->timeouts, (unsigned long long)(f->src->_packets_sent / mss));
+        printf("A %d %llu %llu %llu %llu\n", f->id, (unsigned long long)f->acked(), (unsigned long long)resent(f),
+               (unsigned long long)f->timeouts, (unsigned long long)f->sent());
     }
     for (int id : port_ids) {
         PortCount* c = counts[id];
         c->last = c->last > end ? end : c->last;
         double waiting = c->inq > 1 ? (double)(c->inq - 1) : 0.0;
         double qint = c->qint + waiting * timeAsSec(end - c->last);
-        printf("L %d %llu %llu %llu %llu %.12g\n", id, (unsigned long long)c->pkts, (unsigned long long)c->bytes,
-               (unsigned long long)c->drops, (unsigned long long)c->marks, qint);
+        unsigned long long pauses = taps.count(id) ? (unsigned long long)taps[id]->pauses : 0ULL;
+        printf("L %d %llu %llu %llu %llu %.12g %llu\n", id, (unsigned long long)c->pkts,
+               (unsigned long long)c->bytes, (unsigned long long)c->drops, (unsigned long long)c->marks, qint, pauses);
     }
     printf("T %.12g\n", timeAsSec(end));
     return 0;
