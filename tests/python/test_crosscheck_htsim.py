@@ -184,9 +184,134 @@ def test_the_rto_refusal_says_the_value_htsim_needs():
         checked(dumbbell(transport={"min_rto": "1ms"}))
 
 
-def test_the_driver_table_runs_tcp_and_dctcp_and_lists_htsims_other_drivers():
-    assert {p for p, d in htsim.DRIVERS.items() if d.runs} == {"tcp", "dctcp"}
+def test_the_driver_table_runs_tcp_dctcp_roce_and_hpcc_and_lists_htsims_other_drivers():
+    assert {p for p, d in htsim.DRIVERS.items() if d.runs} == {"tcp", "dctcp", "roce", "hpcc"}
     assert {"ndp", "eqds", "roce", "swift", "hpcc"} <= set(htsim.DRIVERS)
+
+
+#: RoCE as htsim's RoceSrc runs it: 64 bytes beside the payload, 64-byte ACKs
+RDMA = {"protocol": "roce", "mss": "1000B", "header_bytes": "64B"}
+#: HPCC as htsim's HPCCSrc runs it: one base RTT, one payload (1000 B) per base RTT as W_AI
+HPCC = {**RDMA, "protocol": "hpcc", "hpcc": {"hpcc_base_rtt": "16us", "hpcc_rate_ai": "500Mbps"}}
+W = 1064  # an RDMA packet on the wire
+
+
+def lossless(transport=None, **network) -> dict:
+    """A lossless k=4 fat-tree with htsim's RoCE driver's thresholds (15 and 12 packets)."""
+    sc = fattree()
+    sc["network"] = {
+        **sc["network"],
+        "queue": "droptail",
+        "pfc": True,
+        "pfc_xoff": "15000B",
+        "pfc_xon": "11999B",
+        "buffer": "1000KB",
+        **network,
+    }
+    sc["network"].pop("ecn_threshold", None)
+    sc["transport"] = dict(transport or RDMA)
+    sc["flows"] = [{"src": "h0", "dst": "h15", "size": "1MB"}, {"src": "h1", "dst": "h0", "size": "200KB"}]
+    return sc
+
+
+def test_rdma_flows_run_over_htsims_lossless_queues_and_host_queues():
+    p = checked(lossless())
+    text = htsim.script(p, 1)
+    # RocePacket's size is the payload (Packet::data_packet_size) plus its 64 header bytes
+    assert lines(text, "packet") == [["packet", "1000"]]
+    # htsim pauses above HIGH and resumes below LOW; fctlab above pfc_xoff and at or below pfc_xon
+    assert lines(text, "pfc") == [["pfc", "15000", "12000"]]
+    switches = set(p.switches)
+    for row, port in zip(lines(text, "port"), p.ports):
+        assert row[6] == ("host" if port.nic else "lossless")
+        assert row[7] == ("1" if port.dst in switches else "0")  # a LosslessInputQueue at a switch only
+        assert int(row[4]) == 1_000_000 + W
+    assert [f[2] for f in lines(text, "flow")] == ["roce", "roce"]
+    assert [int(f[3]) for f in lines(text, "flow")] == [1000, 200]
+    assert not any(n.startswith("sizes:") for n in p.notes)
+    assert any(n.startswith("PFC:") for n in p.notes) and any(n.startswith("paths:") for n in p.notes)
+
+
+def test_pause_thresholds_left_out_are_fctlabs_from_the_buffer_and_the_headroom():
+    sc = lossless(buffer="100pkt")
+    del sc["network"]["pfc_xoff"], sc["network"]["pfc_xon"]
+    high, low = htsim.pfc_thresholds(checked(sc))
+    # xoff: the buffer (100 MTUs) less the headroom (two 10 Gbps x 1 us products, two MTUs and
+    # a 64-byte frame); xon: xoff less two MTUs; htsim resumes below xon + 1
+    xoff = 100 * W - (2 * 1250 + 2 * W + 64)
+    assert (high, low) == (xoff, xoff - 2 * W + 1)
+
+
+def test_hpcc_settings_become_htsims_static_members():
+    text = htsim.script(checked(lossless(HPCC)), 1)
+    assert lines(text, "hpcc") == [["hpcc", str(16 * 10**6), "0.95", "0"]]
+    assert [f[2] for f in lines(text, "flow")] == ["hpcc", "hpcc"]
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"network": {"pfc": False}}, "network.pfc"),
+        ({"transport": {"header_bytes": "48B"}}, "transport.header_bytes"),
+        ({"transport": {"ack_interval": 2}}, "transport.ack_interval"),
+        ({"transport": {"ecn": True}}, "transport.ecn"),
+        ({"transport": {"protocol": "dcqcn"}}, "flows[0].protocol"),
+        ({"transport": {"protocol": "timely"}}, "flows[0].protocol"),
+        ({"network": {"switch_buffer": "2MB"}}, "network.switch_buffer"),
+        ({"network": {"queue": "ecn", "nic_queue": "switch", "ecn_threshold": "30KB"}}, "network.nic_queue"),
+        ({"transport": {"protocol": "hpcc"}}, "transport.hpcc_base_rtt"),
+        ({"transport": {**HPCC, "hpcc": {"hpcc_base_rtt": "16us"}}}, "transport.hpcc_rate_ai"),
+        (
+            {"transport": {**HPCC, "hpcc": {**HPCC["hpcc"], "hpcc_min_rate": "1Gbps"}}},
+            "transport.hpcc_min_rate",
+        ),
+    ],
+)
+def test_what_htsims_rdma_classes_fix_is_refused_naming_the_key(change, key):
+    sc = lossless()
+    for table, values in change.items():
+        sc[table] = {**sc[table], **values}
+    if sc["network"]["pfc"] is False:
+        for k in ("pfc", "pfc_xoff", "pfc_xon"):
+            sc["network"].pop(k)
+    if "switch_buffer" in sc["network"]:  # a shared buffer sets its own thresholds
+        for k in ("pfc_xoff", "pfc_xon"):
+            sc["network"].pop(k)
+    with pytest.raises(Unsupported, match=key.replace("[", r"\[").replace("]", r"\]")):
+        checked(sc)
+
+
+def test_tcp_over_lossless_ports_is_refused():
+    sc = lossless(TRANSPORT)
+    with pytest.raises(Unsupported, match="network.pfc"):
+        checked(sc)
+
+
+def test_inputs_with_different_pause_thresholds_are_refused():
+    # default thresholds from each link: the 40 Gbps links have more headroom than the 10 Gbps ones
+    sc = lossless(buffer="100pkt")
+    sc["network"] = {**sc["network"], "topology": "leafspine", "leaves": 2, "spines": 1, "hosts_per_leaf": 2}
+    sc["network"]["fabric_link_rate"] = "40Gbps"
+    del sc["network"]["k"], sc["network"]["pfc_xoff"], sc["network"]["pfc_xon"]
+    sc["flows"] = [{"src": "h0", "dst": "h3", "size": "100KB"}]
+    with pytest.raises(Unsupported, match="network.pfc_xoff"):
+        checked(sc)
+
+
+def test_pause_lines_become_fctlabs_pfc_rows():
+    p = checked(lossless())
+    port = next(i for i, x in enumerate(p.ports) if x.nic)
+    out = "\n".join(
+        ["startflow src0 at 0", "S 0 0", "S 1 0", "F 0 0.001 0 0 1000", "F 1 0.0003 0 0 200"]
+        + [f"P 0.0001 {port} 1", f"P 0.00012 {port} 0"]
+        + [f"L {i} 10 10640 0 0 0.001 {1 if i == port else 0}" for i in range(len(p.ports))]
+        + ["T 0.001"]
+    )
+    flows, links, summary, _, pfc = htsim.parse(p, out, 1, 0.1)
+    assert [f["completed"] for f in flows] == [True, True]
+    name = f"{p.ports[port].src}->{p.ports[port].dst}"
+    assert [(r["link_id"], r["link"], r["event"]) for r in pfc] == [(port, name, "pause"), (port, name, "resume")]
+    assert summary["drops"] == 0
 
 
 def test_output_lines_become_flows_and_links_rows():
@@ -401,3 +526,80 @@ def test_htsims_syn_carries_a_stale_timestamp_so_a_burst_after_a_pause_waits_lon
     waited = second & (a["timeouts"] > 0)
     assert a["fct_s"][first].max() / b["fct_s"][first].max() == pytest.approx(1.0, abs=0.01)
     assert a["fct_s"][waited].max() < 0.26 and b["fct_s"][waited].min() > 1.0
+
+
+def _pauses(run_dir) -> int:
+    f = run_dir / "pfc.parquet"
+    return int((pd.read_parquet(f)["event"] == "pause").sum()) if f.is_file() else 0
+
+
+@needs_htsim
+def test_a_roce_incast_pauses_alike_and_drops_nothing(tmp_path):
+    # Six servers of two pods answer h0 with 200 KB each at line rate: the client's port is
+    # the bottleneck, priority flow control holds the rest; both finish together, drop nothing
+    # and pause the same ports about as often
+    sc = lossless()
+    sc["flows"] = [{"src": f"h{i}", "dst": "h0", "size": "200KB"} for i in (1, 2, 3, 4, 5, 6)]
+    cc = crosscheck(sc, against="htsim", out=tmp_path, seeds=1)
+    r = cc.runs[0]
+    a, b = pd.read_parquet(r.fctlab_dir / "flows.parquet"), pd.read_parquet(r.other_dir / "flows.parquet")
+    assert a["completed"].all() and b["completed"].all()
+    assert a["fct_s"].max() / b["fct_s"].max() == pytest.approx(1.0, abs=0.02)
+    la, lb = pd.read_parquet(r.fctlab_dir / "links.parquet"), pd.read_parquet(r.other_dir / "links.parquet")
+    assert la["drops"].sum() == lb["drops"].sum() == 0
+    assert _pauses(r.fctlab_dir) / _pauses(r.other_dir) == pytest.approx(1.0, abs=0.25)
+
+
+@needs_htsim
+def test_fctlabs_hpcc_loses_the_bottlenecks_record_on_a_path_of_six_ports(tmp_path):
+    # Three HPCC servers answer h0 with 200 KB each, ten rounds: from h0's own pod (paths of
+    # two and four ports) and from another pod (six ports: the NIC, two edge, two aggregation
+    # switches and the core). fctlab's NIC stamps a record too and a packet keeps five, so
+    # between pods the record of the client's port, the bottleneck, is the one left out, and
+    # HPCC does not slow the servers down: priority flow control does. htsim stamps at switch
+    # ports only (LosslessOutputQueue::completeService), five of them between pods, and
+    # pauses about as often wherever the servers are.
+    counts = {}
+    for where, servers in (("same pod", "h1..h3"), ("other pod", "h4..h6")):
+        sc = lossless(HPCC)
+        sc.pop("flows")
+        sc["workloads"] = [
+            {"kind": "incast", "client": "h0", "servers": servers, "sizes": "200KB", "rounds": 10, "round_gap": "100us"}
+        ]
+        cc = crosscheck(sc, against="htsim", out=tmp_path / where.replace(" ", "_"), seeds=2)
+        counts[where] = [sum(_pauses(getattr(r, d)) for r in cc.runs) for d in ("fctlab_dir", "other_dir")]
+    (fa_same, hb_same), (fa_other, hb_other) = counts["same pod"], counts["other pod"]
+    assert fa_other > 3 * max(fa_same, 1)
+    assert hb_other == pytest.approx(hb_same, rel=0.3)
+    assert fa_other > 2.5 * hb_other
+
+
+@needs_htsim
+def test_htsims_hpcc_window_grows_past_the_line_rate_where_the_path_is_underused(tmp_path):
+    # One HPCC flow from a 10 Gbps host through a switch to a 40 Gbps host: the only stamped
+    # hop is used at a quarter of its rate, below eta. htsim's HPCCSrc takes every ACK's window
+    # as the next reference (hpcc.cpp processAck: _cwnd = computeWind(..., false)), so the
+    # window grows by eta / U per ACK, without a cap at the line rate; the source paces at
+    # W / T and the host queue (which stamps nothing) holds most of the message. fctlab's rate
+    # stays at the line rate and its NIC queue empty. Both send at the NIC's rate; fctlab's
+    # packets are 42 bytes longer (its telemetry header), and its FCT longer by that.
+    sc = lossless(HPCC)
+    sc["network"] = {
+        k: v
+        for k, v in sc["network"].items()
+        if k in ("link_rate", "link_delay", "buffer", "pfc", "pfc_xoff", "pfc_xon")
+    }
+    sc["network"].update(
+        topology="custom",
+        nodes=[{"name": "s0", "kind": "switch"}, {"name": "a", "kind": "host"}, {"name": "b", "kind": "host"}],
+        links=[{"a": "a", "b": "s0"}, {"a": "s0", "b": "b", "rate": "40Gbps"}],
+    )
+    sc["flows"] = [{"src": "a", "dst": "b", "size": "1MB"}]
+    cc = crosscheck(sc, against="htsim", out=tmp_path, seeds=1)
+    r = cc.runs[0]
+    la, lb = pd.read_parquet(r.fctlab_dir / "links.parquet"), pd.read_parquet(r.other_dir / "links.parquet")
+    nic = (la["src"] == "a") & (la["dst"] == "s0")
+    assert la[nic]["mean_queue_pkts"].iloc[0] < 1
+    assert lb[nic]["mean_queue_pkts"].iloc[0] > 100
+    a, b = pd.read_parquet(r.fctlab_dir / "flows.parquet"), pd.read_parquet(r.other_dir / "flows.parquet")
+    assert a["fct_s"][0] / b["fct_s"][0] == pytest.approx((W + 42) / W, rel=0.01)

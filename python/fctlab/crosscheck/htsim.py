@@ -240,9 +240,10 @@ def _input_thresholds(plan: Plan, p) -> tuple:
         kind, n = p.buffer
         b = int(n) * M if kind == "pkts" else int(n)
         head = cfg.get("headroom")
-        if head is None:
-            head = 2 * p.rate_bps * p.delay_s / 8 + 2 * M + PAUSE_BYTES
-        xoff = int(b - head)
+        if head is None:  # two rate x delay products (bytes, rounded up), two MTUs and a frame
+            bdp = -(-int(p.rate_bps) * round(p.delay_s * 1e9) // 8_000_000_000)
+            head = 2 * bdp + 2 * M + PAUSE_BYTES
+        xoff = int(b) - int(head)
     xon = cfg.get("xon")
     if xon is None:
         xon = max(0, int(xoff) - 2 * M)
