@@ -184,8 +184,8 @@ def test_the_rto_refusal_says_the_value_htsim_needs():
         checked(dumbbell(transport={"min_rto": "1ms"}))
 
 
-def test_the_driver_table_runs_tcp_dctcp_roce_and_hpcc_and_lists_htsims_other_drivers():
-    assert {p for p, d in htsim.DRIVERS.items() if d.runs} == {"tcp", "dctcp", "roce", "hpcc"}
+def test_the_driver_table_runs_tcp_dctcp_roce_hpcc_and_swift_and_lists_htsims_other_drivers():
+    assert {p for p, d in htsim.DRIVERS.items() if d.runs} == {"tcp", "dctcp", "roce", "hpcc", "swift"}
     assert {"ndp", "eqds", "roce", "swift", "hpcc"} <= set(htsim.DRIVERS)
 
 
@@ -194,6 +194,8 @@ RDMA = {"protocol": "roce", "mss": "1000B", "header_bytes": "64B"}
 #: HPCC as htsim's HPCCSrc runs it: one base RTT, one payload (1000 B) per base RTT as W_AI
 HPCC = {**RDMA, "protocol": "hpcc", "hpcc": {"hpcc_base_rtt": "16us", "hpcc_rate_ai": "500Mbps"}}
 W = 1064  # an RDMA packet on the wire
+#: Swift as htsim's SwiftSrc runs it: 40-byte ACKs, one first window for every flow
+SWIFT = {"protocol": "swift", "mss": "1000B", "header_bytes": "40B", "swift": {"swift_initial_window": "20KB"}}
 
 
 def lossless(transport=None, **network) -> dict:
@@ -256,6 +258,7 @@ def test_hpcc_settings_become_htsims_static_members():
         ({"transport": {"ack_interval": 2}}, "transport.ack_interval"),
         ({"transport": {"ecn": True}}, "transport.ecn"),
         ({"transport": {"protocol": "dcqcn"}}, "flows[0].protocol"),
+        ({"transport": {**SWIFT}}, "network.pfc"),
         ({"transport": {"protocol": "timely"}}, "flows[0].protocol"),
         ({"network": {"switch_buffer": "2MB"}}, "network.switch_buffer"),
         ({"network": {"queue": "ecn", "nic_queue": "switch", "ecn_threshold": "30KB"}}, "network.nic_queue"),
@@ -279,6 +282,45 @@ def test_what_htsims_rdma_classes_fix_is_refused_naming_the_key(change, key):
             sc["network"].pop(k)
     with pytest.raises(Unsupported, match=key.replace("[", r"\[").replace("]", r"\]")):
         checked(sc)
+
+
+def lossy_swift(**transport) -> dict:
+    sc = lossless({**SWIFT, **transport})
+    for k in ("pfc", "pfc_xoff", "pfc_xon"):
+        sc["network"].pop(k)
+    return sc
+
+
+def test_swift_runs_over_lossy_ports_behind_htsims_host_scheduler():
+    p = checked(lossy_swift())
+    text = htsim.script(p, 1)
+    # a SwiftPacket is its payload alone: htsim's packet is fctlab's payload and header
+    assert lines(text, "packet") == [["packet", "1040"]]
+    assert not lines(text, "pfc")
+    for row, port in zip(lines(text, "port"), p.ports):
+        assert row[6:] == (["sched", "0"] if port.nic else ["queue", "0"])
+    (swift,) = lines(text, "swift")
+    # htsim's defaults, which are fctlab's: ai, beta, max_mdf, base target 20 us, hop scale 6.55,
+    # fs range 5, fs min and max cwnd 0.1 and 100 packets, min cwnd 10 B, max cwnd 1000 packets,
+    # retx reset 5; the first window, 20 packets, in htsim's packets; main_swift.cpp's 10 ms scan
+    assert swift[1:] == ["1.0", "0.8", "0.5", str(20 * 10**6), "6.55", "5.0", "0.1", "100.0", "10", "1000.0", "5"] + [
+        str(20 * 1040),
+        str(10 * 10**9),
+    ]
+    assert any(n.startswith("target delay:") for n in p.notes)
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"header_bytes": "64B"}, "transport.header_bytes"),
+        ({"swift": {}}, "transport.swift_initial_window"),
+        ({"ecn": True}, "transport.ecn"),
+    ],
+)
+def test_what_htsims_swift_fixes_is_refused_naming_the_key(change, key):
+    with pytest.raises(Unsupported, match=key):
+        checked(lossy_swift(**change))
 
 
 def test_tcp_over_lossless_ports_is_refused():

@@ -63,13 +63,15 @@ DRIVERS = {
     "dctcp": Driver("fctlab_htsim", "DCTCPSrc", True),
     "roce": Driver("fctlab_htsim", "RoceSrc", True),
     "hpcc": Driver("fctlab_htsim", "HPCCSrc", True),
+    "swift": Driver("fctlab_htsim", "SwiftSrc", True),
     "ndp": Driver("htsim_ndp", "NdpSrc", False),
     "eqds": Driver("htsim_eqds", "EqdsSrc", False),
-    "swift": Driver("htsim_swift", "SwiftSrc", False),
 }
 
-#: The RDMA protocols the driver runs, over lossless ports only.
-RDMA = ("roce", "hpcc")
+#: The RDMA protocols the driver runs: RoCE and HPCC over lossless ports only, Swift over lossy
+#: ones only (its host scheduler takes no PAUSE frames).
+RDMA = ("roce", "hpcc", "swift")
+LOSSLESS_ONLY = ("roce", "hpcc")
 
 #: The fctlab protocols this target runs (validation.py reads it).
 PROTOCOLS = tuple(p for p, d in DRIVERS.items() if d.runs)
@@ -85,6 +87,11 @@ DEFAULT_SCAN_S = 0.001
 #: RocePacket::ACKSIZE and HPCCPacket::ACKSIZE (rocepacket.h, hpccpacket.h): the bytes every
 #: data packet carries beside its payload, and the size of an ACK or NACK.
 RDMA_HEADER_BYTES = 64
+#: SwiftAck::ACKSIZE (swiftpacket.h); a SwiftPacket is its payload alone, so htsim's data
+#: packet is fctlab's payload and header together.
+SWIFT_ACK_BYTES = 40
+#: The period of the SwiftRtxTimerScanner in htsim's Swift driver (main_swift.cpp).
+SWIFT_SCAN_S = 0.010
 #: EthPausePacket's size (eth_pause_packet.h, PAUSESIZE), as fctlab's pause frame.
 PAUSE_BYTES = 64
 #: An unlimited buffer, in bytes.
@@ -143,29 +150,38 @@ def check(plan: Plan) -> None:
 
 
 def _check_rdma(plan: Plan, rdma: list) -> None:
-    """What RoceSrc, HPCCSrc, their sinks and htsim's lossless ports fix (roce.cpp, hpcc.cpp,
-    queue_lossless_input.cpp)."""
+    """What RoceSrc, HPCCSrc, SwiftSrc, their sinks and htsim's lossless ports fix (roce.cpp,
+    hpcc.cpp, swift.cpp, queue_lossless_input.cpp)."""
     t = plan.tcp
-    if plan.pfc is None:
+    kinds = {f.protocol for f in rdma}
+    if "swift" in kinds and len(kinds) > 1:
         raise Unsupported(
-            "network.pfc: htsim's RoceSrc and HPCCSrc have no retransmission timer (roce.cpp, hpcc.cpp: a lost "
-            "last packet is never resent), so the crosscheck runs them on lossless ports only; set pfc = true"
+            "transport.protocol: the scenario mixes Swift with RoCE or HPCC; the crosscheck runs htsim's Swift over "
+            "lossy ports and its RoCE and HPCC over lossless ones, one kind per scenario"
         )
-    if plan.switch_buffer is not None:
-        raise Unsupported(
-            "network.switch_buffer: htsim's LosslessInputQueue counts each input against fixed thresholds "
-            "(queue_lossless_input.cpp); it has no shared buffer; remove the key"
+    if "swift" in kinds:
+        _check_swift(plan, rdma)
+    else:
+        if plan.pfc is None:
+            raise Unsupported(
+                "network.pfc: htsim's RoceSrc and HPCCSrc have no retransmission timer (roce.cpp, hpcc.cpp: a lost "
+                "last packet is never resent), so the crosscheck runs them on lossless ports only; set pfc = true"
+            )
+        if plan.switch_buffer is not None:
+            raise Unsupported(
+                "network.switch_buffer: htsim's LosslessInputQueue counts each input against fixed thresholds "
+                "(queue_lossless_input.cpp); it has no shared buffer; remove the key"
+            )
+        _need(
+            t["header_bytes"] == RDMA_HEADER_BYTES,
+            "header_bytes",
+            f"{t['header_bytes']} B; htsim's RDMA packets carry 64 bytes beside the payload and its ACKs are 64 "
+            'bytes (RocePacket::ACKSIZE, HPCCPacket::ACKSIZE); set header_bytes = "64B"',
         )
-    _need(
-        t["header_bytes"] == RDMA_HEADER_BYTES,
-        "header_bytes",
-        f"{t['header_bytes']} B; htsim's RDMA packets carry 64 bytes beside the payload and its ACKs are 64 bytes "
-        '(RocePacket::ACKSIZE, HPCCPacket::ACKSIZE); set header_bytes = "64B"',
-    )
     _need(
         int(t.get("ack_interval", 1)) == 1,
         "ack_interval",
-        f"{t.get('ack_interval')}; htsim's RoceSink and HPCCSink acknowledge every packet; set 1",
+        f"{t.get('ack_interval')}; htsim's RDMA sinks acknowledge every packet; set 1",
     )
     for f in rdma:
         if f.ecn:
@@ -178,10 +194,70 @@ def _check_rdma(plan: Plan, rdma: list) -> None:
                 f"flows[{f.flow_id}].size: a long-lived {f.protocol} flow; the crosscheck runs RDMA messages of a "
                 "given size"
             )
-    hpcc = [f for f in rdma if f.protocol == "hpcc"]
-    if hpcc:
+    if "hpcc" in kinds:
         hpcc_settings(plan)
-    pfc_thresholds(plan)
+    if plan.pfc is not None:
+        pfc_thresholds(plan)
+
+
+def _check_swift(plan: Plan, flows: list) -> None:
+    t = plan.tcp
+    if plan.pfc is not None:
+        raise Unsupported(
+            "network.pfc: htsim's SwiftSrc needs its own scheduler as the host's queue (SwiftSrc::connect asserts "
+            "that the route's first element is a BaseScheduler, swift.cpp) and the schedulers take no PAUSE "
+            "frames (BaseScheduler::receivePacket, swift_scheduler.cpp): htsim does not run Swift over lossless "
+            "ports; remove pfc and give buffers that do not overflow"
+        )
+    _need(
+        t["header_bytes"] == SWIFT_ACK_BYTES,
+        "header_bytes",
+        f'{t["header_bytes"]} B; htsim\'s Swift ACKs are 40 bytes (SwiftAck::ACKSIZE); set header_bytes = "40B"',
+    )
+    swift_settings(plan)
+
+
+#: fctlab's Swift keys in the order of the driver's swift line (the first window and the
+#: timer scan period follow them).
+SWIFT_KEYS = (
+    "swift_ai",
+    "swift_beta",
+    "max_mdf",
+    "base_target",
+    "hop_scale",
+    "fs_range",
+    "fs_min_cwnd",
+    "fs_max_cwnd",
+    "min_cwnd",
+    "max_cwnd",
+    "retx_reset",
+)
+
+
+def swift_settings(plan: Plan) -> tuple:
+    """SwiftSrc's settings for the plan's Swift flows, as fctlab names them (SWIFT_KEYS), and the
+    first window in fctlab's payload bytes. htsim's first window is a static of
+    SwiftSubflowSrc (set_cwnd), so the scenario gives it (swift_initial_window) and every
+    flow has the same settings."""
+    out = None
+    for f in plan.flows:
+        if f.protocol != "swift":
+            continue
+        p = f.params
+        iw = p.get("swift_initial_window")
+        if iw is None:
+            raise Unsupported(
+                "transport.swift_initial_window: not given; fctlab starts each flow at its own base BDP, htsim's "
+                'SwiftSubflowSrc at one window for all (set_cwnd); give it (e.g. swift_initial_window = "20KB")'
+            )
+        mine = tuple(p[k] for k in SWIFT_KEYS) + (iw,)
+        if out is not None and mine != out:
+            raise Unsupported(
+                f"flows[{f.flow_id}].swift: its Swift settings differ from another flow's; the crosscheck gives "
+                "htsim's sources one configuration"
+            )
+        out = mine
+    return out
 
 
 def hpcc_settings(plan: Plan) -> tuple:
@@ -378,8 +454,10 @@ def notes(plan: Plan) -> list:
 
 
 def rdma_notes(plan: Plan) -> list:
-    """Where htsim runs RDMA flows over lossless ports differently from fctlab."""
+    """Where htsim runs RDMA flows differently from fctlab."""
     mss = plan.tcp["mss_bytes"]
+    if any(f.protocol == "swift" for f in plan.flows):
+        return swift_notes(plan)
     out = [
         "sending: htsim's RoceSrc (and HPCCSrc at its rate) spaces its packets by (payload + 64 B) x 8 / rate "
         "(roce.cpp constructor, _packet_spacing): the wire time of its own data packet, so at the NIC's rate it "
@@ -405,6 +483,36 @@ def rdma_notes(plan: Plan) -> list:
             "packet joins every port, host NICs included, and keeps the first five records; htsim's data packets "
             "and ACKs carry no telemetry bytes (fctlab's 42 more each); htsim's U starts at eta, fctlab's at 1; "
             "htsim paces at W / T, fctlab at R within the window W_init R / line rate"
+        )
+    if not _single_path(plan):
+        out.append(
+            "paths: the topology has equal-cost paths; htsim's flows take one chosen at random per flow and "
+            "direction (seeded by the crosscheck's seed), fctlab's its ECMP hash, so one flow may cross other "
+            "links in the two runs; compare the distributions (the per-flow pairs are not graded)"
+        )
+    return out
+
+
+def swift_notes(plan: Plan) -> list:
+    """Where htsim runs Swift differently from fctlab."""
+    mss, P = plan.tcp["mss_bytes"], packet_bytes(plan)
+    out = [
+        "sending: htsim's SwiftSrc sends through its host's FairScheduler, which serves the host's flows in "
+        "turn and stamps a data packet's send time as its transmission starts (BaseScheduler::beginService, "
+        "swift_scheduler.cpp); a SwiftPacket is its payload alone, so htsim's data packet is fctlab's payload and "
+        f"header together ({P} B) and its sequence numbers count those bytes; its ACKs are 40 bytes",
+        "target delay: htsim counts a path's hops as its pipes (Route::hop_count, route.cpp update_hopcount): its "
+        "links, one more than the switches fctlab counts, so htsim's target is one h = base_target / hop_scale "
+        "longer on every path",
+        "timers: htsim's Swift subflows start with a 1 ms RTO floored at 100 us (SwiftSubflowSrc's constructor, "
+        f"swift.cpp) and their timers are checked every {SWIFT_SCAN_S * 1e3:g} ms (the SwiftRtxTimerScanner period "
+        "of main_swift.cpp); they recover by fast retransmit, fctlab's roce transport by going back N on a NACK; "
+        "without PFC both run on lossy ports (htsim's Swift scheduler takes no PAUSE frames)",
+    ]
+    if any(f.size_bytes is not None and f.size_bytes % mss for f in plan.flows):
+        out.append(
+            f"sizes: htsim sends every packet full, so a message of S bytes sends ceil(S / {mss}) full packets; "
+            "fctlab's last packet carries the rest"
         )
     if not _single_path(plan):
         out.append(
@@ -498,7 +606,8 @@ def script(plan: Plan, seed: int) -> str:
     mss = t["mss_bytes"]
     stop = plan.stop_time_s if plan.stop_time_s is not None else 3600.0
     ss = t["initial_ssthresh_bytes"]
-    rdma = any(f.protocol in RDMA for f in plan.flows)
+    rdma = any(f.protocol in LOSSLESS_ONLY for f in plan.flows)
+    swift = any(f.protocol == "swift" for f in plan.flows)
     lossless = plan.pfc is not None
     L = [
         f"# {plan.name}, seed {seed}: written by fctlab crosscheck for htsim",
@@ -518,6 +627,18 @@ def script(plan: Plan, seed: int) -> str:
         T, eta, stages = hpcc_settings(plan)
         L.append("# HPCCSrc: base RTT (ps), eta, max_stage")
         L.append(f"hpcc {round(T * PS)} {eta!r} {stages}")
+    if swift:
+        v = dict(zip(SWIFT_KEYS, swift_settings(plan)))
+        iw = swift_settings(plan)[-1]
+        L.append(
+            "# SwiftSrc: ai, beta, max_mdf, base target (ps), hop scale, fs range (x base), fs min and max cwnd "
+            "(packets), min cwnd (bytes), max cwnd (packets), retx reset, first window (bytes), timer scan (ps)"
+        )
+        L.append(
+            f"swift {v['swift_ai']!r} {v['swift_beta']!r} {v['max_mdf']!r} {int(v['base_target']) * 1000} "
+            f"{v['hop_scale']!r} {v['fs_range']!r} {v['fs_min_cwnd']!r} {v['fs_max_cwnd']!r} {int(v['min_cwnd'])} "
+            f"{v['max_cwnd']!r} {int(v['retx_reset'])} {round(int(iw) / mss * P)} {round(SWIFT_SCAN_S * PS)}"
+        )
     L.append(
         "# port id, rate (bps), delay (ps), buffer (bytes), ECN threshold K (bytes, -1: none), kind "
         "(queue, lossless, host), ingress (1: a LosslessInputQueue at the far end)"
@@ -529,6 +650,8 @@ def script(plan: Plan, seed: int) -> str:
         line = f"port {i} {p.rate_bps:.0f} {round(p.delay_s * PS)} {buffer_bytes(plan, p.buffer)} {ecn_bytes(plan, p.queue)}"
         if lossless:
             line += f" {'host' if p.nic else 'lossless'} {1 if p.dst in switches else 0}"
+        elif swift:
+            line += f" {'sched' if p.nic else 'queue'} 0"
         L.append(line)
     groups = plan.groups()
     gid = {g: i for i, g in enumerate(groups)}
@@ -615,6 +738,7 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
         else:
             finish_s = None
             delivered = acked * mss if f.size_bytes is None else min(f.size_bytes, acked * mss)
+        nto = None if nto < 0 else nto  # not counted (Swift)
         flows.append(flow_row(f, st, finish_s, delivered if st is not None else 0, nrx, nto, nsent))
     T = end or 0.0
     link_rows = port_rows(plan, links, T)

@@ -22,26 +22,35 @@
 //                                 a queue (bytes; K = -1: no marking, else marking at K bytes)
 //                                 and the pipe behind it. KIND: queue (the default: Queue, or
 //                                 ECNQueue with K), lossless (LosslessOutputQueue, ECN with K)
-//                                 or host (FairPriorityQueue, a host's NIC on a lossless
-//                                 network). INGRESS 1: a LosslessInputQueue behind the pipe,
+//                                 host (FairPriorityQueue, a host's NIC on a lossless
+//                                 network) or sched (FairScheduler, a host's NIC for Swift). INGRESS 1: a LosslessInputQueue behind the pipe,
 //                                 counting what the switch at the far end holds from this
 //                                 port, its PAUSE/RESUME frames back to this port after the
 //                                 pipe's delay
 //   pfc HIGH LOW                  LosslessInputQueue's thresholds (bytes): a pause when the
 //                                 bytes held pass HIGH, a resume when they fall below LOW
 //   hpcc T_PS ETA MAX_STAGE       HPCCSrc's base RTT, target utilization, additive stages
+//   swift AI BETA MAX_MDF BASE_PS HOP_SCALE FS_RANGE FS_MIN FS_MAX MIN_CWND MAX_CWND RETX_RESET
+//         IW SCAN_PS              SwiftSrc's settings: its public members (_ai, _beta,
+//                                 _max_mdf, _base_delay, _h = BASE / HOP_SCALE, _fs_range =
+//                                 FS_RANGE x BASE, _fs_min_cwnd, _fs_max_cwnd and _fs_alpha,
+//                                 _fs_beta from them as its constructor computes them,
+//                                 _min_cwnd bytes, _max_cwnd = MAX_CWND packets,
+//                                 _rtx_reset_threshold), the first window IW (bytes,
+//                                 set_cwnd) and the SwiftRtxTimerScanner's period
 //   group ID MEMBERS              a group: its flows' number
 //   flow ID KIND PKTS START_PS GROUP AFTER FWD... / REV...
-//                                 KIND tcp|dctcp|roce|hpcc; PKTS data packets (-1: long-lived); GROUP its
+//                                 KIND tcp|dctcp|roce|hpcc|swift; PKTS data packets (-1: long-lived); GROUP its
 //                                 group or -1; AFTER the group it waits for or -1 (START_PS is
 //                                 then the delay after that group completes); FWD and REV the
 //                                 port ids of the data and the ACK path
 //
 // Output lines:
 //   S ID T                        flow ID started at T seconds
-//   F ID T RETX TIMEOUTS SENT     flow ID completed at T (all data acknowledged)
+//   F ID T RETX TIMEOUTS SENT     flow ID completed at T (all data acknowledged; TIMEOUTS -1:
+//                                 not counted, Swift's subflows keep theirs to themselves)
 //   A ID ACKED RETX TIMEOUTS SENT at the end, every flow: packets acknowledged, data packets
-//                                 resent, timeouts, data packets sent
+//                                 resent, timeouts (-1: not counted), data packets sent
 //   L ID PKTS BYTES DROPS MARKS QINT PAUSES   at the end, every port: departures, dropped
 //                                 packets, CE-marked data departures, integral of waiting
 //                                 packets (pkt s), PAUSE frames that reached it
@@ -74,6 +83,8 @@
 #include "queue_lossless_output.h"
 #include "roce.h"
 #include "route.h"
+#include "swift.h"
+#include "swift_scheduler.h"
 #include "tcp.h"
 #include "tcppacket.h"
 
@@ -150,14 +161,21 @@ struct Flow {
     TcpSink* sink = nullptr;
     RoceSrc* roce = nullptr;
     HPCCSrc* hpcc = nullptr;
+    SwiftSrc* swift = nullptr;
+    uint64_t swift_pkts = 0, swift_acked = 0;  // Swift: data packets its NIC sent, bytes acknowledged
     Route *out = nullptr, *back = nullptr;
+    PacketSink* sink_any = nullptr;
     bool started = false, done = false;
     uint64_t timeouts = 0, max_sent = 0;
-    bool rdma() const { return roce || hpcc; }
+    bool rdma() const { return roce || hpcc || swift; }
     // the source's counters: data bytes per packet, packets sent, bytes acknowledged
-    uint64_t mss() const { return roce ? roce->_mss : hpcc ? hpcc->_mss : src->_mss; }
-    uint64_t sent() const { return roce ? roce->_packets_sent : hpcc ? hpcc->_packets_sent : src->_packets_sent / src->_mss; }
+    uint64_t mss() const { return swift ? swift->_mss : roce ? roce->_mss : hpcc ? hpcc->_mss : src->_mss; }
+    uint64_t sent() const {
+        if (swift) return swift_pkts;
+        return roce ? roce->_packets_sent : hpcc ? hpcc->_packets_sent : src->_packets_sent / src->_mss;
+    }
     uint64_t acked() const {
+        if (swift) return swift_acked / swift->_mss;
         if (roce) return roce->_last_acked / roce->_mss;
         if (hpcc) return hpcc->_last_acked / hpcc->_mss;
         return src->_last_acked > 1 ? (src->_last_acked - 1) / src->_mss : 0;
@@ -235,6 +253,65 @@ static map<int, vector<Flow*>> waiters;
 static int64_t finite_left = 0;
 static bool any_long = false;
 
+// Behind a Swift flow's first pipe (its packets have left the host's scheduler): counts its
+// data packets sent and the highest byte sent, and hands each packet on.
+struct DataTap : public PacketSink {
+    Flow* f;
+    string name = "datatap";
+    DataTap(Flow* flow) : f(flow) {}
+    void receivePacket(Packet& pkt) override {
+        if (pkt.type() == SWIFT) {
+            f->swift_pkts++;
+            // a packet's sequence number is its first byte
+            uint64_t last = ((SwiftPacket&)pkt).seqno() + pkt.size() - 1;
+            if (last > f->max_sent) f->max_sent = last;
+        }
+        pkt.sendOn();
+    }
+    const string& nodename() override { return name; }
+};
+
+// SwiftSrc reporting its start (its doNextEvent starts the flow at the time connect() gave it).
+class TrackedSwift : public SwiftSrc {
+public:
+    Flow* f;
+    TrackedSwift(Flow* flow, SwiftRtxTimerScanner& scanner) : SwiftSrc(scanner, nullptr, nullptr, ::eventlist), f(flow) {}
+    void doNextEvent() override {
+        if (!f->started) {
+            f->started = true;
+            printf("S %d %.12g\n", f->id, timeAsSec(EventList::now()));
+        }
+        SwiftSrc::doNextEvent();
+    }
+};
+
+// The last element of a Swift flow's ACK route before its source (SwiftSubflowSink appends
+// the source): reads each ACK's cumulative data acknowledgement and hands the ACK on.
+struct AckTap : public PacketSink {
+    Flow* f;
+    string name = "acktap";
+    AckTap(Flow* flow) : f(flow) {}
+    void receivePacket(Packet& pkt) override {
+        if (pkt.type() == SWIFTACK) {
+            uint64_t ds = ((SwiftAck&)pkt).ds_ackno();
+            if (ds > f->swift_acked) f->swift_acked = ds;
+            if (!f->done && f->pkts >= 0 && ds >= (uint64_t)f->pkts * f->swift->_mss) flow_finished(f);
+        }
+        pkt.sendOn();
+    }
+    const string& nodename() override { return name; }
+};
+
+struct SwiftSettings {
+    double ai = 1, beta = 0.8, max_mdf = 0.5, hop_scale = 6.55, fs_range = 5, fs_min = 0.1, fs_max = 100,
+           max_cwnd = 1000;
+    simtime_picosec base = 0, scan = 0;
+    uint32_t min_cwnd = 10, retx_reset = 5;
+    uint64_t iw = 0;
+};
+static SwiftSettings swift_cfg;
+static SwiftRtxTimerScanner* swift_scanner = nullptr;
+
 static uint64_t resent(Flow* f) {
     uint64_t mss = f->mss();
     uint64_t sent = f->sent();
@@ -242,7 +319,16 @@ static uint64_t resent(Flow* f) {
     return sent > distinct ? sent - distinct : 0;
 }
 
+// the timeouts of a flow; -1: not counted (a Swift subflow keeps its timer to itself)
+static long long timeouts(Flow* f) { return f->swift ? -1 : (long long)f->timeouts; }
+
 static void start(Flow* f, simtime_picosec at) {
+    if (f->swift) {
+        // the first window is a static of SwiftSubflowSrc, read when connect() makes the subflow
+        f->swift->set_cwnd((uint32_t)swift_cfg.iw);
+        f->swift->connect(*f->out, *f->back, *(SwiftSink*)f->sink_any, at);
+        return;
+    }
     if (f->rdma()) {
         eventlist.sourceIsPending(*new Starter(f), at);
         return;
@@ -253,8 +339,8 @@ static void start(Flow* f, simtime_picosec at) {
 
 static void flow_finished(Flow* f) {
     f->done = true;
-    printf("F %d %.12g %llu %llu %llu\n", f->id, timeAsSec(EventList::now()), (unsigned long long)resent(f),
-           (unsigned long long)f->timeouts, (unsigned long long)f->sent());
+    printf("F %d %.12g %llu %lld %llu\n", f->id, timeAsSec(EventList::now()), (unsigned long long)resent(f),
+           timeouts(f), (unsigned long long)f->sent());
     finite_left--;
     if (f->group >= 0 && --group_left[f->group] == 0) {
         for (Flow* w : waiters[f->group]) start(w, EventList::now() + w->start);
@@ -303,6 +389,11 @@ int main(int argc, char** argv) {
             simtime_picosec T;
             ls >> T >> HPCCSrc::_eta >> HPCCSrc::_max_stages;
             HPCCSrc::_T = T;
+        } else if (what == "swift") {
+            SwiftSettings& c = swift_cfg;
+            ls >> c.ai >> c.beta >> c.max_mdf >> c.base >> c.hop_scale >> c.fs_range >> c.fs_min >> c.fs_max >>
+                c.min_cwnd >> c.max_cwnd >> c.retx_reset >> c.iw >> c.scan;
+            swift_scanner = new SwiftRtxTimerScanner(c.scan, eventlist);
         } else if (what == "port") {
             int id;
             double rate;
@@ -321,6 +412,9 @@ int main(int argc, char** argv) {
                                             k >= 0 ? (int)k : 0);
             else if (kind == "host")
                 q = new FairPriorityQueue((linkspeed_bps)rate, maxsize, eventlist, c);
+            else if (kind == "sched") {
+                q = new FairScheduler((linkspeed_bps)rate, eventlist, c);
+            }
             else if (kind != "queue")
                 fail("port " + to_string(id) + ": unknown kind " + kind);
             else if (k < 0)
@@ -390,7 +484,43 @@ int main(int argc, char** argv) {
             finite_left++;
         else
             any_long = true;
-        if (f->kind == "roce" || f->kind == "hpcc") {
+        if (f->kind == "swift") {
+            if (!swift_scanner) fail("flow " + to_string(f->id) + ": swift before its settings");
+            if (f->fwd.empty() || !dynamic_cast<BaseScheduler*>(queues[f->fwd[0]]))
+                fail("flow " + to_string(f->id) + ": its first port is not a scheduler (kind sched)");
+            SwiftSrc* src = new TrackedSwift(f, *swift_scanner);
+            src->setName("src" + to_string(f->id));
+            const SwiftSettings& c = swift_cfg;
+            src->_ai = c.ai;
+            src->_beta = c.beta;
+            src->_max_mdf = c.max_mdf;
+            src->_base_delay = c.base;
+            src->_h = c.base / c.hop_scale;
+            src->_fs_range = (simtime_picosec)(c.fs_range * c.base);
+            src->_fs_min_cwnd = c.fs_min;
+            src->_fs_max_cwnd = c.fs_max;
+            // as SwiftSrc's constructor derives them from the three above (swift.cpp)
+            src->_fs_alpha = src->_fs_range / ((1.0 / sqrt(src->_fs_min_cwnd)) - (1.0 / sqrt(src->_fs_max_cwnd)));
+            src->_fs_beta = -src->_fs_alpha / sqrt(src->_fs_max_cwnd);
+            src->_min_cwnd = c.min_cwnd;
+            src->_max_cwnd = (uint32_t)(c.max_cwnd * src->_mss);
+            src->_rtx_reset_threshold = c.retx_reset;
+            // SwiftSrc sends while the next data byte's packet fits in flow size + mss: this
+            // size sends exactly `pkts` packets
+            if (f->pkts > 0) src->set_flowsize((uint64_t)(f->pkts - 1) * src->_mss);
+            SwiftSink* sink = new SwiftSink();
+            sink->setName("sink" + to_string(f->id));
+            f->back->push_back(new AckTap(f));
+            // the data route again, with the tap behind its first pipe
+            Route* out = new Route();
+            for (size_t i = 0; i < f->out->size(); i++) {
+                out->push_back(f->out->at(i));
+                if (i == 1) out->push_back(new DataTap(f));
+            }
+            f->out = out;
+            f->swift = src;
+            f->sink_any = sink;
+        } else if (f->kind == "roce" || f->kind == "hpcc") {
             // the NIC's rate: the source paces at it (RoceSrc) or starts from it (HPCCSrc)
             if (f->fwd.empty()) fail("flow " + to_string(f->id) + ": no path");
             HostQueue* nic = dynamic_cast<HostQueue*>(queues[f->fwd[0]]);
@@ -463,8 +593,8 @@ int main(int argc, char** argv) {
     if (end > stop) end = stop;
     if (finite_left > 0 || any_long) end = stop;
     for (Flow* f : flows) {
-        printf("A %d %llu %llu %llu %llu\n", f->id, (unsigned long long)f->acked(), (unsigned long long)resent(f),
-               (unsigned long long)f->timeouts, (unsigned long long)f->sent());
+        printf("A %d %llu %llu %lld %llu\n", f->id, (unsigned long long)f->acked(), (unsigned long long)resent(f),
+               timeouts(f), (unsigned long long)f->sent());
     }
     for (int id : port_ids) {
         PortCount* c = counts[id];
