@@ -81,12 +81,13 @@ REASONS = {
     ("ns2", "pias"): "ns-2.35 has no PIAS",
     ("ns2", "homa"): "ns-2.35 has no Homa",
     **{("ns2", p): f"ns-2.35 has no {_NAMES[p]}" for p in ("roce", "dcqcn", "timely", "hpcc", "swift")},
-    **{("htsim", p): f"htsim has no {name}" for p, name in _NAMES.items() if p not in ("tcp", "dctcp")},
     **{
-        ("htsim", p): f"htsim's own {cls} driver; the crosscheck does not run it yet"
-        for p, cls in (("roce", "RoceSrc"), ("hpcc", "HPCCSrc"), ("swift", "SwiftSrc"))
+        ("htsim", p): f"htsim has no {name}"
+        for p, name in _NAMES.items()
+        if p not in ("tcp", "dctcp", "roce", "hpcc", "swift")
     },
     ("htsim", "dcqcn"): "csg-htsim has no DCQCN",
+    ("htsim", "timely"): "csg-htsim has no TIMELY",
     **{("ns3", p): f"ns-3.44 has no {name}" for p, name in _NAMES.items() if p not in ("tcp", "cubic", "dctcp")},
     ("testbed", "d2tcp"): "not built for the kernel (no BPF D2TCP)",
     ("testbed", "d3"): "not built for the kernel (D3's switch rate allocation has no BPF port program)",
@@ -146,6 +147,7 @@ PAPER_PROTOCOLS = {
     "homa": ("homa",),
     "d3": ("d3",),
     "d2tcp": ("d2tcp",),
+    "hpcc": ("hpcc",),
 }
 GRADED = (MATCH, DIRECTION, INCONCLUSIVE, NO_MATCH)
 

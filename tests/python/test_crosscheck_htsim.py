@@ -576,6 +576,22 @@ def _pauses(run_dir) -> int:
 
 
 @needs_htsim
+def test_a_roce_message_alone_goes_at_line_rate_in_both(tmp_path):
+    # RoceSrc spaces its packets by (Packet::data_packet_size + RocePacket::ACKSIZE) x 8 / rate
+    # (roce.cpp): with the payload as data_packet_size that is the wire time of its own data
+    # packet, so alone it sends back to back at the NIC's rate, as fctlab's roce does: 1000
+    # packets of 1064 B at 10 Gbps, 851.2 us, and one packet's way across the fat-tree
+    sc = lossless()
+    sc["flows"] = [{"src": "h0", "dst": "h15", "size": "1MB"}]
+    cc = crosscheck(sc, against="htsim", out=tmp_path, seeds=1)
+    a = pd.read_parquet(cc.runs[0].fctlab_dir / "flows.parquet")
+    b = pd.read_parquet(cc.runs[0].other_dir / "flows.parquet")
+    assert a["fct_s"][0] / b["fct_s"][0] == pytest.approx(1.0, abs=0.002)
+    assert b["fct_s"][0] > 1000 * W * 8 / 10e9
+    assert _pauses(cc.runs[0].fctlab_dir) == _pauses(cc.runs[0].other_dir) == 0
+
+
+@needs_htsim
 def test_a_roce_incast_pauses_alike_and_drops_nothing(tmp_path):
     # Six servers of two pods answer h0 with 200 KB each at line rate: the client's port is
     # the bottleneck, priority flow control holds the rest; both finish together, drop nothing
