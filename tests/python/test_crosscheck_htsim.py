@@ -323,6 +323,12 @@ def test_what_htsims_swift_fixes_is_refused_naming_the_key(change, key):
         checked(lossy_swift(**change))
 
 
+@pytest.mark.parametrize("protocol, name", [("dcqcn", "DCQCN"), ("timely", "TIMELY")])
+def test_protocols_htsim_does_not_have_are_refused_saying_so(protocol, name):
+    with pytest.raises(Unsupported, match=rf"flows\[0\]\.protocol: '{protocol}': csg-htsim has no {name}"):
+        checked(lossless({**RDMA, "protocol": protocol}))
+
+
 def test_tcp_over_lossless_ports_is_refused():
     sc = lossless(TRANSPORT)
     with pytest.raises(Unsupported, match="network.pfc"):

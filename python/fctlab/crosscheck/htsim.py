@@ -4,11 +4,16 @@ htsim``), run, and its output as fctlab's result tables.
 
 htsim's own drivers do not read a flow list for TCP or DCTCP: ``datacenter/main_tcp.cpp`` and
 ``datacenter/old_tests/main_dctcp_permutation.cpp`` build their own fat-tree and start a random
-permutation of long-lived flows. The driver wires htsim's classes as the plan says: per port a
-``Queue`` (drop-tail) or ``ECNQueue`` and a ``Pipe``; per flow a ``TcpSrc`` or ``DCTCPSrc`` with
-a ``TcpSink`` on explicit data and ACK routes; one ``TcpRtxTimerScanner``. The other protocols
-of htsim (NDP, EQDS, RoCE, Swift, HPCC) have drivers of their own that read a connection matrix
-(``-tm``); fctlab has none of them yet, so they are listed in :data:`DRIVERS` and refused.
+permutation of long-lived flows; its RDMA drivers (``main_roce.cpp``, ``main_hpcc.cpp``,
+``main_swift.cpp``) read a connection matrix but build their own fat-tree. The driver wires
+htsim's classes as the plan says: per port a ``Queue`` (drop-tail) or ``ECNQueue`` and a
+``Pipe``; per flow a ``TcpSrc`` or ``DCTCPSrc`` with a ``TcpSink`` on explicit data and ACK
+routes; one ``TcpRtxTimerScanner``. On a lossless network (``pfc = true``) a switch's port is a
+``LosslessOutputQueue``, each port into a switch has a ``LosslessInputQueue`` behind its pipe,
+a host's NIC is a ``FairPriorityQueue``, and the flows are ``RoceSrc``/``RoceSink`` or
+``HPCCSrc``/``HPCCSink``. Swift (``SwiftSrc``/``SwiftSink``) runs over lossy ports behind its
+hosts' ``FairScheduler``, which takes no PAUSE frames. htsim's NDP and EQDS are not in fctlab
+(:data:`DRIVERS`).
 
 What htsim fixes in its code, and so what a plan must say to be run (docs/crosscheck.md):
 
@@ -24,9 +29,12 @@ What htsim fixes in its code, and so what a plan must say to be run (docs/crossc
   ``Queue``/``ECNQueue`` drop an arriving packet that would take the bytes queued, the one in
   transmission included, above the limit.
 
-Settings the driver gives htsim: packet size (``mss + header``), initial window, initial
-slow-start threshold, initial RTO, largest window (``rwnd``), the timer scan period, rates,
-delays, buffers and thresholds per port.
+Settings the driver gives htsim: packet size (``mss + header``; RoCE's and HPCC's payload),
+initial window, initial slow-start threshold, initial RTO, largest window (``rwnd``), the timer
+scan period, rates, delays, buffers and thresholds per port, the pause thresholds of the
+lossless inputs, HPCC's static settings and Swift's settings. What htsim fixes for the RDMA
+protocols, and the refusals that follow, are in docs/crosscheck_htsim.md and in
+:func:`_check_rdma`.
 """
 
 from __future__ import annotations
@@ -73,6 +81,9 @@ DRIVERS = {
 RDMA = ("roce", "hpcc", "swift")
 LOSSLESS_ONLY = ("roce", "hpcc")
 
+#: fctlab protocols of which htsim has no implementation at all.
+ABSENT = {"dcqcn": "DCQCN", "timely": "TIMELY"}
+
 #: The fctlab protocols this target runs (validation.py reads it).
 PROTOCOLS = tuple(p for p, d in DRIVERS.items() if d.runs)
 
@@ -110,10 +121,15 @@ def check(plan: Plan) -> None:
     if plan.scheduler:
         raise Unsupported("transport.scheduler: htsim has no flow scheduling layer; remove the key to crosscheck")
     for f in plan.flows:
+        if f.protocol in ABSENT:
+            raise Unsupported(
+                f"flows[{f.flow_id}].protocol: {f.protocol!r}: csg-htsim has no {ABSENT[f.protocol]} (no source "
+                f"class of it in sim/); the crosscheck runs {', '.join(PROTOCOLS)}"
+            )
         if f.protocol not in DRIVERS or not DRIVERS[f.protocol].runs:
             raise Unsupported(
-                f"flows[{f.flow_id}].protocol: {f.protocol!r} is not run against htsim (htsim has TCP, DCTCP, RoCE "
-                f"and HPCC as fctlab runs them; the crosscheck runs {', '.join(PROTOCOLS)})"
+                f"flows[{f.flow_id}].protocol: {f.protocol!r} is not run against htsim (htsim has TCP, DCTCP, RoCE, HPCC "
+                f"and Swift as fctlab runs them; the crosscheck runs {', '.join(PROTOCOLS)})"
             )
         if f.protocol == "tcp" and f.ecn:
             raise Unsupported(

@@ -2,8 +2,10 @@
 
 The build copies the checkout's ``sim/`` directory into a temporary directory, builds htsim's
 library there (``make libhtsim.a``, htsim's own Makefile) and compiles fctlab's driver
-(``htsim_driver.cpp`` beside this file: it wires htsim's TcpSrc/DCTCPSrc, TcpSink, Queue,
-ECNQueue and Pipe together as an input file says) against it. The result goes to
+(``htsim_driver.cpp`` beside this file: it wires htsim's TcpSrc/DCTCPSrc, TcpSink,
+RoceSrc/RoceSink, HPCCSrc/HPCCSink, SwiftSrc/SwiftSink, Queue, ECNQueue, LosslessOutputQueue,
+LosslessInputQueue, FairPriorityQueue, FairScheduler and Pipe together as an input file says)
+against it. The result goes to
 ``<cache>/peers/htsim/<commit>/``: the binary ``fctlab_htsim`` and ``peer.json`` (repository,
 commit, build time). The checkout is not modified.
 """
