@@ -327,9 +327,13 @@ def _input_thresholds(plan: Plan, p) -> tuple:
     M = mtu(plan)
     xoff = cfg.get("xoff")
     if xoff is None:
-        if p.buffer is None:
+        # the link's buffer: a host's NIC may have its own (nic_buffer), so read the switch's side
+        buffer = p.buffer
+        if p.nic:
+            buffer = next((q.buffer for q in plan.ports if q.link == p.link and q is not p), buffer)
+        if buffer is None:
             raise Unsupported("network.pfc: an unlimited buffer has no pause threshold: give pfc_xoff")
-        kind, n = p.buffer
+        kind, n = buffer
         b = int(n) * M if kind == "pkts" else int(n)
         head = cfg.get("headroom")
         if head is None:  # two rate x delay products (bytes, rounded up), two MTUs and a frame
