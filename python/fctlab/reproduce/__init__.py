@@ -7,8 +7,10 @@ chapters 3 and 4: SDC, RACS and RCP; see docs/reproduce_thesis.md), ``schedtcp``
 (pFabric's normalized FCTs against load; see docs/reproduce_pfabric.md), ``pias`` (PIAS's
 FCTs against load beside DCTCP and pFabric; see docs/reproduce_pias.md), ``homa`` (Homa's
 slowdown by message size beside pFabric and PIAS; see docs/reproduce_homa.md), ``d3`` (D3's
-deadline benchmark beside RCP and TCP; see docs/reproduce_d3.md) and ``d2tcp`` (D2TCP's missed
-deadlines against fan-in beside DCTCP and D3; see docs/reproduce_d2tcp.md).
+deadline benchmark beside RCP and TCP; see docs/reproduce_d3.md), ``d2tcp`` (D2TCP's missed
+deadlines against fan-in beside DCTCP and D3; see docs/reproduce_d2tcp.md) and ``hpcc`` (HPCC's
+FCT slowdown by flow size and PFC pauses beside DCQCN, TIMELY and DCTCP on a lossless fabric;
+see docs/reproduce_hpcc.md).
 
     fctlab reproduce atcp [--quick] [--out DIR] [--items 1,2,7] [--budget SECONDS] [--workers N | --cluster ADDRESS]
     fctlab reproduce --claims [PAPER] [--check] [--out FILE]

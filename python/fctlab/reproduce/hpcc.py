@@ -81,9 +81,13 @@ OVERRIDES = {
     },
     "dctcp": {
         # fctlab's DCTCP runs on its TCP transport over the same lossless fabric; the fork's
-        # marks at K = 30 * bw / 10 KB with probability 1 and starts within one BDP
+        # marks at K = 30 * bw / 10 KB with probability 1 and starts within one BDP. Its hosts
+        # hold no queue of their own (the NIC serves its queue pairs in turn); a TCP sender's
+        # NIC queue here marks as the switches do, or the windows of a host's flows would grow
+        # into an unmarked queue whenever its own link is their bottleneck
         "transport__protocol": "dctcp",
         "network__queue": "ecn",
+        "network__nic_queue": "switch",
         "network__ecn_threshold": "300KB",
         "transport__initial_cwnd": 150,
         "unset": ["transport.hpcc"] + _RED_KEYS,
