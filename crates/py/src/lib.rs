@@ -332,7 +332,11 @@ fn rcp_port_rule(
     use fctlab_transport::cc::PortInfo;
 
     let cfg = RcpConfig { alpha, beta, ..Default::default() };
-    let link = PortInfo { capacity: fctlab_engine::BitsPerSec(capacity_bps), delay: fctlab_engine::Nanos::ZERO };
+    let link = PortInfo {
+        capacity: fctlab_engine::BitsPerSec(capacity_bps),
+        delay: fctlab_engine::Nanos::ZERO,
+        host_nic: false,
+    };
     let mut p = RcpPort::with_state(&cfg, &link, rate_bps, fctlab_engine::Nanos::from_secs_f64(avg_rtt_s));
     p.update(t_s, bytes_in, queue_bytes);
     let averages = rtt_samples_ns.iter().map(|&s| p.sample_rtt(s)).collect();
@@ -349,7 +353,11 @@ fn racs_port_rule(capacity_bps: u64, events: Vec<(u32, f64, f64)>) -> Vec<(u64, 
     use fctlab_transport::cc::racs::{RacsConfig, RacsHeader, RacsPort};
     use fctlab_transport::cc::{PortControl, PortInfo, PortView};
 
-    let link = PortInfo { capacity: fctlab_engine::BitsPerSec(capacity_bps), delay: fctlab_engine::Nanos::ZERO };
+    let link = PortInfo {
+        capacity: fctlab_engine::BitsPerSec(capacity_bps),
+        delay: fctlab_engine::Nanos::ZERO,
+        host_nic: false,
+    };
     let mut p = RacsPort::new(&RacsConfig::default(), &link);
     let v = PortView::default();
     events
@@ -411,7 +419,11 @@ fn sdc_port_rule(
     use fctlab_transport::cc::sdc::{SdcConfig, SdcHeader, SdcPort};
     use fctlab_transport::cc::{PortControl, PortInfo, PortView};
 
-    let link = PortInfo { capacity: fctlab_engine::BitsPerSec(capacity_bps), delay: fctlab_engine::Nanos::ZERO };
+    let link = PortInfo {
+        capacity: fctlab_engine::BitsPerSec(capacity_bps),
+        delay: fctlab_engine::Nanos::ZERO,
+        host_nic: false,
+    };
     let mut p = SdcPort::new(&SdcConfig::default(), &link);
     let loads = intervals.iter().map(|&(b, q, t)| p.load_factor(b, q, t)).collect();
     let v = PortView::default();

@@ -512,8 +512,11 @@ impl Simulation {
             self.complete(f);
             return;
         }
-        let rto = conn.sender_deadline();
-        let delack = conn.receiver_deadline();
+        // A deadline already past is due now: an event is never scheduled before the clock,
+        // and its timer would otherwise wait for a time that has gone.
+        let now = self.now;
+        let rto = conn.sender_deadline().map(|d| d.max(now));
+        let delack = conn.receiver_deadline().map(|d| d.max(now));
         // One pending event per timer: a deadline that moved earlier gets a new event; one
         // that moved later is re-armed when the earlier event pops (see `on_timer`).
         if let Some(d) = rto {
@@ -869,9 +872,14 @@ fn router_families(scenario: &Scenario, net: &Network) -> Result<RouterFamilies,
     one_configuration(scenario, |cc| cc.receiver_driven(), |cc| cc.host_keys(), "receiving hosts")?;
     let families = one_configuration(scenario, |cc| cc.router_assisted(), |cc| cc.port_keys(), "switches")?;
     let mut ctl = Vec::with_capacity(families.len() * net.ports.len());
+    let info = |p: &fctlab_net::Port| PortInfo {
+        capacity: p.rate,
+        delay: p.delay,
+        host_nic: net.node_is_host[p.from.0 as usize],
+    };
     for (first, cfg) in &families {
         for (i, p) in net.ports.iter().enumerate() {
-            if let Err(m) = cfg.check_port(&PortInfo { capacity: p.rate, delay: p.delay }) {
+            if let Err(m) = cfg.check_port(&info(p)) {
                 let topo = &scenario.topology;
                 let l = &topo.links[i / 2];
                 let (a, b) = if i % 2 == 0 { (l.a, l.b) } else { (l.b, l.a) };
@@ -887,10 +895,7 @@ fn router_families(scenario: &Scenario, net: &Network) -> Result<RouterFamilies,
             }
         }
         for p in &net.ports {
-            ctl.push(
-                cfg.port(&PortInfo { capacity: p.rate, delay: p.delay })
-                    .expect("router-assisted protocols have a switch side"),
-            );
+            ctl.push(cfg.port(&info(p)).expect("router-assisted protocols have a switch side"));
         }
     }
     Ok((ctl, families.iter().map(|(_, c)| c.name()).collect()))

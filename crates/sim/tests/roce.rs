@@ -132,7 +132,7 @@ fn hpcc_refuses_a_link_rate_its_telemetry_cannot_carry() {
         .replace("link_rate = \"10Gbps\"", "link_rate = \"13Gbps\"");
     let sc = fctlab_scenario::load(&toml, "test.toml", fctlab_scenario::schema::Format::Toml, &[]).unwrap();
     let e = fctlab_sim::Simulation::new(sc).err().expect("refused").to_string();
-    assert!(e.contains("hpcc cannot run on the link h0->leaf0") && e.contains("13000000000 bps"), "{e}");
+    assert!(e.contains("hpcc cannot run on the link leaf0->h0") && e.contains("13000000000 bps"), "{e}");
 }
 
 #[test]

@@ -215,7 +215,9 @@ pub trait TransportPolicy {
         None
     }
 
-    /// The algorithm's timer is due at `now` (see [`TransportPolicy::deadline`]).
+    /// The algorithm's clock reaches `now`: the transport calls it before it hands the
+    /// algorithm anything at `now` (an acknowledgement, a notification) and when its
+    /// [`TransportPolicy::deadline`] is due; the algorithm runs the timer events due by `now`.
     fn on_timer(&mut self, _st: &mut CcState, _now: Nanos) {}
 
     /// The `roce` transport: a data packet of `wire_bytes` left at `now` (DCQCN's byte counter).

@@ -443,7 +443,7 @@ mod tests {
     const MBPS: u64 = 1_000_000;
 
     fn port() -> D3Port {
-        D3Port::new(&PortInfo { capacity: BitsPerSec(GBPS), delay: Nanos::from_micros(10) })
+        D3Port::new(&PortInfo { capacity: BitsPerSec(GBPS), delay: Nanos::from_micros(10), host_nic: false })
     }
 
     #[test]
@@ -538,7 +538,7 @@ mod tests {
     /// the sender sends at the smallest allocation and hands the vector back next time.
     #[test]
     fn each_port_of_the_path_reads_and_writes_its_own_entry() {
-        let mut fast = D3Port::new(&PortInfo { capacity: BitsPerSec(10 * GBPS), delay: Nanos::ZERO });
+        let mut fast = D3Port::new(&PortInfo { capacity: BitsPerSec(10 * GBPS), delay: Nanos::ZERO, host_nic: false });
         let mut slow = port();
         let info = FlowInfo { nic_rate: BitsPerSec(10 * GBPS), deadline: Some(Nanos::from_millis(1)), size: Some(40_000), ..Default::default() };
         let mut s = D3::new(&D3Config::default(), &info);

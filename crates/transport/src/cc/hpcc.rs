@@ -232,9 +232,12 @@ impl Protocol for Hpcc {
         }
     }
     fn port(_cfg: &HpccConfig, link: &PortInfo) -> Option<Box<dyn PortControl>> {
-        Some(Box::new(HpccPort { rate: rate_code(link.capacity).unwrap_or(0) }))
+        Some(Box::new(HpccPort { rate: rate_code(link.capacity).unwrap_or(0), stamps: !link.host_nic }))
     }
     fn check_port(_cfg: &HpccConfig, link: &PortInfo) -> Result<(), String> {
+        if link.host_nic {
+            return Ok(()); // hosts stamp no telemetry
+        }
         match rate_code(link.capacity) {
             Some(_) => Ok(()),
             None => Err(format!(
@@ -342,11 +345,15 @@ impl CongestionControl for Hpcc {
 #[derive(Debug)]
 struct HpccPort {
     rate: u8,
+    /// Switch ports stamp a record; a host's NIC does not (the HPCC fork's and htsim's
+    /// switches stamp, their hosts do not), so five records cover the six ports of a path
+    /// between pods of a three-level fat-tree, the last hop into the receiver included.
+    stamps: bool,
 }
 
 impl PortControl for HpccPort {
     fn on_packet(&mut self, v: &PortView, kind: PacketKind, _wire_bytes: u32, hdr: &mut RouterHeader) {
-        if kind == PacketKind::Data {
+        if kind == PacketKind::Data && self.stamps {
             IntHeader::push(hdr, Hop::new(v.now, v.tx_bytes, v.queue_bytes, self.rate));
         }
     }
@@ -480,7 +487,7 @@ mod tests {
 
     #[test]
     fn the_switch_side_appends_its_record_to_data_packets_only() {
-        let mut port = Hpcc::port(&HpccConfig::default(), &PortInfo { capacity: BitsPerSec(100 * GBPS), delay: Nanos::ZERO }).unwrap();
+        let mut port = Hpcc::port(&HpccConfig::default(), &PortInfo { capacity: BitsPerSec(100 * GBPS), delay: Nanos::ZERO, host_nic: false }).unwrap();
         let mut hdr = header(&[]);
         let v = PortView { now: Nanos::from_nanos(777), queue_pkts: 3, queue_bytes: 3 * 1048, tx_bytes: 128 * 9 };
         port.on_packet(&v, PacketKind::Data, 1090, &mut hdr);
@@ -488,7 +495,18 @@ mod tests {
         let int = IntHeader::read(&hdr);
         assert_eq!(int.nhop, 1);
         assert_eq!(int.hops[0], Hop { time: 777, bytes: 9, qlen: 3 * 1048 / 80, rate: 5 });
-        let e = Hpcc::check_port(&HpccConfig::default(), &PortInfo { capacity: BitsPerSec(13 * GBPS), delay: Nanos::ZERO });
+        let e = Hpcc::check_port(&HpccConfig::default(), &PortInfo { capacity: BitsPerSec(13 * GBPS), delay: Nanos::ZERO, host_nic: false });
         assert!(e.unwrap_err().contains("13000000000 bps"));
+    }
+
+    #[test]
+    fn a_hosts_nic_stamps_no_record_and_may_run_at_any_rate() {
+        let nic = PortInfo { capacity: BitsPerSec(13 * GBPS), delay: Nanos::ZERO, host_nic: true };
+        assert!(Hpcc::check_port(&HpccConfig::default(), &nic).is_ok());
+        let mut port = Hpcc::port(&HpccConfig::default(), &nic).unwrap();
+        let mut hdr = header(&[]);
+        let v = PortView { now: Nanos::from_nanos(777), queue_pkts: 3, queue_bytes: 3 * 1048, tx_bytes: 128 * 9 };
+        port.on_packet(&v, PacketKind::Data, 1090, &mut hdr);
+        assert_eq!(IntHeader::read(&hdr).nhop, 0);
     }
 }

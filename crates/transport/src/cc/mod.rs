@@ -243,6 +243,8 @@ pub trait Protocol: CongestionControl + TransportPolicy + Clone + fmt::Debug + S
 pub struct PortInfo {
     pub capacity: BitsPerSec,
     pub delay: Nanos,
+    /// The port is a host's NIC (its link leaves a host), not a switch's output.
+    pub host_nic: bool,
 }
 
 /// Gain of the per-packet running average of the RTT field at a port (the `RTT_GAIN` that RCP's

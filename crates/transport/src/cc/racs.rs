@@ -298,7 +298,7 @@ mod tests {
 
     fn port() -> RacsPort {
         let cfg = RacsConfig { initial_rtt: Duration(Nanos::from_micros(100)), ..Default::default() };
-        RacsPort::new(&cfg, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25) })
+        RacsPort::new(&cfg, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25), host_nic: false })
     }
 
     fn request(p: &mut RacsPort, kind: PacketKind, w_c: f64, w_p: f64) -> RacsHeader {

@@ -291,7 +291,7 @@ mod tests {
 
     fn port() -> RcpPort {
         let cfg = RcpConfig { initial_rtt: Duration(Nanos::from_micros(100)), ..Default::default() };
-        RcpPort::new(&cfg, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25) })
+        RcpPort::new(&cfg, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25), host_nic: false })
     }
 
     /// R(t) against the rule worked by hand: C = 1 Gbps, d = T = 100 us, R = 500 Mbps,
@@ -323,7 +323,7 @@ mod tests {
         // lower clip of one 1500-byte packet per d: 12,000 bits / 100 us = 120 Mbps here.
         assert_eq!(RcpHeader::read(&h).rate_bps, 120_000_000);
         let slow = RcpConfig { initial_rtt: Duration(Nanos::from_millis(1)), ..Default::default() };
-        let mut q = RcpPort::new(&slow, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25) });
+        let mut q = RcpPort::new(&slow, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25), host_nic: false });
         let mut h2 = RcpHeader { rate_bps: u64::MAX, ..Default::default() }.header();
         q.on_packet(&v, PacketKind::Syn, 52, &mut h2);
         assert_eq!(RcpHeader::read(&h2).rate_bps, 50_000_000); // d = 1 ms: the clip is 12 Mbps, 0.05 C stands

@@ -494,7 +494,7 @@ mod tests {
     #[test]
     fn port_counts_classes_and_computes_the_load_factor() {
         let cfg = SdcConfig { initial_rtt: Duration(Nanos::from_micros(100)), ..Default::default() };
-        let mut p = SdcPort::new(&cfg, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25) });
+        let mut p = SdcPort::new(&cfg, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25), host_nic: false });
         fn pkt(p: &mut SdcPort, kind: PacketKind, class: u8, prev: u8) -> SdcHeader {
             let mut h = SdcHeader { class, prev_class: prev, ..Default::default() }.header();
             p.on_packet(&PortView::default(), kind, 1000, &mut h);
@@ -557,7 +557,7 @@ mod tests {
     fn the_load_factor_stamped_is_the_largest_or_the_last_ports() {
         fn loaded(stamp: SdcStamp, bytes: u64) -> SdcPort {
             let cfg = SdcConfig { t_p: Some(Duration(Nanos::from_micros(100))), stamp, ..Default::default() };
-            let mut p = SdcPort::new(&cfg, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25) });
+            let mut p = SdcPort::new(&cfg, &PortInfo { capacity: BitsPerSec(1_000_000_000), delay: Nanos::from_micros(25), host_nic: false });
             let mut h = SdcHeader::default().header();
             p.on_packet(&PortView::default(), PacketKind::Data, bytes as u32, &mut h);
             p.on_tick(&PortView { now: Nanos::from_micros(100), ..Default::default() });

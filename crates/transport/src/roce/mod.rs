@@ -172,11 +172,10 @@ impl RoceSender {
         self.snd_una >= self.size
     }
 
-    /// Lets the algorithm's clock catch up with `now` (its timers, if due).
+    /// Brings the algorithm's clock to `now` (and runs its timers that are due), before it is
+    /// told anything at `now`: a notification then acts at the time it arrives.
     fn advance(&mut self, now: Nanos) {
-        if self.cc.deadline().is_some_and(|d| d <= now) {
-            self.cc.on_timer(&mut self.st, now);
-        }
+        self.cc.on_timer(&mut self.st, now);
     }
 
     /// When the next packet may leave: the last one's bytes at the current rate after it left.

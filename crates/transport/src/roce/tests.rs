@@ -178,3 +178,19 @@ fn telemetry_on_a_data_packet_comes_back_on_its_acknowledgement() {
     assert!(out[0].has(flags::ROUTER));
     assert_eq!(out[0].wire_bytes, 48 + 16);
 }
+
+#[test]
+fn a_cnp_after_a_quiet_spell_restarts_dcqcns_timer_from_its_arrival() {
+    // The sender sends, then nothing reaches it for 1 ms (its NIC paused, say); a CNP then
+    // cuts the rate and restarts the rate timer from the CNP's arrival, not from the last
+    // packet sent: every deadline it gives lies ahead.
+    let mut s = sender("dcqcn", 10_000_000);
+    let mut out = Vec::new();
+    s.start(Nanos::ZERO, &mut out);
+    run_until(&mut s, Nanos::from_micros(5), &mut out);
+    let at = Nanos::from_millis(1);
+    let cnp = Packet { kind: PacketKind::Cnp, ..Default::default() };
+    s.on_packet(at, &cnp, &mut out);
+    assert_eq!(s.cc.deadline(), Some(at + Nanos::from_micros(55)), "the rate timer runs from the CNP");
+    assert!(s.timer_deadline().is_some_and(|d| d >= at));
+}
