@@ -317,7 +317,13 @@ def stale(target: str, root: Path = ROOT, data: Optional[dict] = None) -> list:
     for f in sorted(suite_dir(target, root).glob("*.toml")):
         if f.relative_to(root).as_posix() not in recorded:
             out.append(f"set-up {f.stem}: {f.relative_to(root).as_posix()} is not in the recorded suite")
-    diff = stored.changed(data["made"].get("behaviour") or {}, root)
+    # what the suite's set-ups run: a golden output of other protocols that changed is no change
+    texts = [
+        (root / s["scenario"]).read_text(encoding="utf-8")
+        for s in data["setups"].values()
+        if (root / s["scenario"]).is_file()
+    ]
+    diff = stored.changed(data["made"].get("behaviour") or {}, root, stored.vocabulary(texts))
     if diff:
         more = f" and {len(diff) - 3} more" if len(diff) > 3 else ""
         out.append(f"fctlab's golden outputs changed since: {', '.join(diff[:3])}{more}")

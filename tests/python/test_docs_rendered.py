@@ -91,3 +91,20 @@ def test_a_golden_output_that_moves_unchanged_is_no_change_of_behaviour(tmp_path
     moved.write_text(moved.read_text() + "\n")
     stale = stored.stale_items("homa", root)
     assert stale and all(first.name in why for _, why in stale)
+
+
+def test_a_changed_golden_output_of_protocols_a_paper_does_not_run_leaves_it_current(tmp_path):
+    root = _tree(tmp_path)
+    golden = root / "tests" / "golden"
+    # the RDMA example runs DCQCN on the roce transport; the Homa paper runs Homa, pFabric and
+    # PIAS (on TCP): a change of DCQCN's behaviour says nothing about them
+    rdma = golden / "scenarios__examples__rdma_websearch.flows.csv"
+    assert stored.golden_vocabulary(str(rdma.relative_to(root)), root) == {"dcqcn", "roce"}
+    assert "dcqcn" not in stored.paper_vocabulary("homa", root)
+    rdma.write_text(rdma.read_text() + "\n")
+    assert stored.stale_items("homa", root) == []
+    # a golden output of a protocol it runs, changed: stale
+    homa = golden / "python__fctlab__benchmarks__homa_websearch.flows.csv"
+    homa.write_text(homa.read_text() + "\n")
+    stale = stored.stale_items("homa", root)
+    assert stale and all(homa.name in why for _, why in stale)

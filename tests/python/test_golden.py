@@ -37,6 +37,8 @@ OVERRIDES = {
     "scenarios/papers/thesis/incast.toml": ["workloads.0.rounds=20"],
     "scenarios/papers/thesis/benchmark.toml": ["workloads.0.until=300ms", "stop_time=400ms"],
     "scenarios/papers/thesis/class_mix.toml": [f"workloads.{k}.rounds=3" for k in range(20)],
+    # the HPCC paper's 320-host fabric, on a few of its flows
+    "scenarios/papers/hpcc/fabric.toml": ["workloads.0.count=200"],
     # the size-aware comparison's scenarios (one per protocol, 1,000 flows each), on fewer flows
     **{f"scenarios/size_aware/{p}.toml": ["workloads.0.count=300"] for p in SIZE_AWARE},
 }

@@ -18,6 +18,7 @@ import hashlib
 import importlib
 import json
 import math
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -86,16 +87,71 @@ def fingerprint(recorded: dict) -> str:
     return _digest(json.dumps(recorded, sort_keys=True).encode())
 
 
-def changed(recorded: dict, root: Path = ROOT) -> list:
+def _registry() -> dict:
+    """Every protocol name the simulator knows -> the transports it runs on."""
+    out = {}
+    for p in fctlab._core.protocols():
+        for name in p["names"]:
+            out[name] = set(p["transports"])
+    return out
+
+
+def vocabulary(texts) -> set:
+    """The protocols named in `texts` (as whole words) and the transports they run on: what a
+    set of runs described by these files can exercise."""
+    reg = _registry()
+    words = set()
+    for text in texts:
+        words |= set(re.findall(r"[a-z][a-z0-9_]*", text.lower()))
+    found = words & set(reg)
+    return found | {t for name in found for t in reg[name]}
+
+
+def paper_vocabulary(paper: str, root: Path = ROOT) -> set:
+    """What `paper`'s runs can exercise: the protocols its scenario files and its reproduction
+    modules name, and their transports."""
+    scen = root / "scenarios" / "papers" / paper
+    files = [f for f in scen.rglob("*") if f.is_file() and f.name not in NOT_INPUTS]
+    files += sorted(Path(__file__).parent.glob(f"{paper}*.py"))
+    return vocabulary(f.read_text(encoding="utf-8", errors="replace") for f in files)
+
+
+def golden_vocabulary(rel: str, root: Path = ROOT) -> Optional[set]:
+    """The protocols of the flows in the golden output `rel` belongs to and their transports;
+    None when its flows table cannot be read."""
+    name = Path(rel).name.split(".")[0]
+    flows = root / "tests" / "golden" / f"{name}.flows.csv"
+    try:
+        lines = flows.read_text(encoding="utf-8").splitlines()
+        col = lines[0].split(",").index("protocol")
+    except (OSError, ValueError, IndexError):
+        return None
+    reg = _registry()
+    names = {line.split(",")[col] for line in lines[1:] if line}
+    if not names <= set(reg):
+        return None
+    return names | {t for n in names for t in reg[n]}
+
+
+def changed(recorded: dict, root: Path = ROOT, exercised: Optional[set] = None) -> list:
     """The files of a recorded behaviour whose contents are not what they were (or that are
     gone). Files added since do not count: a new golden output or scenario is no change, and
     neither is a golden output that is gone under its name but present with the same contents
-    under another (its scenario moved: the snapshot is named after the scenario's path)."""
+    under another (its scenario moved: the snapshot is named after the scenario's path).
+
+    With `exercised` (the protocols and transports the recorded runs can exercise, see
+    :func:`vocabulary`), a changed golden output whose flows run none of them is no change
+    either: it shows another protocol's behaviour changing, and the golden outputs of the
+    runs' own protocols, unchanged, show theirs did not."""
     out = []
     moved = None
     for rel, digest in sorted(recorded.items()):
         f = root / rel
         now = _digest(f.read_bytes()) if f.is_file() else "missing"
+        if exercised is not None and now not in (digest, "missing") and rel.startswith("tests/golden/"):
+            own = golden_vocabulary(rel, root)
+            if own is not None and not own & exercised:
+                continue
         if now == "missing" and rel.startswith("tests/golden/"):
             if moved is None:
                 golden = root / "tests" / "golden"
@@ -179,6 +235,7 @@ def stale_items(paper: str, root: Path = ROOT, data: Optional[dict] = None) -> l
     """The stored items made under another behaviour than today's: [(item, why)]. An item's
     behaviour is the golden outputs and the scenario files it read (:func:`behaviour`)."""
     data = load(paper, root) if data is None else data
+    exercised = paper_vocabulary(paper, root)
     out = []
     for n, item in sorted(data["items"].items(), key=lambda kv: int(kv[0])):
         made = item.get("made", {})
@@ -186,7 +243,7 @@ def stale_items(paper: str, root: Path = ROOT, data: Optional[dict] = None) -> l
         if not isinstance(recorded, dict) or not recorded:
             out.append((int(n), "records no behaviour it was made under"))
             continue
-        diff = changed(recorded, root)
+        diff = changed(recorded, root, exercised)
         if diff:
             more = f" and {len(diff) - 3} more" if len(diff) > 3 else ""
             out.append((int(n), f"made at {made.get('commit') or '?'}; changed since: {', '.join(diff[:3])}{more}"))
