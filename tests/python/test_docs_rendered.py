@@ -95,11 +95,15 @@ def test_a_golden_output_that_moves_unchanged_is_no_change_of_behaviour(tmp_path
 
 def test_a_changed_golden_output_of_protocols_a_paper_does_not_run_leaves_it_current(tmp_path):
     root = _tree(tmp_path)
+    for rel in ("scenarios/examples/rdma_websearch.toml", "python/fctlab/benchmarks/homa_websearch.toml"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / rel, root / rel)
     golden = root / "tests" / "golden"
-    # the RDMA example runs DCQCN on the roce transport; the Homa paper runs Homa, pFabric and
-    # PIAS (on TCP): a change of DCQCN's behaviour says nothing about them
+    # the RDMA example runs DCQCN on the roce transport over a lossless network; the Homa paper
+    # runs Homa, pFabric and PIAS (on TCP), lossy: a change of DCQCN's behaviour, or of lossless
+    # ports', says nothing about them
     rdma = golden / "scenarios__examples__rdma_websearch.flows.csv"
-    assert stored.golden_vocabulary(str(rdma.relative_to(root)), root) == {"dcqcn", "roce"}
+    assert stored.golden_vocabulary(str(rdma.relative_to(root)), root) == {"dcqcn", "roce", "pfc"}
     assert "dcqcn" not in stored.paper_vocabulary("homa", root)
     rdma.write_text(rdma.read_text() + "\n")
     assert stored.stale_items("homa", root) == []
@@ -108,3 +112,11 @@ def test_a_changed_golden_output_of_protocols_a_paper_does_not_run_leaves_it_cur
     homa.write_text(homa.read_text() + "\n")
     stale = stored.stale_items("homa", root)
     assert stale and all(homa.name in why for _, why in stale)
+
+
+def test_a_lossless_golden_output_counts_only_for_lossless_runs():
+    tcp = {"tcp"}
+    assert stored._counts_for({"tcp", "pfc"}, tcp | {"pfc", "dcqcn"})
+    assert not stored._counts_for({"tcp", "pfc"}, tcp)  # a lossy TCP paper
+    assert stored._counts_for({"tcp"}, tcp | {"pfc"})
+    assert not stored._counts_for({"homa"}, tcp | {"pfc"})

@@ -401,10 +401,12 @@ impl Port {
     #[inline(never)]
     fn advance_ordered(&mut self, now: Nanos) {
         while self.waiting_pkts > 0 && self.busy_until <= now {
-            let t = self.busy_until;
+            // Not before the port was last brought up to date: a transmitter that stood idle
+            // while its waiting packets were paused starts no packet in the time before.
+            let t = self.busy_until.max(self.area_time);
+            let Some(w) = self.next_waiting() else { break };
             self.queue_area_pkt_ns += self.waiting_pkts as u128 * (t - self.area_time).as_nanos() as u128;
             self.area_time = t;
-            let Some(w) = self.next_waiting() else { break };
             let wire = w.meta.wire_bytes as u64;
             self.waiting_pkts -= 1;
             self.waiting_bytes -= wire;
@@ -833,6 +835,27 @@ mod tests {
         assert_eq!(p.pfc_wake(us(1)), None, "nothing to wake for: only a resume sends it");
         assert_eq!(p.set_paused(us(5), 2, false), Some(us(5 + 12 + 10)));
         assert_eq!(p.held_packets(), vec![a]);
+    }
+
+    #[test]
+    fn the_mean_queue_counts_a_pause_once_however_often_the_port_is_looked_at() {
+        // A packet in transmission until 12 us, another waiting behind it; the priority is
+        // paused at 1 us and resumed at 40 us. The second packet waits from 0 to 40 us, and
+        // the port is looked at four times meanwhile (a NIC asking when it can take a packet).
+        let mut pool = PacketPool::new();
+        let mut p = port(BufferLimit::Unlimited).with_pfc();
+        let us = Nanos::from_micros;
+        let (a, ma) = prio_pkt(&mut pool, 2);
+        let (b, mb) = prio_pkt(&mut pool, 2);
+        p.enqueue(us(0), a, ma);
+        p.enqueue(us(0), b, mb);
+        p.set_paused(us(1), 2, true);
+        for t in [5, 15, 25, 35] {
+            assert_eq!(p.queue_at(us(t)), (1, 1500));
+        }
+        p.set_paused(us(40), 2, false);
+        assert_eq!(p.queue_at(us(41)), (0, 0));
+        assert!((p.mean_queue_pkts(us(80)) - 40.0 / 80.0).abs() < 1e-9, "{}", p.mean_queue_pkts(us(80)));
     }
 
     #[test]

@@ -21,6 +21,7 @@ import math
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -28,6 +29,11 @@ import fctlab
 
 from .expected import Expected, set_ns2
 from .verdicts import DIRECTION, INCONCLUSIVE, MATCH, MIN_SAMPLES, NO_MATCH, NOT_GRADED, Row
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 #: the source tree (python/fctlab/reproduce/stored.py -> the repository's root)
 ROOT = Path(__file__).resolve().parents[3]
@@ -96,15 +102,20 @@ def _registry() -> dict:
     return out
 
 
+#: Features of a network that only some runs use, by the word that turns them on: a golden
+#: output of a run with one counts only for runs that name it (see :func:`changed`).
+FEATURES = ("pfc",)
+
+
 def vocabulary(texts) -> set:
-    """The protocols named in `texts` (as whole words) and the transports they run on: what a
-    set of runs described by these files can exercise."""
+    """The protocols named in `texts` (as whole words), the transports they run on, and the
+    :data:`FEATURES` named: what a set of runs described by these files can exercise."""
     reg = _registry()
     words = set()
     for text in texts:
         words |= set(re.findall(r"[a-z][a-z0-9_]*", text.lower()))
     found = words & set(reg)
-    return found | {t for name in found for t in reg[name]}
+    return found | {t for name in found for t in reg[name]} | (words & set(FEATURES))
 
 
 def paper_vocabulary(paper: str, root: Path = ROOT) -> set:
@@ -117,20 +128,30 @@ def paper_vocabulary(paper: str, root: Path = ROOT) -> set:
 
 
 def golden_vocabulary(rel: str, root: Path = ROOT) -> Optional[set]:
-    """The protocols of the flows in the golden output `rel` belongs to and their transports;
-    None when its flows table cannot be read."""
+    """The protocols of the flows in the golden output `rel` belongs to, their transports, and
+    ``pfc`` when its scenario's network is lossless; None when its flows table or its scenario
+    cannot be read."""
     name = Path(rel).name.split(".")[0]
     flows = root / "tests" / "golden" / f"{name}.flows.csv"
+    scenario = root / (name.replace("__", "/") + ".toml")
     try:
         lines = flows.read_text(encoding="utf-8").splitlines()
         col = lines[0].split(",").index("protocol")
-    except (OSError, ValueError, IndexError):
+        network = tomllib.loads(scenario.read_text(encoding="utf-8")).get("network", {})
+    except (OSError, ValueError, IndexError, tomllib.TOMLDecodeError):
         return None
     reg = _registry()
     names = {line.split(",")[col] for line in lines[1:] if line}
     if not names <= set(reg):
         return None
-    return names | {t for n in names for t in reg[n]}
+    return names | {t for n in names for t in reg[n]} | ({"pfc"} if network.get("pfc") is True else set())
+
+
+def _counts_for(own: set, exercised: set) -> bool:
+    """Whether a golden output that exercises `own` speaks for runs that exercise `exercised`:
+    it runs one of their protocols or transports, and no feature they do not use."""
+    features = set(FEATURES)
+    return bool((own - features) & (exercised - features)) and (own & features) <= exercised
 
 
 def changed(recorded: dict, root: Path = ROOT, exercised: Optional[set] = None) -> list:
@@ -139,10 +160,11 @@ def changed(recorded: dict, root: Path = ROOT, exercised: Optional[set] = None) 
     neither is a golden output that is gone under its name but present with the same contents
     under another (its scenario moved: the snapshot is named after the scenario's path).
 
-    With `exercised` (the protocols and transports the recorded runs can exercise, see
-    :func:`vocabulary`), a changed golden output whose flows run none of them is no change
-    either: it shows another protocol's behaviour changing, and the golden outputs of the
-    runs' own protocols, unchanged, show theirs did not."""
+    With `exercised` (the protocols, transports and features the recorded runs can exercise,
+    see :func:`vocabulary`), a changed golden output whose flows run none of their protocols,
+    or that uses a feature they do not (a lossless network), is no change either: it shows
+    something else's behaviour changing, and the golden outputs of what the runs do use,
+    unchanged, show that theirs did not."""
     out = []
     moved = None
     for rel, digest in sorted(recorded.items()):
@@ -150,7 +172,7 @@ def changed(recorded: dict, root: Path = ROOT, exercised: Optional[set] = None) 
         now = _digest(f.read_bytes()) if f.is_file() else "missing"
         if exercised is not None and now not in (digest, "missing") and rel.startswith("tests/golden/"):
             own = golden_vocabulary(rel, root)
-            if own is not None and not own & exercised:
+            if own is not None and not _counts_for(own, exercised):
                 continue
         if now == "missing" and rel.startswith("tests/golden/"):
             if moved is None:
