@@ -126,7 +126,9 @@ def topology_lines() -> list:
             for a in range(AGGS_PER_POD)
         ]
         links += [
-            (f"agg{p * AGGS_PER_POD + a}", f"core{a * per_agg + c}") for a in range(AGGS_PER_POD) for c in range(per_agg)
+            (f"agg{p * AGGS_PER_POD + a}", f"core{a * per_agg + c}")
+            for a in range(AGGS_PER_POD)
+            for c in range(per_agg)
         ]
     out = ["nodes = ["]
     out += [f'  {{ name = "{n}", kind = "{k}" }},' for n, k in nodes]
@@ -378,9 +380,7 @@ def _intro(mode: Mode) -> list:
 
 def paper():
     """The HPCC reproduction for :func:`fctlab.reproduce.runner.run_paper`."""
-    return Paper(
-        "hpcc", ITEMS, ITEM_ORDER, QUICK, FULL, intro=_intro, required_files=("fabric.toml", "no_incast.csv")
-    )
+    return Paper("hpcc", ITEMS, ITEM_ORDER, QUICK, FULL, intro=_intro, required_files=("fabric.toml", "no_incast.csv"))
 
 
 if __name__ == "__main__":  # python -m fctlab.reproduce.hpcc [--quick] [--out DIR] [--items ...]
