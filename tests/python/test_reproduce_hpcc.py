@@ -30,15 +30,18 @@ SCENARIOS = default_scenario_dir("hpcc")
 EXPECTED = Expected(SCENARIOS / "expected.toml")
 
 
-def test_quick_item3_writes_its_rows_figure_and_numbers(tmp_path):
-    rc = main_reproduce(["hpcc", "--quick", "--items", "3", "--out", str(tmp_path)])
+def test_the_quick_run_writes_every_items_rows_figure_and_numbers(tmp_path):
+    rc = main_reproduce(["hpcc", "--quick", "--out", str(tmp_path)])
     assert rc == 0
     md = (tmp_path / "report.md").read_text()
-    for e in EXPECTED.of_item(3):
-        assert f"| {e.quantity} | {e.shown} |" in md, e.id
-    assert (tmp_path / "hpcc_item3.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     items = json.loads((tmp_path / "results.json").read_text())["items"]
-    assert items["3"]["status"] == "done" and items["1"]["status"] == "not run"
+    for n in (1, 2, 3, 4):
+        for e in EXPECTED.of_item(n):
+            assert f"| {e.quantity} | {e.shown} |" in md, e.id
+        assert (tmp_path / f"hpcc_item{n}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert items[str(n)]["status"] == "done"
+    # without incast, no incast flows and no trace of them
+    assert items["1"]["numbers"]["incast_events"] == 0 and not (tmp_path / "hpcc_item1_incast.csv").exists()
     numbers = items["3"]["numbers"]
     assert sorted(numbers["groups"]) == sorted(SCHEMES) and sorted(numbers["pfc"]) == sorted(SCHEMES)
     for groups in numbers["groups"].values():
