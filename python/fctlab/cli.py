@@ -273,8 +273,15 @@ def transport_line(t: dict) -> str:
         )
         + (
             f"; {', '.join(sorted(roce))} on the roce transport: line rate or the algorithm's rate, "
-            f"go-back-N, an ACK per {t['ack_interval']} packets, NACKs at most once per "
-            f"{seconds(t['nack_interval_s'])} per gap, CNPs at most once per {seconds(t['cnp_interval_s'])}"
+            + (
+                f"go-back-N, an ACK per {t['ack_interval']} packets, NACKs at most once per "
+                f"{seconds(t['nack_interval_s'])} per gap"
+                if t["roce_recovery"] == "go_back_n"
+                else f"IRN's selective repeat (a NACK per packet out of order, one BDP outstanding, timeouts "
+                f"{seconds(t['irn_rto_low_s'])} and {seconds(t['irn_rto_high_s'])}), an ACK per {t['ack_interval']} "
+                "packets"
+            )
+            + f", CNPs at most once per {seconds(t['cnp_interval_s'])}"
             if roce
             else ""
         )

@@ -137,6 +137,12 @@ fn check_tcp(tcp: &TcpConfig, err: &dyn Fn(&str, String) -> ScenarioError) -> Re
     if tcp.ack_interval == 0 {
         return Err(err("ack_interval", "must be at least 1 packet".into()));
     }
+    if tcp.irn_rto_low == Nanos::ZERO {
+        return Err(err("irn_rto_low", "must be above 0".into()));
+    }
+    if tcp.irn_rto_high < tcp.irn_rto_low {
+        return Err(err("irn_rto_high", "must be at least irn_rto_low".into()));
+    }
     Ok(())
 }
 

@@ -729,6 +729,7 @@ impl Simulation {
             .then(|| self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8);
         let conn = if spec.cc.transport() == TransportKind::Roce {
             let mut snd = RoceSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn, nic_rate);
+            snd.set_base_rtt(base_rtt);
             if let Some(o) = owner {
                 snd.set_router_owner(o);
             }

@@ -54,6 +54,33 @@ fn lossy_roce_recovers_by_going_back() {
 }
 
 #[test]
+fn irn_resends_what_was_lost_where_go_back_n_resends_the_window() {
+    // Twelve senders: their BDP caps (about 12 packets each on this path) together pass the
+    // receiver's 100-packet buffer.
+    let lossy = |recovery: &str| {
+        let toml = incast(12, "1MB", "roce", false, "queue = \"droptail\"")
+            .replace("[transport]\n", &format!("[transport]\nroce_recovery = \"{recovery}\"\n"));
+        run(&toml)
+    };
+    let (gbn, irn) = (lossy("go_back_n"), lossy("irn"));
+    for r in [&gbn, &irn] {
+        assert!(drops(r) > 0);
+        assert!(r.flows.iter().all(|f| f.completed && f.bytes_delivered == 1_000_000));
+    }
+    let resent = |r: &fctlab_sim::Results| r.flows.iter().map(|f| f.retransmits).sum::<u64>();
+    let lost = |r: &fctlab_sim::Results| r.flows.iter().map(|f| f.drops).sum::<u64>();
+    // IRN resends what was dropped, about once each; going back resends the packets behind
+    // each loss as well, which are dropped in turn.
+    assert!(resent(&irn) <= lost(&irn) + 12 * 3, "irn resent {} for {} lost", resent(&irn), lost(&irn));
+    assert!(resent(&gbn) > lost(&gbn), "go-back-N resent {} for {} lost", resent(&gbn), lost(&gbn));
+    assert!(10 * lost(&irn) < lost(&gbn), "lost: irn {}, go-back-N {}", lost(&irn), lost(&gbn));
+    // 12 MB of payload through the receiver's 10 Gbps port: 10.06 ms at the least.
+    let own = 12.0 * 1e6 * 1048.0 / 1000.0 * 8.0 / 10e9;
+    assert!(last_finish(&irn) < 1.05 * own, "irn ends at {} s, the port's own time {own} s", last_finish(&irn));
+    assert!(last_finish(&gbn) > 2.0 * own, "go-back-N ends at {} s", last_finish(&gbn));
+}
+
+#[test]
 fn dcqcn_cuts_the_pauses_of_an_incast_that_line_rate_roce_causes() {
     // (Both ECN-capable, so that RED marks rather than drops: line-rate RoCE ignores the CNPs.)
     let pauses = |protocol: &str| {

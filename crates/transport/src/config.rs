@@ -211,7 +211,18 @@ tcp_settings! {
     /// The `roce` transport: a receiver sends at most one CNP per flow per interval (DCQCN's
     /// notification point, N = 50 us in the DCQCN paper).
     cnp_interval: Nanos as Duration, key "cnp_interval", default Nanos::from_micros(50);
+    /// The `roce` transport's loss recovery: go-back-N (RoCEv2 NICs) or IRN's selective
+    /// repeat with its BDP cap and two fixed timeouts (Mittal et al., SIGCOMM 2018).
+    roce_recovery: RoceRecovery as RoceRecovery, key "roce_recovery", default RoceRecovery::GoBackN;
+    /// IRN's timeout while at most [`IRN_FEW_PACKETS`] packets are in flight (RTO_low, 100 us).
+    irn_rto_low: Nanos as Duration, key "irn_rto_low", default Nanos::from_micros(100);
+    /// IRN's timeout otherwise (RTO_high, 320 us).
+    irn_rto_high: Nanos as Duration, key "irn_rto_high", default Nanos::from_micros(320);
 }
+
+/// IRN's N: with at most this many packets in flight its sender waits `irn_rto_low` for an
+/// acknowledgement, otherwise `irn_rto_high` (the IRN paper's N = 3).
+pub const IRN_FEW_PACKETS: u64 = 3;
 
 /// Defines a `[transport]` key given by name: its variants, their scenario names, and its
 /// deserialization from them.
@@ -286,6 +297,19 @@ named_enum! {
 }
 
 named_enum! {
+    /// How the `roce` transport recovers from losses (`[transport] roce_recovery`).
+    RoceRecovery {
+        /// The receiver drops packets out of order and NACKs the byte it expects; the sender
+        /// sends everything again from there.
+        GoBackN = "go_back_n",
+        /// IRN: the receiver keeps packets out of order and NACKs each with its own sequence
+        /// number; the sender resends only what was not received, keeps at most one BDP of the
+        /// flow's path outstanding, and times out after `irn_rto_low` or `irn_rto_high`.
+        Irn = "irn",
+    }
+}
+
+named_enum! {
     /// How a SACK sender recovers from losses (`[transport] sack_recovery`).
     SackRecovery {
         /// RFC 6675's pipe and loss rules, with lost-retransmission detection.
@@ -354,6 +378,9 @@ newreno_recovery = "ns2"       # Agent/TCP/Newreno
 ack_interval = 1               # (the roce transport's; ns-2 has none)
 nack_interval = "500us"        # (the roce transport's)
 cnp_interval = "50us"          # (the roce transport's)
+roce_recovery = "go_back_n"    # (the roce transport's)
+irn_rto_low = "100us"          # (the roce transport's)
+irn_rto_high = "320us"         # (the roce transport's)
 "#;
 
 impl Profile {

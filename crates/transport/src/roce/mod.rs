@@ -24,9 +24,20 @@
 //! algorithm (HPCC) stamps its header on each data packet, the switches on the way rewrite it,
 //! and the acknowledgement brings it back to the algorithm.
 //!
-//! What is not modelled: the NIC's scheduling among its queue pairs (flows of one host share
-//! the NIC's port queue in arrival order), IRN's selective repeat, and read/write semantics
-//! (a message is one send of `size` bytes).
+//! With `roce_recovery = "irn"` the transport recovers as IRN does (Mittal et al., "Revisiting
+//! Network Support for RDMA", SIGCOMM 2018):
+//! - the receiver keeps packets out of order and answers each with a NACK that carries the byte
+//!   expected and the packet's own sequence number (a selective acknowledgement);
+//! - the sender, on the first NACK, resends only the packets below the highest one acknowledged
+//!   selectively that have not arrived, before new ones, until the cumulative acknowledgement
+//!   passes what it had sent then;
+//! - it keeps at most one bandwidth-delay product of its path outstanding (BDP-FC: the flow's
+//!   base RTT times its line rate, in whole packets);
+//! - its timeout is fixed: `irn_rto_low` while at most [`crate::config::IRN_FEW_PACKETS`]
+//!   packets are in flight, `irn_rto_high` otherwise, and it then resends what has not arrived.
+//!
+//! What is not modelled: read/write semantics (a message is one send of `size` bytes), and
+//! IRN's per-packet NACK processing limits at the NIC.
 
 mod receiver;
 #[cfg(test)]
@@ -35,12 +46,13 @@ mod tests;
 pub use receiver::RoceReceiver;
 
 use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent, SendContext};
-use crate::config::TcpConfig;
+use crate::config::{RoceRecovery, TcpConfig, IRN_FEW_PACKETS};
 use crate::rtt::RttEstimator;
 use crate::transport::Transport;
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::packet::flags;
 use fctlab_net::{FlowId, NodeId, Packet, PacketKind};
+use std::collections::BTreeSet;
 
 /// The sending side of a `roce` flow (a queue pair's requester).
 pub struct RoceSender {
@@ -75,6 +87,16 @@ pub struct RoceSender {
     /// When the host's NIC can take this queue pair's next packet, if not now (the NIC's
     /// arbitration among its queue pairs: see [`RoceSender::set_nic_ready`]).
     nic_ready: Option<Nanos>,
+    /// IRN (`roce_recovery = "irn"`): the packets acknowledged selectively above `snd_una`
+    /// (their first bytes), the end of the range whose other packets count as lost, the next
+    /// candidate for resending, and the byte that ends the recovery (None: not in one).
+    irn: bool,
+    sacked: BTreeSet<u64>,
+    lost_below: u64,
+    rtx_next: u64,
+    recovery_until: Option<u64>,
+    /// IRN's BDP-FC: bytes the sender may have outstanding (u64::MAX: no cap).
+    bdp_cap: u64,
     /// Packets sent, first transmissions and retransmissions.
     pub packets_sent: u64,
     /// Packets sent again (after a NACK or a timeout).
@@ -128,6 +150,12 @@ impl RoceSender {
             ect: ecn,
             router,
             nic_ready: None,
+            irn: cfg.roce_recovery == RoceRecovery::Irn,
+            sacked: BTreeSet::new(),
+            lost_below: 0,
+            rtx_next: 0,
+            recovery_until: None,
+            bdp_cap: u64::MAX,
             packets_sent: 0,
             retransmits: 0,
             timeouts: 0,
@@ -143,6 +171,16 @@ impl RoceSender {
     /// each one's own rate.
     pub fn set_nic_ready(&mut self, at: Option<Nanos>) {
         self.nic_ready = at;
+    }
+
+    /// The flow's base RTT: with IRN, its outstanding bytes are capped at this times the line
+    /// rate, in whole packets (BDP-FC).
+    pub fn set_base_rtt(&mut self, base_rtt: Nanos) {
+        if self.irn && base_rtt > Nanos::ZERO {
+            let bdp = (base_rtt.as_nanos() as u128 * self.line_rate.0 as u128 / 8_000_000_000) as u64;
+            let mss = self.st.mss_bytes.max(1);
+            self.bdp_cap = bdp.div_ceil(mss).max(1) * mss;
+        }
     }
 
     /// A router-assisted algorithm's headers belong to the run's `owner`-th such protocol.
@@ -191,15 +229,49 @@ impl RoceSender {
         })
     }
 
-    /// Whether the window lets another packet go.
+    /// Whether the window lets another new packet go.
     fn window_open(&self) -> bool {
-        self.snd_nxt < self.size && self.snd_nxt - self.snd_una < self.st.cwnd_bytes
+        self.snd_nxt < self.size && self.snd_nxt - self.snd_una < self.st.cwnd_bytes.min(self.bdp_cap)
+    }
+
+    /// IRN in recovery: the next packet to resend (its first byte), one below the highest
+    /// selectively acknowledged packet (or all sent, after a timeout) that has not arrived.
+    fn next_lost(&self) -> Option<u64> {
+        self.recovery_until?;
+        let mss = self.st.mss_bytes.max(1);
+        let mut seq = self.rtx_next.max(self.snd_una);
+        while seq < self.lost_below.min(self.snd_max) {
+            if !self.sacked.contains(&seq) {
+                return Some(seq);
+            }
+            seq += mss;
+        }
+        None
+    }
+
+    /// Whether anything may go now, window and recovery considered.
+    fn can_send(&self) -> bool {
+        self.window_open() || self.next_lost().is_some()
+    }
+
+    /// The retransmission timeout from now: IRN's fixed pair, or the estimator's.
+    fn rto(&self, backed_off: bool) -> Nanos {
+        if self.irn {
+            let mss = self.st.mss_bytes.max(1);
+            let in_flight = (self.snd_max - self.snd_una).div_ceil(mss).saturating_sub(self.sacked.len() as u64);
+            return if in_flight <= IRN_FEW_PACKETS { self.cfg.irn_rto_low } else { self.cfg.irn_rto_high };
+        }
+        if backed_off {
+            self.rtt.backed_off(self.backoff)
+        } else {
+            self.rtt.rto()
+        }
     }
 
     /// Sends what the rate and the window let go now (at most one packet per call: the next
     /// one waits for the previous one's bytes at the rate).
     fn pump(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        if self.done() || !self.window_open() {
+        if self.done() || !self.can_send() {
             self.next_departure = Nanos::MAX;
             return;
         }
@@ -207,8 +279,7 @@ impl RoceSender {
         match self.departure() {
             Some(at) if at <= now && nic <= now => {
                 self.send_next(now, out);
-                self.next_departure =
-                    if self.window_open() { self.departure().unwrap_or(Nanos::MAX) } else { Nanos::MAX };
+                self.next_departure = if self.can_send() { self.departure().unwrap_or(Nanos::MAX) } else { Nanos::MAX };
             }
             Some(at) => self.next_departure = at.max(nic).max(now),
             None => self.next_departure = Nanos::MAX,
@@ -216,7 +287,9 @@ impl RoceSender {
     }
 
     fn send_next(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        let seq = self.snd_nxt;
+        // IRN resends a lost packet before any new one; go-back-N resends by moving snd_nxt.
+        let lost = self.next_lost();
+        let seq = lost.unwrap_or(self.snd_nxt);
         let len = (self.size - seq).min(self.st.mss_bytes);
         let retx = seq < self.snd_max;
         let wire = len + self.cfg.header_bytes as u64;
@@ -237,8 +310,12 @@ impl RoceSender {
             ts_sent_ns: now.as_nanos(),
             ..Default::default()
         });
-        self.snd_nxt += len;
-        self.snd_max = self.snd_max.max(self.snd_nxt);
+        if lost.is_some() {
+            self.rtx_next = seq + len;
+        } else {
+            self.snd_nxt += len;
+            self.snd_max = self.snd_max.max(self.snd_nxt);
+        }
         let mut wire = wire;
         if let (Some(owner), Some(p)) = (self.router, out.last_mut()) {
             let ctx = SendContext {
@@ -264,7 +341,7 @@ impl RoceSender {
         self.last_wire_bytes = wire;
         self.cc.on_sent(now, wire);
         if self.rto_deadline.is_none() {
-            self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
+            self.rto_deadline = Some(now + self.rto(true));
         }
     }
 
@@ -281,7 +358,13 @@ impl RoceSender {
         self.snd_una += acked;
         self.snd_nxt = self.snd_nxt.max(self.snd_una);
         self.backoff = 0;
-        self.rto_deadline = (self.snd_una < self.snd_max).then(|| now + self.rtt.rto());
+        if self.irn {
+            self.sacked = self.sacked.split_off(&self.snd_una);
+            if self.recovery_until.is_some_and(|r| self.snd_una >= r) {
+                self.recovery_until = None;
+            }
+        }
+        self.rto_deadline = (self.snd_una < self.snd_max).then(|| now + self.rto(false));
         let sample = AckSample {
             now,
             acked_bytes: acked,
@@ -302,6 +385,20 @@ impl RoceSender {
         }
     }
 
+    /// IRN: whether a packet from `from` up to the highest selectively acknowledged one has not
+    /// arrived.
+    fn next_lost_from(&self, from: u64) -> bool {
+        let mss = self.st.mss_bytes.max(1);
+        let mut seq = from;
+        while seq < self.lost_below.min(self.snd_max) {
+            if !self.sacked.contains(&seq) {
+                return true;
+            }
+            seq += mss;
+        }
+        false
+    }
+
     /// Go-back-N: everything from the byte `from` is sent again.
     fn go_back(&mut self, from: u64) {
         self.snd_nxt = from.max(self.snd_una).min(self.snd_max);
@@ -318,6 +415,22 @@ impl Transport for RoceSender {
         self.advance(now);
         match p.kind {
             PacketKind::Ack => self.on_ack(now, p),
+            PacketKind::Nack if self.irn => {
+                self.nacks += 1;
+                self.on_ack(now, p);
+                if p.seq >= self.snd_una && p.seq < self.snd_max {
+                    self.sacked.insert(p.seq);
+                    self.lost_below = self.lost_below.max(p.seq);
+                }
+                if self.recovery_until.is_none() && self.next_lost_from(self.snd_una) {
+                    // The first NACK of a loss: resend what is missing, once, until the
+                    // cumulative acknowledgement passes what was sent by now.
+                    self.recovery_until = Some(self.snd_max);
+                    self.rtx_next = self.snd_una;
+                    let flight = self.snd_nxt - self.snd_una;
+                    self.cc.on_congestion(&mut self.st, CongestionEvent::Loss { flight_bytes: flight });
+                }
+            }
             PacketKind::Nack => {
                 self.nacks += 1;
                 self.on_ack(now, p);
@@ -342,8 +455,15 @@ impl Transport for RoceSender {
             self.backoff += 1;
             let flight = self.snd_nxt - self.snd_una;
             self.cc.on_congestion(&mut self.st, CongestionEvent::Timeout { flight_bytes: flight });
-            self.go_back(self.snd_una);
-            self.rto_deadline = Some(now + self.rtt.backed_off(self.backoff));
+            if self.irn {
+                // Everything sent and not acknowledged selectively is resent.
+                self.recovery_until = Some(self.snd_max);
+                self.lost_below = self.snd_max;
+                self.rtx_next = self.snd_una;
+            } else {
+                self.go_back(self.snd_una);
+            }
+            self.rto_deadline = Some(now + self.rto(true));
         }
         self.pump(now, out);
     }

@@ -1,10 +1,12 @@
-//! The receiving side of a `roce` flow (a queue pair's responder): in-order acceptance, ACKs,
-//! NACKs and CNPs (see the module documentation of [`super`]).
+//! The receiving side of a `roce` flow (a queue pair's responder): ACKs, NACKs and CNPs, with
+//! packets out of order dropped (go-back-N) or kept (IRN) (see the module documentation of
+//! [`super`]).
 
-use crate::config::TcpConfig;
+use crate::config::{RoceRecovery, TcpConfig};
 use fctlab_engine::Nanos;
 use fctlab_net::packet::flags;
 use fctlab_net::{FlowId, NodeId, Packet, PacketKind};
+use std::collections::BTreeMap;
 
 pub struct RoceReceiver {
     flow: FlowId,
@@ -24,6 +26,10 @@ pub struct RoceReceiver {
     last_nack: Option<(u64, Nanos)>,
     /// When the last CNP left.
     last_cnp: Option<Nanos>,
+    /// IRN: packets out of order are kept (sequence number -> payload bytes) until the gap
+    /// before them fills. Go-back-N drops them.
+    irn: bool,
+    kept: BTreeMap<u64, u64>,
     /// Data packets that arrived, of them out of order (dropped) and duplicates.
     pub data_packets: u64,
     pub out_of_order: u64,
@@ -47,6 +53,8 @@ impl RoceReceiver {
             unacked: 0,
             last_nack: None,
             last_cnp: None,
+            irn: cfg.roce_recovery == RoceRecovery::Irn,
+            kept: BTreeMap::new(),
             data_packets: 0,
             out_of_order: 0,
             duplicate_packets: 0,
@@ -92,11 +100,26 @@ impl RoceReceiver {
         let len = p.payload_bytes as u64;
         if p.seq == self.expected {
             self.expected += len;
+            // (IRN: the packets kept beyond the gap now follow in order.)
+            while let Some(n) = self.kept.remove(&self.expected) {
+                self.expected += n;
+            }
             self.unacked += 1;
             if self.unacked >= self.ack_interval || self.expected >= self.size {
                 self.unacked = 0;
                 out.push(self.reply(PacketKind::Ack, p));
             }
+        } else if self.irn && p.seq > self.expected {
+            // IRN keeps it and NACKs it at once, naming it: the sender learns what arrived.
+            if self.kept.insert(p.seq, len).is_some() {
+                self.duplicate_packets += 1;
+            } else {
+                self.out_of_order += 1;
+            }
+            self.nacks_sent += 1;
+            let mut nack = self.reply(PacketKind::Nack, p);
+            nack.seq = p.seq;
+            out.push(nack);
         } else if p.seq > self.expected {
             self.out_of_order += 1;
             let again = match self.last_nack {

@@ -194,3 +194,97 @@ fn a_cnp_after_a_quiet_spell_restarts_dcqcns_timer_from_its_arrival() {
     assert_eq!(s.cc.deadline(), Some(at + Nanos::from_micros(55)), "the rate timer runs from the CNP");
     assert!(s.timer_deadline().is_some_and(|d| d >= at));
 }
+
+fn irn() -> TcpConfig {
+    TcpConfig { roce_recovery: crate::config::RoceRecovery::Irn, ..cfg() }
+}
+
+fn irn_sender(size: u64) -> RoceSender {
+    let info = FlowInfo { nic_rate: BitsPerSec(10 * GBPS), ..Default::default() };
+    let cc = configure("roce", toml::Table::new()).unwrap().build(&info);
+    RoceSender::new(FlowId(0), NodeId(0), NodeId(1), Some(size), &irn(), cc, false, BitsPerSec(10 * GBPS))
+}
+
+#[test]
+fn irn_keeps_packets_out_of_order_and_nacks_each_by_its_own_number() {
+    let mut r = RoceReceiver::new(FlowId(0), NodeId(1), NodeId(0), Some(4000), &irn());
+    let p = |seq: u64| Packet { kind: PacketKind::Data, seq, payload_bytes: 1000, ..Default::default() };
+    let mut out = Vec::new();
+    for (us, seq) in [(1, 0), (2, 2000), (3, 3000)] {
+        r.on_packet(Nanos::from_micros(us), &p(seq), &mut out);
+    }
+    let replies: Vec<(PacketKind, u64, u64)> = out.iter().map(|p| (p.kind, p.ack, p.seq)).collect();
+    assert_eq!(
+        replies,
+        vec![(PacketKind::Ack, 1000, 0), (PacketKind::Nack, 1000, 2000), (PacketKind::Nack, 1000, 3000)],
+        "every packet out of order is NACKed at once, naming itself"
+    );
+    assert_eq!((r.bytes_delivered(), r.out_of_order), (1000, 2));
+    // The missing packet fills the gap: the two kept ones follow, and one ACK covers all.
+    out.clear();
+    r.on_packet(Nanos::from_micros(4), &p(1000), &mut out);
+    assert_eq!(out.iter().map(|p| (p.kind, p.ack)).collect::<Vec<_>>(), vec![(PacketKind::Ack, 4000)]);
+    assert_eq!(r.bytes_delivered(), 4000);
+}
+
+#[test]
+fn irn_resends_only_the_lost_packet_then_goes_on_with_new_ones() {
+    let mut s = irn_sender(8000);
+    let mut r = RoceReceiver::new(FlowId(0), NodeId(1), NodeId(0), Some(8000), &irn());
+    let mut data = Vec::new();
+    s.start(Nanos::ZERO, &mut data);
+    run_until(&mut s, Nanos::from_micros(4), &mut data);
+    assert_eq!(data.iter().map(|p| p.seq).collect::<Vec<_>>(), vec![0, 1000, 2000, 3000, 4000]);
+    // The second packet is lost; the others arrive and are answered.
+    let mut replies = Vec::new();
+    for p in data.iter().filter(|p| p.seq != 1000) {
+        r.on_packet(Nanos::from_micros(5), p, &mut replies);
+    }
+    let mut again = Vec::new();
+    for p in &replies {
+        s.on_packet(Nanos::from_micros(6), p, &mut again);
+    }
+    run_until(&mut s, Nanos::from_micros(20), &mut again);
+    // The ACK of the first packet lets a new one go (5000); the NACKs then start a recovery:
+    // byte 1000 once, before the next new packets. Nothing already received goes again.
+    assert_eq!(again.iter().map(|p| p.seq).collect::<Vec<_>>(), vec![5000, 1000, 6000, 7000]);
+    assert_eq!((s.retransmits, again[1].has(flags::RETX)), (1, true));
+    let mut acks = Vec::new();
+    for p in &again {
+        r.on_packet(Nanos::from_micros(21), p, &mut acks);
+    }
+    for p in &acks {
+        s.on_packet(Nanos::from_micros(22), p, &mut Vec::new());
+    }
+    assert!(s.is_complete() && r.bytes_delivered() == 8000);
+}
+
+#[test]
+fn irn_keeps_one_bdp_outstanding_and_times_out_after_its_fixed_pair() {
+    let mut s = irn_sender(100_000);
+    // 10 us at 10 Gbps: 12,500 bytes, 13 packets of 1,000.
+    s.set_base_rtt(Nanos::from_micros(10));
+    let mut out = Vec::new();
+    s.start(Nanos::ZERO, &mut out);
+    run_until(&mut s, Nanos::from_micros(50), &mut out);
+    assert_eq!(out.len(), 13, "BDP-FC: no more than the cap outstanding");
+    // The first packet's ACK: one new packet may go, and with more than three packets in
+    // flight the timer is RTO_high (320 us) from the ACK.
+    let ack = Packet { kind: PacketKind::Ack, ack: 1000, ..Default::default() };
+    let mut more = Vec::new();
+    s.on_packet(Nanos::from_micros(50), &ack, &mut more);
+    assert_eq!(more.iter().map(|p| p.seq).collect::<Vec<_>>(), vec![13_000]);
+    assert_eq!(s.rto_deadline, Some(Nanos::from_micros(370)));
+    // Nothing more comes back: everything outstanding is resent, once.
+    let mut again = Vec::new();
+    run_until(&mut s, Nanos::from_micros(400), &mut again);
+    assert_eq!(s.timeouts, 1);
+    assert_eq!(again.iter().map(|p| p.seq).collect::<Vec<_>>(), (1..14).map(|i| i * 1000).collect::<Vec<_>>());
+    // With three packets or fewer in flight, RTO_low (100 us).
+    let mut t = irn_sender(3000);
+    let mut o = Vec::new();
+    t.start(Nanos::ZERO, &mut o);
+    run_until(&mut t, Nanos::from_micros(5), &mut o);
+    assert_eq!(o.len(), 3);
+    assert_eq!(t.rto_deadline, Some(Nanos::from_micros(100)));
+}
