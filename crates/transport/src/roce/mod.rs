@@ -238,15 +238,7 @@ impl RoceSender {
     /// selectively acknowledged packet (or all sent, after a timeout) that has not arrived.
     fn next_lost(&self) -> Option<u64> {
         self.recovery_until?;
-        let mss = self.st.mss_bytes.max(1);
-        let mut seq = self.rtx_next.max(self.snd_una);
-        while seq < self.lost_below.min(self.snd_max) {
-            if !self.sacked.contains(&seq) {
-                return Some(seq);
-            }
-            seq += mss;
-        }
-        None
+        self.first_lost(self.rtx_next.max(self.snd_una))
     }
 
     /// Whether anything may go now, window and recovery considered.
@@ -385,18 +377,18 @@ impl RoceSender {
         }
     }
 
-    /// IRN: whether a packet from `from` up to the highest selectively acknowledged one has not
-    /// arrived.
-    fn next_lost_from(&self, from: u64) -> bool {
+    /// IRN: the first packet from the byte `from` below the highest selectively acknowledged
+    /// one (or all sent, after a timeout) that has not arrived.
+    fn first_lost(&self, from: u64) -> Option<u64> {
         let mss = self.st.mss_bytes.max(1);
         let mut seq = from;
         while seq < self.lost_below.min(self.snd_max) {
             if !self.sacked.contains(&seq) {
-                return true;
+                return Some(seq);
             }
             seq += mss;
         }
-        false
+        None
     }
 
     /// Go-back-N: everything from the byte `from` is sent again.
@@ -422,7 +414,7 @@ impl Transport for RoceSender {
                     self.sacked.insert(p.seq);
                     self.lost_below = self.lost_below.max(p.seq);
                 }
-                if self.recovery_until.is_none() && self.next_lost_from(self.snd_una) {
+                if self.recovery_until.is_none() && self.first_lost(self.snd_una).is_some() {
                     // The first NACK of a loss: resend what is missing, once, until the
                     // cumulative acknowledgement passes what was sent by now.
                     self.recovery_until = Some(self.snd_max);
