@@ -41,6 +41,17 @@ def refuse_lossless(plan: "Plan", engine: str) -> None:
         raise Unsupported(f"network.switch_buffer: {engine} does not run a shared-buffer switch; fctlab runs it alone")
 
 
+def refuse_scaled_red(plan: "Plan", engine: str) -> None:
+    """Raises Unsupported when `plan`'s RED thresholds scale with each port's rate
+    (``network.red_threshold_rate``): `engine` is given one setting for every port."""
+    for nic in (False, True):
+        if plan.queue(nic=nic).get("threshold_rate_bps") is not None:
+            raise Unsupported(
+                f"network.red_threshold_rate: {engine} is given one RED setting for every port; "
+                "fctlab scales the thresholds with each port's rate"
+            )
+
+
 @dataclass
 class Port:
     """One direction of a link: the output queue of `src` toward `dst`."""

@@ -625,3 +625,20 @@ def test_a_flow_of_more_than_two_gib_completes_in_ns2(tmp_path):
     b = run_other(sc, a, out=tmp_path)
     assert a.flows.completed[0] and b.flows.completed[0]
     assert b.flows.fct_s[0] == pytest.approx(a.flows.fct_s[0], rel=1e-3)
+
+
+def test_red_thresholds_scaled_per_port_rate_are_refused_by_every_target(tmp_path):
+    red = {"queue": "red", "red_min_threshold": "5pkt", "red_max_threshold": "15pkt", "red_threshold_rate": "10Gbps"}
+    p = plan.load(star(network=red))
+    assert p.queue(nic=False)["threshold_rate_bps"] == 10_000_000_000
+    with pytest.raises(Unsupported, match=r"network.red_threshold_rate: ns-2.35 is given one RED setting"):
+        plan.refuse_scaled_red(p, "ns-2.35")
+    # the crosscheck refuses it before anything runs, whichever target
+    from fctlab.crosscheck import crosscheck
+
+    for target in ("ns2", "htsim", "ns3"):
+        with pytest.raises(Unsupported, match=r"network.red_threshold_rate"):
+            crosscheck(star(network=red), against=target, out=tmp_path / target, seeds=1)
+    # without it, the plan carries no such field
+    plain = {k: v for k, v in red.items() if k != "red_threshold_rate"}
+    assert "threshold_rate_bps" not in plan.load(star(network=plain)).queue(nic=False)

@@ -29,6 +29,10 @@ pub struct RedConfig {
     pub bytes: bool,
     /// ns-2.35's RED instead of the classic algorithm.
     pub ns2: Option<Ns2RedConfig>,
+    /// The thresholds are a port of this rate's (bits per second): a port of another rate
+    /// scales them by its rate over this one, as DCQCN deployments set Kmin and Kmax per link
+    /// speed (the HPCC ns-3 fork's `KMIN_MAP`/`KMAX_MAP`). None: every port as given.
+    pub threshold_rate_bps: Option<u64>,
 }
 
 impl Default for RedConfig {
@@ -43,6 +47,7 @@ impl Default for RedConfig {
             gentle: true,
             bytes: false,
             ns2: None,
+            threshold_rate_bps: None,
         }
     }
 }
@@ -111,6 +116,18 @@ impl Red {
     }
 }
 
+/// `cfg` for a port of `rate_bps`: its thresholds scaled by that rate over
+/// `threshold_rate_bps`, when given.
+fn scaled_to(cfg: &RedConfig, rate_bps: u64) -> RedConfig {
+    let mut c = cfg.clone();
+    if let Some(r) = cfg.threshold_rate_bps.filter(|&r| r > 0) {
+        let f = rate_bps as f64 / r as f64;
+        c.min_threshold_pkts *= f;
+        c.max_threshold_pkts *= f;
+    }
+    c
+}
+
 /// The keys RED reads.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -125,6 +142,7 @@ struct Keys {
     red_mark_p: Option<f64>,
     red_wait: Option<bool>,
     red_bytes: Option<bool>,
+    red_threshold_rate: Option<String>,
 }
 
 /// The keys only ns-2's RED takes.
@@ -154,6 +172,7 @@ impl Discipline for Red {
         "red_mark_p",
         "red_wait",
         "red_bytes",
+        "red_threshold_rate",
     ];
     const DROP_UNMARKABLE: bool = true;
 
@@ -165,6 +184,13 @@ impl Discipline for Red {
             "classic" => false,
             "ns2" => true,
             other => return Err(KeyError::new("red_variant", format!("expected \"classic\" or \"ns2\", got \"{other}\""))),
+        };
+        if ns2 && k.red_threshold_rate.is_some() {
+            return Err(KeyError::new("red_threshold_rate", "only used with red_variant = \"classic\" (ns-2's RED sets its thresholds per queue)"));
+        }
+        let threshold_rate_bps = match k.red_threshold_rate.as_deref() {
+            None => None,
+            Some(s) => Some(fctlab_engine::parse::parse_rate(s).map_err(|m| KeyError::new("red_threshold_rate", m))?.0),
         };
         if ns2 {
             let cfg = ns2_config(&k)?;
@@ -208,6 +234,7 @@ impl Discipline for Red {
             gentle: k.red_gentle.unwrap_or(d.gentle),
             bytes,
             ns2: None,
+            threshold_rate_bps,
         };
         if cfg.min_threshold_pkts >= cfg.max_threshold_pkts {
             return Err(KeyError::new("red_max_threshold", "must be above red_min_threshold"));
@@ -222,7 +249,7 @@ impl Discipline for Red {
     /// `target_delay_s`, `gentle`, `ecn`).
     fn describe(c: &RedConfig) -> serde_json::Map<String, serde_json::Value> {
         use serde_json::json;
-        let v = match &c.ns2 {
+        let mut v = match &c.ns2 {
             None if c.bytes => json!({
                 "variant": "classic",
                 "min_threshold_bytes": c.min_threshold_pkts,
@@ -256,6 +283,10 @@ impl Discipline for Red {
                 "ecn": n.ecn,
             }),
         };
+        if let (Some(r), serde_json::Value::Object(m)) = (c.threshold_rate_bps, &mut v) {
+            // (Only when given: every plan without it reads as before.)
+            m.insert("threshold_rate_bps".into(), json!(r));
+        }
         match v {
             serde_json::Value::Object(m) => m,
             _ => unreachable!("a json! object"),
@@ -265,7 +296,7 @@ impl Discipline for Red {
         match &cfg.ns2 {
             Some(n) => Red::Ns2(Box::new(Ns2RedState::new(n, rng, link.rate, link.delay))),
             None => Red::Classic(Box::new(RedState {
-                cfg: cfg.clone(),
+                cfg: scaled_to(cfg, link.rate.0),
                 avg: 0.0,
                 count: -1,
                 rng,
@@ -418,6 +449,28 @@ mod tests {
         let marks = (0..n).filter(|_| q.on_arrival(100, 102_500, Nanos::ZERO) == Verdict::Mark).count();
         let frac = marks as f64 / n as f64;
         assert!(frac > 0.005 && frac < 0.012, "mark fraction {frac}");
+    }
+
+    #[test]
+    fn thresholds_given_for_a_rate_scale_with_each_ports_rate() {
+        // The HPCC fork's Kmin/Kmax at 100 Gbps, 400 KB and 1,600 KB: four times that at 400 Gbps.
+        let keys = "red_min_threshold = \"400KB\"\nred_max_threshold = \"1600KB\"\nred_threshold_rate = \"100Gbps\"";
+        let cfg = parse(keys).unwrap();
+        assert_eq!(cfg.threshold_rate_bps, Some(100_000_000_000));
+        let at = |gbps: u64| {
+            let link = LinkInfo { rate: BitsPerSec(gbps * 1_000_000_000), delay: Nanos::ZERO };
+            match Red::new(&cfg, &link, Rng::stream(1, 3)) {
+                Red::Classic(r) => (r.cfg.min_threshold_pkts, r.cfg.max_threshold_pkts),
+                Red::Ns2(_) => unreachable!(),
+            }
+        };
+        assert_eq!(at(100), (400_000.0, 1_600_000.0));
+        assert_eq!(at(400), (1_600_000.0, 6_400_000.0));
+        assert_eq!(at(25), (100_000.0, 400_000.0));
+        let e = parse("red_threshold_rate = \"fast\"").unwrap_err();
+        assert_eq!(e.key, "red_threshold_rate");
+        let e = parse("red_variant = \"ns2\"\nred_threshold_rate = \"10Gbps\"").unwrap_err();
+        assert!(e.message.contains("classic"), "{}", e.message);
     }
 
     #[test]
