@@ -53,7 +53,9 @@ INCAST_BYTES = 500_000
 #: the incast flows' bytes as a share of the hosts' links
 INCAST_LOAD = 0.02
 
-_RED_KEYS = [f"network.red_{k}" for k in ("min_threshold", "max_threshold", "max_p", "weight", "gentle", "ecn")]
+_RED_KEYS = [
+    f"network.red_{k}" for k in ("min_threshold", "max_threshold", "threshold_rate", "max_p", "weight", "gentle", "ecn")
+]
 #: the other schemes as overrides of fabric.toml (HPCC as the file is written), with run.py's
 #: settings for each at a 100 Gbps NIC
 OVERRIDES = {
