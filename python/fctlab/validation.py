@@ -86,8 +86,8 @@ REASONS = {
         for p, name in _NAMES.items()
         if p not in ("tcp", "dctcp", "roce", "hpcc", "swift")
     },
-    ("htsim", "dcqcn"): "csg-htsim has no DCQCN",
-    ("htsim", "timely"): "csg-htsim has no TIMELY",
+    ("htsim", "dcqcn"): "refused: uet-htsim's DCQCNSrc multiplies its own events, so no run ends",
+    ("htsim", "timely"): "htsim has no TIMELY (neither csg-htsim nor uet-htsim)",
     **{("ns3", p): f"ns-3.44 has no {name}" for p, name in _NAMES.items() if p not in ("tcp", "cubic", "dctcp")},
     ("testbed", "d2tcp"): "not built for the kernel (no BPF D2TCP)",
     ("testbed", "d3"): "not built for the kernel (D3's switch rate allocation has no BPF port program)",

@@ -1,11 +1,15 @@
 """fctlab crosscheck --against htsim: the translation (without htsim), and runs beside htsim
 itself (skipped, saying why, where no htsim is built: `fctlab peers build htsim --source
-https://github.com/Broadcom/csg-htsim` builds it)."""
+https://github.com/Broadcom/csg-htsim` builds it; DCQCN's tests need uet-htsim, `--source
+https://github.com/ultraethernet/uet-htsim`)."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
+
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -17,9 +21,14 @@ from fctlab.plan import Unsupported
 from fctlab.peers import htsim as htsim_peer
 from scenario_dicts import merged
 
-PEER = htsim_peer.find()
+PEER = htsim_peer.find(htsim_peer.BASE_PROTOCOLS)
 needs_htsim = pytest.mark.skipif(
     PEER is None, reason=f"htsim is not built ({htsim_peer.how_to_get()}; CI cannot fetch it)"
+)
+#: a build with DCQCN (uet-htsim)
+UET = htsim_peer.find(["dcqcn"])
+needs_uet_htsim = pytest.mark.skipif(
+    UET is None, reason=f"uet-htsim is not built ({htsim_peer.how_to_get(['dcqcn'])}; CI cannot fetch it)"
 )
 
 P = 9000  # htsim's packet: 8960 B of data and a 40-byte header
@@ -186,7 +195,8 @@ def test_the_rto_refusal_says_the_value_htsim_needs():
 
 def test_the_driver_table_runs_tcp_dctcp_roce_hpcc_and_swift_and_lists_htsims_other_drivers():
     assert {p for p, d in htsim.DRIVERS.items() if d.runs} == {"tcp", "dctcp", "roce", "hpcc", "swift"}
-    assert {"ndp", "eqds", "roce", "swift", "hpcc"} <= set(htsim.DRIVERS)
+    assert {"ndp", "eqds", "roce", "swift", "hpcc", "dcqcn"} <= set(htsim.DRIVERS)
+    assert set(htsim.DEFECTIVE) == {"dcqcn"} and not htsim.DRIVERS["dcqcn"].runs
 
 
 #: RoCE as htsim's RoceSrc runs it: 64 bytes beside the payload, 64-byte ACKs
@@ -323,10 +333,127 @@ def test_what_htsims_swift_fixes_is_refused_naming_the_key(change, key):
         checked(lossy_swift(**change))
 
 
-@pytest.mark.parametrize("protocol, name", [("dcqcn", "DCQCN"), ("timely", "TIMELY")])
-def test_protocols_htsim_does_not_have_are_refused_saying_so(protocol, name):
-    with pytest.raises(Unsupported, match=rf"flows\[0\]\.protocol: '{protocol}': csg-htsim has no {name}"):
-        checked(lossless({**RDMA, "protocol": protocol}))
+def test_a_protocol_htsim_does_not_have_is_refused_saying_so():
+    with pytest.raises(Unsupported, match=r"flows\[0\]\.protocol: 'timely': htsim has no TIMELY"):
+        checked(lossless({**RDMA, "protocol": "timely"}))
+
+
+def test_dcqcn_is_refused_saying_why_uet_htsims_runs_do_not_end():
+    with pytest.raises(Unsupported, match=r"flows\[0\]\.protocol: 'dcqcn': uet-htsim's DCQCNSrc does not run to") as e:
+        checked(dcqcn_setup())
+    assert "multiply every period" in str(e.value) and "\n" not in str(e.value)
+
+
+#: DCQCN as uet-htsim's DCQCNSrc runs it (the set-ups of scenarios/crosscheck/htsim/dcqcn): R_AI and
+#: R_HAI from the NIC's rate (10 Gbps / 20, / 10), no rate floor; the rest fctlab's defaults
+DCQCN = {
+    **RDMA,
+    "protocol": "dcqcn",
+    "dcqcn": {"rate_ai": "500Mbps", "rate_hai": "1Gbps", "min_rate": "1bps"},
+}
+DCQCN_SETUPS = Path(__file__).resolve().parents[2] / "scenarios" / "crosscheck" / "htsim" / "dcqcn"
+
+
+def dcqcn_setup(**network) -> dict:
+    """A lossless k=4 fat-tree whose switch ports mark at 10,000 bytes waiting, under DCQCN."""
+    sc = lossless(DCQCN, **network)
+    sc["network"].update(queue="ecn", ecn_threshold="10KB", nic_queue="droptail")
+    return sc
+
+
+def test_dcqcns_settings_become_the_statics_of_uet_htsims_dcqcnsrc_and_dcqcnsink():
+    for name in ("dcqcn_incast", "dcqcn_permutation"):
+        p = plan.load_file(DCQCN_SETUPS / f"{name}.toml")
+        # g = 1/256, one 55 us period for both timers, F = 5, the 10 MB byte counter in
+        # 1,064-byte packets (rounded up: DCQCNSrc adds the packets' sequence numbers), CNPs at
+        # most every 50 us
+        assert htsim.dcqcn_settings(p) == (1 / 256, 55e-6, 5, 9399, 50e-6)
+        text = htsim.script(p, 1)
+        assert lines(text, "dcqcn") == [["dcqcn", "0.00390625", "55000000", "5", "9399", "50000000"]]
+        assert lines(text, "packet") == [["packet", "1000"]]
+        for row, port in zip(lines(text, "port"), p.ports):
+            # one K for every switch port (LosslessOutputQueue::_K): 10,000 B waiting, as a
+            # leaving packet sees the bytes queued, itself included; hosts' NICs do not mark
+            assert (row[6], int(row[5])) == (("host", -1) if port.nic else ("lossless", 10_000 + W - 1))
+        assert {f[2] for f in lines(text, "flow")} == {"dcqcn"}
+        assert htsim.lossless_ecn_bytes(p) == 10_000 + W - 1
+
+
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("transport.dcqcn.alpha_timer=100us", "transport.alpha_timer"),
+        ("transport.dcqcn.byte_counter=0B", "transport.byte_counter"),
+        ("transport.dcqcn.rate_ai=50Mbps", "transport.rate_ai"),
+        ("transport.dcqcn.rate_hai=100Mbps", "transport.rate_hai"),
+        ("transport.dcqcn.min_rate=100Mbps", "transport.min_rate"),
+    ],
+)
+def test_what_uet_htsims_dcqcnsrc_fixes_is_refused_naming_the_key(override, key):
+    p = plan.load_file(DCQCN_SETUPS / "dcqcn_incast.toml", [override])
+    with pytest.raises(Unsupported, match=key) as e:
+        htsim.dcqcn_settings(p)
+    assert "dcqcn.cpp" in str(e.value)
+
+
+def test_red_on_lossless_ports_is_refused_for_htsims_one_threshold():
+    with pytest.raises(Unsupported, match=r"network.queue: 'red'; htsim's LosslessOutputQueue marks"):
+        checked(lossless(queue="red"))
+
+
+def _fake_build(cache, commit: str, built: str, protocols=None) -> None:
+    d = cache / "peers" / "htsim" / commit
+    d.mkdir(parents=True)
+    (d / htsim_peer.BINARY).write_text("")
+    meta = {"repository": f"repo-{commit[0]}", "commit": commit, "built": built}
+    if protocols is not None:
+        meta["protocols"] = list(protocols)
+    (d / "peer.json").write_text(json.dumps(meta))
+
+
+def test_the_crosscheck_takes_the_newest_build_that_runs_the_scenarios_protocols(tmp_path, monkeypatch):
+    monkeypatch.setenv("FCTLAB_CACHE", str(tmp_path))
+    # a build before peer.json named its protocols: csg-htsim's
+    _fake_build(tmp_path, "a" * 40, "2026-01-01T00:00:00Z")
+    _fake_build(tmp_path, "b" * 40, "2026-02-01T00:00:00Z", htsim_peer.DCQCN_PROTOCOLS)
+    assert htsim_peer.find(["dctcp"]).commit == "a" * 40
+    assert htsim_peer.find(["roce", "hpcc"]).commit == "a" * 40
+    assert htsim_peer.find(["dcqcn"]).commit == "b" * 40
+    assert htsim_peer.find().commit == "b" * 40
+    assert htsim_peer.find(["dcqcn", "roce"]) is None
+    _fake_build(tmp_path, "c" * 40, "2026-03-01T00:00:00Z", htsim_peer.BASE_PROTOCOLS)
+    assert htsim_peer.find(["tcp"]).commit == "c" * 40
+    assert [b.commit[0] for b in htsim_peer.builds()] == ["c", "b", "a"]
+
+
+def test_without_a_build_with_dcqcn_a_run_says_to_build_uet_htsim(tmp_path, monkeypatch):
+    monkeypatch.setenv("FCTLAB_CACHE", str(tmp_path / "cache"))
+    p = plan.load(dcqcn_setup())
+    with pytest.raises(htsim.HtsimError) as e:
+        htsim.run(p, 1, tmp_path / "run")
+    assert str(e.value) == f"htsim is not built: {htsim_peer.how_to_get(['dcqcn'])}"
+    assert "--source https://github.com/ultraethernet/uet-htsim" in str(e.value)
+    _fake_build(tmp_path / "cache", "a" * 40, "2026-01-01T00:00:00Z")
+    with pytest.raises(htsim.HtsimError) as e:
+        htsim.run(p, 1, tmp_path / "run")
+    assert str(e.value).startswith(
+        "htsim is not built with dcqcn: fctlab peers build htsim --source https://github.com/ultraethernet/uet-htsim"
+    )
+    assert str(e.value).endswith("(built: repo-a at aaaaaaaaaaaa runs tcp, dctcp, roce, hpcc, swift)")
+    # the line every other scenario gets names both
+    assert "https://github.com/Broadcom/csg-htsim" in htsim_peer.how_to_get()
+    assert "for DCQCN, --source https://github.com/ultraethernet/uet-htsim" in htsim_peer.how_to_get()
+
+
+def test_the_build_defines_what_the_code_base_has(tmp_path):
+    assert htsim_peer.features(tmp_path) == {d: False for d in htsim_peer.FEATURES}
+    (tmp_path / "dcqcn.h").write_text("class DCQCNSrc;\n")
+    (tmp_path / "queue_lossless_output.h").write_text("    static int _ecn_enabled;\n    static int _K;\n")
+    (tmp_path / "roce.cpp").write_text("    if (ackno * _mss >= _flow_size){\n")
+    defines = htsim_peer.features(tmp_path)
+    assert all(defines.values())
+    assert htsim_peer.protocols_of(defines) == ("dcqcn",)
+    assert htsim_peer.protocols_of({}) == htsim_peer.BASE_PROTOCOLS
 
 
 def test_tcp_over_lossless_ports_is_refused():
@@ -667,3 +794,44 @@ def test_htsims_hpcc_window_grows_past_the_line_rate_where_the_path_is_underused
     assert lb[nic]["mean_queue_pkts"].iloc[0] > 100
     a, b = pd.read_parquet(r.fctlab_dir / "flows.parquet"), pd.read_parquet(r.other_dir / "flows.parquet")
     assert a["fct_s"][0] / b["fct_s"][0] == pytest.approx((W + 42) / W, rel=0.01)
+
+
+@needs_uet_htsim
+def test_a_short_dcqcn_message_alone_goes_at_line_rate_in_uet_htsim_as_in_fctlab(tmp_path):
+    # Alone nothing marks, so neither DCQCN sends a CNP: both send at the NIC's rate. uet-htsim's
+    # RoceSrc counts its sequence numbers in packets; the driver's flow size, (packets - 1) x
+    # mss + 1 bytes, sends exactly the message's 40 packets and ends it at the last one's ACK.
+    # 40 packets take 34 us, less than DCQCNSrc's period (55 us), after which its events
+    # multiply (the test below).
+    sc = dcqcn_setup()
+    sc["flows"] = [{"src": "h0", "dst": "h15", "size": "40KB"}]
+    res = __import__("fctlab").run(sc)
+    flows, _, _, _, pfc = htsim.run(plan.load(sc), 1, tmp_path, binary=str(UET.binary))
+    assert flows[0]["completed"] and flows[0]["packets_sent"] == 40 and flows[0]["retransmits"] == 0
+    assert res.flows["fct_s"][0] / flows[0]["fct_s"] == pytest.approx(1.0, abs=0.005)
+    assert not pfc
+
+
+@needs_uet_htsim
+def test_uet_htsims_dcqcn_events_multiply_every_period_even_alone(tmp_path):
+    # One DCQCN message of 1 MB alone, nothing marked, no CNP. DCQCNSrc::doNextEvent
+    # (dcqcn.cpp) paces its packets (RoceSrc::doNextEvent, which schedules the next packet's
+    # event) and runs its timers: once a period (55 us) has passed since the flow started or
+    # last got a CNP (_last_alpha_update moves only on a CNP), every call decays the shared
+    # alpha and schedules one more call a period later, which paces again. So the source's
+    # events multiply every period while it sends at line rate, 59 packets per 50 us: a 1 MB
+    # message (851 us) does not reach its end. htsim prints one "Adding" line per call.
+    events, sent = {}, {}
+    for stop in (100, 150, 200, 250):
+        sc = dcqcn_setup()
+        sc["flows"] = [{"src": "h0", "dst": "h15", "size": "1MB"}]
+        sc["stop_time"] = f"{stop}us"
+        d = tmp_path / str(stop)
+        flows, *_ = htsim.run(plan.load(sc), 1, d, binary=str(UET.binary))
+        events[stop] = (d / "htsim.out").read_text().count("\nAdding ")
+        sent[stop] = flows[0]["packets_sent"]
+    assert events[100] == sent[100] == 118  # one call per packet until then
+    per = {b: events[b] - events[a] for a, b in ((100, 150), (150, 200), (200, 250))}
+    assert per[200] > 10 * per[150] > 100 * (sent[150] - sent[100])
+    assert per[250] > 10 * per[200]
+    assert sent[250] - sent[200] == pytest.approx(59, abs=1)

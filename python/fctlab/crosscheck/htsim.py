@@ -1,6 +1,8 @@
-"""htsim (Broadcom/csg-htsim) as a crosscheck target: a plan (``plan.py``) as the input of
-fctlab's htsim driver (``fctlab/peers/htsim_driver.cpp``, built by ``fctlab peers build
-htsim``), run, and its output as fctlab's result tables.
+"""htsim (Broadcom/csg-htsim; the Ultra Ethernet Consortium's uet-htsim for DCQCN) as a
+crosscheck target: a plan (``plan.py``) as the input of fctlab's htsim driver
+(``fctlab/peers/htsim_driver.cpp``, built by ``fctlab peers build htsim``), run with the newest
+build that runs the plan's protocols (:func:`fctlab.peers.htsim.find`), and its output as
+fctlab's result tables.
 
 htsim's own drivers do not read a flow list for TCP or DCTCP: ``datacenter/main_tcp.cpp`` and
 ``datacenter/old_tests/main_dctcp_permutation.cpp`` build their own fat-tree and start a random
@@ -10,8 +12,8 @@ htsim's classes as the plan says: per port a ``Queue`` (drop-tail) or ``ECNQueue
 ``Pipe``; per flow a ``TcpSrc`` or ``DCTCPSrc`` with a ``TcpSink`` on explicit data and ACK
 routes; one ``TcpRtxTimerScanner``. On a lossless network (``pfc = true``) a switch's port is a
 ``LosslessOutputQueue``, each port into a switch has a ``LosslessInputQueue`` behind its pipe,
-a host's NIC is a ``FairPriorityQueue``, and the flows are ``RoceSrc``/``RoceSink`` or
-``HPCCSrc``/``HPCCSink``. Swift (``SwiftSrc``/``SwiftSink``) runs over lossy ports behind its
+a host's NIC is a ``FairPriorityQueue``, and the flows are ``RoceSrc``/``RoceSink``,
+``HPCCSrc``/``HPCCSink`` or (uet-htsim) ``DCQCNSrc``/``DCQCNSink``. Swift (``SwiftSrc``/``SwiftSink``) runs over lossy ports behind its
 hosts' ``FairScheduler``, which takes no PAUSE frames. htsim's NDP and EQDS are not in fctlab
 (:data:`DRIVERS`).
 
@@ -32,9 +34,9 @@ What htsim fixes in its code, and so what a plan must say to be run (docs/crossc
 Settings the driver gives htsim: packet size (``mss + header``; RoCE's and HPCC's payload),
 initial window, initial slow-start threshold, initial RTO, largest window (``rwnd``), the timer
 scan period, rates, delays, buffers and thresholds per port, the pause thresholds of the
-lossless inputs, HPCC's static settings and Swift's settings. What htsim fixes for the RDMA
-protocols, and the refusals that follow, are in docs/crosscheck_htsim.md and in
-:func:`_check_rdma`.
+lossless inputs, HPCC's and DCQCN's static settings and Swift's settings. What htsim fixes for
+the RDMA protocols, and the refusals that follow, are in docs/crosscheck_htsim.md and in
+:func:`_check_rdma` and :func:`dcqcn_settings`.
 """
 
 from __future__ import annotations
@@ -71,18 +73,32 @@ DRIVERS = {
     "dctcp": Driver("fctlab_htsim", "DCTCPSrc", True),
     "roce": Driver("fctlab_htsim", "RoceSrc", True),
     "hpcc": Driver("fctlab_htsim", "HPCCSrc", True),
+    # uet-htsim's (peers.htsim.DCQCN_PROTOCOLS; csg-htsim has no DCQCN): the driver runs it, the
+    # crosscheck refuses it (DEFECTIVE)
+    "dcqcn": Driver("fctlab_htsim", "DCQCNSrc", False),
     "swift": Driver("fctlab_htsim", "SwiftSrc", True),
     "ndp": Driver("htsim_ndp", "NdpSrc", False),
     "eqds": Driver("htsim_eqds", "EqdsSrc", False),
 }
 
-#: The RDMA protocols the driver runs: RoCE and HPCC over lossless ports only, Swift over lossy
-#: ones only (its host scheduler takes no PAUSE frames).
-RDMA = ("roce", "hpcc", "swift")
-LOSSLESS_ONLY = ("roce", "hpcc")
+#: The RDMA protocols the driver runs: RoCE, HPCC and DCQCN over lossless ports only, Swift over
+#: lossy ones only (its host scheduler takes no PAUSE frames).
+RDMA = ("roce", "hpcc", "dcqcn", "swift")
+LOSSLESS_ONLY = ("roce", "hpcc", "dcqcn")
 
-#: fctlab protocols of which htsim has no implementation at all.
-ABSENT = {"dcqcn": "DCQCN", "timely": "TIMELY"}
+#: fctlab protocols of which htsim has no implementation at all (neither csg-htsim nor uet-htsim).
+ABSENT = {"timely": "TIMELY"}
+
+#: fctlab protocols whose htsim implementation does not run to the end of a run: why, in one
+#: sentence (docs/crosscheck_htsim.md, "DCQCN").
+DEFECTIVE = {
+    "dcqcn": (
+        "uet-htsim's DCQCNSrc does not run to the end of a run: it paces and times with one doNextEvent "
+        "(dcqcn.cpp), and from one timer period after a flow starts or gets a CNP each of its events schedules "
+        "another a period later beside the next packet's: its pending events multiply every period "
+        "(docs/crosscheck_htsim.md, DCQCN)"
+    ),
+}
 
 #: The fctlab protocols this target runs (validation.py reads it).
 PROTOCOLS = tuple(p for p, d in DRIVERS.items() if d.runs)
@@ -123,13 +139,18 @@ def check(plan: Plan) -> None:
     for f in plan.flows:
         if f.protocol in ABSENT:
             raise Unsupported(
-                f"flows[{f.flow_id}].protocol: {f.protocol!r}: csg-htsim has no {ABSENT[f.protocol]} (no source "
-                f"class of it in sim/); the crosscheck runs {', '.join(PROTOCOLS)}"
+                f"flows[{f.flow_id}].protocol: {f.protocol!r}: htsim has no {ABSENT[f.protocol]} (no source "
+                f"class of it in csg-htsim's sim/ nor in uet-htsim's); the crosscheck runs {', '.join(PROTOCOLS)}"
+            )
+        if f.protocol in DEFECTIVE:
+            raise Unsupported(
+                f"flows[{f.flow_id}].protocol: {f.protocol!r}: {DEFECTIVE[f.protocol]}; the crosscheck runs "
+                f"{', '.join(PROTOCOLS)}"
             )
         if f.protocol not in DRIVERS or not DRIVERS[f.protocol].runs:
             raise Unsupported(
-                f"flows[{f.flow_id}].protocol: {f.protocol!r} is not run against htsim (htsim has TCP, DCTCP, RoCE, HPCC "
-                f"and Swift as fctlab runs them; the crosscheck runs {', '.join(PROTOCOLS)})"
+                f"flows[{f.flow_id}].protocol: {f.protocol!r} is not run against htsim (htsim has TCP, DCTCP, RoCE, HPCC, "
+                f"DCQCN and Swift as fctlab runs them; the crosscheck runs {', '.join(PROTOCOLS)})"
             )
         if f.protocol == "tcp" and f.ecn:
             raise Unsupported(
@@ -166,22 +187,27 @@ def check(plan: Plan) -> None:
 
 
 def _check_rdma(plan: Plan, rdma: list) -> None:
-    """What RoceSrc, HPCCSrc, SwiftSrc, their sinks and htsim's lossless ports fix (roce.cpp,
-    hpcc.cpp, swift.cpp, queue_lossless_input.cpp)."""
+    """What RoceSrc, HPCCSrc, DCQCNSrc, SwiftSrc, their sinks and htsim's lossless ports fix
+    (roce.cpp, hpcc.cpp, dcqcn.cpp, swift.cpp, queue_lossless_input.cpp, queue_lossless_output.cpp)."""
     t = plan.tcp
     kinds = {f.protocol for f in rdma}
     if "swift" in kinds and len(kinds) > 1:
         raise Unsupported(
-            "transport.protocol: the scenario mixes Swift with RoCE or HPCC; the crosscheck runs htsim's Swift over "
-            "lossy ports and its RoCE and HPCC over lossless ones, one kind per scenario"
+            "transport.protocol: the scenario mixes Swift with RoCE, HPCC or DCQCN; the crosscheck runs htsim's Swift "
+            "over lossy ports and its RoCE, HPCC and DCQCN over lossless ones, one kind per scenario"
+        )
+    if "dcqcn" in kinds and len(kinds) > 1:
+        raise Unsupported(
+            "transport.protocol: the scenario mixes DCQCN with other protocols; htsim's DCQCNSrc is uet-htsim's and "
+            "the others run against csg-htsim's classes, one build per scenario"
         )
     if "swift" in kinds:
         _check_swift(plan, rdma)
     else:
         if plan.pfc is None:
             raise Unsupported(
-                "network.pfc: htsim's RoceSrc and HPCCSrc have no retransmission timer (roce.cpp, hpcc.cpp: a lost "
-                "last packet is never resent), so the crosscheck runs them on lossless ports only; set pfc = true"
+                "network.pfc: htsim's RoceSrc, HPCCSrc and DCQCNSrc have no retransmission timer (roce.cpp, hpcc.cpp: "
+                "a lost last packet is never resent), so the crosscheck runs them on lossless ports only; set pfc = true"
             )
         if plan.switch_buffer is not None:
             raise Unsupported(
@@ -200,7 +226,7 @@ def _check_rdma(plan: Plan, rdma: list) -> None:
         f"{t.get('ack_interval')}; htsim's RDMA sinks acknowledge every packet; set 1",
     )
     for f in rdma:
-        if f.ecn:
+        if f.ecn and f.protocol != "dcqcn":
             raise Unsupported(
                 f"transport.ecn: flow {f.flow_id} is ECN-capable; htsim's {DRIVERS[f.protocol].source_class} "
                 "ignores CE marks; set ecn = false"
@@ -212,6 +238,9 @@ def _check_rdma(plan: Plan, rdma: list) -> None:
             )
     if "hpcc" in kinds:
         hpcc_settings(plan)
+    if "dcqcn" in kinds:
+        dcqcn_settings(plan)
+        lossless_ecn_bytes(plan)
     if plan.pfc is not None:
         pfc_thresholds(plan)
 
@@ -314,6 +343,94 @@ def hpcc_settings(plan: Plan) -> tuple:
             )
         out = mine
     return out
+
+
+#: DCQCNSrc's constructor sets the statics R_AI = rate / 20 and R_HAI = rate / 10 from its NIC's
+#: rate (dcqcn.cpp).
+DCQCN_RAI_DIVISOR = 20
+DCQCN_RHAI_DIVISOR = 10
+#: The least min_rate fctlab takes (it must be positive): DCQCNSrc has no rate floor.
+DCQCN_NO_FLOOR_BPS = 1
+
+
+def _nic_rate(plan: Plan, host: str) -> float:
+    return next(p.rate_bps for p in plan.ports if p.src == host)
+
+
+def dcqcn_settings(plan: Plan) -> tuple:
+    """DCQCNSrc's and DCQCNSink's static settings for the plan's DCQCN flows: (g, the timers'
+    period in seconds, F, B in packets, the CNP interval in seconds). htsim (uet-htsim's
+    dcqcn.cpp) holds one value of each for all flows; its one period serves the alpha and the
+    rate timers (_cc_update_period); its byte counter adds the sequence numbers sent, which
+    RoceSrc counts in packets, so B is the byte counter in wire packets (mss + header), rounded
+    up; R_AI and R_HAI are set by each source's constructor from its NIC's rate (rate / 20,
+    rate / 10); there is no rate floor."""
+    mss, hdr = plan.tcp["mss_bytes"], plan.tcp["header_bytes"]
+    wire = mss + hdr
+    out = None
+    for f in plan.flows:
+        if f.protocol != "dcqcn":
+            continue
+        p = f.params
+        alpha_t, rate_t = int(p["alpha_timer"]), int(p["rate_timer"])
+        if alpha_t != rate_t:
+            raise Unsupported(
+                f"transport.alpha_timer: {alpha_t / 1e3:g} us, rate_timer {rate_t / 1e3:g} us; htsim's DCQCNSrc has one "
+                "period for both timers (_cc_update_period, dcqcn.cpp); set them equal"
+            )
+        bc = int(p["byte_counter"])
+        if bc <= 0:
+            raise Unsupported(
+                "transport.byte_counter: 0 (no byte counter); htsim's DCQCNSrc always counts (_B, dcqcn.cpp: a zero "
+                'would fire at every packet sent); give one (e.g. byte_counter = "10MB", its default)'
+            )
+        line = _nic_rate(plan, f.src)
+        for key, div, name in (("rate_ai", DCQCN_RAI_DIVISOR, "_RAI"), ("rate_hai", DCQCN_RHAI_DIVISOR, "_RHAI")):
+            want = line / div
+            got = float(p[key])
+            if abs(got - want) > max(1.0, want * 1e-9):
+                raise Unsupported(
+                    f"transport.{key}: {got:.0f} bps; htsim's DCQCNSrc sets {name} to its NIC's rate / {div} (its "
+                    f'constructor, dcqcn.cpp): {line / 1e9:g} Gbps here; set {key} = "{want:.0f}bps"'
+                )
+        floor = float(p["min_rate"])
+        if floor > DCQCN_NO_FLOOR_BPS:
+            raise Unsupported(
+                f"transport.min_rate: {floor:.0f} bps; htsim's DCQCNSrc has no rate floor (processCNP, dcqcn.cpp: "
+                'Rc = Rc (1 - alpha/2)); set min_rate = "1bps", the least fctlab takes'
+            )
+        mine = (
+            float(p["dcqcn_g"]),
+            alpha_t * 1e-9,
+            int(p["fast_recovery"]),
+            -(-bc // wire),
+            float(plan.tcp["cnp_interval_s"]),
+        )
+        if out is not None and mine != out:
+            raise Unsupported(
+                f"flows[{f.flow_id}].dcqcn: its DCQCN settings differ from another flow's; htsim's DCQCNSrc and "
+                "DCQCNSink hold one value of each (static members, dcqcn.cpp)"
+            )
+        out = mine
+    return out
+
+
+def lossless_ecn_bytes(plan: Plan) -> int:
+    """uet-htsim's LosslessOutputQueue::_K (bytes; -1: no marking): one threshold for every
+    switch port (a static, with _ecn_enabled), marking a leaving packet when the bytes queued,
+    it included, exceed it (queue_lossless_output.cpp completeService), as ECNQueue does."""
+    seen = {}
+    for p in plan.ports:
+        if not p.nic:
+            seen.setdefault(ecn_bytes(plan, p.queue), f"{p.src}->{p.dst}")
+    if len(seen) > 1:
+        (a, pa), (b, pb) = list(seen.items())[:2]
+        raise Unsupported(
+            f"network.ecn_threshold: the switch ports' marking differs ({pa}: K {a} B, {pb}: K {b} B; -1: none); "
+            "uet-htsim's LosslessOutputQueue has one threshold for every port (static _ecn_enabled, _K); give one "
+            "ecn_threshold to every switch port"
+        )
+    return next(iter(seen), -1)
 
 
 def mtu(plan: Plan) -> int:
@@ -419,6 +536,12 @@ def _check_network(plan: Plan) -> None:
         kind = p.queue["kind"]
         key = "network.nic_queue" if p.nic else "network.queue"
         if kind not in ("droptail", "ecn"):
+            if plan.pfc is not None and not p.nic:
+                raise Unsupported(
+                    f"{key}: {kind!r}; htsim's LosslessOutputQueue marks a leaving packet when the bytes queued exceed "
+                    'one threshold K, and nothing else (queue_lossless_output.cpp): use queue = "ecn" with '
+                    "ecn_threshold (fctlab's RED needs red_max_threshold above red_min_threshold, so it has no step)"
+                )
             raise Unsupported(f"{key}: {kind!r}; htsim's Queue and ECNQueue run droptail and ecn")
         if plan.pfc is not None and p.nic and kind == "ecn":
             raise Unsupported(
@@ -647,6 +770,13 @@ def script(plan: Plan, seed: int) -> str:
         T, eta, stages = hpcc_settings(plan)
         L.append("# HPCCSrc: base RTT (ps), eta, max_stage")
         L.append(f"hpcc {round(T * PS)} {eta!r} {stages}")
+    if any(f.protocol == "dcqcn" for f in plan.flows):
+        g, period, F, B, cnp = dcqcn_settings(plan)
+        L.append(
+            "# DCQCNSrc: g, the alpha and rate timers' period (ps), F, the byte counter B (packets); "
+            "DCQCNSink: the CNP interval (ps)"
+        )
+        L.append(f"dcqcn {g!r} {round(period * PS)} {F} {B} {round(cnp * PS)}")
     if swift:
         v = dict(zip(SWIFT_KEYS, swift_settings(plan)))
         iw = swift_settings(plan)[-1]
@@ -700,9 +830,14 @@ def run(plan: Plan, seed: int, workdir: Path, binary: Optional[str] = None, time
     the pfc rows of a lossless run or None)."""
     meta = {}
     if binary is None:
-        found = peer.find()
+        need = sorted({f.protocol for f in plan.flows})
+        found = peer.find(need)
         if found is None:
-            raise HtsimError(f"htsim is not built: {peer.how_to_get()}")
+            built = peer.builds()
+            if built:
+                have = "; ".join(f"{b.repository} at {b.commit[:12]} runs {', '.join(b.protocols)}" for b in built)
+                raise HtsimError(f"htsim is not built with {', '.join(need)}: {peer.how_to_get(need)} (built: {have})")
+            raise HtsimError(f"htsim is not built: {peer.how_to_get(need)}")
         binary = str(found.binary)
         meta = {"htsim_repository": found.repository, "htsim_commit": found.commit}
     workdir.mkdir(parents=True, exist_ok=True)

@@ -1,13 +1,19 @@
-"""htsim (Broadcom/csg-htsim), built from its source for ``fctlab crosscheck --against htsim``.
+"""htsim, built from its source for ``fctlab crosscheck --against htsim``: Broadcom's csg-htsim,
+and the Ultra Ethernet Consortium's uet-htsim for DCQCN (``DCQCNSrc``/``DCQCNSink``, which
+csg-htsim does not have).
 
-The build copies the checkout's ``sim/`` directory into a temporary directory, builds htsim's
-library there (``make libhtsim.a``, htsim's own Makefile) and compiles fctlab's driver
-(``htsim_driver.cpp`` beside this file: it wires htsim's TcpSrc/DCTCPSrc, TcpSink,
-RoceSrc/RoceSink, HPCCSrc/HPCCSink, SwiftSrc/SwiftSink, Queue, ECNQueue, LosslessOutputQueue,
-LosslessInputQueue, FairPriorityQueue, FairScheduler and Pipe together as an input file says)
-against it. The result goes to
+The build copies the checkout's simulator directory (csg-htsim's ``sim/``, uet-htsim's
+``htsim/sim/``) into a temporary directory, builds htsim's library there with htsim's own
+build (csg-htsim: its Makefile, ``make libhtsim.a``; uet-htsim: its CMake project, the target
+``htsim``) and compiles fctlab's driver (``htsim_driver.cpp`` beside this file: it wires htsim's
+TcpSrc/DCTCPSrc, TcpSink, RoceSrc/RoceSink, HPCCSrc/HPCCSink, DCQCNSrc/DCQCNSink,
+SwiftSrc/SwiftSink, Queue, ECNQueue, LosslessOutputQueue, LosslessInputQueue,
+FairPriorityQueue, FairScheduler and Pipe together as an input file says) against it, with a
+define for each difference of the code bases it reads (:data:`FEATURES`). The result goes to
 ``<cache>/peers/htsim/<commit>/``: the binary ``fctlab_htsim`` and ``peer.json`` (repository,
-commit, build time). The checkout is not modified.
+commit, build time, the defines and the protocols the build runs). Builds of different
+commits sit side by side; the crosscheck takes, for a scenario, the newest build that runs all
+its protocols (:func:`find`). The checkout is not modified.
 """
 
 from __future__ import annotations
@@ -17,15 +23,37 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 from .cache import cache_dir
 
 REPOSITORY = "https://github.com/Broadcom/csg-htsim"
+#: The code base with DCQCN (htsim/sim/dcqcn.cpp).
+DCQCN_REPOSITORY = "https://github.com/ultraethernet/uet-htsim"
 DRIVER_SOURCE = Path(__file__).with_name("htsim_driver.cpp")
 BINARY = "fctlab_htsim"
+
+#: The protocols the driver runs with csg-htsim's classes (set-ups in scenarios/crosscheck/htsim).
+BASE_PROTOCOLS = ("tcp", "dctcp", "roce", "hpcc", "swift")
+#: The protocols it runs with a code base that has DCQCN. Only dcqcn: that code base's other
+#: classes differ from csg-htsim's (its RoceSrc counts sequence numbers in packets, its
+#: LosslessOutputQueue has one static ECN threshold), and the other protocols' set-ups are
+#: made against csg-htsim.
+DCQCN_PROTOCOLS = ("dcqcn",)
+
+#: Differences of the code bases the driver is compiled for: define -> (file of the simulator
+#: directory, the text that shows it; None: the file's presence).
+FEATURES = {
+    # DCQCNSrc and DCQCNSink (uet-htsim)
+    "FCTLAB_HTSIM_DCQCN": ("dcqcn.h", None),
+    # LosslessOutputQueue(rate, maxsize, eventlist, logger), ECN by its statics _ecn_enabled, _K
+    "FCTLAB_HTSIM_LOSSLESS_STATIC_ECN": ("queue_lossless_output.h", "static int _K"),
+    # RoceSrc's sequence numbers count packets: _highest_sent, _last_acked, ackno x _mss
+    # against the flow size in bytes
+    "FCTLAB_HTSIM_ROCE_PACKET_SEQNO": ("roce.cpp", "ackno * _mss >= _flow_size"),
+}
 
 
 class BuildError(RuntimeError):
@@ -39,9 +67,13 @@ class Peer:
     repository: str
     commit: str
     built: str
+    protocols: tuple = field(default=BASE_PROTOCOLS)
 
     def describe(self) -> str:
-        return f"{self.repository} at {self.commit[:12]}, built {self.built}, in {self.directory}"
+        return (
+            f"{self.repository} at {self.commit[:12]}, built {self.built}, runs {', '.join(self.protocols)}, "
+            f"in {self.directory}"
+        )
 
     __str__ = describe
 
@@ -50,20 +82,26 @@ class Peer:
 NEEDS_SOURCE = True
 
 
-def how_to_get() -> str:
-    return f"fctlab peers build htsim --source {REPOSITORY} (or --source a checkout of it)"
+def how_to_get(protocols: Iterable[str] = ()) -> str:
+    """One line: what to build (for DCQCN, uet-htsim)."""
+    if "dcqcn" in set(protocols):
+        return f"fctlab peers build htsim --source {DCQCN_REPOSITORY} (or --source a checkout of it: DCQCN is in uet-htsim)"
+    return (
+        f"fctlab peers build htsim --source {REPOSITORY} (or --source a checkout of it); for DCQCN, "
+        f"--source {DCQCN_REPOSITORY}"
+    )
 
 
 def _root() -> Path:
     return cache_dir() / "htsim"
 
 
-def find() -> Optional[Peer]:
-    """The most recently built htsim, or None."""
-    best = None
+def builds() -> list:
+    """Every build in the cache, newest first."""
+    out = []
     root = _root()
     if not root.is_dir():
-        return None
+        return out
     for meta in root.glob("*/peer.json"):
         try:
             m = json.loads(meta.read_text())
@@ -72,10 +110,20 @@ def find() -> Optional[Peer]:
         binary = meta.parent / BINARY
         if not binary.is_file():
             continue
-        peer = Peer(meta.parent, binary, m.get("repository", "?"), m.get("commit", "?"), m.get("built", "?"))
-        if best is None or peer.built > best.built:
-            best = peer
-    return best
+        protocols = tuple(m.get("protocols") or BASE_PROTOCOLS)  # builds before the key: csg-htsim's
+        out.append(
+            Peer(meta.parent, binary, m.get("repository", "?"), m.get("commit", "?"), m.get("built", "?"), protocols)
+        )
+    return sorted(out, key=lambda p: p.built, reverse=True)
+
+
+def find(protocols: Iterable[str] = ()) -> Optional[Peer]:
+    """The newest build that runs every one of `protocols` (any build when none is given), or None."""
+    need = set(protocols)
+    for peer in builds():
+        if need <= set(peer.protocols):
+            return peer
+    return None
 
 
 def _git(args: list, cwd=None) -> str:
@@ -98,6 +146,32 @@ def _step(cmd: list, cwd: Path, what: str, log) -> None:
         raise BuildError(f"{what} failed (status {p.returncode}): {tail}")
 
 
+#: Where each code base keeps the simulator, and how it is built: (directory, the file that
+#: shows it). csg-htsim: sim/ with a Makefile; uet-htsim: htsim/sim/ with a CMake project.
+LAYOUTS = (("sim", "Makefile"), ("htsim/sim", "CMakeLists.txt"))
+
+
+def _layout(repo: Path) -> Optional[tuple]:
+    for sub, marker in LAYOUTS:
+        if (repo / sub / marker).is_file():
+            return sub, marker
+    return None
+
+
+def features(sim: Path) -> dict:
+    """The defines of :data:`FEATURES` that hold for the simulator directory `sim`."""
+    out = {}
+    for define, (name, text) in FEATURES.items():
+        f = sim / name
+        out[define] = f.is_file() and (text is None or text in f.read_text(errors="replace"))
+    return out
+
+
+def protocols_of(defines: dict) -> tuple:
+    """The protocols a build with these defines runs."""
+    return DCQCN_PROTOCOLS if defines.get("FCTLAB_HTSIM_DCQCN") else BASE_PROTOCOLS
+
+
 def build(source: str, log=lambda msg: None) -> Peer:
     """Builds htsim from `source` (a checkout, or a git URL cloned into a temporary directory)."""
     if shutil.which("git") is None or shutil.which("make") is None or shutil.which("g++") is None:
@@ -105,9 +179,13 @@ def build(source: str, log=lambda msg: None) -> Peer:
     with tempfile.TemporaryDirectory(prefix="fctlab-htsim-") as tmp:
         tmp = Path(tmp)
         src = Path(source)
-        if src.is_dir() and not (src / "sim" / "Makefile").is_file() and not _is_git(src):
-            raise BuildError(f"{source}: not a csg-htsim checkout (no sim/Makefile) nor a git repository")
-        if (src / "sim" / "Makefile").is_file():
+        not_htsim = (
+            f"{source}: not an htsim checkout (no sim/Makefile as in csg-htsim, no htsim/sim/CMakeLists.txt "
+            "as in uet-htsim)"
+        )
+        if src.is_dir() and _layout(src) is None and not _is_git(src):
+            raise BuildError(f"{not_htsim} nor a git repository")
+        if _layout(src) is not None:
             repo = src
             try:
                 url = _git(["remote", "get-url", "origin"], cwd=repo)
@@ -117,42 +195,74 @@ def build(source: str, log=lambda msg: None) -> Peer:
             log(f"cloning {source}")
             repo = tmp / "checkout"
             _git(["clone", "--quiet", "--depth", "1", "--no-checkout", source, str(repo)])
-            _git(["checkout", "--quiet", "HEAD", "--", "sim"], cwd=repo)
+            sub = next(
+                (
+                    s
+                    for s, m in LAYOUTS
+                    if subprocess.run(
+                        ["git", "-C", str(repo), "cat-file", "-e", f"HEAD:{s}/{m}"], capture_output=True
+                    ).returncode
+                    == 0
+                ),
+                None,
+            )
+            if sub is None:
+                raise BuildError(not_htsim)
+            _git(["checkout", "--quiet", "HEAD", "--", sub], cwd=repo)
             url = source
-        if not (repo / "sim" / "Makefile").is_file():
-            raise BuildError(f"{source}: not a csg-htsim checkout (no sim/Makefile)")
+        layout = _layout(repo)
+        if layout is None:
+            raise BuildError(not_htsim)
+        sub, marker = layout
         commit = _git(["rev-parse", "HEAD"], cwd=repo)
         work = tmp / "sim"
-        # without objects a build in the checkout left: htsim's Makefile would take them as built
-        shutil.copytree(repo / "sim", work, ignore=shutil.ignore_patterns("*.o", "*.a"))
+        # without objects or a build directory a build in the checkout left: htsim's Makefile
+        # would take them as built
+        shutil.copytree(repo / sub, work, ignore=shutil.ignore_patterns("*.o", "*.a", "build"))
+        defines = features(work)
         t0 = time.perf_counter()
-        _step(["make", "libhtsim.a"], work, "building htsim's library (make libhtsim.a, a few minutes)", log)
+        if marker == "Makefile":
+            _step(["make", "libhtsim.a"], work, "building htsim's library (make libhtsim.a, a few minutes)", log)
+            library, std = work / "libhtsim.a", "-std=c++11"
+        else:
+            if shutil.which("cmake") is None:
+                raise BuildError(
+                    f"{source}: its htsim is built with CMake (htsim/sim/CMakeLists.txt): cmake is not on PATH"
+                )
+            _step(
+                ["cmake", "-S", str(work), "-B", str(work / "build"), "-DCMAKE_BUILD_TYPE=Release"],
+                work,
+                "configuring htsim (cmake)",
+                log,
+            )
+            _step(
+                ["cmake", "--build", str(work / "build"), "--target", "htsim"],
+                work,
+                "building htsim's library (cmake --build --target htsim, several minutes)",
+                log,
+            )
+            library, std = work / "build" / "libhtsim.a", "-std=c++17"
         out_dir = _root() / commit
         out_dir.mkdir(parents=True, exist_ok=True)
         binary = out_dir / BINARY
+        flags = [f"-D{d}" for d, on in defines.items() if on]
         _step(
-            [
-                "g++",
-                "-std=c++11",
-                "-O2",
-                "-w",
-                f"-I{work}",
-                "-o",
-                str(binary),
-                str(DRIVER_SOURCE),
-                str(work / "libhtsim.a"),
-            ],
+            ["g++", std, "-O2", "-w", *flags, f"-I{work}", "-o", str(binary), str(DRIVER_SOURCE), str(library)],
             work,
             f"compiling {DRIVER_SOURCE.name} against it",
             log,
         )
         built = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        protocols = protocols_of(defines)
         meta = {
             "repository": url,
             "commit": commit,
             "built": built,
             "build_seconds": round(time.perf_counter() - t0, 1),
             "driver": DRIVER_SOURCE.name,
+            "build": "make libhtsim.a" if marker == "Makefile" else "cmake --build --target htsim",
+            "defines": sorted(d for d, on in defines.items() if on),
+            "protocols": list(protocols),
         }
         (out_dir / "peer.json").write_text(json.dumps(meta, indent=2) + "\n")
-    return Peer(out_dir, binary, url, commit, built)
+    return Peer(out_dir, binary, url, commit, built, protocols)

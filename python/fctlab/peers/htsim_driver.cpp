@@ -1,8 +1,18 @@
-// fctlab's driver for htsim (Broadcom/csg-htsim): runs a flow list with sizes, start times and
-// dependencies over an explicit network of ports, with htsim's own TCP and DCTCP sources
-// (TcpSrc, DCTCPSrc) and sink (TcpSink), its RDMA sources and sinks (RoceSrc/RoceSink,
-// HPCCSrc/HPCCSink), queues (Queue, ECNQueue; for lossless networks LosslessOutputQueue,
-// LosslessInputQueue and the hosts' FairPriorityQueue) and pipes (Pipe).
+// fctlab's driver for htsim (Broadcom/csg-htsim; uet-htsim for DCQCN): runs a flow list with
+// sizes, start times and dependencies over an explicit network of ports, with htsim's own TCP
+// and DCTCP sources (TcpSrc, DCTCPSrc) and sink (TcpSink), its RDMA sources and sinks
+// (RoceSrc/RoceSink, HPCCSrc/HPCCSink, DCQCNSrc/DCQCNSink), queues (Queue, ECNQueue; for
+// lossless networks LosslessOutputQueue, LosslessInputQueue and the hosts' FairPriorityQueue)
+// and pipes (Pipe).
+//
+// The code bases differ; `fctlab peers build htsim` defines what the one it builds against has:
+//   FCTLAB_HTSIM_DCQCN                 DCQCNSrc and DCQCNSink (dcqcn.h)
+//   FCTLAB_HTSIM_LOSSLESS_STATIC_ECN   LosslessOutputQueue marks by its statics _ecn_enabled
+//                                      and _K (one threshold for every port), not by
+//                                      constructor arguments
+//   FCTLAB_HTSIM_ROCE_PACKET_SEQNO     RoceSrc's sequence numbers, _highest_sent and
+//                                      _last_acked count packets, and a flow of F bytes is done
+//                                      when ackno x _mss >= F
 //
 // htsim's drivers for TCP (datacenter/main_tcp.cpp) and DCTCP
 // (datacenter/old_tests/main_dctcp_permutation.cpp) build their own fat-tree and run a random
@@ -30,6 +40,10 @@
 //   pfc HIGH LOW                  LosslessInputQueue's thresholds (bytes): a pause when the
 //                                 bytes held pass HIGH, a resume when they fall below LOW
 //   hpcc T_PS ETA MAX_STAGE       HPCCSrc's base RTT, target utilization, additive stages
+//   dcqcn G PERIOD_PS F B CNP_PS  DCQCNSrc's statics _g, _cc_update_period (its one period of
+//                                 the alpha and the rate timers), _F and _B (compared with the
+//                                 sequence numbers sent, which count packets), and
+//                                 DCQCNSink::_cnp_interval
 //   swift AI BETA MAX_MDF BASE_PS HOP_SCALE FS_RANGE FS_MIN FS_MAX MIN_CWND MAX_CWND RETX_RESET
 //         IW SCAN_PS              SwiftSrc's settings: its public members (_ai, _beta,
 //                                 _max_mdf, _base_delay, _h = BASE / HOP_SCALE, _fs_range =
@@ -40,7 +54,7 @@
 //                                 set_cwnd) and the SwiftRtxTimerScanner's period
 //   group ID MEMBERS              a group: its flows' number
 //   flow ID KIND PKTS START_PS GROUP AFTER FWD... / REV...
-//                                 KIND tcp|dctcp|roce|hpcc|swift; PKTS data packets (-1: long-lived); GROUP its
+//                                 KIND tcp|dctcp|roce|hpcc|dcqcn|swift; PKTS data packets (-1: long-lived); GROUP its
 //                                 group or -1; AFTER the group it waits for or -1 (START_PS is
 //                                 then the delay after that group completes); FWD and REV the
 //                                 port ids of the data and the ACK path
@@ -63,6 +77,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -82,6 +97,10 @@
 #include "queue_lossless_input.h"
 #include "queue_lossless_output.h"
 #include "roce.h"
+#ifdef FCTLAB_HTSIM_DCQCN
+#include "cnppacket.h"
+#include "dcqcn.h"
+#endif
 #include "route.h"
 #include "swift.h"
 #include "swift_scheduler.h"
@@ -166,8 +185,12 @@ struct Flow {
     Route *out = nullptr, *back = nullptr;
     PacketSink* sink_any = nullptr;
     bool started = false, done = false;
+    // RoceSrc's sequence numbers count packets (FCTLAB_HTSIM_ROCE_PACKET_SEQNO), not bytes
+    bool packet_seqno = false;
     uint64_t timeouts = 0, max_sent = 0;
     bool rdma() const { return roce || hpcc || swift; }
+    // a data packet's span of sequence numbers
+    uint64_t unit() const { return packet_seqno ? 1 : mss(); }
     // the source's counters: data bytes per packet, packets sent, bytes acknowledged
     uint64_t mss() const { return swift ? swift->_mss : roce ? roce->_mss : hpcc ? hpcc->_mss : src->_mss; }
     uint64_t sent() const {
@@ -176,7 +199,7 @@ struct Flow {
     }
     uint64_t acked() const {
         if (swift) return swift_acked / swift->_mss;
-        if (roce) return roce->_last_acked / roce->_mss;
+        if (roce) return roce->_last_acked / unit();
         if (hpcc) return hpcc->_last_acked / hpcc->_mss;
         return src->_last_acked > 1 ? (src->_last_acked - 1) / src->_mss : 0;
     }
@@ -210,8 +233,9 @@ public:
     }
 };
 
-// htsim's RDMA sources (RoceSrc, HPCCSrc) with the same bookkeeping: their sequence numbers
-// count data bytes from 1, and the cumulative ACK is the last byte received in order.
+// htsim's RDMA sources (RoceSrc, DCQCNSrc, HPCCSrc) with the same bookkeeping: their
+// sequence numbers count data bytes from 1 (csg-htsim) or packets from 1 (uet-htsim's RoceSrc),
+// and the cumulative ACK is the last one received in order.
 template <class Base>
 class TrackedRdma : public Base {
 public:
@@ -223,7 +247,7 @@ public:
     void receivePacket(Packet& pkt) override {
         Base::receivePacket(pkt);
         note();
-        if (!f->done && f->pkts >= 0 && this->_last_acked >= (uint64_t)f->pkts * this->_mss) flow_finished(f);
+        if (!f->done && f->pkts >= 0 && this->_last_acked >= (uint64_t)f->pkts * f->unit()) flow_finished(f);
     }
     void doNextEvent() override {
         Base::doNextEvent();
@@ -251,6 +275,8 @@ static map<int, Flow*> by_id;
 static map<int, int> group_left;
 static map<int, vector<Flow*>> waiters;
 static int64_t finite_left = 0;
+static set<int64_t> lossless_k;  // the ECN thresholds of the lossless ports
+static bool dcqcn_set = false;
 static bool any_long = false;
 
 // Behind a Swift flow's first pipe (its packets have left the host's scheduler): counts its
@@ -315,7 +341,7 @@ static SwiftRtxTimerScanner* swift_scanner = nullptr;
 static uint64_t resent(Flow* f) {
     uint64_t mss = f->mss();
     uint64_t sent = f->sent();
-    uint64_t distinct = f->rdma() ? f->max_sent / mss : f->max_sent > 1 ? (f->max_sent - 1) / mss : 0;
+    uint64_t distinct = f->rdma() ? f->max_sent / f->unit() : f->max_sent > 1 ? (f->max_sent - 1) / mss : 0;
     return sent > distinct ? sent - distinct : 0;
 }
 
@@ -389,6 +415,16 @@ int main(int argc, char** argv) {
             simtime_picosec T;
             ls >> T >> HPCCSrc::_eta >> HPCCSrc::_max_stages;
             HPCCSrc::_T = T;
+        } else if (what == "dcqcn") {
+#ifdef FCTLAB_HTSIM_DCQCN
+            simtime_picosec period, cnp;
+            ls >> DCQCNSrc::_g >> period >> DCQCNSrc::_F >> DCQCNSrc::_B >> cnp;
+            DCQCNSrc::_cc_update_period = period;
+            DCQCNSink::_cnp_interval = cnp;
+            dcqcn_set = true;
+#else
+            fail("dcqcn: this htsim has no DCQCN (no dcqcn.h): build uet-htsim");
+#endif
         } else if (what == "swift") {
             SwiftSettings& c = swift_cfg;
             ls >> c.ai >> c.beta >> c.max_mdf >> c.base >> c.hop_scale >> c.fs_range >> c.fs_min >> c.fs_max >>
@@ -407,9 +443,19 @@ int main(int argc, char** argv) {
             PortCount* c = new PortCount();
             c->id = id;
             BaseQueue* q;
-            if (kind == "lossless")
+            if (kind == "lossless") {
+#ifdef FCTLAB_HTSIM_LOSSLESS_STATIC_ECN
+                // one threshold for every lossless port (LosslessOutputQueue::_ecn_enabled, _K)
+                lossless_k.insert(k);
+                if (lossless_k.size() > 1) fail("port " + to_string(id) + ": this htsim has one ECN threshold for every lossless port");
+                LosslessOutputQueue::_ecn_enabled = k >= 0 ? 1 : 0;
+                LosslessOutputQueue::_K = k >= 0 ? (int)k : 0;
+                q = new LosslessOutputQueue((linkspeed_bps)rate, maxsize, eventlist, c);
+#else
                 q = new LosslessOutputQueue((linkspeed_bps)rate, maxsize, eventlist, c, k >= 0 ? 1 : 0,
                                             k >= 0 ? (int)k : 0);
+#endif
+            }
             else if (kind == "host")
                 q = new FairPriorityQueue((linkspeed_bps)rate, maxsize, eventlist, c);
             else if (kind == "sched") {
@@ -520,19 +566,40 @@ int main(int argc, char** argv) {
             f->out = out;
             f->swift = src;
             f->sink_any = sink;
-        } else if (f->kind == "roce" || f->kind == "hpcc") {
-            // the NIC's rate: the source paces at it (RoceSrc) or starts from it (HPCCSrc)
+        } else if (f->kind == "roce" || f->kind == "dcqcn" || f->kind == "hpcc") {
+            // the NIC's rate: the source paces at it (RoceSrc), starts from it (DCQCNSrc, which
+            // also takes its increase steps from it) or starts from it (HPCCSrc)
             if (f->fwd.empty()) fail("flow " + to_string(f->id) + ": no path");
             HostQueue* nic = dynamic_cast<HostQueue*>(queues[f->fwd[0]]);
             if (!nic) fail("flow " + to_string(f->id) + ": its first port is not a host queue");
             linkspeed_bps rate = rates[f->fwd[0]];
             PacketSink* s;
-            if (f->kind == "roce") {
-                RoceSrc* src = new TrackedRdma<RoceSrc>(f, rate);
+            if (f->kind == "roce" || f->kind == "dcqcn") {
+                RoceSrc* src = nullptr;
+                RoceSink* sink = nullptr;
+                if (f->kind == "dcqcn") {
+#ifdef FCTLAB_HTSIM_DCQCN
+                    if (!dcqcn_set) fail("flow " + to_string(f->id) + ": dcqcn before its settings");
+                    src = new TrackedRdma<DCQCNSrc>(f, rate);
+                    sink = new DCQCNSink(eventlist);
+#else
+                    fail("flow " + to_string(f->id) + ": this htsim has no DCQCN (no dcqcn.h): build uet-htsim");
+#endif
+                } else {
+                    src = new TrackedRdma<RoceSrc>(f, rate);
+                    sink = new RoceSink();
+                }
                 src->setName("src" + to_string(f->id));
+#ifdef FCTLAB_HTSIM_ROCE_PACKET_SEQNO
+                // RoceSrc sends while _highest_sent x _mss <= the flow size (one packet more than
+                // the size in packets) and is done when ackno x _mss >= it: (pkts - 1) x mss + 1
+                // sends exactly pkts packets and is done at the last one's ACK
+                f->packet_seqno = true;
+                if (f->pkts > 0) src->set_flowsize((uint64_t)(f->pkts - 1) * src->_mss + 1);
+#else
                 if (f->pkts >= 0) src->set_flowsize((uint64_t)f->pkts * src->_mss);
-                RoceSink* sink = new RoceSink();
-                sink->setName("sink" + to_string(f->id));
+#endif
+                sink->RoceSink::setName("sink" + to_string(f->id));
                 f->out->push_back(sink);
                 f->back->push_back(src);
                 src->connect(f->out, f->back, *sink, TRIGGER_START);
