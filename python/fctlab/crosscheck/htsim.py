@@ -622,10 +622,11 @@ def rdma_notes(plan: Plan) -> list:
     if any(f.protocol == "hpcc" for f in plan.flows):
         out.append(
             "HPCC telemetry: htsim stamps a packet's record as it leaves a switch's LosslessOutputQueue "
-            "(completeService), its queue including the packet, and hosts' NICs stamp none; fctlab stamps as the "
-            "packet joins every port, host NICs included, and keeps the first five records; htsim's data packets "
-            "and ACKs carry no telemetry bytes (fctlab's 42 more each); htsim's U starts at eta, fctlab's at 1; "
-            "htsim paces at W / T, fctlab at R within the window W_init R / line rate"
+            "(completeService), its queue including the packet, fctlab as the packet joins a switch's port; "
+            "neither stamps at hosts' NICs, so a path's five switch ports give its five records in both; htsim's "
+            "data packets and ACKs carry no telemetry bytes (fctlab's 42 more each); htsim moves its window's "
+            "reference on every ACK (hpcc.cpp processAck), fctlab once per round trip; htsim's U starts at eta, "
+            "fctlab's at 1; htsim paces at W / T, fctlab at R within the window W_init R / line rate"
         )
     if not _single_path(plan):
         out.append(
