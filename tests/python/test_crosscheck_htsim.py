@@ -411,7 +411,7 @@ def _fake_build(cache, commit: str, built: str, protocols=None) -> None:
     (d / "peer.json").write_text(json.dumps(meta))
 
 
-def test_the_crosscheck_takes_the_newest_build_that_runs_the_scenarios_protocols(tmp_path, monkeypatch):
+def test_the_crosscheck_takes_the_newest_build_that_runs_the_scenarios_protocols(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FCTLAB_CACHE", str(tmp_path))
     # a build before peer.json named its protocols: csg-htsim's
     _fake_build(tmp_path, "a" * 40, "2026-01-01T00:00:00Z")
@@ -424,6 +424,13 @@ def test_the_crosscheck_takes_the_newest_build_that_runs_the_scenarios_protocols
     _fake_build(tmp_path, "c" * 40, "2026-03-01T00:00:00Z", htsim_peer.BASE_PROTOCOLS)
     assert htsim_peer.find(["tcp"]).commit == "c" * 40
     assert [b.commit[0] for b in htsim_peer.builds()] == ["c", "b", "a"]
+    # `fctlab peers list` shows the newest and names the others
+    assert main(["peers", "list"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("htsim:"))
+    assert (
+        line.startswith("htsim: repo-c at cccccccccccc")
+        and "also built: repo-b at bbbbbbbbbbbb, runs dcqcn; repo-a" in line
+    )
 
 
 def test_without_a_build_with_dcqcn_a_run_says_to_build_uet_htsim(tmp_path, monkeypatch):

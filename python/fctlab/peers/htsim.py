@@ -68,12 +68,16 @@ class Peer:
     commit: str
     built: str
     protocols: tuple = field(default=BASE_PROTOCOLS)
+    #: the other builds in the cache (set by :func:`find` without protocols, for `fctlab peers list`)
+    others: tuple = field(default=())
 
     def describe(self) -> str:
-        return (
+        line = (
             f"{self.repository} at {self.commit[:12]}, built {self.built}, runs {', '.join(self.protocols)}, "
             f"in {self.directory}"
         )
+        also = "; ".join(f"{o.repository} at {o.commit[:12]}, runs {', '.join(o.protocols)}" for o in self.others)
+        return f"{line}; also built: {also}" if also else line
 
     __str__ = describe
 
@@ -120,8 +124,11 @@ def builds() -> list:
 def find(protocols: Iterable[str] = ()) -> Optional[Peer]:
     """The newest build that runs every one of `protocols` (any build when none is given), or None."""
     need = set(protocols)
-    for peer in builds():
+    every = builds()
+    for peer in every:
         if need <= set(peer.protocols):
+            if not need:
+                peer.others = tuple(b for b in every if b is not peer)
             return peer
     return None
 
