@@ -11,6 +11,7 @@ import random
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -807,6 +808,84 @@ def test_htsims_hpcc_window_grows_past_the_line_rate_where_the_path_is_underused
     assert lb[nic]["mean_queue_pkts"].iloc[0] > 100
     a, b = pd.read_parquet(r.fctlab_dir / "flows.parquet"), pd.read_parquet(r.other_dir / "flows.parquet")
     assert a["fct_s"][0] / b["fct_s"][0] == pytest.approx((W + 42) / W, rel=0.01)
+
+
+def _htsim_windows(out_file) -> pd.DataFrame:
+    """HPCCSrc's window after each ACK: its "CWND1|CWND2 W ACKNO A at T src HPCCsrc N" lines
+    (hpcc.cpp processAck; the driver makes the sources in the order of its flows)."""
+    rows = []
+    for line in Path(out_file).read_text().splitlines():
+        if line.startswith(("CWND1 ", "CWND2 ")):
+            p = line.split()
+            rows.append((float(p[5]) * 1e-6, int(p[-1]), int(p[1])))
+    return pd.DataFrame(rows, columns=["time_s", "flow_id", "cwnd_bytes"])
+
+
+def _window_at(w: pd.DataFrame, flow: int, t: float, first: int) -> int:
+    x = w[(w["flow_id"] == flow) & (w["time_s"] <= t)]
+    return int(x["cwnd_bytes"].iloc[-1]) if len(x) else first
+
+
+@needs_htsim
+def test_fctlabs_hpcc_window_lets_a_part_packet_go_and_htsims_does_not(tmp_path):
+    # fctlab's RDMA sender sends while the bytes in flight are below the window
+    # (crates/transport/src/roce/mod.rs, window_open), so a window of W bytes lets ceil(W / mss)
+    # packets out; htsim's HPCCSrc sends while the window holds the flight and one more packet
+    # (hpcc.cpp doNextEvent: _cwnd >= _flightsize + _mss), floor(W / mss). A message of three
+    # packets between pods with a first window of 2.5 packets (T x 10 Gbps, T = 2 us): fctlab sends
+    # the three at once, htsim two and the third after the first ACK, a round trip later; with a
+    # first window of three packets (T = 2.4 us) both send the three at once.
+    fct = {}
+    for T, ai in (("2us", "4Gbps"), ("2.4us", "3333333333bps")):
+        sc = lossless({**HPCC, "hpcc": {"hpcc_base_rtt": T, "hpcc_rate_ai": ai}})
+        sc["flows"] = [{"src": "h15", "dst": "h0", "size": "3KB"}]
+        cc = crosscheck(sc, against="htsim", out=tmp_path / T, seeds=1)
+        r = cc.runs[0]
+        a, b = pd.read_parquet(r.fctlab_dir / "flows.parquet"), pd.read_parquet(r.other_dir / "flows.parquet")
+        fct[T] = (a["fct_s"][0], b["fct_s"][0])
+    assert fct["2.4us"][0] / fct["2.4us"][1] == pytest.approx(1.0, abs=0.05)
+    assert fct["2us"][0] == pytest.approx(fct["2.4us"][0], rel=0.01)
+    assert fct["2us"][1] > 1.6 * fct["2us"][0]
+
+    # hpcc_incast's first round (15 servers answer h0 with 200 KB each, seed 1). Later in the
+    # round the windows sit between one and three packets in both, htsim's larger, so the packet
+    # the rounding lets out is a third of each server's flight: fctlab's flows may send more than
+    # their windows and htsim's less, and from 500 us on fctlab keeps pausing and htsim stops.
+    # Before, htsim's windows fall faster: HPCCSrc::processAck takes each ACK's window as the
+    # next ACK's reference, so while the client's port is above eta the cuts compound per ACK,
+    # where fctlab's reference moves once per round trip.
+    sc = lossless(HPCC)
+    sc.pop("flows")
+    sc["workloads"] = [{"kind": "incast", "client": "h0", "servers": "h1..h15", "sizes": "200KB", "rounds": 1}]
+    cc = crosscheck(sc, against="htsim", out=tmp_path / "incast", seeds=1)
+    r = cc.runs[0]
+    sc["monitor"] = {"cwnd_interval": "1us"}
+    mine = __import__("fctlab").run(sc)
+    fa = mine.cwnd[["time_s", "flow_id", "cwnd_bytes"]]
+    hb = _htsim_windows(r.other_dir / "htsim.out")
+    first = 20_000  # T x 10 Gbps, both
+    flows = {"fctlab": mine.flows, "htsim": pd.read_parquet(r.other_dir / "flows.parquet")}
+    assert list(flows["fctlab"]["src"]) == list(flows["htsim"]["src"])
+    late, sums = {}, {}
+    for sim, w in (("fctlab", fa), ("htsim", hb)):
+        f = flows[sim]
+        sums[sim] = sum(_window_at(w, i, 300e-6, first) for i in f["flow_id"])
+        ws = [
+            _window_at(w, i, t, first)
+            for t in np.arange(500e-6, f["finish_s"].max(), 10e-6)
+            for i, end in zip(f["flow_id"], f["finish_s"])
+            if end > t
+        ]
+        late[sim] = float(np.median(ws))
+    pauses = {}
+    for sim, d in (("fctlab", r.fctlab_dir), ("htsim", r.other_dir)):
+        p = pd.read_parquet(d / "pfc.parquet")
+        t = p[p["event"] == "pause"]["time_s"]
+        pauses[sim] = (int((t < 300e-6).sum()), int((t >= 500e-6).sum()))
+    assert 1000 < late["fctlab"] < late["htsim"] < 3000
+    assert pauses["fctlab"][0] == pytest.approx(pauses["htsim"][0], rel=0.25)
+    assert pauses["fctlab"][1] > 20 and pauses["htsim"][1] <= 2
+    assert sums["htsim"] < 0.5 * sums["fctlab"]
 
 
 @needs_uet_htsim
