@@ -588,11 +588,7 @@ def notes(plan: Plan) -> list:
         f"exit to min(ssthresh, flight + 1 segment); fctlab's newreno_recovery = {t['newreno_recovery']!r}"
     )
     if not _single_path(plan):
-        out.append(
-            "paths: the topology has equal-cost paths; htsim's flows take one chosen at random per flow and "
-            "direction (seeded by the crosscheck's seed), fctlab's its ECMP hash, so one flow may cross other "
-            "links in the two runs; compare the distributions (the per-flow pairs are not graded)"
-        )
+        out.append(PATHS_NOTE)
     return out
 
 
@@ -629,11 +625,7 @@ def rdma_notes(plan: Plan) -> list:
             "fctlab's at 1; htsim paces at W / T, fctlab at R within the window W_init R / line rate"
         )
     if not _single_path(plan):
-        out.append(
-            "paths: the topology has equal-cost paths; htsim's flows take one chosen at random per flow and "
-            "direction (seeded by the crosscheck's seed), fctlab's its ECMP hash, so one flow may cross other "
-            "links in the two runs; compare the distributions (the per-flow pairs are not graded)"
-        )
+        out.append(PATHS_NOTE)
     return out
 
 
@@ -659,11 +651,7 @@ def swift_notes(plan: Plan) -> list:
             "fctlab's last packet carries the rest"
         )
     if not _single_path(plan):
-        out.append(
-            "paths: the topology has equal-cost paths; htsim's flows take one chosen at random per flow and "
-            "direction (seeded by the crosscheck's seed), fctlab's its ECMP hash, so one flow may cross other "
-            "links in the two runs; compare the distributions (the per-flow pairs are not graded)"
-        )
+        out.append(PATHS_NOTE)
     return out
 
 
@@ -707,6 +695,14 @@ def ecn_bytes(plan: Plan, queue: dict) -> int:
     P = packet_bytes(plan)
     kind, n = queue["threshold"]
     return int(n) * P if kind == "pkts" else int(n) + P - 1
+
+
+#: The note of a topology with equal-cost paths, in every protocol's notes.
+PATHS_NOTE = (
+    "paths: the topology has equal-cost paths; htsim's flows take one chosen at random per flow and "
+    "direction (seeded by the crosscheck's seed), fctlab's its ECMP hash, so one flow may cross other "
+    "links in the two runs; compare the distributions (the per-flow pairs are not graded)"
+)
 
 
 def _single_path(plan: Plan) -> bool:
