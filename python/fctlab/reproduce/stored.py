@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import hashlib
 import importlib
 import json
@@ -93,6 +94,7 @@ def fingerprint(recorded: dict) -> str:
     return _digest(json.dumps(recorded, sort_keys=True).encode())
 
 
+@functools.lru_cache(maxsize=1)
 def _registry() -> dict:
     """Every protocol name the simulator knows -> the transports it runs on."""
     out = {}
