@@ -41,6 +41,18 @@ def refuse_lossless(plan: "Plan", engine: str) -> None:
         raise Unsupported(f"network.switch_buffer: {engine} does not run a shared-buffer switch; fctlab runs it alone")
 
 
+def refuse_balancing(plan: "Plan", engine: str, runs: tuple = ()) -> None:
+    """Raises Unsupported when `plan`'s packets choose their paths per packet
+    (``network.load_balancing``) by a policy `engine` does not run (`runs`: those it does)."""
+    lb = plan.load_balancing
+    if lb is not None and lb["policy"] not in runs:
+        has = f" (it runs {', '.join(runs)})" if runs else ""
+        raise Unsupported(
+            f"network.load_balancing: {engine} routes each flow on one path and does not run "
+            f"\"{lb['policy']}\"{has}; fctlab runs it alone"
+        )
+
+
 def refuse_scaled_red(plan: "Plan", engine: str) -> None:
     """Raises Unsupported when `plan`'s RED thresholds scale with each port's rate
     (``network.red_threshold_rate``): `engine` is given one setting for every port."""
@@ -129,6 +141,9 @@ class Plan:
     #: a buffer per switch shared by its output queues (``[network] switch_buffer``):
     #: ``{"bytes", "alpha", "pfc_alpha"}``
     switch_buffer: Optional[dict] = None
+    #: per-packet path choice (``[network] load_balancing``): {"policy": name, and
+    #: "flowlet_gap_ns" for flowlets}, or None for per-flow ECMP
+    load_balancing: Optional[dict] = None
     #: the scenario as it was given (a path or a dict), for an engine that reads it itself
     #: (the testbed); None for a plan read from JSON
     source: object = None
@@ -222,6 +237,7 @@ def from_json(text: str, overrides: Sequence[str] = (), unset: Sequence[str] = (
         derived=list(d.get("derived", [])),
         pfc=d.get("pfc"),
         switch_buffer=d.get("switch_buffer"),
+        load_balancing=d.get("load_balancing"),
         monitor={
             "cwnd_interval_s": _seconds(mon["cwnd_interval_ns"]),
             "cwnd_flows": mon["cwnd_flows"],

@@ -7,6 +7,7 @@
 //! packets in one ring and needs at most one pending event (the arrival of its head at the far
 //! end).
 
+pub mod balance;
 pub mod packet;
 pub mod port;
 pub mod qdisc;

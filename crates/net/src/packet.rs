@@ -182,6 +182,10 @@ pub struct Packet {
     /// [`PacketMeta::prio`], [`PacketMeta::rank`]). Carried into the network, not kept.
     pub prio: u8,
     pub rank: u16,
+    /// The entropy value (0-127) that chooses the packet's path where switches hash it
+    /// (`[network] load_balancing = "reps"`); on a packet handed to its receiver, the value
+    /// it carried. Carried into the network, not kept.
+    pub entropy: u8,
 }
 
 impl Packet {
@@ -348,6 +352,7 @@ impl PacketPool {
             // Not kept: switches read them from the packet's meta.
             prio: 0,
             rank: 0,
+            entropy: 0,
         }
     }
 

@@ -206,6 +206,8 @@ pub struct Scenario {
     pub pfc: Option<PfcConfig>,
     /// `[network] switch_buffer`: one buffer per switch shared by its output queues.
     pub shared_buffer: Option<SharedBuffer>,
+    /// `[network] load_balancing`: how packets choose among equal-cost next hops.
+    pub balance: fctlab_net::balance::Balance,
 }
 
 /// `[network] pfc = true`: each switch counts the bytes it holds from each input and priority,

@@ -34,6 +34,9 @@ struct Common {
     switch_buffer: Option<crate::units::Size>,
     buffer_alpha: Option<f64>,
     pfc_alpha: Option<f64>,
+    /// Path selection: per-flow ECMP or a per-packet policy (docs/load_balancing.md).
+    load_balancing: Option<String>,
+    flowlet_gap: Option<Duration>,
 }
 
 /// The network of a scenario: the built topology, the switch and NIC queue disciplines, the NIC
@@ -46,6 +49,7 @@ pub(crate) struct Network {
     pub buffer_model: BufferModel,
     pub pfc: Option<crate::PfcConfig>,
     pub shared_buffer: Option<crate::SharedBuffer>,
+    pub balance: fctlab_net::balance::Balance,
 }
 
 /// Nodes and links a topology is limited to: what one run can hold, checked from the sizes
@@ -144,6 +148,11 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
     };
     let pfc = pfc(&net, &switch_queue, &nic_queue, buffer_model, &err)?;
     let shared_buffer = shared_buffer(&net, &switch_queue, buffer_model, &err)?;
+    let balance = fctlab_net::balance::Balance::from_name(
+        net.load_balancing.as_deref().unwrap_or("ecmp"),
+        net.flowlet_gap.map(|d| d.0),
+    )
+    .map_err(key_err)?;
     Ok(Network {
         topology,
         switch_queue,
@@ -152,6 +161,7 @@ pub(crate) fn build(mut table: toml::Table, file: &str) -> Result<Network, Scena
         buffer_model,
         pfc,
         shared_buffer,
+        balance,
     })
 }
 

@@ -40,6 +40,9 @@ struct Plan<'a> {
     /// link), or null for a lossy network.
     pfc: Value,
     switch_buffer: Value,
+    /// Per-packet path choice: `{"policy": name}` (and `"flowlet_gap_ns"` for flowlets), or
+    /// null for per-flow ECMP.
+    load_balancing: Value,
     flows: Vec<Flow<'a>>,
 }
 
@@ -196,6 +199,13 @@ pub fn plan_json(sc: &Scenario) -> String {
             .shared_buffer
             .as_ref()
             .map_or(Value::Null, |b| serde_json::json!({"bytes": b.bytes, "alpha": b.alpha, "pfc_alpha": b.pfc_alpha})),
+        load_balancing: match sc.balance {
+            fctlab_net::balance::Balance::Ecmp => Value::Null,
+            fctlab_net::balance::Balance::Flowlet { gap } => {
+                serde_json::json!({"policy": "flowlet", "flowlet_gap_ns": gap.as_nanos()})
+            }
+            ref b => serde_json::json!({"policy": b.name()}),
+        },
         flows,
     };
     serde_json::to_string(&plan).expect("the plan holds only strings, numbers, bools and nulls")

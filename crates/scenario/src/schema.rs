@@ -310,6 +310,7 @@ fn build(raw: RawScenario, file: &str, sha256: String, protocol_overridden: bool
         derived,
         pfc: net.pfc,
         shared_buffer: net.shared_buffer,
+        balance: net.balance,
     })
 }
 

@@ -7,7 +7,7 @@
 use crate::build::HOP_REVERSE;
 use crate::conn::Conn;
 use fctlab_engine::{Nanos, OptNanos};
-use fctlab_net::{FlowId, PortId};
+use fctlab_net::{FlowId, NodeId, PortId};
 use fctlab_scenario::FlowSpec;
 
 /// A flow's counters: read from its connection while it runs, kept here once it completes
@@ -113,6 +113,9 @@ struct PageData {
     /// The ports of the paths too long to be held in their [`PathRef`], in the order their
     /// flows started.
     ports: Vec<PortId>,
+    /// Each flow's source and destination host, for runs whose packets choose their next
+    /// hops themselves (`[network] load_balancing`; empty otherwise).
+    ends: Vec<[NodeId; 2]>,
 }
 
 /// Ports a flow's two paths keep in its [`PathRef`] (a path between two hosts of a fat-tree
@@ -198,7 +201,7 @@ impl FlowTable {
         pages[f / PAGE].get_or_insert_with(|| {
             let states: Box<[FlowState]> = (0..PAGE).map(|_| FlowState::default()).collect();
             let states = states.try_into().unwrap_or_else(|_| unreachable!("PAGE states were made"));
-            PageData { states, paths: Box::new([PathRef::NONE; PAGE]), ports: Vec::new() }
+            PageData { states, paths: Box::new([PathRef::NONE; PAGE]), ports: Vec::new(), ends: Vec::new() }
         })
     }
 
@@ -222,6 +225,23 @@ impl FlowTable {
             self.recent[f & mask] = PathRef::NONE;
             &page.ports[at..]
         }
+    }
+
+    /// Records flow `f`'s source and destination host (per-packet path choice reads them).
+    pub fn set_ends(&mut self, f: usize, src: NodeId, dst: NodeId) {
+        let page = Self::page_in(&mut self.pages, f);
+        if page.ends.is_empty() {
+            page.ends = vec![[NodeId(u32::MAX); 2]; PAGE];
+        }
+        page.ends[f % PAGE] = [src, dst];
+    }
+
+    /// The host a packet of `flow` goes to: its destination, or its source when `reverse`.
+    #[inline]
+    pub fn end_of(&self, flow: FlowId, reverse: bool) -> Option<NodeId> {
+        let f = flow.0 as usize;
+        let page = self.pages.get(f / PAGE)?.as_ref()?;
+        page.ends.get(f % PAGE).map(|e| e[!reverse as usize])
     }
 
     /// The port a packet of `flow` takes next, and its metadata's hop index moved past it;

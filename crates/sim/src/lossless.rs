@@ -168,7 +168,12 @@ impl Simulation {
             packets += 1;
             let f = w.meta.flow.0;
             flows.push(f);
-            let next = self.flows.next_port(w.meta.flow, w.meta.hop).map(|(p, _)| p.0);
+            // (Under per-packet path choice a waiting packet's next port is chosen only when
+            // it arrives: it is counted as no victim.)
+            let next = match self.balance {
+                None => self.flows.next_port(w.meta.flow, w.meta.hop).map(|(p, _)| p.0),
+                Some(_) => None,
+            };
             if congested.is_some() && next.is_some() && next != congested {
                 victims.push(f);
             }

@@ -124,6 +124,9 @@ pub struct Simulation {
     pub(crate) final_rows: Vec<u32>,
     /// The RoCE queue pairs waiting for their NIC (`nic.rs`).
     pub(crate) nics: crate::nic::Nics,
+    /// Per-packet path choice (`[network] load_balancing`), or none: per-flow ECMP, each
+    /// packet following its flow's paths.
+    pub(crate) balance: Option<fctlab_net::balance::Balancer>,
 }
 
 impl Simulation {
@@ -170,7 +173,13 @@ impl Simulation {
             Some(_) => Some(Box::new(crate::pfc::Pfc::new(&scenario, &net)?)),
             None => None,
         };
+        let balance = scenario.balance.build(
+            net.node_is_host.len(),
+            scenario.seed,
+            fctlab_engine::rng::splitmix64(scenario.seed ^ 0x4E95),
+        );
         let mut sim = Simulation {
+            balance,
             now: Nanos::ZERO,
             events: EventQueue::new(),
             pool: PacketPool::new(),
@@ -325,6 +334,9 @@ impl Simulation {
                 if let Some((pid, meta)) = port.head() {
                     if self.net.node_is_host[port.to.0 as usize] {
                         self.pool.prefetch(pid);
+                    } else if self.balance.is_some() {
+                        // (A packet that chooses its next hop at the node has no port to
+                        // prefetch yet.)
                     } else if let Some(next) =
                         self.flows.next_port(meta.flow, meta.hop).and_then(|(p, _)| ports.get(p.0 as usize))
                     {
@@ -422,7 +434,7 @@ impl Simulation {
         if !self.net.node_is_host[node.0 as usize] {
             // Forwarding reads only the metadata the port carried, not the packet: the next
             // port of its flow's path.
-            match self.flows.next_port(meta.flow, meta.hop) {
+            match self.route(node, &meta) {
                 Some((port, hop)) => {
                     // A lossless switch counts it against its input first (past the headroom:
                     // dropped).
@@ -438,6 +450,9 @@ impl Simulation {
         }
         let mut p = self.pool.take(pid);
         p.flags = meta.flags;
+        if self.balance.is_some() {
+            p.entropy = meta.hop & !HOP_REVERSE;
+        }
         let f = p.flow.0 as usize;
         self.counts.packets_consumed += 1;
         if p.kind == PacketKind::Data && p.payload_bytes > 0 {
@@ -581,6 +596,11 @@ impl Simulation {
             // Data and SYNs follow the flow's data path, ACKs and SYN-ACKs its reverse path.
             let reverse = p.kind.is_reverse();
             let mut meta = PacketMeta { hop: if reverse { HOP_REVERSE } else { 0 }, ..p.meta() };
+            if self.balance.is_some() {
+                // (Per-packet path choice: the hop byte carries the sender's entropy value.)
+                meta.hop |= p.entropy & !HOP_REVERSE;
+            }
+            let from = p.src;
             if self.streaming || self.classifier.is_some() {
                 if let Some(st) = self.flows.get_mut(meta.flow.0 as usize) {
                     st.packets_alive += self.streaming as u32;
@@ -592,7 +612,7 @@ impl Simulation {
             }
             let pid = self.pool.alloc(p);
             self.counts.packets_created += 1;
-            match self.flows.next_port(meta.flow, meta.hop) {
+            match self.route(from, &meta) {
                 Some((port, hop)) => self.enqueue(port, pid, PacketMeta { hop, ..meta }),
                 None => {
                     let host = self.pool.get(pid).src;
@@ -601,6 +621,24 @@ impl Simulation {
             }
         }
         self.out = out;
+    }
+
+    /// The port a packet at `node` takes next, and its metadata's hop byte after it: the
+    /// next port of its flow's path, or under per-packet path choice the balancer's choice
+    /// among the node's ports toward the packet's host (the hop byte then carries the
+    /// direction and the sender's entropy value, unchanged).
+    #[inline(always)]
+    fn route(&mut self, node: NodeId, meta: &PacketMeta) -> Option<(PortId, u8)> {
+        let Some(b) = self.balance.as_mut() else { return self.flows.next_port(meta.flow, meta.hop) };
+        let to = self.flows.end_of(meta.flow, meta.hop & HOP_REVERSE != 0)?;
+        let candidates = self.net.routes.candidates(node, to);
+        let hop = fctlab_net::balance::Hop {
+            now: self.now,
+            node: node.0,
+            flow: meta.flow,
+            entropy: meta.hop & !HOP_REVERSE,
+        };
+        b.next(&hop, candidates, &mut self.net.ports).map(|p| (p, meta.hop))
     }
 
     #[inline]
@@ -682,6 +720,9 @@ impl Simulation {
         let drawn = drawn.map(Box::new);
         let Some(spec) = drawn.as_deref().or_else(|| self.scenario.flows.listed(f)) else { return };
         let id = FlowId(f as u32);
+        if self.balance.is_some() {
+            self.flows.set_ends(f, NodeId(spec.src as u32), NodeId(spec.dst as u32));
+        }
         let mut lens = (0, 0);
         let path = self.flows.set_paths(f, |out| {
             lens = self.net.paths_into(id, spec, out);

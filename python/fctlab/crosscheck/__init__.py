@@ -125,6 +125,7 @@ def run_other(scenario: ScenarioLike, fctlab_result, *, against: str = "ns2", ou
     if not getattr(target, "LOSSLESS", False):  # a target that runs lossless ports checks them itself
         plan_mod.refuse_lossless(p, target.PRODUCER)
     plan_mod.refuse_scaled_red(p, target.PRODUCER)
+    plan_mod.refuse_balancing(p, target.PRODUCER, getattr(target, "BALANCING", ()))
     target.check(p)
     # a target may add a fifth table: the pauses and resumes of a lossless run (pfc.parquet rows)
     flows_rows, link_rows, summary, cwnd_rows, *more = target.run(p, p.seed, Path(out))
@@ -169,6 +170,7 @@ def crosscheck(
         if not getattr(target, "LOSSLESS", False):  # a target that runs lossless ports checks them itself
             plan_mod.refuse_lossless(p, target.PRODUCER)
         plan_mod.refuse_scaled_red(p, target.PRODUCER)
+        plan_mod.refuse_balancing(p, target.PRODUCER, getattr(target, "BALANCING", ()))
         target.check(p)
         notes = p.notes
         d = out / f"seed-{seed}"
