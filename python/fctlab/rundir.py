@@ -79,6 +79,7 @@ SUMMARY_KEYS: dict[str, str] = {
     "packets_in_network": "int",
     "peak_packets_in_network": "int",
     "late_packets": "int",
+    "trimmed_headers_delivered": "int",
     # real hosts (the testbed, the socket scheduler)
     "kernel": "str",
     "congestion_controls": "dict",

@@ -139,6 +139,9 @@ pub mod flags {
     /// The sender set the packet's priority and rank itself ([`Packet::prio`],
     /// [`Packet::rank`]): protocols that tag packets (pFabric, PIAS).
     pub const TAGGED: u8 = 1 << 6;
+    /// A switch cut the data packet to its header (its payload is gone; its sequence number
+    /// says which it was): trimming disciplines.
+    pub const TRIMMED: u8 = 1 << 7;
 }
 
 /// A packet's rank for disciplines that order by it (pFabric): a byte count (the flow's

@@ -51,6 +51,8 @@ pub struct PortStats {
     pub tx_bytes: u64,
     pub drops: u64,
     pub ecn_marks: u64,
+    /// Data packets the port's discipline cut to their headers (trimming).
+    pub trimmed: u64,
     pub max_queue_pkts: u32,
     pub max_queue_bytes: u64,
     /// Integral of the queue length in packets over time (packet-nanoseconds).
@@ -164,9 +166,22 @@ pub enum DropCause {
     PushedOut,
     /// A switch had no route for it (a dead link): dropped by the simulation, not a port.
     NoRoute,
+    /// A trimming port cut it to its header and found no room for the header either.
+    TrimmedHeader,
 }
 
 impl DropCause {
+    /// Why a full buffer drops `meta`'s packet: a trimmed header (cut here or upstream) is
+    /// counted as such.
+    #[inline]
+    pub fn full_for(meta: &PacketMeta) -> DropCause {
+        if meta.has(flags::TRIMMED) {
+            DropCause::TrimmedHeader
+        } else {
+            DropCause::BufferFull
+        }
+    }
+
     /// The cause as the drop trace writes it.
     pub fn name(self) -> &'static str {
         match self {
@@ -174,6 +189,7 @@ impl DropCause {
             DropCause::Early => "early",
             DropCause::PushedOut => "pushed_out",
             DropCause::NoRoute => "no_route",
+            DropCause::TrimmedHeader => "trimmed_header",
         }
     }
 }
@@ -220,6 +236,9 @@ pub struct Port {
     drops: u64,
     ecn_marks: u64,
     max_queue_pkts: u32,
+    /// The discipline trims ([`Verdict::Trim`]), and the packets it trimmed.
+    trims: bool,
+    trimmed: u64,
     pub from: NodeId,
     pub rate: BitsPerSec,
     /// The per-priority queues of a lossless port (priority flow control), or none.
@@ -251,6 +270,8 @@ impl Port {
             tx_packets: 0,
             tx_bytes: 0,
             ordered: disc.ordered(),
+            trims: disc.trims(),
+            trimmed: 0,
             passive: disc.passive(),
             limit,
             drop_unmarkable: disc.drop_unmarkable(),
@@ -431,6 +452,7 @@ impl Port {
             tx_bytes: self.tx_bytes,
             drops: self.drops,
             ecn_marks: self.ecn_marks,
+            trimmed: self.trimmed,
             max_queue_pkts: self.max_queue_pkts,
             max_queue_bytes: self.max_queue_bytes,
             queue_area_pkt_ns: self.queue_area_pkt_ns,
@@ -482,7 +504,7 @@ impl Port {
         let (verdict, cause) = if !self.ns2_admission {
             if must_wait && self.limit.would_overflow(self.waiting_pkts, self.waiting_bytes, wire) {
                 self.drops += 1;
-                return EnqueueOutcome::Dropped(DropCause::BufferFull);
+                return EnqueueOutcome::Dropped(DropCause::full_for(&meta));
             }
             if self.passive {
                 (Verdict::Accept, DropCause::Early)
@@ -511,7 +533,8 @@ impl Port {
     #[inline(always)]
     fn admit(&mut self, verdict: Verdict, meta: &mut PacketMeta, replaced: bool) -> bool {
         match verdict {
-            Verdict::Accept => true,
+            // (A trim was applied before the buffer decided: `enqueue_ordered`.)
+            Verdict::Accept | Verdict::Trim(_) => true,
             Verdict::Mark if meta.has(flags::ECT) => {
                 if !meta.has(flags::CE) {
                     meta.flags |= flags::CE;
@@ -539,6 +562,19 @@ impl Port {
     #[inline(never)]
     fn enqueue_ordered(&mut self, now: Nanos, id: PacketId, mut meta: PacketMeta) -> EnqueueOutcome {
         self.advance_ordered(now);
+        // A trimming discipline decides first: a packet it trims waits (or is dropped) as the
+        // header it becomes.
+        let mut decided = None;
+        if self.trims {
+            match self.disc.on_arrival(&self.view(now), &meta) {
+                Verdict::Trim(header) => {
+                    meta.wire_bytes = header;
+                    meta.flags |= flags::TRIMMED;
+                    self.trimmed += 1;
+                }
+                v => decided = Some(v),
+            }
+        }
         let wire = meta.wire_bytes as u64;
         // A lossless port holds a packet of a paused priority even when its transmitter is free.
         let must_wait = self.busy_until > now || self.pfc.as_deref().is_some_and(|q| q.is_paused(pfc_priority(&meta)));
@@ -548,10 +584,10 @@ impl Port {
                 dropped = self.make_room(&meta, wire);
                 if dropped.is_none() {
                     self.drops += 1;
-                    return EnqueueOutcome::Dropped(DropCause::BufferFull);
+                    return EnqueueOutcome::Dropped(DropCause::full_for(&meta));
                 }
             }
-            (self.disc.on_arrival(&self.view(now), &meta), DropCause::Early)
+            (decided.unwrap_or_else(|| self.disc.on_arrival(&self.view(now), &meta)), DropCause::Early)
         } else {
             self.ns2_verdict(self.view(now), must_wait, &meta)
         };

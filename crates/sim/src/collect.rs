@@ -139,6 +139,8 @@ impl Simulation {
             rtt_min_s: counts.rtt_min.get().map(|min| min.as_secs_f64()),
             rtt_mean_s: counts.rtt_min.get().map(|_| counts.rtt_mean.as_secs_f64()),
             drops: st.drops as u64,
+            out_of_order_packets: counts.out_of_order as u64,
+            spurious_retransmits: counts.spurious_retransmits as u64,
         }
     }
 
@@ -216,6 +218,7 @@ impl Simulation {
                 max_queue_pkts: p.stats().max_queue_pkts as u64,
                 max_queue_bytes: p.stats().max_queue_bytes,
                 mean_queue_pkts: mean_q,
+                trimmed_packets: p.stats().trimmed,
             });
         }
         (links, drops, marks)
@@ -249,6 +252,7 @@ impl Simulation {
             packets_in_network: self.pool.live() as u64,
             peak_packets_in_network: self.pool.peak_live() as u64,
             late_packets: c.late_packets,
+            trimmed_headers_delivered: c.trimmed_delivered,
             interrupted,
             // (Whole nanoseconds over 1e9: 30 ms is 0.03 exactly as it prints.)
             measure_from_s: self.scenario.measure.map(|m| m.from.as_nanos() as f64 / 1e9),

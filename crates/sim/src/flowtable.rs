@@ -21,6 +21,10 @@ pub(crate) struct FlowCounts {
     pub first_timeouts: u32,
     pub ecn_timeouts: u32,
     pub loss_probes: u32,
+    /// Data packets that arrived above a hole, and retransmissions that arrived with nothing
+    /// new (TCP's receiver counts them).
+    pub out_of_order: u32,
+    pub spurious_retransmits: u32,
     /// The smallest and the mean RTT the sender measured (none before the first sample).
     pub rtt_min: OptNanos,
     pub rtt_mean: Nanos,
@@ -53,7 +57,9 @@ impl FlowCounts {
             ..FlowCounts::default()
         };
         // What only TCP counts.
-        if let Conn::Tcp { snd, .. } = c {
+        if let Conn::Tcp { snd, rcv } = c {
+            counts.out_of_order = count32(rcv.out_of_order_packets);
+            counts.spurious_retransmits = count32(rcv.spurious_retransmits);
             counts.first_timeouts = snd.first_timeouts;
             counts.ecn_timeouts = snd.ecn_timeouts;
             counts.loss_probes = count32(snd.probes);

@@ -332,6 +332,10 @@ result_table!(
         rtt_mean_s: Option<f64>,
         /// The flow's packets (data and ACKs) that ports dropped.
         drops: u64,
+        /// Data packets that arrived above a hole, and retransmissions that arrived with
+        /// nothing new (TCP; 0 on the roce transport).
+        out_of_order_packets: u64,
+        spurious_retransmits: u64,
     }
 );
 
@@ -355,6 +359,8 @@ result_table!(
         max_queue_pkts: u64,
         max_queue_bytes: u64,
         mean_queue_pkts: f64,
+        /// Data packets the port cut to their headers (`queue = "trim"`).
+        trimmed_packets: u64,
     }
 );
 
@@ -386,7 +392,7 @@ result_table!(
         seq: u64,
         payload_bytes: u64,
         retransmission: bool,
-        /// buffer_full, early, pushed_out or no_route.
+        /// buffer_full, early, pushed_out, trimmed_header or no_route.
         cause: &'static str,
     }
 );
@@ -474,6 +480,8 @@ pub struct Summary {
     pub packets_in_network: u64,
     pub peak_packets_in_network: u64,
     pub late_packets: u64,
+    /// Trimmed headers (`queue = "trim"`) that reached their host.
+    pub trimmed_headers_delivered: u64,
     pub interrupted: bool,
     /// `[measure]`: the window's start and end (None: no window, or no end), seconds.
     pub measure_from_s: Option<f64>,

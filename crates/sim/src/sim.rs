@@ -64,6 +64,8 @@ pub(crate) struct RunCounts {
     pub no_route_drops: u64,
     pub late_packets: u64,
     pub flows_started: u64,
+    /// Trimmed headers that reached their host.
+    pub trimmed_delivered: u64,
 }
 
 pub struct Simulation {
@@ -440,7 +442,7 @@ impl Simulation {
                     // dropped).
                     if self.pfc_on && !self.pfc_in(input, pid, &meta) {
                         self.net.ports[input as usize].count_drop();
-                        return self.dropped(DropSite::Port(input as usize), pid, DropCause::BufferFull);
+                        return self.dropped(DropSite::Port(input as usize), pid, DropCause::full_for(&meta));
                     }
                     self.enqueue(port, pid, PacketMeta { hop, ..meta })
                 }
@@ -450,6 +452,12 @@ impl Simulation {
         }
         let mut p = self.pool.take(pid);
         p.flags = meta.flags;
+        if meta.has(flags::TRIMMED) {
+            // A switch cut it to its header: the payload is gone.
+            self.counts.trimmed_delivered += 1;
+            p.payload_bytes = 0;
+            p.wire_bytes = meta.wire_bytes as u32;
+        }
         if self.balance.is_some() {
             p.entropy = meta.hop & !HOP_REVERSE;
         }
@@ -650,7 +658,7 @@ impl Simulation {
             if !sh.admits(&mut self.net, port.0 as usize, meta.wire_bytes as u64, self.now) {
                 let p = &mut self.net.ports[port.0 as usize];
                 p.count_drop();
-                return self.dropped(DropSite::Port(port.0 as usize), pid, DropCause::BufferFull);
+                return self.dropped(DropSite::Port(port.0 as usize), pid, DropCause::full_for(&meta));
             }
         }
         match self.net.ports[port.0 as usize].enqueue(self.now, pid, meta) {

@@ -46,6 +46,10 @@ pub struct TcpReceiver {
     /// Data packets that arrived (including duplicates).
     pub data_packets: u64,
     pub duplicate_packets: u64,
+    /// Data packets that arrived above a hole (reordered on the way, or after a loss).
+    pub out_of_order_packets: u64,
+    /// Retransmitted data packets whose bytes had all arrived already (spurious).
+    pub spurious_retransmits: u64,
 }
 
 impl TcpReceiver {
@@ -68,6 +72,8 @@ impl TcpReceiver {
             expect: None,
             data_packets: 0,
             duplicate_packets: 0,
+            out_of_order_packets: 0,
+            spurious_retransmits: 0,
         }
     }
 
@@ -220,7 +226,14 @@ impl TcpReceiver {
         self.pending_ts = p.ts_sent_ns;
         let (immediate, recent) = match self.absorb(s, e) {
             Absorbed::InOrder { filled_hole: false } => (!self.cfg.delayed_ack, None),
-            Absorbed::Above(block) => (true, Some(block)),
+            Absorbed::Above(block) => {
+                self.out_of_order_packets += 1;
+                (true, Some(block))
+            }
+            Absorbed::Duplicate if p.has(flags::RETX) => {
+                self.spurious_retransmits += 1;
+                (true, None)
+            }
             // A duplicate, or a segment that filled (part of) a hole: acknowledged at once.
             _ => (true, None),
         };

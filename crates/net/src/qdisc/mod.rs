@@ -69,6 +69,9 @@ pub enum Verdict {
     /// dropped when [`Discipline::DROP_UNMARKABLE`]).
     Mark,
     Drop,
+    /// Cut the packet to a header of this many bytes on the wire (its payload gone, flagged
+    /// `flags::TRIMMED`) and queue that instead (trimming disciplines).
+    Trim(u16),
 }
 
 /// The port's queue as a packet arrives.
@@ -205,6 +208,9 @@ pub trait Discipline: Clone + fmt::Debug + Sized {
     /// Host NICs run the discipline too unless `nic_queue` says otherwise (pFabric's hosts
     /// schedule their packets as its switches do); otherwise NICs are DropTail by default.
     const AT_NICS: bool = false;
+    /// [`Discipline::on_arrival`] may answer [`Verdict::Trim`] (an ordered discipline): the
+    /// port asks it before its buffer decides, so that a packet is trimmed rather than dropped.
+    const TRIMS: bool = false;
 }
 
 /// A buffer size as scenario files write it (`"100pkt"`, `"150KB"`, `"unlimited"`).
@@ -340,6 +346,11 @@ macro_rules! disciplines {
                     $(AnyQdisc::$ty(_) => <$ty as Discipline>::ORDERED,)*
                 }
             }
+            pub fn trims(&self) -> bool {
+                match self {
+                    $(AnyQdisc::$ty(_) => <$ty as Discipline>::TRIMS,)*
+                }
+            }
             pub fn ns2_full(&self, limit: BufferLimit, pkts: u32, bytes: u64, wire: u64) -> bool {
                 match self {
                     $(AnyQdisc::$ty(d) => d.ns2_full(limit, pkts, bytes, wire),)*
@@ -403,6 +414,7 @@ disciplines! {
     red::Red,
     priority::StrictPriority,
     pfabric::PFabric,
+    trim::Trim,
 }
 
 #[cfg(test)]
@@ -423,6 +435,6 @@ mod tests {
                 assert!(k.starts_with(&format!("{}_", r.name)), "{k} does not start with {}_", r.name);
             }
         }
-        assert!(lookup("fifo").err().unwrap().contains("known: droptail, ecn, red, priority, pfabric"));
+        assert!(lookup("fifo").err().unwrap().contains("known: droptail, ecn, red, priority, pfabric, trim"));
     }
 }
