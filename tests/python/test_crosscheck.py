@@ -642,3 +642,15 @@ def test_red_thresholds_scaled_per_port_rate_are_refused_by_every_target(tmp_pat
     # without it, the plan carries no such field
     plain = {k: v for k, v in red.items() if k != "red_threshold_rate"}
     assert "threshold_rate_bps" not in plan.load(star(network=plain)).queue(nic=False)
+
+
+def test_per_packet_load_balancing_is_refused_by_every_target(tmp_path):
+    from fctlab.crosscheck import crosscheck
+
+    assert plan.load(star()).load_balancing is None, "per-flow ECMP leaves the plan's field empty"
+    lb = {"load_balancing": "flowlet", "flowlet_gap": "20us"}
+    p = plan.load(star(network=lb))
+    assert p.load_balancing == {"policy": "flowlet", "flowlet_gap_ns": 20_000}
+    for target in ("ns2", "htsim", "ns3"):
+        with pytest.raises(Unsupported, match=r'network.load_balancing: .* does not run "flowlet"'):
+            crosscheck(star(network=lb), against=target, out=tmp_path / target, seeds=1)
