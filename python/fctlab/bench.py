@@ -14,6 +14,10 @@ process. Benchmarks:
   telemetry into every data packet, every sender paces at its rate within its window; HPCC
   keeps the queues short enough that no packet is lost): what HPCC costs per packet, as its
   wall time per data packet over DCTCP's (printed, with its target);
+- ``fattree_k8_ndp``: fattree_k8_dctcp's permutation under NDP, sprayed packet by packet over
+  trimming switches (every switch draws a next hop per packet, the receivers' pacers pull):
+  what per-packet path choice, trimming and pulls cost, as NDP's wall time per data packet over
+  DCTCP's (printed, with its target);
 - ``fattree_k8_lossless``: fattree_k8_dctcp on lossless ports (PFC): what priority flow control
   costs per packet, as the wall time per data packet over fattree_k8_dctcp's (printed, with
   its target);
@@ -73,6 +77,7 @@ BENCHMARKS = (
     "fattree_k8_dctcp",
     "fattree_k16_dctcp",
     "fattree_k8_hpcc",
+    "fattree_k8_ndp",
     "fattree_k8_lossless",
     "rcp_dumbbell",
     "homa_websearch",
@@ -94,6 +99,9 @@ MEMORY_GROWTH_TARGET = 1.15
 PFABRIC_COST_TARGET = 1.5
 #: HPCC's wall time per data packet is at most this multiple of DCTCP's on the same permutation.
 HPCC_COST_TARGET = 1.5
+#: NDP's wall time per data packet (sprayed, trimmed, pulled) is at most this multiple of
+#: DCTCP's over ECMP on the same permutation.
+NDP_COST_TARGET = 1.5
 #: Lossless ports' wall time per data packet is at most this multiple of lossy ones'.
 LOSSLESS_COST_TARGET = 1.5
 #: The peak memory of a million RDMA messages is at most this multiple of flows_1m's: the same
@@ -150,6 +158,15 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
         sc["network"].update(queue="droptail")
         del sc["network"]["ecn_threshold"]
         sc["transport"]["protocol"] = "hpcc"
+        return sc
+    if name == "fattree_k8_ndp":
+        sc = scenario("fattree_k8_dctcp", quick, k)
+        sc["name"] = "fattree_k8_ndp" if k in (None, 8) else f"fattree_k{k}_ndp"
+        del sc["network"]["ecn_threshold"]
+        # the same 9000-byte packets on the wire, with NDP's 64-byte header; a first window
+        # above the pull loop's round trip (about 8 packets at 10 Gbps over six hops)
+        sc["network"].update(queue="trim", trim_threshold="8pkt", nic_queue="trim", load_balancing="spray")
+        sc["transport"] = {"protocol": "ndp", "mss": "8936B", "header_bytes": "64B", "ndp": {"ndp_initial_window": 30}}
         return sc
     if name == "fattree_k8_lossless":
         sc = scenario("fattree_k8_dctcp", quick, k)
@@ -569,6 +586,17 @@ def _print_hpcc_cost(results: dict, as_json: bool) -> None:
     _print_ratio(as_json, "hpcc_cost", "hpcc_over_dctcp", ratio, HPCC_COST_TARGET, what)
 
 
+def _print_ndp_cost(results: dict, as_json: bool) -> None:
+    """NDP's wall time per data packet over DCTCP's on the same permutation, when both ran."""
+    if "fattree_k8_dctcp" not in results or "fattree_k8_ndp" not in results:
+        return
+    ratio = (
+        results["fattree_k8_dctcp"]["data_packets_per_wall_s"] / results["fattree_k8_ndp"]["data_packets_per_wall_s"]
+    )
+    what = "wall time per data packet, NDP (sprayed, trimmed) over DCTCP (ECMP) on the k=8 permutation"
+    _print_ratio(as_json, "ndp_cost", "ndp_over_dctcp", ratio, NDP_COST_TARGET, what)
+
+
 def _print_lossless_cost(results: dict, as_json: bool) -> None:
     """Lossless ports' wall time per data packet over lossy ones', when both ran."""
     if "fattree_k8_dctcp" not in results or "fattree_k8_lossless" not in results:
@@ -713,6 +741,7 @@ def run(args) -> int:
     _print_memory_growth(results, args.json)
     _print_pfabric_cost(results, args.json)
     _print_hpcc_cost(results, args.json)
+    _print_ndp_cost(results, args.json)
     _print_lossless_cost(results, args.json)
     _print_rdma_memory(results, args.json)
     if repeats > 1 and not args.json:

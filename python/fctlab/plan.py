@@ -49,7 +49,7 @@ def refuse_balancing(plan: "Plan", engine: str, runs: tuple = ()) -> None:
         has = f" (it runs {', '.join(runs)})" if runs else ""
         raise Unsupported(
             f"network.load_balancing: {engine} routes each flow on one path and does not run "
-            f"\"{lb['policy']}\"{has}; fctlab runs it alone"
+            f'"{lb["policy"]}"{has}; fctlab runs it alone'
         )
 
 

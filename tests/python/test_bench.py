@@ -14,6 +14,7 @@ from fctlab.bench import (
     BENCHMARKS,
     FULL_ONLY,
     HPCC_COST_TARGET,
+    NDP_COST_TARGET,
     LOSSLESS_COST_TARGET,
     RDMA_MEMORY_TARGET,
     SCALE_TARGET,
@@ -45,6 +46,9 @@ def test_bench_quick_runs_and_reports_every_benchmark():
     hpcc = by_name.pop("hpcc_cost")
     assert hpcc["target"] == HPCC_COST_TARGET
     assert hpcc["hpcc_over_dctcp"] == pytest.approx(dctcp / by_name["fattree_k8_hpcc"]["data_packets_per_wall_s"])
+    ndp = by_name.pop("ndp_cost")
+    assert ndp["target"] == NDP_COST_TARGET
+    assert ndp["ndp_over_dctcp"] == pytest.approx(dctcp / by_name["fattree_k8_ndp"]["data_packets_per_wall_s"])
     lossless = by_name.pop("lossless_cost")
     assert lossless["target"] == LOSSLESS_COST_TARGET
     assert lossless["lossless_over_lossy"] == pytest.approx(

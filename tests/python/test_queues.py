@@ -71,7 +71,7 @@ def test_bad_priority_keys_are_one_line_errors(tmp_path):
     with pytest.raises(fctlab.ScenarioError, match=r"network.priority_pushout: only used with queue = \"priority\""):
         fctlab.run(_file(tmp_path, "priority_pushout = true"))
     with pytest.raises(
-        fctlab.ScenarioError, match=r"unknown queue \"prio\" \(known: droptail, ecn, red, priority, pfabric\)"
+        fctlab.ScenarioError, match=r"unknown queue \"prio\" \(known: droptail, ecn, red, priority, pfabric, trim\)"
     ):
         fctlab.run(_file(tmp_path, 'queue = "prio"'))
     # Scenario text where a path belongs: one line saying so.

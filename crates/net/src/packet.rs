@@ -30,6 +30,9 @@ pub enum PacketKind {
     Nack,
     /// A congestion notification packet (the `roce` transport): the receiver saw a CE mark.
     Cnp,
+    /// A pull (the `ndp` transport): the receiver's host lets the sender send one more packet
+    /// ([`Packet::pull_no`]).
+    Pull,
 }
 
 impl PacketKind {
@@ -43,13 +46,14 @@ impl PacketKind {
             PacketKind::Fin => "fin",
             PacketKind::Nack => "nack",
             PacketKind::Cnp => "cnp",
+            PacketKind::Pull => "pull",
         }
     }
 
     /// Travels from the flow's receiver to its sender.
     #[inline]
     pub fn is_reverse(self) -> bool {
-        matches!(self, PacketKind::Ack | PacketKind::SynAck | PacketKind::Nack | PacketKind::Cnp)
+        matches!(self, PacketKind::Ack | PacketKind::SynAck | PacketKind::Nack | PacketKind::Cnp | PacketKind::Pull)
     }
 }
 
@@ -189,6 +193,10 @@ pub struct Packet {
     /// (`[network] load_balancing = "reps"`); on a packet handed to its receiver, the value
     /// it carried. Carried into the network, not kept.
     pub entropy: u8,
+    /// The `ndp` transport: the pull number a pull (or an ACK or NACK that carries one)
+    /// gives, counted per flow from 1 (0: none). The sender may have sent one packet per pull
+    /// number after its first window: a lost pull is made up by the next.
+    pub pull_no: u32,
 }
 
 impl Packet {
@@ -265,6 +273,7 @@ struct PacketCore {
     ts_sent_ns: u64,
     ts_echo_ns: u64,
     ce_bytes_echo: u32,
+    pull_no: u32,
 }
 
 /// A pool of packets with a free list: no allocation per packet once warmed up. A packet in
@@ -305,6 +314,7 @@ impl PacketPool {
             ts_sent_ns: p.ts_sent_ns,
             ts_echo_ns: p.ts_echo_ns,
             ce_bytes_echo: p.ce_bytes_echo,
+            pull_no: p.pull_no,
         };
         let i = if let Some(i) = self.free.pop() {
             self.cores[i as usize] = core;
@@ -356,6 +366,7 @@ impl PacketPool {
             prio: 0,
             rank: 0,
             entropy: 0,
+            pull_no: c.pull_no,
         }
     }
 
@@ -479,6 +490,8 @@ mod tests {
             ce_bytes_echo: 13,
             prio: 0,
             rank: 0,
+            entropy: 0,
+            pull_no: 14,
         };
         let a = pool.alloc(full.clone());
         assert_eq!(format!("{:?}", pool.get(a)), format!("{full:?}"));

@@ -291,7 +291,7 @@ fn pfc(
 /// of a discipline that runs at NICs too), or another one with its default parameters.
 fn nic_queue(name: Option<&str>, switch_queue: &QueueConfig, at: At<'_>) -> Result<QueueConfig, ScenarioError> {
     let at_nics = qdisc::lookup(switch_queue.name()).is_ok_and(|r| r.at_nics);
-    Ok(match name.unwrap_or(if at_nics { "switch" } else { "droptail" }) {
+    let mut q = match name.unwrap_or(if at_nics { "switch" } else { "droptail" }) {
         "droptail" => QueueConfig::DropTail(()),
         "switch" => switch_queue.clone(),
         // Another discipline, with its default parameters (`"pfabric"`: the most urgent flow
@@ -305,7 +305,14 @@ fn nic_queue(name: Option<&str>, switch_queue: &QueueConfig, at: At<'_>) -> Resu
                 ))
             }
         },
-    })
+    };
+    // A NIC holds its own host's packets: under trimming it keeps the two bands (control
+    // first) but never cuts its host's data.
+    if let QueueConfig::Trim(c) = &mut q {
+        c.threshold = BufferLimit::Unlimited;
+        c.ecn_threshold = None;
+    }
+    Ok(q)
 }
 
 /// The parameters every topology's links start from: those of host links and the defaults of

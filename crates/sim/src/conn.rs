@@ -4,7 +4,9 @@
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::{FlowId, NodeId, Packet};
 use fctlab_transport::transport::HostReceiver;
-use fctlab_transport::{AnyCc, RoceReceiver, RoceSender, TcpConfig, TcpReceiver, TcpSender, Transport};
+use fctlab_transport::{
+    AnyCc, NdpReceiver, NdpSender, RoceReceiver, RoceSender, TcpConfig, TcpReceiver, TcpSender, Transport,
+};
 
 /// Both ends of one flow's connection. (Always boxed in its flow's state: a queue pair takes
 /// a TCP connection's room, and no flow holds more than one.)
@@ -14,6 +16,8 @@ pub(crate) enum Conn {
     Tcp { snd: TcpSender, rcv: TcpReceiver },
     /// An RDMA queue pair (the `roce` transport).
     Roce { snd: RoceSender, rcv: RoceReceiver },
+    /// An NDP message (the `ndp` transport).
+    Ndp { snd: NdpSender, rcv: NdpReceiver },
 }
 
 /// What the window trace samples of a sender.
@@ -59,6 +63,7 @@ impl Conn {
         match self {
             Conn::Tcp { snd, .. } => snd,
             Conn::Roce { snd, .. } => snd,
+            Conn::Ndp { snd, .. } => snd,
         }
     }
 
@@ -67,14 +72,14 @@ impl Conn {
     pub fn tcp(&self) -> Option<(&TcpSender, &TcpReceiver)> {
         match self {
             Conn::Tcp { snd, rcv } => Some((snd, rcv)),
-            Conn::Roce { .. } => None,
+            Conn::Roce { .. } | Conn::Ndp { .. } => None,
         }
     }
     #[inline]
     pub fn tcp_mut(&mut self) -> Option<(&mut TcpSender, &mut TcpReceiver)> {
         match self {
             Conn::Tcp { snd, rcv } => Some((snd, rcv)),
-            Conn::Roce { .. } => None,
+            Conn::Roce { .. } | Conn::Ndp { .. } => None,
         }
     }
 
@@ -92,10 +97,17 @@ impl Conn {
         matches!(self, Conn::Roce { .. })
     }
 
+    /// Whether the connection is an NDP message (its receiving host's pacer pulls for it).
+    #[inline]
+    pub fn is_ndp(&self) -> bool {
+        matches!(self, Conn::Ndp { .. })
+    }
+
     pub fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
         match self {
             Conn::Tcp { snd, .. } => snd.start(now, out),
             Conn::Roce { snd, .. } => snd.start(now, out),
+            Conn::Ndp { snd, .. } => snd.start(now, out),
         }
     }
 
@@ -109,6 +121,7 @@ impl Conn {
                 rcv.on_packet(now, p, out);
                 false
             }
+            Conn::Ndp { rcv, .. } => rcv.on_packet(now, p, out),
         }
     }
 
@@ -118,6 +131,7 @@ impl Conn {
         match self {
             Conn::Tcp { snd, .. } => snd.on_packet(now, p, out),
             Conn::Roce { snd, .. } => snd.on_packet(now, p, out),
+            Conn::Ndp { snd, .. } => snd.on_packet(now, p, out),
         }
     }
 
@@ -126,6 +140,7 @@ impl Conn {
         match self {
             Conn::Tcp { snd, .. } => snd.is_complete(),
             Conn::Roce { snd, .. } => snd.is_complete(),
+            Conn::Ndp { snd, .. } => snd.is_complete(),
         }
     }
 
@@ -135,6 +150,7 @@ impl Conn {
         match self {
             Conn::Tcp { snd, .. } => snd.timer_deadline(),
             Conn::Roce { snd, .. } => snd.timer_deadline(),
+            Conn::Ndp { snd, .. } => snd.timer_deadline(),
         }
     }
 
@@ -143,7 +159,7 @@ impl Conn {
     pub fn receiver_deadline(&self) -> Option<Nanos> {
         match self {
             Conn::Tcp { rcv, .. } => rcv.delack_deadline(),
-            Conn::Roce { .. } => None,
+            Conn::Roce { .. } | Conn::Ndp { .. } => None,
         }
     }
 
@@ -151,6 +167,7 @@ impl Conn {
         match self {
             Conn::Tcp { snd, .. } => snd.on_timer(now, out),
             Conn::Roce { snd, .. } => snd.on_timer(now, out),
+            Conn::Ndp { snd, .. } => snd.on_timer(now, out),
         }
     }
 
@@ -165,6 +182,7 @@ impl Conn {
         match self {
             Conn::Tcp { rcv, .. } => rcv.bytes_delivered(),
             Conn::Roce { rcv, .. } => rcv.bytes_delivered(),
+            Conn::Ndp { rcv, .. } => rcv.bytes_delivered(),
         }
     }
 
@@ -172,6 +190,7 @@ impl Conn {
         match self {
             Conn::Tcp { snd, .. } => snd.srtt(),
             Conn::Roce { snd, .. } => snd.srtt(),
+            Conn::Ndp { snd, .. } => snd.srtt(),
         }
     }
 
@@ -191,6 +210,13 @@ impl Conn {
                 ssthresh_bytes: None,
                 weight: snd.cc.weight(),
                 pacing: Some(snd.rate()),
+            },
+            Conn::Ndp { snd, .. } => WindowView {
+                acked: snd.bytes_acked(),
+                cwnd_bytes: snd.st.cwnd_bytes,
+                ssthresh_bytes: None,
+                weight: None,
+                pacing: None,
             },
         }
     }

@@ -46,6 +46,9 @@ impl FlowCounts {
             Conn::Roce { snd, rcv } => {
                 (snd.rtt_measured(), rcv.bytes_delivered(), snd.retransmits, snd.packets_sent, snd.timeouts)
             }
+            Conn::Ndp { snd, rcv } => {
+                (snd.rtt_measured(), rcv.bytes_delivered(), snd.retransmits, snd.packets_sent, snd.timeouts)
+            }
         };
         let mut counts = FlowCounts {
             bytes_delivered,
@@ -57,6 +60,9 @@ impl FlowCounts {
             ..FlowCounts::default()
         };
         // What only TCP counts.
+        if let Conn::Ndp { rcv, .. } = c {
+            counts.out_of_order = count32(rcv.out_of_order);
+        }
         if let Conn::Tcp { snd, rcv } = c {
             counts.out_of_order = count32(rcv.out_of_order_packets);
             counts.spurious_retransmits = count32(rcv.spurious_retransmits);

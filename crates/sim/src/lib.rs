@@ -21,6 +21,7 @@ mod monitor;
 mod nic;
 mod pcap;
 mod pfc;
+mod pull;
 mod queue_pairs;
 mod results;
 mod sched;

@@ -245,7 +245,7 @@ fn write_record(out: &mut Vec<u8>, r: &Record) {
         PacketKind::SynAck => (0, 1, TCP_SYN | TCP_ACK),
         // The `roce` transport's NACK is written as the duplicate ACK it amounts to, its CNP as
         // an ACK with ECE.
-        PacketKind::Ack | PacketKind::Nack => (1, (p.ack + 1) as u32, TCP_ACK),
+        PacketKind::Ack | PacketKind::Nack | PacketKind::Pull => (1, (p.ack + 1) as u32, TCP_ACK),
         PacketKind::Cnp => (1, (p.ack + 1) as u32, TCP_ACK | TCP_ECE),
         PacketKind::Data => ((p.seq + 1) as u32, 1, TCP_ACK),
         PacketKind::Fin => ((p.seq + 1) as u32, 1, TCP_ACK | TCP_FIN),

@@ -15,7 +15,7 @@ use fctlab_net::{
 use fctlab_scenario::{FlowFeed, FlowPart, FlowSpec, Scenario, ScenarioError};
 use fctlab_transport::cc::{PortControl, PortInfo, PortView};
 use fctlab_transport::transport::{Grant, HostReceiver, Incoming};
-use fctlab_transport::{FlowInfo, RoceReceiver, RoceSender, TransportKind};
+use fctlab_transport::{FlowInfo, NdpReceiver, NdpSender, RoceReceiver, RoceSender, TransportKind};
 use std::time::Instant;
 
 #[derive(Copy, Clone, Debug)]
@@ -38,6 +38,8 @@ pub(crate) enum Event {
     PfcWake(u32),
     /// A host's NIC port can take a packet from the RoCE queue pairs in its line (`nic.rs`).
     NicWake(u32),
+    /// A host's pull pacer may send its next pull (`pull.rs`), by node.
+    PullWake(u32),
 }
 
 /// Without a `stop_time`, a run ends when every flow has completed, or at this simulated
@@ -129,6 +131,8 @@ pub struct Simulation {
     /// Per-packet path choice (`[network] load_balancing`), or none: per-flow ECMP, each
     /// packet following its flow's paths.
     pub(crate) balance: Option<fctlab_net::balance::Balancer>,
+    /// The pull pacer of each host that receives `ndp` flows, by node (`pull.rs`).
+    pub(crate) pacers: Vec<Option<Box<crate::pull::Pacer>>>,
 }
 
 impl Simulation {
@@ -182,6 +186,7 @@ impl Simulation {
         );
         let mut sim = Simulation {
             balance,
+            pacers: Vec::new(),
             now: Nanos::ZERO,
             events: EventQueue::new(),
             pool: PacketPool::new(),
@@ -379,6 +384,7 @@ impl Simulation {
             Event::PfcFrame(c) => self.on_pfc_frame(c),
             Event::PfcWake(p) => self.on_pfc_wake(p),
             Event::NicWake(p) => self.on_nic_wake(p),
+            Event::PullWake(n) => self.on_pull_wake(n),
         }
     }
 
@@ -483,10 +489,14 @@ impl Simulation {
         match p.kind {
             PacketKind::Data | PacketKind::Syn => {
                 if conn.on_data(self.now, &p, &mut self.out) {
-                    self.host_grants(node, f);
+                    if conn.is_ndp() {
+                        self.pull_for(node, f);
+                    } else {
+                        self.host_grants(node, f);
+                    }
                 }
             }
-            PacketKind::Ack | PacketKind::SynAck | PacketKind::Nack | PacketKind::Cnp => {
+            PacketKind::Ack | PacketKind::SynAck | PacketKind::Nack | PacketKind::Cnp | PacketKind::Pull => {
                 if conn.is_roce() {
                     self.nic_gate(f);
                 }
@@ -640,12 +650,8 @@ impl Simulation {
         let Some(b) = self.balance.as_mut() else { return self.flows.next_port(meta.flow, meta.hop) };
         let to = self.flows.end_of(meta.flow, meta.hop & HOP_REVERSE != 0)?;
         let candidates = self.net.routes.candidates(node, to);
-        let hop = fctlab_net::balance::Hop {
-            now: self.now,
-            node: node.0,
-            flow: meta.flow,
-            entropy: meta.hop & !HOP_REVERSE,
-        };
+        let hop =
+            fctlab_net::balance::Hop { now: self.now, node: node.0, flow: meta.flow, entropy: meta.hop & !HOP_REVERSE };
         b.next(&hop, candidates, &mut self.net.ports).map(|p| (p, meta.hop))
     }
 
@@ -737,6 +743,8 @@ impl Simulation {
             lens
         });
         let (fwd, rev) = path.split_at(lens.0 as usize);
+        // (The receiving host's link: the first port of the ACK path is its NIC.)
+        let rcv_rate = rev.first().map(|p| self.net.ports[p.0 as usize].rate);
         let tcp = &self.scenario.tcp;
         let ideal = spec.size_bytes.map(|size| crate::ideal::ideal_fct(size, fwd, rev, &self.net.ports, tcp));
         // (The switches on the data path: every port but the sender's NIC.)
@@ -776,7 +784,17 @@ impl Simulation {
             .cc
             .router_assisted()
             .then(|| self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8);
-        let conn = if spec.cc.transport() == TransportKind::Roce {
+        let mut pacer = None;
+        let conn = if spec.cc.transport() == TransportKind::Ndp {
+            // The receiving host's pacer: full packets at its link's rate (the first port of
+            // the ACK path is its NIC), at the protocol's fraction of it.
+            let wire = tcp.mss_bytes as u64 + tcp.header_bytes as u64;
+            let rate = rcv_rate.unwrap_or(nic_rate);
+            pacer = Some(Self::pull_spacing(wire, rate.0, spec.cc.pull_rate().unwrap_or(1.0)));
+            let snd = NdpSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn);
+            let rcv = NdpReceiver::new(id, dst, src, spec.size_bytes, tcp);
+            Box::new(Conn::Ndp { snd, rcv })
+        } else if spec.cc.transport() == TransportKind::Roce {
             let mut snd = RoceSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn, nic_rate);
             snd.set_base_rtt(base_rtt);
             if let Some(o) = owner {
@@ -798,6 +816,9 @@ impl Simulation {
             };
             Conn::new_tcp(id, (src, dst), spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn, owner, host)
         };
+        if let Some(spacing) = pacer {
+            crate::pull::ensure(&mut self.pacers, self.net.node_is_host.len(), dst, spacing);
+        }
         if spec.size_bytes.is_some() {
             self.open_flows += 1;
         } else {

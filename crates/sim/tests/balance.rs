@@ -37,10 +37,16 @@ fn spraying_sends_one_flow_over_every_core_path_where_ecmp_keeps_one() {
 #[test]
 fn every_policy_gives_the_same_bytes_for_the_same_seed() {
     for policy in ["spray", "round_robin", "flowlet", "adaptive", "reps"] {
-        let toml = one_flow(policy).replace("[[flows]]", "[[workloads]]\nkind = \"permutation\"\nsenders = \"all\"\nsizes = \"300KB\"\n[[flows]]");
+        let toml = one_flow(policy).replace(
+            "[[flows]]",
+            "[[workloads]]\nkind = \"permutation\"\nsenders = \"all\"\nsizes = \"300KB\"\n[[flows]]",
+        );
         let (a, b) = (run(&toml), run(&toml));
         let key = |r: &fctlab_sim::Results| {
-            r.flows.iter().map(|f| (f.finish_s.map(f64::to_bits), f.retransmits, f.out_of_order_packets)).collect::<Vec<_>>()
+            r.flows
+                .iter()
+                .map(|f| (f.finish_s.map(f64::to_bits), f.retransmits, f.out_of_order_packets))
+                .collect::<Vec<_>>()
         };
         assert_eq!(key(&a), key(&b), "{policy}");
         assert!(a.flows.iter().all(|f| f.completed), "{policy}");
@@ -50,10 +56,8 @@ fn every_policy_gives_the_same_bytes_for_the_same_seed() {
 #[test]
 fn sprayed_packets_arrive_out_of_order_and_the_receiver_counts_them() {
     // Unequal queues on the four paths: a permutation beside the flow.
-    let toml = one_flow("spray").replace(
-        "[[flows]]",
-        "[[workloads]]\nkind = \"permutation\"\nsenders = \"all\"\nsizes = \"2MB\"\n[[flows]]",
-    );
+    let toml = one_flow("spray")
+        .replace("[[flows]]", "[[workloads]]\nkind = \"permutation\"\nsenders = \"all\"\nsizes = \"2MB\"\n[[flows]]");
     let r = run(&toml);
     let ooo: u64 = r.flows.iter().map(|f| f.out_of_order_packets).sum();
     assert!(ooo > 0, "sprayed over queues of different lengths, some packets overtake others");
@@ -88,7 +92,10 @@ fn every_trimmed_packet_is_delivered_as_a_header_or_counted_as_a_dropped_one() {
             n + 1
         );
         for i in 0..n {
-            s += &format!("[[flows]]\nsrc = \"h{i}\"\ndst = \"h{n}\"\nsize = \"{size}KB\"\nstart = \"{}us\"\n", next(&mut st) % 20);
+            s += &format!(
+                "[[flows]]\nsrc = \"h{i}\"\ndst = \"h{n}\"\nsize = \"{size}KB\"\nstart = \"{}us\"\n",
+                next(&mut st) % 20
+            );
         }
         // A last small flow long after the incast keeps the run going until the network has
         // drained.

@@ -12,6 +12,7 @@
 
 pub mod cc;
 pub mod config;
+pub mod ndp;
 pub mod receiver;
 pub mod roce;
 pub mod rtt;
@@ -23,6 +24,7 @@ pub use cc::{AnyCc, CcConfig, CcState, CongestionControl, CongestionEvent, FlowI
 pub use config::{
     EcnReaction, Exported, NewRenoRecovery, Profile, RtoModel, SackRecovery, TcpConfig, TcpSettings, WindowModel,
 };
+pub use ndp::{NdpReceiver, NdpSender};
 pub use receiver::TcpReceiver;
 pub use roce::{RoceReceiver, RoceSender};
 pub use sender::TcpSender;

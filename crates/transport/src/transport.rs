@@ -26,6 +26,8 @@
 //! - `roce`: RDMA messages as RoCEv2 NICs send them: at the rate the congestion control sets
 //!   (line rate without one), accepted in order only, go-back-N on a NACK or a timeout, and
 //!   congestion notification packets from the receiver on CE marks ([`crate::roce`]).
+//! - `ndp`: NDP's messages: a first window at line rate, then one packet per pull from the
+//!   receiving host's pacer; an ACK per packet and a NACK per trimmed header ([`crate::ndp`]).
 
 use crate::config::TcpConfig;
 use fctlab_engine::Nanos;
@@ -41,11 +43,15 @@ pub enum TransportKind {
     Homa,
     /// RDMA messages over RoCEv2: in-order delivery, go-back-N, CNPs ([`crate::roce`]).
     Roce,
+    /// NDP's messages: a first window, then one packet per pull from the receiving host; an
+    /// ACK per packet, a NACK per trimmed header ([`crate::ndp`]).
+    Ndp,
 }
 
 impl TransportKind {
     /// Every transport, in the order error messages list them.
-    pub const ALL: &'static [TransportKind] = &[TransportKind::Tcp, TransportKind::Homa, TransportKind::Roce];
+    pub const ALL: &'static [TransportKind] =
+        &[TransportKind::Tcp, TransportKind::Homa, TransportKind::Roce, TransportKind::Ndp];
 
     /// The name in scenario files (`[transport] kind = "..."`).
     pub fn name(self) -> &'static str {
@@ -53,6 +59,7 @@ impl TransportKind {
             TransportKind::Tcp => "tcp",
             TransportKind::Homa => "homa",
             TransportKind::Roce => "roce",
+            TransportKind::Ndp => "ndp",
         }
     }
 

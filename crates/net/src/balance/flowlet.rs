@@ -32,14 +32,19 @@ pub struct Flowlet {
 
 impl Flowlet {
     pub fn new(nodes: usize, gap: Nanos, seed: u64) -> Flowlet {
-        Flowlet { gap, tables: (0..nodes).map(|_| None).collect(), rngs: (0..nodes).map(|n| node_stream(seed, n)).collect() }
+        Flowlet {
+            gap,
+            tables: (0..nodes).map(|_| None).collect(),
+            rngs: (0..nodes).map(|n| node_stream(seed, n)).collect(),
+        }
     }
 }
 
 impl Choose for Flowlet {
     fn choose(&mut self, hop: &Hop, candidates: &[PortId], _ports: &mut [Port]) -> PortId {
         let n = hop.node as usize;
-        let table = self.tables[n].get_or_insert_with(|| vec![Entry { last: Nanos::ZERO, choice: u32::MAX }; TABLE].into());
+        let table =
+            self.tables[n].get_or_insert_with(|| vec![Entry { last: Nanos::ZERO, choice: u32::MAX }; TABLE].into());
         let e = &mut table[(splitmix64(hop.flow.0 as u64) as usize) & (TABLE - 1)];
         let fresh = e.choice == u32::MAX || hop.now.saturating_sub(e.last) > self.gap;
         if fresh || e.choice as usize >= candidates.len() {

@@ -114,5 +114,5 @@ fn unknown_policies_and_misplaced_keys_are_named() {
     assert!(e.message.contains("known: ecmp, spray, round_robin, flowlet, adaptive, reps"), "{}", e.message);
     let e = Balance::from_name("spray", Some(Nanos::from_micros(5))).unwrap_err();
     assert_eq!(e.key, "flowlet_gap");
-    assert_eq!(Balance::from_name("ecmp", None).unwrap().build(3, 1, 1).is_none(), true);
+    assert!(Balance::from_name("ecmp", None).unwrap().build(3, 1, 1).is_none());
 }

@@ -236,6 +236,11 @@ pub trait Protocol: CongestionControl + TransportPolicy + Clone + fmt::Debug + S
     /// The parameters the host side reads (keys of `Config`): every flow of a run that uses
     /// the protocol must give them the same values, since each host runs one configuration.
     const HOST_KEYS: &'static [&'static str] = &[];
+    /// The `ndp` transport: the fraction of a receiving host's link rate at which its pacer
+    /// sends pulls (read from the first of the host's flows; `HOST_KEYS` keeps them equal).
+    fn pull_rate(_cfg: &Self::Config) -> Option<f64> {
+        None
+    }
 }
 
 /// The output port a [`PortControl`] runs on.
@@ -543,6 +548,12 @@ macro_rules! protocols {
             pub fn receiver_driven(&self) -> bool {
                 self.transport().receiver_driven()
             }
+            /// The pull rate of a receiving host's pacer (the `ndp` transport).
+            pub fn pull_rate(&self) -> Option<f64> {
+                match self {
+                    $($(#[$attr])* CcConfig::$ty(c) => <$ty as Protocol>::pull_rate(c),)*
+                }
+            }
             /// The receiving host's side, for receiver-driven algorithms.
             pub fn receiver(&self) -> Option<Box<dyn HostReceiver>> {
                 match self {
@@ -648,6 +659,7 @@ protocols! {
     timely::Timely,
     hpcc::Hpcc,
     swift::Swift,
+    ndp::Ndp,
     #[cfg(feature = "example-protocols")]
     fixed_window::FixedWindow,
 }
