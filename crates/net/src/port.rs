@@ -236,13 +236,14 @@ pub struct Port {
     drops: u64,
     ecn_marks: u64,
     max_queue_pkts: u32,
-    /// The discipline trims ([`Verdict::Trim`]), and the packets it trimmed.
-    trims: bool,
-    trimmed: u64,
     pub from: NodeId,
     pub rate: BitsPerSec,
     /// The per-priority queues of a lossless port (priority flow control), or none.
     pfc: Option<Box<PfcQueues>>,
+    /// The discipline trims ([`Verdict::Trim`]), and the packets it trimmed (read by ordered
+    /// disciplines only: last, out of the lines every packet reads).
+    trimmed: u64,
+    trims: bool,
 }
 
 impl Port {
