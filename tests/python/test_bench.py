@@ -48,7 +48,10 @@ def test_bench_quick_runs_and_reports_every_benchmark():
     assert hpcc["hpcc_over_dctcp"] == pytest.approx(dctcp / by_name["fattree_k8_hpcc"]["data_packets_per_wall_s"])
     ndp = by_name.pop("ndp_cost")
     assert ndp["target"] == NDP_COST_TARGET
-    assert ndp["ndp_over_dctcp"] == pytest.approx(dctcp / by_name["fattree_k8_ndp"]["data_packets_per_wall_s"])
+    assert ndp["ndp_over_dctcp"] == pytest.approx(
+        by_name["fattree_k8_dctcp"]["packets_per_wall_s"] / by_name["fattree_k8_ndp"]["packets_per_wall_s"]
+    )
+    assert ndp["per_data_packet"] == pytest.approx(dctcp / by_name["fattree_k8_ndp"]["data_packets_per_wall_s"])
     lossless = by_name.pop("lossless_cost")
     assert lossless["target"] == LOSSLESS_COST_TARGET
     assert lossless["lossless_over_lossy"] == pytest.approx(
