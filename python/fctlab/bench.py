@@ -165,7 +165,7 @@ def scenario(name: str, quick: bool, k: Optional[int] = None) -> dict:
         del sc["network"]["ecn_threshold"]
         # the same 9000-byte packets on the wire, with NDP's 64-byte header; a first window
         # above the pull loop's round trip (about 8 packets at 10 Gbps over six hops)
-        sc["network"].update(queue="trim", trim_threshold="8pkt", nic_queue="trim", load_balancing="spray")
+        sc["network"].update(queue="trim", trim_threshold="8pkt", nic_queue="trim", load_balancing="permutation")
         sc["transport"] = {"protocol": "ndp", "mss": "8936B", "header_bytes": "64B", "ndp": {"ndp_initial_window": 30}}
         return sc
     if name == "fattree_k8_lossless":

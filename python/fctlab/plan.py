@@ -46,10 +46,14 @@ def refuse_balancing(plan: "Plan", engine: str, runs: tuple = ()) -> None:
     (``network.load_balancing``) by a policy `engine` does not run (`runs`: those it does)."""
     lb = plan.load_balancing
     if lb is not None and lb["policy"] not in runs:
-        has = f" (it runs {', '.join(runs)})" if runs else ""
+        if runs:
+            raise Unsupported(
+                f'network.load_balancing: {engine} does not run "{lb["policy"]}" (of the per-packet policies it '
+                f"runs {', '.join(runs)}); fctlab runs it alone"
+            )
         raise Unsupported(
             f"network.load_balancing: {engine} routes each flow on one path and does not run "
-            f'"{lb["policy"]}"{has}; fctlab runs it alone'
+            f'"{lb["policy"]}"; fctlab runs it alone'
         )
 
 

@@ -94,6 +94,23 @@ impl Network {
         lens
     }
 
+    /// The shortest paths from host `src` to host `dst`: the product of the next hops each
+    /// node offers along one of them (exact where every path branches alike, as in fat-trees
+    /// and leaf-spines).
+    pub fn paths_between(&self, src: NodeId, dst: NodeId) -> u64 {
+        let (mut at, mut paths) = (src, 1u64);
+        for _ in 0..=MAX_HOPS {
+            if at == dst {
+                break;
+            }
+            let c = self.routes.candidates(at, dst);
+            let Some(&first) = c.first() else { break };
+            paths = paths.saturating_mul(c.len() as u64);
+            at = self.ports[first.0 as usize].to;
+        }
+        paths
+    }
+
     /// Flow `id`'s best-case completion time on its paths (None for a long-lived flow).
     pub fn ideal_of(&self, id: FlowId, spec: &FlowSpec, tcp: &fctlab_transport::TcpConfig) -> Option<Nanos> {
         let size = spec.size_bytes?;

@@ -8,6 +8,7 @@ use crate::monitor::{DropSite, Monitor};
 use crate::pcap::Capture;
 use crate::sched::HostLayer;
 use fctlab_engine::{EventQueue, Nanos, OptNanos};
+use fctlab_net::balance::Balancer;
 use fctlab_net::packet::flags;
 use fctlab_net::{
     DropCause, EnqueueOutcome, FlowId, NodeId, Packet, PacketId, PacketKind, PacketMeta, PacketPool, PortId,
@@ -181,6 +182,7 @@ impl Simulation {
         };
         let balance = scenario.balance.build(
             net.node_is_host.len(),
+            scenario.flows.len(),
             scenario.seed,
             fctlab_engine::rng::splitmix64(scenario.seed ^ 0x4E95),
         );
@@ -614,9 +616,12 @@ impl Simulation {
             // Data and SYNs follow the flow's data path, ACKs and SYN-ACKs its reverse path.
             let reverse = p.kind.is_reverse();
             let mut meta = PacketMeta { hop: if reverse { HOP_REVERSE } else { 0 }, ..p.meta() };
-            if self.balance.is_some() {
+            match self.balance.as_mut() {
+                None => {}
+                // (The sender sprays over its paths in turn: their numbers in the hop byte.)
+                Some(Balancer::Permutation(b)) => meta.hop |= b.entropy(meta.flow, reverse),
                 // (Per-packet path choice: the hop byte carries the sender's entropy value.)
-                meta.hop |= p.entropy & !HOP_REVERSE;
+                Some(_) => meta.hop |= p.entropy & !HOP_REVERSE,
             }
             let from = p.src;
             if self.streaming || self.classifier.is_some() {
@@ -644,15 +649,16 @@ impl Simulation {
     /// The port a packet at `node` takes next, and its metadata's hop byte after it: the
     /// next port of its flow's path, or under per-packet path choice the balancer's choice
     /// among the node's ports toward the packet's host (the hop byte then carries the
-    /// direction and the sender's entropy value, unchanged).
+    /// direction and the sender's entropy value, which the balancer may rewrite).
     #[inline(always)]
     fn route(&mut self, node: NodeId, meta: &PacketMeta) -> Option<(PortId, u8)> {
         let Some(b) = self.balance.as_mut() else { return self.flows.next_port(meta.flow, meta.hop) };
         let to = self.flows.end_of(meta.flow, meta.hop & HOP_REVERSE != 0)?;
         let candidates = self.net.routes.candidates(node, to);
-        let hop =
+        let mut hop =
             fctlab_net::balance::Hop { now: self.now, node: node.0, flow: meta.flow, entropy: meta.hop & !HOP_REVERSE };
-        b.next(&hop, candidates, &mut self.net.ports).map(|p| (p, meta.hop))
+        let port = b.next(&mut hop, candidates, &mut self.net.ports)?;
+        Some((port, meta.hop & HOP_REVERSE | hop.entropy & !HOP_REVERSE))
     }
 
     #[inline]
@@ -735,7 +741,12 @@ impl Simulation {
         let Some(spec) = drawn.as_deref().or_else(|| self.scenario.flows.listed(f)) else { return };
         let id = FlowId(f as u32);
         if self.balance.is_some() {
-            self.flows.set_ends(f, NodeId(spec.src as u32), NodeId(spec.dst as u32));
+            let (src, dst) = (NodeId(spec.src as u32), NodeId(spec.dst as u32));
+            self.flows.set_ends(f, src, dst);
+            if let Some(Balancer::Permutation(b)) = self.balance.as_mut() {
+                b.set_paths(id, false, self.net.paths_between(src, dst));
+                b.set_paths(id, true, self.net.paths_between(dst, src));
+            }
         }
         let mut lens = (0, 0);
         let path = self.flows.set_paths(f, |out| {

@@ -25,18 +25,30 @@ fn spraying_sends_one_flow_over_every_core_path_where_ecmp_keeps_one() {
     let ecmp = run(&one_flow("ecmp"));
     let spray = run(&one_flow("spray"));
     let rr = run(&one_flow("round_robin"));
+    let perm = run(&one_flow("permutation"));
     assert_eq!(core_links_used(&ecmp, 10), 1, "ECMP keeps the flow on one path: one uplink to the core");
     // Upward: the source pod's two aggregation switches each have two core uplinks.
     assert_eq!(core_links_used(&spray, 100), 2 * 2, "sprayed packets take every uplink");
     assert_eq!(core_links_used(&rr, 100), 2 * 2, "round-robin packets take every uplink");
-    for r in [&ecmp, &spray, &rr] {
+    assert_eq!(core_links_used(&perm, 100), 2 * 2, "a sender spraying over its paths takes every uplink");
+    // Over its paths in turn, the sender gives each of the four the same share (to within a
+    // round: the last one may be cut short, and a retransmission adds one).
+    let mut shares: Vec<u64> = perm
+        .links
+        .iter()
+        .filter(|l| l.src.starts_with("agg0_") && l.dst.starts_with("core"))
+        .map(|l| l.tx_packets)
+        .collect();
+    shares.sort();
+    assert!(shares[3] - shares[0] <= 2 + perm.flows[0].retransmits, "{shares:?}");
+    for r in [&ecmp, &spray, &rr, &perm] {
         assert!(r.flows.iter().all(|f| f.completed));
     }
 }
 
 #[test]
 fn every_policy_gives_the_same_bytes_for_the_same_seed() {
-    for policy in ["spray", "round_robin", "flowlet", "adaptive", "reps"] {
+    for policy in ["spray", "round_robin", "permutation", "flowlet", "adaptive", "reps"] {
         let toml = one_flow(policy).replace(
             "[[flows]]",
             "[[workloads]]\nkind = \"permutation\"\nsenders = \"all\"\nsizes = \"300KB\"\n[[flows]]",

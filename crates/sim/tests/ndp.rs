@@ -6,11 +6,12 @@ mod common;
 use common::*;
 
 /// A permutation of `size` flows on a k = 4 fat-tree at 10 Gbps with 9000-byte packets: NDP
-/// over trimming switches that spray, or DCTCP over ECMP.
+/// sprayed by its senders over all their paths in turn, over trimming switches, or DCTCP over
+/// ECMP.
 fn permutation(ndp: bool, size: &str) -> String {
     let (network, transport) = if ndp {
         (
-            "queue = \"trim\"\ntrim_threshold = \"8pkt\"\nnic_queue = \"trim\"\nload_balancing = \"spray\"",
+            "queue = \"trim\"\ntrim_threshold = \"8pkt\"\nnic_queue = \"trim\"\nload_balancing = \"permutation\"",
             // A first window above the pull loop's round trip (about 8 packets of 9 KB at
             // 10 Gbps over six hops, with queueing): 30 packets.
             "protocol = \"ndp\"\nndp = { ndp_initial_window = 30 }",
@@ -40,7 +41,8 @@ fn ndp_with_spraying_and_trimming_fills_a_permutation_where_ecmp_dctcp_collides(
     let (n, d) = (mean_link_share(&ndp), mean_link_share(&dctcp));
     assert!(n >= 0.90, "NDP: {n:.3} of the link rate on average");
     assert!(d < 0.90, "ECMP DCTCP: {d:.3}: collisions on core links hold some flows back");
-    assert!(ndp.links.iter().map(|l| l.trimmed_packets).sum::<u64>() > 0, "the sprayed queues trim");
+    // (Sprayed over every path in turn, the queues seldom reach the trimming threshold; the
+    // incast below trims.)
     assert_eq!(ndp.links.iter().map(|l| l.drops).sum::<u64>(), 0, "trimming drops nothing");
 }
 

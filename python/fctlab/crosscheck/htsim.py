@@ -14,7 +14,11 @@ routes; one ``TcpRtxTimerScanner``. On a lossless network (``pfc = true``) a swi
 ``LosslessOutputQueue``, each port into a switch has a ``LosslessInputQueue`` behind its pipe,
 a host's NIC is a ``FairPriorityQueue``, and the flows are ``RoceSrc``/``RoceSink``,
 ``HPCCSrc``/``HPCCSink`` or (uet-htsim) ``DCQCNSrc``/``DCQCNSink``. Swift (``SwiftSrc``/``SwiftSink``) runs over lossy ports behind its
-hosts' ``FairScheduler``, which takes no PAUSE frames. htsim's NDP and EQDS are not in fctlab
+hosts' ``FairScheduler``, which takes no PAUSE frames. NDP runs as htsim's NDP driver
+(``datacenter/main_ndp.cpp``) wires it: a switch's port is a trimming ``CompositeQueue``, a
+host's NIC a ``FairPriorityQueue``, each flow an ``NdpSrc`` and an ``NdpSink`` that spray
+over every shortest path (``SCATTER_PERMUTE``), and each receiving host has one
+``NdpPullPacer`` (:func:`_check_ndp`, :func:`ndp_notes`). htsim's EQDS is not in fctlab
 (:data:`DRIVERS`).
 
 What htsim fixes in its code, and so what a plan must say to be run (docs/crosscheck.md):
@@ -34,9 +38,10 @@ What htsim fixes in its code, and so what a plan must say to be run (docs/crossc
 Settings the driver gives htsim: packet size (``mss + header``; RoCE's and HPCC's payload),
 initial window, initial slow-start threshold, initial RTO, largest window (``rwnd``), the timer
 scan period, rates, delays, buffers and thresholds per port, the pause thresholds of the
-lossless inputs, HPCC's and DCQCN's static settings and Swift's settings. What htsim fixes for
-the RDMA protocols, and the refusals that follow, are in docs/crosscheck_htsim.md and in
-:func:`_check_rdma` and :func:`dcqcn_settings`.
+lossless inputs, HPCC's and DCQCN's static settings, Swift's settings, and NDP's first window,
+pull rate and paths. What htsim fixes for the RDMA protocols and NDP, and the refusals that
+follow, are in docs/crosscheck_htsim.md and in :func:`_check_rdma`, :func:`dcqcn_settings` and
+:func:`_check_ndp`.
 """
 
 from __future__ import annotations
@@ -65,9 +70,9 @@ class Driver:
     runs: bool
 
 
-#: fctlab protocol -> htsim driver. tcp and dctcp run through fctlab's driver; the others are
-#: htsim's own drivers (sim/datacenter/main_*.cpp, each reading a topology and a connection
-#: matrix), for protocols fctlab does not have yet.
+#: fctlab protocol -> htsim driver. The protocols fctlab has run through fctlab's driver; the
+#: others are htsim's own drivers (sim/datacenter/main_*.cpp, each reading a topology and a
+#: connection matrix), for protocols fctlab does not have yet.
 DRIVERS = {
     "tcp": Driver("fctlab_htsim", "TcpSrc", True),
     "dctcp": Driver("fctlab_htsim", "DCTCPSrc", True),
@@ -77,7 +82,7 @@ DRIVERS = {
     # crosscheck refuses it (DEFECTIVE)
     "dcqcn": Driver("fctlab_htsim", "DCQCNSrc", False),
     "swift": Driver("fctlab_htsim", "SwiftSrc", True),
-    "ndp": Driver("htsim_ndp", "NdpSrc", False),
+    "ndp": Driver("fctlab_htsim", "NdpSrc", True),
     "eqds": Driver("htsim_eqds", "EqdsSrc", False),
 }
 
@@ -102,6 +107,9 @@ DEFECTIVE = {
 
 #: The fctlab protocols this target runs (validation.py reads it).
 PROTOCOLS = tuple(p for p, d in DRIVERS.items() if d.runs)
+#: The per-packet path choices it runs (crosscheck.refuse_balancing): NDP's spraying, which
+#: htsim's NdpSrc does at the source (check() refuses it for the other protocols).
+BALANCING = ("spray",)
 
 #: Values htsim's code fixes (tcp.cpp, tcppacket.h, dctcp.cpp).
 MIN_RTO_S = 0.25
@@ -121,6 +129,9 @@ SWIFT_ACK_BYTES = 40
 SWIFT_SCAN_S = 0.010
 #: EthPausePacket's size (eth_pause_packet.h, PAUSESIZE), as fctlab's pause frame.
 PAUSE_BYTES = 64
+#: NdpPacket::ACKSIZE (ndppacket.h:105): the bytes an NDP data packet carries beside its
+#: payload, and the size of an ACK, a NACK, a PULL and a trimmed header.
+NDP_HEADER_BYTES = 64
 #: An unlimited buffer, in bytes.
 UNLIMITED = 1 << 62
 PS = 1e12
@@ -150,7 +161,7 @@ def check(plan: Plan) -> None:
         if f.protocol not in DRIVERS or not DRIVERS[f.protocol].runs:
             raise Unsupported(
                 f"flows[{f.flow_id}].protocol: {f.protocol!r} is not run against htsim (htsim has TCP, DCTCP, RoCE, HPCC, "
-                f"DCQCN and Swift as fctlab runs them; the crosscheck runs {', '.join(PROTOCOLS)})"
+                f"DCQCN, Swift and NDP as fctlab runs them; the crosscheck runs {', '.join(PROTOCOLS)})"
             )
         if f.protocol == "tcp" and f.ecn:
             raise Unsupported(
@@ -167,6 +178,23 @@ def check(plan: Plan) -> None:
                     f"transport.dctcp_alpha_init: {a0:g}; htsim's DCTCPSrc starts alpha at 0 (dctcp.cpp "
                     "constructor); set 0"
                 )
+    ndp = [f for f in plan.flows if f.protocol == "ndp"]
+    if ndp:
+        if len(ndp) < len(plan.flows):
+            raise Unsupported(
+                "transport.protocol: the scenario mixes NDP with other protocols; the crosscheck runs htsim's NDP "
+                "over trimming ports (CompositeQueue) and the others over their own, one kind per scenario"
+            )
+        _check_ndp(plan)
+        _check_network(plan)
+        plan.notes.extend(ndp_notes(plan))
+        return
+    if plan.load_balancing is not None:
+        raise Unsupported(
+            f"network.load_balancing: {plan.load_balancing['policy']!r}; htsim's TCP and RDMA sources here take one "
+            'path per flow; only its NdpSrc sprays (at the source, over every path): use protocol = "ndp" or '
+            "remove the key"
+        )
     rdma = [f for f in plan.flows if f.protocol in RDMA]
     if rdma and len(rdma) < len(plan.flows):
         raise Unsupported(
@@ -243,6 +271,127 @@ def _check_rdma(plan: Plan, rdma: list) -> None:
         lossless_ecn_bytes(plan)
     if plan.pfc is not None:
         pfc_thresholds(plan)
+
+
+def _check_ndp(plan: Plan) -> None:
+    """What htsim's NdpSrc, NdpSink, NdpPullPacer and CompositeQueue fix (ndp.cpp, ndppacket.h,
+    compositequeue.cpp), and how its NDP driver wires them (main_ndp.cpp)."""
+    t = plan.tcp
+    if plan.pfc is not None:
+        raise Unsupported(
+            "network.pfc: htsim's NDP runs over trimming ports (CompositeQueue), which take no PAUSE frames; remove pfc"
+        )
+    if plan.switch_buffer is not None:
+        raise Unsupported(
+            "network.switch_buffer: htsim's CompositeQueue has a data queue and a header queue of its own per port; "
+            "it has no shared buffer; remove the key"
+        )
+    lb = plan.load_balancing
+    if lb is None or lb["policy"] != "spray":
+        raise Unsupported(
+            f"network.load_balancing: {'ecmp' if lb is None else lb['policy']!r}; htsim's NdpSrc sprays every "
+            "packet at the source over every shortest path (SCATTER_PERMUTE, the -strat perm of main_ndp.cpp), "
+            'which the crosscheck runs beside fctlab\'s per-packet spraying; set load_balancing = "spray"'
+        )
+    _need(
+        t["header_bytes"] == NDP_HEADER_BYTES,
+        "header_bytes",
+        f"{t['header_bytes']} B; htsim's NDP data packets carry 64 bytes beside the payload and its ACKs, NACKs, "
+        'PULLs and trimmed headers are 64 bytes (NdpPacket::ACKSIZE, ndppacket.h:105); set header_bytes = "64B"',
+    )
+    _need(
+        t["whole_packets"],
+        "whole_packets",
+        "htsim's NdpSrc sends every data packet full (Packet::data_packet_size, ndp.cpp:937-953); set true",
+    )
+    for p in plan.ports:
+        q = p.queue
+        key = "network.nic_queue" if p.nic else "network.queue"
+        if q["kind"] != "trim":
+            where = (
+                "a host's NIC is htsim's FairPriorityQueue, which sends ACKs and PULLs ahead of data and never "
+                'trims (main_ndp.cpp -host_queue_type fair_prio); fctlab\'s counterpart is nic_queue = "trim"'
+                if p.nic
+                else "a switch's port is htsim's trimming CompositeQueue (main_ndp.cpp -queue_type composite); set queue = \"trim\""
+            )
+            raise Unsupported(f"{key}: {q['kind']!r}; with NDP {where}")
+        if p.nic:
+            continue
+        if int(q.get("header_bytes", NDP_HEADER_BYTES)) != NDP_HEADER_BYTES:
+            raise Unsupported(
+                f"network.trim_header_bytes: {q['header_bytes']} B; CompositeQueue trims a packet to NdpPacket::ACKSIZE, "
+                '64 bytes (NdpPacket::strip_payload, ndppacket.h:72-73); set trim_header_bytes = "64B"'
+            )
+        if q.get("ecn_threshold") is not None:
+            raise Unsupported(
+                "network.trim_ecn_threshold: htsim's CompositeQueue marks only above twice its size (compositequeue.cpp:23-24) "
+                "and its NdpSrc reads no mark under SCATTER_PERMUTE; remove the key"
+            )
+    ndp_settings(plan)
+
+
+def ndp_settings(plan: Plan) -> tuple:
+    """(first window in packets, pull rate) of the plan's NDP flows. The driver gives every
+    NdpSrc one first window (NdpSrc::setCwnd, in bytes: packets x Packet::data_packet_size, as
+    main_ndp.cpp:603) and every receiving host's NdpPullPacer one pull rate (its
+    pull_rate_modifier, main_ndp.cpp:553), so the flows' settings must agree."""
+    out = None
+    for f in plan.flows:
+        if f.protocol != "ndp":
+            continue
+        mine = (int(f.params["ndp_initial_window"]), float(f.params["ndp_pull_rate"]))
+        if out is not None and mine != out:
+            raise Unsupported(
+                f"flows[{f.flow_id}].ndp: its ndp_initial_window or ndp_pull_rate differ from another flow's; the "
+                "crosscheck gives htsim's sources one first window and its pull pacers one rate"
+            )
+        out = mine
+    return out
+
+
+def ndp_trim_bytes(plan: Plan, queue: dict) -> int:
+    """CompositeQueue's maxsize for a trimming port: htsim counts the data packet in
+    transmission in its data queue and takes an arriving one while the bytes queued and the
+    packet fit (compositequeue.cpp:142); fctlab trims a packet that finds trim_threshold of
+    data waiting, the one in transmission apart. (threshold + 1) packets, or the threshold's
+    bytes and one packet, make the same number of full packets wait in both."""
+    P = packet_bytes(plan)
+    kind, n = queue["threshold"]
+    return (int(n) + 1) * P if kind == "pkts" else int(n) + P
+
+
+def ndp_routes(plan: Plan, src: str, dst: str, port_of: dict, cache: dict) -> list:
+    """Every shortest path from src to dst (hosts do not forward), as port indices, in the
+    topology's order of the ports."""
+    bfs = cache.setdefault("bfs", {})
+    for end in (src, dst):  # links have both directions: a BFS from dst gives the hops to it
+        if end not in bfs:
+            bfs[end] = path_counts(adjacency(plan), end, set(plan.hosts))
+    there, back = bfs[src][0], bfs[dst][0]
+    if dst not in there:
+        raise Unsupported(f"network.topology: no path from {src} to {dst}")
+    D = there[dst]
+    if "succs" not in cache:
+        cache["succs"] = {}
+        for a, b in port_of:
+            cache["succs"].setdefault(a, []).append(b)
+    succs, hosts, out = cache["succs"], set(plan.hosts), []
+
+    def walk(v: str, ports: list) -> None:
+        if v == dst:
+            out.append(list(ports))
+            return
+        if v != src and v in hosts:
+            return
+        for w in succs.get(v, ()):
+            # w is on a shortest path: one hop further from src, one nearer to dst
+            if there.get(w) == there[v] + 1 and back.get(w) == D - there[w]:
+                ports.append(port_of[(v, w)])
+                walk(w, ports)
+                ports.pop()
+
+    walk(src, [])
+    return out
 
 
 def _check_swift(plan: Plan, flows: list) -> None:
@@ -532,9 +681,12 @@ def _check_network(plan: Plan) -> None:
             f"network.buffer_model: {plan.buffer_model!r}; the translation counts fctlab's "
             'buffers as waiting packets (the default, "waiting")'
         )
+    ndp = any(f.protocol == "ndp" for f in plan.flows)
     for p in plan.ports:
         kind = p.queue["kind"]
         key = "network.nic_queue" if p.nic else "network.queue"
+        if ndp:
+            continue  # _check_ndp: trimming ports
         if kind not in ("droptail", "ecn"):
             if plan.pfc is not None and not p.nic:
                 raise Unsupported(
@@ -655,9 +807,49 @@ def swift_notes(plan: Plan) -> list:
     return out
 
 
+def ndp_notes(plan: Plan) -> list:
+    """Where htsim runs NDP differently from fctlab."""
+    rto = max(int(f.params.get("ndp_rto", 0)) for f in plan.flows) * 1e-9
+    return [
+        "trimming: htsim's CompositeQueue counts the data packet in transmission in its data queue and takes an "
+        "arriving data packet while the bytes queued and the packet fit in its size (compositequeue.cpp:142); the "
+        "translation gives it (trim_threshold + 1) packets of mss + 64 B (a threshold in bytes: it and one packet), "
+        "so that trim_threshold full packets wait in both; when the data queue is full, htsim trims, at the toss "
+        "of a coin (drand() < 0.5, compositequeue.cpp:142), the packet queued last, the arriving one taking its "
+        "place (compositequeue.cpp:149-203), or the arriving one (compositequeue.cpp:217); fctlab always trims "
+        "the arriving packet",
+        "headers: htsim's CompositeQueue serves its header queue first, one data packet in 100,001 when both "
+        "queues hold packets (compositequeue.cpp:12-13, 35-50), fctlab's trimming port strictly; htsim's header "
+        "queue holds twice the data queue's bytes of headers (compositequeue.cpp:168, 225), fctlab's port buffer "
+        "bounds both bands together; a header that finds either full is dropped (htsim's return to sender is "
+        "off, compositequeue.cpp:26)",
+        "hosts' NICs: htsim's host queue is a FairPriorityQueue, as its NDP driver's hosts have (main_ndp.cpp:107): "
+        "ACKs and PULLs first, NACKs with the data at low priority (ndppacket.h:161, 218, 393), the flows in turn "
+        "within a priority (queue.cpp:493-508) and no limit (queue.cpp:475-482); fctlab's NIC (nic_queue = "
+        '"trim") sends ACKs, NACKs and pulls ahead of its data, each band first come first served; neither trims',
+        "spraying: htsim's NdpSrc chooses each data packet's path at the source, taking every shortest path in "
+        "turn from a shuffled list that it shuffles again after each pass (SCATTER_PERMUTE, ndp.cpp:793-802); its "
+        "NdpSink sends ACKs and NACKs the same way over the reverse paths (ndp.cpp:1672-1683), and a pull takes "
+        "the path of the ACK or NACK it was split from (ndppacket.h:291-326); fctlab's switches draw every "
+        "packet's next hop at random (load_balancing = \"spray\"), so a flow's packets choose their paths "
+        "independently",
+        "recovery: htsim builds NdpSrc with its retransmission timer off (RESEND_ON_TIMEOUT is not defined, "
+        "ndp.cpp:1141-1146): a dropped header, ACK, NACK or PULL is made up only by a later pull number; "
+        f"fctlab's sender sends again after ndp_rto ({rto * 1e3:g} ms) without a word from its receiver",
+        "pull pacing: one NdpPullPacer per receiving host, as main_ndp.cpp:552-553, one pull per (mss + 64) x 8 "
+        "/ rate / ndp_pull_rate, truncated to a picosecond (ndp.cpp:1817), fctlab's rounded up to a nanosecond; "
+        "both take the host's flows in turn (htsim's PrioPullQueue, one priority for all) and put a pull on the "
+        "ACK or NACK when the pacer is idle",
+        "completion: htsim's NdpSrc is done at the first ACK whose cumulative ACK covers the flow "
+        "(ndp.cpp:660-666), fctlab's sender when every packet is acknowledged; sprayed ACKs arrive out of order, "
+        "so fctlab's flow may end at a later ACK",
+    ]
+
+
 def pairs_flows(plan: Plan) -> bool:
-    """Whether a flow takes the same path in both runs (every flow has one shortest path)."""
-    return _single_path(plan)
+    """Whether a flow crosses the same links in both runs: every flow has one shortest path, or
+    every flow is NDP, sprayed over all of them in both."""
+    return _single_path(plan) or all(f.protocol == "ndp" for f in plan.flows)
 
 
 def _scan_s(plan: Plan) -> float:
@@ -748,11 +940,13 @@ def script(plan: Plan, seed: int) -> str:
     ss = t["initial_ssthresh_bytes"]
     rdma = any(f.protocol in LOSSLESS_ONLY for f in plan.flows)
     swift = any(f.protocol == "swift" for f in plan.flows)
+    ndp = any(f.protocol == "ndp" for f in plan.flows)
     lossless = plan.pfc is not None
     L = [
         f"# {plan.name}, seed {seed}: written by fctlab crosscheck for htsim",
-        "# Packet::data_packet_size: the payload of RDMA packets (their 64 header bytes apart), TCP's whole packet",
-        f"packet {mss if rdma else P}",
+        "# Packet::data_packet_size: the payload of RDMA and NDP packets (their 64 header bytes apart), TCP's "
+        "whole packet",
+        f"packet {mss if rdma or ndp else P}",
         f"scan {round(_scan_s(plan) * PS)}",
         f"stop {round(stop * PS)}",
         "# initial window, slow-start threshold (bytes of htsim's packets), initial RTO (ps), largest window",
@@ -786,9 +980,15 @@ def script(plan: Plan, seed: int) -> str:
             f"{v['hop_scale']!r} {v['fs_range']!r} {v['fs_min_cwnd']!r} {v['fs_max_cwnd']!r} {int(v['min_cwnd'])} "
             f"{v['max_cwnd']!r} {int(v['retx_reset'])} {round(int(iw) / mss * P)} {round(SWIFT_SCAN_S * PS)}"
         )
+    if ndp:
+        iw, pull_rate = ndp_settings(plan)
+        L.append("# htsim's random() and rand(): NDP's path shuffles, CompositeQueue's choice of the packet to trim")
+        L.append(f"seed {seed}")
+        L.append("# NdpSrc's first window (packets), the pull pacers' fraction of their host's link rate")
+        L.append(f"ndp {iw} {pull_rate!r}")
     L.append(
         "# port id, rate (bps), delay (ps), buffer (bytes), ECN threshold K (bytes, -1: none), kind "
-        "(queue, lossless, host), ingress (1: a LosslessInputQueue at the far end)"
+        "(queue, lossless, host, sched, composite), ingress (1: a LosslessInputQueue at the far end)"
     )
     port_of = {}
     switches = set(plan.switches)
@@ -797,6 +997,11 @@ def script(plan: Plan, seed: int) -> str:
         line = f"port {i} {p.rate_bps:.0f} {round(p.delay_s * PS)} {buffer_bytes(plan, p.buffer)} {ecn_bytes(plan, p.queue)}"
         if lossless:
             line += f" {'host' if p.nic else 'lossless'} {1 if p.dst in switches else 0}"
+        elif ndp:
+            # a switch's CompositeQueue holds its data (the packet in transmission included) in maxsize
+            if not p.nic:
+                line = f"port {i} {p.rate_bps:.0f} {round(p.delay_s * PS)} {ndp_trim_bytes(plan, p.queue)} -1"
+            line += f" {'host' if p.nic else 'composite'} 0"
         elif swift:
             line += f" {'sched' if p.nic else 'queue'} 0"
         L.append(line)
@@ -807,17 +1012,24 @@ def script(plan: Plan, seed: int) -> str:
     rng = random.Random(seed)
     cache: dict = {}
     L.append("# flow id, kind, packets (-1 long-lived), start (ps), group, after, data path / ACK path")
+    if ndp:
+        L.append("# an NDP flow's paths: every shortest path, data (fwd) and ACK (rev)")
     for f in plan.flows:
-        fwd = route(plan, f.src, f.dst, rng, port_of, cache)
-        rev = route(plan, f.dst, f.src, rng, port_of, cache)
         g = gid[f.group] if f.group else -1
         a = gid.get(f.after, -1) if f.after else -1
         if f.after and a < 0:
             raise Unsupported(f"flows[{f.flow_id}].after: group {f.after!r} has no flows")
-        L.append(
-            f"flow {f.flow_id} {f.protocol} {packets(plan, f.size_bytes)} {round(f.start_s * PS)} {g} {a} "
-            f"{' '.join(map(str, fwd))} / {' '.join(map(str, rev))}"
-        )
+        head = f"flow {f.flow_id} {f.protocol} {packets(plan, f.size_bytes)} {round(f.start_s * PS)} {g} {a}"
+        if f.protocol == "ndp":
+            L.append(f"{head} /")
+            for d, (x, y) in (("fwd", (f.src, f.dst)), ("rev", (f.dst, f.src))):
+                L.extend(
+                    f"path {f.flow_id} {d} {' '.join(map(str, r))}" for r in ndp_routes(plan, x, y, port_of, cache)
+                )
+            continue
+        fwd = route(plan, f.src, f.dst, rng, port_of, cache)
+        rev = route(plan, f.dst, f.src, rng, port_of, cache)
+        L.append(f"{head} {' '.join(map(str, fwd))} / {' '.join(map(str, rev))}")
     return "\n".join(L) + "\n"
 
 
@@ -850,7 +1062,7 @@ def run(plan: Plan, seed: int, workdir: Path, binary: Optional[str] = None, time
 def parse(plan: Plan, out: str, seed: int, wall_s: float):
     """The driver's output lines as flows rows, links rows and a summary."""
     mss = plan.tcp["mss_bytes"]
-    starts, finishes, final, links, pfc = {}, {}, {}, {}, []
+    starts, finishes, final, links, pfc, trims = {}, {}, {}, {}, [], {}
     end = None
     for line in out.splitlines():
         parts = line.split()
@@ -865,6 +1077,8 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
             final[int(parts[1])] = tuple(int(x) for x in parts[2:6])
         elif tag == "L":
             links[int(parts[1])] = tuple(float(x) for x in parts[2:7])
+            if len(parts) > 8:
+                trims[int(parts[1])] = int(parts[8])
         elif tag == "P":
             i = int(parts[2])
             port = plan.ports[i]
@@ -894,6 +1108,9 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
         flows.append(flow_row(f, st, finish_s, delivered if st is not None else 0, nrx, nto, nsent))
     T = end or 0.0
     link_rows = port_rows(plan, links, T)
+    if any(f.protocol == "ndp" for f in plan.flows):  # CompositeQueue's trimmed packets
+        for r in link_rows:
+            r["trimmed_packets"] = trims.get(r["link_id"], 0)
     # a CE packet is counted at every port it leaves; once per packet at the last hop
     summary = run_summary(plan, seed, T, wall_s, len(starts), len(finishes), link_rows, marks_at="last hop")
     # a lossless run's PAUSE and RESUME frames as they reached their ports (fctlab's pfc.parquet)

@@ -7,8 +7,9 @@ The build copies the checkout's simulator directory (csg-htsim's ``sim/``, uet-h
 build (csg-htsim: its Makefile, ``make libhtsim.a``; uet-htsim: its CMake project, the target
 ``htsim``) and compiles fctlab's driver (``htsim_driver.cpp`` beside this file: it wires htsim's
 TcpSrc/DCTCPSrc, TcpSink, RoceSrc/RoceSink, HPCCSrc/HPCCSink, DCQCNSrc/DCQCNSink,
-SwiftSrc/SwiftSink, Queue, ECNQueue, LosslessOutputQueue, LosslessInputQueue,
-FairPriorityQueue, FairScheduler and Pipe together as an input file says) against it, with a
+SwiftSrc/SwiftSink, NdpSrc/NdpSink/NdpPullPacer, Queue, ECNQueue, CompositeQueue,
+LosslessOutputQueue, LosslessInputQueue, FairPriorityQueue, FairScheduler and Pipe together as
+an input file says) against it, with a
 define for each difference of the code bases it reads (:data:`FEATURES`). The result goes to
 ``<cache>/peers/htsim/<commit>/``: the binary ``fctlab_htsim`` and ``peer.json`` (repository,
 commit, build time, the defines and the protocols the build runs). Builds of different
@@ -36,7 +37,7 @@ DRIVER_SOURCE = Path(__file__).with_name("htsim_driver.cpp")
 BINARY = "fctlab_htsim"
 
 #: The protocols the driver runs with csg-htsim's classes (set-ups in scenarios/crosscheck/htsim).
-BASE_PROTOCOLS = ("tcp", "dctcp", "roce", "hpcc", "swift")
+BASE_PROTOCOLS = ("tcp", "dctcp", "roce", "hpcc", "swift", "ndp")
 #: The protocols it runs with a code base that has DCQCN. Only dcqcn: that code base's other
 #: classes differ from csg-htsim's (its RoceSrc counts sequence numbers in packets, its
 #: LosslessOutputQueue has one static ECN threshold), and the other protocols' set-ups are
@@ -114,7 +115,8 @@ def builds() -> list:
         binary = meta.parent / BINARY
         if not binary.is_file():
             continue
-        protocols = tuple(m.get("protocols") or BASE_PROTOCOLS)  # builds before the key: csg-htsim's
+        # builds before the key: csg-htsim's, with a driver from before NDP
+        protocols = tuple(m.get("protocols") or (p for p in BASE_PROTOCOLS if p != "ndp"))
         out.append(
             Peer(meta.parent, binary, m.get("repository", "?"), m.get("commit", "?"), m.get("built", "?"), protocols)
         )

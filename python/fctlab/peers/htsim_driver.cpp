@@ -1,9 +1,10 @@
 // fctlab's driver for htsim (Broadcom/csg-htsim; uet-htsim for DCQCN): runs a flow list with
 // sizes, start times and dependencies over an explicit network of ports, with htsim's own TCP
 // and DCTCP sources (TcpSrc, DCTCPSrc) and sink (TcpSink), its RDMA sources and sinks
-// (RoceSrc/RoceSink, HPCCSrc/HPCCSink, DCQCNSrc/DCQCNSink), queues (Queue, ECNQueue; for
-// lossless networks LosslessOutputQueue, LosslessInputQueue and the hosts' FairPriorityQueue)
-// and pipes (Pipe).
+// (RoceSrc/RoceSink, HPCCSrc/HPCCSink, DCQCNSrc/DCQCNSink), NDP (NdpSrc, NdpSink and one
+// NdpPullPacer per receiving host), queues (Queue, ECNQueue; for lossless networks
+// LosslessOutputQueue, LosslessInputQueue and the hosts' FairPriorityQueue; for NDP the
+// trimming CompositeQueue and the hosts' FairPriorityQueue) and pipes (Pipe).
 //
 // The code bases differ; `fctlab peers build htsim` defines what the one it builds against has:
 //   FCTLAB_HTSIM_DCQCN                 DCQCNSrc and DCQCNSink (dcqcn.h)
@@ -24,6 +25,9 @@
 //
 // INPUT, one item per line ('#' starts a comment):
 //   packet BYTES                  the size of every data packet (Packet::set_packet_size)
+//   seed S                        seeds htsim's random() and rand() (srandom, srand), which
+//                                 NdpSrc's and NdpSink's path shuffles and CompositeQueue's
+//                                 choice of the packet to trim draw from
 //   scan PS                       period of the retransmission-timer scan (TcpRtxTimerScanner)
 //   stop PS                       end of the run
 //   tcp CWND SSTHRESH RTO MAXCWND initial window, slow-start threshold (bytes), initial RTO
@@ -33,7 +37,10 @@
 //                                 and the pipe behind it. KIND: queue (the default: Queue, or
 //                                 ECNQueue with K), lossless (LosslessOutputQueue, ECN with K)
 //                                 host (FairPriorityQueue, a host's NIC on a lossless
-//                                 network) or sched (FairScheduler, a host's NIC for Swift). INGRESS 1: a LosslessInputQueue behind the pipe,
+//                                 network or for NDP), sched (FairScheduler, a host's NIC for
+//                                 Swift) or composite (CompositeQueue: MAXSIZE bytes of data,
+//                                 the packet in transmission included, and twice that of
+//                                 headers; a switch's port for NDP). INGRESS 1: a LosslessInputQueue behind the pipe,
 //                                 counting what the switch at the far end holds from this
 //                                 port, its PAUSE/RESUME frames back to this port after the
 //                                 pipe's delay
@@ -52,12 +59,20 @@
 //                                 _min_cwnd bytes, _max_cwnd = MAX_CWND packets,
 //                                 _rtx_reset_threshold), the first window IW (bytes,
 //                                 set_cwnd) and the SwiftRtxTimerScanner's period
+//   ndp IW PULL_RATE              NdpSrc's first window (packets: setCwnd(IW x packet)) and
+//                                 the pull pacers' fraction of their host's link rate
 //   group ID MEMBERS              a group: its flows' number
 //   flow ID KIND PKTS START_PS GROUP AFTER FWD... / REV...
-//                                 KIND tcp|dctcp|roce|hpcc|dcqcn|swift; PKTS data packets (-1: long-lived); GROUP its
+//                                 KIND tcp|dctcp|roce|hpcc|dcqcn|swift|ndp; PKTS data packets (-1: long-lived); GROUP its
 //                                 group or -1; AFTER the group it waits for or -1 (START_PS is
 //                                 then the delay after that group completes); FWD and REV the
-//                                 port ids of the data and the ACK path
+//                                 port ids of the data and the ACK path (none for ndp)
+//   path ID fwd|rev PORTS...      an NDP flow's data path (fwd) or ACK path (rev), one line
+//                                 each: the source sprays over its data paths and the sink
+//                                 over its ACK paths, each in a shuffled order reshuffled
+//                                 after every pass (SCATTER_PERMUTE); the first port of an
+//                                 ACK path is the receiving host's NIC, whose pull pacer the
+//                                 sink shares with the host's other sinks
 //
 // Output lines:
 //   S ID T                        flow ID started at T seconds
@@ -65,9 +80,10 @@
 //                                 not counted, Swift's subflows keep theirs to themselves)
 //   A ID ACKED RETX TIMEOUTS SENT at the end, every flow: packets acknowledged, data packets
 //                                 resent, timeouts (-1: not counted), data packets sent
-//   L ID PKTS BYTES DROPS MARKS QINT PAUSES   at the end, every port: departures, dropped
-//                                 packets, CE-marked data departures, integral of waiting
-//                                 packets (pkt s), PAUSE frames that reached it
+//   L ID PKTS BYTES DROPS MARKS QINT PAUSES TRIMS   at the end, every port: departures,
+//                                 dropped packets, CE-marked data departures, integral of
+//                                 waiting packets (pkt s), PAUSE frames that reached it,
+//                                 packets trimmed to their header
 //   D T PORT FLOW N               packet N (data from 0, the SYN -1) of FLOW dropped at PORT
 //                                 at T (ACKs are not listed)
 //   P T PORT 1|0                  a PAUSE (1) or RESUME (0) reached PORT at T and took effect
@@ -83,6 +99,7 @@
 #include <vector>
 
 #include "callback_pipe.h"
+#include "compositequeue.h"
 #include "config.h"
 #include "dctcp.h"
 #include "ecn.h"
@@ -91,6 +108,8 @@
 #include "eventlist.h"
 #include "hpcc.h"
 #include "loggertypes.h"
+#include "ndp.h"
+#include "ndppacket.h"
 #include "network.h"
 #include "pipe.h"
 #include "queue.h"
@@ -112,7 +131,7 @@ using namespace std;
 static EventList eventlist;
 static map<flowid_t, int> flow_of;  // htsim's packet flow id -> the input's flow id
 
-static bool is_data(packet_type t) { return t == TCP || t == ROCE || t == HPCC || t == SWIFT; }
+static bool is_data(packet_type t) { return t == TCP || t == ROCE || t == HPCC || t == SWIFT || t == NDP; }
 
 // Between a LosslessInputQueue and the port it pauses: reports each PAUSE or RESUME as it
 // reaches the port (after the pipe's delay, as htsim's fat-tree sends them) and hands it on.
@@ -133,7 +152,7 @@ struct PauseTap : public PacketSink {
 
 struct PortCount : public QueueLogger {
     int id = 0;
-    uint64_t pkts = 0, bytes = 0, drops = 0, marks = 0;
+    uint64_t pkts = 0, bytes = 0, drops = 0, marks = 0, trims = 0;
     int64_t inq = 0;
     double qint = 0;
     simtime_picosec last = 0;
@@ -153,6 +172,13 @@ struct PortCount : public QueueLogger {
             pkts++;
             bytes += pkt.size();
             if (is_data(pkt.type()) && (pkt.flags() & ECN_CE)) marks++;
+        } else if (ev == PKT_UNQUEUE) {
+            // CompositeQueue takes its last data packet out to trim it (its header is
+            // enqueued again, or dropped)
+            advance();
+            inq--;
+        } else if (ev == PKT_TRIM) {
+            trims++;
         } else if (ev == PKT_DROP) {
             drops++;
             if (pkt.type() == TCP) {
@@ -182,6 +208,9 @@ struct Flow {
     HPCCSrc* hpcc = nullptr;
     SwiftSrc* swift = nullptr;
     uint64_t swift_pkts = 0, swift_acked = 0;  // Swift: data packets its NIC sent, bytes acknowledged
+    NdpSrc* ndp = nullptr;
+    NdpSink* ndp_sink = nullptr;
+    vector<vector<int>> fwd_paths, rev_paths;  // NDP: every data path and every ACK path
     Route *out = nullptr, *back = nullptr;
     PacketSink* sink_any = nullptr;
     bool started = false, done = false;
@@ -192,12 +221,18 @@ struct Flow {
     // a data packet's span of sequence numbers
     uint64_t unit() const { return packet_seqno ? 1 : mss(); }
     // the source's counters: data bytes per packet, packets sent, bytes acknowledged
-    uint64_t mss() const { return swift ? swift->_mss : roce ? roce->_mss : hpcc ? hpcc->_mss : src->_mss; }
+    uint64_t mss() const {
+        if (ndp) return ndp->_mss;
+        return swift ? swift->_mss : roce ? roce->_mss : hpcc ? hpcc->_mss : src->_mss;
+    }
     uint64_t sent() const {
+        if (ndp) return ndp->_packets_sent;
         if (swift) return swift_pkts;
         return roce ? roce->_packets_sent : hpcc ? hpcc->_packets_sent : src->_packets_sent / src->_mss;
     }
     uint64_t acked() const {
+        // NdpSrc's _last_acked is the cumulative ACK, the last byte received in order (from 1)
+        if (ndp) return ndp->_last_acked / ndp->_mss;
         if (swift) return swift_acked / swift->_mss;
         if (roce) return roce->_last_acked / unit();
         if (hpcc) return hpcc->_last_acked / hpcc->_mss;
@@ -311,6 +346,34 @@ public:
     }
 };
 
+// NdpSrc reporting its start and its completion. It is done, as htsim's own driver reports it
+// (NdpSrc::processAck), at the first ACK whose cumulative ACK covers the flow; its sequence
+// numbers count bytes from 1, a full packet each.
+class TrackedNdp : public NdpSrc {
+public:
+    Flow* f;
+    TrackedNdp(Flow* flow) : NdpSrc(nullptr, nullptr, ::eventlist), f(flow) {}
+    void doNextEvent() override {
+        if (!f->started) {
+            f->started = true;
+            printf("S %d %.12g\n", f->id, timeAsSec(EventList::now()));
+        }
+        NdpSrc::doNextEvent();
+    }
+    void receivePacket(Packet& pkt) override {
+        bool ack = pkt.type() == NDPACK;
+        uint64_t cum = ack ? ((NdpAck&)pkt).cumulative_ack() : 0;  // read before NdpSrc frees it
+        NdpSrc::receivePacket(pkt);
+        if (ack && !f->done && f->pkts >= 0 && cum >= (uint64_t)f->pkts * _mss) flow_finished(f);
+    }
+};
+
+// One NdpPullPacer per receiving host, by the port id of its NIC (main_ndp.cpp builds one per
+// host and gives it to every sink of the host).
+static map<int, NdpPullPacer*> pacers;
+static uint64_t ndp_iw = 0;
+static double ndp_pull_rate = 0;
+
 // The last element of a Swift flow's ACK route before its source (SwiftSubflowSink appends
 // the source): reads each ACK's cumulative data acknowledgement and hands the ACK on.
 struct AckTap : public PacketSink {
@@ -339,6 +402,7 @@ static SwiftSettings swift_cfg;
 static SwiftRtxTimerScanner* swift_scanner = nullptr;
 
 static uint64_t resent(Flow* f) {
+    if (f->ndp) return f->ndp->_rtx_packets_sent;
     uint64_t mss = f->mss();
     uint64_t sent = f->sent();
     uint64_t distinct = f->rdma() ? f->max_sent / f->unit() : f->max_sent > 1 ? (f->max_sent - 1) / mss : 0;
@@ -348,7 +412,29 @@ static uint64_t resent(Flow* f) {
 // the timeouts of a flow; -1: not counted (a Swift subflow keeps its timer to itself)
 static long long timeouts(Flow* f) { return f->swift ? -1 : (long long)f->timeouts; }
 
+// A route of htsim's queues and pipes along `ports` (NDP: the source or sink adds its peer).
+static map<int, BaseQueue*> queues;
+static map<int, Pipe*> pipes;
+static Route* bare_route(const vector<int>& ports) {
+    Route* r = new Route();
+    for (int p : ports) {
+        r->push_back(queues[p]);
+        r->push_back(pipes[p]);
+    }
+    return r;
+}
+
 static void start(Flow* f, simtime_picosec at) {
+    if (f->ndp) {
+        // as main_ndp.cpp: connect, then the paths (set_paths copies them with the peer at the end)
+        f->ndp->connect(nullptr, nullptr, *f->ndp_sink, at);
+        vector<const Route*> out, back;
+        for (auto& ports : f->fwd_paths) out.push_back(bare_route(ports));
+        for (auto& ports : f->rev_paths) back.push_back(bare_route(ports));
+        f->ndp->set_paths(&out);
+        f->ndp_sink->set_paths(&back);
+        return;
+    }
     if (f->swift) {
         // the first window is a static of SwiftSubflowSrc, read when connect() makes the subflow
         f->swift->set_cwnd((uint32_t)swift_cfg.iw);
@@ -385,8 +471,6 @@ int main(int argc, char** argv) {
     simtime_picosec scan = timeFromMs(1), stop = timeFromSec(3600);
     uint64_t cwnd = 0, ssthresh = 0, maxcwnd = 0xffffffff;
     simtime_picosec rto = 0;
-    map<int, BaseQueue*> queues;
-    map<int, Pipe*> pipes;
     map<int, PortCount*> counts;
     map<int, LosslessInputQueue*> inputs;
     map<int, PauseTap*> taps;
@@ -403,6 +487,13 @@ int main(int argc, char** argv) {
             int bytes;
             ls >> bytes;
             Packet::set_packet_size(bytes);
+        } else if (what == "seed") {
+            unsigned seed;
+            ls >> seed;
+            srand(seed);
+            srandom(seed);
+        } else if (what == "ndp") {
+            ls >> ndp_iw >> ndp_pull_rate;
         } else if (what == "scan") {
             ls >> scan;
         } else if (what == "stop") {
@@ -461,6 +552,8 @@ int main(int argc, char** argv) {
             else if (kind == "sched") {
                 q = new FairScheduler((linkspeed_bps)rate, eventlist, c);
             }
+            else if (kind == "composite")
+                q = new CompositeQueue((linkspeed_bps)rate, maxsize, eventlist, c);
             else if (kind != "queue")
                 fail("port " + to_string(id) + ": unknown kind " + kind);
             else if (k < 0)
@@ -506,6 +599,24 @@ int main(int argc, char** argv) {
             }
             flows.push_back(f);
             by_id[f->id] = f;
+        } else if (what == "path") {
+            int id;
+            string dir;
+            ls >> id >> dir;
+            if (!by_id.count(id)) fail("path before its flow " + to_string(id));
+            vector<int> ports;
+            int p;
+            while (ls >> p) {
+                if (!queues.count(p)) fail("flow " + to_string(id) + ": no port " + to_string(p));
+                ports.push_back(p);
+            }
+            if (ports.empty()) fail("flow " + to_string(id) + ": an empty path");
+            if (dir == "fwd")
+                by_id[id]->fwd_paths.push_back(ports);
+            else if (dir == "rev")
+                by_id[id]->rev_paths.push_back(ports);
+            else
+                fail("path: fwd or rev, not " + dir);
         } else {
             fail("unknown line: " + line);
         }
@@ -530,7 +641,25 @@ int main(int argc, char** argv) {
             finite_left++;
         else
             any_long = true;
-        if (f->kind == "swift") {
+        if (f->kind == "ndp") {
+            if (!ndp_iw) fail("flow " + to_string(f->id) + ": ndp before its settings");
+            if (f->fwd_paths.empty() || f->rev_paths.empty()) fail("flow " + to_string(f->id) + ": no paths");
+            if (!dynamic_cast<HostQueue*>(queues[f->fwd_paths[0][0]]))
+                fail("flow " + to_string(f->id) + ": its first port is not a host queue (NdpSrc needs one)");
+            NdpSrc::setRouteStrategy(SCATTER_PERMUTE);
+            NdpSink::setRouteStrategy(SCATTER_PERMUTE);
+            // the receiving host: the first port of its ACK paths, its NIC
+            int nic = f->rev_paths[0][0];
+            if (!pacers.count(nic)) pacers[nic] = new NdpPullPacer(eventlist, rates[nic], ndp_pull_rate);
+            TrackedNdp* src = new TrackedNdp(f);
+            src->setName("ndp" + to_string(f->id));
+            src->setCwnd((uint32_t)(ndp_iw * Packet::data_packet_size()));
+            if (f->pkts >= 0) src->set_flowsize((uint64_t)f->pkts * Packet::data_packet_size());
+            NdpSink* sink = new NdpSink(pacers[nic]);
+            sink->setName("ndp_sink" + to_string(f->id));
+            f->ndp = src;
+            f->ndp_sink = sink;
+        } else if (f->kind == "swift") {
             if (!swift_scanner) fail("flow " + to_string(f->id) + ": swift before its settings");
             if (f->fwd.empty() || !dynamic_cast<BaseScheduler*>(queues[f->fwd[0]]))
                 fail("flow " + to_string(f->id) + ": its first port is not a scheduler (kind sched)");
@@ -669,8 +798,9 @@ int main(int argc, char** argv) {
         double waiting = c->inq > 1 ? (double)(c->inq - 1) : 0.0;
         double qint = c->qint + waiting * timeAsSec(end - c->last);
         unsigned long long pauses = taps.count(id) ? (unsigned long long)taps[id]->pauses : 0ULL;
-        printf("L %d %llu %llu %llu %llu %.12g %llu\n", id, (unsigned long long)c->pkts,
-               (unsigned long long)c->bytes, (unsigned long long)c->drops, (unsigned long long)c->marks, qint, pauses);
+        printf("L %d %llu %llu %llu %llu %.12g %llu %llu\n", id, (unsigned long long)c->pkts,
+               (unsigned long long)c->bytes, (unsigned long long)c->drops, (unsigned long long)c->marks, qint, pauses,
+               (unsigned long long)c->trims);
     }
     printf("T %.12g\n", timeAsSec(end));
     return 0;

@@ -17,7 +17,7 @@ impl Adaptive {
 }
 
 impl Choose for Adaptive {
-    fn choose(&mut self, hop: &Hop, candidates: &[PortId], ports: &mut [Port]) -> PortId {
+    fn choose(&mut self, hop: &mut Hop, candidates: &[PortId], ports: &mut [Port]) -> PortId {
         // Start at a random candidate and keep the first least-queued one after it: ties go
         // to each of them with equal chance, with one draw.
         let n = candidates.len();

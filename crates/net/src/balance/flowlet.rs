@@ -41,7 +41,7 @@ impl Flowlet {
 }
 
 impl Choose for Flowlet {
-    fn choose(&mut self, hop: &Hop, candidates: &[PortId], _ports: &mut [Port]) -> PortId {
+    fn choose(&mut self, hop: &mut Hop, candidates: &[PortId], _ports: &mut [Port]) -> PortId {
         let n = hop.node as usize;
         let table =
             self.tables[n].get_or_insert_with(|| vec![Entry { last: Nanos::ZERO, choice: u32::MAX }; TABLE].into());

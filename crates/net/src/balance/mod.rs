@@ -11,12 +11,14 @@
 
 mod adaptive;
 mod flowlet;
+mod permutation;
 mod reps;
 mod round_robin;
 mod spray;
 
 pub use adaptive::Adaptive;
 pub use flowlet::Flowlet;
+pub use permutation::Permutation;
 pub use reps::Reps;
 pub use round_robin::RoundRobin;
 pub use spray::Spray;
@@ -33,7 +35,8 @@ pub struct Hop {
     /// The node the packet is at (index into the run's nodes).
     pub node: u32,
     pub flow: FlowId,
-    /// The entropy value its sender wrote (0-127; 0 unless the transport chooses paths).
+    /// The entropy value its sender wrote (0-127; 0 unless the sender chooses paths). A
+    /// policy that reads it may rewrite it for the switches after this one.
     pub entropy: u8,
 }
 
@@ -41,7 +44,7 @@ pub struct Hop {
 pub trait Choose {
     /// The port among `candidates` (two or more, all on shortest paths) the packet takes.
     /// `ports` are the run's ports, for policies that read their node's queues.
-    fn choose(&mut self, hop: &Hop, candidates: &[PortId], ports: &mut [Port]) -> PortId;
+    fn choose(&mut self, hop: &mut Hop, candidates: &[PortId], ports: &mut [Port]) -> PortId;
 }
 
 /// `[network] load_balancing` and its keys, as the run builds it.
@@ -53,6 +56,9 @@ pub enum Balance {
     Spray,
     /// Each node sends its packets to its next hops in turn.
     RoundRobin,
+    /// Each flow sends its packets over all its paths in turn, in an order shuffled each round;
+    /// the switches read the path from the packet.
+    Permutation,
     /// A packet that follows its flow's last one through the node within `gap` takes the same
     /// port; after a longer gap, a new random one.
     Flowlet { gap: Nanos },
@@ -75,6 +81,11 @@ pub static REGISTRY: &[Registration] = &[
     Registration { name: "ecmp", keys: &[], summary: "one path per flow, by a hash of the flow (per-flow ECMP)" },
     Registration { name: "spray", keys: &[], summary: "every packet a random next hop at every switch" },
     Registration { name: "round_robin", keys: &[], summary: "every switch sends to its next hops in turn" },
+    Registration {
+        name: "permutation",
+        keys: &[],
+        summary: "every flow sends over all its paths in turn, shuffled each round (the sender chooses)",
+    },
     Registration {
         name: "flowlet",
         keys: &["flowlet_gap"],
@@ -104,6 +115,7 @@ impl Balance {
             "ecmp" => Balance::Ecmp,
             "spray" => Balance::Spray,
             "round_robin" => Balance::RoundRobin,
+            "permutation" => Balance::Permutation,
             "flowlet" => Balance::Flowlet { gap: flowlet_gap.unwrap_or(DEFAULT_FLOWLET_GAP) },
             "adaptive" => Balance::Adaptive,
             "reps" => Balance::Reps,
@@ -132,6 +144,7 @@ impl Balance {
             Balance::Ecmp => "ecmp",
             Balance::Spray => "spray",
             Balance::RoundRobin => "round_robin",
+            Balance::Permutation => "permutation",
             Balance::Flowlet { .. } => "flowlet",
             Balance::Adaptive => "adaptive",
             Balance::Reps => "reps",
@@ -143,13 +156,14 @@ impl Balance {
         *self != Balance::Ecmp
     }
 
-    /// Its state for a network of `nodes` nodes; `seed` is the run's (each node draws from
-    /// its own stream). None for per-flow ECMP.
-    pub fn build(&self, nodes: usize, seed: u64, salt: u64) -> Option<Balancer> {
+    /// Its state for a network of `nodes` nodes and a run of `flows` flows; `seed` is the
+    /// run's (each node draws from its own stream). None for per-flow ECMP.
+    pub fn build(&self, nodes: usize, flows: usize, seed: u64, salt: u64) -> Option<Balancer> {
         Some(match *self {
             Balance::Ecmp => return None,
             Balance::Spray => Balancer::Spray(Spray::new(nodes, seed)),
             Balance::RoundRobin => Balancer::RoundRobin(RoundRobin::new(nodes)),
+            Balance::Permutation => Balancer::Permutation(Permutation::new(flows, salt)),
             Balance::Flowlet { gap } => Balancer::Flowlet(Flowlet::new(nodes, gap, seed)),
             Balance::Adaptive => Balancer::Adaptive(Adaptive::new(nodes, seed)),
             Balance::Reps => Balancer::Reps(Reps::new(salt)),
@@ -166,21 +180,24 @@ pub(crate) fn node_stream(seed: u64, node: usize) -> fctlab_engine::Rng {
 pub enum Balancer {
     Spray(Spray),
     RoundRobin(RoundRobin),
+    Permutation(Permutation),
     Flowlet(Flowlet),
     Adaptive(Adaptive),
     Reps(Reps),
 }
 
 impl Balancer {
-    /// The port a packet at `hop.node` takes among `candidates` (one or more).
+    /// The port a packet at `hop.node` takes among `candidates` (one or more); a policy that
+    /// reads the packet's entropy value may rewrite `hop.entropy` for the next switches.
     #[inline]
-    pub fn next(&mut self, hop: &Hop, candidates: &[PortId], ports: &mut [Port]) -> Option<PortId> {
+    pub fn next(&mut self, hop: &mut Hop, candidates: &[PortId], ports: &mut [Port]) -> Option<PortId> {
         match candidates.len() {
             0 => None,
             1 => Some(candidates[0]),
             _ => Some(match self {
                 Balancer::Spray(p) => p.choose(hop, candidates, ports),
                 Balancer::RoundRobin(p) => p.choose(hop, candidates, ports),
+                Balancer::Permutation(p) => p.choose(hop, candidates, ports),
                 Balancer::Flowlet(p) => p.choose(hop, candidates, ports),
                 Balancer::Adaptive(p) => p.choose(hop, candidates, ports),
                 Balancer::Reps(p) => p.choose(hop, candidates, ports),

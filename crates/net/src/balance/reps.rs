@@ -21,7 +21,7 @@ impl Reps {
 
 impl Choose for Reps {
     #[inline]
-    fn choose(&mut self, hop: &Hop, candidates: &[PortId], _ports: &mut [Port]) -> PortId {
+    fn choose(&mut self, hop: &mut Hop, candidates: &[PortId], _ports: &mut [Port]) -> PortId {
         let h = splitmix64(self.salt ^ (hop.flow.0 as u64) << 32 ^ (hop.entropy as u64) << 24 ^ hop.node as u64);
         candidates[pick(h, candidates.len())]
     }

@@ -17,7 +17,7 @@ impl RoundRobin {
 
 impl Choose for RoundRobin {
     #[inline]
-    fn choose(&mut self, hop: &Hop, candidates: &[PortId], _ports: &mut [Port]) -> PortId {
+    fn choose(&mut self, hop: &mut Hop, candidates: &[PortId], _ports: &mut [Port]) -> PortId {
         let t = &mut self.turn[hop.node as usize];
         *t = t.wrapping_add(1);
         candidates[*t as usize % candidates.len()]

@@ -19,7 +19,7 @@ impl Spray {
 
 impl Choose for Spray {
     #[inline]
-    fn choose(&mut self, hop: &Hop, candidates: &[PortId], _ports: &mut [Port]) -> PortId {
+    fn choose(&mut self, hop: &mut Hop, candidates: &[PortId], _ports: &mut [Port]) -> PortId {
         let r = self.rngs[hop.node as usize].next_u64();
         candidates[pick(r, candidates.len())]
     }

@@ -31,14 +31,14 @@ fn spread(b: &mut Balancer, n: u64, entropy: impl Fn(u64) -> u8) -> [u32; 4] {
     let mut ports = four_ports();
     let mut counts = [0u32; 4];
     for i in 0..n {
-        let p = b.next(&hop(i, 1, entropy(i)), &CANDIDATES, &mut ports).unwrap();
+        let p = b.next(&mut hop(i, 1, entropy(i)), &CANDIDATES, &mut ports).unwrap();
         counts[p.0 as usize] += 1;
     }
     counts
 }
 
 fn build(name: &str, gap: Option<Nanos>) -> Balancer {
-    Balance::from_name(name, gap).unwrap().build(1, 7, 11).unwrap()
+    Balance::from_name(name, gap).unwrap().build(1, 4, 7, 11).unwrap()
 }
 
 #[test]
@@ -62,10 +62,10 @@ fn a_flowlet_keeps_its_next_hop_until_a_gap_longer_than_the_threshold() {
     let mut first = Vec::new();
     for flowlet in 0..40u64 {
         let t0 = flowlet * 1000; // 1 ms apart: every flowlet starts after a long gap
-        let p0 = b.next(&hop(t0, 1, 0), &CANDIDATES, &mut ports).unwrap();
+        let p0 = b.next(&mut hop(t0, 1, 0), &CANDIDATES, &mut ports).unwrap();
         for i in 1..20 {
             // packets 10 us apart, 190 us in all: never a gap of more than 50 us
-            assert_eq!(b.next(&hop(t0 + 10 * i, 1, 0), &CANDIDATES, &mut ports), Some(p0));
+            assert_eq!(b.next(&mut hop(t0 + 10 * i, 1, 0), &CANDIDATES, &mut ports), Some(p0));
         }
         first.push(p0);
     }
@@ -88,10 +88,10 @@ fn adaptive_routing_takes_the_least_queued_next_hop_and_breaks_ties_at_random() 
         }
     }
     for i in 0..20 {
-        assert_eq!(b.next(&hop(0, i, 0), &CANDIDATES, &mut ports), Some(PortId(2)));
+        assert_eq!(b.next(&mut hop(0, i, 0), &CANDIDATES, &mut ports), Some(PortId(2)));
     }
     let mut idle = four_ports();
-    let counts: Vec<PortId> = (0..200).map(|i| b.next(&hop(0, i, 0), &CANDIDATES, &mut idle).unwrap()).collect();
+    let counts: Vec<PortId> = (0..200).map(|i| b.next(&mut hop(0, i, 0), &CANDIDATES, &mut idle).unwrap()).collect();
     for c in CANDIDATES {
         assert!(counts.iter().filter(|&&p| p == c).count() > 20, "ties spread: {counts:?}");
     }
@@ -111,8 +111,46 @@ fn reps_takes_one_path_per_entropy_value_and_spreads_over_values() {
 fn unknown_policies_and_misplaced_keys_are_named() {
     let e = Balance::from_name("sprya", None).unwrap_err();
     assert_eq!(e.key, "load_balancing");
-    assert!(e.message.contains("known: ecmp, spray, round_robin, flowlet, adaptive, reps"), "{}", e.message);
+    assert!(
+        e.message.contains("known: ecmp, spray, round_robin, permutation, flowlet, adaptive, reps"),
+        "{}",
+        e.message
+    );
     let e = Balance::from_name("spray", Some(Nanos::from_micros(5))).unwrap_err();
     assert_eq!(e.key, "flowlet_gap");
-    assert!(Balance::from_name("ecmp", None).unwrap().build(3, 1, 1).is_none());
+    assert!(Balance::from_name("ecmp", None).unwrap().build(3, 1, 1, 1).is_none());
+}
+
+#[test]
+fn a_sender_sprays_each_round_over_every_path_once_and_shuffles_the_rounds() {
+    // Two levels of four next hops: 16 paths, named by the path number in each packet.
+    let mut p = Permutation::new(3, 5);
+    p.set_paths(FlowId(2), false, 16);
+    let mut ports = four_ports();
+    let mut rounds = Vec::new();
+    for _ in 0..4 {
+        let mut round = Vec::new();
+        for _ in 0..16 {
+            let e = p.entropy(FlowId(2), false);
+            let mut at_first = Hop { now: Nanos::ZERO, node: 10, flow: FlowId(2), entropy: e };
+            let a = p.choose(&mut at_first, &CANDIDATES, &mut ports);
+            let mut at_second = Hop { node: 20, ..at_first };
+            let b = p.choose(&mut at_second, &CANDIDATES, &mut ports);
+            round.push((a.0, b.0));
+        }
+        let mut paths = round.clone();
+        paths.sort();
+        paths.dedup();
+        assert_eq!(paths.len(), 16, "a round of 16 packets takes every path once: {round:?}");
+        rounds.push(round);
+    }
+    rounds.dedup();
+    assert!(rounds.len() > 1, "the order changes from round to round");
+    // The acknowledgements' direction keeps its own count.
+    p.set_paths(FlowId(2), true, 4);
+    let acks: Vec<u8> = (0..8).map(|_| p.entropy(FlowId(2), true)).collect();
+    assert!(acks.iter().all(|&e| e < 4));
+    let mut first: Vec<u8> = acks[..4].to_vec();
+    first.sort();
+    assert_eq!(first, [0, 1, 2, 3]);
 }
