@@ -65,6 +65,7 @@ _NAMES = {
     "timely": "TIMELY",
     "hpcc": "HPCC",
     "swift": "Swift",
+    "ndp": "NDP",
 }
 
 #: Why a cell holds no result: (column, protocol) -> the reason, in a few words. The column is
@@ -80,11 +81,11 @@ REASONS = {
     ("ns2", "pfabric"): "ns-2.35 has no pFabric",
     ("ns2", "pias"): "ns-2.35 has no PIAS",
     ("ns2", "homa"): "ns-2.35 has no Homa",
-    **{("ns2", p): f"ns-2.35 has no {_NAMES[p]}" for p in ("roce", "dcqcn", "timely", "hpcc", "swift")},
+    **{("ns2", p): f"ns-2.35 has no {_NAMES[p]}" for p in ("roce", "dcqcn", "timely", "hpcc", "swift", "ndp")},
     **{
         ("htsim", p): f"htsim has no {name}"
         for p, name in _NAMES.items()
-        if p not in ("tcp", "dctcp", "roce", "hpcc", "swift")
+        if p not in ("tcp", "dctcp", "roce", "hpcc", "swift", "ndp")
     },
     ("htsim", "dcqcn"): "refused: uet-htsim's DCQCNSrc multiplies its own events, so no run ends",
     ("htsim", "timely"): "htsim has no TIMELY (neither csg-htsim nor uet-htsim)",
@@ -93,6 +94,7 @@ REASONS = {
     ("testbed", "d3"): "not built for the kernel (D3's switch rate allocation has no BPF port program)",
     ("testbed", "pfabric"): "no Linux qdisc sends the least-remaining packet first",
     ("testbed", "homa"): "the kernel here has no Homa transport",
+    ("testbed", "ndp"): "the kernel here has no NDP transport",
     **{
         ("testbed", p): "the testbed runs TCP; no RDMA NIC or soft-RoCE here"
         for p in ("roce", "dcqcn", "timely", "hpcc", "swift")

@@ -22,9 +22,15 @@ from fctlab.plan import Unsupported
 from fctlab.peers import htsim as htsim_peer
 from scenario_dicts import merged
 
-PEER = htsim_peer.find(htsim_peer.BASE_PROTOCOLS)
+PEER = htsim_peer.find([p for p in htsim_peer.BASE_PROTOCOLS if p != "ndp"])
 needs_htsim = pytest.mark.skipif(
     PEER is None, reason=f"htsim is not built ({htsim_peer.how_to_get()}; CI cannot fetch it)"
+)
+#: a build whose driver runs NDP (builds before NDP do not)
+NDP_PEER = htsim_peer.find(["ndp"])
+needs_ndp_htsim = pytest.mark.skipif(
+    NDP_PEER is None,
+    reason=f"htsim is not built with ndp ({htsim_peer.how_to_get(['ndp'])}; CI cannot fetch it)",
 )
 #: a build with DCQCN (uet-htsim)
 UET = htsim_peer.find(["dcqcn"])
@@ -194,8 +200,9 @@ def test_the_rto_refusal_says_the_value_htsim_needs():
         checked(dumbbell(transport={"min_rto": "1ms"}))
 
 
-def test_the_driver_table_runs_tcp_dctcp_roce_hpcc_and_swift_and_lists_htsims_other_drivers():
-    assert {p for p, d in htsim.DRIVERS.items() if d.runs} == {"tcp", "dctcp", "roce", "hpcc", "swift"}
+def test_the_driver_table_runs_tcp_dctcp_roce_hpcc_swift_and_ndp_and_lists_htsims_other_drivers():
+    assert {p for p, d in htsim.DRIVERS.items() if d.runs} == {"tcp", "dctcp", "roce", "hpcc", "swift", "ndp"}
+    assert htsim.DRIVERS["ndp"] == htsim.Driver("fctlab_htsim", "NdpSrc", True)
     assert {"ndp", "eqds", "roce", "swift", "hpcc", "dcqcn"} <= set(htsim.DRIVERS)
     assert set(htsim.DEFECTIVE) == {"dcqcn"} and not htsim.DRIVERS["dcqcn"].runs
 
@@ -495,6 +502,157 @@ def test_pause_lines_become_fctlabs_pfc_rows():
     name = f"{p.ports[port].src}->{p.ports[port].dst}"
     assert [(r["link_id"], r["link"], r["event"]) for r in pfc] == [(port, name, "pause"), (port, name, "resume")]
     assert summary["drops"] == 0
+
+
+#: NDP as htsim's NDP driver runs it: 9000 B of payload and a 64-byte header, every packet full
+NDP = {
+    "protocol": "ndp",
+    "mss": "9000B",
+    "header_bytes": "64B",
+    "whole_packets": True,
+    "ndp": {"ndp_initial_window": 30},
+}
+NP = 9064  # an NDP data packet on the wire
+
+
+def ndp_fattree(flows=None, transport=None, **network) -> dict:
+    """NDP over trimming switches that spray, on a k=4 fat-tree of 100 Gbps links (htsim's
+    NDP driver's rate): a flow between pods (4 paths), one within an edge switch (1) and one
+    within a pod (2)."""
+    return {
+        "seed": 1,
+        "network": {
+            "topology": "fattree",
+            "k": 4,
+            "link_rate": "100Gbps",
+            "link_delay": "1us",
+            "buffer": "1MB",
+            "queue": "trim",
+            "trim_threshold": "8pkt",
+            "nic_queue": "trim",
+            "load_balancing": "spray",
+            **network,
+        },
+        "transport": {**NDP, **(transport or {})},
+        "flows": flows
+        or [
+            {"src": "h0", "dst": "h15", "size": "2MB"},
+            {"src": "h1", "dst": "h0", "size": "100KB"},
+            {"src": "h2", "dst": "h1", "size": "20KB"},
+        ],
+    }
+
+
+def test_ndp_runs_over_htsims_trimming_queues_with_its_sources_spraying_every_path():
+    p = checked(ndp_fattree())
+    text = htsim.script(p, 7)
+    # NdpPacket is the payload and ACKSIZE (64) bytes: data_packet_size is the payload
+    assert lines(text, "packet") == [["packet", "9000"]]
+    # htsim's random() draws the path shuffles and CompositeQueue's coin: the crosscheck's seed
+    assert lines(text, "seed") == [["seed", "7"]]
+    # the first window in packets (setCwnd(30 x 9000) in the driver), the pull pacers' rate
+    assert lines(text, "ndp") == [["ndp", "30", "0.99"]]
+    for row, port in zip(lines(text, "port"), p.ports):
+        if port.nic:
+            assert row[6:] == ["host", "0"]  # FairPriorityQueue
+        else:
+            # CompositeQueue counts the packet in transmission: 8 waiting + 1, as fctlab trims
+            # an arrival that finds 8 packets of data waiting
+            assert row[6:] == ["composite", "0"] and int(row[4]) == 9 * NP and row[5] == "-1"
+    flows = lines(text, "flow")
+    assert [f[1:] for f in flows] == [
+        ["0", "ndp", "223", "0", "-1", "-1", "/"],
+        ["1", "ndp", "12", "0", "-1", "-1", "/"],
+        ["2", "ndp", "3", "0", "-1", "-1", "/"],
+    ]
+    # every shortest path, each way: 4 between pods, 1 within an edge switch, 2 within a pod
+    paths = lines(text, "path")
+    for fl, n, hops in zip(p.flows, (4, 1, 2), (6, 2, 4)):
+        for d, a, b in (("fwd", fl.src, fl.dst), ("rev", fl.dst, fl.src)):
+            mine = [[int(x) for x in row[3:]] for row in paths if row[1] == str(fl.flow_id) and row[2] == d]
+            assert len(mine) == n and len({tuple(m) for m in mine}) == n
+            for m in mine:
+                ports = [p.ports[i] for i in m]
+                assert len(ports) == hops and ports[0].src == a and ports[-1].dst == b
+                assert all(x.dst == y.src for x, y in zip(ports, ports[1:]))
+    notes = " ".join(p.notes)
+    for what in ("drand() < 0.5", "FairPriorityQueue", "RESEND_ON_TIMEOUT", "SCATTER_PERMUTE", "ndp.cpp:1817"):
+        assert what in notes
+    assert not any(n.startswith("paths:") for n in p.notes)
+    # both spray every flow over all its paths: the flows pair up
+    assert htsim.pairs_flows(p)
+    assert "fctlab's switches draw every packet's next hop at random" in notes
+    # fctlab's spraying by the sender is run too, and noted as such
+    s = checked(ndp_fattree(load_balancing="permutation"))
+    assert htsim.script(s, 7) == text
+    assert "a x i + b mod P" in " ".join(s.notes) and "at random" not in " ".join(s.notes)
+    # a threshold in bytes: it and the packet in transmission
+    b = checked(ndp_fattree(trim_threshold="40000B"))
+    row = next(r for r, x in zip(lines(htsim.script(b, 1), "port"), b.ports) if not x.nic)
+    assert int(row[4]) == 40000 + NP
+
+
+@pytest.mark.parametrize(
+    "transport, network, key",
+    [
+        ({"header_bytes": "40B"}, {}, "transport.header_bytes"),
+        ({"whole_packets": False}, {}, "transport.whole_packets"),
+        ({}, {"load_balancing": "ecmp"}, "network.load_balancing"),
+        ({}, {"queue": "droptail", "trim_threshold": None}, "network.queue"),
+        ({}, {"nic_queue": "droptail"}, "network.nic_queue"),
+        ({}, {"trim_header_bytes": "80B"}, "network.trim_header_bytes"),
+        ({}, {"trim_ecn_threshold": "4pkt"}, "network.trim_ecn_threshold"),
+    ],
+)
+def test_what_htsims_ndp_fixes_is_refused_naming_the_key(transport, network, key):
+    sc = ndp_fattree(transport=transport)
+    for k, v in network.items():
+        if v is None:
+            sc["network"].pop(k)
+        else:
+            sc["network"][k] = v
+    with pytest.raises(Unsupported, match=key) as e:
+        checked(sc)
+    assert "\n" not in str(e.value)
+
+
+def test_htsims_ndp_refuses_64_byte_headers_saying_why_and_spraying_for_other_protocols():
+    with pytest.raises(
+        Unsupported, match=r'transport.header_bytes: 40 B; .*NdpPacket::ACKSIZE.* set header_bytes = "64B"'
+    ):
+        checked(ndp_fattree(transport={"header_bytes": "40B"}))
+    # spraying is NDP's only: htsim's TCP and RDMA sources here take one path per flow
+    sc = fattree()
+    sc["network"]["load_balancing"] = "spray"
+    with pytest.raises(Unsupported, match=r"network.load_balancing: 'spray'; .*only its NdpSrc sprays"):
+        checked(sc)
+    # a per-packet policy other than spraying is refused before htsim's own checks
+    p = plan.load(ndp_fattree(load_balancing="flowlet"))
+    with pytest.raises(
+        Unsupported, match=r'network.load_balancing: htsim does not run "flowlet" \(.* runs spray, permutation\)'
+    ):
+        plan.refuse_balancing(p, htsim.PRODUCER, htsim.BALANCING)
+    # one kind of port per scenario
+    mixed = ndp_fattree()
+    mixed["flows"][1]["protocol"] = "tcp"
+    with pytest.raises(Unsupported, match="transport.protocol: the scenario mixes NDP"):
+        checked(mixed)
+
+
+def test_ndp_output_lines_give_each_ports_trimmed_packets():
+    p = checked(ndp_fattree())
+    out = "\n".join(
+        ["S 0 0", "S 1 0", "S 2 0", "F 0 0.0002 3 0 226", "F 1 0.00002 0 0 12", "F 2 0.00001 0 0 3"]
+        + [f"L {i} 10 90000 0 0 0.001 0 {5 if i == 3 else 0}" for i in range(len(p.ports))]
+        + ["T 0.001"]
+    )
+    flows, links, summary, _, _ = htsim.parse(p, out, 1, 0.1)
+    assert [r["trimmed_packets"] for r in links[:5]] == [0, 0, 0, 5, 0]
+    assert flows[0]["retransmits"] == 3 and flows[0]["packets_sent"] == 226 and summary["flows_completed"] == 3
+    # other protocols' ports carry no trim count
+    d = checked(dumbbell())
+    _, links, _, _, _ = htsim.parse(d, "\n".join(f"L {i} 1 1 0 0 0 0 0" for i in range(len(d.ports))), 1, 0.1)
+    assert "trimmed_packets" not in links[0]
 
 
 def test_output_lines_become_flows_and_links_rows():
@@ -928,3 +1086,78 @@ def test_uet_htsims_dcqcn_events_multiply_every_period_even_alone(tmp_path):
     assert per[200] > 10 * per[150] > 100 * (sent[150] - sent[100])
     assert per[250] > 10 * per[200]
     assert sent[250] - sent[200] == pytest.approx(59, abs=1)
+
+
+@needs_ndp_htsim
+def test_an_ndp_flow_alone_goes_at_the_pull_rate_in_both(tmp_path):
+    # One 2 MB NDP flow between pods: its first window (30 packets) covers the pull loop (a
+    # 9064-byte packet over six links and a 64-byte ACK back, 16.4 us: 23 packets at 100 Gbps),
+    # so pulls clock it at 99% of the link in both; with 20 packets it waits for its pulls at
+    # every round trip, alike in both
+    for iw, fct in ((30, 177e-6), (20, 198e-6)):
+        sc = ndp_fattree(
+            flows=[{"src": "h0", "dst": "h15", "size": "2MB"}], transport={"ndp": {"ndp_initial_window": iw}}
+        )
+        cc = crosscheck(sc, against="htsim", out=tmp_path / str(iw), seeds=1)
+        a = pd.read_parquet(cc.runs[0].fctlab_dir / "flows.parquet")
+        b = pd.read_parquet(cc.runs[0].other_dir / "flows.parquet")
+        assert a["fct_s"][0] / b["fct_s"][0] == pytest.approx(1.0, abs=0.003)
+        assert b["fct_s"][0] == pytest.approx(fct, rel=0.01)
+        assert int(b["packets_sent"][0]) == 223 and int(b["retransmits"][0]) == 0
+
+
+@needs_ndp_htsim
+def test_an_ndp_incast_trims_and_ends_alike_in_both(tmp_path):
+    # Fifteen servers answer h0 with 450 KB (50 packets) each: their first windows (450
+    # packets) meet at h0's edge port and, from the other pods, at the aggregation ports on
+    # the way; both trim about as many packets, resend each once, drop nothing and end within
+    # a few percent
+    sc = ndp_fattree(flows=[{"src": f"h{i}", "dst": "h0", "size": "450KB"} for i in range(1, 16)])
+    cc = crosscheck(sc, against="htsim", out=tmp_path, seeds=1)
+    r = cc.runs[0]
+    a, b = pd.read_parquet(r.fctlab_dir / "flows.parquet"), pd.read_parquet(r.other_dir / "flows.parquet")
+    la, lb = pd.read_parquet(r.fctlab_dir / "links.parquet"), pd.read_parquet(r.other_dir / "links.parquet")
+    assert a["completed"].all() and b["completed"].all()
+    assert la["drops"].sum() == lb["drops"].sum() == 0
+    ta, tb = la["trimmed_packets"].sum(), lb["trimmed_packets"].sum()
+    assert tb > 300 and ta / tb == pytest.approx(1.0, abs=0.05)
+    assert a["retransmits"].sum() == ta and b["retransmits"].sum() == tb
+    assert a["fct_s"].mean() / b["fct_s"].mean() == pytest.approx(1.0, abs=0.03)
+    assert a["fct_s"].max() / b["fct_s"].max() == pytest.approx(1.0, abs=0.03)
+
+
+@needs_ndp_htsim
+def test_switches_spraying_at_random_queue_and_trim_where_htsims_sources_permutation_does_not(tmp_path):
+    # A permutation of 2 MB flows on the k=4 fat-tree: every host sends and receives at line
+    # rate, so the core carries the full bisection. htsim's NdpSrc sends each flow's packets
+    # over its paths in turn (a shuffled list, shuffled again after each pass): every path
+    # gets its share of every flow, and queues stay short. fctlab's switches draw each next
+    # hop at random: the ports' loads wander, queues grow, the pull loop lengthens and ports
+    # trim. With nothing trimmed (a threshold of 100 packets) fctlab's flows still take longer:
+    # the queues, not the resent packets, make the difference. fctlab's senders spraying over
+    # their paths in turn (load_balancing = "permutation") trim nothing and end as htsim's
+    rng = random.Random(1)
+    perm = list(range(16))
+    while any(i == j for i, j in enumerate(perm)):
+        rng.shuffle(perm)
+    flows = [{"src": f"h{i}", "dst": f"h{j}", "size": "2MB"} for i, j in enumerate(perm)]
+    for threshold in ("8pkt", "100pkt"):
+        cc = crosscheck(
+            ndp_fattree(flows=flows, trim_threshold=threshold), against="htsim", out=tmp_path / threshold, seeds=1
+        )
+        r = cc.runs[0]
+        a, b = pd.read_parquet(r.fctlab_dir / "flows.parquet"), pd.read_parquet(r.other_dir / "flows.parquet")
+        ta = pd.read_parquet(r.fctlab_dir / "links.parquet")["trimmed_packets"].sum()
+        tb = pd.read_parquet(r.other_dir / "links.parquet")["trimmed_packets"].sum()
+        if threshold == "8pkt":
+            assert ta >= 20 and tb <= 2
+        else:
+            assert ta == tb == 0
+        assert 1.03 < a["fct_s"].mean() / b["fct_s"].mean() < 1.15
+    cc = crosscheck(
+        ndp_fattree(flows=flows, load_balancing="permutation"), against="htsim", out=tmp_path / "sender", seeds=1
+    )
+    r = cc.runs[0]
+    a, b = pd.read_parquet(r.fctlab_dir / "flows.parquet"), pd.read_parquet(r.other_dir / "flows.parquet")
+    assert pd.read_parquet(r.fctlab_dir / "links.parquet")["trimmed_packets"].sum() <= 2
+    assert a["fct_s"].mean() / b["fct_s"].mean() == pytest.approx(1.0, abs=0.01)

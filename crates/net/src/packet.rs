@@ -197,6 +197,10 @@ pub struct Packet {
     /// gives, counted per flow from 1 (0: none). The sender may have sent one packet per pull
     /// number after its first window: a lost pull is made up by the next.
     pub pull_no: u32,
+    /// On a reply (an ACK or NACK), the entropy value of the data packet it answers (the
+    /// simulation writes it): a sender choosing paths by entropy (REPS) learns which values
+    /// came back unmarked.
+    pub entropy_echo: u8,
 }
 
 impl Packet {
@@ -266,6 +270,7 @@ struct PacketCore {
     kind: PacketKind,
     flags: u8,
     sack_len: u8,
+    entropy_echo: u8,
     wire_bytes: u32,
     payload_bytes: u32,
     seq: u64,
@@ -307,6 +312,7 @@ impl PacketPool {
             kind: p.kind,
             flags: p.flags,
             sack_len: p.sack_len,
+            entropy_echo: p.entropy_echo,
             wire_bytes: p.wire_bytes,
             payload_bytes: p.payload_bytes,
             seq: p.seq,
@@ -353,6 +359,7 @@ impl PacketPool {
             kind: c.kind,
             flags: c.flags,
             sack_len: c.sack_len,
+            entropy_echo: c.entropy_echo,
             wire_bytes: c.wire_bytes,
             payload_bytes: c.payload_bytes,
             seq: c.seq,
@@ -492,6 +499,7 @@ mod tests {
             rank: 0,
             entropy: 0,
             pull_no: 14,
+            entropy_echo: 15,
         };
         let a = pool.alloc(full.clone());
         assert_eq!(format!("{:?}", pool.get(a)), format!("{full:?}"));

@@ -490,7 +490,15 @@ impl Simulation {
         };
         match p.kind {
             PacketKind::Data | PacketKind::Syn => {
-                if conn.on_data(self.now, &p, &mut self.out) {
+                let before = self.out.len();
+                let wants = conn.on_data(self.now, &p, &mut self.out);
+                if let Some(Balancer::Reps(_)) = self.balance {
+                    // The replies it caused echo its entropy value (bit 7: an echo is there).
+                    for r in &mut self.out[before..] {
+                        r.entropy_echo = p.entropy | 0x80;
+                    }
+                }
+                if wants {
                     if conn.is_ndp() {
                         self.pull_for(node, f);
                     } else {
@@ -499,6 +507,12 @@ impl Simulation {
                 }
             }
             PacketKind::Ack | PacketKind::SynAck | PacketKind::Nack | PacketKind::Cnp | PacketKind::Pull => {
+                if let Some(Balancer::Reps(b)) = self.balance.as_mut() {
+                    if p.entropy_echo & 0x80 != 0 && p.kind != PacketKind::Cnp {
+                        let marked = p.has(flags::ECE) || p.kind == PacketKind::Nack;
+                        b.on_reply(p.flow, p.entropy_echo & 0x7f, marked);
+                    }
+                }
                 if conn.is_roce() {
                     self.nic_gate(f);
                 }
@@ -620,6 +634,8 @@ impl Simulation {
                 None => {}
                 // (The sender sprays over its paths in turn: their numbers in the hop byte.)
                 Some(Balancer::Permutation(b)) => meta.hop |= b.entropy(meta.flow, reverse),
+                // (REPS: a value acknowledged unmarked before, or a fresh one.)
+                Some(Balancer::Reps(b)) => meta.hop |= b.entropy(meta.flow, reverse) & !HOP_REVERSE,
                 // (Per-packet path choice: the hop byte carries the sender's entropy value.)
                 Some(_) => meta.hop |= p.entropy & !HOP_REVERSE,
             }

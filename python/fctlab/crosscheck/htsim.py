@@ -108,8 +108,9 @@ DEFECTIVE = {
 #: The fctlab protocols this target runs (validation.py reads it).
 PROTOCOLS = tuple(p for p, d in DRIVERS.items() if d.runs)
 #: The per-packet path choices it runs (crosscheck.refuse_balancing): NDP's spraying, which
-#: htsim's NdpSrc does at the source (check() refuses it for the other protocols).
-BALANCING = ("spray",)
+#: htsim's NdpSrc does at the source, beside fctlab's spraying at the switches (spray) or at
+#: the sender (permutation); check() refuses both for the other protocols.
+BALANCING = ("spray", "permutation")
 
 #: Values htsim's code fixes (tcp.cpp, tcppacket.h, dctcp.cpp).
 MIN_RTO_S = 0.25
@@ -287,11 +288,12 @@ def _check_ndp(plan: Plan) -> None:
             "it has no shared buffer; remove the key"
         )
     lb = plan.load_balancing
-    if lb is None or lb["policy"] != "spray":
+    if lb is None or lb["policy"] not in BALANCING:
         raise Unsupported(
             f"network.load_balancing: {'ecmp' if lb is None else lb['policy']!r}; htsim's NdpSrc sprays every "
             "packet at the source over every shortest path (SCATTER_PERMUTE, the -strat perm of main_ndp.cpp), "
-            'which the crosscheck runs beside fctlab\'s per-packet spraying; set load_balancing = "spray"'
+            'which the crosscheck runs beside fctlab\'s spraying; set load_balancing = "permutation" (at the sender, '
+            'as htsim) or "spray" (at the switches)'
         )
     _need(
         t["header_bytes"] == NDP_HEADER_BYTES,
@@ -810,6 +812,23 @@ def swift_notes(plan: Plan) -> list:
 def ndp_notes(plan: Plan) -> list:
     """Where htsim runs NDP differently from fctlab."""
     rto = max(int(f.params.get("ndp_rto", 0)) for f in plan.flows) * 1e-9
+    htsims = (
+        "htsim's NdpSrc chooses each data packet's path at the source, taking every shortest path in turn from a "
+        "shuffled list that it shuffles again after each pass (SCATTER_PERMUTE, ndp.cpp:793-802); its NdpSink "
+        "sends ACKs and NACKs the same way over the reverse paths (ndp.cpp:1672-1683), and a pull takes the path "
+        "of the ACK or NACK it was split from (ndppacket.h:291-326)"
+    )
+    if plan.load_balancing["policy"] == "permutation":
+        spraying = (
+            f"spraying: {htsims}; fctlab's sender and receiver take their paths in turn too (load_balancing = "
+            '"permutation"), in an order a x i + b mod P drawn for each pass, and the receiver\'s pulls take theirs '
+            "in the same turn as its ACKs and NACKs"
+        )
+    else:
+        spraying = (
+            f"spraying: {htsims}; fctlab's switches draw every packet's next hop at random (load_balancing = "
+            '"spray"), so a flow\'s packets choose their paths independently'
+        )
     return [
         "trimming: htsim's CompositeQueue counts the data packet in transmission in its data queue and takes an "
         "arriving data packet while the bytes queued and the packet fit in its size (compositequeue.cpp:142); the "
@@ -827,12 +846,7 @@ def ndp_notes(plan: Plan) -> list:
         "ACKs and PULLs first, NACKs with the data at low priority (ndppacket.h:161, 218, 393), the flows in turn "
         "within a priority (queue.cpp:493-508) and no limit (queue.cpp:475-482); fctlab's NIC (nic_queue = "
         '"trim") sends ACKs, NACKs and pulls ahead of its data, each band first come first served; neither trims',
-        "spraying: htsim's NdpSrc chooses each data packet's path at the source, taking every shortest path in "
-        "turn from a shuffled list that it shuffles again after each pass (SCATTER_PERMUTE, ndp.cpp:793-802); its "
-        "NdpSink sends ACKs and NACKs the same way over the reverse paths (ndp.cpp:1672-1683), and a pull takes "
-        "the path of the ACK or NACK it was split from (ndppacket.h:291-326); fctlab's switches draw every "
-        "packet's next hop at random (load_balancing = \"spray\"), so a flow's packets choose their paths "
-        "independently",
+        spraying,
         "recovery: htsim builds NdpSrc with its retransmission timer off (RESEND_ON_TIMEOUT is not defined, "
         "ndp.cpp:1141-1146): a dropped header, ACK, NACK or PULL is made up only by a later pull number; "
         f"fctlab's sender sends again after ndp_rto ({rto * 1e3:g} ms) without a word from its receiver",

@@ -95,7 +95,7 @@ pub static REGISTRY: &[Registration] = &[
     Registration {
         name: "reps",
         keys: &[],
-        summary: "the next hop by the entropy value the sender chose (REPS recycles unmarked ones)",
+        summary: "the next hop by the entropy value the sender chose: REPS reuses the values of packets acknowledged unmarked",
     },
 ];
 
@@ -166,7 +166,7 @@ impl Balance {
             Balance::Permutation => Balancer::Permutation(Permutation::new(flows, salt)),
             Balance::Flowlet { gap } => Balancer::Flowlet(Flowlet::new(nodes, gap, seed)),
             Balance::Adaptive => Balancer::Adaptive(Adaptive::new(nodes, seed)),
-            Balance::Reps => Balancer::Reps(Reps::new(salt)),
+            Balance::Reps => Balancer::Reps(Reps::new(flows, seed, salt)),
         })
     }
 }

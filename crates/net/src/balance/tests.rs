@@ -154,3 +154,24 @@ fn a_sender_sprays_each_round_over_every_path_once_and_shuffles_the_rounds() {
     first.sort();
     assert_eq!(first, [0, 1, 2, 3]);
 }
+
+#[test]
+fn reps_reuses_each_value_acknowledged_unmarked_once_oldest_first_and_draws_otherwise() {
+    let mut r = Reps::new(2, 1, 1);
+    let first: Vec<u8> = (0..3).map(|_| r.entropy(FlowId(1), false)).collect();
+    assert_eq!(r.drawn, 3, "nothing kept yet: every value drawn");
+    r.on_reply(FlowId(1), first[0], false);
+    r.on_reply(FlowId(1), first[1], true); // marked: not kept
+    r.on_reply(FlowId(1), first[2], false);
+    assert_eq!(r.entropy(FlowId(1), false), first[0], "the oldest kept value first");
+    assert_eq!(r.entropy(FlowId(1), false), first[2]);
+    r.entropy(FlowId(1), false);
+    assert_eq!((r.recycled, r.drawn), (2, 4), "each kept value used once, then a draw");
+    // Nine values kept: the ring holds the last eight.
+    for v in 10..19 {
+        r.on_reply(FlowId(0), v, false);
+    }
+    let reused: Vec<u8> = (0..8).map(|_| r.entropy(FlowId(0), false)).collect();
+    assert_eq!(reused, (11..19).collect::<Vec<u8>>());
+    assert!(r.entropy(FlowId(0), false) < 128);
+}
