@@ -5,7 +5,7 @@ use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::{FlowId, NodeId, Packet};
 use fctlab_transport::transport::HostReceiver;
 use fctlab_transport::{
-    AnyCc, NdpReceiver, NdpSender, RoceReceiver, RoceSender, TcpConfig, TcpReceiver, TcpSender, Transport,
+    AnyCc, NdpReceiver, NdpSender, RoceReceiver, RoceSender, TcpConfig, TcpReceiver, TcpSender, Transport, UetSender,
 };
 
 /// Both ends of one flow's connection. (Always boxed in its flow's state: a queue pair takes
@@ -18,6 +18,9 @@ pub(crate) enum Conn {
     Roce { snd: RoceSender, rcv: RoceReceiver },
     /// An NDP message (the `ndp` transport).
     Ndp { snd: NdpSender, rcv: NdpReceiver },
+    /// An Ultra Ethernet message under a sender's window (the `uet` transport; NDP's
+    /// receiver, without pulls).
+    Uet { snd: UetSender, rcv: NdpReceiver },
 }
 
 /// What the window trace samples of a sender.
@@ -64,6 +67,7 @@ impl Conn {
             Conn::Tcp { snd, .. } => snd,
             Conn::Roce { snd, .. } => snd,
             Conn::Ndp { snd, .. } => snd,
+            Conn::Uet { snd, .. } => snd,
         }
     }
 
@@ -72,14 +76,14 @@ impl Conn {
     pub fn tcp(&self) -> Option<(&TcpSender, &TcpReceiver)> {
         match self {
             Conn::Tcp { snd, rcv } => Some((snd, rcv)),
-            Conn::Roce { .. } | Conn::Ndp { .. } => None,
+            Conn::Roce { .. } | Conn::Ndp { .. } | Conn::Uet { .. } => None,
         }
     }
     #[inline]
     pub fn tcp_mut(&mut self) -> Option<(&mut TcpSender, &mut TcpReceiver)> {
         match self {
             Conn::Tcp { snd, rcv } => Some((snd, rcv)),
-            Conn::Roce { .. } | Conn::Ndp { .. } => None,
+            Conn::Roce { .. } | Conn::Ndp { .. } | Conn::Uet { .. } => None,
         }
     }
 
@@ -108,6 +112,7 @@ impl Conn {
             Conn::Tcp { snd, .. } => snd.start(now, out),
             Conn::Roce { snd, .. } => snd.start(now, out),
             Conn::Ndp { snd, .. } => snd.start(now, out),
+            Conn::Uet { snd, .. } => snd.start(now, out),
         }
     }
 
@@ -122,6 +127,10 @@ impl Conn {
                 false
             }
             Conn::Ndp { rcv, .. } => rcv.on_packet(now, p, out),
+            Conn::Uet { rcv, .. } => {
+                rcv.on_packet(now, p, out);
+                false
+            }
         }
     }
 
@@ -132,6 +141,7 @@ impl Conn {
             Conn::Tcp { snd, .. } => snd.on_packet(now, p, out),
             Conn::Roce { snd, .. } => snd.on_packet(now, p, out),
             Conn::Ndp { snd, .. } => snd.on_packet(now, p, out),
+            Conn::Uet { snd, .. } => snd.on_packet(now, p, out),
         }
     }
 
@@ -141,6 +151,7 @@ impl Conn {
             Conn::Tcp { snd, .. } => snd.is_complete(),
             Conn::Roce { snd, .. } => snd.is_complete(),
             Conn::Ndp { snd, .. } => snd.is_complete(),
+            Conn::Uet { snd, .. } => snd.is_complete(),
         }
     }
 
@@ -151,6 +162,7 @@ impl Conn {
             Conn::Tcp { snd, .. } => snd.timer_deadline(),
             Conn::Roce { snd, .. } => snd.timer_deadline(),
             Conn::Ndp { snd, .. } => snd.timer_deadline(),
+            Conn::Uet { snd, .. } => snd.timer_deadline(),
         }
     }
 
@@ -159,7 +171,7 @@ impl Conn {
     pub fn receiver_deadline(&self) -> Option<Nanos> {
         match self {
             Conn::Tcp { rcv, .. } => rcv.delack_deadline(),
-            Conn::Roce { .. } | Conn::Ndp { .. } => None,
+            Conn::Roce { .. } | Conn::Ndp { .. } | Conn::Uet { .. } => None,
         }
     }
 
@@ -168,6 +180,7 @@ impl Conn {
             Conn::Tcp { snd, .. } => snd.on_timer(now, out),
             Conn::Roce { snd, .. } => snd.on_timer(now, out),
             Conn::Ndp { snd, .. } => snd.on_timer(now, out),
+            Conn::Uet { snd, .. } => snd.on_timer(now, out),
         }
     }
 
@@ -183,6 +196,7 @@ impl Conn {
             Conn::Tcp { rcv, .. } => rcv.bytes_delivered(),
             Conn::Roce { rcv, .. } => rcv.bytes_delivered(),
             Conn::Ndp { rcv, .. } => rcv.bytes_delivered(),
+            Conn::Uet { rcv, .. } => rcv.bytes_delivered(),
         }
     }
 
@@ -191,6 +205,7 @@ impl Conn {
             Conn::Tcp { snd, .. } => snd.srtt(),
             Conn::Roce { snd, .. } => snd.srtt(),
             Conn::Ndp { snd, .. } => snd.srtt(),
+            Conn::Uet { snd, .. } => snd.srtt(),
         }
     }
 
@@ -212,6 +227,13 @@ impl Conn {
                 pacing: Some(snd.rate()),
             },
             Conn::Ndp { snd, .. } => WindowView {
+                acked: snd.bytes_acked(),
+                cwnd_bytes: snd.st.cwnd_bytes,
+                ssthresh_bytes: None,
+                weight: None,
+                pacing: None,
+            },
+            Conn::Uet { snd, .. } => WindowView {
                 acked: snd.bytes_acked(),
                 cwnd_bytes: snd.st.cwnd_bytes,
                 ssthresh_bytes: None,

@@ -49,6 +49,9 @@ impl FlowCounts {
             Conn::Ndp { snd, rcv } => {
                 (snd.rtt_measured(), rcv.bytes_delivered(), snd.retransmits, snd.packets_sent, snd.timeouts)
             }
+            Conn::Uet { snd, rcv } => {
+                (snd.rtt_measured(), rcv.bytes_delivered(), snd.retransmits, snd.packets_sent, snd.timeouts)
+            }
         };
         let mut counts = FlowCounts {
             bytes_delivered,
@@ -60,7 +63,7 @@ impl FlowCounts {
             ..FlowCounts::default()
         };
         // What only TCP counts.
-        if let Conn::Ndp { rcv, .. } = c {
+        if let Conn::Ndp { rcv, .. } | Conn::Uet { rcv, .. } = c {
             counts.out_of_order = count32(rcv.out_of_order);
         }
         if let Conn::Tcp { snd, rcv } = c {

@@ -16,7 +16,7 @@ use fctlab_net::{
 use fctlab_scenario::{FlowFeed, FlowPart, FlowSpec, Scenario, ScenarioError};
 use fctlab_transport::cc::{PortControl, PortInfo, PortView};
 use fctlab_transport::transport::{Grant, HostReceiver, Incoming};
-use fctlab_transport::{FlowInfo, NdpReceiver, NdpSender, RoceReceiver, RoceSender, TransportKind};
+use fctlab_transport::{FlowInfo, NdpReceiver, NdpSender, RoceReceiver, RoceSender, TransportKind, UetSender};
 use std::time::Instant;
 
 #[derive(Copy, Clone, Debug)]
@@ -776,7 +776,7 @@ impl Simulation {
         let ideal = spec.size_bytes.map(|size| crate::ideal::ideal_fct(size, fwd, rev, &self.net.ports, tcp));
         // (The switches on the data path: every port but the sender's NIC.)
         let hops = fwd.len().saturating_sub(1) as u32;
-        let base_rtt = if spec.cc.transport() == TransportKind::Roce {
+        let base_rtt = if matches!(spec.cc.transport(), TransportKind::Roce | TransportKind::Uet) {
             crate::ideal::base_rtt(fwd, rev, &self.net.ports, tcp)
         } else {
             Nanos::ZERO
@@ -812,7 +812,11 @@ impl Simulation {
             .router_assisted()
             .then(|| self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8);
         let mut pacer = None;
-        let conn = if spec.cc.transport() == TransportKind::Ndp {
+        let conn = if spec.cc.transport() == TransportKind::Uet {
+            let snd = UetSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info));
+            let rcv = NdpReceiver::new(id, dst, src, spec.size_bytes, tcp);
+            Box::new(Conn::Uet { snd, rcv })
+        } else if spec.cc.transport() == TransportKind::Ndp {
             // The receiving host's pacer: full packets at its link's rate (the first port of
             // the ACK path is its NIC), at the protocol's fraction of it.
             let wire = tcp.mss_bytes as u64 + tcp.header_bytes as u64;

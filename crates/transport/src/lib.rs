@@ -19,6 +19,7 @@ pub mod rtt;
 pub mod scoreboard;
 pub mod sender;
 pub mod transport;
+pub mod uet;
 
 pub use cc::{AnyCc, CcConfig, CcState, CongestionControl, CongestionEvent, FlowInfo, Protocol};
 pub use config::{
@@ -29,3 +30,4 @@ pub use receiver::TcpReceiver;
 pub use roce::{RoceReceiver, RoceSender};
 pub use sender::TcpSender;
 pub use transport::{Transport, TransportKind, TransportPolicy};
+pub use uet::UetSender;

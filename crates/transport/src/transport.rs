@@ -28,6 +28,8 @@
 //!   congestion notification packets from the receiver on CE marks ([`crate::roce`]).
 //! - `ndp`: NDP's messages: a first window at line rate, then one packet per pull from the
 //!   receiving host's pacer; an ACK per packet and a NACK per trimmed header ([`crate::ndp`]).
+//! - `uet`: Ultra Ethernet's packet delivery under a sender's window (NSCC): an ACK per
+//!   packet with its ECN echo, a NACK per trimmed packet, one fixed timeout ([`crate::uet`]).
 
 use crate::config::TcpConfig;
 use fctlab_engine::Nanos;
@@ -46,12 +48,15 @@ pub enum TransportKind {
     /// NDP's messages: a first window, then one packet per pull from the receiving host; an
     /// ACK per packet, a NACK per trimmed header ([`crate::ndp`]).
     Ndp,
+    /// Ultra Ethernet's packet delivery with a sender's window: an ACK per packet with its ECN
+    /// echo, a NACK per trimmed packet, a fixed timeout ([`crate::uet`]).
+    Uet,
 }
 
 impl TransportKind {
     /// Every transport, in the order error messages list them.
     pub const ALL: &'static [TransportKind] =
-        &[TransportKind::Tcp, TransportKind::Homa, TransportKind::Roce, TransportKind::Ndp];
+        &[TransportKind::Tcp, TransportKind::Homa, TransportKind::Roce, TransportKind::Ndp, TransportKind::Uet];
 
     /// The name in scenario files (`[transport] kind = "..."`).
     pub fn name(self) -> &'static str {
@@ -60,6 +65,7 @@ impl TransportKind {
             TransportKind::Homa => "homa",
             TransportKind::Roce => "roce",
             TransportKind::Ndp => "ndp",
+            TransportKind::Uet => "uet",
         }
     }
 

@@ -660,6 +660,7 @@ protocols! {
     hpcc::Hpcc,
     swift::Swift,
     ndp::Ndp,
+    nscc::Nscc,
     #[cfg(feature = "example-protocols")]
     fixed_window::FixedWindow,
 }
