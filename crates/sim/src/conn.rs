@@ -5,7 +5,8 @@ use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::{FlowId, NodeId, Packet};
 use fctlab_transport::transport::HostReceiver;
 use fctlab_transport::{
-    AnyCc, NdpReceiver, NdpSender, RoceReceiver, RoceSender, TcpConfig, TcpReceiver, TcpSender, Transport, UetSender,
+    AnyCc, EqdsReceiver, EqdsSender, NdpReceiver, NdpSender, RoceReceiver, RoceSender, TcpConfig, TcpReceiver,
+    TcpSender, Transport, UetSender,
 };
 
 /// Both ends of one flow's connection. (Always boxed in its flow's state: a queue pair takes
@@ -21,6 +22,8 @@ pub(crate) enum Conn {
     /// An Ultra Ethernet message under a sender's window (the `uet` transport; NDP's
     /// receiver, without pulls).
     Uet { snd: UetSender, rcv: NdpReceiver },
+    /// An EQDS datagram flow (the `eqds` transport).
+    Eqds { snd: EqdsSender, rcv: EqdsReceiver },
 }
 
 /// What the window trace samples of a sender.
@@ -68,6 +71,7 @@ impl Conn {
             Conn::Roce { snd, .. } => snd,
             Conn::Ndp { snd, .. } => snd,
             Conn::Uet { snd, .. } => snd,
+            Conn::Eqds { snd, .. } => snd,
         }
     }
 
@@ -76,14 +80,14 @@ impl Conn {
     pub fn tcp(&self) -> Option<(&TcpSender, &TcpReceiver)> {
         match self {
             Conn::Tcp { snd, rcv } => Some((snd, rcv)),
-            Conn::Roce { .. } | Conn::Ndp { .. } | Conn::Uet { .. } => None,
+            Conn::Roce { .. } | Conn::Ndp { .. } | Conn::Uet { .. } | Conn::Eqds { .. } => None,
         }
     }
     #[inline]
     pub fn tcp_mut(&mut self) -> Option<(&mut TcpSender, &mut TcpReceiver)> {
         match self {
             Conn::Tcp { snd, rcv } => Some((snd, rcv)),
-            Conn::Roce { .. } | Conn::Ndp { .. } | Conn::Uet { .. } => None,
+            Conn::Roce { .. } | Conn::Ndp { .. } | Conn::Uet { .. } | Conn::Eqds { .. } => None,
         }
     }
 
@@ -101,10 +105,11 @@ impl Conn {
         matches!(self, Conn::Roce { .. })
     }
 
-    /// Whether the connection is an NDP message (its receiving host's pacer pulls for it).
+    /// Whether the connection is an NDP message or an EQDS flow (its receiving host's pacer
+    /// pulls for it).
     #[inline]
-    pub fn is_ndp(&self) -> bool {
-        matches!(self, Conn::Ndp { .. })
+    pub fn is_pulled(&self) -> bool {
+        matches!(self, Conn::Ndp { .. } | Conn::Eqds { .. })
     }
 
     pub fn start(&mut self, now: Nanos, out: &mut Vec<Packet>) {
@@ -113,6 +118,7 @@ impl Conn {
             Conn::Roce { snd, .. } => snd.start(now, out),
             Conn::Ndp { snd, .. } => snd.start(now, out),
             Conn::Uet { snd, .. } => snd.start(now, out),
+            Conn::Eqds { snd, .. } => snd.start(now, out),
         }
     }
 
@@ -131,6 +137,10 @@ impl Conn {
                 rcv.on_packet(now, p, out);
                 false
             }
+            Conn::Eqds { rcv, .. } => {
+                rcv.on_packet(now, p, out);
+                true
+            }
         }
     }
 
@@ -142,6 +152,7 @@ impl Conn {
             Conn::Roce { snd, .. } => snd.on_packet(now, p, out),
             Conn::Ndp { snd, .. } => snd.on_packet(now, p, out),
             Conn::Uet { snd, .. } => snd.on_packet(now, p, out),
+            Conn::Eqds { snd, .. } => snd.on_packet(now, p, out),
         }
     }
 
@@ -152,6 +163,7 @@ impl Conn {
             Conn::Roce { snd, .. } => snd.is_complete(),
             Conn::Ndp { snd, .. } => snd.is_complete(),
             Conn::Uet { snd, .. } => snd.is_complete(),
+            Conn::Eqds { snd, .. } => snd.is_complete(),
         }
     }
 
@@ -163,6 +175,7 @@ impl Conn {
             Conn::Roce { snd, .. } => snd.timer_deadline(),
             Conn::Ndp { snd, .. } => snd.timer_deadline(),
             Conn::Uet { snd, .. } => snd.timer_deadline(),
+            Conn::Eqds { snd, .. } => snd.timer_deadline(),
         }
     }
 
@@ -171,7 +184,7 @@ impl Conn {
     pub fn receiver_deadline(&self) -> Option<Nanos> {
         match self {
             Conn::Tcp { rcv, .. } => rcv.delack_deadline(),
-            Conn::Roce { .. } | Conn::Ndp { .. } | Conn::Uet { .. } => None,
+            Conn::Roce { .. } | Conn::Ndp { .. } | Conn::Uet { .. } | Conn::Eqds { .. } => None,
         }
     }
 
@@ -181,6 +194,7 @@ impl Conn {
             Conn::Roce { snd, .. } => snd.on_timer(now, out),
             Conn::Ndp { snd, .. } => snd.on_timer(now, out),
             Conn::Uet { snd, .. } => snd.on_timer(now, out),
+            Conn::Eqds { snd, .. } => snd.on_timer(now, out),
         }
     }
 
@@ -197,6 +211,7 @@ impl Conn {
             Conn::Roce { rcv, .. } => rcv.bytes_delivered(),
             Conn::Ndp { rcv, .. } => rcv.bytes_delivered(),
             Conn::Uet { rcv, .. } => rcv.bytes_delivered(),
+            Conn::Eqds { rcv, .. } => rcv.bytes_delivered(),
         }
     }
 
@@ -206,6 +221,7 @@ impl Conn {
             Conn::Roce { snd, .. } => snd.srtt(),
             Conn::Ndp { snd, .. } => snd.srtt(),
             Conn::Uet { snd, .. } => snd.srtt(),
+            Conn::Eqds { snd, .. } => snd.srtt(),
         }
     }
 
@@ -227,6 +243,13 @@ impl Conn {
                 pacing: Some(snd.rate()),
             },
             Conn::Ndp { snd, .. } => WindowView {
+                acked: snd.bytes_acked(),
+                cwnd_bytes: snd.st.cwnd_bytes,
+                ssthresh_bytes: None,
+                weight: None,
+                pacing: None,
+            },
+            Conn::Eqds { snd, .. } => WindowView {
                 acked: snd.bytes_acked(),
                 cwnd_bytes: snd.st.cwnd_bytes,
                 ssthresh_bytes: None,

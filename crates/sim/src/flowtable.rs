@@ -52,6 +52,9 @@ impl FlowCounts {
             Conn::Uet { snd, rcv } => {
                 (snd.rtt_measured(), rcv.bytes_delivered(), snd.retransmits, snd.packets_sent, snd.timeouts)
             }
+            Conn::Eqds { snd, rcv } => {
+                (snd.rtt_measured(), rcv.bytes_delivered(), snd.retransmits, snd.packets_sent, snd.timeouts)
+            }
         };
         let mut counts = FlowCounts {
             bytes_delivered,
@@ -65,6 +68,9 @@ impl FlowCounts {
         // What only TCP counts.
         if let Conn::Ndp { rcv, .. } | Conn::Uet { rcv, .. } = c {
             counts.out_of_order = count32(rcv.out_of_order);
+        }
+        if let Conn::Eqds { rcv, .. } = c {
+            counts.out_of_order = count32(rcv.out_of_order());
         }
         if let Conn::Tcp { snd, rcv } = c {
             counts.out_of_order = count32(rcv.out_of_order_packets);

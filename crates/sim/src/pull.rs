@@ -8,11 +8,19 @@
 //! NACK that asked for it; otherwise the flow joins the pacer's line, and the pacer sends the
 //! pulls in line one per spacing, taking the flows in turn (each flow's pulls in order).
 //! A flow whose receiver has every packet gets no more pulls.
+//!
+//! EQDS's flows (`crate::eqds` in fctlab_transport) are pulled by demand instead: a flow is
+//! owed pulls while fewer have been sent than its sender asked for, and a retransmission's pull
+//! for each trimmed header. The pacer serves the flows owed retransmission pulls first, then
+//! (after NDP's line) those owed demand, each list in turn; when nothing is owed it stops, and
+//! the next flow owed a pull is pulled at once.
 
 use crate::conn::Conn;
+use crate::flowtable::FlowTable;
 use crate::sim::{Event, Simulation};
 use fctlab_engine::Nanos;
-use fctlab_net::NodeId;
+use fctlab_net::{NodeId, Packet};
+use fctlab_transport::eqds::Owed;
 use std::collections::VecDeque;
 
 /// One receiving host's pacer.
@@ -23,13 +31,23 @@ pub(crate) struct Pacer {
     last: Option<Nanos>,
     /// Flows owed pulls, in turn, with how many each is owed.
     line: VecDeque<(u32, u32)>,
+    /// EQDS flows owed a retransmission's pull, and EQDS flows owed pulls, in turn.
+    rtx: VecDeque<u32>,
+    active: VecDeque<u32>,
     /// The pending wake, if one is scheduled.
     wake_at: Option<Nanos>,
 }
 
 impl Pacer {
     pub fn new(spacing: Nanos) -> Pacer {
-        Pacer { spacing, last: None, line: VecDeque::new(), wake_at: None }
+        Pacer {
+            spacing,
+            last: None,
+            line: VecDeque::new(),
+            rtx: VecDeque::new(),
+            active: VecDeque::new(),
+            wake_at: None,
+        }
     }
 
     /// Whether a pull may leave now, on the reply that asks for it.
@@ -43,6 +61,10 @@ impl Pacer {
             Some((_, n)) => *n += 1,
             None => self.line.push_back((f, 1)),
         }
+    }
+
+    fn idle(&self) -> bool {
+        self.line.is_empty() && self.rtx.is_empty() && self.active.is_empty()
     }
 
     /// The next flow to pull, in turn.
@@ -82,6 +104,27 @@ impl Simulation {
     pub(crate) fn pull_for(&mut self, node: NodeId, f: usize) {
         let now = self.now;
         let Some(Some(pacer)) = self.pacers.get_mut(node.0 as usize) else { return };
+        if let Some(Conn::Eqds { rcv, .. }) = self.flows.get(f).and_then(|st| st.conn.as_deref()) {
+            let owed = rcv.owed();
+            if owed == Owed::Nothing {
+                return;
+            }
+            let idle = pacer.idle();
+            let f = f as u32;
+            if owed == Owed::Retransmission && !pacer.rtx.contains(&f) {
+                pacer.rtx.push_back(f);
+            }
+            if !pacer.active.contains(&f) {
+                pacer.active.push_back(f);
+            }
+            if pacer.wake_at.is_none() {
+                // An idle pacer pulls at once; a busy one when its spacing has passed.
+                let at = if idle { now } else { pacer.last.map_or(now, |t| t + pacer.spacing).max(now) };
+                pacer.wake_at = Some(at);
+                self.events.push(at, Event::PullWake(node.0));
+            }
+            return;
+        }
         if pacer.free(now) {
             pacer.last = Some(now);
             let Some(Conn::Ndp { rcv, .. }) = self.flows.get_mut(f).and_then(|st| st.conn.as_deref_mut()) else {
@@ -105,9 +148,27 @@ impl Simulation {
         let now = self.now;
         let Some(Some(pacer)) = self.pacers.get_mut(node as usize) else { return };
         pacer.wake_at = None;
-        // The next flow in line that still needs pulls.
+        // EQDS's retransmission pulls first.
         let mut sent = None;
-        while let Some(f) = pacer.next() {
+        while let Some(&f) = pacer.rtx.front() {
+            match eqds_pull(&mut self.flows, f, now, true) {
+                None => {
+                    pacer.rtx.pop_front();
+                }
+                Some((p, still)) => {
+                    pacer.rtx.pop_front();
+                    if still == Owed::Retransmission {
+                        pacer.rtx.push_back(f);
+                    }
+                    self.out.push(p);
+                    sent = Some(f);
+                    break;
+                }
+            }
+        }
+        // Then NDP's flows in line, each owed pulls for packets that arrived.
+        while sent.is_none() {
+            let Some(f) = pacer.next() else { break };
             let Some(Conn::Ndp { rcv, .. }) = self.flows.get_mut(f as usize).and_then(|st| st.conn.as_deref_mut())
             else {
                 continue;
@@ -117,19 +178,46 @@ impl Simulation {
             }
             self.out.push(rcv.pull(now));
             sent = Some(f);
-            break;
+        }
+        // Then EQDS's flows owed pulls toward their senders' demand, in turn.
+        while sent.is_none() {
+            let Some(&f) = pacer.active.front() else { break };
+            pacer.active.pop_front();
+            if let Some((p, still)) = eqds_pull(&mut self.flows, f, now, false) {
+                if still != Owed::Nothing {
+                    pacer.active.push_back(f);
+                }
+                self.out.push(p);
+                sent = Some(f);
+            }
         }
         let Some(Some(pacer)) = self.pacers.get_mut(node as usize) else { return };
         if sent.is_some() {
             pacer.last = Some(now);
         }
-        if !pacer.line.is_empty() {
+        if !pacer.idle() {
             let at = now + pacer.spacing;
             pacer.wake_at = Some(at);
             self.events.push(at, Event::PullWake(node));
         }
         if let Some(f) = sent {
             self.after_flow_activity(f as usize);
+        }
+    }
+}
+
+/// EQDS flow `f`'s next pull, if it is owed one (`retransmission`: only a retransmission's),
+/// and what it is owed after it.
+fn eqds_pull(flows: &mut FlowTable, f: u32, now: Nanos, retransmission: bool) -> Option<(Packet, Owed)> {
+    let Some(Conn::Eqds { rcv, .. }) = flows.get_mut(f as usize).and_then(|st| st.conn.as_deref_mut()) else {
+        return None;
+    };
+    match rcv.owed() {
+        Owed::Nothing => None,
+        Owed::Demand if retransmission => None,
+        _ => {
+            let p = rcv.pull(now);
+            Some((p, rcv.owed()))
         }
     }
 }

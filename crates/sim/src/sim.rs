@@ -16,7 +16,9 @@ use fctlab_net::{
 use fctlab_scenario::{FlowFeed, FlowPart, FlowSpec, Scenario, ScenarioError};
 use fctlab_transport::cc::{PortControl, PortInfo, PortView};
 use fctlab_transport::transport::{Grant, HostReceiver, Incoming};
-use fctlab_transport::{FlowInfo, NdpReceiver, NdpSender, RoceReceiver, RoceSender, TransportKind, UetSender};
+use fctlab_transport::{
+    EqdsReceiver, EqdsSender, FlowInfo, NdpReceiver, NdpSender, RoceReceiver, RoceSender, TransportKind, UetSender,
+};
 use std::time::Instant;
 
 #[derive(Copy, Clone, Debug)]
@@ -499,7 +501,7 @@ impl Simulation {
                     }
                 }
                 if wants {
-                    if conn.is_ndp() {
+                    if conn.is_pulled() {
                         self.pull_for(node, f);
                     } else {
                         self.host_grants(node, f);
@@ -812,7 +814,14 @@ impl Simulation {
             .router_assisted()
             .then(|| self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8);
         let mut pacer = None;
-        let conn = if spec.cc.transport() == TransportKind::Uet {
+        let conn = if spec.cc.transport() == TransportKind::Eqds {
+            let wire = tcp.mss_bytes as u64 + tcp.header_bytes as u64;
+            let rate = rcv_rate.unwrap_or(nic_rate);
+            pacer = Some(Self::pull_spacing(wire, rate.0, spec.cc.pull_rate().unwrap_or(1.0)));
+            let snd = EqdsSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn);
+            let rcv = EqdsReceiver::new(id, dst, src, spec.size_bytes, tcp);
+            Box::new(Conn::Eqds { snd, rcv })
+        } else if spec.cc.transport() == TransportKind::Uet {
             let snd = UetSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info));
             let rcv = NdpReceiver::new(id, dst, src, spec.size_bytes, tcp);
             Box::new(Conn::Uet { snd, rcv })

@@ -132,5 +132,5 @@ fn the_transport_kind_picks_its_protocols_and_refuses_a_protocol_that_runs_on_an
     let err = load(&toml.replace("kind = \"homa\"", "kind = \"tcp\"\nprotocol = \"homa\"")).err().unwrap().to_string();
     assert!(err.contains("protocol \"homa\" runs on transport homa, not on tcp"), "{err}");
     let err = load(&toml.replace("kind = \"homa\"", "kind = \"rdma\"")).err().unwrap().to_string();
-    assert_eq!(err, "test.toml: transport.kind: unknown transport \"rdma\" (known: tcp, homa, roce, ndp, uet)");
+    assert_eq!(err, "test.toml: transport.kind: unknown transport \"rdma\" (known: tcp, homa, roce, ndp, uet, eqds)");
 }

@@ -12,6 +12,7 @@
 
 pub mod cc;
 pub mod config;
+pub mod eqds;
 pub mod ndp;
 pub mod receiver;
 pub mod roce;
@@ -25,6 +26,7 @@ pub use cc::{AnyCc, CcConfig, CcState, CongestionControl, CongestionEvent, FlowI
 pub use config::{
     EcnReaction, Exported, NewRenoRecovery, Profile, RtoModel, SackRecovery, TcpConfig, TcpSettings, WindowModel,
 };
+pub use eqds::{EqdsReceiver, EqdsSender};
 pub use ndp::{NdpReceiver, NdpSender};
 pub use receiver::TcpReceiver;
 pub use roce::{RoceReceiver, RoceSender};

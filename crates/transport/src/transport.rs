@@ -28,6 +28,8 @@
 //!   congestion notification packets from the receiver on CE marks ([`crate::roce`]).
 //! - `ndp`: NDP's messages: a first window at line rate, then one packet per pull from the
 //!   receiving host's pacer; an ACK per packet and a NACK per trimmed header ([`crate::ndp`]).
+//! - `eqds`: EQDS's datagrams: a speculative first window, then one packet's credit per pull
+//!   from the receiving host's pacer, the sender's demand in each data packet ([`crate::eqds`]).
 //! - `uet`: Ultra Ethernet's packet delivery under a sender's window (NSCC): an ACK per
 //!   packet with its ECN echo, a NACK per trimmed packet, one fixed timeout ([`crate::uet`]).
 
@@ -51,12 +53,21 @@ pub enum TransportKind {
     /// Ultra Ethernet's packet delivery with a sender's window: an ACK per packet with its ECN
     /// echo, a NACK per trimmed packet, a fixed timeout ([`crate::uet`]).
     Uet,
+    /// EQDS's datagrams: a speculative first window, then one packet's credit per pull from
+    /// the receiving host ([`crate::eqds`]).
+    Eqds,
 }
 
 impl TransportKind {
     /// Every transport, in the order error messages list them.
-    pub const ALL: &'static [TransportKind] =
-        &[TransportKind::Tcp, TransportKind::Homa, TransportKind::Roce, TransportKind::Ndp, TransportKind::Uet];
+    pub const ALL: &'static [TransportKind] = &[
+        TransportKind::Tcp,
+        TransportKind::Homa,
+        TransportKind::Roce,
+        TransportKind::Ndp,
+        TransportKind::Uet,
+        TransportKind::Eqds,
+    ];
 
     /// The name in scenario files (`[transport] kind = "..."`).
     pub fn name(self) -> &'static str {
@@ -66,6 +77,7 @@ impl TransportKind {
             TransportKind::Roce => "roce",
             TransportKind::Ndp => "ndp",
             TransportKind::Uet => "uet",
+            TransportKind::Eqds => "eqds",
         }
     }
 

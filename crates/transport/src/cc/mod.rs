@@ -661,6 +661,7 @@ protocols! {
     swift::Swift,
     ndp::Ndp,
     nscc::Nscc,
+    eqds::Eqds,
     #[cfg(feature = "example-protocols")]
     fixed_window::FixedWindow,
 }
