@@ -654,3 +654,15 @@ def test_per_packet_load_balancing_is_refused_by_every_target(tmp_path):
     for target in ("ns2", "htsim", "ns3"):
         with pytest.raises(Unsupported, match=r'network.load_balancing: .* does not run "flowlet"'):
             crosscheck(star(network=lb), against=target, out=tmp_path / target, seeds=1)
+
+
+def test_racks_loss_detection_is_refused_by_ns2_and_ns3(tmp_path):
+    from fctlab.crosscheck import crosscheck
+
+    assert plan.load(star()).tcp["rack"] is False
+    sc = star(transport={"rack": True, "sack_recovery": "rfc6675"})
+    assert plan.load(sc).tcp["rack"] is True
+    # (htsim's TcpSrc has no SACK, which RACK needs: htsim refuses `sack` first.)
+    for target in ("ns2", "ns3"):
+        with pytest.raises(Unsupported, match=r"transport.rack"):
+            crosscheck(sc, against=target, out=tmp_path / target, seeds=1)

@@ -125,6 +125,9 @@ fn check_tcp(tcp: &TcpConfig, err: &dyn Fn(&str, String) -> ScenarioError) -> Re
             "needs sack_recovery = \"rfc6675\" (ns-2's Sack1 recovery has no loss probe)".into(),
         ));
     }
+    if tcp.rack && (!tcp.sack || tcp.sack_recovery == SackRecovery::Ns2) {
+        return Err(err("rack", "needs sack = true with sack_recovery = \"rfc6675\" (RACK reads SACKed data)".into()));
+    }
     if tcp.window_model == WindowModel::Ns2 && tcp.cwr {
         return Err(err("window_model", "\"ns2\" needs cwr = false (ns-2 has no CWR state)".into()));
     }

@@ -183,6 +183,11 @@ tcp_settings! {
     /// recovery, a probe segment goes out 2 SRTT (plus 2 ms, or plus min RTO with one
     /// segment in flight) after the last transmission, if that is before the RTO.
     tail_loss_probe: bool as bool, key "tail_loss_probe", default true;
+    /// RACK's loss detection by time (RFC 8985 section 6, Linux's `tcp_recovery = 1`): a
+    /// segment is lost once a later-sent one is delivered and a round trip plus a reordering
+    /// window have passed, so that reordering within the window costs no retransmission.
+    /// Needs `sack`.
+    rack: bool as bool, key "rack", default false;
     /// Loss recovery with SACK: RFC 6675 (with lost-retransmission detection) or ns-2.35's
     /// `Agent/TCP/Sack1` (`tcp/tcp-sack1.cc` with its `ScoreBoardRQ`). Used only with `sack`.
     sack_recovery: SackRecovery as SackRecovery, key "sack_recovery", default SackRecovery::Rfc6675;
@@ -368,6 +373,7 @@ initial_ssthresh = "20000B"    # TcpAgent::reset(): ssthresh_ = int(wnd_)
 rto_granularity = "10ms"       # Agent/TCP set tcpTick_ 0.01
 cwr = false                    # Agent/TCP has no CWR state
 tail_loss_probe = false        # no TLP in ns-2.35
+rack = false                   # no RACK in ns-2.35
 sack_recovery = "ns2"          # Agent/TCP/Sack1 when sack = true
 singledup = true               # Agent/TCP set singledup_ 1
 whole_packets = true           # TcpAgent::sendmsg counts whole packets

@@ -232,8 +232,9 @@ impl TcpReceiver {
             }
             Absorbed::Duplicate if p.has(flags::RETX) => {
                 self.spurious_retransmits += 1;
-                (true, None)
+                (true, self.dsack(s, e))
             }
+            Absorbed::Duplicate => (true, self.dsack(s, e)),
             // A duplicate, or a segment that filled (part of) a hole: acknowledged at once.
             _ => (true, None),
         };
@@ -287,6 +288,12 @@ impl TcpReceiver {
 
     fn send_ack(&mut self, out: &mut Vec<Packet>) {
         self.send_ack_with(out, None)
+    }
+
+    /// The duplicate `s..e` as the first SACK block of the ACK it causes (a DSACK, RFC 2883:
+    /// a block below the cumulative ACK), when the sender runs RACK, which reads it.
+    fn dsack(&self, s: u64, e: u64) -> Option<(u64, u64)> {
+        (self.cfg.rack && self.cfg.sack).then_some((s, e))
     }
 
     fn send_ack_with(&mut self, out: &mut Vec<Packet>, recent: Option<(u64, u64)>) {

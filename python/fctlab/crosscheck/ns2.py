@@ -66,6 +66,8 @@ def check(plan: Plan) -> None:
             f"ATCP step weight: ns-2's increase_num_ is switched from W_H to W_L by a check every "
             f"{STEP_POLL_S * 1e3:g} ms of whether the flow has sent past its threshold (fctlab switches at the byte)"
         )
+    if t.get("rack"):
+        raise Unsupported('transport.rack: ns-2.35 has no RACK loss detection; set it to false (profile = "ns2" does)')
     if t["tail_loss_probe"]:
         raise Unsupported(
             'transport.tail_loss_probe: ns-2.35 has no tail loss probe; set it to false (profile = "ns2" does)'

@@ -85,6 +85,10 @@ def check(plan: Plan) -> None:
     t = plan.tcp
     if plan.scheduler:
         raise Unsupported("transport.scheduler: ns-3 has no flow scheduling layer; remove the key to crosscheck")
+    if t.get("rack"):
+        raise Unsupported(
+            "transport.rack = true: ns-3.44's TCP finds losses by duplicate ACKs and SACK counts only; set it to false"
+        )
     for f in plan.flows:
         if f.protocol not in PROTOCOLS:
             raise Unsupported(

@@ -34,7 +34,9 @@ impl TcpSender {
             // After a probe, a SACK means the holes below it are older than the probe
             // timeout: RACK marks them lost.
             let rack_says = self.tlp_high_seq.is_some() && self.rec.sacked.total() > 0;
-            if self.rec.dupacks as u64 >= dupthresh || sack_says || rack_says {
+            // (With RACK on, its time rule decides alone: `rack_detect`.)
+            let counts_say = self.rack.is_none() && (self.rec.dupacks as u64 >= dupthresh || sack_says);
+            if counts_say || rack_says {
                 self.enter_recovery();
                 // Fast retransmit: the first hole goes out at once, whatever the pipe.
                 if let Some((seq, len)) = self.next_hole() {
@@ -100,6 +102,42 @@ impl TcpSender {
             }
         }
         false
+    }
+
+    /// RACK's step (`rack.rs`) after an ACK answering a packet sent at `echo`, or when its
+    /// timer fires (`echo` None): the segments whose time is up are lost; the first loss
+    /// starts recovery, whose first hole goes out at once.
+    pub(super) fn rack_detect(&mut self, now: Nanos, echo: Option<(Nanos, bool)>, out: &mut Vec<Packet>) {
+        let Some(mut r) = self.rack.take() else { return };
+        if let Some((e, dsack)) = echo {
+            if dsack {
+                r.on_dsack(self.snd_una, self.snd_nxt);
+            }
+            let delivered = self.rec.sacked.highest().unwrap_or(0).max(self.snd_una);
+            r.on_ack(now, e, self.snd_una, delivered);
+        }
+        let mss = self.st.mss_bytes;
+        let (min_rtt, srtt) = match (self.rtt.measured(), self.rtt.srtt()) {
+            (Some((min, _)), Some(s)) => (min, s),
+            _ => (Nanos::ZERO, Nanos::ZERO),
+        };
+        let dupthresh_sacked = self.rec.sacked.total() >= self.cfg.dupthresh as u64 * mss;
+        let window = r.window(min_rtt, srtt, dupthresh_sacked, self.rec.active);
+        let rec = &self.rec;
+        let lost = r.detect(now, window, |s, e| rec.sacked.covered_in(s, e) >= e - s);
+        self.rack = Some(r);
+        let Some(end) = lost else { return };
+        let entering = !self.rec.active && self.snd_una >= self.rec.recover;
+        if entering {
+            self.enter_recovery();
+        }
+        self.rec.lost_hint = self.rec.lost_hint.max(end);
+        if entering {
+            if let Some((seq, len)) = self.next_hole() {
+                self.retransmit(now, seq, len, out);
+            }
+            self.ns2_reset_rtx_timer(now);
+        }
     }
 
     /// A retransmission SACKed `dupthresh` segments beyond is lost (see `Recovery`).

@@ -86,6 +86,7 @@ mod ns2;
 mod pacing;
 mod probe;
 mod prr;
+mod rack;
 mod recovery;
 mod router;
 mod send;
@@ -149,6 +150,8 @@ pub struct TcpSender {
     /// probe is due or, for a paced flow, when it must act next (next segment or header-only
     /// packet; paced flows send no tail loss probes).
     probe_deadline: Option<Nanos>,
+    /// RACK's loss detection by time (`[transport] rack`), if on.
+    rack: Option<Box<rack::Rack>>,
     /// snd_nxt when the outstanding probe went out.
     tlp_high_seq: Option<u64>,
     ect: bool,
@@ -236,7 +239,8 @@ impl TcpSender {
                 ssthresh_bytes: cfg.initial_ssthresh_bytes.unwrap_or(CcState::SSTHRESH_UNLIMITED),
                 mss_bytes: mss,
             },
-            rec: Recovery::new(),
+            rec: Recovery { rack: cfg.rack, ..Recovery::new() },
+            rack: cfg.rack.then(Box::default),
             rtt: RttEstimator::new(cfg),
             rto_deadline: None,
             backoff: 0,
@@ -375,6 +379,11 @@ impl TcpSender {
         if self.rec.active && !sack1 {
             // (ns-2's Sack1 has no lost-retransmission detection.)
             self.detect_lost_retransmissions();
+        }
+        if self.rack.is_some() && self.snd_una < self.snd_max {
+            // (A first SACK block below the cumulative ACK is a DSACK, RFC 2883.)
+            let dsack = p.sack_len > 0 && p.sack[0].end <= p.ack;
+            self.rack_detect(now, Some((Nanos::from_nanos(p.ts_echo_ns), dsack)), out);
         }
         if !self.rec.active && self.snd_una < self.snd_max {
             self.fastretrans_alert(now, counted_dupack, out);
@@ -584,10 +593,8 @@ impl Transport for TcpSender {
     /// When the sender's timer expires (retransmission timeout or tail loss probe), if it runs.
     #[inline]
     fn timer_deadline(&self) -> Option<Nanos> {
-        match (self.rto_deadline, self.probe_deadline) {
-            (Some(r), Some(p)) => Some(r.min(p)),
-            (r, p) => r.or(p),
-        }
+        let rack = self.rack.as_deref().and_then(|r| r.deadline);
+        [self.rto_deadline, self.probe_deadline, rack].into_iter().flatten().min()
     }
     /// The sender's timer fired at `now` (the caller checked the deadline): a tail loss probe
     /// if one is due first, the pacing timer, else the retransmission timeout.

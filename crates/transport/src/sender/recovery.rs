@@ -27,6 +27,9 @@ pub(super) struct Recovery {
     pub lost_hint: u64,
     /// Retransmissions of this recovery in sending order: (seq, end, snd_nxt when sent).
     pub rexmits: VecDeque<(u64, u64, u64)>,
+    /// RACK decides what is lost (`lost_hint` alone): SACKed data above a hole no longer marks
+    /// it lost by itself.
+    pub rack: bool,
 }
 
 impl Recovery {
@@ -39,6 +42,7 @@ impl Recovery {
             retx: RangeSet::new(),
             lost_hint: 0,
             rexmits: VecDeque::new(),
+            rack: false,
         }
     }
 
@@ -87,6 +91,9 @@ impl Recovery {
     /// Upper end of the region whose unSACKed bytes count as lost.
     #[inline]
     pub fn lost_limit(&self, snd_max: u64) -> u64 {
+        if self.rack {
+            return self.lost_hint.min(snd_max);
+        }
         self.sacked.highest().unwrap_or(0).max(self.lost_hint).min(snd_max)
     }
 

@@ -195,6 +195,9 @@ impl TcpSender {
         }
         self.last_data_sent = now;
         self.packets_sent += 1;
+        if let Some(r) = self.rack.as_deref_mut() {
+            r.on_sent(seq, seq + len, now);
+        }
         let mut f = if self.ect && !(seq == 0 && self.ns2_first_not_ect()) { flags::ECT } else { 0 };
         if retx {
             f |= flags::RETX;

@@ -48,6 +48,12 @@ impl TcpSender {
         }
         if self.rto_deadline.is_some_and(|r| r <= now) {
             self.on_rto(now, out);
+            return;
+        }
+        // RACK's timer: a segment's time is up with nothing arriving.
+        if self.rack.as_deref().and_then(|r| r.deadline).is_some_and(|d| d <= now) {
+            self.rack_detect(now, None, out);
+            self.send_what_fits(now, out);
         }
     }
 
