@@ -156,14 +156,25 @@ impl Conn {
         }
     }
 
+    /// None when the connection is complete, else when its sender's and its receiver's timers
+    /// are due (one dispatch on the transport, for the step after every activity).
     #[inline]
-    pub fn is_complete(&self) -> bool {
+    pub fn open_deadlines(&self) -> Option<(Option<Nanos>, Option<Nanos>)> {
+        fn open(t: &dyn Transport, rcv: Option<Nanos>) -> Option<(Option<Nanos>, Option<Nanos>)> {
+            (!t.is_complete()).then(|| (t.timer_deadline(), rcv))
+        }
         match self {
-            Conn::Tcp { snd, .. } => snd.is_complete(),
-            Conn::Roce { snd, .. } => snd.is_complete(),
-            Conn::Ndp { snd, .. } => snd.is_complete(),
-            Conn::Uet { snd, .. } => snd.is_complete(),
-            Conn::Eqds { snd, .. } => snd.is_complete(),
+            Conn::Tcp { snd, rcv } => {
+                if snd.is_complete() {
+                    None
+                } else {
+                    Some((snd.timer_deadline(), rcv.delack_deadline()))
+                }
+            }
+            Conn::Roce { snd, .. } => open(snd, None),
+            Conn::Ndp { snd, .. } => open(snd, None),
+            Conn::Uet { snd, .. } => open(snd, None),
+            Conn::Eqds { snd, .. } => open(snd, None),
         }
     }
 

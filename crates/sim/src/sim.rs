@@ -559,15 +559,15 @@ impl Simulation {
         }
         let Some(st) = self.flows.get_mut(f) else { return };
         let Some(conn) = st.conn.as_deref() else { return };
-        if conn.is_complete() {
+        let Some((rto, delack)) = conn.open_deadlines() else {
             self.complete(f);
             return;
-        }
+        };
         // A deadline already past is due now: an event is never scheduled before the clock,
         // and its timer would otherwise wait for a time that has gone.
         let now = self.now;
-        let rto = conn.sender_deadline().map(|d| d.max(now));
-        let delack = conn.receiver_deadline().map(|d| d.max(now));
+        let rto = rto.map(|d| d.max(now));
+        let delack = delack.map(|d| d.max(now));
         // One pending event per timer: a deadline that moved earlier gets a new event; one
         // that moved later is re-armed when the earlier event pops (see `on_timer`).
         if let Some(d) = rto {

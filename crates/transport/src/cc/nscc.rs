@@ -65,8 +65,9 @@ const FAST_DELAY_NS: f64 = 1_000.0;
 /// shifted right by this (qa_gate 3).
 const QA_GATE: u32 = 3;
 
+/// NSCC's state (behind one pointer: a flow's controller stays small).
 #[derive(Clone, Debug)]
-pub struct Nscc {
+pub struct NsccState {
     rate: BitsPerSec,
     /// Bytes on the wire per full packet (mss + header).
     mtu: f64,
@@ -98,7 +99,7 @@ pub struct Nscc {
     now: Nanos,
 }
 
-impl Nscc {
+impl NsccState {
     fn bdp(&self, rtt_ns: f64) -> f64 {
         rtt_ns * 1e-9 * self.rate.as_f64() / 8.0
     }
@@ -162,6 +163,22 @@ impl Nscc {
     }
 }
 
+#[derive(Clone, Debug)]
+pub struct Nscc(Box<NsccState>);
+
+impl std::ops::Deref for Nscc {
+    type Target = NsccState;
+    fn deref(&self) -> &NsccState {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Nscc {
+    fn deref_mut(&mut self) -> &mut NsccState {
+        &mut self.0
+    }
+}
+
 impl Protocol for Nscc {
     const NAMES: &'static [&'static str] = &["nscc"];
     const TRANSPORTS: &'static [TransportKind] = &[TransportKind::Uet];
@@ -191,7 +208,7 @@ impl Protocol for Nscc {
         let a = bdp / REFERENCE_BDP;
         let b = target / REFERENCE_RTT_NS;
         let max_cwnd = (1.5 * bdp).max(mtu);
-        Nscc {
+        Nscc(Box::new(NsccState {
             rate,
             mtu,
 
@@ -218,7 +235,7 @@ impl Protocol for Nscc {
             bytes_ignored: 0.0,
             rto: cfg.nscc_rto.0,
             now: info.start,
-        }
+        }))
     }
 }
 
@@ -239,6 +256,16 @@ impl TransportPolicy for Nscc {
 }
 
 impl CongestionControl for Nscc {
+    fn on_ack(&mut self, st: &mut CcState, ack: &AckSample) {
+        self.0.on_ack(st, ack)
+    }
+
+    fn on_congestion(&mut self, st: &mut CcState, ev: CongestionEvent) {
+        self.0.on_congestion(st, ev)
+    }
+}
+
+impl NsccState {
     fn on_ack(&mut self, st: &mut CcState, ack: &AckSample) {
         self.now = self.now.max(ack.now);
         let acked = ack.acked_bytes as f64;

@@ -593,8 +593,17 @@ impl Transport for TcpSender {
     /// When the sender's timer expires (retransmission timeout or tail loss probe), if it runs.
     #[inline]
     fn timer_deadline(&self) -> Option<Nanos> {
-        let rack = self.rack.as_deref().and_then(|r| r.deadline);
-        [self.rto_deadline, self.probe_deadline, rack].into_iter().flatten().min()
+        let d = match (self.rto_deadline, self.probe_deadline) {
+            (Some(r), Some(p)) => Some(r.min(p)),
+            (r, p) => r.or(p),
+        };
+        match self.rack.as_deref() {
+            None => d,
+            Some(r) => match (d, r.deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
     }
     /// The sender's timer fired at `now` (the caller checked the deadline): a tail loss probe
     /// if one is due first, the pacing timer, else the retransmission timeout.
