@@ -632,14 +632,8 @@ impl Simulation {
             // Data and SYNs follow the flow's data path, ACKs and SYN-ACKs its reverse path.
             let reverse = p.kind.is_reverse();
             let mut meta = PacketMeta { hop: if reverse { HOP_REVERSE } else { 0 }, ..p.meta() };
-            match self.balance.as_mut() {
-                None => {}
-                // (The sender sprays over its paths in turn: their numbers in the hop byte.)
-                Some(Balancer::Permutation(b)) => meta.hop |= b.entropy(meta.flow, reverse),
-                // (REPS: a value acknowledged unmarked before, or a fresh one.)
-                Some(Balancer::Reps(b)) => meta.hop |= b.entropy(meta.flow, reverse) & !HOP_REVERSE,
-                // (Per-packet path choice: the hop byte carries the sender's entropy value.)
-                Some(_) => meta.hop |= p.entropy & !HOP_REVERSE,
+            if self.balance.is_some() {
+                meta.hop |= self.sender_entropy(&p, reverse);
             }
             let from = p.src;
             if self.streaming || self.classifier.is_some() {
@@ -662,6 +656,22 @@ impl Simulation {
             }
         }
         self.out = out;
+    }
+
+    /// Per-packet path choice: the entropy value a packet leaving its sender carries in its
+    /// hop byte (beside the direction).
+    #[cold]
+    #[inline(never)]
+    fn sender_entropy(&mut self, p: &Packet, reverse: bool) -> u8 {
+        match self.balance.as_mut() {
+            None => 0,
+            // (The sender sprays over its paths in turn: their numbers.)
+            Some(Balancer::Permutation(b)) => b.entropy(p.flow, reverse),
+            // (REPS: a value acknowledged unmarked before, or a fresh one.)
+            Some(Balancer::Reps(b)) => b.entropy(p.flow, reverse) & !HOP_REVERSE,
+            // (The value the sender wrote.)
+            Some(_) => p.entropy & !HOP_REVERSE,
+        }
     }
 
     /// The port a packet at `node` takes next, and its metadata's hop byte after it: the
