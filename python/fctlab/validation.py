@@ -150,6 +150,7 @@ PAPER_PROTOCOLS = {
     "d3": ("d3",),
     "d2tcp": ("d2tcp",),
     "hpcc": ("hpcc",),
+    "ndp": ("ndp",),
 }
 GRADED = (MATCH, DIRECTION, INCONCLUSIVE, NO_MATCH)
 

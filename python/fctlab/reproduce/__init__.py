@@ -10,7 +10,8 @@ slowdown by message size beside pFabric and PIAS; see docs/reproduce_homa.md), `
 deadline benchmark beside RCP and TCP; see docs/reproduce_d3.md), ``d2tcp`` (D2TCP's missed
 deadlines against fan-in beside DCTCP and D3; see docs/reproduce_d2tcp.md) and ``hpcc`` (HPCC's
 FCT slowdown by flow size and PFC pauses beside DCQCN, TIMELY and DCTCP on a lossless fabric;
-see docs/reproduce_hpcc.md).
+see docs/reproduce_hpcc.md) and ``ndp`` (NDP's permutation throughput and incast completion
+beside DCTCP over a 432-node FatTree; see docs/reproduce_ndp.md).
 
     fctlab reproduce atcp [--quick] [--out DIR] [--items 1,2,7] [--budget SECONDS] [--workers N | --cluster ADDRESS]
     fctlab reproduce --claims [PAPER] [--check] [--out FILE]
@@ -39,7 +40,7 @@ from . import stored
 
 __all__ = ["main_reproduce", "configure", "run", "PAPERS", "default_scenario_dir"]
 
-PAPERS = ("atcp", "thesis", "schedtcp", "pfabric", "pias", "homa", "d3", "d2tcp", "hpcc")
+PAPERS = ("atcp", "thesis", "schedtcp", "pfabric", "pias", "homa", "d3", "d2tcp", "hpcc", "ndp")
 
 
 class _ArgError(Exception):
