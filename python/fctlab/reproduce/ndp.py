@@ -124,7 +124,18 @@ def _incast(r: Runner, mode: Mode) -> dict:
             last, first = float(f["fct_s"].max()), float(f["fct_s"].min())
             best = optimal_last(f, n)
             res[s].append(
-                {"servers": n, "last_s": last, "fastest_s": first, "optimal_s": best, "overhead": last / best - 1}
+                {
+                    "servers": n,
+                    "last_s": last,
+                    "fastest_s": first,
+                    "optimal_s": best,
+                    "overhead": last / best - 1,
+                    "spread": last / first,
+                    "timeouts": int(f["timeouts"].sum()),
+                    "retransmits": int(f["retransmits"].sum()),
+                    "drops": int(run.links["drops"].sum()),
+                    "trimmed": int(run.links["trimmed_packets"].sum()),
+                }
             )
     return res
 
@@ -253,6 +264,24 @@ def _item2(r: Runner, mode: Mode, out) -> Item:
     ax.legend(fontsize=7)
     save_figure(fig, Path(out) / "ndp_item2.png")
     it.figures.append(("ndp_item2.png", "Completion time of the last and fastest response (the paper's Fig. 16)"))
+    it.explanation.append(
+        "Slowest response over the fastest, by servers: "
+        + "; ".join(
+            f"{LABEL[s]} " + ", ".join(f"{x['servers']}: {x['spread']:.2f}" for x in res[s]) for s in INCAST_SCHEMES
+        )
+        + "."
+    )
+    it.explanation.append(
+        "Drops, timeouts and retransmissions (trimmed packets), by servers: "
+        + "; ".join(
+            f"{LABEL[s]} "
+            + ", ".join(
+                f"{x['servers']}: {x['drops']}, {x['timeouts']}, {x['retransmits']} ({x['trimmed']})" for x in res[s]
+            )
+            for s in INCAST_SCHEMES
+        )
+        + "."
+    )
     it.explanation.append(
         "Last response over the optimal, by servers: "
         + "; ".join(
