@@ -39,6 +39,8 @@ OVERRIDES = {
     "scenarios/papers/thesis/class_mix.toml": [f"workloads.{k}.rounds=3" for k in range(20)],
     # the HPCC paper's 320-host fabric, on a few of its flows
     "scenarios/papers/hpcc/fabric.toml": ["workloads.0.count=200"],
+    # the NDP paper's 432-host FatTree, as a 16-host one for a short while
+    "scenarios/papers/ndp/permutation.toml": ["network.k=4", "stop_time=2ms"],
     # the size-aware comparison's scenarios (one per protocol, 1,000 flows each), on fewer flows
     **{f"scenarios/size_aware/{p}.toml": ["workloads.0.count=300"] for p in SIZE_AWARE},
 }
