@@ -1,12 +1,13 @@
-//! A flow's connection: both ends, on the transport its protocol runs on (TCP, or the `roce`
-//! transport's go-back-N messages), behind the few calls the simulation makes.
+//! A flow's connection: both ends, on the transport its protocol runs on (TCP, the `roce`
+//! transport's go-back-N messages, or the `ndp`, `eqds` and `uet` transports made for trimming
+//! switches), behind the few calls the simulation makes.
 
 use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::{FlowId, NodeId, Packet};
 use fctlab_transport::transport::HostReceiver;
 use fctlab_transport::{
     AnyCc, EqdsReceiver, EqdsSender, NdpReceiver, NdpSender, RoceReceiver, RoceSender, TcpConfig, TcpReceiver,
-    TcpSender, Transport, UetSender,
+    TcpSender, Transport, TransportKind, UetSender,
 };
 
 /// Both ends of one flow's connection. (Always boxed in its flow's state: a queue pair takes
@@ -61,6 +62,32 @@ impl Conn {
             rcv.expect_grants(size, r.unscheduled(size), r.resend_timeout());
         }
         Box::new(Conn::Tcp { snd, rcv })
+    }
+
+    /// A connection on a transport made for trimming switches: `ndp`, `eqds`, or else `uet`.
+    pub fn new_trimmed(
+        kind: TransportKind,
+        id: FlowId,
+        (src, dst): (NodeId, NodeId),
+        size: Option<u64>,
+        tcp: &TcpConfig,
+        cc: AnyCc,
+        ecn: bool,
+    ) -> Box<Conn> {
+        Box::new(match kind {
+            TransportKind::Ndp => Conn::Ndp {
+                snd: NdpSender::new(id, src, dst, size, tcp, cc, ecn),
+                rcv: NdpReceiver::new(id, dst, src, size, tcp),
+            },
+            TransportKind::Eqds => Conn::Eqds {
+                snd: EqdsSender::new(id, src, dst, size, tcp, cc, ecn),
+                rcv: EqdsReceiver::new(id, dst, src, size, tcp),
+            },
+            _ => Conn::Uet {
+                snd: UetSender::new(id, src, dst, size, tcp, cc),
+                rcv: NdpReceiver::new(id, dst, src, size, tcp),
+            },
+        })
     }
 
     /// The sending side.

@@ -19,6 +19,7 @@ mod ideal;
 mod lossless;
 mod monitor;
 mod nic;
+mod pacer;
 mod pcap;
 mod pfc;
 mod pull;

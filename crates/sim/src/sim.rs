@@ -16,9 +16,7 @@ use fctlab_net::{
 use fctlab_scenario::{FlowFeed, FlowPart, FlowSpec, Scenario, ScenarioError};
 use fctlab_transport::cc::{PortControl, PortInfo, PortView};
 use fctlab_transport::transport::{Grant, HostReceiver, Incoming};
-use fctlab_transport::{
-    EqdsReceiver, EqdsSender, FlowInfo, NdpReceiver, NdpSender, RoceReceiver, RoceSender, TransportKind, UetSender,
-};
+use fctlab_transport::{FlowInfo, RoceReceiver, RoceSender, TransportKind};
 use std::time::Instant;
 
 #[derive(Copy, Clone, Debug)]
@@ -135,7 +133,7 @@ pub struct Simulation {
     /// packet following its flow's paths.
     pub(crate) balance: Option<fctlab_net::balance::Balancer>,
     /// The pull pacer of each host that receives `ndp` flows, by node (`pull.rs`).
-    pub(crate) pacers: Vec<Option<Box<crate::pull::Pacer>>>,
+    pub(crate) pacers: Vec<Option<Box<crate::pacer::Pacer>>>,
 }
 
 impl Simulation {
@@ -823,28 +821,17 @@ impl Simulation {
             .cc
             .router_assisted()
             .then(|| self.router_names.iter().position(|n| *n == spec.cc.name()).unwrap_or(0) as u8);
-        let mut pacer = None;
-        let conn = if spec.cc.transport() == TransportKind::Eqds {
+        let kind = spec.cc.transport();
+        // A pulled flow's receiving host paces its pulls: full packets at its link's rate (the
+        // first port of the ACK path is its NIC), at the protocol's fraction of it.
+        let pacer = matches!(kind, TransportKind::Ndp | TransportKind::Eqds).then(|| {
             let wire = tcp.mss_bytes as u64 + tcp.header_bytes as u64;
-            let rate = rcv_rate.unwrap_or(nic_rate);
-            pacer = Some(Self::pull_spacing(wire, rate.0, spec.cc.pull_rate().unwrap_or(1.0)));
-            let snd = EqdsSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn);
-            let rcv = EqdsReceiver::new(id, dst, src, spec.size_bytes, tcp);
-            Box::new(Conn::Eqds { snd, rcv })
-        } else if spec.cc.transport() == TransportKind::Uet {
-            let snd = UetSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info));
-            let rcv = NdpReceiver::new(id, dst, src, spec.size_bytes, tcp);
-            Box::new(Conn::Uet { snd, rcv })
-        } else if spec.cc.transport() == TransportKind::Ndp {
-            // The receiving host's pacer: full packets at its link's rate (the first port of
-            // the ACK path is its NIC), at the protocol's fraction of it.
-            let wire = tcp.mss_bytes as u64 + tcp.header_bytes as u64;
-            let rate = rcv_rate.unwrap_or(nic_rate);
-            pacer = Some(Self::pull_spacing(wire, rate.0, spec.cc.pull_rate().unwrap_or(1.0)));
-            let snd = NdpSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn);
-            let rcv = NdpReceiver::new(id, dst, src, spec.size_bytes, tcp);
-            Box::new(Conn::Ndp { snd, rcv })
-        } else if spec.cc.transport() == TransportKind::Roce {
+            Self::pull_spacing(wire, rcv_rate.unwrap_or(nic_rate).0, spec.cc.pull_rate().unwrap_or(1.0))
+        });
+        let ends = (src, dst);
+        let conn = if matches!(kind, TransportKind::Ndp | TransportKind::Eqds | TransportKind::Uet) {
+            Conn::new_trimmed(kind, id, ends, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn)
+        } else if kind == TransportKind::Roce {
             let mut snd = RoceSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn, nic_rate);
             snd.set_base_rtt(base_rtt);
             if let Some(o) = owner {
@@ -867,7 +854,7 @@ impl Simulation {
             Conn::new_tcp(id, (src, dst), spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn, owner, host)
         };
         if let Some(spacing) = pacer {
-            crate::pull::ensure(&mut self.pacers, self.net.node_is_host.len(), dst, spacing);
+            crate::pacer::ensure(&mut self.pacers, self.net.node_is_host.len(), dst, spacing);
         }
         if spec.size_bytes.is_some() {
             self.open_flows += 1;
