@@ -66,6 +66,8 @@ _NAMES = {
     "hpcc": "HPCC",
     "swift": "Swift",
     "ndp": "NDP",
+    "eqds": "EQDS",
+    "nscc": "NSCC",
 }
 
 #: Why a cell holds no result: (column, protocol) -> the reason, in a few words. The column is
@@ -81,11 +83,14 @@ REASONS = {
     ("ns2", "pfabric"): "ns-2.35 has no pFabric",
     ("ns2", "pias"): "ns-2.35 has no PIAS",
     ("ns2", "homa"): "ns-2.35 has no Homa",
-    **{("ns2", p): f"ns-2.35 has no {_NAMES[p]}" for p in ("roce", "dcqcn", "timely", "hpcc", "swift", "ndp")},
+    **{
+        ("ns2", p): f"ns-2.35 has no {_NAMES[p]}"
+        for p in ("roce", "dcqcn", "timely", "hpcc", "swift", "ndp", "eqds", "nscc")
+    },
     **{
         ("htsim", p): f"htsim has no {name}"
         for p, name in _NAMES.items()
-        if p not in ("tcp", "dctcp", "roce", "hpcc", "swift", "ndp")
+        if p not in ("tcp", "dctcp", "roce", "hpcc", "swift", "ndp", "eqds", "nscc")
     },
     ("htsim", "dcqcn"): "refused: uet-htsim's DCQCNSrc multiplies its own events, so no run ends",
     ("htsim", "timely"): "htsim has no TIMELY (neither csg-htsim nor uet-htsim)",
@@ -95,6 +100,8 @@ REASONS = {
     ("testbed", "pfabric"): "no Linux qdisc sends the least-remaining packet first",
     ("testbed", "homa"): "the kernel here has no Homa transport",
     ("testbed", "ndp"): "the kernel here has no NDP transport",
+    ("testbed", "eqds"): "the kernel here has no EQDS transport",
+    ("testbed", "nscc"): "the kernel here has no Ultra Ethernet transport",
     **{
         ("testbed", p): "the testbed runs TCP; no RDMA NIC or soft-RoCE here"
         for p in ("roce", "dcqcn", "timely", "hpcc", "swift")

@@ -37,6 +37,18 @@ UET = htsim_peer.find(["dcqcn"])
 needs_uet_htsim = pytest.mark.skipif(
     UET is None, reason=f"uet-htsim is not built ({htsim_peer.how_to_get(['dcqcn'])}; CI cannot fetch it)"
 )
+#: a build whose driver runs csg-htsim's EQDS on htsim's fat-tree
+EQDS_PEER = htsim_peer.find(["eqds"])
+needs_eqds_htsim = pytest.mark.skipif(
+    EQDS_PEER is None,
+    reason=f"htsim is not built with eqds ({htsim_peer.how_to_get(['eqds'])}; CI cannot fetch it)",
+)
+#: a build whose driver runs uet-htsim's UecSrc (NSCC, REPS) on htsim's fat-tree
+NSCC_PEER = htsim_peer.find(["nscc"])
+needs_nscc_htsim = pytest.mark.skipif(
+    NSCC_PEER is None,
+    reason=f"uet-htsim is not built with nscc ({htsim_peer.how_to_get(['nscc'])}; CI cannot fetch it)",
+)
 
 P = 9000  # htsim's packet: 8960 B of data and a 40-byte header
 #: DCTCP as htsim runs it (the set-ups of scenarios/crosscheck/htsim)
@@ -200,10 +212,21 @@ def test_the_rto_refusal_says_the_value_htsim_needs():
         checked(dumbbell(transport={"min_rto": "1ms"}))
 
 
-def test_the_driver_table_runs_tcp_dctcp_roce_hpcc_swift_and_ndp_and_lists_htsims_other_drivers():
-    assert {p for p, d in htsim.DRIVERS.items() if d.runs} == {"tcp", "dctcp", "roce", "hpcc", "swift", "ndp"}
+def test_the_driver_table_runs_tcp_dctcp_roce_hpcc_swift_ndp_eqds_and_nscc():
+    assert {p for p, d in htsim.DRIVERS.items() if d.runs} == {
+        "tcp",
+        "dctcp",
+        "roce",
+        "hpcc",
+        "swift",
+        "ndp",
+        "eqds",
+        "nscc",
+    }
     assert htsim.DRIVERS["ndp"] == htsim.Driver("fctlab_htsim", "NdpSrc", True)
-    assert {"ndp", "eqds", "roce", "swift", "hpcc", "dcqcn"} <= set(htsim.DRIVERS)
+    assert htsim.DRIVERS["eqds"] == htsim.Driver("fctlab_htsim", "EqdsSrc", True)
+    assert htsim.DRIVERS["nscc"] == htsim.Driver("fctlab_htsim", "UecSrc", True)
+    assert {"ndp", "eqds", "nscc", "roce", "swift", "hpcc", "dcqcn"} <= set(htsim.DRIVERS)
     assert set(htsim.DEFECTIVE) == {"dcqcn"} and not htsim.DRIVERS["dcqcn"].runs
 
 
@@ -465,10 +488,21 @@ def test_the_build_defines_what_the_code_base_has(tmp_path):
     (tmp_path / "dcqcn.h").write_text("class DCQCNSrc;\n")
     (tmp_path / "queue_lossless_output.h").write_text("    static int _ecn_enabled;\n    static int _K;\n")
     (tmp_path / "roce.cpp").write_text("    if (ackno * _mss >= _flow_size){\n")
+    (tmp_path / "datacenter").mkdir()
+    (tmp_path / "datacenter" / "fat_tree_topology.h").write_text("class FatTreeTopologyCfg {\n};\n")
+    (tmp_path / "uec.h").write_text("class UecSrc;\n")
+    (tmp_path / "compositequeue.h").write_text("                   uint16_t trim_size, bool disable_trim=false);\n")
     defines = htsim_peer.features(tmp_path)
-    assert all(defines.values())
-    assert htsim_peer.protocols_of(defines) == ("dcqcn",)
+    assert {d for d, on in defines.items() if not on} == {"FCTLAB_HTSIM_EQDS"}
+    # uet-htsim: DCQCN, and NSCC on its fat-tree
+    assert htsim_peer.protocols_of(defines) == ("dcqcn", "nscc")
+    assert htsim_peer.protocols_of({**defines, "FCTLAB_HTSIM_FATTREE": False}) == ("dcqcn",)
     assert htsim_peer.protocols_of({}) == htsim_peer.BASE_PROTOCOLS
+    # csg-htsim: its EQDS (EqdsNIC(eventlist, rate)) on its fat-tree
+    (tmp_path / "eqds.h").write_text("    EqdsNIC(EventList &eventList, linkspeed_bps linkspeed);\n")
+    assert htsim_peer.features(tmp_path)["FCTLAB_HTSIM_EQDS"]
+    csg = {"FCTLAB_HTSIM_FATTREE": True, "FCTLAB_HTSIM_EQDS": True}
+    assert htsim_peer.protocols_of(csg) == (*htsim_peer.BASE_PROTOCOLS, "eqds")
 
 
 def test_tcp_over_lossless_ports_is_refused():
@@ -624,12 +658,14 @@ def test_htsims_ndp_refuses_64_byte_headers_saying_why_and_spraying_for_other_pr
     # spraying is NDP's only: htsim's TCP and RDMA sources here take one path per flow
     sc = fattree()
     sc["network"]["load_balancing"] = "spray"
-    with pytest.raises(Unsupported, match=r"network.load_balancing: 'spray'; .*only its NdpSrc sprays"):
+    with pytest.raises(
+        Unsupported, match=r"network.load_balancing: 'spray'; .*only its NdpSrc, EqdsSrc and UecSrc spray"
+    ):
         checked(sc)
     # a per-packet policy other than spraying is refused before htsim's own checks
     p = plan.load(ndp_fattree(load_balancing="flowlet"))
     with pytest.raises(
-        Unsupported, match=r'network.load_balancing: htsim does not run "flowlet" \(.* runs spray, permutation\)'
+        Unsupported, match=r'network.load_balancing: htsim does not run "flowlet" \(.* runs spray, permutation, reps\)'
     ):
         plan.refuse_balancing(p, htsim.PRODUCER, htsim.BALANCING)
     # one kind of port per scenario
@@ -653,6 +689,197 @@ def test_ndp_output_lines_give_each_ports_trimmed_packets():
     d = checked(dumbbell())
     _, links, _, _, _ = htsim.parse(d, "\n".join(f"L {i} 1 1 0 0 0 0 0" for i in range(len(d.ports))), 1, 0.1)
     assert "trimmed_packets" not in links[0]
+
+
+#: EQDS and NSCC as htsim's drivers run them: 4150-byte packets, 4086 B of payload and a 64-byte
+#: header, the last packet of a flow carrying the bytes left
+EQDS = {"protocol": "eqds", "mss": "4086B", "header_bytes": "64B"}
+NSCC = {"protocol": "nscc", "mss": "4086B", "header_bytes": "64B", "nscc": {"nscc_network_rtt": "14023ns"}}
+EP = 4150  # an EQDS or UEC data packet on the wire
+
+
+def tree(transport: dict, flows=None, **network) -> dict:
+    """EQDS (spraying at the sender) or NSCC (REPS, marking at 9 packets) over trimming
+    switches on a k=4 fat-tree of 100 Gbps links: a flow between pods, one within an edge
+    switch, one within a pod."""
+    nscc = transport["protocol"] == "nscc"
+    net = {
+        "topology": "fattree",
+        "k": 4,
+        "link_rate": "100Gbps",
+        "link_delay": "1us",
+        "buffer": "1MB",
+        "queue": "trim",
+        "trim_threshold": "42pkt" if nscc else "34pkt",
+        "nic_queue": "trim",
+        "load_balancing": "reps" if nscc else "permutation",
+    }
+    if nscc:
+        net["trim_ecn_threshold"] = "9pkt"
+    for k, v in network.items():
+        if v is None:
+            net.pop(k, None)
+        else:
+            net[k] = v
+    return {
+        "seed": 1,
+        "network": net,
+        "transport": transport,
+        "flows": flows
+        or [
+            {"src": "h0", "dst": "h15", "size": "2MB"},
+            {"src": "h1", "dst": "h0", "size": "300KB"},
+            {"src": "h2", "dst": "h1", "size": "250KB", "start": "10us"},
+        ],
+    }
+
+
+def test_eqds_runs_on_htsims_own_fat_tree_each_of_its_ports_named_by_the_scenarios():
+    p = checked(tree(EQDS))
+    text = htsim.script(p, 7)
+    # the whole packet (-mtu), the seed of the switches' hash salts and CompositeQueue's coin
+    assert lines(text, "packet") == [["packet", "4150"]] and lines(text, "seed") == [["seed", "7"]]
+    # htsim's fat-tree of 16 hosts, 100 Gbps, 1 us per link; CompositeQueue holds 34 waiting + 1
+    assert lines(text, "fattree") == [["fattree", "16", "100000000000", "1000000", str(35 * EP)]]
+    # the first window (packets), 64 entropy values (main_eqds.cpp -paths), the RTO, the pull rate
+    assert lines(text, "eqds") == [["eqds", "50", "64", "220000000", "0.99"]]
+    # every port of the scenario is one queue of htsim's fat-tree, and the wiring is htsim's:
+    # host h under ToR h/2, ToR t in pod t/2, aggregation switch a at position a mod 2 reaching
+    # the cores (a mod 2) + 2 l
+    rows = {int(r[1]): (r[2], int(r[3]), int(r[4])) for r in lines(text, "ftport")}
+    assert sorted(rows) == list(range(len(p.ports))) == list(range(96))
+    assert len(set(rows.values())) == 96
+    host = {h: i for i, h in enumerate(p.hosts)}
+    tor, agg = {}, {}
+    for i, port in enumerate(p.ports):
+        tier, a, b = rows[i]
+        if tier == "ns_nlp":
+            assert host[port.src] == a and b == a // 2
+            tor[port.dst] = b
+        elif tier == "nlp_ns":
+            assert host[port.dst] == b and a == b // 2
+        elif tier == "nlp_nup":
+            agg.setdefault(port.dst, b)
+            assert agg[port.dst] == b
+    for i, port in enumerate(p.ports):
+        tier, a, b = rows[i]
+        if tier == "nlp_nup":
+            assert a == tor[port.src] and a // 2 == b // 2  # a ToR reaches its own pod's switches
+        elif tier == "nup_nc":
+            assert a == agg[port.src] and b % 2 == a % 2
+        elif tier == "nc_nup":
+            assert b == agg[port.dst] and a % 2 == b % 2
+    # flows between hosts, in bytes: the last packet carries the bytes left in both
+    assert [f[1:] for f in lines(text, "flow")] == [
+        ["0", "eqds", "2000000", "0", "-1", "-1", "0", "/", "15"],
+        ["1", "eqds", "300000", "0", "-1", "-1", "1", "/", "0"],
+        ["2", "eqds", "250000", "10000000", "-1", "-1", "2", "/", "1"],
+    ]
+    notes = " ".join(p.notes)
+    for what in (
+        "FatTreeSwitch",
+        "eqds.cpp:818-841",
+        "332,481 ps",
+        "ceil(9n / 8)",
+        "16 KB",
+        "20 to 1",
+        "eqds.cpp:52-68",
+    ):
+        assert what in notes
+    assert htsim.pairs_flows(p)
+    # a threshold in bytes: it and the packet in transmission
+    b = checked(tree(EQDS, trim_threshold="100000B"))
+    assert lines(htsim.script(b, 1), "fattree")[0][4] == str(100000 + EP)
+
+
+def test_nscc_runs_on_uet_htsims_fat_tree_with_reps_an_ack_per_packet_and_marking_at_one_threshold():
+    p = checked(tree(NSCC))
+    text = htsim.script(p, 3)
+    assert lines(text, "fattree") == [["fattree", "16", "100000000000", "1000000", str(43 * EP)]]
+    # the network's round trip and the target (0.75 of it) in ps, REPS over fctlab's 128 values,
+    # an ACK per packet (-sack_threshold 4000), the RTO, no base RTT from NACKs, and kmin = kmax:
+    # a data packet leaving with 9 full packets queued behind it is marked, as fctlab marks one
+    # arriving to 9 waiting
+    assert lines(text, "uec") == [
+        ["uec", "14023000", "10517250", "128", "4000", "100000000", "0", str(9 * EP - 1), str(9 * EP - 1)]
+    ]
+    assert all(f[2] == "nscc" for f in lines(text, "flow"))
+    notes = " ".join(p.notes)
+    for what in ("compositequeue.cpp:74-98", "UecMpReps", "14,022.72 ns", "-disable_base_rtt_update_on_nack"):
+        assert what in notes
+    # uet-htsim's calculate_rtt on this fat-tree: six links, one packet and one ACK serialized on each
+    assert htsim.calculate_rtt(p) == pytest.approx(14.02272e-6, abs=1e-15)
+    # a marking threshold in bytes: a packet leaving with more than B - 1 bytes behind it
+    b = checked(tree(NSCC, trim_ecn_threshold="40000B"))
+    assert lines(htsim.script(b, 1), "uec")[0][7:] == ["39999", "39999"]
+
+
+@pytest.mark.parametrize(
+    "transport, network, key",
+    [
+        ({**EQDS, "header_bytes": "40B"}, {}, "transport.header_bytes"),
+        ({**EQDS, "whole_packets": True}, {}, "transport.whole_packets"),
+        ({**EQDS, "ack_interval": 2}, {}, "transport.ack_interval"),
+        (EQDS, {"load_balancing": "ecmp"}, "network.load_balancing"),
+        (EQDS, {"load_balancing": "reps"}, "network.load_balancing"),
+        (EQDS, {"queue": "droptail", "trim_threshold": None}, "network.queue"),
+        (EQDS, {"nic_queue": "droptail"}, "network.nic_queue"),
+        (EQDS, {"trim_header_bytes": "80B"}, "network.trim_header_bytes"),
+        (EQDS, {"trim_ecn_threshold": "9pkt"}, "network.trim_ecn_threshold"),
+        (EQDS, {"topology": "leafspine", "k": None, "spines": 2, "leaves": 4, "hosts_per_leaf": 4}, "network.topology"),
+        (NSCC, {"load_balancing": "permutation"}, "network.load_balancing"),
+        (NSCC, {"trim_ecn_threshold": None}, "network.trim_ecn_threshold"),
+        (NSCC, {"trim_ecn_threshold": "50pkt"}, "network.trim_ecn_threshold"),
+        ({**NSCC, "nscc": {}}, {}, "transport.nscc_network_rtt"),
+        ({**NSCC, "whole_packets": True}, {}, "transport.whole_packets"),
+    ],
+)
+def test_what_htsims_eqds_and_nscc_fix_is_refused_naming_the_key(transport, network, key):
+    with pytest.raises(Unsupported, match=key) as e:
+        checked(tree(transport, **network))
+    assert "\n" not in str(e.value)
+
+
+def test_the_refusals_of_eqds_and_nscc_say_what_htsim_needs():
+    # uet-htsim scales NSCC by its network's round trip: the refusal gives its value here
+    with pytest.raises(Unsupported, match=r'calculate_rtt, main_uec.cpp:51-60: 14022.720 ns here.*"14023ns"'):
+        checked(tree({**NSCC, "nscc": {}}))
+    with pytest.raises(Unsupported, match=r'network.load_balancing: \'reps\'; htsim\'s EqdsSrc .* "permutation"'):
+        checked(tree(EQDS, load_balancing="reps"))
+    # one protocol per scenario: EQDS with NDP, or EQDS with NSCC, are refused
+    mixed = tree(EQDS)
+    mixed["flows"][1]["protocol"] = "nscc"
+    with pytest.raises(Unsupported, match="transport.protocol: the scenario mixes EQDS or NSCC"):
+        checked(mixed)
+    # EqdsSrc's settings are one for all its flows
+    two = tree(EQDS)
+    two["flows"][1]["eqds"] = {"eqds_initial_window": 20}
+    with pytest.raises(Unsupported, match=r"flows\[1\]\.eqds: its EQDS settings differ"):
+        checked(two)
+
+
+def test_eqds_output_lines_give_each_ports_trims_and_each_flows_counts():
+    p = checked(tree(EQDS))
+    out = "\n".join(
+        ["S 0 0", "S 1 0", "S 2 0.00001", "F 0 0.000178 2 0 492", "F 1 0.00003 0 0 74", "F 2 0.00004 0 1 62"]
+        + [f"L {i} 10 41500 0 0 0.001 0 {7 if i == 40 else 0}" for i in range(len(p.ports))]
+        + ["T 0.0002"]
+    )
+    flows, links, summary, _, _ = htsim.parse(p, out, 1, 0.1)
+    assert [r["trimmed_packets"] for r in links[39:42]] == [0, 7, 0]
+    assert flows[0]["retransmits"] == 2 and flows[0]["packets_sent"] == 492 and flows[2]["timeouts"] == 1
+    assert flows[2]["fct_s"] == pytest.approx(3e-5) and summary["flows_completed"] == 3
+
+
+def test_without_a_build_with_nscc_a_run_says_to_build_uet_htsim(tmp_path, monkeypatch):
+    monkeypatch.setenv("FCTLAB_CACHE", str(tmp_path / "cache"))
+    _fake_build(tmp_path / "cache", "a" * 40, "2026-01-01T00:00:00Z", (*htsim_peer.BASE_PROTOCOLS, "eqds"))
+    assert htsim_peer.find(["eqds"]).commit == "a" * 40
+    with pytest.raises(htsim.HtsimError) as e:
+        htsim.run(checked(tree(NSCC)), 1, tmp_path / "run")
+    assert str(e.value).startswith(
+        "htsim is not built with nscc: fctlab peers build htsim --source https://github.com/ultraethernet/uet-htsim"
+    )
 
 
 def test_output_lines_become_flows_and_links_rows():
@@ -1161,3 +1388,103 @@ def test_switches_spraying_at_random_queue_and_trim_where_htsims_sources_permuta
     a, b = pd.read_parquet(r.fctlab_dir / "flows.parquet"), pd.read_parquet(r.other_dir / "flows.parquet")
     assert pd.read_parquet(r.fctlab_dir / "links.parquet")["trimmed_packets"].sum() <= 2
     assert a["fct_s"].mean() / b["fct_s"].mean() == pytest.approx(1.0, abs=0.01)
+
+
+def _permutation(n: int, seed: int, size: str) -> list:
+    rng = random.Random(seed)
+    perm = list(range(n))
+    while any(i == j for i, j in enumerate(perm)):
+        rng.shuffle(perm)
+    return [{"src": f"h{i}", "dst": f"h{j}", "size": size} for i, j in enumerate(perm)]
+
+
+def _uplink_spread(links: pd.DataFrame) -> float:
+    """The coefficient of variation of the bytes the ToRs' uplinks carried."""
+    up = links[links["src"].str.startswith("edge") & links["dst"].str.startswith("agg")]
+    return float(up["tx_bytes"].std() / up["tx_bytes"].mean())
+
+
+def test_eqds_over_switch_hashed_entropy_values_loads_ports_unevenly_and_takes_longer():
+    # Shown in fctlab alone: one permutation of 2 MB EQDS flows on the k=8 fat-tree. Spraying
+    # at the sender over every path in turn (load_balancing = "permutation") gives every port
+    # an even share of each flow; entropy values hashed by the switches ("reps", as htsim's
+    # EqdsSrc's are) leave some ports more of a flow than others, queues grow there, and the
+    # flows take about 5% longer: the difference of eqds_permutation from htsim
+    # (docs/crosscheck_htsim.md, "EQDS")
+    out = {}
+    for lb in ("permutation", "reps"):
+        sc = tree(EQDS, flows=_permutation(128, 1, "2MB"), k=8, load_balancing=lb)
+        r = __import__("fctlab").run(sc)
+        out[lb] = (r.flows["fct_s"].mean(), _uplink_spread(r.links))
+    assert out["reps"][0] > 1.03 * out["permutation"][0]
+    assert out["reps"][1] > 1.2 * out["permutation"][1]
+
+
+@needs_eqds_htsim
+def test_an_eqds_flow_alone_goes_at_the_pull_rate_in_both(tmp_path):
+    # One 2 MB flow between pods: a first window of 50 packets, the rest on credit. htsim's
+    # EqdsNIC asks its source for each packet as the link frees, and the source stops
+    # speculating at its first ACK, about 14 us (42 packet times) after it started: the rest of
+    # its first window waits for credit. fctlab's sender hands its 50 packets to its NIC at
+    # once. htsim's flow ends about 1% later
+    cc = crosscheck(tree(EQDS, flows=[{"src": "h0", "dst": "h15", "size": "2MB"}]), against="htsim", out=tmp_path)
+    a = pd.read_parquet(cc.runs[0].fctlab_dir / "flows.parquet")
+    b = pd.read_parquet(cc.runs[0].other_dir / "flows.parquet")
+    assert int(a["packets_sent"][0]) == int(b["packets_sent"][0]) == 490
+    assert int(b["retransmits"][0]) == 0 and int(b["timeouts"][0]) == 0
+    assert b["fct_s"][0] == pytest.approx(177.8e-6, rel=0.005)
+    assert 0.985 < a["fct_s"][0] / b["fct_s"][0] < 0.995
+
+
+@needs_nscc_htsim
+def test_an_nscc_flow_alone_completes_alike_in_both(tmp_path):
+    # One 2 MB flow between pods: a window of 1.5 BDPs, nothing queued, nothing marked; both
+    # send 490 packets and end at 176.2 us (uet-htsim's README: 176.2 us for 2 MB)
+    cc = crosscheck(tree(NSCC, flows=[{"src": "h0", "dst": "h15", "size": "2MB"}]), against="htsim", out=tmp_path)
+    a = pd.read_parquet(cc.runs[0].fctlab_dir / "flows.parquet")
+    b = pd.read_parquet(cc.runs[0].other_dir / "flows.parquet")
+    assert int(a["packets_sent"][0]) == int(b["packets_sent"][0]) == 490
+    assert b["fct_s"][0] == pytest.approx(176.2e-6, rel=0.002)
+    assert a["fct_s"][0] / b["fct_s"][0] == pytest.approx(1.0, abs=0.002)
+
+
+@needs_eqds_htsim
+def test_htsims_eqds_stops_speculating_mid_window_so_the_near_server_waits_behind_retransmissions(tmp_path):
+    # Fifteen servers answer h0 with 450 KB each on the k=4 fat-tree. htsim's EqdsNIC asks its
+    # source for each packet as the link frees, and the source stops speculating at its first
+    # ACK: h1, on h0's edge switch, hears back after about 15 packets and sends no more of its
+    # first window, so few of its packets are trimmed; the servers of other pods send theirs
+    # whole and are trimmed, and h0's pacer serves their retransmission pulls first: h1 waits,
+    # and ends after them. fctlab's sender hands its whole first window to its NIC at once, so
+    # h1's 50 packets go and are trimmed as the others', h1 is owed retransmission pulls with
+    # them, and ends first
+    flows = [{"src": f"h{i}", "dst": "h0", "size": "450KB"} for i in range(1, 16)]
+    cc = crosscheck(tree(EQDS, flows=flows), against="htsim", out=tmp_path)
+    r = cc.runs[0]
+    a, b = pd.read_parquet(r.fctlab_dir / "flows.parquet"), pd.read_parquet(r.other_dir / "flows.parquet")
+    for f in (a, b):
+        f["pod"] = f["src"].str[1:].astype(int) // 4
+    far_a, far_b = a[a["pod"] > 0], b[b["pod"] > 0]
+    h1a, h1b = a[a["src"] == "h1"].iloc[0], b[b["src"] == "h1"].iloc[0]
+    assert h1b["retransmits"] < 0.3 * far_b["retransmits"].mean()
+    assert h1b["fct_s"] > far_b["fct_s"].max()
+    assert h1a["retransmits"] > 0.4 * far_a["retransmits"].mean()
+    assert h1a["fct_s"] < 0.9 * far_a["fct_s"].min()
+    # the last flow ends alike: the client's link is the bottleneck in both
+    assert a["fct_s"].max() / b["fct_s"].max() == pytest.approx(1.0, abs=0.02)
+
+
+@needs_eqds_htsim
+def test_htsims_eqds_hashes_its_entropy_values_so_its_ports_carry_uneven_loads_and_trim(tmp_path):
+    # One permutation of 2 MB flows on the k=8 fat-tree. htsim's switches hash each flow's 64
+    # entropy values onto their next hops: the ToRs' uplinks carry uneven shares, queue, and
+    # trim; fctlab's senders spread every flow evenly and trim nothing, and end sooner
+    cc = crosscheck(tree(EQDS, flows=_permutation(128, 1, "2MB"), k=8), against="htsim", out=tmp_path)
+    r = cc.runs[0]
+    la, lb = pd.read_parquet(r.fctlab_dir / "links.parquet"), pd.read_parquet(r.other_dir / "links.parquet")
+    a, b = pd.read_parquet(r.fctlab_dir / "flows.parquet"), pd.read_parquet(r.other_dir / "flows.parquet")
+    up = lb["src"].str.startswith("edge") & lb["dst"].str.startswith("agg")
+    assert la["trimmed_packets"].sum() == 0
+    assert lb["trimmed_packets"].sum() > 500 and lb[up]["trimmed_packets"].sum() > 0.5 * lb["trimmed_packets"].sum()
+    assert _uplink_spread(lb) > 1.15 * _uplink_spread(la)
+    assert 0.9 < a["fct_s"].mean() / b["fct_s"].mean() < 0.97

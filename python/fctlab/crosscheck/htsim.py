@@ -1,4 +1,4 @@
-"""htsim (Broadcom/csg-htsim; the Ultra Ethernet Consortium's uet-htsim for DCQCN) as a
+"""htsim (Broadcom/csg-htsim; the Ultra Ethernet Consortium's uet-htsim for DCQCN and NSCC) as a
 crosscheck target: a plan (``plan.py``) as the input of fctlab's htsim driver
 (``fctlab/peers/htsim_driver.cpp``, built by ``fctlab peers build htsim``), run with the newest
 build that runs the plan's protocols (:func:`fctlab.peers.htsim.find`), and its output as
@@ -18,8 +18,14 @@ hosts' ``FairScheduler``, which takes no PAUSE frames. NDP runs as htsim's NDP d
 (``datacenter/main_ndp.cpp``) wires it: a switch's port is a trimming ``CompositeQueue``, a
 host's NIC a ``FairPriorityQueue``, each flow an ``NdpSrc`` and an ``NdpSink`` that spray
 over every shortest path (``SCATTER_PERMUTE``), and each receiving host has one
-``NdpPullPacer`` (:func:`_check_ndp`, :func:`ndp_notes`). htsim's EQDS is not in fctlab
-(:data:`DRIVERS`).
+``NdpPullPacer`` (:func:`_check_ndp`, :func:`ndp_notes`). EQDS and NSCC choose their paths by
+entropy values that htsim's switches hash, so they run on htsim's own fat-tree
+(``FatTreeTopology``, ``FatTreeSwitch``), built as its EQDS and UEC drivers build it
+(``datacenter/main_eqds.cpp``, ``main_uec.cpp``) with the scenario's hosts, links and queues, each
+of its ports named by the scenario's (:func:`fattree_ports`): csg-htsim's ``EqdsSrc`` and
+``EqdsSink`` with one ``EqdsPullPacer`` and one ``EqdsNIC`` per host, and uet-htsim's ``UecSrc``
+(NSCC at the sender, REPS) and ``UecSink`` with one ``UecNIC`` per host (:func:`_check_fattree`,
+:func:`fattree_notes`).
 
 What htsim fixes in its code, and so what a plan must say to be run (docs/crosscheck.md):
 
@@ -38,10 +44,11 @@ What htsim fixes in its code, and so what a plan must say to be run (docs/crossc
 Settings the driver gives htsim: packet size (``mss + header``; RoCE's and HPCC's payload),
 initial window, initial slow-start threshold, initial RTO, largest window (``rwnd``), the timer
 scan period, rates, delays, buffers and thresholds per port, the pause thresholds of the
-lossless inputs, HPCC's and DCQCN's static settings, Swift's settings, and NDP's first window,
-pull rate and paths. What htsim fixes for the RDMA protocols and NDP, and the refusals that
-follow, are in docs/crosscheck_htsim.md and in :func:`_check_rdma`, :func:`dcqcn_settings` and
-:func:`_check_ndp`.
+lossless inputs, HPCC's and DCQCN's static settings, Swift's settings, NDP's first window,
+pull rate and paths, EQDS's first window, pull rate and RTO, and NSCC's network round trip,
+target, RTO and marking threshold. What htsim fixes for the RDMA protocols, NDP, EQDS and NSCC,
+and the refusals that follow, are in docs/crosscheck_htsim.md and in :func:`_check_rdma`,
+:func:`dcqcn_settings`, :func:`_check_ndp` and :func:`_check_fattree`.
 """
 
 from __future__ import annotations
@@ -83,7 +90,11 @@ DRIVERS = {
     "dcqcn": Driver("fctlab_htsim", "DCQCNSrc", False),
     "swift": Driver("fctlab_htsim", "SwiftSrc", True),
     "ndp": Driver("fctlab_htsim", "NdpSrc", True),
-    "eqds": Driver("htsim_eqds", "EqdsSrc", False),
+    # on htsim's own fat-tree (FatTreeTopology, FatTreeSwitch), as main_eqds.cpp wires it
+    "eqds": Driver("fctlab_htsim", "EqdsSrc", True),
+    # uet-htsim's (peers.htsim.UEC_PROTOCOLS): UecSrc with NSCC and REPS, as main_uec.cpp
+    # -sender_cc_only -load_balancing_algo reps wires it
+    "nscc": Driver("fctlab_htsim", "UecSrc", True),
 }
 
 #: The RDMA protocols the driver runs: RoCE, HPCC and DCQCN over lossless ports only, Swift over
@@ -109,8 +120,12 @@ DEFECTIVE = {
 PROTOCOLS = tuple(p for p, d in DRIVERS.items() if d.runs)
 #: The per-packet path choices it runs (crosscheck.refuse_balancing): NDP's spraying, which
 #: htsim's NdpSrc does at the source, beside fctlab's spraying at the switches (spray) or at
-#: the sender (permutation); check() refuses both for the other protocols.
-BALANCING = ("spray", "permutation")
+#: the sender (permutation); EQDS's entropy values, beside fctlab's spraying at the sender
+#: (permutation); NSCC's REPS beside fctlab's (reps). check() refuses them for the other
+#: protocols, and the other pairs.
+BALANCING = ("spray", "permutation", "reps")
+#: The per-packet policies each protocol on htsim's fat-tree runs beside its own path choice.
+FATTREE_BALANCING = {"eqds": ("permutation",), "nscc": ("reps",)}
 
 #: Values htsim's code fixes (tcp.cpp, tcppacket.h, dctcp.cpp).
 MIN_RTO_S = 0.25
@@ -133,6 +148,19 @@ PAUSE_BYTES = 64
 #: NdpPacket::ACKSIZE (ndppacket.h:105): the bytes an NDP data packet carries beside its
 #: payload, and the size of an ACK, a NACK, a PULL and a trimmed header.
 NDP_HEADER_BYTES = 64
+#: EqdsSrc's and UecSrc's header (EqdsSrc::_hdr_size, eqds.cpp:25; UecSrc::_hdr_size,
+#: uec.cpp:28): the bytes a data packet carries beside its payload, and the size of an ACK,
+#: NACK, PULL, RTS and trimmed header (ACKSIZE, eqdspacket.h:27, uecpacket.h:30).
+FATTREE_HEADER_BYTES = 64
+#: The entropy values htsim's EQDS driver gives EqdsSrc (-paths, main_eqds.cpp:46, 211-214).
+EQDS_PATHS = 64
+#: The entropy values fctlab's REPS draws among (crates/net/src/balance/reps.rs, VALUES): uet-htsim's
+#: UecMpReps is given as many (-paths).
+REPS_VALUES = 128
+#: uet-htsim's sink sends an ACK once this many bytes have arrived since the last
+#: (-sack_threshold): below one packet, an ACK per packet, as fctlab's uet receiver (and
+#: uet-htsim's own "1SACK/packet" validation runs, validate_load_balancing_snd.txt:35-42).
+UEC_SACK_THRESHOLD = 4000
 #: An unlimited buffer, in bytes.
 UNLIMITED = 1 << 62
 PS = 1e12
@@ -162,7 +190,7 @@ def check(plan: Plan) -> None:
         if f.protocol not in DRIVERS or not DRIVERS[f.protocol].runs:
             raise Unsupported(
                 f"flows[{f.flow_id}].protocol: {f.protocol!r} is not run against htsim (htsim has TCP, DCTCP, RoCE, HPCC, "
-                f"DCQCN, Swift and NDP as fctlab runs them; the crosscheck runs {', '.join(PROTOCOLS)})"
+                f"DCQCN, Swift, NDP, EQDS and NSCC as fctlab runs them; the crosscheck runs {', '.join(PROTOCOLS)})"
             )
         if f.protocol == "tcp" and f.ecn:
             raise Unsupported(
@@ -179,6 +207,18 @@ def check(plan: Plan) -> None:
                     f"transport.dctcp_alpha_init: {a0:g}; htsim's DCTCPSrc starts alpha at 0 (dctcp.cpp "
                     "constructor); set 0"
                 )
+    tree = [f for f in plan.flows if f.protocol in FATTREE_BALANCING]
+    if tree:
+        kinds = {f.protocol for f in tree}
+        if len(tree) < len(plan.flows) or len(kinds) > 1:
+            raise Unsupported(
+                "transport.protocol: the scenario mixes EQDS or NSCC with other protocols; the crosscheck runs "
+                "htsim's EqdsSrc (csg-htsim) and UecSrc (uet-htsim) on htsim's own fat-tree, one of them per scenario"
+            )
+        _check_fattree(plan, kinds.pop())
+        _check_network(plan)
+        plan.notes.extend(fattree_notes(plan))
+        return
     ndp = [f for f in plan.flows if f.protocol == "ndp"]
     if ndp:
         if len(ndp) < len(plan.flows):
@@ -193,7 +233,8 @@ def check(plan: Plan) -> None:
     if plan.load_balancing is not None:
         raise Unsupported(
             f"network.load_balancing: {plan.load_balancing['policy']!r}; htsim's TCP and RDMA sources here take one "
-            'path per flow; only its NdpSrc sprays (at the source, over every path): use protocol = "ndp" or '
+            "path per flow; only its NdpSrc, EqdsSrc and UecSrc spray (NdpSrc at the source over every path, "
+            'EqdsSrc and UecSrc by entropy values its switches hash): use protocol = "ndp", "eqds" or "nscc", or '
             "remove the key"
         )
     rdma = [f for f in plan.flows if f.protocol in RDMA]
@@ -288,7 +329,7 @@ def _check_ndp(plan: Plan) -> None:
             "it has no shared buffer; remove the key"
         )
     lb = plan.load_balancing
-    if lb is None or lb["policy"] not in BALANCING:
+    if lb is None or lb["policy"] not in ("spray", "permutation"):
         raise Unsupported(
             f"network.load_balancing: {'ecmp' if lb is None else lb['policy']!r}; htsim's NdpSrc sprays every "
             "packet at the source over every shortest path (SCATTER_PERMUTE, the -strat perm of main_ndp.cpp), "
@@ -394,6 +435,291 @@ def ndp_routes(plan: Plan, src: str, dst: str, port_of: dict, cache: dict) -> li
 
     walk(src, [])
     return out
+
+
+def _check_fattree(plan: Plan, kind: str) -> None:
+    """What htsim's EQDS (csg-htsim's EqdsSrc, EqdsSink, EqdsPullPacer, EqdsNIC) and NSCC
+    (uet-htsim's UecSrc, UecSink, UecNIC, UecMpReps) fix, and how their drivers
+    (main_eqds.cpp, main_uec.cpp) wire them: on htsim's own fat-tree, whose switches hash each
+    packet's entropy value, with trimming CompositeQueue ports and FairPriorityQueue NICs."""
+    t = plan.tcp
+    name = "EqdsSrc" if kind == "eqds" else "UecSrc"
+    if plan.pfc is not None:
+        raise Unsupported(
+            f"network.pfc: htsim's {name} runs over trimming ports (CompositeQueue), which take no PAUSE frames; "
+            "remove pfc"
+        )
+    if plan.switch_buffer is not None:
+        raise Unsupported(
+            "network.switch_buffer: htsim's CompositeQueue has a data queue and a header queue of its own per port; "
+            "it has no shared buffer; remove the key"
+        )
+    fattree_ports(plan)
+    lb = plan.load_balancing
+    runs = FATTREE_BALANCING[kind]
+    if lb is None or lb["policy"] not in runs:
+        why = (
+            "htsim's EqdsSrc sprays every packet over 64 entropy values in turn (XOR-permuted each round, "
+            "eqds.cpp:818-841) that its switches hash (FatTreeSwitch, ECMP), which the crosscheck runs beside "
+            'fctlab\'s spraying at the sender; set load_balancing = "permutation"'
+            if kind == "eqds"
+            else "htsim's UecSrc chooses every packet's entropy value by REPS (UecMpReps, -load_balancing_algo reps), "
+            'which the crosscheck runs beside fctlab\'s REPS; set load_balancing = "reps"'
+        )
+        raise Unsupported(f"network.load_balancing: {'ecmp' if lb is None else lb['policy']!r}; {why}")
+    _need(
+        t["header_bytes"] == FATTREE_HEADER_BYTES,
+        "header_bytes",
+        f"{t['header_bytes']} B; htsim's {name} puts 64 bytes beside the payload (_hdr_size) and its ACKs, NACKs, "
+        'pulls and trimmed headers are 64 bytes (ACKSIZE); set header_bytes = "64B"',
+    )
+    _need(
+        not t["whole_packets"],
+        "whole_packets",
+        f"htsim's {name} sends a flow's last packet with the bytes left (eqds.cpp:847-852, uec.cpp:2058-2065); "
+        "set false",
+    )
+    _need(
+        int(t.get("ack_interval", 1)) == 1,
+        "ack_interval",
+        f"{t.get('ack_interval')}; fctlab's {kind} receiver is run against htsim's acknowledging every packet; set 1",
+    )
+    mark = kind == "nscc"
+    for p in plan.ports:
+        q = p.queue
+        key = "network.nic_queue" if p.nic else "network.queue"
+        if q["kind"] != "trim":
+            where = (
+                "a host's NIC is htsim's FairPriorityQueue, which sends control packets ahead of data and never trims; "
+                'fctlab\'s counterpart is nic_queue = "trim"'
+                if p.nic
+                else "a switch's port is htsim's trimming CompositeQueue; set queue = \"trim\""
+            )
+            raise Unsupported(f"{key}: {q['kind']!r}; with {kind.upper()} {where}")
+        if p.nic:
+            if q.get("ecn_threshold") is not None:
+                raise Unsupported(
+                    "network.nic_trim_ecn_threshold: htsim's hosts' FairPriorityQueue does not mark; remove the key"
+                )
+            continue
+        if int(q.get("header_bytes", FATTREE_HEADER_BYTES)) != FATTREE_HEADER_BYTES:
+            raise Unsupported(
+                f"network.trim_header_bytes: {q['header_bytes']} B; CompositeQueue trims a packet to its 64-byte "
+                '"header (strip_payload, eqdspacket.h:73-79; FatTreeSwitch::_trim_size, main_uec.cpp:81); set '
+                'trim_header_bytes = "64B"'
+            )
+        if not mark and q.get("ecn_threshold") is not None:
+            raise Unsupported(
+                "network.trim_ecn_threshold: htsim's EQDS driver builds CompositeQueue ports that do not mark "
+                "(compositequeue.cpp:23-24; main_eqds.cpp's default -queue_type composite); remove the key"
+            )
+        if mark and q.get("ecn_threshold") is None:
+            raise Unsupported(
+                "network.trim_ecn_threshold: not given; uet-htsim's switches mark ECN on every port (main_uec.cpp:104, "
+                '698-708), which NSCC reads; give the marking threshold (e.g. trim_ecn_threshold = "9pkt")'
+            )
+    fattree_queue_bytes(plan)
+    if mark:
+        fattree_ecn_bytes(plan)
+    for f in plan.flows:
+        if f.size_bytes is None:
+            raise Unsupported(f"flows[{f.flow_id}].size: a long-lived {kind} flow; the crosscheck runs flows of a size")
+    if kind == "eqds":
+        eqds_settings(plan)
+    else:
+        nscc_settings(plan)
+
+
+def fattree_ports(plan: Plan) -> tuple:
+    """(hosts, rate in bps, link delay in s, [(port id, tier, a, b)]): each port of a fat-tree
+    scenario as the queue of htsim's FatTreeTopology it stands for (its arrays
+    queues_ns_nlp, queues_nlp_ns, queues_nlp_nup, queues_nup_nlp, queues_nup_nc,
+    queues_nc_nup: host -> ToR, ToR -> host, ToR -> aggregation, aggregation -> ToR,
+    aggregation -> core, core -> aggregation). htsim numbers a fat-tree of k-port switches so
+    that host h is under ToR h / (k/2), ToR t in pod t / (k/2), aggregation switch a in pod a /
+    (k/2) at position j = a mod k/2, and aggregation switch j of every pod connects to the
+    cores j + (k/2) l (fat_tree_topology.cpp:733-905); fctlab's hosts are taken in order, its
+    edge and aggregation switches by the hosts and pods under them, its cores by the group of
+    aggregation switches they connect. Raises Unsupported unless the network is a three-tier
+    fat-tree of one link rate and delay that maps onto htsim's one port for one port."""
+    if plan.topology != "fattree":
+        raise Unsupported(
+            f"network.topology: {plan.topology!r}; htsim's EQDS and NSCC run on its own fat-tree (FatTreeTopology, "
+            'whose switches hash entropy values): use topology = "fattree"'
+        )
+    rates = {p.rate_bps for p in plan.ports}
+    delays = {round(p.delay_s * PS) for p in plan.ports}
+    if len(rates) > 1:
+        raise Unsupported("network.link_rate: htsim's FatTreeTopology gives every link one rate; give one link_rate")
+    if len(delays) > 1:
+        raise Unsupported(
+            "network.link_delay: htsim's FatTreeTopology gives every link one latency (-hop_latency); give one link_delay"
+        )
+    N = len(plan.hosts)
+    k = round((4 * N) ** (1 / 3))
+    if k < 2 or k % 2 or k**3 // 4 != N:
+        raise Unsupported(f"network.k: {N} hosts; htsim's three-tier fat-tree has k^3/4 hosts for an even k")
+    h = k // 2
+    host_ix = {name: i for i, name in enumerate(plan.hosts)}
+    out = {}
+    for p in plan.ports:
+        out.setdefault(p.src, []).append(p.dst)
+    tor, agg, core = {}, {}, {}
+    for name, i in host_ix.items():
+        nb = out.get(name, [])
+        if len(nb) != 1:
+            raise Unsupported(f"network.topology: host {name} has {len(nb)} links; htsim's hosts have one")
+        if tor.setdefault(nb[0], i // h) != i // h:
+            raise Unsupported(f"network.topology: {nb[0]}'s hosts are not htsim's (h/(k/2) for each host h)")
+    for e, t in tor.items():
+        ups = [x for x in out.get(e, []) if x not in host_ix]
+        for a in ups:
+            pod = agg.get(a, (t // h,))[0]
+            if pod != t // h:
+                raise Unsupported(f"network.topology: {a} serves two pods")
+            agg.setdefault(a, (t // h,))
+    # the aggregation switches' positions: by the cores they reach (one group per position)
+    groups: dict = {}
+    for a in sorted(agg, key=lambda x: plan.switches.index(x)):
+        cores = frozenset(x for x in out.get(a, []) if x not in tor)
+        groups.setdefault(cores, []).append(a)
+    if len(groups) != h or any(len(v) != k for v in groups.values()):
+        raise Unsupported("network.topology: the aggregation switches do not reach the cores as htsim's fat-tree's do")
+    for j, (cores, members) in enumerate(groups.items()):
+        for a in members:
+            pod = agg[a][0]
+            agg[a] = pod * h + j
+        for l_, c in enumerate(sorted(cores, key=lambda x: plan.switches.index(x))):
+            core[c] = j + h * l_
+    ports = []
+    for i, p in enumerate(plan.ports):
+        a, b = p.src, p.dst
+        if a in host_ix:
+            row = ("ns_nlp", host_ix[a], tor[b])
+        elif b in host_ix:
+            row = ("nlp_ns", tor[a], host_ix[b])
+        elif a in tor and b in agg:
+            row = ("nlp_nup", tor[a], agg[b])
+        elif a in agg and b in tor:
+            row = ("nup_nlp", agg[a], tor[b])
+        elif a in agg and b in core:
+            row = ("nup_nc", agg[a], core[b])
+        elif a in core and b in agg:
+            row = ("nc_nup", core[a], agg[b])
+        else:
+            raise Unsupported(f"network.topology: the port {a} -> {b} is not one of htsim's fat-tree's")
+        ports.append((i, *row))
+    if len({r[1:] for r in ports}) != len(ports) or len(ports) != 3 * k**3 // 2:
+        raise Unsupported("network.topology: the ports are not htsim's fat-tree's, one for one")
+    return N, rates.pop(), delays.pop() / PS, ports
+
+
+def fattree_queue_bytes(plan: Plan) -> int:
+    """CompositeQueue's size on every switch port of htsim's fat-tree (one size for all,
+    FatTreeTopology's queuesize), translated as for NDP (:func:`ndp_trim_bytes`)."""
+    sizes = {}
+    for p in plan.ports:
+        if not p.nic:
+            sizes.setdefault(ndp_trim_bytes(plan, p.queue), f"{p.src}->{p.dst}")
+    if len(sizes) > 1:
+        raise Unsupported(
+            "network.trim_threshold: the switch ports' thresholds differ; htsim's FatTreeTopology gives every "
+            "switch port one queue size; give one trim_threshold"
+        )
+    return next(iter(sizes))
+
+
+def fattree_ecn_bytes(plan: Plan) -> int:
+    """uet-htsim's CompositeQueue marking threshold (kmin = kmax, bytes) for the switch ports'
+    trim_ecn_threshold. CompositeQueue marks a data packet as it leaves when the data still
+    queued behind it exceeds the threshold (decide_ECN, compositequeue.cpp:74-98: a step when
+    kmin = kmax); fctlab marks an arriving data packet when the data waiting reaches the
+    threshold: N packets (bytes B) become N x packet - 1 (B - 1) bytes, so both mark from N
+    full packets (B bytes) waiting on."""
+    P = packet_bytes(plan)
+    seen = {}
+    for p in plan.ports:
+        if p.nic:
+            continue
+        kind, n = p.queue["ecn_threshold"]
+        seen.setdefault(int(n) * P - 1 if kind == "pkts" else int(n) - 1, f"{p.src}->{p.dst}")
+    if len(seen) > 1:
+        raise Unsupported(
+            "network.trim_ecn_threshold: the switch ports' marking differs; uet-htsim's FatTreeTopologyCfg gives every "
+            "switch port one pair of thresholds (set_ecn_parameters); give one trim_ecn_threshold"
+        )
+    k = next(iter(seen))
+    if k > fattree_queue_bytes(plan):
+        raise Unsupported(
+            "network.trim_ecn_threshold: above the trimming threshold; uet-htsim's driver asserts that the marking "
+            "threshold is within the queue (main_uec.cpp:707)"
+        )
+    return k
+
+
+def _one_setting(plan: Plan, kind: str, get) -> tuple:
+    out = None
+    for f in plan.flows:
+        if f.protocol != kind:
+            continue
+        mine = get(f)
+        if out is not None and mine != out:
+            raise Unsupported(
+                f"flows[{f.flow_id}].{kind}: its {kind.upper()} settings differ from another flow's; the crosscheck "
+                f"gives htsim's sources one configuration (static members of {'EqdsSrc' if kind == 'eqds' else 'UecSrc'})"
+            )
+        out = mine
+    return out
+
+
+def eqds_settings(plan: Plan) -> tuple:
+    """(first window in packets, pull rate, RTO in seconds) of the plan's EQDS flows: the
+    driver gives every EqdsSrc one first window (setCwnd, packets x the packet size, as
+    main_eqds.cpp:495 sets -cwnd), every host's EqdsPullPacer one rate (main_eqds.cpp:476
+    gives 0.99) and EqdsSrc one fixed RTO (the static _min_rto, main_eqds.cpp:346)."""
+    return _one_setting(
+        plan,
+        "eqds",
+        lambda f: (
+            int(f.params["eqds_initial_window"]),
+            float(f.params["eqds_pull_rate"]),
+            int(f.params["eqds_rto"]) * 1e-9,
+        ),
+    )
+
+
+def nscc_settings(plan: Plan) -> tuple:
+    """(network RTT, target delay, RTO; seconds) of the plan's NSCC flows: uet-htsim's NSCC
+    constants are statics set once from the network's round trip (UecSrc::initNsccParams,
+    uec.cpp:86-159, with calculate_rtt's value in main_uec.cpp:51-60, 743-747), its target is
+    given (-target_q_delay) as fctlab's fraction of that round trip, each source starts from it
+    (initNscc(0, rtt): 1.5 BDPs), and its RTO is the static _min_rto."""
+
+    def get(f):
+        rtt = f.params.get("nscc_network_rtt")
+        if rtt is None:
+            raise Unsupported(
+                "transport.nscc_network_rtt: not given; fctlab scales each flow's NSCC by its own base round trip, "
+                "uet-htsim every flow by the network's longest unloaded one (calculate_rtt, main_uec.cpp:51-60: "
+                f'{calculate_rtt(plan) * 1e9:.3f} ns here); give it (e.g. nscc_network_rtt = "{calculate_rtt(plan) * 1e9:.0f}ns")'
+            )
+        rtt_s = int(rtt) * 1e-9
+        return (rtt_s, float(f.params["nscc_target_fraction"]) * rtt_s, int(f.params["nscc_rto"]) * 1e-9)
+
+    return _one_setting(plan, "nscc", get)
+
+
+def calculate_rtt(plan: Plan) -> float:
+    """uet-htsim's network RTT in seconds (main_uec.cpp:51-60, calculate_rtt): twice the
+    latency of the fat-tree's diameter (6 links for 3 tiers), and the serialization of one
+    packet and one 64-byte ACK on each of its links at the hosts' rate."""
+    _, rate, delay, _ = fattree_ports(plan)
+    diameter = 6
+    gbps = rate / 1e9
+    ps = 2 * diameter * round(delay * PS) + (
+        packet_bytes(plan) * 8 / gbps * diameter * 1000 + FATTREE_HEADER_BYTES * 8 / gbps * diameter * 1000
+    )
+    return ps / PS
 
 
 def _check_swift(plan: Plan, flows: list) -> None:
@@ -683,12 +1009,12 @@ def _check_network(plan: Plan) -> None:
             f"network.buffer_model: {plan.buffer_model!r}; the translation counts fctlab's "
             'buffers as waiting packets (the default, "waiting")'
         )
-    ndp = any(f.protocol == "ndp" for f in plan.flows)
+    ndp = any(f.protocol in ("ndp", *FATTREE_BALANCING) for f in plan.flows)
     for p in plan.ports:
         kind = p.queue["kind"]
         key = "network.nic_queue" if p.nic else "network.queue"
         if ndp:
-            continue  # _check_ndp: trimming ports
+            continue  # _check_ndp, _check_fattree: trimming ports
         if kind not in ("droptail", "ecn"):
             if plan.pfc is not None and not p.nic:
                 raise Unsupported(
@@ -860,10 +1186,88 @@ def ndp_notes(plan: Plan) -> list:
     ]
 
 
+def fattree_notes(plan: Plan) -> list:
+    """Where htsim runs EQDS or NSCC differently from fctlab."""
+    common = [
+        "network: htsim's own fat-tree (FatTreeTopology, as main_eqds.cpp and main_uec.cpp build it) with the "
+        "scenario's hosts, links and queues, each port of it reported as the scenario's: its switches hash each "
+        "packet's flow id and entropy value with a salt drawn per switch (FatTreeSwitch, ECMP; freeBSDHash, "
+        "fat_tree_switch.cpp:332) to choose among their next hops, where fctlab's switches follow the "
+        "policy of load_balancing",
+        "trimming: htsim's CompositeQueue counts the data packet in transmission in its data queue; the "
+        "translation gives it (trim_threshold + 1) packets of mss + 64 B, so that trim_threshold full packets wait "
+        "in both; when the data queue is full, htsim trims, at the toss of a coin (compositequeue.cpp:142), the "
+        "packet queued last or the arriving one, fctlab always the arriving one; headers go first in both, htsim's "
+        "header queue holding twice its data queue's bytes",
+        "completion: htsim's source is done at the first ACK whose cumulative ACK covers the flow, fctlab's sender "
+        "when every packet is acknowledged",
+    ]
+    if plan.flows[0].protocol == "eqds":
+        return common + [
+            "paths: htsim's EqdsSrc writes in each data packet the next of 64 entropy values, taken in an order "
+            "XOR-permuted each round (eqds.cpp:818-841), and skips a value once after a NACK or an ECN echo on it; "
+            "its switches hash the values, so a flow's share of each path is set by the hash and stays so; its ACKs, "
+            "NACKs and pulls carry no entropy value and follow one hashed path per flow; fctlab's senders take every "
+            'path once per pass (load_balancing = "permutation") and so do its receivers\' ACKs, NACKs and pulls',
+            "credit: htsim's pull grants 4096 B (8 quanta of 512 B, eqds.cpp:22, 1458) against 4150-byte packets, "
+            "and its pull pacer spaces pulls by 0.99 x (4160 + 38) B at the link rate, 332,481 ps, whatever the "
+            "packet size (EqdsSrc::_mtu's static value when main_eqds.cpp builds the pacers, eqds.cpp:1533-1536): "
+            "98.6 Gbps of credit; fctlab's pull grants one full packet and its pacer sends one per packet time / "
+            "eqds_pull_rate, rounded up to a nanosecond (336 ns at 100 Gbps), 98.8 Gbps of credit",
+            "speculation: htsim's EqdsNIC asks its source for each packet as the link frees (eqds.cpp:52-68, "
+            "625-641), so the source's first ACK, NACK or pull ends its speculation in the middle of its first "
+            "window; fctlab's sender hands its whole first window to its NIC at once, so the first word from its "
+            "receiver comes after the window has left: a server near its client sends more of its first window in "
+            "fctlab",
+            "retransmission credit: htsim's receiver owes 9 quanta (4608 B) for each trimmed header and pays them "
+            "first, in pulls of 8 quanta (eqds.cpp:1295-1332, 1444-1464): a lone trimmed header brings two pulls "
+            "(8192 B), n trimmed headers owed together ceil(9n / 8); fctlab's receiver owes one packet's pull per "
+            "trimmed header, also paid first",
+            "ACKs: htsim's EqdsSink acknowledges every 16 KB (4 packets), or at once for a packet that asks for it "
+            "(every packet sent on a credit deficit, every retransmission, the first packet) or is marked, with a "
+            "64-bit SACK bitmap (eqds.cpp:1283-1292); fctlab's receiver acknowledges every packet",
+            "idle senders: htsim's pacer, with nothing else to pull, pulls flows whose demand it has met for up to "
+            "one window more (eqds.cpp:1595-1612); fctlab's grants nothing beyond the demand",
+            "losses: htsim's timeout resends the oldest packet if it holds credit and sends a request-to-send "
+            "otherwise (eqds.cpp:1058-1127); fctlab's resends it at once without credit; the set-ups lose nothing",
+            "hosts' NICs: htsim's EqdsNIC sends its sources' packets at the link rate in turn and control packets "
+            "20 to 1 before data (eqds.cpp:45-46, 176-211) into the host's FairPriorityQueue; fctlab's NIC (nic_queue "
+            '= "trim") sends control packets first',
+        ]
+    rtt, target, rto = nscc_settings(plan)
+    return common + [
+        "ECN marking: uet-htsim's CompositeQueue marks a data packet as it leaves when the data queued behind it "
+        "exceeds kmin = kmax (compositequeue.cpp:74-98), fctlab an arriving data packet when trim_ecn_threshold of "
+        "data waits; the translation sets the threshold so that both mark at the same queue length, but htsim's "
+        "mark leaves with the packet at the head of the queue, fctlab's with the one at its tail; uet-htsim's own "
+        "driver ramps the marking probability from kmin to kmax instead",
+        "REPS: uet-htsim's UecMpReps (a ring of 8 entropy values, each reused once, one recycled per ACK without "
+        f"an ECN echo, else a value drawn among {REPS_VALUES}, the -paths given) beside fctlab's; after a timeout "
+        "uet-htsim freezes its ring for 10 ms (buffer_reps.cpp:8), fctlab does not; ACKs carry their data packet's "
+        "entropy value in both",
+        f"NSCC: uet-htsim's constants are set once from the network's round trip ({rtt * 1e9:.0f} ns, the scenario's "
+        f"nscc_network_rtt; its driver's calculate_rtt gives {calculate_rtt(plan) * 1e9:,.2f} ns here) and every source "
+        "starts from "
+        f"it (initNscc), as fctlab's flows do with nscc_network_rtt; the target ({target * 1e9:.2f} ns) is given "
+        "(-target_q_delay); a NACK's round trip does not lower the base round trip in either "
+        "(-disable_base_rtt_update_on_nack); uet-htsim takes an RTT sample from a packet resent once whose ACK "
+        "echoes the resend (uec.cpp:949-976), fctlab from no resent packet; uet-htsim's in-flight bytes fall by "
+        "the receiver's cumulative byte count (uec.cpp:912-927), fctlab's by each packet acknowledged",
+        f"ACKs: uet-htsim's sink sends an ACK once {UEC_SACK_THRESHOLD} bytes have arrived (-sack_threshold), so for "
+        "every packet, as fctlab's receiver does; both NACK every trimmed header",
+        f"losses: a fixed timeout ({rto * 1e6:g} us, UecSrc::_min_rto) in both; uet-htsim sends a request-to-send "
+        "when its window still blocks after a timeout (uec.cpp:2391-2398), fctlab does not",
+        "hosts' NICs: uet-htsim's UecNIC asks its sources for each packet as the link frees, in turn, and sends "
+        "control packets 10 to 1 before data (uec.cpp:245-247, 252-311, 414-438), so a window cut holds back packets "
+        'not yet on the wire; fctlab\'s sender hands what its window allows to its NIC (nic_queue = "trim", '
+        "control packets first) at once",
+    ]
+
+
 def pairs_flows(plan: Plan) -> bool:
     """Whether a flow crosses the same links in both runs: every flow has one shortest path, or
-    every flow is NDP, sprayed over all of them in both."""
-    return _single_path(plan) or all(f.protocol == "ndp" for f in plan.flows)
+    every flow is NDP, EQDS or NSCC, sprayed over all of them in both."""
+    return _single_path(plan) or all(f.protocol in ("ndp", *FATTREE_BALANCING) for f in plan.flows)
 
 
 def _scan_s(plan: Plan) -> float:
@@ -945,8 +1349,60 @@ def route(plan: Plan, src: str, dst: str, rng: random.Random, port_of: dict, cac
     return path[::-1]
 
 
+def fattree_script(plan: Plan, seed: int) -> str:
+    """The driver's input for an EQDS or NSCC plan: htsim's fat-tree, its ports named by the
+    plan's, the protocol's settings and the flows between hosts."""
+    kind = plan.flows[0].protocol
+    nodes, rate, delay, ports = fattree_ports(plan)
+    stop = plan.stop_time_s if plan.stop_time_s is not None else 3600.0
+    host_ix = {name: i for i, name in enumerate(plan.hosts)}
+    L = [
+        f"# {plan.name}, seed {seed}: written by fctlab crosscheck for htsim",
+        "# Packet::data_packet_size: the whole data packet (payload and 64-byte header), as -mtu",
+        f"packet {packet_bytes(plan)}",
+        "# htsim's random() and rand(): the switches' hash salts, entropy values, CompositeQueue's coin",
+        f"seed {seed}",
+        f"stop {round(stop * PS)}",
+        "# hosts, link rate (bps), link latency (ps), CompositeQueue size (bytes, the packet in transmission included)",
+        f"fattree {nodes} {rate:.0f} {round(delay * PS)} {fattree_queue_bytes(plan)}",
+    ]
+    if kind == "eqds":
+        iw, pull_rate, rto = eqds_settings(plan)
+        L.append("# EqdsSrc's first window (packets), entropy values, RTO (ps); the pull pacers' share of the link")
+        L.append(f"eqds {iw} {EQDS_PATHS} {round(rto * PS)} {pull_rate!r}")
+    else:
+        rtt, target, rto = nscc_settings(plan)
+        k = fattree_ecn_bytes(plan)
+        L.append(
+            "# NSCC: network RTT, target delay (ps); REPS's entropy values; the sink's ACK threshold (bytes); "
+            "RTO (ps); base RTT from NACKs (0: no); ECN kmin, kmax (bytes)"
+        )
+        L.append(
+            f"uec {round(rtt * PS)} {round(target * PS)} {REPS_VALUES} {UEC_SACK_THRESHOLD} {round(rto * PS)} 0 {k} {k}"
+        )
+    L.append("# port id, the fat-tree's queue array, its two indices")
+    L.extend(f"ftport {i} {tier} {a} {b}" for i, tier, a, b in ports)
+    groups = plan.groups()
+    gid = {g: i for i, g in enumerate(groups)}
+    for g, members in groups.items():
+        L.append(f"group {gid[g]} {len(members)}")
+    L.append("# flow id, kind, bytes, start (ps), group, after, source host / destination host")
+    for f in plan.flows:
+        g = gid[f.group] if f.group else -1
+        a = gid.get(f.after, -1) if f.after else -1
+        if f.after and a < 0:
+            raise Unsupported(f"flows[{f.flow_id}].after: group {f.after!r} has no flows")
+        L.append(
+            f"flow {f.flow_id} {f.protocol} {f.size_bytes} {round(f.start_s * PS)} {g} {a} "
+            f"{host_ix[f.src]} / {host_ix[f.dst]}"
+        )
+    return "\n".join(L) + "\n"
+
+
 def script(plan: Plan, seed: int) -> str:
     """The driver's input for `plan` (format: the head of htsim_driver.cpp)."""
+    if any(f.protocol in FATTREE_BALANCING for f in plan.flows):
+        return fattree_script(plan, seed)
     t = plan.tcp
     P = packet_bytes(plan)
     mss = t["mss_bytes"]
@@ -1122,7 +1578,7 @@ def parse(plan: Plan, out: str, seed: int, wall_s: float):
         flows.append(flow_row(f, st, finish_s, delivered if st is not None else 0, nrx, nto, nsent))
     T = end or 0.0
     link_rows = port_rows(plan, links, T)
-    if any(f.protocol == "ndp" for f in plan.flows):  # CompositeQueue's trimmed packets
+    if any(f.protocol in ("ndp", *FATTREE_BALANCING) for f in plan.flows):  # CompositeQueue's trimmed packets
         for r in link_rows:
             r["trimmed_packets"] = trims.get(r["link_id"], 0)
     # a CE packet is counted at every port it leaves; once per packet at the last hop

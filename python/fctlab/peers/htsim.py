@@ -1,6 +1,6 @@
 """htsim, built from its source for ``fctlab crosscheck --against htsim``: Broadcom's csg-htsim,
 and the Ultra Ethernet Consortium's uet-htsim for DCQCN (``DCQCNSrc``/``DCQCNSink``, which
-csg-htsim does not have).
+csg-htsim does not have) and NSCC (``UecSrc``).
 
 The build copies the checkout's simulator directory (csg-htsim's ``sim/``, uet-htsim's
 ``htsim/sim/``) into a temporary directory, builds htsim's library there with htsim's own
@@ -9,7 +9,10 @@ build (csg-htsim: its Makefile, ``make libhtsim.a``; uet-htsim: its CMake projec
 TcpSrc/DCTCPSrc, TcpSink, RoceSrc/RoceSink, HPCCSrc/HPCCSink, DCQCNSrc/DCQCNSink,
 SwiftSrc/SwiftSink, NdpSrc/NdpSink/NdpPullPacer, Queue, ECNQueue, CompositeQueue,
 LosslessOutputQueue, LosslessInputQueue, FairPriorityQueue, FairScheduler and Pipe together as
-an input file says) against it, with a
+an input file says; and, on htsim's own fat-tree, EqdsSrc/EqdsSink/EqdsPullPacer/EqdsNIC and
+UecSrc/UecSink/UecNIC) against it, with htsim's fat-tree (the simulator directory's
+``datacenter/fat_tree_topology.cpp``, ``fat_tree_switch.cpp``, ``firstfit.cpp`` and
+``connection_matrix.cpp``, compiled with the driver) and a
 define for each difference of the code bases it reads (:data:`FEATURES`). The result goes to
 ``<cache>/peers/htsim/<commit>/``: the binary ``fctlab_htsim`` and ``peer.json`` (repository,
 commit, build time, the defines and the protocols the build runs). Builds of different
@@ -38,6 +41,12 @@ BINARY = "fctlab_htsim"
 
 #: The protocols the driver runs with csg-htsim's classes (set-ups in scenarios/crosscheck/htsim).
 BASE_PROTOCOLS = ("tcp", "dctcp", "roce", "hpcc", "swift", "ndp")
+#: The protocol it runs with csg-htsim's EQDS on htsim's fat-tree (FCTLAB_HTSIM_EQDS and
+#: FCTLAB_HTSIM_FATTREE).
+EQDS_PROTOCOLS = ("eqds",)
+#: The protocol it runs with uet-htsim's UecSrc on htsim's fat-tree (FCTLAB_HTSIM_UEC and
+#: FCTLAB_HTSIM_FATTREE).
+UEC_PROTOCOLS = ("nscc",)
 #: The protocols it runs with a code base that has DCQCN. Only dcqcn: that code base's other
 #: classes differ from csg-htsim's (its RoceSrc counts sequence numbers in packets, its
 #: LosslessOutputQueue has one static ECN threshold), and the other protocols' set-ups are
@@ -54,7 +63,20 @@ FEATURES = {
     # RoceSrc's sequence numbers count packets: _highest_sent, _last_acked, ackno x _mss
     # against the flow size in bytes
     "FCTLAB_HTSIM_ROCE_PACKET_SEQNO": ("roce.cpp", "ackno * _mss >= _flow_size"),
+    # htsim's fat-tree (FatTreeTopology, FatTreeSwitch), compiled in with the driver
+    "FCTLAB_HTSIM_FATTREE": ("datacenter/fat_tree_topology.h", None),
+    # FatTreeTopology built from a FatTreeTopologyCfg (uet-htsim)
+    "FCTLAB_HTSIM_FATTREE_CFG": ("datacenter/fat_tree_topology.h", "class FatTreeTopologyCfg"),
+    # csg-htsim's EQDS: EqdsNIC(eventlist, rate), EqdsSrc(logger, eventlist, nic)
+    "FCTLAB_HTSIM_EQDS": ("eqds.h", "EqdsNIC(EventList &eventList, linkspeed_bps linkspeed)"),
+    # uet-htsim's UecSrc, UecSink, UecNIC and UecMpReps
+    "FCTLAB_HTSIM_UEC": ("uec.h", None),
+    # CompositeQueue's constructor takes the trimmed size and whether to drop (uet-htsim)
+    "FCTLAB_HTSIM_COMPOSITE_TRIM_SIZE": ("compositequeue.h", "uint16_t trim_size"),
 }
+#: htsim's fat-tree: the simulator directory's sources the driver is compiled with
+#: (FCTLAB_HTSIM_FATTREE).
+FATTREE_SOURCES = ("fat_tree_topology.cpp", "fat_tree_switch.cpp", "firstfit.cpp", "connection_matrix.cpp")
 
 
 class BuildError(RuntimeError):
@@ -88,9 +110,14 @@ NEEDS_SOURCE = True
 
 
 def how_to_get(protocols: Iterable[str] = ()) -> str:
-    """One line: what to build (for DCQCN, uet-htsim)."""
+    """One line: what to build (for DCQCN and NSCC, uet-htsim)."""
     if "dcqcn" in set(protocols):
         return f"fctlab peers build htsim --source {DCQCN_REPOSITORY} (or --source a checkout of it: DCQCN is in uet-htsim)"
+    if "nscc" in set(protocols):
+        return (
+            f"fctlab peers build htsim --source {DCQCN_REPOSITORY} (or --source a checkout of it: NSCC, UecSrc, is in "
+            "uet-htsim)"
+        )
     return (
         f"fctlab peers build htsim --source {REPOSITORY} (or --source a checkout of it); for DCQCN, "
         f"--source {DCQCN_REPOSITORY}"
@@ -177,8 +204,13 @@ def features(sim: Path) -> dict:
 
 
 def protocols_of(defines: dict) -> tuple:
-    """The protocols a build with these defines runs."""
-    return DCQCN_PROTOCOLS if defines.get("FCTLAB_HTSIM_DCQCN") else BASE_PROTOCOLS
+    """The protocols a build with these defines runs: csg-htsim's, with EQDS where it has
+    csg-htsim's EQDS and the fat-tree; a code base with DCQCN, DCQCN and, where it has the UEC
+    transport and the fat-tree, NSCC."""
+    tree = bool(defines.get("FCTLAB_HTSIM_FATTREE"))
+    if defines.get("FCTLAB_HTSIM_DCQCN"):
+        return DCQCN_PROTOCOLS + (UEC_PROTOCOLS if tree and defines.get("FCTLAB_HTSIM_UEC") else ())
+    return BASE_PROTOCOLS + (EQDS_PROTOCOLS if tree and defines.get("FCTLAB_HTSIM_EQDS") else ())
 
 
 def build(source: str, log=lambda msg: None) -> Peer:
@@ -255,10 +287,13 @@ def build(source: str, log=lambda msg: None) -> Peer:
         out_dir.mkdir(parents=True, exist_ok=True)
         binary = out_dir / BINARY
         flags = [f"-D{d}" for d, on in defines.items() if on]
+        tree = []
+        if defines.get("FCTLAB_HTSIM_FATTREE"):
+            tree = [f"-I{work / 'datacenter'}", *(str(work / "datacenter" / f) for f in FATTREE_SOURCES)]
         _step(
-            ["g++", std, "-O2", "-w", *flags, f"-I{work}", "-o", str(binary), str(DRIVER_SOURCE), str(library)],
+            ["g++", std, "-O2", "-w", *flags, f"-I{work}", "-o", str(binary), str(DRIVER_SOURCE), *tree, str(library)],
             work,
-            f"compiling {DRIVER_SOURCE.name} against it",
+            f"compiling {DRIVER_SOURCE.name} against it" + (" and htsim's fat-tree" if tree else ""),
             log,
         )
         built = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

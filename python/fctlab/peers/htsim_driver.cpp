@@ -1,10 +1,16 @@
-// fctlab's driver for htsim (Broadcom/csg-htsim; uet-htsim for DCQCN): runs a flow list with
-// sizes, start times and dependencies over an explicit network of ports, with htsim's own TCP
-// and DCTCP sources (TcpSrc, DCTCPSrc) and sink (TcpSink), its RDMA sources and sinks
+// fctlab's driver for htsim (Broadcom/csg-htsim; uet-htsim for DCQCN and NSCC): runs a flow list
+// with sizes, start times and dependencies over an explicit network of ports, with htsim's own
+// TCP and DCTCP sources (TcpSrc, DCTCPSrc) and sink (TcpSink), its RDMA sources and sinks
 // (RoceSrc/RoceSink, HPCCSrc/HPCCSink, DCQCNSrc/DCQCNSink), NDP (NdpSrc, NdpSink and one
 // NdpPullPacer per receiving host), queues (Queue, ECNQueue; for lossless networks
 // LosslessOutputQueue, LosslessInputQueue and the hosts' FairPriorityQueue; for NDP the
-// trimming CompositeQueue and the hosts' FairPriorityQueue) and pipes (Pipe).
+// trimming CompositeQueue and the hosts' FairPriorityQueue) and pipes (Pipe). EQDS
+// (csg-htsim's EqdsSrc, EqdsSink, one EqdsPullPacer and one EqdsNIC per host) and NSCC
+// (uet-htsim's UecSrc with NSCC and REPS, UecSink, one UecNIC per host) choose their paths by
+// entropy values that the switches hash: they run on htsim's own fat-tree (FatTreeTopology,
+// FatTreeSwitch with ECMP, CompositeQueue ports), built and wired as htsim's EQDS and UEC
+// drivers build them (datacenter/main_eqds.cpp, main_uec.cpp), each of its ports named by the
+// input's port id.
 //
 // The code bases differ; `fctlab peers build htsim` defines what the one it builds against has:
 //   FCTLAB_HTSIM_DCQCN                 DCQCNSrc and DCQCNSink (dcqcn.h)
@@ -14,6 +20,15 @@
 //   FCTLAB_HTSIM_ROCE_PACKET_SEQNO     RoceSrc's sequence numbers, _highest_sent and
 //                                      _last_acked count packets, and a flow of F bytes is done
 //                                      when ackno x _mss >= F
+//   FCTLAB_HTSIM_FATTREE               datacenter/fat_tree_topology.h (FatTreeTopology,
+//                                      FatTreeSwitch), compiled in with the driver
+//   FCTLAB_HTSIM_FATTREE_CFG           FatTreeTopology is built from a FatTreeTopologyCfg
+//                                      (uet-htsim)
+//   FCTLAB_HTSIM_EQDS                  csg-htsim's EQDS: EqdsSrc(logger, eventlist, nic),
+//                                      EqdsNIC(eventlist, rate), EqdsPullPacer (eqds.h)
+//   FCTLAB_HTSIM_UEC                   uet-htsim's UecSrc, UecSink, UecNIC, UecMpReps (uec.h)
+//   FCTLAB_HTSIM_COMPOSITE_TRIM_SIZE   CompositeQueue's constructor takes the trimmed size and
+//                                      whether to drop instead (uet-htsim): 64 B, trimming
 //
 // htsim's drivers for TCP (datacenter/main_tcp.cpp) and DCTCP
 // (datacenter/old_tests/main_dctcp_permutation.cpp) build their own fat-tree and run a random
@@ -61,12 +76,42 @@
 //                                 set_cwnd) and the SwiftRtxTimerScanner's period
 //   ndp IW PULL_RATE              NdpSrc's first window (packets: setCwnd(IW x packet)) and
 //                                 the pull pacers' fraction of their host's link rate
+//   fattree NODES RATE_BPS LATENCY_PS QUEUE_BYTES
+//                                 htsim's 3-tier FatTreeTopology of NODES hosts (K from
+//                                 NODES), every link RATE_BPS with a pipe of LATENCY_PS, every
+//                                 switch port a CompositeQueue of QUEUE_BYTES (data, the
+//                                 packet in transmission included), the hosts'
+//                                 FairPriorityQueue, FatTreeSwitch with ECMP (as main_eqds.cpp
+//                                 and main_uec.cpp build it); for eqds and nscc flows, instead
+//                                 of port lines
+//   ftport ID TIER A B            the input's port ID is the fat-tree's queue TIER[A][B][0],
+//                                 TIER one of ns_nlp (host A to ToR B), nlp_ns, nlp_nup,
+//                                 nup_nlp, nup_nc, nc_nup (FatTreeTopology's arrays): its
+//                                 counts are reported as port ID
+//   eqds CWND PATHS RTO_PS PULL_RATE
+//                                 EqdsSrc::setCwnd(CWND packets x packet) (main_eqds.cpp
+//                                 -cwnd), EqdsSrc::_path_entropy_size (-paths), EqdsSrc::_min_rto;
+//                                 one EqdsPullPacer (PULL_RATE of the link rate: main_eqds.cpp
+//                                 gives 0.99; built before any EqdsSrc as main_eqds.cpp builds
+//                                 it) and one EqdsNIC per host
+//   uec RTT_PS TARGET_PS PATHS SACK RTO_PS NACK_RTT ECN_MIN ECN_MAX
+//                                 UecSrc::initNsccParams(RTT, rate, TARGET, qa_gate -1,
+//                                 trimming), each source's initNscc(0, RTT) (a window of 1.5
+//                                 BDPs), UecMpReps over PATHS entropy values,
+//                                 UecSink::_bytes_unacked_threshold = SACK,
+//                                 UecSrc::_min_rto, UecSrc::update_base_rtt_on_nack =
+//                                 NACK_RTT, and every switch port's CompositeQueue marking
+//                                 between ECN_MIN and ECN_MAX bytes (set_ecn_thresholds; equal:
+//                                 a step); sender-based NSCC only (main_uec.cpp
+//                                 -sender_cc_only -load_balancing_algo reps)
 //   group ID MEMBERS              a group: its flows' number
 //   flow ID KIND PKTS START_PS GROUP AFTER FWD... / REV...
 //                                 KIND tcp|dctcp|roce|hpcc|dcqcn|swift|ndp; PKTS data packets (-1: long-lived); GROUP its
 //                                 group or -1; AFTER the group it waits for or -1 (START_PS is
 //                                 then the delay after that group completes); FWD and REV the
-//                                 port ids of the data and the ACK path (none for ndp)
+//                                 port ids of the data and the ACK path (none for ndp);
+//                                 for eqds and nscc PKTS is the flow's bytes, FWD the source's
+//                                 host number and REV the destination's in the fat-tree
 //   path ID fwd|rev PORTS...      an NDP flow's data path (fwd) or ACK path (rev), one line
 //                                 each: the source sprays over its data paths and the sink
 //                                 over its ACK paths, each in a shuffled order reshuffled
@@ -102,6 +147,18 @@
 #include "compositequeue.h"
 #include "config.h"
 #include "dctcp.h"
+#ifdef FCTLAB_HTSIM_FATTREE
+#include "fat_tree_switch.h"
+#include "fat_tree_topology.h"
+#endif
+#ifdef FCTLAB_HTSIM_EQDS
+#include "eqds.h"
+#endif
+#ifdef FCTLAB_HTSIM_UEC
+#include <memory>
+#include "uec.h"
+#include "uec_mp.h"
+#endif
 #include "ecn.h"
 #include "ecnqueue.h"
 #include "eth_pause_packet.h"
@@ -131,7 +188,15 @@ using namespace std;
 static EventList eventlist;
 static map<flowid_t, int> flow_of;  // htsim's packet flow id -> the input's flow id
 
-static bool is_data(packet_type t) { return t == TCP || t == ROCE || t == HPCC || t == SWIFT || t == NDP; }
+static bool is_data(packet_type t) {
+#ifdef FCTLAB_HTSIM_EQDS
+    if (t == EQDSDATA) return true;
+#endif
+#ifdef FCTLAB_HTSIM_UEC
+    if (t == UECDATA) return true;
+#endif
+    return t == TCP || t == ROCE || t == HPCC || t == SWIFT || t == NDP;
+}
 
 // Between a LosslessInputQueue and the port it pauses: reports each PAUSE or RESUME as it
 // reaches the port (after the pipe's delay, as htsim's fat-tree sends them) and hands it on.
@@ -210,6 +275,51 @@ struct Flow {
     uint64_t swift_pkts = 0, swift_acked = 0;  // Swift: data packets its NIC sent, bytes acknowledged
     NdpSrc* ndp = nullptr;
     NdpSink* ndp_sink = nullptr;
+#ifdef FCTLAB_HTSIM_EQDS
+    EqdsSrc* eqds = nullptr;
+    EqdsSink* eqds_sink = nullptr;
+#endif
+#ifdef FCTLAB_HTSIM_UEC
+    UecSrc* uec = nullptr;
+    UecSink* uec_sink = nullptr;
+#endif
+    // EQDS and NSCC: the data packets sent, resent, and the cumulative ACK (PSNs)
+    bool fattree() const {
+#ifdef FCTLAB_HTSIM_EQDS
+        if (eqds) return true;
+#endif
+#ifdef FCTLAB_HTSIM_UEC
+        if (uec) return true;
+#endif
+        return false;
+    }
+    uint64_t ft_sent() const {
+#ifdef FCTLAB_HTSIM_EQDS
+        if (eqds) return (uint64_t)eqds->_new_packets_sent + eqds->_rtx_packets_sent;
+#endif
+#ifdef FCTLAB_HTSIM_UEC
+        if (uec) return (uint64_t)uec->stats().new_pkts_sent + uec->stats().rtx_pkts_sent;
+#endif
+        return 0;
+    }
+    uint64_t ft_resent() const {
+#ifdef FCTLAB_HTSIM_EQDS
+        if (eqds) return eqds->_rtx_packets_sent;
+#endif
+#ifdef FCTLAB_HTSIM_UEC
+        if (uec) return uec->stats().rtx_pkts_sent;
+#endif
+        return 0;
+    }
+    uint64_t ft_acked() const {
+#ifdef FCTLAB_HTSIM_EQDS
+        if (eqds_sink) return eqds_sink->cumulative_ack();
+#endif
+#ifdef FCTLAB_HTSIM_UEC
+        if (uec_sink) return uec_sink->cumulative_ack();
+#endif
+        return 0;
+    }
     vector<vector<int>> fwd_paths, rev_paths;  // NDP: every data path and every ACK path
     Route *out = nullptr, *back = nullptr;
     PacketSink* sink_any = nullptr;
@@ -222,16 +332,19 @@ struct Flow {
     uint64_t unit() const { return packet_seqno ? 1 : mss(); }
     // the source's counters: data bytes per packet, packets sent, bytes acknowledged
     uint64_t mss() const {
+        if (fattree()) return Packet::data_packet_size() - 64;
         if (ndp) return ndp->_mss;
         return swift ? swift->_mss : roce ? roce->_mss : hpcc ? hpcc->_mss : src->_mss;
     }
     uint64_t sent() const {
+        if (fattree()) return ft_sent();
         if (ndp) return ndp->_packets_sent;
         if (swift) return swift_pkts;
         return roce ? roce->_packets_sent : hpcc ? hpcc->_packets_sent : src->_packets_sent / src->_mss;
     }
     uint64_t acked() const {
         // NdpSrc's _last_acked is the cumulative ACK, the last byte received in order (from 1)
+        if (fattree()) return ft_acked();
         if (ndp) return ndp->_last_acked / ndp->_mss;
         if (swift) return swift_acked / swift->_mss;
         if (roce) return roce->_last_acked / unit();
@@ -302,6 +415,9 @@ struct Starter : public EventSource {
         printf("S %d %.12g\n", f->id, timeAsSec(EventList::now()));
         if (f->roce) f->roce->activate();
         if (f->hpcc) f->hpcc->activate();
+#ifdef FCTLAB_HTSIM_UEC
+        if (f->uec) f->uec->activate();
+#endif
     }
 };
 
@@ -374,6 +490,87 @@ static map<int, NdpPullPacer*> pacers;
 static uint64_t ndp_iw = 0;
 static double ndp_pull_rate = 0;
 
+// A port of htsim's fat-tree, named by the input's port id.
+struct FtPort {
+    int id = 0;
+    string tier;
+    int a = 0, b = 0;
+};
+static vector<FtPort> ftports;
+static simtime_picosec ft_latency = 0;
+static int64_t ft_queue = 0;
+
+// Fires when a source activates its end trigger: EqdsSrc and UecSrc do, once, in
+// checkFinished, when the cumulative ACK (less the RTS packets) covers the flow
+// (eqds.cpp:458-480, uec.cpp:812-866), where htsim's drivers print "finished at".
+struct DoneTrigger : public Trigger {
+    Flow* f;
+    DoneTrigger(Flow* flow) : Trigger(::eventlist, 0), f(flow) {}
+    void activate() override {
+        if (!f->done) flow_finished(f);
+    }
+};
+
+#ifdef FCTLAB_HTSIM_FATTREE
+// htsim's fat-tree (EQDS, NSCC) and its settings.
+static FatTreeTopology* fattree = nullptr;
+static uint32_t ft_nodes = 0;
+static linkspeed_bps ft_rate = 0;
+#endif
+
+// A flow-event logger that keeps nothing: EqdsSrc's constructor leaves its _flow_logger unset
+// and main_eqds.cpp always gives it one (logFlowEvents), so the driver gives it this.
+struct NoFlowEvents : public FlowEventLogger {
+    void logEvent(PacketFlow&, Logged&, FlowEvent, mem_b, uint64_t) override {}
+};
+static NoFlowEvents no_flow_events;
+
+#ifdef FCTLAB_HTSIM_EQDS
+// EqdsSrc reporting its start; every later call of its doNextEvent is its retransmission
+// timer's (EqdsSrc schedules itself for its start and its RTO only, eqds.cpp:314, 776).
+class TrackedEqds : public EqdsSrc {
+public:
+    Flow* f;
+    TrackedEqds(Flow* flow, EqdsNIC& nic) : EqdsSrc(nullptr, ::eventlist, nic), f(flow) {}
+    void doNextEvent() override {
+        if (!f->started) {
+            f->started = true;
+            printf("S %d %.12g\n", f->id, timeAsSec(EventList::now()));
+        } else {
+            f->timeouts++;
+        }
+        EqdsSrc::doNextEvent();
+    }
+};
+static uint32_t eqds_cwnd = 0, eqds_paths = 0;
+static double eqds_pull_rate = 0.99;
+static simtime_picosec eqds_rto = 0;
+static vector<EqdsPullPacer*> eqds_pacers;
+static vector<EqdsNIC*> eqds_nics;
+#endif
+
+#ifdef FCTLAB_HTSIM_UEC
+// UecSrc, started by activate() at its time (the driver's Starter: connectPort takes whole
+// microseconds); each call of its doNextEvent is then its retransmission timer's (SLEEK's
+// probes are off, uec.cpp:1627-1650).
+class TrackedUec : public UecSrc {
+public:
+    Flow* f;
+    TrackedUec(Flow* flow, UecNIC& nic, uint16_t paths)
+        : UecSrc(nullptr, ::eventlist, make_unique<UecMpReps>(paths, false, true), nic, 1), f(flow) {}
+    void doNextEvent() override {
+        f->timeouts++;
+        UecSrc::doNextEvent();
+    }
+};
+static bool uec_set = false;
+static simtime_picosec uec_rtt = 0, uec_target = 0, uec_rto = 0;
+static uint32_t uec_paths = 0;
+static mem_b uec_sack = 0, uec_ecn_min = 0, uec_ecn_max = 0;
+static int uec_nack_rtt = 1;
+static vector<UecNIC*> uec_nics;
+#endif
+
 // The last element of a Swift flow's ACK route before its source (SwiftSubflowSink appends
 // the source): reads each ACK's cumulative data acknowledgement and hands the ACK on.
 struct AckTap : public PacketSink {
@@ -402,6 +599,7 @@ static SwiftSettings swift_cfg;
 static SwiftRtxTimerScanner* swift_scanner = nullptr;
 
 static uint64_t resent(Flow* f) {
+    if (f->fattree()) return f->ft_resent();
     if (f->ndp) return f->ndp->_rtx_packets_sent;
     uint64_t mss = f->mss();
     uint64_t sent = f->sent();
@@ -425,6 +623,19 @@ static Route* bare_route(const vector<int>& ports) {
 }
 
 static void start(Flow* f, simtime_picosec at) {
+#ifdef FCTLAB_HTSIM_EQDS
+    if (f->eqds) {
+        // as main_eqds.cpp: the source's route to its ToR, the sink's to its own
+        f->eqds->connect(*f->out, *f->back, *f->eqds_sink, at);
+        return;
+    }
+#endif
+#ifdef FCTLAB_HTSIM_UEC
+    if (f->uec) {
+        eventlist.sourceIsPending(*new Starter(f), at);
+        return;
+    }
+#endif
     if (f->ndp) {
         // as main_ndp.cpp: connect, then the paths (set_paths copies them with the peer at the end)
         f->ndp->connect(nullptr, nullptr, *f->ndp_sink, at);
@@ -464,6 +675,165 @@ static void fail(const string& msg) {
     exit(2);
 }
 
+#ifdef FCTLAB_HTSIM_FATTREE
+static uint32_t tor_of(uint32_t host) {
+#ifdef FCTLAB_HTSIM_FATTREE_CFG
+    return fattree->cfg().HOST_POD_SWITCH(host);
+#else
+    return fattree->HOST_POD_SWITCH(host);
+#endif
+}
+
+// htsim's fat-tree as main_eqds.cpp and main_uec.cpp build it (ECMP at the switches, trimming
+// CompositeQueue ports, FairPriorityQueue at the hosts), the input's ports named on it, and,
+// for EQDS, one EqdsPullPacer and one EqdsNIC per host; for NSCC, UecSrc's statics and one
+// UecNIC per host.
+static void build_fattree(map<int, PortCount*>& counts, vector<int>& port_ids) {
+    FatTreeSwitch::set_strategy(FatTreeSwitch::ECMP);
+    FatTreeSwitch::_ar_sticky = FatTreeSwitch::PER_PACKET;
+    FatTreeSwitch::_sticky_delta = timeFromUs((double)10);
+    FatTreeSwitch::_ecn_threshold_fraction = 0.5;
+#ifdef FCTLAB_HTSIM_FATTREE_CFG
+    FatTreeSwitch::_disable_trim = false;
+    FatTreeSwitch::_trim_size = 64;
+    FatTreeTopologyCfg* cfg = new FatTreeTopologyCfg(3, ft_nodes, ft_rate, ft_queue, ft_latency, 0, COMPOSITE, FAIR_PRIO);
+    cfg->set_queue_sizes(ft_queue);
+#ifdef FCTLAB_HTSIM_UEC
+    if (uec_set) {
+        if (uec_ecn_min > uec_ecn_max || uec_ecn_max > ft_queue) fail("uec: ECN thresholds outside the queue");
+        // every switch port marks, the ToRs' ports toward hosts too (main_uec.cpp: !receiver_driven)
+        cfg->set_ecn_parameters(true, true, uec_ecn_min, uec_ecn_max);
+    }
+#endif
+    fattree = new FatTreeTopology(cfg, nullptr, &eventlist, nullptr);
+#else
+    FatTreeTopology::set_tiers(3);
+    fattree = new FatTreeTopology(ft_nodes, ft_rate, ft_queue, nullptr, &eventlist, nullptr, COMPOSITE, ft_latency, 0,
+                                  FAIR_PRIO);
+#endif
+#ifdef FCTLAB_HTSIM_FATTREE_CFG
+    uint32_t built = fattree->cfg().no_of_nodes();
+#else
+    uint32_t built = fattree->no_of_nodes();
+#endif
+    if (built != ft_nodes) fail("fattree: htsim's fat-tree has " + to_string(built) + " hosts, not " + to_string(ft_nodes));
+    for (FtPort& fp : ftports) {
+        BaseQueue* q = nullptr;
+        auto at = [&](vector<vector<vector<BaseQueue*>>>& v) -> BaseQueue* {
+            if (fp.a < 0 || (size_t)fp.a >= v.size() || fp.b < 0 || (size_t)fp.b >= v[fp.a].size()) return nullptr;
+            return v[fp.a][fp.b][0];
+        };
+        if (fp.tier == "ns_nlp") q = at(fattree->queues_ns_nlp);
+        else if (fp.tier == "nlp_ns") q = at(fattree->queues_nlp_ns);
+        else if (fp.tier == "nlp_nup") q = at(fattree->queues_nlp_nup);
+        else if (fp.tier == "nup_nlp") q = at(fattree->queues_nup_nlp);
+        else if (fp.tier == "nup_nc") q = at(fattree->queues_nup_nc);
+        else if (fp.tier == "nc_nup") q = at(fattree->queues_nc_nup);
+        else fail("ftport " + to_string(fp.id) + ": unknown tier " + fp.tier);
+        if (!q) fail("ftport " + to_string(fp.id) + ": no queue " + fp.tier + "[" + to_string(fp.a) + "][" + to_string(fp.b) + "]");
+        PortCount* c = new PortCount();
+        c->id = fp.id;
+        q->setLogger(c);
+        counts[fp.id] = c;
+        port_ids.push_back(fp.id);
+    }
+#ifdef FCTLAB_HTSIM_EQDS
+    if (eqds_cwnd) {
+        EqdsSrc::_min_rto = eqds_rto;
+        EqdsSrc::_path_entropy_size = eqds_paths;
+        for (uint32_t h = 0; h < ft_nodes; h++) {
+            // as main_eqds.cpp:476, before any EqdsSrc exists: the pacer's packet time is
+            // that of EqdsSrc::_mtu's static value (4096 + 64 B), whatever the packet size
+            eqds_pacers.push_back(new EqdsPullPacer(ft_rate, eqds_pull_rate, EqdsSrc::_mtu, eventlist));
+            eqds_nics.push_back(new EqdsNIC(eventlist, ft_rate));
+        }
+    }
+#endif
+#ifdef FCTLAB_HTSIM_UEC
+    if (uec_set) {
+        UecSrc::_sender_based_cc = true;
+        UecSrc::_receiver_based_cc = false;
+        UecSink::_oversubscribed_cc = false;
+        UecSrc::_sender_cc_algo = UecSrc::NSCC;
+        UecSrc::_mtu = Packet::data_packet_size();
+        UecSrc::_mss = UecSrc::_mtu - UecSrc::_hdr_size;
+        UecSrc::_min_rto = uec_rto;
+        UecSink::_bytes_unacked_threshold = uec_sack;
+        UecSrc::update_base_rtt_on_nack = uec_nack_rtt != 0;
+        UecSrc::initNsccParams(uec_rtt, ft_rate, uec_target, -1, true);
+        for (uint32_t h = 0; h < ft_nodes; h++) uec_nics.push_back(new UecNIC(h, eventlist, ft_rate, 1));
+    }
+#endif
+}
+#endif
+
+// An EQDS or NSCC flow on htsim's fat-tree, wired as main_eqds.cpp and main_uec.cpp wire a
+// connection: the source's route to its ToR, the sink's to its own, the ToRs told which
+// flow's packets go to which of them (addHostPort).
+static void setup_fattree_flow(Flow* f) {
+#ifdef FCTLAB_HTSIM_FATTREE
+    string id = to_string(f->id);
+    if (!fattree) fail("flow " + id + ": " + f->kind + " before fattree");
+    if (f->fwd.size() != 1 || f->rev.size() != 1) fail("flow " + id + ": give the source and destination hosts");
+    uint32_t src = f->fwd[0], dst = f->rev[0];
+    if (src >= ft_nodes || dst >= ft_nodes) fail("flow " + id + ": no such host");
+    uint32_t stor = tor_of(src), dtor = tor_of(dst);
+    f->out = new Route();
+    f->out->push_back(fattree->queues_ns_nlp[src][stor][0]);
+    f->out->push_back(fattree->pipes_ns_nlp[src][stor][0]);
+    f->out->push_back(fattree->queues_ns_nlp[src][stor][0]->getRemoteEndpoint());
+    f->back = new Route();
+    f->back->push_back(fattree->queues_ns_nlp[dst][dtor][0]);
+    f->back->push_back(fattree->pipes_ns_nlp[dst][dtor][0]);
+    f->back->push_back(fattree->queues_ns_nlp[dst][dtor][0]->getRemoteEndpoint());
+    string name = "_" + to_string(src) + "_" + to_string(dst);
+    if (f->kind == "eqds") {
+#ifdef FCTLAB_HTSIM_EQDS
+        if (!eqds_cwnd) fail("flow " + id + ": eqds before its settings");
+        TrackedEqds* s = new TrackedEqds(f, *eqds_nics[src]);
+        s->setCwnd((mem_b)eqds_cwnd * Packet::data_packet_size());
+        s->logFlowEvents(no_flow_events);
+        s->setDst(dst);
+        EqdsSink* k = new EqdsSink(nullptr, eqds_pacers[dst], *eqds_nics[dst]);
+        s->setName("Eqds" + name);
+        k->setSrc(src);
+        k->setName("Eqds_sink" + name);
+        if (f->pkts > 0) s->setFlowsize((uint64_t)f->pkts);
+        s->setEndTrigger(*new DoneTrigger(f));
+        fattree->switches_lp[stor]->addHostPort(src, k->flowId(), s);
+        fattree->switches_lp[dtor]->addHostPort(dst, s->flowId(), k);
+        f->eqds = s;
+        f->eqds_sink = k;
+#else
+        fail("flow " + id + ": this htsim has no csg-htsim EQDS: build csg-htsim");
+#endif
+    } else {
+#ifdef FCTLAB_HTSIM_UEC
+        if (!uec_set) fail("flow " + id + ": nscc before its settings");
+        TrackedUec* s = new TrackedUec(f, *uec_nics[src], (uint16_t)uec_paths);
+        UecSink* k = new UecSink(nullptr, ft_rate, 1.1, UecBasePacket::unquantize(UecSink::_credit_per_pull), eventlist,
+                                 *uec_nics[dst], 1);
+        s->initNscc(0, uec_rtt);
+        s->setDst(dst);
+        s->setName("Uec" + name);
+        k->setSrc(src);
+        ((DataReceiver*)k)->setName("Uec_sink" + name);
+        if (f->pkts > 0) s->setFlowsize((uint64_t)f->pkts);
+        s->setEndTrigger(*new DoneTrigger(f));
+        s->connectPort(0, *f->out, *f->back, *k, TRIGGER_START);
+        fattree->switches_lp[stor]->addHostPort(src, k->flowId(), s->getPort(0));
+        fattree->switches_lp[dtor]->addHostPort(dst, s->flowId(), k->getPort(0));
+        f->uec = s;
+        f->uec_sink = k;
+#else
+        fail("flow " + id + ": this htsim has no UEC transport (uec.h): build uet-htsim");
+#endif
+    }
+#else
+    fail("flow " + to_string(f->id) + ": " + f->kind + " runs on htsim's fat-tree: this driver was built without it");
+#endif
+}
+
 int main(int argc, char** argv) {
     if (argc != 2) fail("usage: fctlab_htsim INPUT");
     ifstream in(argv[1]);
@@ -494,6 +864,31 @@ int main(int argc, char** argv) {
             srandom(seed);
         } else if (what == "ndp") {
             ls >> ndp_iw >> ndp_pull_rate;
+        } else if (what == "fattree") {
+#ifdef FCTLAB_HTSIM_FATTREE
+            double rate;
+            ls >> ft_nodes >> rate >> ft_latency >> ft_queue;
+            ft_rate = (linkspeed_bps)rate;
+#else
+            fail("fattree: this driver was built without htsim's fat-tree (datacenter/fat_tree_topology.h)");
+#endif
+        } else if (what == "ftport") {
+            FtPort fp;
+            ls >> fp.id >> fp.tier >> fp.a >> fp.b;
+            ftports.push_back(fp);
+        } else if (what == "eqds") {
+#ifdef FCTLAB_HTSIM_EQDS
+            ls >> eqds_cwnd >> eqds_paths >> eqds_rto >> eqds_pull_rate;
+#else
+            fail("eqds: this htsim has no csg-htsim EQDS (eqds.h with EqdsNIC(eventlist, rate)): build csg-htsim");
+#endif
+        } else if (what == "uec") {
+#ifdef FCTLAB_HTSIM_UEC
+            ls >> uec_rtt >> uec_target >> uec_paths >> uec_sack >> uec_rto >> uec_nack_rtt >> uec_ecn_min >> uec_ecn_max;
+            uec_set = true;
+#else
+            fail("uec: this htsim has no UEC transport (uec.h): build uet-htsim");
+#endif
         } else if (what == "scan") {
             ls >> scan;
         } else if (what == "stop") {
@@ -553,7 +948,11 @@ int main(int argc, char** argv) {
                 q = new FairScheduler((linkspeed_bps)rate, eventlist, c);
             }
             else if (kind == "composite")
+#ifdef FCTLAB_HTSIM_COMPOSITE_TRIM_SIZE
+                q = new CompositeQueue((linkspeed_bps)rate, maxsize, eventlist, c, 64, false);
+#else
                 q = new CompositeQueue((linkspeed_bps)rate, maxsize, eventlist, c);
+#endif
             else if (kind != "queue")
                 fail("port " + to_string(id) + ": unknown kind " + kind);
             else if (k < 0)
@@ -623,6 +1022,9 @@ int main(int argc, char** argv) {
     }
     if (Packet::data_packet_size() <= 0) fail("no packet size");
     eventlist.setEndtime(stop);
+#ifdef FCTLAB_HTSIM_FATTREE
+    if (ft_nodes) build_fattree(counts, port_ids);
+#endif
     TcpRtxTimerScanner scanner(scan, eventlist);
     auto path = [&](Flow* f, const vector<int>& ports, Route* r) {
         for (int p : ports) {
@@ -634,14 +1036,18 @@ int main(int argc, char** argv) {
     };
     for (Flow* f : flows) {
         f->out = new Route();
-        path(f, f->fwd, f->out);
         f->back = new Route();
-        path(f, f->rev, f->back);
+        if (f->kind != "eqds" && f->kind != "nscc") {
+            path(f, f->fwd, f->out);
+            path(f, f->rev, f->back);
+        }
         if (f->pkts >= 0)
             finite_left++;
         else
             any_long = true;
-        if (f->kind == "ndp") {
+        if (f->kind == "eqds" || f->kind == "nscc") {
+            setup_fattree_flow(f);
+        } else if (f->kind == "ndp") {
             if (!ndp_iw) fail("flow " + to_string(f->id) + ": ndp before its settings");
             if (f->fwd_paths.empty() || f->rev_paths.empty()) fail("flow " + to_string(f->id) + ": no paths");
             if (!dynamic_cast<HostQueue*>(queues[f->fwd_paths[0][0]]))
