@@ -65,6 +65,7 @@ impl Conn {
     }
 
     /// A connection on a transport made for trimming switches: `ndp`, `eqds`, or else `uet`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new_trimmed(
         kind: TransportKind,
         id: FlowId,
@@ -73,6 +74,7 @@ impl Conn {
         tcp: &TcpConfig,
         cc: AnyCc,
         ecn: bool,
+        line_rate: BitsPerSec,
     ) -> Box<Conn> {
         Box::new(match kind {
             TransportKind::Ndp => Conn::Ndp {
@@ -80,7 +82,7 @@ impl Conn {
                 rcv: NdpReceiver::new(id, dst, src, size, tcp),
             },
             TransportKind::Eqds => Conn::Eqds {
-                snd: EqdsSender::new(id, src, dst, size, tcp, cc, ecn),
+                snd: EqdsSender::new(id, src, dst, size, tcp, cc, ecn, line_rate),
                 rcv: EqdsReceiver::new(id, dst, src, size, tcp),
             },
             _ => Conn::Uet {

@@ -830,7 +830,7 @@ impl Simulation {
         });
         let ends = (src, dst);
         let conn = if matches!(kind, TransportKind::Ndp | TransportKind::Eqds | TransportKind::Uet) {
-            Conn::new_trimmed(kind, id, ends, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn)
+            Conn::new_trimmed(kind, id, ends, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn, nic_rate)
         } else if kind == TransportKind::Roce {
             let mut snd = RoceSender::new(id, src, dst, spec.size_bytes, tcp, spec.cc.build(&info), spec.ecn, nic_rate);
             snd.set_base_rtt(base_rtt);

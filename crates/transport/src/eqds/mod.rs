@@ -3,8 +3,10 @@
 //! `EqdsSink` run them (csg-htsim sim/eqds.cpp), over trimming switches.
 //!
 //! - **The sender** starts speculating: it may send a first window (`eqds_initial_window`
-//!   packets) at once. The first word from the receiver (an ACK, a NACK or a pull) ends the
-//!   speculation, and what is left of that window is given up. From then on it sends on credit:
+//!   packets) without credit. It hands its packets to its NIC one at a time, as its line rate
+//!   lets them go (as htsim's `EqdsNIC` takes them), so the first word from the receiver (an
+//!   ACK, a NACK or a pull) can end the speculation while the window is still going out: what
+//!   is left of it is given up. From then on it sends on credit:
 //!   each pull grants one full packet's bytes, spent as a balance that may go below zero (a
 //!   packet may leave while the balance is above zero). Every new data packet tells the
 //!   receiver how many pulls the sender wants in all ([`fctlab_net::Packet::pull_no`] of a data
@@ -31,7 +33,7 @@ use crate::config::TcpConfig;
 use crate::ndp::{packets_of, payload_of};
 use crate::rtt::RttEstimator;
 use crate::transport::Transport;
-use fctlab_engine::Nanos;
+use fctlab_engine::{BitsPerSec, Nanos};
 use fctlab_net::packet::flags;
 use fctlab_net::{FlowId, NodeId, Packet, PacketKind};
 use std::collections::{BTreeSet, VecDeque};
@@ -71,6 +73,9 @@ pub struct EqdsSender {
     rtx: BTreeSet<u64>,
     rtt: RttEstimator,
     rto: Nanos,
+    /// The sender's line rate, and when its NIC can take the next packet.
+    line_rate: BitsPerSec,
+    next_send: Nanos,
     bytes_acked: u64,
     pub packets_sent: u64,
     pub retransmits: u64,
@@ -79,6 +84,8 @@ pub struct EqdsSender {
 }
 
 impl EqdsSender {
+    /// A sender of `size` bytes (None: long-lived) whose NIC runs at `line_rate`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         flow: FlowId,
         src: NodeId,
@@ -87,6 +94,7 @@ impl EqdsSender {
         cfg: &TcpConfig,
         cc: AnyCc,
         ecn: bool,
+        line_rate: BitsPerSec,
     ) -> Self {
         let mut own = *cfg;
         cc.tune(&mut own);
@@ -117,6 +125,8 @@ impl EqdsSender {
             rtx: BTreeSet::new(),
             rtt: RttEstimator::new(&own),
             rto: own.min_rto,
+            line_rate,
+            next_send: Nanos::ZERO,
             bytes_acked: 0,
             packets_sent: 0,
             retransmits: 0,
@@ -163,6 +173,9 @@ impl EqdsSender {
             self.retransmits += 1;
         }
         self.packets_sent += 1;
+        // The NIC takes the next packet once this one has gone out.
+        let tx = Nanos::from_nanos((wire as u64 * 8_000_000_000).div_ceil(self.line_rate.0.max(1)));
+        self.next_send = self.next_send.max(now) + tx;
         let o = &mut self.window[(i - self.base) as usize];
         o.in_flight = true;
         o.sent = now;
@@ -199,9 +212,15 @@ impl EqdsSender {
         (self.next < self.packets).then_some((self.next, false))
     }
 
-    /// Sends while there is credit and something to send.
+    /// Whether a packet is owed and there is credit for it.
+    fn wants_to_send(&self) -> bool {
+        self.credit() > 0 && (self.next < self.packets || !self.rtx.is_empty())
+    }
+
+    /// Sends while there is credit and something to send, one packet per transmission time
+    /// of its NIC.
     fn pump(&mut self, now: Nanos, out: &mut Vec<Packet>) {
-        while self.credit() > 0 {
+        while self.credit() > 0 && self.next_send <= now {
             let Some((i, retx)) = self.next_owed() else { return };
             if retx {
                 self.rtx.pop_first();
@@ -272,6 +291,9 @@ impl Transport for EqdsSender {
     }
 
     fn on_timer(&mut self, now: Nanos, out: &mut Vec<Packet>) {
+        if self.wants_to_send() && self.next_send <= now {
+            self.pump(now, out);
+        }
         let Some((i, sent)) = self.oldest() else { return };
         if sent + self.rto > now {
             return;
@@ -286,7 +308,12 @@ impl Transport for EqdsSender {
         if self.done() {
             return None;
         }
-        self.oldest().map(|(_, sent)| sent + self.rto)
+        let rto = self.oldest().map(|(_, sent)| sent + self.rto);
+        let send = self.wants_to_send().then_some(self.next_send);
+        match (rto, send) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn is_complete(&self) -> bool {

@@ -7,7 +7,9 @@ const FULL: u64 = 4150;
 fn sender(packets: u64, params: &str) -> EqdsSender {
     let cfg = TcpConfig { mss_bytes: MSS as u32, header_bytes: 64, ..TcpConfig::default() };
     let cc = configure("eqds", params.parse().unwrap()).unwrap().build(&FlowInfo::default());
-    EqdsSender::new(FlowId(0), NodeId(0), NodeId(1), Some(packets * MSS), &cfg, cc, false)
+    // A line rate of 4150 B per microsecond: one packet per microsecond.
+    let rate = fctlab_engine::BitsPerSec(FULL * 8 * 1_000_000);
+    EqdsSender::new(FlowId(0), NodeId(0), NodeId(1), Some(packets * MSS), &cfg, cc, false, rate)
 }
 
 fn t(us: u64) -> Nanos {
@@ -22,22 +24,36 @@ fn seqs(out: &[Packet]) -> Vec<u64> {
     out.iter().map(|p| p.seq / MSS).collect()
 }
 
+/// Starts `s` and lets its NIC take `n` packets, one per microsecond.
+fn send_first(s: &mut EqdsSender, n: u64, out: &mut Vec<Packet>) {
+    s.start(t(0), out);
+    for k in 1..n {
+        assert_eq!(s.timer_deadline(), Some(t(k)), "the NIC takes one packet per microsecond");
+        s.on_timer(t(k), out);
+    }
+}
+
 #[test]
-fn the_first_window_goes_on_speculation_and_the_first_word_back_ends_it() {
+fn the_first_window_goes_out_at_the_line_rate_until_the_first_word_back_ends_it() {
     let mut s = sender(100, "eqds_initial_window = 4");
     let mut out = Vec::new();
-    s.start(t(0), &mut out);
-    assert_eq!(seqs(&out), [0, 1, 2, 3]);
+    send_first(&mut s, 3, &mut out);
+    assert_eq!(seqs(&out), [0, 1, 2]);
     // Each data packet asks for the pulls its flow's remaining bytes need, up to a window.
     let asked: Vec<u32> = out.iter().map(|p| p.pull_no).collect();
-    assert_eq!(asked, [1, 2, 3, 4], "a window's worth, less the speculative credit left");
+    assert_eq!(asked, [1, 2, 3], "a window's worth, less the speculative credit left");
     out.clear();
-    // An ACK: speculation is over, no credit is left: nothing goes.
-    s.on_packet(t(5), &reply(PacketKind::Ack, 0, 0), &mut out);
-    assert!(out.is_empty());
-    // Each pull grants one full packet.
-    s.on_packet(t(6), &reply(PacketKind::Pull, 0, 2), &mut out);
-    assert_eq!(seqs(&out), [4, 5]);
+    // An ACK before the window's last packet left: speculation is over, and the rest of the
+    // window is given up.
+    s.on_packet(t(2) + Nanos::from_nanos(500), &reply(PacketKind::Ack, 0, 0), &mut out);
+    s.on_timer(t(3), &mut out);
+    assert!(out.is_empty() && s.timer_deadline() != Some(t(3)));
+    // Each pull grants one full packet, sent at the line rate.
+    s.on_packet(t(5), &reply(PacketKind::Pull, 0, 2), &mut out);
+    assert_eq!(seqs(&out), [3]);
+    assert_eq!(s.timer_deadline(), Some(t(6)));
+    s.on_timer(t(6), &mut out);
+    assert_eq!(seqs(&out), [3, 4]);
     assert!(out.iter().all(|p| p.wire_bytes as u64 == FULL));
 }
 
@@ -45,7 +61,7 @@ fn the_first_window_goes_on_speculation_and_the_first_word_back_ends_it() {
 fn a_nacked_packet_goes_first_on_the_next_credit() {
     let mut s = sender(100, "eqds_initial_window = 4");
     let mut out = Vec::new();
-    s.start(t(0), &mut out);
+    send_first(&mut s, 4, &mut out);
     out.clear();
     s.on_packet(t(5), &reply(PacketKind::Nack, 2, 0), &mut out);
     assert!(out.is_empty(), "no credit yet");
@@ -58,7 +74,7 @@ fn a_nacked_packet_goes_first_on_the_next_credit() {
 fn the_oldest_packet_in_flight_goes_again_after_the_timeout_whatever_the_credit() {
     let mut s = sender(3, "eqds_initial_window = 3\neqds_rto = \"50us\"");
     let mut out = Vec::new();
-    s.start(t(0), &mut out);
+    send_first(&mut s, 3, &mut out);
     out.clear();
     s.on_packet(t(5), &reply(PacketKind::Ack, 1, 0), &mut out);
     s.on_packet(t(5), &reply(PacketKind::Ack, 2, 0), &mut out);
