@@ -1215,10 +1215,10 @@ def fattree_notes(plan: Plan) -> list:
             "98.6 Gbps of credit; fctlab's pull grants one full packet and its pacer sends one per packet time / "
             "eqds_pull_rate, rounded up to a nanosecond (336 ns at 100 Gbps), 98.8 Gbps of credit",
             "speculation: htsim's EqdsNIC asks its source for each packet as the link frees (eqds.cpp:52-68, "
-            "625-641), so the source's first ACK, NACK or pull ends its speculation in the middle of its first "
-            "window; fctlab's sender hands its whole first window to its NIC at once, so the first word from its "
-            "receiver comes after the window has left: a server near its client sends more of its first window in "
-            "fctlab",
+            "625-641), and fctlab's sender hands its NIC one packet per transmission time at its line rate, so in "
+            "both the first ACK, NACK or pull ends the speculation in the middle of the first window and the rest "
+            "of it waits for credit; htsim's EqdsNIC takes its host's sources in turn, fctlab paces each sender on "
+            "its own (the set-ups start one flow per host at a time)",
             "retransmission credit: htsim's receiver owes 9 quanta (4608 B) for each trimmed header and pays them "
             "first, in pulls of 8 quanta (eqds.cpp:1295-1332, 1444-1464): a lone trimmed header brings two pulls "
             "(8192 B), n trimmed headers owed together ceil(9n / 8); fctlab's receiver owes one packet's pull per "
