@@ -53,7 +53,13 @@ impl PacketKind {
     /// Travels from the flow's receiver to its sender.
     #[inline]
     pub fn is_reverse(self) -> bool {
-        matches!(self, PacketKind::Ack | PacketKind::SynAck | PacketKind::Nack | PacketKind::Cnp | PacketKind::Pull)
+        // One bit per kind (a test on every packet sent).
+        const REVERSE: u32 = 1 << PacketKind::Ack as u32
+            | 1 << PacketKind::SynAck as u32
+            | 1 << PacketKind::Nack as u32
+            | 1 << PacketKind::Cnp as u32
+            | 1 << PacketKind::Pull as u32;
+        REVERSE >> self as u32 & 1 != 0
     }
 }
 

@@ -13,6 +13,8 @@ use fctlab_transport::{
 /// Both ends of one flow's connection. (Always boxed in its flow's state: a queue pair takes
 /// a TCP connection's room, and no flow holds more than one.)
 #[allow(clippy::large_enum_variant)]
+// (A tag of its own: each call reads it at once, rather than working it out from a field.)
+#[repr(u8)]
 pub(crate) enum Conn {
     /// A TCP connection (the `tcp` and `homa` transports).
     Tcp { snd: TcpSender, rcv: TcpReceiver },
