@@ -240,7 +240,7 @@ pub struct Port {
     pub rate: BitsPerSec,
     /// The per-priority queues of a lossless port (priority flow control), or none.
     pfc: Option<Box<PfcQueues>>,
-    /// The discipline trims ([`Verdict::Trim`]), and the packets it trimmed (read by ordered
+    /// The discipline trims (`Discipline::trim`), and the packets it trimmed (read by ordered
     /// disciplines only: last, out of the lines every packet reads).
     trimmed: u64,
     trims: bool,
@@ -535,7 +535,7 @@ impl Port {
     fn admit(&mut self, verdict: Verdict, meta: &mut PacketMeta, replaced: bool) -> bool {
         match verdict {
             // (A trim was applied before the buffer decided: `enqueue_ordered`.)
-            Verdict::Accept | Verdict::Trim(_) => true,
+            Verdict::Accept => true,
             Verdict::Mark if meta.has(flags::ECT) => {
                 if !meta.has(flags::CE) {
                     meta.flags |= flags::CE;
@@ -565,15 +565,11 @@ impl Port {
         self.advance_ordered(now);
         // A trimming discipline decides first: a packet it trims waits (or is dropped) as the
         // header it becomes.
-        let mut decided = None;
         if self.trims {
-            match self.disc.on_arrival(&self.view(now), &meta) {
-                Verdict::Trim(header) => {
-                    meta.wire_bytes = header;
-                    meta.flags |= flags::TRIMMED;
-                    self.trimmed += 1;
-                }
-                v => decided = Some(v),
+            if let Some(header) = self.disc.trim(&self.view(now), &meta) {
+                meta.wire_bytes = header;
+                meta.flags |= flags::TRIMMED;
+                self.trimmed += 1;
             }
         }
         let wire = meta.wire_bytes as u64;
@@ -588,7 +584,7 @@ impl Port {
                     return EnqueueOutcome::Dropped(DropCause::full_for(&meta));
                 }
             }
-            (decided.unwrap_or_else(|| self.disc.on_arrival(&self.view(now), &meta)), DropCause::Early)
+            (self.disc.on_arrival(&self.view(now), &meta), DropCause::Early)
         } else {
             self.ns2_verdict(self.view(now), must_wait, &meta)
         };

@@ -69,9 +69,6 @@ pub enum Verdict {
     /// dropped when [`Discipline::DROP_UNMARKABLE`]).
     Mark,
     Drop,
-    /// Cut the packet to a header of this many bytes on the wire (its payload gone, flagged
-    /// `flags::TRIMMED`) and queue that instead (trimming disciplines).
-    Trim(u16),
 }
 
 /// The port's queue as a packet arrives.
@@ -208,9 +205,14 @@ pub trait Discipline: Clone + fmt::Debug + Sized {
     /// Host NICs run the discipline too unless `nic_queue` says otherwise (pFabric's hosts
     /// schedule their packets as its switches do); otherwise NICs are DropTail by default.
     const AT_NICS: bool = false;
-    /// [`Discipline::on_arrival`] may answer [`Verdict::Trim`] (an ordered discipline): the
-    /// port asks it before its buffer decides, so that a packet is trimmed rather than dropped.
+    /// The discipline trims (an ordered one): the port asks [`Discipline::trim`] before its
+    /// buffer decides, so that a packet is trimmed rather than dropped.
     const TRIMS: bool = false;
+    /// Whether to cut the arriving packet to a header of this many bytes on the wire (its
+    /// payload gone, flagged `flags::TRIMMED`) and queue that instead (trimming disciplines).
+    fn trim(&mut self, _q: &QueueView, _meta: &PacketMeta) -> Option<u16> {
+        None
+    }
 }
 
 /// A buffer size as scenario files write it (`"100pkt"`, `"150KB"`, `"unlimited"`).
@@ -349,6 +351,11 @@ macro_rules! disciplines {
             pub fn trims(&self) -> bool {
                 match self {
                     $(AnyQdisc::$ty(_) => <$ty as Discipline>::TRIMS,)*
+                }
+            }
+            pub fn trim(&mut self, q: &QueueView, meta: &PacketMeta) -> Option<u16> {
+                match self {
+                    $(AnyQdisc::$ty(d) => d.trim(q, meta),)*
                 }
             }
             pub fn ns2_full(&self, limit: BufferLimit, pkts: u32, bytes: u64, wire: u64) -> bool {

@@ -107,14 +107,17 @@ impl Discipline for Trim {
         }))
     }
 
+    fn trim(&mut self, _: &QueueView, meta: &PacketMeta) -> Option<u16> {
+        let b = &self.0;
+        let over = b.cfg.threshold.would_overflow(b.data_pkts, b.data_bytes, meta.wire_bytes as u64);
+        (!Self::is_header(meta) && over).then_some(b.cfg.header_bytes)
+    }
+
     fn on_arrival(&mut self, _: &QueueView, meta: &PacketMeta) -> Verdict {
         if Self::is_header(meta) {
             return Verdict::Accept;
         }
         let b = &self.0;
-        if b.cfg.threshold.would_overflow(b.data_pkts, b.data_bytes, meta.wire_bytes as u64) {
-            return Verdict::Trim(b.cfg.header_bytes);
-        }
         match b.cfg.ecn_threshold {
             Some(k) if k.reached(b.data_pkts, b.data_bytes) => Verdict::Mark,
             _ => Verdict::Accept,
@@ -168,7 +171,7 @@ mod tests {
             assert_eq!(q.on_arrival(&v, &data(id).meta), Verdict::Accept);
             q.push(data(id));
         }
-        assert_eq!(q.on_arrival(&v, &data(2).meta), Verdict::Trim(DEFAULT_HEADER_BYTES));
+        assert_eq!(q.trim(&v, &data(2).meta), Some(DEFAULT_HEADER_BYTES));
         let mut header = data(2);
         header.meta.flags |= flags::TRIMMED;
         header.meta.wire_bytes = DEFAULT_HEADER_BYTES;
