@@ -269,15 +269,19 @@ impl Simulation {
         }
         let wall = Instant::now();
         // Two copies of the loop: the one without captures has no test for them per packet.
-        let status =
-            if self.capture.is_some() { self.event_loop::<true>(until) } else { self.event_loop::<false>(until) };
+        let status = match (self.capture.is_some(), self.balance.is_some()) {
+            (true, _) => self.event_loop::<true, true>(until),
+            (false, true) => self.event_loop::<false, true>(until),
+            (false, false) => self.event_loop::<false, false>(until),
+        };
         self.loop_wall += wall.elapsed();
         status
     }
 
     /// Handles events up to `until`; `CAPTURE`: hands packets to the captures.
     #[inline(never)]
-    fn event_loop<const CAPTURE: bool>(&mut self, until: Nanos) -> RunStatus {
+    /// `SPRAY`: a per-packet path choice may run (the loop without one never asks).
+    fn event_loop<const CAPTURE: bool, const SPRAY: bool>(&mut self, until: Nanos) -> RunStatus {
         let stop = self.scenario.stop_time.unwrap_or(DEFAULT_HORIZON);
         loop {
             let Some(t) = self.events.peek_time() else {
@@ -296,7 +300,7 @@ impl Simulation {
             let (t, ev) = self.events.pop().expect("peeked");
             self.now = t;
             self.prefetch_ahead();
-            self.dispatch::<CAPTURE>(ev);
+            self.dispatch::<CAPTURE, SPRAY>(ev);
             if self.open_flows == 0
                 && self.long_lived_running == 0
                 && self.feed.remaining() == 0
@@ -357,7 +361,7 @@ impl Simulation {
     }
 
     #[inline(always)]
-    fn dispatch<const CAPTURE: bool>(&mut self, ev: Event) {
+    fn dispatch<const CAPTURE: bool, const SPRAY: bool>(&mut self, ev: Event) {
         match ev {
             Event::Arrival(p) => {
                 if CAPTURE {
@@ -371,7 +375,7 @@ impl Simulation {
                     self.pfc_touched(p as usize);
                 }
                 let to = self.net.ports[p as usize].to;
-                self.receive(to, pid, meta, p);
+                self.receive::<SPRAY>(to, pid, meta, p);
             }
             Event::FlowStart => self.start_due_flows(),
             Event::StartDependent(f) => {
@@ -440,11 +444,12 @@ impl Simulation {
 
     /// Packet `pid` arrives at `node` by port `input` (the upstream node's output port).
     #[inline(always)]
-    fn receive(&mut self, node: NodeId, pid: PacketId, meta: PacketMeta, input: u32) {
+    fn receive<const SPRAY: bool>(&mut self, node: NodeId, pid: PacketId, meta: PacketMeta, input: u32) {
         if !self.net.node_is_host[node.0 as usize] {
             // Forwarding reads only the metadata the port carried, not the packet: the next
             // port of its flow's path.
-            match self.route(node, &meta) {
+            let next = if SPRAY { self.route(node, &meta) } else { self.flows.next_port(meta.flow, meta.hop) };
+            match next {
                 Some((port, hop)) => {
                     // A lossless switch counts it against its input first (past the headroom:
                     // dropped).
@@ -466,7 +471,7 @@ impl Simulation {
             p.payload_bytes = 0;
             p.wire_bytes = meta.wire_bytes as u32;
         }
-        if self.balance.is_some() {
+        if SPRAY && self.balance.is_some() {
             p.entropy = meta.hop & !HOP_REVERSE;
         }
         let f = p.flow.0 as usize;
@@ -492,7 +497,7 @@ impl Simulation {
             PacketKind::Data | PacketKind::Syn => {
                 let before = self.out.len();
                 let wants = conn.on_data(self.now, &p, &mut self.out);
-                if let Some(Balancer::Reps(_)) = self.balance {
+                if let (true, Some(Balancer::Reps(_))) = (SPRAY, &self.balance) {
                     // The replies it caused echo its entropy value (bit 7: an echo is there).
                     for r in &mut self.out[before..] {
                         r.entropy_echo = p.entropy | 0x80;
@@ -507,7 +512,7 @@ impl Simulation {
                 }
             }
             PacketKind::Ack | PacketKind::SynAck | PacketKind::Nack | PacketKind::Cnp | PacketKind::Pull => {
-                if let Some(Balancer::Reps(b)) = self.balance.as_mut() {
+                if let (true, Some(Balancer::Reps(b))) = (SPRAY, self.balance.as_mut()) {
                     if p.entropy_echo & 0x80 != 0 && p.kind != PacketKind::Cnp {
                         let marked = p.has(flags::ECE) || p.kind == PacketKind::Nack;
                         b.on_reply(p.flow, p.entropy_echo & 0x7f, marked);
