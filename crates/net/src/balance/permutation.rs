@@ -23,6 +23,9 @@ pub const MAX_PATHS: u32 = 128;
 struct Cursor {
     /// The flow's paths in this direction (0: not set, taken as 1).
     paths: u8,
+    /// This round's order: a·i + b mod paths.
+    a: u8,
+    b: u8,
     /// Packets sent so far.
     sent: u32,
 }
@@ -59,13 +62,16 @@ impl Permutation {
         let p = c.paths.max(1) as u64;
         let (round, i) = (c.sent as u64 / p, c.sent as u64 % p);
         c.sent = c.sent.wrapping_add(1);
-        let h = splitmix64(self.salt ^ (flow.0 as u64) << 33 ^ (reverse as u64) << 32 ^ round);
-        let mut a = 1 + h % p;
-        while gcd(a, p) != 1 {
-            a = a % p + 1;
+        if i == 0 {
+            // A new round: its order, drawn for the flow, the direction and the round.
+            let h = splitmix64(self.salt ^ (flow.0 as u64) << 33 ^ (reverse as u64) << 32 ^ round);
+            let mut a = 1 + h % p;
+            while gcd(a, p) != 1 {
+                a = a % p + 1;
+            }
+            (c.a, c.b) = (a as u8, ((h >> 32) % p) as u8);
         }
-        let b = (h >> 32) % p;
-        ((a * i + b) % p) as u8
+        ((c.a as u64 * i + c.b as u64) % p) as u8
     }
 }
 
