@@ -30,7 +30,7 @@ pub use receiver::{EqdsReceiver, Owed};
 
 use crate::cc::{AnyCc, CcState};
 use crate::config::TcpConfig;
-use crate::ndp::{packets_of, payload_of};
+use crate::ndp::Segments;
 use crate::rtt::RttEstimator;
 use crate::transport::Transport;
 use fctlab_engine::{BitsPerSec, Nanos};
@@ -47,14 +47,7 @@ struct Outstanding {
 }
 
 pub struct EqdsSender {
-    pub flow: FlowId,
-    src: NodeId,
-    dst: NodeId,
-    size: u64,
-    packets: u64,
-    mss: u64,
-    header_bytes: u32,
-    whole: bool,
+    seg: Segments,
     ecn: bool,
     pub cc: AnyCc,
     /// The first window (the window trace reads it).
@@ -99,18 +92,11 @@ impl EqdsSender {
         let mut own = *cfg;
         cc.tune(&mut own);
         let mss = own.mss_bytes.max(1) as u64;
-        let size = size.unwrap_or(u64::MAX);
+        let seg = Segments::new(flow, src, dst, size, &own);
         let full = mss + own.header_bytes as u64;
         let window_bytes = own.initial_cwnd_segments.max(1) as u64 * full;
         EqdsSender {
-            flow,
-            src,
-            dst,
-            size,
-            packets: packets_of(size, mss),
-            mss,
-            header_bytes: own.header_bytes,
-            whole: own.whole_packets,
+            seg,
             ecn,
             cc,
             st: CcState { cwnd_bytes: window_bytes, ssthresh_bytes: CcState::SSTHRESH_UNLIMITED, mss_bytes: mss },
@@ -143,13 +129,10 @@ impl EqdsSender {
     }
 
     fn done(&self) -> bool {
-        self.base >= self.packets
-    }
-    fn payload(&self, i: u64) -> u64 {
-        payload_of(i, self.size, self.mss, self.whole)
+        self.base >= self.seg.packets
     }
     fn full(&self) -> i64 {
-        (self.mss + self.header_bytes as u64) as i64
+        (self.seg.mss + self.seg.header_bytes as u64) as i64
     }
     fn credit(&self) -> i64 {
         self.pull_credit + if self.speculating { self.spec_credit } else { 0 }
@@ -158,15 +141,15 @@ impl EqdsSender {
     /// The pulls the sender wants in all: those received, plus what its new bytes left (at
     /// most a window) need beyond the credit it holds.
     fn pull_target(&self) -> u32 {
-        let left_packets = self.packets.saturating_sub(self.next);
+        let left_packets = self.seg.packets.saturating_sub(self.next);
         let backlog = left_packets.saturating_mul(self.full() as u64).min(self.window_bytes as u64) as i64;
         let need = (backlog - self.credit()).max(0);
         self.pulls.saturating_add(((need + self.full() - 1) / self.full()) as u32)
     }
 
     fn send(&mut self, now: Nanos, i: u64, retx: bool, out: &mut Vec<Packet>) {
-        let payload = self.payload(i) as u32;
-        let wire = payload + self.header_bytes;
+        let payload = self.seg.payload(i) as u32;
+        let wire = payload + self.seg.header_bytes;
         let mut f = if self.ecn { flags::ECT } else { 0 };
         if retx {
             f |= flags::RETX;
@@ -186,19 +169,9 @@ impl EqdsSender {
             self.spec_credit -= wire as i64;
         }
         let target = self.pull_target();
-        out.push(Packet {
-            flow: self.flow,
-            src: self.src,
-            dst: self.dst,
-            kind: PacketKind::Data,
-            flags: f,
-            wire_bytes: wire,
-            payload_bytes: payload,
-            seq: i * self.mss,
-            ts_sent_ns: now.as_nanos(),
-            pull_no: target,
-            ..Default::default()
-        });
+        let mut p = self.seg.packet(i, now, f);
+        p.pull_no = target;
+        out.push(p);
     }
 
     /// The next packet owed: a NACKed one (lowest first), else a new one.
@@ -209,12 +182,12 @@ impl EqdsSender {
             }
             self.rtx.pop_first();
         }
-        (self.next < self.packets).then_some((self.next, false))
+        (self.next < self.seg.packets).then_some((self.next, false))
     }
 
     /// Whether a packet is owed and there is credit for it.
     fn wants_to_send(&self) -> bool {
-        self.credit() > 0 && (self.next < self.packets || !self.rtx.is_empty())
+        self.credit() > 0 && (self.next < self.seg.packets || !self.rtx.is_empty())
     }
 
     /// Sends while there is credit and something to send, one packet per transmission time
@@ -233,7 +206,7 @@ impl EqdsSender {
     }
 
     fn outstanding(&self, seq: u64) -> Option<u64> {
-        let i = seq / self.mss;
+        let i = seq / self.seg.mss;
         (i >= self.base && i < self.next && !self.window[(i - self.base) as usize].acked).then_some(i)
     }
 
@@ -262,7 +235,7 @@ impl Transport for EqdsSender {
                     let o = &mut self.window[(i - self.base) as usize];
                     o.acked = true;
                     o.in_flight = false;
-                    self.bytes_acked += self.payload(i).min(self.size.saturating_sub(i * self.mss));
+                    self.bytes_acked += self.seg.own_bytes(i);
                     if !p.has(flags::RETX) && p.ts_echo_ns > 0 {
                         self.rtt.sample(now.saturating_sub(Nanos::from_nanos(p.ts_echo_ns)));
                     }
@@ -323,6 +296,6 @@ impl Transport for EqdsSender {
         self.bytes_acked
     }
     fn bytes_sent(&self) -> u64 {
-        (self.next * self.mss).min(self.size)
+        (self.next * self.seg.mss).min(self.seg.size)
     }
 }

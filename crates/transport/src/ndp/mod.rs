@@ -57,16 +57,67 @@ pub fn payload_of(i: u64, size: u64, mss: u64, whole: bool) -> u64 {
     }
 }
 
-pub struct NdpSender {
+/// A message's data packets: its ends, its size, and each packet's bytes; shared by the
+/// transports made for trimming switches (`ndp`, `eqds`, `uet`).
+#[derive(Copy, Clone, Debug)]
+pub struct Segments {
     pub flow: FlowId,
-    src: NodeId,
-    dst: NodeId,
+    pub src: NodeId,
+    pub dst: NodeId,
     /// Bytes of the message (`u64::MAX`: long-lived), and its packets.
-    size: u64,
-    packets: u64,
-    mss: u64,
-    header_bytes: u32,
-    whole: bool,
+    pub size: u64,
+    pub packets: u64,
+    pub mss: u64,
+    pub header_bytes: u32,
+    /// Every packet full (`whole_packets`).
+    pub whole: bool,
+}
+
+impl Segments {
+    /// The packets of `size` bytes (None: long-lived) from `src` to `dst` with `cfg`'s sizes.
+    pub fn new(flow: FlowId, src: NodeId, dst: NodeId, size: Option<u64>, cfg: &TcpConfig) -> Segments {
+        let mss = cfg.mss_bytes.max(1) as u64;
+        let size = size.unwrap_or(u64::MAX);
+        let packets = packets_of(size, mss);
+        Segments { flow, src, dst, size, packets, mss, header_bytes: cfg.header_bytes, whole: cfg.whole_packets }
+    }
+
+    /// Payload bytes of packet `i`.
+    pub fn payload(&self, i: u64) -> u64 {
+        payload_of(i, self.size, self.mss, self.whole)
+    }
+
+    /// Bytes on the wire of packet `i`.
+    pub fn wire(&self, i: u64) -> u64 {
+        self.payload(i) + self.header_bytes as u64
+    }
+
+    /// Of packet `i`'s payload, the message's own bytes (the padding of a whole last packet
+    /// left out).
+    pub fn own_bytes(&self, i: u64) -> u64 {
+        self.payload(i).min(self.size.saturating_sub(i * self.mss))
+    }
+
+    /// Data packet `i` leaving at `now` with `flags`.
+    pub fn packet(&self, i: u64, now: Nanos, flags: u8) -> Packet {
+        let payload = self.payload(i) as u32;
+        Packet {
+            flow: self.flow,
+            src: self.src,
+            dst: self.dst,
+            kind: PacketKind::Data,
+            flags,
+            wire_bytes: payload + self.header_bytes,
+            payload_bytes: payload,
+            seq: i * self.mss,
+            ts_sent_ns: now.as_nanos(),
+            ..Default::default()
+        }
+    }
+}
+
+pub struct NdpSender {
+    seg: Segments,
     ecn: bool,
     pub cc: AnyCc,
     /// The first window (read by the window trace; it limits nothing after the start).
@@ -110,17 +161,10 @@ impl NdpSender {
         let mut own = *cfg;
         cc.tune(&mut own);
         let mss = own.mss_bytes.max(1) as u64;
-        let size = size.unwrap_or(u64::MAX);
+        let seg = Segments::new(flow, src, dst, size, &own);
         let initial_window = own.initial_cwnd_segments.max(1) as u64;
         NdpSender {
-            flow,
-            src,
-            dst,
-            size,
-            packets: packets_of(size, mss),
-            mss,
-            header_bytes: own.header_bytes,
-            whole: own.whole_packets,
+            seg,
             ecn,
             cc,
             st: CcState {
@@ -157,34 +201,18 @@ impl NdpSender {
     }
 
     fn done(&self) -> bool {
-        self.base >= self.packets
-    }
-
-    fn payload(&self, i: u64) -> u64 {
-        payload_of(i, self.size, self.mss, self.whole)
+        self.base >= self.seg.packets
     }
 
     /// Sends packet `i` (again when `retx`).
     fn send(&mut self, now: Nanos, i: u64, retx: bool, out: &mut Vec<Packet>) {
-        let payload = self.payload(i) as u32;
         let mut f = if self.ecn { flags::ECT } else { 0 };
         if retx {
             f |= flags::RETX;
             self.retransmits += 1;
         }
         self.packets_sent += 1;
-        out.push(Packet {
-            flow: self.flow,
-            src: self.src,
-            dst: self.dst,
-            kind: PacketKind::Data,
-            flags: f,
-            wire_bytes: payload + self.header_bytes,
-            payload_bytes: payload,
-            seq: i * self.mss,
-            ts_sent_ns: now.as_nanos(),
-            ..Default::default()
-        });
+        out.push(self.seg.packet(i, now, f));
     }
 
     /// Sends the next packet owed: a NACKed one (lowest first), else a new one. False when
@@ -196,7 +224,7 @@ impl NdpSender {
                 return true;
             }
         }
-        if self.next < self.packets {
+        if self.next < self.seg.packets {
             let i = self.next;
             self.next += 1;
             self.acked.push_back(false);
@@ -215,14 +243,14 @@ impl NdpSender {
 
     /// The packet a reply names (by its sequence number), if it is outstanding.
     fn outstanding(&self, seq: u64) -> Option<u64> {
-        let i = seq / self.mss;
+        let i = seq / self.seg.mss;
         (i >= self.base && i < self.next && !self.acked[(i - self.base) as usize]).then_some(i)
     }
 
     fn on_ack(&mut self, now: Nanos, p: &Packet) {
         let Some(i) = self.outstanding(p.seq) else { return };
         self.acked[(i - self.base) as usize] = true;
-        self.bytes_acked += self.payload(i).min(self.size.saturating_sub(i * self.mss));
+        self.bytes_acked += self.seg.own_bytes(i);
         if p.ts_echo_ns > 0 && !p.has(flags::RETX) {
             self.rtt.sample(now.saturating_sub(Nanos::from_nanos(p.ts_echo_ns)));
         }
@@ -296,6 +324,6 @@ impl Transport for NdpSender {
         self.bytes_acked
     }
     fn bytes_sent(&self) -> u64 {
-        (self.next * self.mss).min(self.size)
+        (self.next * self.seg.mss).min(self.seg.size)
     }
 }

@@ -22,7 +22,7 @@ mod tests;
 
 use crate::cc::{AckSample, AnyCc, CcState, CongestionEvent};
 use crate::config::TcpConfig;
-use crate::ndp::{packets_of, payload_of};
+use crate::ndp::Segments;
 use crate::rtt::RttEstimator;
 use crate::transport::Transport;
 use fctlab_engine::Nanos;
@@ -41,14 +41,7 @@ struct Outstanding {
 }
 
 pub struct UetSender {
-    pub flow: FlowId,
-    src: NodeId,
-    dst: NodeId,
-    size: u64,
-    packets: u64,
-    mss: u64,
-    header_bytes: u32,
-    whole: bool,
+    seg: Segments,
     pub cc: AnyCc,
     pub st: CcState,
     /// Packets `base..next` have been sent.
@@ -71,16 +64,9 @@ impl UetSender {
         let mut own = *cfg;
         cc.tune(&mut own);
         let mss = own.mss_bytes.max(1) as u64;
-        let size = size.unwrap_or(u64::MAX);
+        let seg = Segments::new(flow, src, dst, size, &own);
         UetSender {
-            flow,
-            src,
-            dst,
-            size,
-            packets: packets_of(size, mss),
-            mss,
-            header_bytes: own.header_bytes,
-            whole: own.whole_packets,
+            seg,
             cc,
             st: CcState {
                 cwnd_bytes: mss + own.header_bytes as u64,
@@ -114,24 +100,18 @@ impl UetSender {
     }
 
     fn done(&self) -> bool {
-        self.base >= self.packets
-    }
-    fn payload(&self, i: u64) -> u64 {
-        payload_of(i, self.size, self.mss, self.whole)
-    }
-    fn wire(&self, i: u64) -> u64 {
-        self.payload(i) + self.header_bytes as u64
+        self.base >= self.seg.packets
     }
 
     /// The packet a reply names, if it is outstanding and not acknowledged.
     fn outstanding(&self, seq: u64) -> Option<u64> {
-        let i = seq / self.mss;
+        let i = seq / self.seg.mss;
         (i >= self.base && i < self.next && !self.window[(i - self.base) as usize].acked).then_some(i)
     }
 
     /// Packet `i` leaves no longer counted in flight (acknowledged, NACKed or timed out).
     fn leave_flight(&mut self, i: u64) {
-        let w = self.wire(i);
+        let w = self.seg.wire(i);
         let o = &mut self.window[(i - self.base) as usize];
         if o.in_flight {
             o.in_flight = false;
@@ -140,30 +120,18 @@ impl UetSender {
     }
 
     fn send(&mut self, now: Nanos, i: u64, retx: bool, out: &mut Vec<Packet>) {
-        let payload = self.payload(i) as u32;
         let mut f = flags::ECT;
         if retx {
             f |= flags::RETX;
             self.retransmits += 1;
         }
         self.packets_sent += 1;
-        let w = self.wire(i);
+        let w = self.seg.wire(i);
         self.in_flight += w;
         let o = &mut self.window[(i - self.base) as usize];
         o.in_flight = true;
         o.sent = now;
-        out.push(Packet {
-            flow: self.flow,
-            src: self.src,
-            dst: self.dst,
-            kind: PacketKind::Data,
-            flags: f,
-            wire_bytes: payload + self.header_bytes,
-            payload_bytes: payload,
-            seq: i * self.mss,
-            ts_sent_ns: now.as_nanos(),
-            ..Default::default()
-        });
+        out.push(self.seg.packet(i, now, f));
     }
 
     /// Sends what the window lets go: packets to resend first (lowest first), then new ones.
@@ -179,10 +147,10 @@ impl UetSender {
             };
             let i = match resend {
                 Some(i) => i,
-                None if self.next < self.packets => self.next,
+                None if self.next < self.seg.packets => self.next,
                 None => return,
             };
-            if self.in_flight + self.wire(i) > self.st.cwnd_bytes.max(self.wire(i)) && self.in_flight > 0 {
+            if self.in_flight + self.seg.wire(i) > self.st.cwnd_bytes.max(self.seg.wire(i)) && self.in_flight > 0 {
                 return;
             }
             if resend.is_some() {
@@ -200,7 +168,7 @@ impl UetSender {
         let Some(i) = self.outstanding(p.seq) else { return };
         self.leave_flight(i);
         self.window[(i - self.base) as usize].acked = true;
-        let payload = self.payload(i).min(self.size.saturating_sub(i * self.mss));
+        let payload = self.seg.own_bytes(i);
         self.bytes_acked += payload;
         let rtt =
             (!p.has(flags::RETX) && p.ts_echo_ns > 0).then(|| now.saturating_sub(Nanos::from_nanos(p.ts_echo_ns)));
@@ -210,13 +178,13 @@ impl UetSender {
         let ece = p.has(flags::ECE);
         let sample = AckSample {
             now,
-            acked_bytes: self.wire(i),
+            acked_bytes: self.seg.wire(i),
             ce_bytes: if ece { payload } else { 0 },
             ece,
             rtt,
             snd_una: 0,
             snd_nxt: self.in_flight,
-            bytes_sent: self.next * self.mss,
+            bytes_sent: self.next * self.seg.mss,
         };
         self.cc.on_ack(&mut self.st, &sample);
         while self.window.front().is_some_and(|o| o.acked) {
@@ -293,6 +261,6 @@ impl Transport for UetSender {
         self.bytes_acked
     }
     fn bytes_sent(&self) -> u64 {
-        (self.next * self.mss).min(self.size)
+        (self.next * self.seg.mss).min(self.seg.size)
     }
 }
