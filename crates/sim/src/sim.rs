@@ -631,11 +631,13 @@ impl Simulation {
     #[inline]
     fn flush_out(&mut self) {
         let mut out = std::mem::take(&mut self.out);
+        // (Read once: per-flow ECMP's packets take their flow's path with no further test.)
+        let spray = self.balance.is_some();
         for p in out.drain(..) {
             // Data and SYNs follow the flow's data path, ACKs and SYN-ACKs its reverse path.
             let reverse = p.kind.is_reverse();
             let mut meta = PacketMeta { hop: if reverse { HOP_REVERSE } else { 0 }, ..p.meta() };
-            if self.balance.is_some() {
+            if spray {
                 meta.hop |= self.sender_entropy(&p, reverse);
             }
             let from = p.src;
@@ -650,7 +652,8 @@ impl Simulation {
             }
             let pid = self.pool.alloc(p);
             self.counts.packets_created += 1;
-            match self.route(from, &meta) {
+            let next = if spray { self.route(from, &meta) } else { self.flows.next_port(meta.flow, meta.hop) };
+            match next {
                 Some((port, hop)) => self.enqueue(port, pid, PacketMeta { hop, ..meta }),
                 None => {
                     let host = self.pool.get(pid).src;
