@@ -299,7 +299,7 @@ impl Simulation {
             }
             let (t, ev) = self.events.pop().expect("peeked");
             self.now = t;
-            self.prefetch_ahead();
+            self.prefetch_ahead::<SPRAY>();
             self.dispatch::<CAPTURE, SPRAY>(ev);
             if self.open_flows == 0
                 && self.long_lived_running == 0
@@ -330,7 +330,7 @@ impl Simulation {
     /// of the one after next, and for the next its packet when it arrives at a host, else the
     /// port it goes to.
     #[inline(always)]
-    fn prefetch_ahead(&self) {
+    fn prefetch_ahead<const SPRAY: bool>(&self) {
         let ports = &self.net.ports;
         if let Some(&Event::Arrival(q)) = self.events.upcoming(2) {
             if let Some(port) = ports.get(q as usize) {
@@ -347,7 +347,7 @@ impl Simulation {
                 if let Some((pid, meta)) = port.head() {
                     if self.net.node_is_host[port.to.0 as usize] {
                         self.pool.prefetch(pid);
-                    } else if self.balance.is_some() {
+                    } else if SPRAY {
                         // (A packet that chooses its next hop at the node has no port to
                         // prefetch yet.)
                     } else if let Some(next) =
