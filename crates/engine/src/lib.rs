@@ -3,8 +3,9 @@
 //! This crate knows nothing of networks or TCP. It provides:
 //! - [`units`]: integer simulated time ([`Nanos`]) and rates ([`BitsPerSec`]); byte counts are
 //!   `u64` with the unit in the name (`cwnd_bytes`), as in the result columns;
-//! - [`queue`]: the event queue, ordered by (time, insertion sequence) so that events at the
-//!   same instant run in the order they were scheduled and every run repeats exactly;
+//! - [`queue`]: the event queue, ordered by time and, among events of the same instant, by the
+//!   order they were scheduled or by a key of each event's own that no order of scheduling
+//!   changes ([`queue::Ties`]), so that every run repeats exactly;
 //! - [`rng`]: seeded random-number streams, one per component, derived from the scenario seed.
 //!
 //! There is no global state: a simulation owns its queue and streams, so many simulations can
@@ -16,7 +17,7 @@ pub mod queue;
 pub mod rng;
 pub mod units;
 
-pub use queue::EventQueue;
+pub use queue::{EventQueue, TieKey, Ties};
 
 /// Asks the CPU to bring the cache line at `p` closer, ahead of its use (a hint: no effect on
 /// results; nothing on targets without one).

@@ -1,4 +1,4 @@
-//! The event queue: a timing wheel over integer nanoseconds, FIFO among equal times.
+//! The event queue: a timing wheel over integer nanoseconds.
 //!
 //! Nearly every event of a packet-level run is due within microseconds (a packet's arrival at
 //! the far end of a link), so the queue is built for the near future:
@@ -7,16 +7,17 @@
 //!   comparison); a bitmap of non-empty slots finds the next one;
 //! - the **current slot**'s events, taken out of the wheel, sorted, are popped in order; an
 //!   event pushed at or before the current slot's end is inserted there in order;
-//! - events past the span wait in a binary heap (`far`, ordered by time and push sequence).
-//!   When the wheel is empty, its span moves to the earliest of them and those inside it move
-//!   in.
+//! - events past the span wait in a binary heap (`far`). When the wheel is empty, its span
+//!   moves to the earliest of them and those inside it move in.
 //!
-//! Ties: events run in time order, and at equal times in the order they were pushed. A slot
-//! list is newest first; reversed it is in push order, and the sort by time is stable. Events
-//! from `far` enter a slot, in (time, push) order, when the span reaches it, before any event
-//! at the same time can be pushed to the slot directly (a push goes to `far` exactly when its
-//! time is past the span). An event inserted into the current slot goes after those of equal
-//! time. A run depends only on the scenario and the seed.
+//! Ties: under [`Ties::Fifo`] events at equal times run in the order they were pushed (a slot
+//! list is newest first; reversed it is in push order, and the sort by time is stable; far
+//! events carry their push sequence). Under [`Ties::Keyed`] they run in the order of each
+//! event's own [`TieKey`], which names
+//! the event (its kind and the port, flow or node it acts on), so the order among events of
+//! equal time does not depend on the order they were pushed in: events with equal keys are
+//! equal events, and which of two equal events runs first changes nothing. A run depends
+//! only on the scenario and the seed under either.
 
 use crate::units::Nanos;
 use std::cmp::{Ordering, Reverse};
@@ -37,6 +38,28 @@ pub const SLOTS: usize = 1 << WHEEL_BITS;
 pub const SPAN_NS: u64 = SLOT_NS << WHEEL_BITS;
 const NIL: u32 = u32::MAX;
 
+/// How events of equal time are ordered.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum Ties {
+    /// In the order they were pushed.
+    #[default]
+    Fifo,
+    /// By their [`TieKey`]: independent of the order they were pushed in.
+    Keyed,
+}
+
+/// An event's key among events of equal time under [`Ties::Keyed`]: equal keys only for
+/// equal events.
+pub trait TieKey {
+    fn tie_key(&self) -> u64;
+}
+
+/// The order of an event: its time, then its tie key (one comparison).
+#[inline(always)]
+fn order(t: u64, key: u64) -> u128 {
+    (t as u128) << 64 | key as u128
+}
+
 #[derive(Copy, Clone)]
 struct Node<E> {
     time: u64,
@@ -45,10 +68,17 @@ struct Node<E> {
     next: u32,
 }
 
-/// An event past the wheel's span, ordered by (time, push sequence) only.
+/// An event past the wheel's span, ordered by (time, tie key) only.
 struct Far<E> {
     time: u64,
     seq: u64,
+    ev: E,
+}
+
+/// An event of the current slot (its tie key, under [`Ties::Keyed`], read from the event).
+#[derive(Copy, Clone)]
+struct Entry<E> {
+    time: u64,
     ev: E,
 }
 
@@ -80,27 +110,35 @@ pub struct EventQueue<E> {
     free: u32,
     /// The earliest events, in order, read from `pos`: the current slot's, and any pushed
     /// before its end.
-    current: Vec<(u64, E)>,
+    current: Vec<Entry<E>>,
     pos: usize,
     /// The current slot and the start of the wheel's span.
     cur: usize,
     base: u64,
     /// Events at or past `base + SPAN_NS` when they were pushed.
     far: BinaryHeap<Reverse<Far<E>>>,
+    ties: Ties,
+    /// The next far event's push sequence (its tie key under [`Ties::Fifo`]).
     far_seq: u64,
     last: u64,
     len: usize,
     popped: u64,
 }
 
-impl<E: Copy> Default for EventQueue<E> {
+impl<E: Copy + TieKey> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E: Copy> EventQueue<E> {
+impl<E: Copy + TieKey> EventQueue<E> {
+    /// A queue whose events of equal time run in push order.
     pub fn new() -> Self {
+        Self::with_ties(Ties::Fifo)
+    }
+
+    /// A queue whose events of equal time run in the given order.
+    pub fn with_ties(ties: Ties) -> Self {
         EventQueue {
             heads: vec![NIL; SLOTS].into_boxed_slice(),
             occupied: vec![0u64; SLOTS / 64].into_boxed_slice(),
@@ -111,6 +149,7 @@ impl<E: Copy> EventQueue<E> {
             cur: 0,
             base: 0,
             far: BinaryHeap::new(),
+            ties,
             far_seq: 0,
             last: 0,
             len: 0,
@@ -119,32 +158,43 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Schedules `ev` at `time`, which must not be earlier than the last event popped (a time
-    /// in the past is treated as that time). Events at equal times pop in push order.
+    /// in the past is treated as that time). Events at equal times pop in the queue's
+    /// [`Ties`] order.
     #[inline]
     pub fn push(&mut self, time: Nanos, ev: E) {
         debug_assert!(time.0 >= self.last, "event scheduled in the past: {} < {}", time.0, self.last);
         let t = time.0.max(self.last);
         self.len += 1;
+        // (Under `Ties::Fifo` the lists and `current` keep push order, and only far events
+        // need their push sequence.)
         let end_of_current = self.base + ((self.cur as u64 + 1) << SLOT_BITS);
         if t < end_of_current {
             self.insert_current(t, ev);
         } else if t - self.base < SPAN_NS {
             self.push_slot(((t - self.base) >> SLOT_BITS) as usize, t, ev);
         } else {
-            self.far.push(Reverse(Far { time: t, seq: self.far_seq, ev }));
+            let seq = if self.ties == Ties::Keyed { ev.tie_key() } else { self.far_seq };
+            self.far.push(Reverse(Far { time: t, seq, ev }));
             self.far_seq += 1;
         }
     }
 
-    /// Inserts into the sorted `current`, after the events of equal time.
+    /// Inserts into the sorted `current`, after the events of equal time and key.
     #[inline]
     fn insert_current(&mut self, t: u64, ev: E) {
         let rest = &self.current[self.pos..];
-        let at = self.pos + rest.partition_point(|e| e.0 <= t);
+        let at = self.pos
+            + if self.ties == Ties::Keyed {
+                let key = order(t, ev.tie_key());
+                rest.partition_point(|e| order(e.time, e.ev.tie_key()) <= key)
+            } else {
+                rest.partition_point(|e| e.time <= t)
+            };
+        let e = Entry { time: t, ev };
         if at == self.current.len() {
-            self.current.push((t, ev));
+            self.current.push(e);
         } else {
-            self.current.insert(at, (t, ev));
+            self.current.insert(at, e);
         }
     }
 
@@ -184,7 +234,7 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
-    /// Makes slot `s` the current one: its events, in (time, push) order, into `current`.
+    /// Makes slot `s` the current one: its events, in (time, tie key) order, into `current`.
     #[inline(always)] // two call sites in settle_slow; out of line it costs about 2% of a run
     fn take_slot(&mut self, s: usize) {
         self.cur = s;
@@ -194,13 +244,19 @@ impl<E: Copy> EventQueue<E> {
         self.occupied[s / 64] &= !(1 << (s % 64));
         while i != NIL {
             let n = self.nodes[i as usize];
-            self.current.push((n.time, n.ev));
+            self.current.push(Entry { time: n.time, ev: n.ev });
             self.nodes[i as usize].next = self.free;
             self.free = i;
             i = n.next;
         }
+        // (The list is newest first: reversed, it is in push order, nearly in time order.)
         self.current.reverse();
-        self.current.sort_by_key(|e| e.0); // stable: push order among equal times
+        if self.ties == Ties::Keyed {
+            // (Equal times and keys only for equal events: their order changes nothing.)
+            self.current.sort_unstable_by_key(|e| order(e.time, e.ev.tie_key()));
+        } else {
+            self.current.sort_by_key(|e| e.time); // stable: push order among equal times
+        }
     }
 
     /// Makes `current` non-empty (if any event is pending).
@@ -223,7 +279,7 @@ impl<E: Copy> EventQueue<E> {
             return;
         }
         // The wheel is empty: its span moves to the earliest far event, and the far events
-        // inside the new span move into their slots in (time, push) order.
+        // inside the new span move into their slots.
         let first = self.far.peek().expect("pending events are in the wheel or far").0.time;
         self.base = first & !(SPAN_NS - 1);
         let end = self.base + SPAN_NS;
@@ -241,7 +297,7 @@ impl<E: Copy> EventQueue<E> {
         if !self.settle() {
             return None;
         }
-        let (t, ev) = self.current[self.pos];
+        let Entry { time: t, ev, .. } = self.current[self.pos];
         self.pos += 1;
         self.last = t;
         self.len -= 1;
@@ -252,14 +308,14 @@ impl<E: Copy> EventQueue<E> {
     /// Time of the earliest pending event.
     #[inline]
     pub fn peek_time(&mut self) -> Option<Nanos> {
-        self.settle().then(|| Nanos(self.current[self.pos].0))
+        self.settle().then(|| Nanos(self.current[self.pos].time))
     }
 
     /// The `k`-th next event (0: the earliest) when it is already among the current slot's,
     /// without moving the queue: for looking ahead cheaply (None tells nothing).
     #[inline]
     pub fn upcoming(&self, k: usize) -> Option<&E> {
-        self.current.get(self.pos + k).map(|e| &e.1)
+        self.current.get(self.pos + k).map(|e| &e.ev)
     }
 
     pub fn len(&self) -> usize {
@@ -277,6 +333,17 @@ impl<E: Copy> EventQueue<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl TieKey for char {
+        fn tie_key(&self) -> u64 {
+            *self as u64
+        }
+    }
+    impl TieKey for u64 {
+        fn tie_key(&self) -> u64 {
+            *self
+        }
+    }
 
     #[test]
     fn orders_by_time_then_insertion() {
@@ -374,6 +441,81 @@ mod tests {
                     now = t.0;
                 }
                 assert_eq!(q.len(), reference.len());
+            }
+        }
+    }
+
+    #[test]
+    fn keyed_ties_run_by_key_whatever_the_push_order() {
+        // The same events pushed in two orders, some at the current time while others of
+        // that time wait: the same pops.
+        let events =
+            [(5, 'c'), (1, 'z'), (5, 'a'), (3, 'q'), (5, 'b'), (1, 'y'), (3 * SPAN_NS, 'm'), (3 * SPAN_NS, 'k')];
+        let run = |order: &[(u64, char)]| {
+            let mut q = EventQueue::with_ties(Ties::Keyed);
+            for &(t, e) in order {
+                q.push(Nanos(t), e);
+            }
+            let first = q.pop();
+            // pushed at the popped time, after others of it: still by key
+            q.push(Nanos(1), 'x');
+            let mut out = vec![first.unwrap()];
+            out.extend(std::iter::from_fn(|| q.pop()));
+            out.into_iter().map(|(t, e)| (t.0, e)).collect::<Vec<_>>()
+        };
+        let mut reversed = events;
+        reversed.reverse();
+        let want = vec![
+            (1, 'y'),
+            (1, 'x'),
+            (1, 'z'),
+            (3, 'q'),
+            (5, 'a'),
+            (5, 'b'),
+            (5, 'c'),
+            (3 * SPAN_NS, 'k'),
+            (3 * SPAN_NS, 'm'),
+        ];
+        assert_eq!(run(&events), want);
+        assert_eq!(run(&reversed), want);
+    }
+
+    #[test]
+    fn keyed_ties_match_a_reference_ordered_by_time_and_key() {
+        // Random monotone workloads with many equal times and repeated keys (equal events)
+        // against a sorted reference keyed by (time, key).
+        for (stream, horizon) in [(6u64, 1u64 << 40), (7, 4 * SPAN_NS), (8, 3 * SLOT_NS)] {
+            let mut rng = crate::Rng::stream(12, stream);
+            let mut q = EventQueue::with_ties(Ties::Keyed);
+            let mut reference: std::collections::BTreeMap<(u64, u64), usize> = Default::default();
+            let mut pending = 0usize;
+            let mut now = 0u64;
+            for _ in 0..200_000 {
+                if rng.below(3) < 2 || pending == 0 {
+                    let dt = match rng.below(5) {
+                        0 => 0,
+                        1 => rng.below(10),
+                        2 => rng.below(100_000),
+                        3 => rng.below(SPAN_NS + 1),
+                        _ => rng.below(horizon),
+                    };
+                    let key = rng.below(50);
+                    q.push(Nanos(now + dt), key);
+                    *reference.entry((now + dt, key)).or_default() += 1;
+                    pending += 1;
+                } else {
+                    let want = *reference.keys().next().unwrap();
+                    let n = reference.get_mut(&want).unwrap();
+                    *n -= 1;
+                    if *n == 0 {
+                        reference.remove(&want);
+                    }
+                    pending -= 1;
+                    let (t, k) = q.pop().unwrap();
+                    assert_eq!((t.0, k), want);
+                    now = t.0;
+                }
+                assert_eq!(q.len(), pending);
             }
         }
     }

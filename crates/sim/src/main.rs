@@ -1,5 +1,6 @@
-//! `fctlab-sim SCENARIO.toml [--set key=value ...]`: runs a scenario with the Rust core alone
-//! and prints its summary (used for profiling; the `fctlab` command is the user interface).
+//! `fctlab-sim SCENARIO.toml [--set key=value ...] [--ties fifo|keyed]`: runs a scenario with
+//! the Rust core alone and prints its summary (used for profiling; the `fctlab` command is the
+//! user interface). `--ties keyed` orders simultaneous events by their own keys.
 
 use fctlab_scenario::schema::Format;
 use fctlab_sim::Simulation;
@@ -8,14 +9,21 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(path) = args.first() else {
-        eprintln!("usage: fctlab-sim SCENARIO.toml [--set key=value ...]");
+        eprintln!("usage: fctlab-sim SCENARIO.toml [--set key=value ...] [--ties fifo|keyed]");
         return ExitCode::from(2);
     };
     let mut overrides = Vec::new();
+    let mut ties = fctlab_engine::Ties::Fifo;
     let mut it = args[1..].iter();
     while let Some(a) = it.next() {
         match (a.as_str(), it.next()) {
             ("--set", Some(kv)) => overrides.push(kv.clone()),
+            ("--ties", Some(t)) if t == "fifo" => ties = fctlab_engine::Ties::Fifo,
+            ("--ties", Some(t)) if t == "keyed" => ties = fctlab_engine::Ties::Keyed,
+            ("--ties", Some(t)) => {
+                eprintln!("error: --ties {t}: expected fifo or keyed");
+                return ExitCode::from(2);
+            }
             _ => {
                 eprintln!("error: unexpected argument {a}");
                 return ExitCode::from(2);
@@ -37,6 +45,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = sim.set_ties(ties) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     // As the bindings run it: the rows of finished flows handed out (and here dropped) as
     // the run goes on, in slices of simulated time.
     sim.stream_flow_rows();

@@ -43,6 +43,29 @@ pub(crate) enum Event {
     PullWake(u32),
 }
 
+impl fctlab_engine::TieKey for Event {
+    /// The event's kind and the port, flow, node or frame it acts on: equal only for equal
+    /// events.
+    #[inline]
+    fn tie_key(&self) -> u64 {
+        let (kind, id) = match *self {
+            Event::Arrival(p) => (0, p),
+            Event::FlowStart => (1, 0),
+            Event::StartDependent(f) => (2, f),
+            Event::Rto(f) => (3, f),
+            Event::DelAck(f) => (4, f),
+            Event::QueueSample => (5, 0),
+            Event::CwndSample => (6, 0),
+            Event::PortTick(p) => (7, p),
+            Event::PfcFrame(c) => (8, c),
+            Event::PfcWake(p) => (9, p),
+            Event::NicWake(p) => (10, p),
+            Event::PullWake(n) => (11, n),
+        };
+        (kind as u64) << 32 | id as u64
+    }
+}
+
 /// Without a `stop_time`, a run ends when every flow has completed, or at this simulated
 /// time at the latest (flows that cannot complete, e.g. behind a dead link, are then reported
 /// unfinished instead of running forever).
@@ -234,6 +257,21 @@ impl Simulation {
             sim.events.push(Nanos::ZERO, Event::CwndSample);
         }
         Ok(sim)
+    }
+
+    /// Orders events of equal time by their own key rather than the order they were
+    /// scheduled in (`Ties::Keyed`: the order a run split among threads keeps), or back.
+    /// Only before the run starts (later: an error).
+    pub fn set_ties(&mut self, ties: fctlab_engine::Ties) -> Result<(), String> {
+        if self.events.events_processed() > 0 {
+            return Err("the order of simultaneous events can be set only before the run starts".into());
+        }
+        let mut q = EventQueue::with_ties(ties);
+        while let Some((t, ev)) = self.events.pop() {
+            q.push(t, ev);
+        }
+        self.events = q;
+        Ok(())
     }
 
     pub fn now(&self) -> Nanos {
