@@ -56,7 +56,8 @@ def _table(columns: Optional[list], schema):
 
     def array(type_, length, nulls, validity, offsets, data, dictionary):
         if length == 0:
-            return pa.array([], type=type_)
+            # (not `pa.array([])`: converting a Python list imports pandas, 130 ms)
+            return pa.nulls(0, type=type_)
         buffers = [pa.py_buffer(validity) if validity is not None else None]
         if offsets is not None:
             buffers.append(pa.py_buffer(offsets))

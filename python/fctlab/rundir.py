@@ -164,7 +164,7 @@ def _canonical(t: pa.Table) -> pa.Table:
     t = t.unify_dictionaries().combine_chunks()
     for i in dict_columns:
         col = t.column(i)
-        arr = col.chunk(0) if col.num_chunks else pa.array([], type=col.type)
+        arr = col.chunk(0) if col.num_chunks else pa.nulls(0, type=col.type)
         used = pc.unique(arr.indices).drop_null()
         indices = pc.index_in(arr.indices, value_set=used).cast(arr.type.index_type)
         t = t.set_column(i, t.field(i), pa.DictionaryArray.from_arrays(indices, arr.dictionary.take(used)))
