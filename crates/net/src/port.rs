@@ -419,9 +419,25 @@ impl Port {
 
     /// The transmitter took the discipline's next packets while it was free before `now`
     /// (ordered disciplines): each leaves the buffer for the ring when its transmission starts.
+    /// (Inline: most calls find no packet to start, and only bring the occupancy integral up
+    /// to date.)
+    #[inline(always)]
+    fn advance_ordered(&mut self, now: Nanos) {
+        if self.waiting_pkts > 0 && self.busy_until <= now {
+            self.start_waiting(now);
+        }
+        if now > self.area_time {
+            if self.waiting_pkts > 0 {
+                self.queue_area_pkt_ns += self.waiting_pkts as u128 * (now - self.area_time).as_nanos() as u128;
+            }
+            self.area_time = now;
+        }
+    }
+
+    /// [`Port::advance_ordered`]'s packets that started while the transmitter was free.
     #[cold]
     #[inline(never)]
-    fn advance_ordered(&mut self, now: Nanos) {
+    fn start_waiting(&mut self, now: Nanos) {
         while self.waiting_pkts > 0 && self.busy_until <= now {
             // Not before the port was last brought up to date: a transmitter that stood idle
             // while its waiting packets were paused starts no packet in the time before.
@@ -439,10 +455,6 @@ impl Port {
                 tx_start: t,
                 arrive: self.busy_until + self.delay,
             });
-        }
-        if now > self.area_time {
-            self.queue_area_pkt_ns += self.waiting_pkts as u128 * (now - self.area_time).as_nanos() as u128;
-            self.area_time = now;
         }
     }
 
@@ -559,8 +571,7 @@ impl Port {
 
     /// [`Port::enqueue`] under an ordered discipline: a packet that must wait goes to the
     /// discipline, which may make room for it by dropping another.
-    #[cold]
-    #[inline(never)]
+    #[inline(always)]
     fn enqueue_ordered(&mut self, now: Nanos, id: PacketId, mut meta: PacketMeta) -> EnqueueOutcome {
         self.advance_ordered(now);
         // A trimming discipline decides first: a packet it trims waits (or is dropped) as the

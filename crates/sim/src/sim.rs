@@ -733,7 +733,7 @@ impl Simulation {
         Some((port, meta.hop & HOP_REVERSE | hop.entropy & !HOP_REVERSE))
     }
 
-    #[inline]
+    #[inline(always)]
     fn enqueue(&mut self, port: PortId, pid: PacketId, meta: PacketMeta) {
         if meta.has(flags::ROUTER) {
             self.port_control(port, pid, meta);
