@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Un
 from . import _core
 from .numfmt import count, seconds
 from .schemas import table_schema as _schema
+from .rowstream import RowStream
 from .textfile import TextFileError, read_text
 
 if TYPE_CHECKING:  # annotations only
@@ -417,10 +418,9 @@ def run(
 
 
 def _flows_stream(out_dir: Union[str, os.PathLike]):
-    """A :class:`fctlab.rundir.RowStream` beside ``out_dir`` that turns the core's batches of
-    flow rows into tables, for :func:`_run` (``fctlab run --out``, ``fctlab bench``)."""
-    from .rundir import RowStream  # lazy: fctlab.rundir loads pyarrow (80 ms of start-up)
-
+    """A :class:`fctlab.rowstream.RowStream` beside ``out_dir`` that turns the core's batches of
+    flow rows into tables, for :func:`_run` (``fctlab run --out``, ``fctlab bench``). Its
+    thread loads pyarrow while the run goes on."""
     return RowStream(out_dir, lambda cols: _table(cols, _schema("flows")))
 
 
@@ -433,7 +433,7 @@ def _run(
     flows_stream=None,
 ) -> RunResult:
     """:func:`run` with its overrides as strings; with ``flows_stream`` (a
-    :class:`fctlab.rundir.RowStream`), the flows go to its file as they finish instead of
+    :class:`fctlab.rowstream.RowStream`), the flows go to its file as they finish instead of
     into memory."""
     text, name, fmt = _source(scenario)
     # The rows of flows that finish come out while the run goes on (`list.append` and

@@ -256,11 +256,15 @@ def from_json(text: str, overrides: Sequence[str] = (), unset: Sequence[str] = (
     )
 
 
-def load(scenario: ScenarioLike, overrides: Sequence[str] = (), unset: Sequence[str] = ()) -> Plan:
+def load(
+    scenario: ScenarioLike, overrides: Sequence[str] = (), unset: Sequence[str] = (), *, flows: bool = True
+) -> Plan:
     """The plan of a scenario (a path, TOML/JSON text or a dict), with `overrides` (``key=value``,
-    as ``fctlab run --set``) and `unset` keys; errors are ScenarioError naming the key."""
+    as ``fctlab run --set``) and `unset` keys; errors are ScenarioError naming the key. With
+    ``flows=False`` the plan's ``flows`` is empty: for what needs only the network and the
+    transport (listing a million drawn flows takes seconds)."""
     text, name, fmt = _source(scenario)
-    plan = from_json(_core.plan(text, name, fmt, list(overrides), list(unset)), overrides, unset)
+    plan = from_json(_core.plan(text, name, fmt, list(overrides), list(unset), flows), overrides, unset)
     plan.source = scenario
     return plan
 

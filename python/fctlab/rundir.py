@@ -1,4 +1,4 @@
-"""Run directories: the one writer and reader of ``flows.parquet``, ``links.parquet``,
+"""Run directories: the writer and reader of ``flows.parquet``, ``links.parquet``,
 ``queues.parquet``, ``cwnd.parquet``, ``drops.parquet``, ``pfc.parquet``, ``summary.json`` and the packet
 captures in ``pcap/``.
 
@@ -9,7 +9,8 @@ of :data:`SUMMARY_KEYS`, each of its type or null where the producer cannot meas
 ``schema_version`` and ``producer``. The tables keep the core's schemas (a sweep's flows add
 their swept values, ``seed`` and ``run_id`` after them). :func:`read_summary` reads any
 directory back, older shapes included, and :func:`check_run_dir` lists what in a directory
-breaks the contract.
+breaks the contract. A run's ``flows.parquet`` written while the run goes on comes from
+:class:`fctlab.rowstream.RowStream`, in this module's canonical form (:func:`_canonical`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import contextlib
 import json
 import math
 import os
-import queue
 import shutil
 import signal
 import tempfile
@@ -195,82 +195,6 @@ def _signals_held():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-class RowStream:
-    """``flows.parquet`` written while a run goes on: the core's batches of rows (``put``, a
-    C call that Ctrl-C cannot interrupt half-way) are converted and written in a thread of
-    their own while the simulation runs, in row groups of exactly :attr:`ROW_GROUP` rows (the
-    last one shorter), so that the file is the same bytes whatever the batches were. The file
-    is a temporary one beside ``out_dir`` until :func:`write_run` moves it into place;
-    :meth:`discard` removes it if the run is not written.
-
-    The rows are in the order the flows' rows became final (flows that finished, once none
-    of their packets was left in the network), then the others in the order of the scenario."""
-
-    ROW_GROUP = 65_536
-
-    def __init__(self, out_dir: Union[str, os.PathLike], to_table):
-        out = Path(out_dir)
-        where = out if out.is_dir() else out.parent
-        where.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{out.name}.flows-", suffix=".parquet", dir=where)
-        os.close(fd)
-        os.chmod(name, 0o666 & ~_umask())  # as the directory's other files (mkstemp makes it 0600)
-        self.path = Path(name)
-        self._to_table = to_table
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self.put = self._queue.put
-        self._pending: list = []
-        self._pending_rows = 0
-        self._writer = pq.ParquetWriter(self.path, table_schema("flows"))
-        self._error: Optional[BaseException] = None
-        self._thread = threading.Thread(target=self._work, name="fctlab-flows-writer", daemon=True)
-        self._thread.start()
-
-    def _add(self, table: pa.Table, last: bool = False) -> None:
-        self._pending.append(table)
-        self._pending_rows += table.num_rows
-        if self._pending_rows < self.ROW_GROUP and not last:
-            return
-        rows = pa.concat_tables(self._pending)
-        start = 0
-        while rows.num_rows - start >= self.ROW_GROUP or (last and start < rows.num_rows):
-            self._writer.write_table(_canonical(rows.slice(start, self.ROW_GROUP)))
-            start += self.ROW_GROUP
-        rest = rows.slice(start)
-        self._pending, self._pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
-
-    def _work(self) -> None:
-        while True:
-            batch = self._queue.get()
-            if batch is None:
-                return
-            if self._error is None:
-                try:
-                    self._add(self._to_table(batch))
-                except BaseException as e:  # kept for the main thread (a full disk, ...)
-                    self._error = e
-
-    def finish(self, rest: pa.Table) -> Path:
-        """Writes the rows the run kept (``rest``) after the streamed ones, closes the file and
-        returns its path."""
-        self._queue.put(None)
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        self._add(rest, last=True)
-        self._writer.close()
-        return self.path
-
-    def discard(self) -> None:
-        """Stops the thread and removes the file (when the run is not written)."""
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
-        with contextlib.suppress(Exception):
-            self._writer.close()
-        self.path.unlink(missing_ok=True)
-
-
 def write_run(
     out_dir: Union[str, os.PathLike],
     producer: str,
@@ -285,7 +209,7 @@ def write_run(
     pfc: Optional[TableLike] = None,
 ) -> Path:
     """Writes a run directory: the tables given (``flows`` may be the path of a file a
-    :class:`RowStream` wrote, moved into place), summary.json from :func:`make_summary`, and
+    :class:`fctlab.rowstream.RowStream` wrote, moved into place), summary.json from :func:`make_summary`, and
     each packet capture ``(name, pcap bytes)`` as ``pcap/<file name>`` (:func:`pcap_file_name`),
     with ``pcap_hosts`` (the hosts' addresses) as ``pcap/hosts``. Returns the directory.
 
@@ -306,7 +230,7 @@ def write_run(
         os.chmod(tmp, 0o777 & ~_umask())
     pause = float(os.environ.get(_PAUSE_ENV) or 0)
     try:
-        if isinstance(flows, Path):  # written while the run went on (RowStream)
+        if isinstance(flows, Path):  # written while the run went on (fctlab.rowstream.RowStream)
             os.replace(flows, tmp / "flows.parquet")
             flows = None
             time.sleep(pause)

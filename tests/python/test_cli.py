@@ -98,6 +98,30 @@ def test_missing_file_and_bad_override(tmp_path):
     assert p.returncode == 2 and "--out" in p.stderr
 
 
+def test_a_run_ends_without_teardown_yet_with_its_output_and_files_whole(tmp_path):
+    """`fctlab run` ends its process without the interpreter's teardown (NO_TEARDOWN): what it
+    printed to a file (block-buffered, not a terminal) is all there, its tables read back
+    whole, and its exit status is the command's."""
+    from fctlab import cli
+    from fctlab import run as api_run
+    from fctlab.rundir import check_run_dir
+
+    assert "run" in cli.NO_TEARDOWN
+    with open(tmp_path / "out.txt", "w") as out, open(tmp_path / "err.txt", "w") as err:
+        rc = subprocess.run(FCTLAB + ["run", str(DEMO), "--out", str(tmp_path / "o")], stdout=out, stderr=err, cwd=ROOT)
+    printed = (tmp_path / "out.txt").read_text().splitlines()
+    assert rc.returncode == 0, (tmp_path / "err.txt").read_text()
+    assert printed[-1].startswith("  wrote      ") and "flows.parquet" in printed[-1]
+    assert check_run_dir(tmp_path / "o") == []
+    flows = pq.read_table(tmp_path / "o" / "flows.parquet")
+    assert flows.num_rows == len(api_run(DEMO).flows)
+    with open(tmp_path / "err2.txt", "w") as err:
+        rc = subprocess.run(
+            FCTLAB + ["run", str(tmp_path / "missing.toml"), "--out", str(tmp_path / "p")], stderr=err, cwd=ROOT
+        )
+    assert rc.returncode == 2 and "no such scenario file" in (tmp_path / "err2.txt").read_text()
+
+
 def test_sample_queues_flag(tmp_path):
     f = tmp_path / "g.toml"
     f.write_text(GOOD)
@@ -150,8 +174,7 @@ def test_light_commands_do_not_import_heavy_libraries():
     import sys
 
     probe = (
-        "import sys, runpy; sys.argv = {argv!r}\n"
-        "try:\n    runpy.run_module('fctlab.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "import sys; from fctlab.cli import main; main({argv!r}[1:])\n"
         "print(sorted(m for m in ('pyarrow', 'pandas', 'matplotlib') if m in sys.modules))"
     )
     demo = str(DEMO)
@@ -294,3 +317,23 @@ def test_validate_says_which_flows_are_ecn_capable_and_warns_when_no_queue_marks
     assert "warning" not in marked and "ECN-capable whatever" in marked, marked
     plain = subprocess_run(["validate", str(DEMO)])
     assert "ECN" not in plain.replace("ECN off (linux reaction", ""), plain
+
+
+def test_validate_reads_the_plan_without_listing_the_flows(monkeypatch, capsys):
+    """`fctlab validate`'s notes on queues and buffers need the network only: it reads the plan
+    without its flows (a million drawn flows took seconds to list), and still notes a lossless
+    fabric."""
+    from fctlab import cli, plan
+
+    asked = []
+
+    def load(*a, **kw):
+        asked.append(kw.get("flows", True))
+        return plan.load(*a, **kw)
+
+    monkeypatch.setattr(cli, "load", load)
+    sc = ROOT / "scenarios" / "examples" / "incast_rounds.toml"
+    assert cli.main(["validate", str(sc), "--set", "network.pfc=true", "--set", "transport.ecn=true"]) == 0
+    out = capsys.readouterr().out
+    assert asked and not any(asked), asked
+    assert "lossless" in out

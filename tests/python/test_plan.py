@@ -33,6 +33,17 @@ def test_the_plan_holds_the_flows_the_simulator_starts():
     assert len(p.ports) == 2 * len(p.links()) and {q.nic for q in p.ports} == {True, False}
 
 
+def test_a_plan_without_flows_is_the_plan_with_its_flows_left_out():
+    """``load(..., flows=False)`` (what `fctlab validate` reads for its notes on queues and
+    buffers) is the whole plan but for an empty list of flows."""
+    whole, bare = plan_mod.load(MIX), plan_mod.load(MIX, flows=False)
+    assert len(whole.flows) > 10 and bare.flows == []
+    a = json.loads(_core.plan(MIX.read_text(), str(MIX)))
+    b = json.loads(_core.plan(MIX.read_text(), str(MIX), flows=False))
+    assert b.pop("flows") == [] and len(a.pop("flows")) == len(whole.flows)
+    assert a == b
+
+
 def test_the_plan_carries_every_resolved_protocol_setting():
     """A flow's params hold every key its protocol has a default for (the engines read them;
     none restates a default)."""

@@ -214,7 +214,7 @@ def test_the_flows_file_is_the_same_bytes_however_its_batches_were_cut(tmp_path)
 
     import pyarrow as pa
 
-    from fctlab.rundir import RowStream
+    from fctlab.rowstream import RowStream
 
     r = fctlab.run(ROOT / "scenarios" / "examples" / "incast_rounds.toml")
     whole = r.flows_columns()

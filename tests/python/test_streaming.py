@@ -52,7 +52,8 @@ def test_a_streamed_run_has_the_flows_table_of_one_that_keeps_every_row():
     schema = api._schema("flows")
     whole = api._table(kept["flows"], schema)
     out_during_run = sum(b[0][0] for b in batches)
-    assert len(batches) > 3 and out_during_run > 0.9 * whole.num_rows, (len(batches), out_during_run)
+    # (the core hands rows out at most every 0.1 s of wall time: a few batches for this run)
+    assert len(batches) > 1 and out_during_run > 0.9 * whole.num_rows, (len(batches), out_during_run)
     assert out_during_run + streamed["flows"][0][0] == whole.num_rows
     assembled = api._flows_table(batches, streamed["flows"])
     assert assembled.equals(whole)

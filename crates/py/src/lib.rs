@@ -107,10 +107,17 @@ fn validate(
 /// protocol's resolved settings, the transport settings and the monitors. `fctlab.plan`
 /// reads it; docs/plan.md lists its fields.
 #[pyfunction]
-#[pyo3(signature = (text, file, format="toml", overrides=vec![], unset=vec![]))]
-fn plan(text: &str, file: &str, format: &str, overrides: Vec<String>, unset: Vec<String>) -> PyResult<String> {
+#[pyo3(signature = (text, file, format="toml", overrides=vec![], unset=vec![], flows=true))]
+fn plan(
+    text: &str,
+    file: &str,
+    format: &str,
+    overrides: Vec<String>,
+    unset: Vec<String>,
+    flows: bool,
+) -> PyResult<String> {
     let sim = load(text, file, format, overrides, unset)?;
-    Ok(fctlab_scenario::plan::plan_json(sim.scenario()))
+    Ok(fctlab_scenario::plan::plan_json(sim.scenario(), flows))
 }
 
 /// Runs a scenario. `progress(sim_time_s, flows_completed, flows_total)` is called about
@@ -147,21 +154,36 @@ fn run(
     let mut last_report = Instant::now();
     let mut until = Nanos::ZERO;
     let mut labels = Vec::new();
+    // Back to the interpreter after at least 0.1 s of wall time (or the progress interval, if
+    // shorter), also while the first, short slices grow: taking the interpreter lock back waits
+    // for whichever thread holds it (the results writer loading its libraries, at first).
+    let visit_s = match progress {
+        Some(_) if progress_interval_s < 0.1 => progress_interval_s.max(0.0),
+        _ => 0.1,
+    };
     loop {
-        until = until.saturating_add(slice);
-        let t0 = Instant::now();
-        let status = py.allow_threads(|| sim.advance(until));
-        let took = t0.elapsed().as_secs_f64();
+        let status = py.allow_threads(|| {
+            let t0 = Instant::now();
+            loop {
+                until = until.saturating_add(slice);
+                let t = Instant::now();
+                let status = sim.advance(until);
+                let took = t.elapsed().as_secs_f64();
+                if took < 0.02 && slice < Nanos::from_secs(10) {
+                    slice = slice.mul(2);
+                } else if took > 0.2 && slice > Nanos::from_micros(1) {
+                    slice = slice.div(2);
+                }
+                if status == RunStatus::Finished || sim.failure().is_some() || t0.elapsed().as_secs_f64() >= visit_s {
+                    return status;
+                }
+            }
+        });
         if let Some(cb) = on_flows.as_ref() {
             let rows = sim.take_flow_rows();
             if !rows.is_empty() {
                 cb.call1(py, (table_to_py_sharing(py, &rows, &mut labels)?,))?;
             }
-        }
-        if took < 0.02 && slice < Nanos::from_secs(10) {
-            slice = slice.mul(2);
-        } else if took > 0.2 && slice > Nanos::from_micros(1) {
-            slice = slice.div(2);
         }
         if let Some(m) = sim.failure() {
             return Err(ScenarioError::new_err(m));

@@ -143,31 +143,36 @@ fn monitor(sc: &Scenario) -> Value {
     })
 }
 
-/// The plan of a validated scenario, as JSON text.
-pub fn plan_json(sc: &Scenario) -> String {
+/// The plan of a validated scenario, as JSON text; with `flows` false its list of flows is
+/// left empty (for what needs only the network and the transport: a million drawn flows take
+/// seconds to list).
+pub fn plan_json(sc: &Scenario, flows: bool) -> String {
     let topo = &sc.topology;
     let name = |i: usize| topo.nodes[i].name.as_str();
     let mut transport: Map<String, Value> = sc.tcp.export().into_iter().map(|(k, v)| (k, exported(v))).collect();
     transport.insert("profile".into(), sc.profile.name().into());
-    let flows = sc
-        .flows
-        .iter()
-        .enumerate()
-        .map(|(id, f)| Flow {
-            flow_id: id,
-            src: name(f.src),
-            dst: name(f.dst),
-            size_bytes: f.size_bytes,
-            start_ns: f.start.as_nanos(),
-            deadline_ns: f.deadline.map(|t| t.as_nanos()),
-            tag: f.tag.to_string(),
-            group: f.group.to_string(),
-            after: f.after.map(|g| &*sc.groups[g as usize]),
-            protocol: f.cc.name(),
-            ecn: f.ecn,
-            params: f.cc.params_json(),
-        })
-        .collect();
+    let flows: Vec<Flow> = if !flows {
+        Vec::new()
+    } else {
+        sc.flows
+            .iter()
+            .enumerate()
+            .map(|(id, f)| Flow {
+                flow_id: id,
+                src: name(f.src),
+                dst: name(f.dst),
+                size_bytes: f.size_bytes,
+                start_ns: f.start.as_nanos(),
+                deadline_ns: f.deadline.map(|t| t.as_nanos()),
+                tag: f.tag.to_string(),
+                group: f.group.to_string(),
+                after: f.after.map(|g| &*sc.groups[g as usize]),
+                protocol: f.cc.name(),
+                ecn: f.ecn,
+                params: f.cc.params_json(),
+            })
+            .collect()
+    };
     let plan = Plan {
         plan_version: PLAN_VERSION,
         name: &sc.name,
