@@ -120,3 +120,20 @@ def test_a_lossless_golden_output_counts_only_for_lossless_runs():
     assert not stored._counts_for({"tcp", "pfc"}, tcp)  # a lossy TCP paper
     assert stored._counts_for({"tcp"}, tcp | {"pfc"})
     assert not stored._counts_for({"homa"}, tcp | {"pfc"})
+
+
+def test_the_parallel_scaling_table_is_its_rendering_from_the_stored_window_profiles():
+    """docs/performance.md's table of the parallel engine's predicted speed-ups is what
+    `benches/window_profile.py --markdown` renders from docs/results/window_profile.json."""
+    import subprocess
+    import sys
+
+    table = subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "window_profile.py"), "--markdown"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows = json.loads((ROOT / "docs" / "results" / "window_profile.json").read_text())
+    assert table.count("\n") == len(rows) + 2
+    assert table in (ROOT / "docs" / "performance.md").read_text()

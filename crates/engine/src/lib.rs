@@ -6,11 +6,13 @@
 //! - [`queue`]: the event queue, ordered by time and, among events of the same instant, by the
 //!   order they were scheduled or by a key of each event's own that no order of scheduling
 //!   changes ([`queue::Ties`]), so that every run repeats exactly;
-//! - [`rng`]: seeded random-number streams, one per component, derived from the scenario seed.
+//! - [`rng`]: seeded random-number streams, one per component, derived from the scenario seed;
+//! - [`barrier`]: the spinning barrier of a parallel engine's windows, and its cost.
 //!
 //! There is no global state: a simulation owns its queue and streams, so many simulations can
 //! run in one process.
 
+pub mod barrier;
 pub mod parse;
 pub mod quantity;
 pub mod queue;

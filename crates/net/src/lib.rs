@@ -9,6 +9,7 @@
 
 pub mod balance;
 pub mod packet;
+pub mod partition;
 pub mod port;
 pub mod qdisc;
 pub mod routing;

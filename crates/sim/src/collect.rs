@@ -56,7 +56,7 @@ impl Simulation {
     }
 
     /// Flow `i`'s specification, if it is listed or was drawn when it started.
-    fn spec(&self, i: usize) -> Option<&FlowSpec> {
+    pub(crate) fn spec(&self, i: usize) -> Option<&FlowSpec> {
         self.scenario.flows.listed(i).or_else(|| self.flows.get(i).and_then(|s| s.drawn.as_deref()))
     }
 

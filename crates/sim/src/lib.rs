@@ -22,12 +22,14 @@ mod nic;
 mod pacer;
 mod pcap;
 mod pfc;
+mod profiling;
 mod pull;
 mod queue_pairs;
 mod results;
 mod sched;
 mod shared;
 mod sim;
+mod window_profile;
 
 pub use pcap::{ipv4_of, ports_of, PcapFile, ROUTER_OPTION_EXID};
 pub use pfc::{Blocked, PauseRecord};
@@ -36,6 +38,7 @@ pub use results::{
     Results, Row, Schema, Summary, SCHEMAS,
 };
 pub use sim::{RunStatus, Simulation, DEFAULT_HORIZON};
+pub use window_profile::ProfileReport;
 
 /// Version of the simulator, reported in every summary.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -157,6 +157,8 @@ pub struct Simulation {
     pub(crate) balance: Option<fctlab_net::balance::Balancer>,
     /// The pull pacer of each host that receives `ndp` flows, by node (`pull.rs`).
     pub(crate) pacers: Vec<Option<Box<crate::pacer::Pacer>>>,
+    /// Events counted by part and window of a partition (`window_profile.rs`), if asked for.
+    pub(crate) window_profile: Option<Box<crate::window_profile::WindowProfile>>,
 }
 
 impl Simulation {
@@ -212,6 +214,7 @@ impl Simulation {
         let mut sim = Simulation {
             balance,
             pacers: Vec::new(),
+            window_profile: None,
             now: Nanos::ZERO,
             events: EventQueue::new(),
             pool: PacketPool::new(),
@@ -306,11 +309,14 @@ impl Simulation {
             return RunStatus::Finished;
         }
         let wall = Instant::now();
-        // Two copies of the loop: the one without captures has no test for them per packet.
-        let status = match (self.capture.is_some(), self.balance.is_some()) {
-            (true, _) => self.event_loop::<true, true>(until),
-            (false, true) => self.event_loop::<false, true>(until),
-            (false, false) => self.event_loop::<false, false>(until),
+        // Copies of the loop: the one without captures has no test for them per packet, the
+        // one without a window profile none for it.
+        let status = match (self.capture.is_some(), self.balance.is_some(), self.window_profile.is_some()) {
+            (true, _, _) => self.event_loop::<true, true, false>(until),
+            (false, true, false) => self.event_loop::<false, true, false>(until),
+            (false, false, false) => self.event_loop::<false, false, false>(until),
+            (false, true, true) => self.event_loop::<false, true, true>(until),
+            (false, false, true) => self.event_loop::<false, false, true>(until),
         };
         self.loop_wall += wall.elapsed();
         status
@@ -319,7 +325,8 @@ impl Simulation {
     /// Handles events up to `until`; `CAPTURE`: hands packets to the captures.
     #[inline(never)]
     /// `SPRAY`: a per-packet path choice may run (the loop without one never asks).
-    fn event_loop<const CAPTURE: bool, const SPRAY: bool>(&mut self, until: Nanos) -> RunStatus {
+    /// `PROFILE`: each event is counted in the window profile first.
+    fn event_loop<const CAPTURE: bool, const SPRAY: bool, const PROFILE: bool>(&mut self, until: Nanos) -> RunStatus {
         let stop = self.scenario.stop_time.unwrap_or(DEFAULT_HORIZON);
         loop {
             let Some(t) = self.events.peek_time() else {
@@ -337,6 +344,9 @@ impl Simulation {
             }
             let (t, ev) = self.events.pop().expect("peeked");
             self.now = t;
+            if PROFILE {
+                self.profile_event(t, ev);
+            }
             self.prefetch_ahead::<SPRAY>();
             self.dispatch::<CAPTURE, SPRAY>(ev);
             if self.open_flows == 0
