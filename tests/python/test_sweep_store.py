@@ -39,12 +39,21 @@ def _run_dirs(out: Path) -> list:
     return sorted(d.name for d in (out / "flows").glob("run_id=*")) if (out / "flows").is_dir() else []
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_a_run_whose_worker_is_interrupted_is_not_stored_and_a_resume_runs_it(tmp_path, sig):
     f = _write(tmp_path, LONG_RUN)
     out = tmp_path / "out"
     cmd = _cli("sweep", f, "--out", out, "--workers", "1", "--retries", "0")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    # SIGINT at its default in the sweep and its workers, as on a terminal, even when this test
+    # runs from a background job (which starts with SIGINT ignored, and Python then installs
+    # no handler: the signal would go unnoticed)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, preexec_fn=_default_sigint
+    )
     try:
         # the run's process, once it has loaded the simulator (its run starts right after)
         deadline = time.monotonic() + 30
