@@ -349,15 +349,13 @@ def _check_ndp(plan: Plan) -> None:
     )
     for p in plan.ports:
         q = p.queue
-        key = "network.nic_queue" if p.nic else "network.queue"
-        if q["kind"] != "trim":
-            where = (
-                "a host's NIC is htsim's FairPriorityQueue, which sends ACKs and PULLs ahead of data and never "
-                'trims (main_ndp.cpp -host_queue_type fair_prio); fctlab\'s counterpart is nic_queue = "trim"'
-                if p.nic
-                else "a switch's port is htsim's trimming CompositeQueue (main_ndp.cpp -queue_type composite); set queue = \"trim\""
-            )
-            raise Unsupported(f"{key}: {q['kind']!r}; with NDP {where}")
+        _need_trim_port(
+            p,
+            "NDP",
+            "a host's NIC is htsim's FairPriorityQueue, which sends ACKs and PULLs ahead of data and never "
+            'trims (main_ndp.cpp -host_queue_type fair_prio); fctlab\'s counterpart is nic_queue = "trim"',
+            "a switch's port is htsim's trimming CompositeQueue (main_ndp.cpp -queue_type composite); set queue = \"trim\"",
+        )
         if p.nic:
             continue
         if int(q.get("header_bytes", NDP_HEADER_BYTES)) != NDP_HEADER_BYTES:
@@ -487,15 +485,13 @@ def _check_fattree(plan: Plan, kind: str) -> None:
     mark = kind == "nscc"
     for p in plan.ports:
         q = p.queue
-        key = "network.nic_queue" if p.nic else "network.queue"
-        if q["kind"] != "trim":
-            where = (
-                "a host's NIC is htsim's FairPriorityQueue, which sends control packets ahead of data and never trims; "
-                'fctlab\'s counterpart is nic_queue = "trim"'
-                if p.nic
-                else "a switch's port is htsim's trimming CompositeQueue; set queue = \"trim\""
-            )
-            raise Unsupported(f"{key}: {q['kind']!r}; with {kind.upper()} {where}")
+        _need_trim_port(
+            p,
+            kind.upper(),
+            "a host's NIC is htsim's FairPriorityQueue, which sends control packets ahead of data and never trims; "
+            'fctlab\'s counterpart is nic_queue = "trim"',
+            "a switch's port is htsim's trimming CompositeQueue; set queue = \"trim\"",
+        )
         if p.nic:
             if q.get("ecn_threshold") is not None:
                 raise Unsupported(
@@ -962,6 +958,16 @@ def pfc_thresholds(plan: Plan) -> tuple:
         )
     xoff, xon = next(iter(seen))
     return xoff, xon + 1
+
+
+def _need_trim_port(port, protocol: str, at_nic: str, at_switch: str) -> None:
+    """Refuses a port whose discipline is not `trim` (htsim's trimming transports run on
+    trimming switches and on NICs that keep their bands), naming the key and what htsim runs
+    there (`at_nic`, `at_switch`)."""
+    if port.queue["kind"] != "trim":
+        key = "network.nic_queue" if port.nic else "network.queue"
+        where = at_nic if port.nic else at_switch
+        raise Unsupported(f"{key}: {port.queue['kind']!r}; with {protocol} {where}")
 
 
 def _need(ok: bool, key: str, why: str) -> None:
