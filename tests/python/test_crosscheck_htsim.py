@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import math
 import random
+import tomllib
 
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
 import pytest
 
 from fctlab.cli import main
@@ -1497,3 +1499,19 @@ def test_htsims_eqds_hashes_its_entropy_values_so_its_ports_carry_uneven_loads_a
     assert lb["trimmed_packets"].sum() > 500 and lb[up]["trimmed_packets"].sum() > 0.5 * lb["trimmed_packets"].sum()
     assert _uplink_spread(lb) > 1.15 * _uplink_spread(la)
     assert 0.9 < a["fct_s"].mean() / b["fct_s"].mean() < 0.97
+
+
+@pytest.mark.parametrize("name", ["ndp_permutation", "eqds_incast", "nscc_incast"])
+@pytest.mark.parametrize("key", ["queue", "nic_queue"])
+def test_a_trimming_transports_set_up_refuses_a_port_that_does_not_trim(name, key):
+    """htsim runs NDP, EQDS and NSCC on trimming switches and NICs that keep their bands: a
+    port with another discipline is refused naming its key and what htsim runs there."""
+    f = DCQCN_SETUPS.parent / f"{name}.toml"
+    htsim.check(plan.load(f))  # as stored: accepted
+    where = "FairPriorityQueue" if key == "nic_queue" else "CompositeQueue"
+    with pytest.raises(Unsupported, match=rf"network\.{key}: 'droptail'; with {name.split('_')[0].upper()} .*{where}"):
+        # (the switches' trimming keys go with their trimming queue)
+        trim_keys = (
+            [] if key == "nic_queue" else [k for k in tomllib.loads(f.read_text())["network"] if k.startswith("trim_")]
+        )
+        htsim.check(plan.load(f, [f'network.{key}="droptail"'], [f"network.{k}" for k in trim_keys]))
