@@ -24,33 +24,28 @@ from fctlab.plan import Unsupported
 from fctlab.peers import htsim as htsim_peer
 from scenario_dicts import merged
 
+
+def _needs(build, missing: str, protocols=None):
+    """Skips a test unless `build` (an htsim build found by ``htsim_peer.find``) is there,
+    saying what is `missing` and how to get it."""
+    how = htsim_peer.how_to_get() if protocols is None else htsim_peer.how_to_get(protocols)
+    return pytest.mark.skipif(build is None, reason=f"{missing} ({how}; CI cannot fetch it)")
+
+
 PEER = htsim_peer.find([p for p in htsim_peer.BASE_PROTOCOLS if p != "ndp"])
-needs_htsim = pytest.mark.skipif(
-    PEER is None, reason=f"htsim is not built ({htsim_peer.how_to_get()}; CI cannot fetch it)"
-)
+needs_htsim = _needs(PEER, "htsim is not built")
 #: a build whose driver runs NDP (builds before NDP do not)
 NDP_PEER = htsim_peer.find(["ndp"])
-needs_ndp_htsim = pytest.mark.skipif(
-    NDP_PEER is None,
-    reason=f"htsim is not built with ndp ({htsim_peer.how_to_get(['ndp'])}; CI cannot fetch it)",
-)
+needs_ndp_htsim = _needs(NDP_PEER, "htsim is not built with ndp", ["ndp"])
 #: a build with DCQCN (uet-htsim)
 UET = htsim_peer.find(["dcqcn"])
-needs_uet_htsim = pytest.mark.skipif(
-    UET is None, reason=f"uet-htsim is not built ({htsim_peer.how_to_get(['dcqcn'])}; CI cannot fetch it)"
-)
+needs_uet_htsim = _needs(UET, "uet-htsim is not built", ["dcqcn"])
 #: a build whose driver runs csg-htsim's EQDS on htsim's fat-tree
 EQDS_PEER = htsim_peer.find(["eqds"])
-needs_eqds_htsim = pytest.mark.skipif(
-    EQDS_PEER is None,
-    reason=f"htsim is not built with eqds ({htsim_peer.how_to_get(['eqds'])}; CI cannot fetch it)",
-)
+needs_eqds_htsim = _needs(EQDS_PEER, "htsim is not built with eqds", ["eqds"])
 #: a build whose driver runs uet-htsim's UecSrc (NSCC, REPS) on htsim's fat-tree
 NSCC_PEER = htsim_peer.find(["nscc"])
-needs_nscc_htsim = pytest.mark.skipif(
-    NSCC_PEER is None,
-    reason=f"uet-htsim is not built with nscc ({htsim_peer.how_to_get(['nscc'])}; CI cannot fetch it)",
-)
+needs_nscc_htsim = _needs(NSCC_PEER, "uet-htsim is not built with nscc", ["nscc"])
 
 P = 9000  # htsim's packet: 8960 B of data and a 40-byte header
 #: DCTCP as htsim runs it (the set-ups of scenarios/crosscheck/htsim)
