@@ -334,6 +334,18 @@ impl<E: Copy + TieKey> EventQueue<E> {
 mod tests {
     use super::*;
 
+    /// A delay for the random tests: none, under 10 ns, under 100 us, up to the wheel's
+    /// span, or up to `horizon`, each one time in five.
+    fn random_delay(rng: &mut crate::Rng, horizon: u64) -> u64 {
+        match rng.below(5) {
+            0 => 0,
+            1 => rng.below(10),
+            2 => rng.below(100_000),
+            3 => rng.below(SPAN_NS + 1),
+            _ => rng.below(horizon),
+        }
+    }
+
     impl TieKey for char {
         fn tie_key(&self) -> u64 {
             *self as u64
@@ -420,13 +432,7 @@ mod tests {
             let mut now = 0u64;
             for _ in 0..200_000 {
                 if rng.below(3) < 2 || reference.is_empty() {
-                    let dt = match rng.below(5) {
-                        0 => 0,
-                        1 => rng.below(10),
-                        2 => rng.below(100_000),
-                        3 => rng.below(SPAN_NS + 1),
-                        _ => rng.below(horizon),
-                    };
+                    let dt = random_delay(&mut rng, horizon);
                     q.push(Nanos(now + dt), seq);
                     reference.insert((now + dt, seq));
                     seq += 1;
@@ -492,13 +498,7 @@ mod tests {
             let mut now = 0u64;
             for _ in 0..200_000 {
                 if rng.below(3) < 2 || pending == 0 {
-                    let dt = match rng.below(5) {
-                        0 => 0,
-                        1 => rng.below(10),
-                        2 => rng.below(100_000),
-                        3 => rng.below(SPAN_NS + 1),
-                        _ => rng.below(horizon),
-                    };
+                    let dt = random_delay(&mut rng, horizon);
                     let key = rng.below(50);
                     q.push(Nanos(now + dt), key);
                     *reference.entry((now + dt, key)).or_default() += 1;
