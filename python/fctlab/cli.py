@@ -371,9 +371,14 @@ def parser(command: Optional[str] = None) -> OneLineParser:
     return p
 
 
+def _command_of(argv: Sequence[str]) -> Optional[str]:
+    """The command a command line names: its first word that is not an option."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = next((a for a in argv if not a.startswith("-")), None)
+    command = _command_of(argv)
     p = parser(command if command in COMMANDS else None)
     try:
         args, extra = p.parse_known_args(argv)
@@ -408,7 +413,7 @@ def entry() -> None:
     try:
         code = main()
         sys.stdout.flush()
-        if next((a for a in sys.argv[1:] if not a.startswith("-")), None) in NO_TEARDOWN:
+        if _command_of(sys.argv[1:]) in NO_TEARDOWN:
             sys.stderr.flush()
             os._exit(code)
     except KeyboardInterrupt:
