@@ -960,6 +960,14 @@ def pfc_thresholds(plan: Plan) -> tuple:
     return xoff, xon + 1
 
 
+def _group_ids(f, gid: dict) -> tuple:
+    """A flow's group and the group it starts after, as the driver's numbers (-1: none)."""
+    a = gid.get(f.after, -1) if f.after else -1
+    if f.after and a < 0:
+        raise Unsupported(f"flows[{f.flow_id}].after: group {f.after!r} has no flows")
+    return (gid[f.group] if f.group else -1), a
+
+
 def _need_trim_port(port, protocol: str, at_nic: str, at_switch: str) -> None:
     """Refuses a port whose discipline is not `trim` (htsim's trimming transports run on
     trimming switches and on NICs that keep their bands), naming the key and what htsim runs
@@ -1394,10 +1402,7 @@ def fattree_script(plan: Plan, seed: int) -> str:
         L.append(f"group {gid[g]} {len(members)}")
     L.append("# flow id, kind, bytes, start (ps), group, after, source host / destination host")
     for f in plan.flows:
-        g = gid[f.group] if f.group else -1
-        a = gid.get(f.after, -1) if f.after else -1
-        if f.after and a < 0:
-            raise Unsupported(f"flows[{f.flow_id}].after: group {f.after!r} has no flows")
+        g, a = _group_ids(f, gid)
         L.append(
             f"flow {f.flow_id} {f.protocol} {f.size_bytes} {round(f.start_s * PS)} {g} {a} "
             f"{host_ix[f.src]} / {host_ix[f.dst]}"
@@ -1491,10 +1496,7 @@ def script(plan: Plan, seed: int) -> str:
     if ndp:
         L.append("# an NDP flow's paths: every shortest path, data (fwd) and ACK (rev)")
     for f in plan.flows:
-        g = gid[f.group] if f.group else -1
-        a = gid.get(f.after, -1) if f.after else -1
-        if f.after and a < 0:
-            raise Unsupported(f"flows[{f.flow_id}].after: group {f.after!r} has no flows")
+        g, a = _group_ids(f, gid)
         head = f"flow {f.flow_id} {f.protocol} {packets(plan, f.size_bytes)} {round(f.start_s * PS)} {g} {a}"
         if f.protocol == "ndp":
             L.append(f"{head} /")
